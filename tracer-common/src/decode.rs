@@ -1,0 +1,179 @@
+//! Parsing of raw ring-buffer records (user side). Input is untrusted in the
+//! sense that a short or unknown record must give an error, never a panic.
+use crate::event::*;
+
+/// One decoded record, borrowing variable parts from the input bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum Record<'a> {
+    Enter {
+        hdr: Header,
+        args: [u64; MAX_ARGS],
+        /// Captured string (without the NUL), if the function has one.
+        string: Option<&'a [u8]>,
+        /// True when the string filled the capture buffer (possibly cut).
+        string_truncated: bool,
+        /// Captured struct bytes, if the function has one.
+        blob: Option<&'a [u8]>,
+        nattrs: u32,
+    },
+    Exit(CallExit),
+    Fork(ProcFork),
+    Exec {
+        hdr: Header,
+        filename: &'a [u8],
+    },
+    ProcExit(ProcExit),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer bytes than the record type needs.
+    Short {
+        kind: u16,
+        need: usize,
+        got: usize,
+    },
+    UnknownKind(u16),
+}
+
+impl core::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DecodeError::Short { kind, need, got } => {
+                write!(f, "record of kind {kind} is {got} bytes, expected at least {need}")
+            }
+            DecodeError::UnknownKind(k) => write!(f, "unknown record kind {k}"),
+        }
+    }
+}
+
+fn read<T: Copy>(b: &[u8], kind: u16) -> Result<T, DecodeError> {
+    let need = core::mem::size_of::<T>();
+    if b.len() < need {
+        return Err(DecodeError::Short { kind, need, got: b.len() });
+    }
+    // SAFETY: length checked; T is a plain-old-data repr(C) record.
+    Ok(unsafe { core::ptr::read_unaligned(b.as_ptr() as *const T) })
+}
+
+fn cstr(data: &[u8], len: usize) -> &[u8] {
+    let d = &data[..len.min(data.len())];
+    match d.iter().position(|&c| c == 0) {
+        Some(n) => &d[..n],
+        None => d,
+    }
+}
+
+pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
+    let hdr: Header = read(b, 0)?;
+    let kind = hdr.kind;
+    match EventKind::from_u16(kind) {
+        Some(EventKind::CallEnter) => {
+            let r: CallEnter = read(b, kind)?;
+            Ok(Record::Enter { hdr, args: r.args, string: None, string_truncated: false, blob: None, nattrs: 0 })
+        }
+        Some(EventKind::CallEnterStr) => {
+            read::<CallEnterStr>(b, kind)?;
+            let off = core::mem::offset_of!(CallEnterStr, data);
+            let args = read::<CallEnter>(b, kind)?.args;
+            let len = u32::from_le_bytes([b[off - 8], b[off - 7], b[off - 6], b[off - 5]]) as usize;
+            let data = &b[off..off + STR_CAP];
+            let string = if len == 0 { None } else { Some(cstr(data, len)) };
+            Ok(Record::Enter { hdr, args, string, string_truncated: len >= STR_CAP, blob: None, nattrs: 0 })
+        }
+        Some(EventKind::CallEnterBlob) => {
+            read::<CallEnterBlob>(b, kind)?;
+            let off = core::mem::offset_of!(CallEnterBlob, data);
+            let args = read::<CallEnter>(b, kind)?.args;
+            let len = u32::from_le_bytes([b[off - 8], b[off - 7], b[off - 6], b[off - 5]]) as usize;
+            let nattrs = u32::from_le_bytes([b[off - 4], b[off - 3], b[off - 2], b[off - 1]]);
+            let blob = if len == 0 { None } else { Some(&b[off..off + len.min(BLOB_CAP)]) };
+            Ok(Record::Enter { hdr, args, string: None, string_truncated: false, blob, nattrs })
+        }
+        Some(EventKind::CallExit) => Ok(Record::Exit(read(b, kind)?)),
+        Some(EventKind::ProcFork) => Ok(Record::Fork(read(b, kind)?)),
+        Some(EventKind::ProcExec) => {
+            let r: ProcExec = read(b, kind)?;
+            let off = core::mem::offset_of!(ProcExec, filename);
+            let filename = cstr(&b[off..off + PATH_CAP], r.len as usize);
+            Ok(Record::Exec { hdr, filename })
+        }
+        Some(EventKind::ProcExit) => Ok(Record::ProcExit(read(b, kind)?)),
+        None => Err(DecodeError::UnknownKind(kind)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes<T>(v: &T) -> &[u8] {
+        unsafe { core::slice::from_raw_parts(v as *const T as *const u8, core::mem::size_of::<T>()) }
+    }
+
+    fn hdr(kind: EventKind) -> Header {
+        Header { kind: kind as u16, func: 9, cpu: 1, seq: 42, ts: 1000, pid: 10, tid: 11 }
+    }
+
+    #[test]
+    fn enter_str_round_trip() {
+        let mut r = CallEnterStr {
+            hdr: hdr(EventKind::CallEnterStr),
+            args: [7; MAX_ARGS],
+            len: 6,
+            _pad: 0,
+            data: [0; STR_CAP],
+        };
+        r.data[..6].copy_from_slice(b"hello\0");
+        match parse(bytes(&r)).unwrap() {
+            Record::Enter { hdr, args, string, string_truncated, blob, .. } => {
+                assert_eq!(hdr.seq, 42);
+                assert_eq!(args, [7; MAX_ARGS]);
+                assert_eq!(string, Some(&b"hello"[..]));
+                assert!(!string_truncated);
+                assert!(blob.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn blob_len_is_bounded() {
+        let mut r = CallEnterBlob {
+            hdr: hdr(EventKind::CallEnterBlob),
+            args: [0; MAX_ARGS],
+            len: 9999,
+            nattrs: 2,
+            data: [3; BLOB_CAP],
+        };
+        r.data[0] = 1;
+        match parse(bytes(&r)).unwrap() {
+            Record::Enter { blob: Some(b), nattrs, .. } => {
+                assert_eq!(b.len(), BLOB_CAP);
+                assert_eq!(nattrs, 2);
+                assert_eq!(b[0], 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn short_and_unknown_records_are_errors() {
+        let r = CallExit { hdr: hdr(EventKind::CallExit), ret: 0, out: [0; 2], out_ok: 0, _pad: 0 };
+        let b = bytes(&r);
+        assert_eq!(parse(&b[..40]).unwrap_err(), DecodeError::Short { kind: 4, need: 64, got: 40 });
+        assert!(matches!(parse(&b[..3]), Err(DecodeError::Short { kind: 0, .. })));
+        let mut h = hdr(EventKind::CallExit);
+        h.kind = 77;
+        assert_eq!(parse(bytes(&h)).unwrap_err(), DecodeError::UnknownKind(77));
+        // every prefix of every record type is an error or a record, never a panic
+        let e = ProcExec { hdr: hdr(EventKind::ProcExec), len: 500, _pad: 0, filename: [b'a'; PATH_CAP] };
+        for n in 0..bytes(&e).len() {
+            let _ = parse(&bytes(&e)[..n]);
+        }
+        match parse(bytes(&e)).unwrap() {
+            Record::Exec { filename, .. } => assert_eq!(filename.len(), PATH_CAP),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Ring-buffer records. Every record starts with [`Header`]; `Header::kind`
+//! says which struct follows. Sizes are asserted at compile time so the eBPF
+//! and user sides can never disagree silently.
+
+/// Record type ids. Stable: they appear in no file, but both sides must agree.
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// [`CallEnter`]: a probed driver function was entered.
+    CallEnter = 1,
+    /// [`CallEnterStr`]: entered, with one string argument captured.
+    CallEnterStr = 2,
+    /// [`CallEnterBlob`]: entered, with one struct argument captured.
+    CallEnterBlob = 3,
+    /// [`CallExit`]: a probed function returned.
+    CallExit = 4,
+    /// [`ProcFork`]: a traced task created a task (process or thread).
+    ProcFork = 5,
+    /// [`ProcExec`]: a traced process called execve successfully.
+    ProcExec = 6,
+    /// [`ProcExit`]: a traced task exited.
+    ProcExit = 7,
+}
+
+impl EventKind {
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            1 => Self::CallEnter,
+            2 => Self::CallEnterStr,
+            3 => Self::CallEnterBlob,
+            4 => Self::CallExit,
+            5 => Self::ProcFork,
+            6 => Self::ProcExec,
+            7 => Self::ProcExit,
+            _ => return None,
+        })
+    }
+}
+
+/// Common prefix of every record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// [`EventKind`] as u16.
+    pub kind: u16,
+    /// Function id ([`crate::funcs::FuncId`]) for call records, 0 otherwise.
+    pub func: u16,
+    /// CPU the record was produced on; `seq` counts per CPU.
+    pub cpu: u32,
+    /// Per-CPU sequence number, incremented for every record the kernel side
+    /// tried to emit, whether or not ring-buffer space could be reserved. The
+    /// final per-CPU counters minus the records received give the exact loss.
+    pub seq: u64,
+    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC, ns).
+    pub ts: u64,
+    /// Thread-group id (the process id users see).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+}
+
+/// Number of integer arguments captured per call: the 6 register arguments
+/// of the x86-64 SysV ABI plus up to 5 from the stack (cuLaunchKernel has 11).
+pub const MAX_ARGS: usize = 11;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallEnter {
+    pub hdr: Header,
+    pub args: [u64; MAX_ARGS],
+}
+
+/// Bytes of a captured string argument (kernel names, file names), NUL
+/// included; longer strings are cut and flagged (`len == STR_CAP`).
+pub const STR_CAP: usize = 1024;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CallEnterStr {
+    pub hdr: Header,
+    pub args: [u64; MAX_ARGS],
+    /// Bytes written by bpf_probe_read_user_str, NUL included; 0 if the read
+    /// failed (pointer not readable).
+    pub len: u32,
+    pub _pad: u32,
+    pub data: [u8; STR_CAP],
+}
+
+/// Bytes of a captured struct argument: CUlaunchConfig (56) plus up to
+/// [`MAX_LAUNCH_ATTRS`] CUlaunchAttribute (72 each) is the largest.
+pub const BLOB_CAP: usize = 56 + MAX_LAUNCH_ATTRS * 72;
+pub const MAX_LAUNCH_ATTRS: usize = 4;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CallEnterBlob {
+    pub hdr: Header,
+    pub args: [u64; MAX_ARGS],
+    /// Bytes captured (0 if the pointer could not be read).
+    pub len: u32,
+    /// For launch configs: attributes captured after the config.
+    pub nattrs: u32,
+    pub data: [u8; BLOB_CAP],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallExit {
+    pub hdr: Header,
+    /// rax: CUresult for driver calls.
+    pub ret: u64,
+    /// Values read through the out-parameter pointers saved at entry.
+    pub out: [u64; 2],
+    /// Bit i set: out[i] was read successfully.
+    pub out_ok: u32,
+    pub _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcFork {
+    pub hdr: Header,
+    /// The new task's id (a pid for a process, a tid for a thread).
+    pub child: u32,
+    pub _pad: u32,
+}
+
+pub const PATH_CAP: usize = 256;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ProcExec {
+    pub hdr: Header,
+    pub len: u32,
+    pub _pad: u32,
+    pub filename: [u8; PATH_CAP],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcExit {
+    pub hdr: Header,
+    /// 1 when the whole thread group is gone (last thread exited).
+    pub group_dead: u32,
+    pub _pad: u32,
+}
+
+/// Indexes into the per-CPU `COUNTERS` array map.
+pub mod counter {
+    /// Next sequence number (= records attempted on this CPU).
+    pub const SEQ: u32 = 0;
+    /// Ring-buffer reservations that failed (buffer full).
+    pub const RB_FULL: u32 = 1;
+    /// Out-parameter pointer saves that failed (per-thread map full).
+    pub const SAVE_FAILED: u32 = 2;
+    pub const COUNT: u32 = 3;
+}
+
+// Layout guards: change a record and these tell you to look at the other side.
+const _: () = assert!(core::mem::size_of::<Header>() == 32);
+const _: () = assert!(core::mem::size_of::<CallEnter>() == 32 + 88);
+const _: () = assert!(core::mem::size_of::<CallEnterStr>() == 32 + 88 + 8 + STR_CAP);
+const _: () = assert!(core::mem::size_of::<CallEnterBlob>() == 32 + 88 + 8 + BLOB_CAP);
+const _: () = assert!(core::mem::size_of::<CallExit>() == 32 + 32);
+const _: () = assert!(core::mem::size_of::<ProcFork>() == 40);
+const _: () = assert!(core::mem::size_of::<ProcExec>() == 40 + PATH_CAP);
+const _: () = assert!(core::mem::size_of::<ProcExit>() == 40);
+const _: () = assert!(BLOB_CAP % 8 == 0);

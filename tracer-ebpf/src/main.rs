@@ -1,0 +1,19 @@
+//! tracer's kernel side: one generic uprobe/uretprobe pair for every probed
+//! libcuda function (the attach cookie says what to capture), and sched
+//! tracepoints that keep the set of traced tasks.
+#![no_std]
+#![no_main]
+
+mod maps;
+mod proc;
+mod uprobe;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

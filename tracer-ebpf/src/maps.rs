@@ -1,0 +1,62 @@
+//! Maps shared by the programs, and the record-emitting helpers.
+use aya_ebpf::{
+    helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    macros::map,
+    maps::{HashMap, PerCpuArray, RingBuf},
+};
+use tracer_common::event::{Header, counter};
+
+/// All records. Size set by userspace at load time.
+#[map]
+pub static EVENTS: RingBuf = RingBuf::with_byte_size(16 * 1024 * 1024, 0);
+
+/// Traced task ids (tgids and, transiently, tids of their threads).
+#[map]
+pub static TRACED: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
+
+/// Out-parameter pointers saved at entry, keyed by (tid << 16 | func id).
+#[map]
+pub static OUTPTRS: HashMap<u64, [u64; 2]> = HashMap::with_max_entries(65536, 0);
+
+/// Per-CPU counters, indexed by [`tracer_common::event::counter`].
+#[map]
+pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+#[inline(always)]
+pub fn bump(idx: u32) -> u64 {
+    match COUNTERS.get_ptr_mut(idx) {
+        // Programs attached to uprobes and tracepoints run with preemption
+        // disabled, so a plain per-CPU increment cannot race.
+        Some(p) => unsafe {
+            let v = *p;
+            *p = v + 1;
+            v
+        },
+        None => 0,
+    }
+}
+
+#[inline(always)]
+pub fn current() -> (u32, u32) {
+    let id = bpf_get_current_pid_tgid();
+    ((id >> 32) as u32, id as u32)
+}
+
+#[inline(always)]
+pub fn is_traced(tgid: u32) -> bool {
+    unsafe { TRACED.get(&tgid).is_some() }
+}
+
+/// Fills a header, consuming one sequence number.
+#[inline(always)]
+pub fn header(kind: u16, func: u16, pid: u32, tid: u32) -> Header {
+    Header {
+        kind,
+        func,
+        cpu: unsafe { bpf_get_smp_processor_id() },
+        seq: bump(counter::SEQ),
+        ts: unsafe { bpf_ktime_get_ns() },
+        pid,
+        tid,
+    }
+}

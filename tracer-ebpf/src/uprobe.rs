@@ -1,0 +1,287 @@
+//! The generic entry and return probes. Three entry programs differ only in
+//! the record they reserve (plain, with a string, with a struct), so the hot
+//! path (launches, copies) reserves the smallest record.
+use aya_ebpf::{
+    EbpfContext,
+    helpers::{bpf_get_attach_cookie, bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes},
+    macros::{uprobe, uretprobe},
+    programs::{ProbeContext, RetProbeContext},
+};
+use tracer_common::{
+    cookie::Cookie,
+    event::{CallEnter, CallEnterBlob, CallEnterStr, CallExit, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter},
+};
+
+use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced};
+
+#[inline(always)]
+fn cookie<C: EbpfContext>(ctx: &C) -> Cookie {
+    Cookie(unsafe { bpf_get_attach_cookie(ctx.as_ptr()) })
+}
+
+/// Reads the 6 register arguments and `c.stack_args()` stack arguments.
+#[inline(always)]
+fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
+    let regs = unsafe { &*ctx.regs };
+    args[0] = regs.rdi;
+    args[1] = regs.rsi;
+    args[2] = regs.rdx;
+    args[3] = regs.rcx;
+    args[4] = regs.r8;
+    args[5] = regs.r9;
+    let n = c.stack_args();
+    if n == 0 {
+        return;
+    }
+    // At the first instruction rsp points at the return address; the 7th
+    // argument follows it. Unrolled: indexing in a loop leaves bounds-check
+    // panics the verifier rejects.
+    let sp = regs.rsp;
+    let rd = |k: u64| unsafe { bpf_probe_read_user((sp + 8 * k) as *const u64) }.unwrap_or(0);
+    args[6] = rd(1);
+    if n > 1 {
+        args[7] = rd(2);
+    }
+    if n > 2 {
+        args[8] = rd(3);
+    }
+    if n > 3 {
+        args[9] = rd(4);
+    }
+    if n > 4 {
+        args[10] = rd(5);
+    }
+}
+
+/// Saves out-parameter pointers for the return probe.
+#[inline(always)]
+fn save_outs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS]) {
+    if !c.has_out() {
+        return;
+    }
+    let mut ptrs = [0u64; 2];
+    if let Some(i) = c.out_arg(0) {
+        if i < MAX_ARGS {
+            ptrs[0] = args[i];
+        }
+    }
+    if let Some(i) = c.out_arg(1) {
+        if i < MAX_ARGS {
+            ptrs[1] = args[i];
+        }
+    }
+    let key = ((tid as u64) << 16) | c.func() as u64;
+    if OUTPTRS.insert(&key, &ptrs, 0).is_err() {
+        bump(counter::SAVE_FAILED);
+    }
+}
+
+#[uprobe]
+pub fn cu_enter(ctx: ProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = cookie(&ctx);
+    let hdr = header(EventKind::CallEnter as u16, c.func(), pid, tid);
+    match EVENTS.reserve::<CallEnter>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.args = [0; MAX_ARGS];
+            read_args(&ctx, c, &mut rec.args);
+            save_outs(c, tid, &rec.args);
+            e.submit(0);
+        }
+        None => {
+            bump(counter::RB_FULL);
+            // Still save out-pointers: the exit record carries the results.
+            let mut args = [0u64; MAX_ARGS];
+            read_args(&ctx, c, &mut args);
+            save_outs(c, tid, &args);
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = cookie(&ctx);
+    let hdr = header(EventKind::CallEnterStr as u16, c.func(), pid, tid);
+    match EVENTS.reserve::<CallEnterStr>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.args = [0; MAX_ARGS];
+            read_args(&ctx, c, &mut rec.args);
+            save_outs(c, tid, &rec.args);
+            rec.len = 0;
+            rec._pad = 0;
+            if let Some(i) = c.str_arg() {
+                if i < MAX_ARGS {
+                    let p = rec.args[i] as *const u8;
+                    if let Ok(s) = unsafe { bpf_probe_read_user_str_bytes(p, &mut rec.data) } {
+                        // bytes read, NUL included
+                        rec.len = s.len() as u32 + 1;
+                    }
+                }
+            }
+            e.submit(0);
+        }
+        None => {
+            bump(counter::RB_FULL);
+            let mut args = [0u64; MAX_ARGS];
+            read_args(&ctx, c, &mut args);
+            save_outs(c, tid, &args);
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = cookie(&ctx);
+    let hdr = header(EventKind::CallEnterBlob as u16, c.func(), pid, tid);
+    match EVENTS.reserve::<CallEnterBlob>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.args = [0; MAX_ARGS];
+            read_args(&ctx, c, &mut rec.args);
+            save_outs(c, tid, &rec.args);
+            rec.len = 0;
+            rec.nattrs = 0;
+            if let Some(i) = c.blob_arg() {
+                if i < MAX_ARGS {
+                    read_blob(c, rec.args[i], rec);
+                }
+            }
+            e.submit(0);
+        }
+        None => {
+            bump(counter::RB_FULL);
+            let mut args = [0u64; MAX_ARGS];
+            read_args(&ctx, c, &mut args);
+            save_outs(c, tid, &args);
+        }
+    }
+    0
+}
+
+const LAUNCH_CONFIG_SIZE: usize = 56;
+const LAUNCH_ATTR_SIZE: usize = 72;
+
+#[inline(always)]
+fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
+    if c.launch_config() {
+        // CUlaunchConfig: 7 x u32 dims/shmem, pad, hStream @32, attrs @40, numAttrs @48.
+        let cfg = &mut rec.data[..LAUNCH_CONFIG_SIZE];
+        if unsafe { bpf_probe_read_user_buf(ptr as *const u8, cfg) }.is_err() {
+            return;
+        }
+        rec.len = LAUNCH_CONFIG_SIZE as u32;
+        let attrs = u64::from_le_bytes([
+            rec.data[40],
+            rec.data[41],
+            rec.data[42],
+            rec.data[43],
+            rec.data[44],
+            rec.data[45],
+            rec.data[46],
+            rec.data[47],
+        ]);
+        let n = u32::from_le_bytes([rec.data[48], rec.data[49], rec.data[50], rec.data[51]]) as usize;
+        let mut k = 0;
+        while k < MAX_LAUNCH_ATTRS {
+            if k >= n {
+                break;
+            }
+            let off = LAUNCH_CONFIG_SIZE + k * LAUNCH_ATTR_SIZE;
+            let Some(dst) = rec.data.get_mut(off..off + LAUNCH_ATTR_SIZE) else { break };
+            if unsafe { bpf_probe_read_user_buf((attrs + (k * LAUNCH_ATTR_SIZE) as u64) as *const u8, dst) }.is_err() {
+                break;
+            }
+            k += 1;
+        }
+        rec.nattrs = k as u32;
+        rec.len = (LAUNCH_CONFIG_SIZE + k * LAUNCH_ATTR_SIZE) as u32;
+        return;
+    }
+    let size = c.blob_size();
+    // Struct sizes are fixed per function: branch to constant-size reads the
+    // verifier can check.
+    let ok = match size {
+        12 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..12]) }.is_ok(),
+        16 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..16]) }.is_ok(),
+        32 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..32]) }.is_ok(),
+        128 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..128]) }.is_ok(),
+        200 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..200]) }.is_ok(),
+        _ => false,
+    };
+    if ok {
+        rec.len = size as u32;
+    }
+}
+
+#[uretprobe]
+pub fn cu_exit(ctx: RetProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = cookie(&ctx);
+    let ret: u64 = ctx.ret();
+    let mut out = [0u64; 2];
+    let mut out_ok = 0u32;
+    if c.has_out() {
+        let key = ((tid as u64) << 16) | c.func() as u64;
+        if let Some(ptrs) = unsafe { OUTPTRS.get(&key) } {
+            let [p0, p1] = *ptrs;
+            if let Some(v) = read_out(p0, c.out_is_4(0)) {
+                out[0] = v;
+                out_ok |= 1;
+            }
+            if let Some(v) = read_out(p1, c.out_is_4(1)) {
+                out[1] = v;
+                out_ok |= 2;
+            }
+            let _ = OUTPTRS.remove(&key);
+        }
+    }
+    let hdr = header(EventKind::CallExit as u16, c.func(), pid, tid);
+    match EVENTS.reserve::<CallExit>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.ret = ret;
+            rec.out = out;
+            rec.out_ok = out_ok;
+            rec._pad = 0;
+            e.submit(0);
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
+    0
+}
+
+#[inline(always)]
+fn read_out(p: u64, four: bool) -> Option<u64> {
+    if p == 0 {
+        return None;
+    }
+    if four {
+        unsafe { bpf_probe_read_user(p as *const u32) }.ok().map(|v| v as u64)
+    } else {
+        unsafe { bpf_probe_read_user(p as *const u64) }.ok()
+    }
+}

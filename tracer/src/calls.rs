@@ -1,0 +1,574 @@
+//! Turns the record stream into trace lines: pairs each entry with its exit
+//! (per thread, innermost first), resolves function handles to kernel names,
+//! classifies copy directions, and reports process events. Pure: no I/O.
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use serde_json::{Map, Value, json};
+use tracer_common::{
+    decode::Record,
+    event::{CallExit, Header},
+    funcs::{Arg, Class, FuncId, FuncSpec, VARIANTS},
+};
+
+use crate::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
+use crate::cuda_names;
+
+struct Pending {
+    hdr: Header,
+    args: [u64; tracer_common::event::MAX_ARGS],
+    string: Option<String>,
+    string_truncated: bool,
+    blob: Option<Vec<u8>>,
+    nattrs: u32,
+}
+
+/// Counts the assembler keeps for the footer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssemblyStats {
+    pub calls: u64,
+    /// Calls whose exit never arrived (trace ended mid-call, thread died).
+    pub incomplete: u64,
+    /// Exits whose entry record was lost.
+    pub entry_lost: u64,
+    pub records_by_cpu: BTreeMap<u32, u64>,
+    pub bad_records: u64,
+}
+
+/// Reads a NUL-terminated string from a traced process when the kernel side
+/// could not (the page was not resident yet: probes cannot fault pages in).
+pub type StringReader = Box<dyn FnMut(u32, u64) -> Option<String>>;
+
+#[derive(Default)]
+pub struct Assembler {
+    read_string: Option<StringReader>,
+    pending: HashMap<u32, Vec<Pending>>,
+    /// (pid, CUfunction or CUkernel) -> kernel name.
+    names: HashMap<(u32, u64), Rc<str>>,
+    /// pid -> start -> (end, side): known device and pinned-host ranges.
+    ranges: HashMap<u32, BTreeMap<u64, (u64, Side)>>,
+    pub stats: AssemblyStats,
+}
+
+pub fn func_name(id: FuncId) -> String {
+    match id.spec() {
+        Some(s) => format!("{}{}", s.name, VARIANTS[id.variant()]),
+        None => format!("func#{}", id.0),
+    }
+}
+
+/// `cuStreamSynchronize_ptsz` -> `stream_synchronize`.
+fn snake(name: &str) -> String {
+    let base = name.strip_prefix("cu").unwrap_or(name);
+    let base = base.split("_v").next().unwrap_or(base);
+    let mut s = String::new();
+    for (i, ch) in base.chars().enumerate() {
+        if ch.is_ascii_uppercase() {
+            if i > 0 {
+                s.push('_');
+            }
+            s.push(ch.to_ascii_lowercase());
+        } else {
+            s.push(ch);
+        }
+    }
+    s
+}
+
+fn type_op(spec: &FuncSpec) -> (&'static str, String) {
+    let op = match spec.class {
+        Class::Launch => "launch".to_string(),
+        Class::Alloc => "alloc".to_string(),
+        Class::Free => "free".to_string(),
+        Class::Copy => "copy".to_string(),
+        Class::Set => "set".to_string(),
+        _ => snake(spec.name),
+    };
+    let ty = match spec.class {
+        Class::Init => "init",
+        Class::Device => "device",
+        Class::Context => "context",
+        Class::Module => "module",
+        Class::Launch => "kernel",
+        Class::Graph => "graph",
+        Class::Alloc | Class::Free | Class::Memory => "memory",
+        Class::Copy => "memcpy",
+        Class::Set => "memset",
+        Class::Sync => "sync",
+        Class::Stream => "stream",
+        Class::Event => "event",
+        Class::Other => "other",
+    };
+    (ty, op)
+}
+
+fn str_param(id: FuncId) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| p.kind == Arg::Str)
+}
+
+fn param(spec: &FuncSpec, name: &str) -> Option<usize> {
+    spec.params.iter().position(|p| p.name == name)
+}
+
+impl Assembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_string_reader(read_string: StringReader) -> Self {
+        Assembler { read_string: Some(read_string), ..Self::default() }
+    }
+
+    /// Feeds one record; completed lines go to `out`.
+    pub fn push(&mut self, rec: &Record, out: &mut impl FnMut(Value)) {
+        let hdr = match rec {
+            Record::Enter { hdr, .. } | Record::Exec { hdr, .. } => *hdr,
+            Record::Exit(e) => e.hdr,
+            Record::Fork(f) => f.hdr,
+            Record::ProcExit(e) => e.hdr,
+        };
+        *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
+        match *rec {
+            Record::Enter { hdr, args, string, string_truncated, blob, nattrs } => {
+                let mut string = string.map(|s| String::from_utf8_lossy(s).into_owned());
+                if string.is_none() {
+                    if let (Some(i), Some(read)) = (str_param(FuncId(hdr.func)), self.read_string.as_mut()) {
+                        if args[i] != 0 {
+                            string = read(hdr.pid, args[i]);
+                        }
+                    }
+                }
+                self.pending.entry(hdr.tid).or_default().push(Pending {
+                    hdr,
+                    args,
+                    string,
+                    string_truncated,
+                    blob: blob.map(<[u8]>::to_vec),
+                    nattrs,
+                });
+            }
+            Record::Exit(ref x) => {
+                let stack = self.pending.entry(x.hdr.tid).or_default();
+                let entry = stack.iter().rposition(|p| p.hdr.func == x.hdr.func).map(|i| stack.remove(i));
+                if entry.is_none() {
+                    self.stats.entry_lost += 1;
+                }
+                if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
+                    out(v);
+                }
+            }
+            Record::Fork(f) => out(self.proc_line(&f.hdr, "fork", json!({ "child": f.child }))),
+            Record::Exec { hdr, filename } => {
+                // A new program image: its handles and ranges are gone.
+                self.forget_process(hdr.pid);
+                let f = String::from_utf8_lossy(filename).into_owned();
+                out(self.proc_line(&hdr, "exec", json!({ "filename": f })))
+            }
+            Record::ProcExit(e) => {
+                self.flush_thread(e.hdr.tid, out);
+                let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
+                if e.group_dead == 1 {
+                    self.forget_process(e.hdr.pid);
+                }
+                out(self.proc_line(&e.hdr, op, json!({})))
+            }
+        }
+    }
+
+    /// Emits the calls still in progress (as `incomplete`).
+    pub fn finish(&mut self, out: &mut impl FnMut(Value)) {
+        let mut tids: Vec<u32> = self.pending.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            self.flush_thread(tid, out);
+        }
+    }
+
+    fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Value)) {
+        if let Some(stack) = self.pending.remove(&tid) {
+            for p in stack {
+                if let Some(v) = self.call_line(FuncId(p.hdr.func), Some(&p), None) {
+                    out(v);
+                }
+            }
+        }
+    }
+
+    fn forget_process(&mut self, pid: u32) {
+        self.names.retain(|(p, _), _| *p != pid);
+        self.ranges.remove(&pid);
+    }
+
+    fn proc_line(&self, hdr: &Header, op: &str, extra: Value) -> Value {
+        let mut m = base(hdr, "process", op, "process");
+        if let Value::Object(e) = extra {
+            m.extend(e);
+        }
+        Value::Object(m)
+    }
+
+    fn side(&self, pid: u32, addr: u64) -> Side {
+        self.ranges
+            .get(&pid)
+            .and_then(|r| r.range(..=addr).next_back())
+            .filter(|(_, (end, _))| addr < *end)
+            .map(|(_, (_, s))| *s)
+            .unwrap_or(Side::Unknown)
+    }
+
+    fn call_line(&mut self, id: FuncId, entry: Option<&Pending>, exit: Option<&CallExit>) -> Option<Value> {
+        let spec = id.spec()?;
+        let hdr = entry.map(|e| e.hdr).or(exit.map(|x| x.hdr))?;
+        let name = func_name(id);
+        let (ty, op) = type_op(spec);
+        let mut m = base(&hdr, ty, &op, &name);
+        let zero = [0u64; tracer_common::event::MAX_ARGS];
+        let outs = exit.map(|x| Outs { values: x.out, ok: x.out_ok });
+        let cap = Captured {
+            args: entry.map(|e| &e.args[..]).unwrap_or(&zero),
+            string: entry.and_then(|e| e.string.as_deref()),
+            string_truncated: entry.is_some_and(|e| e.string_truncated),
+            blob: entry.and_then(|e| e.blob.as_deref()),
+            nattrs: entry.map_or(0, |e| e.nattrs),
+            outs,
+        };
+        let ret = exit.map(|x| x.ret as u32);
+        match exit {
+            Some(x) => {
+                m.insert("ret".into(), json!(x.ret as u32));
+                if x.ret as u32 != 0 {
+                    m.insert("error".into(), json!(cuda_names::cu_result_name(x.ret as u32)));
+                }
+                if let Some(e) = entry {
+                    let ns = x.hdr.ts.saturating_sub(e.hdr.ts);
+                    m.insert("duration_us".into(), json!(ns as f64 / 1000.0));
+                } else {
+                    m.insert("ts".into(), json!(x.hdr.ts));
+                    m.insert("entry_lost".into(), json!(true));
+                }
+                m.insert("exit_cpu".into(), json!(x.hdr.cpu));
+                m.insert("exit_seq".into(), json!(x.hdr.seq));
+            }
+            None => {
+                m.insert("incomplete".into(), json!(true));
+            }
+        }
+        if entry.is_none() {
+            m.remove("cpu");
+            m.remove("seq");
+        }
+        self.stats.calls += 1;
+        if exit.is_none() {
+            self.stats.incomplete += 1;
+        }
+        if entry.is_some() {
+            self.normalize(spec, &name, hdr.pid, &cap, ret, &mut m);
+            m.insert("args".into(), Value::Object(args::decode_args(spec, &cap)));
+        }
+        Some(Value::Object(m))
+    }
+
+    /// Adds the fields simple consumers look for (kernel, grid, size,
+    /// direction, stream, ptr) and learns handles and address ranges.
+    fn normalize(
+        &mut self,
+        spec: &FuncSpec,
+        name: &str,
+        pid: u32,
+        c: &Captured,
+        ret: Option<u32>,
+        m: &mut Map<String, Value>,
+    ) {
+        let a = |n: &str| param(spec, n).map(|i| c.args[i]);
+        let ok = ret == Some(0);
+        if let Some(s) = a("hStream") {
+            m.insert("stream".into(), hex(s));
+        }
+        match spec.class {
+            Class::Launch if spec.name == "cuLaunchKernelEx" => {
+                let f = c.args[1];
+                self.put_kernel(pid, f, m);
+                if let Some(cfg) = c.blob.and_then(|b| LaunchConfig::parse(b, c.nattrs)) {
+                    m.insert("grid".into(), json!(cfg.grid));
+                    m.insert("block".into(), json!(cfg.block));
+                    m.insert("shared_mem".into(), json!(cfg.shared_mem));
+                    m.insert("stream".into(), hex(cfg.stream));
+                }
+            }
+            Class::Launch if spec.name != "cuLaunchHostFunc" => {
+                self.put_kernel(pid, c.args[0], m);
+                m.insert("grid".into(), json!([c.args[1] as u32, c.args[2] as u32, c.args[3] as u32]));
+                m.insert("block".into(), json!([c.args[4] as u32, c.args[5] as u32, c.args[6] as u32]));
+                m.insert("shared_mem".into(), json!(c.args[7] as u32));
+            }
+            Class::Module => {
+                let out0 = c.outs.and_then(|o| o.get(0));
+                match spec.name {
+                    "cuModuleGetFunction" | "cuLibraryGetKernel" => {
+                        if let Some(s) = c.string {
+                            m.insert("kernel".into(), json!(s));
+                            if let (true, Some(h)) = (ok, out0) {
+                                self.names.insert((pid, h), Rc::from(s));
+                                m.insert("handle".into(), hex(h));
+                            }
+                        }
+                    }
+                    "cuKernelGetFunction" => {
+                        let k = c.args[1];
+                        let known = self.names.get(&(pid, k)).cloned();
+                        if let Some(n) = &known {
+                            m.insert("kernel".into(), json!(&**n));
+                        }
+                        if let (true, Some(h), Some(n)) = (ok, out0, known) {
+                            self.names.insert((pid, h), n);
+                            m.insert("handle".into(), hex(h));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Class::Alloc => {
+                let size = match spec.name {
+                    "cuMemAllocPitch_v2" => {
+                        let pitch = c.outs.and_then(|o| o.get(1)).unwrap_or(c.args[2]);
+                        pitch.saturating_mul(c.args[3])
+                    }
+                    _ => a("bytesize").or(a("size")).unwrap_or(0),
+                };
+                m.insert("size".into(), json!(size));
+                let (ptr, side) = match spec.name {
+                    "cuMemHostRegister_v2" => (Some(c.args[0]), Side::Host),
+                    "cuMemAllocHost_v2" | "cuMemHostAlloc" => (c.outs.and_then(|o| o.get(0)), Side::Host),
+                    "cuMemCreate" => (None, Side::Device),
+                    _ => (c.outs.and_then(|o| o.get(0)), Side::Device),
+                };
+                if let Some(p) = ptr {
+                    m.insert("ptr".into(), hex(p));
+                    if ok && size > 0 {
+                        self.ranges.entry(pid).or_default().insert(p, (p.saturating_add(size), side));
+                    }
+                }
+                if spec.name == "cuMemCreate" {
+                    if let Some(h) = c.outs.and_then(|o| o.get(0)) {
+                        m.insert("handle".into(), hex(h));
+                    }
+                }
+            }
+            Class::Free => {
+                let p = c.args[0];
+                if spec.name != "cuMemRelease" {
+                    m.insert("ptr".into(), hex(p));
+                }
+                if ok {
+                    if let Some(r) = self.ranges.get_mut(&pid) {
+                        r.remove(&p);
+                    }
+                }
+            }
+            Class::Copy => {
+                let (size, dir, dst, src) = match spec.params[0].kind {
+                    Arg::Memcpy2D | Arg::Memcpy3D => match c.blob.and_then(|b| Copy2D3D::parse(spec.params[0].kind, b))
+                    {
+                        Some(cp) => (cp.bytes(), cp.direction(), cp.dst, cp.src),
+                        None => (0, "default", 0, 0),
+                    },
+                    _ => {
+                        let size = a("ByteCount").unwrap_or(0);
+                        let dst = c.args[0];
+                        let src = if spec.name.starts_with("cuMemcpyPeer") { c.args[2] } else { c.args[1] };
+                        let dir = if name.contains("HtoD") {
+                            "h2d"
+                        } else if name.contains("DtoH") {
+                            "d2h"
+                        } else if name.contains("DtoD") {
+                            "d2d"
+                        } else if name.starts_with("cuMemcpyPeer") {
+                            "peer"
+                        } else {
+                            // Unified addressing: classify by the ranges seen.
+                            let (s, d) = (self.side(pid, src), self.side(pid, dst));
+                            let guess = |x: Side, other: Side| {
+                                if x == Side::Unknown && other == Side::Device { Side::Host } else { x }
+                            };
+                            args::direction(guess(s, d), guess(d, s))
+                        };
+                        (size, dir, dst, src)
+                    }
+                };
+                m.insert("size".into(), json!(size));
+                m.insert("direction".into(), json!(dir));
+                m.insert("dst".into(), hex(dst));
+                m.insert("src".into(), hex(src));
+            }
+            Class::Set => {
+                let elem: u64 = if name.contains("D16") {
+                    2
+                } else if name.contains("D32") {
+                    4
+                } else {
+                    1
+                };
+                let count = match (a("N"), a("Width"), a("Height")) {
+                    (Some(n), _, _) => n,
+                    (None, Some(w), Some(h)) => w.saturating_mul(h),
+                    _ => 0,
+                };
+                m.insert("size".into(), json!(count.saturating_mul(elem)));
+                m.insert("dst".into(), hex(c.args[0]));
+            }
+            Class::Graph if spec.name == "cuGraphLaunch" => {
+                m.insert("graph_exec".into(), hex(c.args[0]));
+            }
+            _ => {
+                if let Some(e) = a("hEvent") {
+                    m.insert("event".into(), hex(e));
+                }
+            }
+        }
+    }
+
+    fn put_kernel(&self, pid: u32, f: u64, m: &mut Map<String, Value>) {
+        m.insert("func".into(), hex(f));
+        m.insert(
+            "kernel".into(),
+            match self.names.get(&(pid, f)) {
+                Some(n) => json!(&**n),
+                None => Value::Null,
+            },
+        );
+    }
+}
+
+fn base(hdr: &Header, ty: &str, op: &str, name: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("ts".into(), json!(hdr.ts));
+    m.insert("pid".into(), json!(hdr.pid));
+    m.insert("tid".into(), json!(hdr.tid));
+    m.insert("type".into(), json!(ty));
+    m.insert("op".into(), json!(op));
+    m.insert("name".into(), json!(name));
+    m.insert("cpu".into(), json!(hdr.cpu));
+    m.insert("seq".into(), json!(hdr.seq));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_common::event::{EventKind, MAX_ARGS};
+    use tracer_common::funcs::lookup;
+
+    fn hdr(kind: EventKind, name: &str, ts: u64, seq: u64) -> Header {
+        let func = if name.is_empty() { 0 } else { lookup(name).unwrap().0 };
+        Header { kind: kind as u16, func, cpu: 0, seq, ts, pid: 100, tid: 101 }
+    }
+    fn enter<'a>(name: &str, ts: u64, args: &[u64], s: Option<&'a [u8]>) -> Record<'a> {
+        let mut a = [0u64; MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        Record::Enter {
+            hdr: hdr(EventKind::CallEnter, name, ts, ts),
+            args: a,
+            string: s,
+            string_truncated: false,
+            blob: None,
+            nattrs: 0,
+        }
+    }
+    fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
+        Record::Exit(CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 })
+    }
+    fn run(recs: &[Record]) -> Vec<Value> {
+        let mut a = Assembler::new();
+        let mut v = Vec::new();
+        for r in recs {
+            a.push(r, &mut |x| v.push(x));
+        }
+        a.finish(&mut |x| v.push(x));
+        v
+    }
+
+    #[test]
+    fn kernel_name_resolved_through_library_and_function() {
+        let v = run(&[
+            enter("cuLibraryGetKernel", 10, &[0x10, 0xaaa, 0x20], Some(b"my_kernel")),
+            exit("cuLibraryGetKernel", 20, 0, [0xbbb, 0], 1),
+            enter("cuKernelGetFunction", 30, &[0x30, 0xbbb], None),
+            exit("cuKernelGetFunction", 40, 0, [0xccc, 0], 1),
+            enter("cuLaunchKernel", 50, &[0xccc, 2, 3, 4, 128, 1, 1, 256, 0x5, 0x6, 0], None),
+            exit("cuLaunchKernel", 57, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[1]["kernel"], "my_kernel");
+        let l = &v[2];
+        assert_eq!(l["type"], "kernel");
+        assert_eq!(l["op"], "launch");
+        assert_eq!(l["kernel"], "my_kernel");
+        assert_eq!(l["grid"], json!([2, 3, 4]));
+        assert_eq!(l["block"], json!([128, 1, 1]));
+        assert_eq!(l["shared_mem"], 256);
+        assert_eq!(l["stream"], "0x5");
+        assert_eq!(l["duration_us"], json!(0.007));
+        assert_eq!(l["ret"], 0);
+    }
+
+    #[test]
+    fn alloc_copy_direction_and_errors() {
+        let v = run(&[
+            enter("cuMemAlloc_v2", 1, &[0x7ffe00, 4096], None),
+            exit("cuMemAlloc_v2", 2, 0, [0x10_0000, 0], 1),
+            enter("cuMemcpy", 3, &[0x10_0010, 0x5555_0000, 64], None),
+            exit("cuMemcpy", 4, 0, [0, 0], 0),
+            enter("cuMemcpy", 5, &[0x5555_0000, 0x10_0000, 64], None),
+            exit("cuMemcpy", 6, 0, [0, 0], 0),
+            enter("cuMemAlloc_v2", 7, &[0x7ffe00, 1 << 40], None),
+            exit("cuMemAlloc_v2", 8, 2, [0, 0], 0),
+            enter("cuMemsetD32Async", 9, &[0x10_0000, 7, 10, 0x9], None),
+            exit("cuMemsetD32Async", 10, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["size"], 4096);
+        assert_eq!(v[0]["ptr"], "0x100000");
+        assert_eq!(v[1]["direction"], "h2d");
+        assert_eq!(v[2]["direction"], "d2h");
+        assert_eq!(v[3]["error"], "CUDA_ERROR_OUT_OF_MEMORY");
+        assert_eq!(v[3]["args"]["dptr"], Value::Null);
+        assert_eq!(v[4]["size"], 40);
+        assert_eq!(v[4]["stream"], "0x9");
+    }
+
+    #[test]
+    fn nesting_lost_entries_and_incomplete_calls() {
+        let v = run(&[
+            enter("cuStreamSynchronize", 1, &[0], None),
+            exit("cuCtxSynchronize", 2, 0, [0, 0], 0),
+            enter("cuCtxSynchronize", 3, &[], None),
+        ]);
+        // exit without entry, then two calls in progress at the end
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0]["entry_lost"], true);
+        assert_eq!(v[0]["name"], "cuCtxSynchronize");
+        assert!(v[1..].iter().all(|l| l["incomplete"] == true));
+    }
+
+    #[test]
+    fn unreadable_strings_fall_back_to_the_reader() {
+        let mut a = Assembler::with_string_reader(Box::new(|pid, addr| {
+            (pid == 100 && addr == 0x20).then(|| "late".to_string())
+        }));
+        let mut v = Vec::new();
+        for r in [
+            enter("cuModuleGetFunction", 1, &[0x10, 0x11, 0x20], None),
+            exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1),
+        ] {
+            a.push(&r, &mut |x| v.push(x));
+        }
+        assert_eq!(v[0]["kernel"], "late");
+        assert_eq!(v[0]["args"]["name"], "late");
+    }
+
+    #[test]
+    fn variant_names_and_ops() {
+        assert_eq!(func_name(lookup("cuStreamSynchronize_ptsz").unwrap()), "cuStreamSynchronize_ptsz");
+        assert_eq!(snake("cuStreamSynchronize"), "stream_synchronize");
+        assert_eq!(snake("cuCtxCreate_v4"), "ctx_create");
+    }
+}

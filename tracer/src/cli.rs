@@ -1,0 +1,65 @@
+//! Command-line interface. `tracer [OPTIONS] -- CMD` is short for
+//! `tracer record [OPTIONS] -- CMD`; other subcommands read traces.
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracer",
+    version,
+    about = "Record every CUDA driver call of a process tree with eBPF",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command (or attach to a process) and record its CUDA driver calls.
+    Record(RecordArgs),
+    /// Print the summary of a recorded trace (.jsonl or .jsonl.gz).
+    Summary {
+        /// Trace file.
+        trace: PathBuf,
+    },
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RecordArgs {
+    /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Trace this running process (and the children it creates from now on).
+    #[arg(short, long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// The libcuda to probe (default: the one the dynamic loader would pick).
+    #[arg(long, value_name = "PATH")]
+    pub libcuda: Option<PathBuf>,
+    /// Run the command as root even when tracer was started with sudo.
+    #[arg(long)]
+    pub as_root: bool,
+    /// Ring buffer size in MiB (a power of two).
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub buffer_size: u32,
+    /// Also probe the state getters that the CUDA runtime calls several times
+    /// per launch (cuDevicePrimaryCtxGetState, cuCtxGetCurrent, ...): complete,
+    /// but it roughly doubles the tracing cost on launch-bound programs.
+    #[arg(long)]
+    pub all_functions: bool,
+    /// Do not print the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "pid")]
+    pub command: Vec<OsString>,
+}

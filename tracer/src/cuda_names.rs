@@ -1,0 +1,159 @@
+//! Names for CUDA driver enums (cuda.h, CUDA 13.0).
+
+/// CUresult name, e.g. 2 -> "CUDA_ERROR_OUT_OF_MEMORY".
+pub fn cu_result(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "CUDA_SUCCESS",
+        1 => "CUDA_ERROR_INVALID_VALUE",
+        2 => "CUDA_ERROR_OUT_OF_MEMORY",
+        3 => "CUDA_ERROR_NOT_INITIALIZED",
+        4 => "CUDA_ERROR_DEINITIALIZED",
+        5 => "CUDA_ERROR_PROFILER_DISABLED",
+        6 => "CUDA_ERROR_PROFILER_NOT_INITIALIZED",
+        7 => "CUDA_ERROR_PROFILER_ALREADY_STARTED",
+        8 => "CUDA_ERROR_PROFILER_ALREADY_STOPPED",
+        34 => "CUDA_ERROR_STUB_LIBRARY",
+        46 => "CUDA_ERROR_DEVICE_UNAVAILABLE",
+        100 => "CUDA_ERROR_NO_DEVICE",
+        101 => "CUDA_ERROR_INVALID_DEVICE",
+        102 => "CUDA_ERROR_DEVICE_NOT_LICENSED",
+        200 => "CUDA_ERROR_INVALID_IMAGE",
+        201 => "CUDA_ERROR_INVALID_CONTEXT",
+        202 => "CUDA_ERROR_CONTEXT_ALREADY_CURRENT",
+        205 => "CUDA_ERROR_MAP_FAILED",
+        206 => "CUDA_ERROR_UNMAP_FAILED",
+        207 => "CUDA_ERROR_ARRAY_IS_MAPPED",
+        208 => "CUDA_ERROR_ALREADY_MAPPED",
+        209 => "CUDA_ERROR_NO_BINARY_FOR_GPU",
+        210 => "CUDA_ERROR_ALREADY_ACQUIRED",
+        211 => "CUDA_ERROR_NOT_MAPPED",
+        212 => "CUDA_ERROR_NOT_MAPPED_AS_ARRAY",
+        213 => "CUDA_ERROR_NOT_MAPPED_AS_POINTER",
+        214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
+        215 => "CUDA_ERROR_UNSUPPORTED_LIMIT",
+        216 => "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
+        217 => "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+        218 => "CUDA_ERROR_INVALID_PTX",
+        219 => "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT",
+        220 => "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+        221 => "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
+        222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        223 => "CUDA_ERROR_JIT_COMPILATION_DISABLED",
+        224 => "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
+        225 => "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC",
+        226 => "CUDA_ERROR_CONTAINED",
+        300 => "CUDA_ERROR_INVALID_SOURCE",
+        301 => "CUDA_ERROR_FILE_NOT_FOUND",
+        302 => "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND",
+        303 => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
+        304 => "CUDA_ERROR_OPERATING_SYSTEM",
+        400 => "CUDA_ERROR_INVALID_HANDLE",
+        401 => "CUDA_ERROR_ILLEGAL_STATE",
+        402 => "CUDA_ERROR_LOSSY_QUERY",
+        500 => "CUDA_ERROR_NOT_FOUND",
+        600 => "CUDA_ERROR_NOT_READY",
+        700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+        701 => "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+        702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
+        703 => "CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING",
+        704 => "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+        705 => "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
+        708 => "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE",
+        709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+        710 => "CUDA_ERROR_ASSERT",
+        711 => "CUDA_ERROR_TOO_MANY_PEERS",
+        712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        714 => "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        715 => "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        716 => "CUDA_ERROR_MISALIGNED_ADDRESS",
+        717 => "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        718 => "CUDA_ERROR_INVALID_PC",
+        719 => "CUDA_ERROR_LAUNCH_FAILED",
+        720 => "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        721 => "CUDA_ERROR_TENSOR_MEMORY_LEAK",
+        800 => "CUDA_ERROR_NOT_PERMITTED",
+        801 => "CUDA_ERROR_NOT_SUPPORTED",
+        802 => "CUDA_ERROR_SYSTEM_NOT_READY",
+        803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        804 => "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+        805 => "CUDA_ERROR_MPS_CONNECTION_FAILED",
+        806 => "CUDA_ERROR_MPS_RPC_FAILURE",
+        807 => "CUDA_ERROR_MPS_SERVER_NOT_READY",
+        808 => "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED",
+        809 => "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED",
+        810 => "CUDA_ERROR_MPS_CLIENT_TERMINATED",
+        811 => "CUDA_ERROR_CDP_NOT_SUPPORTED",
+        812 => "CUDA_ERROR_CDP_VERSION_MISMATCH",
+        900 => "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+        901 => "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+        902 => "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+        903 => "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+        904 => "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+        905 => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+        906 => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+        907 => "CUDA_ERROR_CAPTURED_EVENT",
+        908 => "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+        909 => "CUDA_ERROR_TIMEOUT",
+        910 => "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+        911 => "CUDA_ERROR_EXTERNAL_DEVICE",
+        912 => "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+        913 => "CUDA_ERROR_FUNCTION_NOT_LOADED",
+        914 => "CUDA_ERROR_INVALID_RESOURCE_TYPE",
+        915 => "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION",
+        916 => "CUDA_ERROR_KEY_ROTATION",
+        999 => "CUDA_ERROR_UNKNOWN",
+        _ => return None,
+    })
+}
+
+/// Name for a CUresult, unknown values spelled `CUresult(N)`.
+pub fn cu_result_name(code: u32) -> String {
+    cu_result(code).map(str::to_string).unwrap_or_else(|| format!("CUresult({code})"))
+}
+
+/// CUlaunchAttributeID names.
+pub fn launch_attr(id: u32) -> &'static str {
+    match id {
+        1 => "ACCESS_POLICY_WINDOW",
+        2 => "COOPERATIVE",
+        3 => "SYNCHRONIZATION_POLICY",
+        4 => "CLUSTER_DIMENSION",
+        5 => "CLUSTER_SCHEDULING_POLICY_PREFERENCE",
+        6 => "PROGRAMMATIC_STREAM_SERIALIZATION",
+        7 => "PROGRAMMATIC_EVENT",
+        8 => "PRIORITY",
+        9 => "MEM_SYNC_DOMAIN_MAP",
+        10 => "MEM_SYNC_DOMAIN",
+        11 => "PREFERRED_CLUSTER_DIMENSION",
+        12 => "LAUNCH_COMPLETION_EVENT",
+        13 => "DEVICE_UPDATABLE_KERNEL_NODE",
+        14 => "PREFERRED_SHARED_MEMORY_CARVEOUT",
+        _ => "UNKNOWN",
+    }
+}
+
+/// CUmemorytype names (used by CUDA_MEMCPY2D/3D).
+pub fn memory_type(t: u32) -> &'static str {
+    match t {
+        1 => "host",
+        2 => "device",
+        3 => "array",
+        4 => "unified",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn names() {
+        assert_eq!(cu_result_name(0), "CUDA_SUCCESS");
+        assert_eq!(cu_result_name(2), "CUDA_ERROR_OUT_OF_MEMORY");
+        assert_eq!(cu_result_name(600), "CUDA_ERROR_NOT_READY");
+        assert_eq!(cu_result_name(12345), "CUresult(12345)");
+        assert_eq!(launch_attr(4), "CLUSTER_DIMENSION");
+        assert_eq!(memory_type(2), "device");
+    }
+}

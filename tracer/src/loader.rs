@@ -1,0 +1,327 @@
+//! Loads the eBPF object, attaches the sched tracepoints and the uprobes on
+//! libcuda, and hands out the maps the collector needs.
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
+    programs::{
+        TracePoint, UProbe,
+        trace_point::TracePointLink,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLink, UProbeScope},
+    },
+};
+use tracer_common::{
+    cookie::Cookie,
+    event::counter,
+    funcs::{Arg, FUNCS, FuncId, VARIANTS},
+};
+
+use crate::libcuda::ExportedSymbols;
+use crate::uprobe_multi::{self, MultiLink};
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The eBPF object built by build.rs from tracer-ebpf.
+static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+
+/// What got attached, for the header and the summary.
+#[derive(Debug, Default, Clone)]
+pub struct ProbeReport {
+    pub libcuda: PathBuf,
+    pub exported_functions: usize,
+    /// Probed symbols (entry + return each).
+    pub probed: Vec<String>,
+    /// Probed symbols whose first instruction is not `push %rbp` (slow path).
+    pub single_stepped: Vec<String>,
+    /// "uprobe_multi" (one link per program) or "perf" (one per function).
+    pub attach_mode: &'static str,
+}
+
+pub struct Loaded {
+    /// Owns the programs; the links are in `links`.
+    pub ebpf: Option<Ebpf>,
+    /// Every attachment, owned here so [`detach_all`] can close them
+    /// concurrently.
+    pub links: Links,
+    /// Taken by the collector.
+    pub ring: Option<RingBuf<MapData>>,
+    pub counters: PerCpuArray<MapData, u64>,
+    pub traced: BpfHashMap<MapData, u32, u8>,
+    pub report: ProbeReport,
+}
+
+/// Reads a field offset from a tracepoint's format file.
+fn field_offset(format: &str, field: &str) -> Option<u32> {
+    format.lines().find_map(|l| {
+        let l = l.trim();
+        let decl = l.strip_prefix("field:")?.split(';').next()?;
+        let name = decl.split_whitespace().last()?.trim_start_matches('*');
+        let name = name.split('[').next()?;
+        if name != field {
+            return None;
+        }
+        let off = l.split("offset:").nth(1)?.split(';').next()?;
+        off.trim().parse().ok()
+    })
+}
+
+fn tp_offset(category: &str, name: &str, field: &str) -> anyhow::Result<Option<u32>> {
+    let path = format!("{TRACEFS}/events/{category}/{name}/format");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    Ok(field_offset(&text, field))
+}
+
+/// Mounts tracefs if it is missing (we are root); a clear error otherwise.
+pub fn ensure_tracefs() -> anyhow::Result<()> {
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    let st = std::process::Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status();
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    bail!(
+        "tracefs is not mounted at {TRACEFS} and mounting it failed ({}): run `mount -t tracefs nodev {TRACEFS}` as root",
+        match st {
+            Ok(s) => s.to_string(),
+            Err(e) => e.to_string(),
+        }
+    )
+}
+
+pub struct Options<'a> {
+    pub libcuda: &'a Path,
+    /// Which table functions to probe.
+    pub select: &'a dyn Fn(FuncId) -> bool,
+    pub symbols: &'a ExportedSymbols,
+    pub ring_bytes: u32,
+}
+
+pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
+    ensure_tracefs()?;
+    let need = |c, n, f| -> anyhow::Result<u32> {
+        tp_offset(c, n, f)?.with_context(|| format!("tracepoint {c}/{n} has no field {f}: unsupported kernel"))
+    };
+    let fork_child = need("sched", "sched_process_fork", "child_pid")?;
+    let exec_file = need("sched", "sched_process_exec", "filename")?;
+    let exit_pid = need("sched", "sched_process_exit", "pid")?;
+    let exit_group_dead = tp_offset("sched", "sched_process_exit", "group_dead")?.unwrap_or(0);
+
+    let mut ebpf = EbpfLoader::new()
+        .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
+        .override_global("EXEC_FILENAME_OFF", &exec_file, true)
+        .override_global("EXIT_PID_OFF", &exit_pid, true)
+        .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
+        .map_max_entries("EVENTS", opts.ring_bytes)
+        .load(EBPF_OBJECT)
+        .context("loading the eBPF programs failed")?;
+
+    let mut links = Links::default();
+    for (prog, tp) in [
+        ("sched_fork", "sched_process_fork"),
+        ("sched_exec", "sched_process_exec"),
+        ("sched_exit", "sched_process_exit"),
+    ] {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+        let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
+        links.tracepoints.push(p.take_link(id)?);
+    }
+
+    let report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+
+    let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
+    let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map")?)?;
+    let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
+    Ok(Loaded { ebpf: Some(ebpf), links, ring: Some(ring), counters, traced, report })
+}
+
+/// Which entry program captures what a function needs.
+fn entry_program(id: FuncId) -> &'static str {
+    let spec = id.spec().expect("table entry");
+    if spec.params.iter().any(|p| p.kind == Arg::Str) {
+        "cu_enter_str"
+    } else if spec.params.iter().any(|p| p.kind.blob_size() > 0) {
+        "cu_enter_blob"
+    } else {
+        "cu_enter"
+    }
+}
+
+/// The symbols of `syms` that the table covers, with their ids.
+pub fn probe_targets(syms: &ExportedSymbols) -> Vec<(FuncId, String, u64)> {
+    let mut v = Vec::new();
+    for (i, spec) in FUNCS.iter().enumerate() {
+        for (k, suffix) in VARIANTS.iter().enumerate() {
+            let name = format!("{}{}", spec.name, suffix);
+            if let Some(off) = syms.offset(&name) {
+                v.push((FuncId::new(i, k), name, off));
+            }
+        }
+    }
+    v
+}
+
+fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow::Result<ProbeReport> {
+    let targets: Vec<_> = probe_targets(opts.symbols).into_iter().filter(|(id, _, _)| (opts.select)(*id)).collect();
+    if targets.is_empty() {
+        bail!(
+            "{} exports none of the CUDA driver functions tracer probes: is it really libcuda? pass --libcuda PATH",
+            opts.libcuda.display()
+        );
+    }
+    let mut report = ProbeReport {
+        libcuda: opts.libcuda.to_path_buf(),
+        exported_functions: opts.symbols.len(),
+        ..Default::default()
+    };
+    for (_, name, _) in &targets {
+        if !opts.symbols.prologue(name).is_some_and(crate::libcuda::starts_with_push_rbp) {
+            report.single_stepped.push(name.clone());
+        }
+        report.probed.push(name.clone());
+    }
+    match attach_multi(ebpf, opts, &targets) {
+        Ok(multi) => {
+            links.multi = multi;
+            report.attach_mode = "uprobe_multi";
+        }
+        Err(e) => {
+            log::warn!(
+                "uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)"
+            );
+            attach_perf(ebpf, opts, &targets, links)?;
+            report.attach_mode = "perf";
+        }
+    }
+    Ok(report)
+}
+
+const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blob"];
+
+fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
+    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"])?;
+    let mut links = Vec::new();
+    for prog in ENTRY_PROGRAMS {
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
+            .iter()
+            .filter(|(id, _, _)| entry_program(*id) == prog)
+            .map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0))
+            .unzip();
+        if !offsets.is_empty() {
+            links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
+        }
+    }
+    let (offsets, cookies): (Vec<u64>, Vec<u64>) =
+        targets.iter().map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0)).unzip();
+    links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
+    Ok(links)
+}
+
+fn attach_perf(
+    ebpf: &mut Ebpf,
+    opts: &Options,
+    targets: &[(FuncId, String, u64)],
+    links: &mut Links,
+) -> anyhow::Result<()> {
+    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"] {
+        let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+    }
+    for (id, name, off) in targets {
+        let cookie: Cookie = id.spec().expect("table entry").cookie(*id);
+        for prog in [entry_program(*id), "cu_exit"] {
+            let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
+            let point =
+                UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(*off), cookie: Some(cookie.0) };
+            let id = p
+                .attach(point, opts.libcuda, UProbeScope::AllProcesses)
+                .with_context(|| format!("attaching {prog} to {name} in {}", opts.libcuda.display()))?;
+            links.uprobes.push(p.take_link(id)?);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+pub struct Links {
+    pub tracepoints: Vec<TracePointLink>,
+    pub uprobes: Vec<UProbeLink>,
+    pub multi: Vec<MultiLink>,
+}
+
+/// Detaches every probe. Each perf-event close waits for an RCU grace period
+/// inside the kernel (~0.2 s on our VMs), so closing 350 probes one after the
+/// other takes over a minute; closed from concurrent threads the waits
+/// overlap and the whole detach takes about one grace period.
+pub fn detach_all(links: Links) {
+    let Links { tracepoints, uprobes, multi } = links;
+    std::thread::scope(|s| {
+        let spawn = |f: Box<dyn FnOnce() + Send>| {
+            let b = std::thread::Builder::new().stack_size(64 * 1024);
+            if let Err(e) = b.spawn_scoped(s, f) {
+                // Out of threads: the closure was dropped, so the link was
+                // closed right here instead.
+                log::debug!("detach thread: {e}");
+            }
+        };
+        for l in uprobes {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in multi {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in tracepoints {
+            spawn(Box::new(move || drop(l)));
+        }
+    });
+}
+
+/// Per-CPU totals of the kernel-side counters.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KernelCounters {
+    /// Records attempted, per CPU (the next sequence number).
+    pub attempted: Vec<u64>,
+    pub ring_full: u64,
+    pub save_failed: u64,
+}
+
+pub fn read_counters(c: &PerCpuArray<MapData, u64>) -> anyhow::Result<KernelCounters> {
+    let seq = c.get(&counter::SEQ, 0)?;
+    let full = c.get(&counter::RB_FULL, 0)?;
+    let saves = c.get(&counter::SAVE_FAILED, 0)?;
+    Ok(KernelCounters {
+        attempted: seq.iter().copied().collect(),
+        ring_full: full.iter().sum(),
+        save_failed: saves.iter().sum(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORK: &str = "name: sched_process_fork
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;
+";
+    const OLD_FORK: &str = "\tfield:char parent_comm[16];\toffset:8;\tsize:16;\tsigned:1;
+\tfield:pid_t parent_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:char child_comm[16];\toffset:28;\tsize:16;\tsigned:1;
+\tfield:pid_t child_pid;\toffset:44;\tsize:4;\tsigned:1;";
+
+    #[test]
+    fn format_offsets() {
+        assert_eq!(field_offset(FORK, "child_pid"), Some(20));
+        assert_eq!(field_offset(FORK, "parent_comm"), Some(8));
+        assert_eq!(field_offset(OLD_FORK, "child_pid"), Some(44));
+        assert_eq!(field_offset(OLD_FORK, "child_comm"), Some(28));
+        assert_eq!(field_offset(FORK, "group_dead"), None);
+    }
+}

@@ -1,0 +1,60 @@
+//! tracer: records every CUDA driver call of a process tree with eBPF uprobes
+//! on libcuda, to JSONL. See docs/trace-format.md.
+
+mod args;
+mod calls;
+mod cli;
+mod collector;
+mod cuda_names;
+mod libcuda;
+mod loader;
+mod reader;
+mod record;
+mod spawn;
+mod summary;
+mod sysinfo;
+mod uprobe_multi;
+mod writer;
+
+use clap::Parser as _;
+
+/// Errors the user can fix by changing the command line: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
+        Some(cli::Command::Record(r)) => record::run(r),
+        None => record::run(cli.record),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            let usage = e.downcast_ref::<UsageError>().is_some();
+            eprintln!("tracer: {}", one_line(&e));
+            std::process::exit(if usage { 2 } else { 1 });
+        }
+    }
+}
+
+/// "context: cause: cause" on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ")
+}
+
+fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
+    let mut s = summary::Summary::default();
+    reader::for_each(path, |v| s.add(v))?;
+    print!("{}", s.render());
+    Ok(())
+}

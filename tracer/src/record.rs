@@ -1,0 +1,385 @@
+//! `tracer record`: load probes, start (or attach to) the traced program,
+//! collect until it ends, then write the footer and the summary.
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use crate::calls::Assembler;
+use crate::cli::RecordArgs;
+use crate::collector::Collector;
+use crate::loader::{self, KernelCounters};
+use crate::spawn;
+use crate::summary::Summary;
+use crate::writer::TraceWriter;
+use crate::{UsageError, libcuda, sysinfo};
+
+/// Trace format version written in the header.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Capability numbers (linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Which of the capabilities tracer needs are missing from `cap_eff`.
+pub fn missing_caps(cap_eff: u64) -> Vec<&'static str> {
+    let has = |c: u32| cap_eff & (1u64 << c) != 0;
+    if has(CAP_SYS_ADMIN) && has(CAP_PERFMON) || has(CAP_BPF) && has(CAP_PERFMON) {
+        return vec![];
+    }
+    let mut v = vec![];
+    if !has(CAP_BPF) && !has(CAP_SYS_ADMIN) {
+        v.push("CAP_BPF");
+    }
+    if !has(CAP_PERFMON) && !has(CAP_SYS_ADMIN) {
+        v.push("CAP_PERFMON");
+    }
+    v
+}
+
+fn check_privileges() -> anyhow::Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    let missing = missing_caps(eff);
+    if !missing.is_empty() {
+        bail!("tracer needs root (or CAP_BPF and CAP_PERFMON); missing {}: run it with sudo", missing.join(" and "));
+    }
+    Ok(())
+}
+
+/// The LD_LIBRARY_PATH the traced program sees.
+fn target_ld_library_path(pid: Option<u32>) -> Option<String> {
+    match pid {
+        None => std::env::var("LD_LIBRARY_PATH").ok(),
+        Some(p) => {
+            let env = std::fs::read(format!("/proc/{p}/environ")).ok()?;
+            env.split(|&b| b == 0)
+                .find_map(|kv| kv.strip_prefix(b"LD_LIBRARY_PATH="))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        }
+    }
+}
+
+/// For `-p`: the libcuda the process has already mapped, if any.
+fn mapped_libcuda(pid: u32) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| Path::new(p).file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcuda.so")))
+        .map(|p| PathBuf::from(format!("/proc/{pid}/root{p}")))
+}
+
+/// The traced process tree's existing descendants of `pid` (for `-p`).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::<u32, u32>::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+                // pid (comm) state ppid ...
+                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
+                    if let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok()) {
+                        parent.insert(p, pp);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = vec![];
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (&c, &pp) in &parent {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
+    if let Some(pid) = args.pid {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(UsageError(format!("-p {pid}: no such process")).into());
+        }
+    }
+    if args.buffer_size == 0 || !args.buffer_size.is_power_of_two() || args.buffer_size > 4096 {
+        return Err(UsageError(format!(
+            "--buffer-size {}: must be a power of two between 1 and 4096 MiB",
+            args.buffer_size
+        ))
+        .into());
+    }
+    check_privileges()?;
+    // Signal handlers exist before the command does, so an early Ctrl-C
+    // cannot kill tracer and leave the command running untraced.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
+    let run_as = spawn::invoking_user(args.as_root)?;
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let out_path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("trace_{}.jsonl", sysinfo::compact_utc(started.as_secs()))));
+    let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), 0o644)
+        .map_err(|e| UsageError(crate::one_line(&e)))?;
+
+    let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
+        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None)?,
+        (None, Some(mapped)) => mapped,
+        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref())?,
+    };
+    let symbols = libcuda::exported_functions(&libcuda_path)?;
+    let mut loaded = loader::load(&loader::Options {
+        libcuda: &libcuda_path,
+        symbols: &symbols,
+        select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
+        ring_bytes: args.buffer_size * 1024 * 1024,
+    })?;
+
+    // Start the command stopped before exec, mark it traced, then let it run:
+    // nothing it does after exec can be missed.
+    let (suspended, root_pid) = match args.pid {
+        Some(pid) => {
+            loaded.traced.insert(pid, 1, 0).context("marking the process traced")?;
+            for d in descendants(pid) {
+                loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
+            }
+            (None, pid)
+        }
+        None => {
+            let s = spawn::spawn_suspended(&args.command, run_as.as_ref())?;
+            let pid = s.pid;
+            loaded.traced.insert(pid, 1, 0).context("marking the command traced")?;
+            (Some(s), pid)
+        }
+    };
+
+    let header = header(&args, &loaded.report, root_pid, started);
+    let mut col = Collector {
+        asm: Assembler::with_string_reader(Box::new(read_proc_string)),
+        summary: Summary::default(),
+        writer: TraceWriter::new(file),
+    };
+    col.emit(header);
+    col.writer.flush();
+    if !args.quiet {
+        eprintln!(
+            "tracer: probing {} driver functions in {}; writing {}",
+            loaded.report.probed.len(),
+            libcuda_path.display(),
+            out_path.display()
+        );
+        if !loaded.report.single_stepped.is_empty() {
+            eprintln!(
+                "tracer: warning: {} probed functions do not start with `push %rbp` (each call costs ~10x more): {}",
+                loaded.report.single_stepped.len(),
+                loaded.report.single_stepped.join(", ")
+            );
+        }
+    }
+
+    let t0 = Instant::now();
+    let (exit, counters) = rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals))?;
+    let footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
+    col.emit(footer.clone());
+    let write_err = col.writer.finish().map(|e| e.to_string());
+    if let Some(ra) = &run_as {
+        let _ = spawn::chown_to(&out_path, Some(ra));
+    }
+    if !args.quiet {
+        eprint!("{}", col.summary.render());
+        eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
+    }
+    if let Some(e) = write_err {
+        eprintln!(
+            "tracer: writing {} failed ({e}): {} lines written are complete and valid, {} were not written",
+            out_path.display(),
+            col.writer.lines,
+            col.writer.dropped
+        );
+        return Ok(exit.map(|e| e.exit_code()).filter(|&c| c != 0).unwrap_or(1));
+    }
+    Ok(exit.map(|e| e.exit_code()).unwrap_or(0))
+}
+
+type Collected = (Option<spawn::ExitInfo>, KernelCounters);
+
+async fn collect(
+    loaded: &mut loader::Loaded,
+    col: &mut Collector,
+    suspended: Option<spawn::Suspended>,
+    attach_pid: Option<u32>,
+    signals: &mut spawn::StopSignals,
+) -> anyhow::Result<Collected> {
+    let ring = loaded.ring.take().context("ring buffer already taken")?;
+    // SAFETY: the ring buffer owns its fd and outlives the registration
+    // (into_inner below deregisters before it is used synchronously).
+    let mut afd =
+        unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let exit = match suspended {
+        Some(s) => {
+            let child = s.release()?;
+            let mut wait = std::pin::pin!(spawn::wait_forwarding_signals_with(child, signals, |sig| {
+                log::info!("forwarded signal {sig} to the command")
+            }));
+            loop {
+                tokio::select! {
+                    r = &mut wait => break Some(r?),
+                    g = afd.readable_mut() => {
+                        let mut g = g?;
+                        col.drain(g.get_inner_mut());
+                        g.clear_ready();
+                    }
+                    _ = tick.tick() => col.writer.flush(),
+                }
+            }
+        }
+        None => {
+            let pid = attach_pid.expect("pid mode");
+            let mut stop = std::pin::pin!(signals.recv());
+            loop {
+                tokio::select! {
+                    _ = &mut stop => break None,
+                    g = afd.readable_mut() => {
+                        let mut g = g?;
+                        col.drain(g.get_inner_mut());
+                        g.clear_ready();
+                    }
+                    _ = tick.tick() => {
+                        col.writer.flush();
+                        if !Path::new(&format!("/proc/{pid}")).exists() {
+                            break None;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    // Detach every program, then take what is still in the buffer: after
+    // this nothing new can arrive and the counters are final.
+    loader::detach_all(std::mem::take(&mut loaded.links));
+    drop(loaded.ebpf.take());
+    let mut ring = afd.into_inner();
+    while col.drain(&mut ring) > 0 {}
+    col.finish_calls();
+    let counters = loader::read_counters(&loaded.counters)?;
+    Ok((exit, counters))
+}
+
+fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, started: Duration) -> Value {
+    let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let driver = sysinfo::driver_version();
+    json!({
+        "type": "header",
+        "format": "tracer-jsonl",
+        "format_version": FORMAT_VERSION,
+        "tracer_version": env!("CARGO_PKG_VERSION"),
+        "command": command,
+        "attach_pid": args.pid,
+        "pid": root_pid,
+        "host": sysinfo::hostname(),
+        "os_kernel": sysinfo::kernel_release(),
+        "driver": driver,
+        "gpus": sysinfo::gpus(),
+        "libcuda": report.libcuda.display().to_string(),
+        "libcuda_exported_functions": report.exported_functions,
+        "probed_functions": report.probed.len(),
+        "single_stepped_functions": report.single_stepped,
+        "uprobe_attach": report.attach_mode,
+        "ioctl_path": Value::Null,
+        "started_at": sysinfo::iso_utc(started.as_secs()),
+        // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns
+        "clock": {
+            "ts": "CLOCK_MONOTONIC ns (bpf_ktime_get_ns)",
+            "monotonic_ns": sysinfo::clock_ns(libc::CLOCK_MONOTONIC),
+            "realtime_ns": sysinfo::clock_ns(libc::CLOCK_REALTIME),
+        },
+        "ring_buffer_bytes": args.buffer_size as u64 * 1024 * 1024,
+    })
+}
+
+/// Exact loss per CPU: records the kernel side numbered minus records received.
+pub fn loss_by_cpu(
+    attempted: &[u64],
+    received: &std::collections::BTreeMap<u32, u64>,
+) -> std::collections::BTreeMap<u32, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for (cpu, &a) in attempted.iter().enumerate() {
+        let got = received.get(&(cpu as u32)).copied().unwrap_or(0);
+        if a > got {
+            m.insert(cpu as u32, a - got);
+        }
+    }
+    m
+}
+
+fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, elapsed: Duration) -> Value {
+    let st = &col.asm.stats;
+    let received: u64 = st.records_by_cpu.values().sum();
+    let lost = loss_by_cpu(&k.attempted, &st.records_by_cpu);
+    let lost_total: u64 = lost.values().sum();
+    let mut by_type = serde_json::Map::new();
+    for (name, f) in &col.summary.funcs {
+        by_type.insert(name.clone(), json!(f.calls));
+    }
+    json!({
+        "type": "footer",
+        "calls": st.calls,
+        "calls_by_function": by_type,
+        "incomplete_calls": st.incomplete,
+        "entry_lost_calls": st.entry_lost,
+        "records": received,
+        "records_attempted": k.attempted.iter().sum::<u64>(),
+        "lost": {
+            "total": lost_total,
+            "ring_buffer_full": k.ring_full,
+            "out_param_saves_failed": k.save_failed,
+            "undecodable": st.bad_records,
+            "by_cpu": lost,
+        },
+        "lines_not_written": col.writer.dropped,
+        "duration_s": elapsed.as_secs_f64(),
+        "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities() {
+        assert!(missing_caps(u64::MAX).is_empty());
+        assert_eq!(missing_caps(0), vec!["CAP_BPF", "CAP_PERFMON"]);
+        assert!(missing_caps((1 << CAP_BPF) | (1 << CAP_PERFMON)).is_empty());
+        assert_eq!(missing_caps(1 << CAP_BPF), vec!["CAP_PERFMON"]);
+    }
+
+    #[test]
+    fn loss_is_exact_per_cpu() {
+        let received = [(0u32, 10u64), (1, 5)].into_iter().collect();
+        let lost = loss_by_cpu(&[10, 8, 2], &received);
+        assert_eq!(lost.into_iter().collect::<Vec<_>>(), vec![(1, 3), (2, 2)]);
+    }
+}
+
+/// Reads up to STR_CAP bytes of a C string from /proc/PID/mem.
+fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt as _;
+    let f = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut buf = vec![0u8; tracer_common::event::STR_CAP];
+    let n = f.read_at(&mut buf, addr).ok()?;
+    let end = buf[..n].iter().position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}

@@ -1,0 +1,224 @@
+//! The end-of-run summary: calls per function with time, launches and top
+//! kernels, bytes moved per direction, allocations, synchronization time,
+//! errors and loss. Built from trace lines, so the same code serves a live
+//! recording and `tracer summary FILE`.
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+#[derive(Default, Debug, Clone)]
+pub struct FuncStat {
+    pub calls: u64,
+    pub total_us: f64,
+    pub max_us: f64,
+    pub errors: u64,
+}
+
+#[derive(Default, Debug)]
+pub struct Summary {
+    pub funcs: BTreeMap<String, FuncStat>,
+    pub kernels: HashMap<String, u64>,
+    pub launches: u64,
+    pub launches_unnamed: u64,
+    pub copy_bytes: BTreeMap<String, (u64, u64)>,
+    pub alloc_bytes: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub sync_us: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub processes: std::collections::BTreeSet<u64>,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+    pub incomplete: u64,
+    pub header: Option<Value>,
+    pub footer: Option<Value>,
+}
+
+impl Summary {
+    pub fn add(&mut self, v: &Value) {
+        let ty = v["type"].as_str().unwrap_or("");
+        match ty {
+            "header" => {
+                self.header = Some(v.clone());
+                return;
+            }
+            "footer" => {
+                self.footer = Some(v.clone());
+                return;
+            }
+            _ => {}
+        }
+        if let Some(p) = v["pid"].as_u64() {
+            self.processes.insert(p);
+        }
+        if ty == "process" {
+            return;
+        }
+        let name = v["name"].as_str().unwrap_or("?").to_string();
+        let dur = v["duration_us"].as_f64().unwrap_or(0.0);
+        if let Some(ts) = v["ts"].as_u64() {
+            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+            let end = ts + (dur * 1000.0) as u64;
+            self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
+        }
+        let f = self.funcs.entry(name.clone()).or_default();
+        f.calls += 1;
+        f.total_us += dur;
+        f.max_us = f.max_us.max(dur);
+        if v["incomplete"] == true {
+            self.incomplete += 1;
+        }
+        if let Some(e) = v["error"].as_str() {
+            // Not-ready answers to queries are status, not failures.
+            if !(e == "CUDA_ERROR_NOT_READY" && name.contains("Query")) {
+                f.errors += 1;
+                *self.errors.entry(format!("{name}: {e}")).or_default() += 1;
+            }
+        }
+        let size = v["size"].as_u64().unwrap_or(0);
+        match (ty, v["op"].as_str().unwrap_or("")) {
+            ("kernel", "launch") => {
+                self.launches += 1;
+                match v["kernel"].as_str() {
+                    Some(k) => *self.kernels.entry(k.to_string()).or_default() += 1,
+                    None => self.launches_unnamed += 1,
+                }
+            }
+            ("memcpy", _) => {
+                let d = v["direction"].as_str().unwrap_or("default").to_string();
+                let e = self.copy_bytes.entry(d).or_default();
+                e.0 += 1;
+                e.1 += size;
+            }
+            ("memory", "alloc") if v["ret"] == 0 => {
+                self.allocs += 1;
+                self.alloc_bytes += size;
+            }
+            ("memory", "free") if v["ret"] == 0 => self.frees += 1,
+            ("sync", _) => self.sync_us += dur,
+            _ => {}
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
+        let span = match (self.first_ts, self.last_ts) {
+            (Some(a), Some(b)) => (b.saturating_sub(a)) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let _ = writeln!(s, "── tracer summary ──");
+        let _ = writeln!(s, "{calls} driver calls in {} process(es) over {span:.3} s", self.processes.len());
+        let _ = writeln!(
+            s,
+            "{} kernel launches ({} distinct kernels{}), {} allocations ({}), {} frees, {:.3} ms blocked in synchronization",
+            self.launches,
+            self.kernels.len(),
+            if self.launches_unnamed > 0 {
+                format!(", {} launches of unnamed handles", self.launches_unnamed)
+            } else {
+                String::new()
+            },
+            self.allocs,
+            bytes(self.alloc_bytes),
+            self.frees,
+            self.sync_us / 1000.0
+        );
+        for (d, (n, b)) in &self.copy_bytes {
+            let _ = writeln!(s, "copies {d}: {n} ({})", bytes(*b));
+        }
+        let mut top: Vec<_> = self.funcs.iter().collect();
+        top.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", "function", "calls", "total ms", "max us", "errors");
+        for (name, f) in top.iter().take(20) {
+            let _ = writeln!(
+                s,
+                "{:<44} {:>9} {:>12.3} {:>10.1} {:>7}",
+                name,
+                f.calls,
+                f.total_us / 1000.0,
+                f.max_us,
+                f.errors
+            );
+        }
+        if top.len() > 20 {
+            let _ = writeln!(s, "… {} more functions", top.len() - 20);
+        }
+        let mut k: Vec<_> = self.kernels.iter().collect();
+        k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        if !k.is_empty() {
+            let _ = writeln!(s, "top kernels by launches:");
+            for (name, n) in k.iter().take(10) {
+                let short: String = name.chars().take(100).collect();
+                let _ = writeln!(s, "  {n:>8}  {short}");
+            }
+        }
+        for (e, n) in &self.errors {
+            let _ = writeln!(s, "error: {e} x{n}");
+        }
+        if self.incomplete > 0 {
+            let _ = writeln!(s, "{} call(s) still in progress when the trace ended", self.incomplete);
+        }
+        if let Some(f) = &self.footer {
+            let lost = &f["lost"];
+            let _ = writeln!(
+                s,
+                "records: {} received, {} lost (ring buffer full: {}){}",
+                f["records"],
+                lost["total"],
+                lost["ring_buffer_full"],
+                if lost["total"].as_u64().unwrap_or(0) > 0 { "  ← increase --buffer-size" } else { "" }
+            );
+        } else if self.header.is_some() {
+            let _ = writeln!(s, "no footer: the recording was cut short (tracer killed?)");
+        }
+        s
+    }
+}
+
+fn bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 { format!("{b} B") } else { format!("{x:.1} {}", U[i]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_and_render() {
+        let mut s = Summary::default();
+        for v in [
+            json!({"type":"header"}),
+            json!({"ts":1000,"pid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k1","duration_us":2.0,"ret":0}),
+            json!({"ts":2000,"pid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k1","duration_us":4.0,"ret":0}),
+            json!({"ts":3000,"pid":1,"type":"memcpy","op":"copy","name":"cuMemcpyHtoD_v2","size":4096,"direction":"h2d","duration_us":1.0,"ret":0}),
+            json!({"ts":4000,"pid":1,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":100,"duration_us":1.0,"ret":0}),
+            json!({"ts":5000,"pid":2,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":1,"duration_us":1.0,"ret":2,"error":"CUDA_ERROR_OUT_OF_MEMORY"}),
+            json!({"ts":6000,"pid":2,"type":"sync","op":"stream_query","name":"cuStreamQuery","duration_us":1.0,"ret":600,"error":"CUDA_ERROR_NOT_READY"}),
+            json!({"type":"footer","records":12,"lost":{"total":0,"ring_buffer_full":0}}),
+        ] {
+            s.add(&v);
+        }
+        assert_eq!(s.launches, 2);
+        assert_eq!(s.kernels["k1"], 2);
+        assert_eq!(s.copy_bytes["h2d"], (1, 4096));
+        assert_eq!((s.allocs, s.alloc_bytes), (1, 100));
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.funcs["cuLaunchKernel"].total_us, 6.0);
+        assert_eq!(s.processes.len(), 2);
+        let r = s.render();
+        assert!(r.contains("6 driver calls in 2 process(es)"), "{r}");
+        assert!(r.contains("error: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY x1"), "{r}");
+        assert!(r.contains("12 received, 0 lost"), "{r}");
+        assert_eq!(bytes(1536), "1.5 KiB");
+    }
+}

@@ -1,0 +1,54 @@
+//! Project tasks: `cargo xtask <command>` (alias in .cargo/config.toml).
+
+mod build;
+mod demo;
+mod setup;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Project tasks for the CUDA eBPF tracer (cargo xtask <command>)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install what is missing: apt packages, nightly + rust-src, bpf-linker, tracefs/bpffs mounts
+    Setup,
+    /// Setup, then build the tracer (its build.rs builds the eBPF crate)
+    Build {
+        /// Build with the release profile
+        #[arg(long)]
+        release: bool,
+    },
+    /// Setup, then run every test, the root-only integration tests included
+    Test {
+        /// Extra arguments for the test binaries (after `--`)
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Setup, build release, then trace the example on a GPU or summarise the committed recording
+    Demo,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Setup => setup::run(),
+        Command::Build { release } => build::run(release),
+        Command::Test { args } => test::run(&args),
+        Command::Demo => demo::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
