@@ -16,7 +16,12 @@ pub enum Record<'a> {
         blob: Option<&'a [u8]>,
         nattrs: u32,
     },
-    Exit(CallExit),
+    Exit {
+        x: CallExit,
+        /// The string argument, when it could only be read at return.
+        string: Option<&'a [u8]>,
+        string_truncated: bool,
+    },
     Fork(ProcFork),
     Exec {
         hdr: Header,
@@ -90,7 +95,14 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
             let blob = if len == 0 { None } else { Some(&b[off..off + len.min(BLOB_CAP)]) };
             Ok(Record::Enter { hdr, args, string: None, string_truncated: false, blob, nattrs })
         }
-        Some(EventKind::CallExit) => Ok(Record::Exit(read(b, kind)?)),
+        Some(EventKind::CallExit) => Ok(Record::Exit { x: read(b, kind)?, string: None, string_truncated: false }),
+        Some(EventKind::CallExitStr) => {
+            let r: CallExitStr = read(b, kind)?;
+            let off = core::mem::offset_of!(CallExitStr, data);
+            let len = r.len as usize;
+            let string = if len == 0 { None } else { Some(cstr(&b[off..off + STR_CAP], len)) };
+            Ok(Record::Exit { x: r.exit, string, string_truncated: len >= STR_CAP })
+        }
         Some(EventKind::ProcFork) => Ok(Record::Fork(read(b, kind)?)),
         Some(EventKind::ProcExec) => {
             let r: ProcExec = read(b, kind)?;

@@ -20,6 +20,9 @@ pub enum EventKind {
     ProcExec = 6,
     /// [`ProcExit`]: a traced task exited.
     ProcExit = 7,
+    /// [`CallExitStr`]: returned, carrying the string argument that could
+    /// not be read at entry (its page was not resident yet).
+    CallExitStr = 8,
 }
 
 impl EventKind {
@@ -32,6 +35,7 @@ impl EventKind {
             5 => Self::ProcFork,
             6 => Self::ProcExec,
             7 => Self::ProcExit,
+            8 => Self::CallExitStr,
             _ => return None,
         })
     }
@@ -117,6 +121,15 @@ pub struct CallExit {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CallExitStr {
+    pub exit: CallExit,
+    pub len: u32,
+    pub _pad: u32,
+    pub data: [u8; STR_CAP],
+}
+
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcFork {
     pub hdr: Header,
@@ -162,6 +175,7 @@ const _: () = assert!(core::mem::size_of::<CallEnter>() == 32 + 88);
 const _: () = assert!(core::mem::size_of::<CallEnterStr>() == 32 + 88 + 8 + STR_CAP);
 const _: () = assert!(core::mem::size_of::<CallEnterBlob>() == 32 + 88 + 8 + BLOB_CAP);
 const _: () = assert!(core::mem::size_of::<CallExit>() == 32 + 32);
+const _: () = assert!(core::mem::size_of::<CallExitStr>() == 64 + 8 + STR_CAP);
 const _: () = assert!(core::mem::size_of::<ProcFork>() == 40);
 const _: () = assert!(core::mem::size_of::<ProcExec>() == 40 + PATH_CAP);
 const _: () = assert!(core::mem::size_of::<ProcExit>() == 40);

@@ -14,9 +14,11 @@ pub static EVENTS: RingBuf = RingBuf::with_byte_size(16 * 1024 * 1024, 0);
 #[map]
 pub static TRACED: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
 
-/// Out-parameter pointers saved at entry, keyed by (tid << 16 | func id).
+/// Pointers saved at entry for the return probe, keyed by (tid << 16 | func
+/// id): the two out-parameters, and a string argument the entry probe could
+/// not read (0 otherwise).
 #[map]
-pub static OUTPTRS: HashMap<u64, [u64; 2]> = HashMap::with_max_entries(65536, 0);
+pub static OUTPTRS: HashMap<u64, [u64; 3]> = HashMap::with_max_entries(65536, 0);
 
 /// Per-CPU counters, indexed by [`tracer_common::event::counter`].
 #[map]

@@ -9,7 +9,7 @@ use aya_ebpf::{
 };
 use tracer_common::{
     cookie::Cookie,
-    event::{CallEnter, CallEnterBlob, CallEnterStr, CallExit, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter},
+    event::{CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter},
 };
 
 use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced};
@@ -53,13 +53,19 @@ fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
     }
 }
 
-/// Saves out-parameter pointers for the return probe.
+/// Saves out-parameter pointers (and an unread string's pointer) for the
+/// return probe.
 #[inline(always)]
 fn save_outs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS]) {
-    if !c.has_out() {
+    save_ptrs(c, tid, args, 0)
+}
+
+#[inline(always)]
+fn save_ptrs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS], unread_str: u64) {
+    if !c.has_out() && unread_str == 0 {
         return;
     }
-    let mut ptrs = [0u64; 2];
+    let mut ptrs = [0u64, 0, unread_str];
     if let Some(i) = c.out_arg(0) {
         if i < MAX_ARGS {
             ptrs[0] = args[i];
@@ -118,18 +124,22 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
             rec.hdr = hdr;
             rec.args = [0; MAX_ARGS];
             read_args(&ctx, c, &mut rec.args);
-            save_outs(c, tid, &rec.args);
             rec.len = 0;
             rec._pad = 0;
+            let mut unread = 0;
             if let Some(i) = c.str_arg() {
                 if i < MAX_ARGS {
-                    let p = rec.args[i] as *const u8;
-                    if let Ok(s) = unsafe { bpf_probe_read_user_str_bytes(p, &mut rec.data) } {
+                    let p = rec.args[i];
+                    match unsafe { bpf_probe_read_user_str_bytes(p as *const u8, &mut rec.data) } {
                         // bytes read, NUL included
-                        rec.len = s.len() as u32 + 1;
+                        Ok(s) => rec.len = s.len() as u32 + 1,
+                        // Probes cannot fault pages in: retry at return,
+                        // once the callee has touched the string.
+                        Err(_) => unread = p,
                     }
                 }
             }
+            save_ptrs(c, tid, &rec.args, unread);
             e.submit(0);
         }
         None => {
@@ -241,10 +251,12 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
     let ret: u64 = ctx.ret();
     let mut out = [0u64; 2];
     let mut out_ok = 0u32;
-    if c.has_out() {
+    let mut unread_str = 0u64;
+    if c.has_out() || c.str_arg().is_some() {
         let key = ((tid as u64) << 16) | c.func() as u64;
         if let Some(ptrs) = unsafe { OUTPTRS.get(&key) } {
-            let [p0, p1] = *ptrs;
+            let [p0, p1, ps] = *ptrs;
+            unread_str = ps;
             if let Some(v) = read_out(p0, c.out_is_4(0)) {
                 out[0] = v;
                 out_ok |= 1;
@@ -255,6 +267,25 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             }
             let _ = OUTPTRS.remove(&key);
         }
+    }
+    if unread_str != 0 {
+        let hdr = header(EventKind::CallExitStr as u16, c.func(), pid, tid);
+        match EVENTS.reserve::<CallExitStr>(0) {
+            Some(mut e) => {
+                let rec = unsafe { &mut *e.as_mut_ptr() };
+                rec.exit = CallExit { hdr, ret, out, out_ok, _pad: 0 };
+                rec.len = 0;
+                rec._pad = 0;
+                if let Ok(s) = unsafe { bpf_probe_read_user_str_bytes(unread_str as *const u8, &mut rec.data) } {
+                    rec.len = s.len() as u32 + 1;
+                }
+                e.submit(0);
+            }
+            None => {
+                bump(counter::RB_FULL);
+            }
+        }
+        return 0;
     }
     let hdr = header(EventKind::CallExit as u16, c.func(), pid, tid);
     match EVENTS.reserve::<CallExit>(0) {

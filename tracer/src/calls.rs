@@ -123,7 +123,7 @@ impl Assembler {
     pub fn push(&mut self, rec: &Record, out: &mut impl FnMut(Value)) {
         let hdr = match rec {
             Record::Enter { hdr, .. } | Record::Exec { hdr, .. } => *hdr,
-            Record::Exit(e) => e.hdr,
+            Record::Exit { x, .. } => x.hdr,
             Record::Fork(f) => f.hdr,
             Record::ProcExit(e) => e.hdr,
         };
@@ -147,11 +147,16 @@ impl Assembler {
                     nattrs,
                 });
             }
-            Record::Exit(ref x) => {
+            Record::Exit { ref x, string, string_truncated } => {
                 let stack = self.pending.entry(x.hdr.tid).or_default();
-                let entry = stack.iter().rposition(|p| p.hdr.func == x.hdr.func).map(|i| stack.remove(i));
-                if entry.is_none() {
-                    self.stats.entry_lost += 1;
+                let mut entry = stack.iter().rposition(|p| p.hdr.func == x.hdr.func).map(|i| stack.remove(i));
+                match (&mut entry, string) {
+                    (None, _) => self.stats.entry_lost += 1,
+                    (Some(e), Some(s)) if e.string.is_none() => {
+                        e.string = Some(String::from_utf8_lossy(s).into_owned());
+                        e.string_truncated = string_truncated;
+                    }
+                    _ => {}
                 }
                 if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
                     out(v);
@@ -475,7 +480,11 @@ mod tests {
         }
     }
     fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
-        Record::Exit(CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 })
+        Record::Exit {
+            x: CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 },
+            string: None,
+            string_truncated: false,
+        }
     }
     fn run(recs: &[Record]) -> Vec<Value> {
         let mut a = Assembler::new();
@@ -563,6 +572,19 @@ mod tests {
         }
         assert_eq!(v[0]["kernel"], "late");
         assert_eq!(v[0]["args"]["name"], "late");
+    }
+
+    #[test]
+    fn string_read_at_return_completes_the_entry() {
+        let x = CallExit { hdr: hdr(EventKind::CallExitStr, "cuLibraryGetKernel", 2, 2), ret: 0, out: [0xabc, 0], out_ok: 1, _pad: 0 };
+        let v = run(&[
+            enter("cuLibraryGetKernel", 1, &[0x10, 0x11, 0x20], None),
+            Record::Exit { x, string: Some(b"k_at_exit"), string_truncated: false },
+            enter("cuLaunchKernel", 3, &[0xabc, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel", 4, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["args"]["name"], "k_at_exit");
+        assert_eq!(v[1]["kernel"], "k_at_exit");
     }
 
     #[test]

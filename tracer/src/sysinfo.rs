@@ -80,7 +80,7 @@ mod tests {
     #[test]
     fn dates_and_driver() {
         assert_eq!(iso_utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso_utc(1_795_350_896), "2026-11-21T10:34:56Z");
+        assert_eq!(iso_utc(1_795_350_896), "2026-11-22T12:34:56Z");
         assert_eq!(compact_utc(951_782_400), "20000229T000000Z");
         let t = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  Thu Oct  9 2025\nGCC version:  gcc version 12";
         assert_eq!(parse_driver_version(t).as_deref(), Some("580.159.04"));
