@@ -42,8 +42,11 @@ pub enum Arg {
     U64,
     /// Byte count.
     Size,
-    /// Bit flags: hex.
+    /// 32-bit bit flags (`unsigned int`): hex. The upper half of the
+    /// register is undefined in the x86-64 ABI and is masked off.
     Flags,
+    /// 64-bit bit flags (`unsigned long long`, `cuuint64_t`): hex.
+    Flags64,
     /// CUdevice ordinal (int).
     Device,
     /// `const char *` read at entry.
@@ -174,7 +177,7 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuInit", Init, [Flags: Flags]),
     f!("cuDriverGetVersion", Init, [driverVersion: OutI32]),
     f!("cuGetExportTable", Init, [ppExportTable: OutPtr, pExportTableId: Uuid]),
-    f!("cuGetProcAddress_v2", Init, [symbol: Str, pfn: OutPtr, cudaVersion: I32, flags: Flags, symbolStatus: Ptr]),
+    f!("cuGetProcAddress_v2", Init, [symbol: Str, pfn: OutPtr, cudaVersion: I32, flags: Flags64, symbolStatus: Ptr]),
     f!("cuDeviceGet", Device, [device: OutI32, ordinal: I32]),
     f!("cuDeviceGetCount", Device, [count: OutI32]),
     f!("cuDeviceGetName", Device, [name: Ptr, len: I32, dev: Device]),
@@ -230,7 +233,7 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuLaunchCooperativeKernel", Launch, [f: Handle, gridDimX: U32, gridDimY: U32, gridDimZ: U32, blockDimX: U32, blockDimY: U32, blockDimZ: U32, sharedMemBytes: U32, hStream: Handle, kernelParams: Ptr]),
     f!("cuLaunchHostFunc", Launch, [hStream: Handle, fn_: Ptr, userData: Ptr]),
     f!("cuGraphLaunch", Graph, [hGraphExec: Handle, hStream: Handle]),
-    f!("cuGraphInstantiateWithFlags", Graph, [phGraphExec: OutHandle, hGraph: Handle, flags: Flags]),
+    f!("cuGraphInstantiateWithFlags", Graph, [phGraphExec: OutHandle, hGraph: Handle, flags: Flags64]),
     f!("cuGraphInstantiateWithParams", Graph, [phGraphExec: OutHandle, hGraph: Handle, instantiateParams: Ptr]),
     f!("cuGraphExecDestroy", Graph, [hGraphExec: Handle]),
     f!("cuGraphDestroy", Graph, [hGraph: Handle]),
@@ -247,15 +250,15 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuMemAllocHost_v2", Alloc, [pp: OutPtr, bytesize: Size]),
     f!("cuMemHostAlloc", Alloc, [pp: OutPtr, bytesize: Size, Flags: Flags]),
     f!("cuMemHostRegister_v2", Alloc, [p: Ptr, bytesize: Size, Flags: Flags]),
-    f!("cuMemCreate", Alloc, [handle: OutHandle, size: Size, prop: AllocProp, flags: Flags]),
-    f!("cuMemAddressReserve", Alloc, [ptr: OutDevPtr, size: Size, alignment: Size, addr: DevPtr, flags: Flags]),
+    f!("cuMemCreate", Alloc, [handle: OutHandle, size: Size, prop: AllocProp, flags: Flags64]),
+    f!("cuMemAddressReserve", Alloc, [ptr: OutDevPtr, size: Size, alignment: Size, addr: DevPtr, flags: Flags64]),
     f!("cuMemFree_v2", Free, [dptr: DevPtr]),
     f!("cuMemFreeAsync", Free, [dptr: DevPtr, hStream: Handle]),
     f!("cuMemFreeHost", Free, [p: Ptr]),
     f!("cuMemHostUnregister", Free, [p: Ptr]),
     f!("cuMemRelease", Free, [handle: Handle]),
     f!("cuMemAddressFree", Free, [ptr: DevPtr, size: Size]),
-    f!("cuMemMap", Memory, [ptr: DevPtr, size: Size, offset: Size, handle: Handle, flags: Flags]),
+    f!("cuMemMap", Memory, [ptr: DevPtr, size: Size, offset: Size, handle: Handle, flags: Flags64]),
     f!("cuMemUnmap", Memory, [ptr: DevPtr, size: Size]),
     f!("cuMemSetAccess", Memory, [ptr: DevPtr, size: Size, desc: AccessDesc, count: Size]),
     f!("cuMemGetInfo_v2", Memory, [free: OutSize, total: OutSize]),

@@ -9,7 +9,9 @@ use aya_ebpf::{
 };
 use tracer_common::{
     cookie::Cookie,
-    event::{CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter},
+    event::{
+        CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter,
+    },
 };
 
 use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced};
@@ -257,13 +259,17 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
         if let Some(ptrs) = unsafe { OUTPTRS.get(&key) } {
             let [p0, p1, ps] = *ptrs;
             unread_str = ps;
-            if let Some(v) = read_out(p0, c.out_is_4(0)) {
-                out[0] = v;
-                out_ok |= 1;
-            }
-            if let Some(v) = read_out(p1, c.out_is_4(1)) {
-                out[1] = v;
-                out_ok |= 2;
+            // A failed call leaves its out-parameters undefined (usually
+            // untouched): report none rather than stale memory.
+            if ret as u32 == 0 {
+                if let Some(v) = read_out(p0, c.out_is_4(0)) {
+                    out[0] = v;
+                    out_ok |= 1;
+                }
+                if let Some(v) = read_out(p1, c.out_is_4(1)) {
+                    out[1] = v;
+                    out_ok |= 2;
+                }
             }
             let _ = OUTPTRS.remove(&key);
         }

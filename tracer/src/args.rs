@@ -60,7 +60,8 @@ pub fn decode_args(spec: &FuncSpec, c: &Captured) -> Map<String, Value> {
     for (i, p) in spec.params.iter().enumerate() {
         let raw = c.args.get(i).copied().unwrap_or(0);
         let v = match p.kind {
-            Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags => hex(raw),
+            Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags64 => hex(raw),
+            Arg::Flags => hex(raw as u32 as u64),
             Arg::U32 => json!(raw as u32),
             Arg::I32 | Arg::Device => json!(raw as u32 as i32),
             Arg::U64 | Arg::Size => json!(raw),
@@ -291,6 +292,18 @@ mod tests {
         assert_eq!(m["bytesize"], json!(1048576));
         let c2 = Captured { outs: None, ..c };
         assert_eq!(decode_args(s, &c2)["dptr"], Value::Null);
+    }
+
+    #[test]
+    fn thirty_two_bit_flags_ignore_the_upper_register_half() {
+        let s = spec("cuInit");
+        let args = [0xdead_beef_0000_0077u64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let c = Captured { args: &args, string: None, string_truncated: false, blob: None, nattrs: 0, outs: None };
+        assert_eq!(decode_args(s, &c)["Flags"], json!("0x77"));
+        let s = spec("cuMemAddressReserve");
+        let args = [0, 4096, 0, 0, 0xdead_beef_0000_0001, 0, 0, 0, 0, 0, 0];
+        let c = Captured { args: &args, string: None, string_truncated: false, blob: None, nattrs: 0, outs: None };
+        assert_eq!(decode_args(s, &c)["flags"], json!("0xdeadbeef00000001"));
     }
 
     #[test]

@@ -77,6 +77,7 @@ fn snake(name: &str) -> String {
 
 fn type_op(spec: &FuncSpec) -> (&'static str, String) {
     let op = match spec.class {
+        Class::Launch if spec.name == "cuLaunchHostFunc" => "host_func".to_string(),
         Class::Launch => "launch".to_string(),
         Class::Alloc => "alloc".to_string(),
         Class::Free => "free".to_string(),
@@ -131,10 +132,18 @@ impl Assembler {
         match *rec {
             Record::Enter { hdr, args, string, string_truncated, blob, nattrs } => {
                 let mut string = string.map(|s| String::from_utf8_lossy(s).into_owned());
-                if string.is_none() {
+                let mut string_truncated = string_truncated;
+                // Not readable in the probe, or possibly cut at the capture
+                // size: read it whole from the process while it still runs.
+                if string.is_none() || string_truncated {
                     if let (Some(i), Some(read)) = (str_param(FuncId(hdr.func)), self.read_string.as_mut()) {
                         if args[i] != 0 {
-                            string = read(hdr.pid, args[i]);
+                            if let Some(full) = read(hdr.pid, args[i]) {
+                                if string.as_deref().is_none_or(|p| full.starts_with(p)) {
+                                    string = Some(full);
+                                    string_truncated = false;
+                                }
+                            }
                         }
                     }
                 }
@@ -228,7 +237,7 @@ impl Assembler {
         let (ty, op) = type_op(spec);
         let mut m = base(&hdr, ty, &op, &name);
         let zero = [0u64; tracer_common::event::MAX_ARGS];
-        let outs = exit.map(|x| Outs { values: x.out, ok: x.out_ok });
+        let outs = exit.map(|x| Outs { values: x.out, ok: if x.ret as u32 == 0 { x.out_ok } else { 0 } });
         let cap = Captured {
             args: entry.map(|e| &e.args[..]).unwrap_or(&zero),
             string: entry.and_then(|e| e.string.as_deref()),
@@ -575,8 +584,49 @@ mod tests {
     }
 
     #[test]
+    fn failed_calls_have_no_out_values_and_host_funcs_are_not_launches() {
+        let v = run(&[
+            enter("cuMemAlloc_v2", 1, &[0x7ffe00, 1 << 41], None),
+            exit("cuMemAlloc_v2", 2, 2, [0xdead_beef, 0], 1),
+            enter("cuLaunchHostFunc", 3, &[0x5, 0x6, 0x7], None),
+            exit("cuLaunchHostFunc", 4, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["args"]["dptr"], Value::Null);
+        assert!(v[0].get("ptr").is_none());
+        assert_eq!((v[1]["type"].as_str(), v[1]["op"].as_str()), (Some("kernel"), Some("host_func")));
+    }
+
+    #[test]
+    fn cut_strings_are_completed_from_the_process() {
+        let long = "k".repeat(2000);
+        let l2 = long.clone();
+        let mut a = Assembler::with_string_reader(Box::new(move |_, _| Some(l2.clone())));
+        let cut = &long.as_bytes()[..1023];
+        let mut v = Vec::new();
+        let mut args = [0u64; MAX_ARGS];
+        args[..3].copy_from_slice(&[0x10, 0x11, 0x20]);
+        let e = Record::Enter {
+            hdr: hdr(EventKind::CallEnterStr, "cuModuleGetFunction", 1, 1),
+            args,
+            string: Some(cut),
+            string_truncated: true,
+            blob: None,
+            nattrs: 0,
+        };
+        a.push(&e, &mut |x| v.push(x));
+        a.push(&exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1), &mut |x| v.push(x));
+        assert_eq!(v[0]["kernel"].as_str().map(str::len), Some(2000));
+    }
+
+    #[test]
     fn string_read_at_return_completes_the_entry() {
-        let x = CallExit { hdr: hdr(EventKind::CallExitStr, "cuLibraryGetKernel", 2, 2), ret: 0, out: [0xabc, 0], out_ok: 1, _pad: 0 };
+        let x = CallExit {
+            hdr: hdr(EventKind::CallExitStr, "cuLibraryGetKernel", 2, 2),
+            ret: 0,
+            out: [0xabc, 0],
+            out_ok: 1,
+            _pad: 0,
+        };
         let v = run(&[
             enter("cuLibraryGetKernel", 1, &[0x10, 0x11, 0x20], None),
             Record::Exit { x, string: Some(b"k_at_exit"), string_truncated: false },

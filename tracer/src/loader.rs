@@ -35,6 +35,8 @@ pub struct ProbeReport {
     pub probed: Vec<String>,
     /// Probed symbols whose first instruction is not `push %rbp` (slow path).
     pub single_stepped: Vec<String>,
+    /// Exported table functions left out by the selection (--all-functions).
+    pub not_probed: Vec<String>,
     /// "uprobe_multi" (one link per program) or "perf" (one per function).
     pub attach_mode: &'static str,
 }
@@ -165,7 +167,8 @@ pub fn probe_targets(syms: &ExportedSymbols) -> Vec<(FuncId, String, u64)> {
 }
 
 fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow::Result<ProbeReport> {
-    let targets: Vec<_> = probe_targets(opts.symbols).into_iter().filter(|(id, _, _)| (opts.select)(*id)).collect();
+    let (targets, skipped): (Vec<_>, Vec<_>) =
+        probe_targets(opts.symbols).into_iter().partition(|(id, _, _)| (opts.select)(*id));
     if targets.is_empty() {
         bail!(
             "{} exports none of the CUDA driver functions tracer probes: is it really libcuda? pass --libcuda PATH",
@@ -175,6 +178,7 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
     let mut report = ProbeReport {
         libcuda: opts.libcuda.to_path_buf(),
         exported_functions: opts.symbols.len(),
+        not_probed: skipped.into_iter().map(|(_, n, _)| n).collect(),
         ..Default::default()
     };
     for (_, name, _) in &targets {

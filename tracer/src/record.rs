@@ -296,6 +296,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "libcuda_exported_functions": report.exported_functions,
         "probed_functions": report.probed.len(),
         "single_stepped_functions": report.single_stepped,
+        "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
         "ioctl_path": Value::Null,
         "started_at": sysinfo::iso_utc(started.as_secs()),

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use crate::{build, util};
 
 /// The committed recording (made on an H100), relative to the repo root.
-pub const DEFAULT_TRACE: &str = "traces/transformer_inference.jsonl.zst";
+pub const DEFAULT_TRACE: &str = "traces/transformer_inference.jsonl.gz";
 const EXAMPLE: &str = "examples/transformer_inference.py";
 /// The torch-enabled Python of the H100 test machine, tried after python3 from PATH.
 const TORCH_VENV_PYTHON: &str = "/opt/torch/.venv/bin/python3";
