@@ -18,6 +18,10 @@ static EXIT_PID_OFF: u32 = 24;
 /// 0 when the kernel's sched_process_exit has no group_dead field.
 #[unsafe(no_mangle)]
 static EXIT_GROUP_DEAD_OFF: u32 = 32;
+/// Non-zero with `tracer --ebpf-log`: the programs' own diagnostics go to
+/// aya-log. Only rare paths log; the uprobes never do.
+#[unsafe(no_mangle)]
+static LOG_ENABLED: u32 = 0;
 
 #[inline(always)]
 fn global(v: &'static u32) -> u32 {
@@ -37,7 +41,9 @@ pub fn sched_fork(ctx: TracePointContext) -> u32 {
     // A new process is traced from its first instruction. Thread ids are
     // inserted too (harmless: lookups are by tgid) and removed at their exit,
     // so a recycled tid never marks an unrelated process.
-    let _ = TRACED.insert(&child, &1, 0);
+    if TRACED.insert(&child, &1, 0).is_err() && global(&LOG_ENABLED) != 0 {
+        aya_log_ebpf::warn!(&ctx, "traced-task map full: task {} (child of {}) is not traced", child, pid);
+    }
     let hdr = header(EventKind::ProcFork as u16, 0, pid, tid);
     match EVENTS.reserve::<ProcFork>(0) {
         Some(mut e) => {
@@ -90,6 +96,9 @@ pub fn sched_exit(ctx: TracePointContext) -> u32 {
     let (pid, tid) = current();
     if !is_traced(pid) {
         return 0;
+    }
+    if global(&LOG_ENABLED) != 0 && pid == tid {
+        aya_log_ebpf::debug!(&ctx, "traced process {} exits", pid);
     }
     let group_dead = match global(&EXIT_GROUP_DEAD_OFF) {
         0 => (pid == tid) as u32,

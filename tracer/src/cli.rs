@@ -56,6 +56,9 @@ pub struct RecordArgs {
     /// but it roughly doubles the tracing cost on launch-bound programs.
     #[arg(long)]
     pub all_functions: bool,
+    /// Print the eBPF programs' own diagnostics (aya-log; see RUST_LOG).
+    #[arg(long)]
+    pub ebpf_log: bool,
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,

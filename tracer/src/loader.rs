@@ -49,6 +49,8 @@ pub struct Loaded {
     pub links: Links,
     /// Taken by the collector.
     pub ring: Option<RingBuf<MapData>>,
+    /// aya-log reader when --ebpf-log is given.
+    pub logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     pub counters: PerCpuArray<MapData, u64>,
     pub traced: BpfHashMap<MapData, u32, u8>,
     pub report: ProbeReport,
@@ -95,6 +97,8 @@ pub fn ensure_tracefs() -> anyhow::Result<()> {
 
 pub struct Options<'a> {
     pub libcuda: &'a Path,
+    /// Enable the eBPF programs' aya-log diagnostics.
+    pub ebpf_log: bool,
     /// Which table functions to probe.
     pub select: &'a dyn Fn(FuncId) -> bool,
     pub symbols: &'a ExportedSymbols,
@@ -116,6 +120,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("EXEC_FILENAME_OFF", &exec_file, true)
         .override_global("EXIT_PID_OFF", &exit_pid, true)
         .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
+        .override_global("LOG_ENABLED", &(opts.ebpf_log as u32), true)
         .map_max_entries("EVENTS", opts.ring_bytes)
         .load(EBPF_OBJECT)
         .context("loading the eBPF programs failed")?;
@@ -133,11 +138,16 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     }
 
     let report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    let logger = if opts.ebpf_log {
+        Some(aya_log::EbpfLogger::init(&mut ebpf).context("starting the eBPF logger")?)
+    } else {
+        None
+    };
 
     let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
     let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map")?)?;
     let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
-    Ok(Loaded { ebpf: Some(ebpf), links, ring: Some(ring), counters, traced, report })
+    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, report })
 }
 
 /// Which entry program captures what a function needs.

@@ -29,6 +29,17 @@ impl std::fmt::Display for UsageError {
 }
 impl std::error::Error for UsageError {}
 
+/// The command to trace could not be started: exit code 127, as in shells.
+#[derive(Debug)]
+pub struct CommandNotFound(pub String);
+
+impl std::fmt::Display for CommandNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for CommandNotFound {}
+
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = cli::Cli::parse();
@@ -40,9 +51,15 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            let usage = e.downcast_ref::<UsageError>().is_some();
+            let code = if e.downcast_ref::<UsageError>().is_some() {
+                2
+            } else if e.downcast_ref::<CommandNotFound>().is_some() {
+                127
+            } else {
+                1
+            };
             eprintln!("tracer: {}", one_line(&e));
-            std::process::exit(if usage { 2 } else { 1 });
+            std::process::exit(code);
         }
     }
 }

@@ -133,6 +133,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), 0o644)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
 
+    // Create the command first (stopped before exec), so that a command that
+    // does not exist is reported before anything else; it exits without
+    // running if setting up the probes fails.
+    let suspended = match args.pid {
+        Some(_) => None,
+        None => Some(
+            spawn::spawn_suspended(&args.command, run_as.as_ref())
+                .map_err(|e| crate::CommandNotFound(crate::one_line(&e)))?,
+        ),
+    };
     let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
         (Some(p), _) => libcuda::resolve_libcuda(Some(p), None)?,
         (None, Some(mapped)) => mapped,
@@ -142,27 +152,24 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut loaded = loader::load(&loader::Options {
         libcuda: &libcuda_path,
         symbols: &symbols,
+        ebpf_log: args.ebpf_log,
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
         ring_bytes: args.buffer_size * 1024 * 1024,
     })?;
 
-    // Start the command stopped before exec, mark it traced, then let it run:
-    // nothing it does after exec can be missed.
-    let (suspended, root_pid) = match args.pid {
-        Some(pid) => {
-            loaded.traced.insert(pid, 1, 0).context("marking the process traced")?;
-            for d in descendants(pid) {
-                loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
-            }
-            (None, pid)
-        }
-        None => {
-            let s = spawn::spawn_suspended(&args.command, run_as.as_ref())?;
-            let pid = s.pid;
-            loaded.traced.insert(pid, 1, 0).context("marking the command traced")?;
-            (Some(s), pid)
-        }
+    // The command was started stopped before exec; mark it traced, then let
+    // it run: nothing it does after exec can be missed.
+    let root_pid = match (&suspended, args.pid) {
+        (Some(s), _) => s.pid,
+        (None, Some(pid)) => pid,
+        (None, None) => unreachable!("clap requires a command or -p"),
     };
+    loaded.traced.insert(root_pid, 1, 0).context("marking the traced process")?;
+    if args.pid.is_some() {
+        for d in descendants(root_pid) {
+            loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
+        }
+    }
 
     let header = header(&args, &loaded.report, root_pid, started);
     let mut col = Collector {
@@ -241,7 +248,12 @@ async fn collect(
                         col.drain(g.get_inner_mut());
                         g.clear_ready();
                     }
-                    _ = tick.tick() => col.writer.flush(),
+                    _ = tick.tick() => {
+                        col.writer.flush();
+                        if let Some(l) = loaded.logger.as_mut() {
+                            l.flush();
+                        }
+                    }
                 }
             }
         }
@@ -258,6 +270,9 @@ async fn collect(
                     }
                     _ = tick.tick() => {
                         col.writer.flush();
+                        if let Some(l) = loaded.logger.as_mut() {
+                            l.flush();
+                        }
                         if !Path::new(&format!("/proc/{pid}")).exists() {
                             break None;
                         }
@@ -270,6 +285,9 @@ async fn collect(
     // this nothing new can arrive and the counters are final.
     loader::detach_all(std::mem::take(&mut loaded.links));
     drop(loaded.ebpf.take());
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
     let mut ring = afd.into_inner();
     while col.drain(&mut ring) > 0 {}
     col.finish_calls();
