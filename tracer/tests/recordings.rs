@@ -1,0 +1,44 @@
+//! The real recordings in traces/ (made on an H100, see traces/README.md)
+//! parse completely and summarize to stable figures.
+use std::process::Command;
+
+fn summary(file: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/").to_string() + file;
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(["summary", &path]).output().expect("run tracer summary");
+    assert!(out.status.success(), "tracer summary {file}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "warnings reading {file}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn transformer_recording_summary() {
+    let s = summary("transformer_inference.jsonl.gz");
+    assert!(s.contains("29290 driver calls in 1 process(es)"), "{s}");
+    assert!(s.contains("22758 kernel launches (50 distinct kernels), 21 allocations (356.2 MiB), 2 frees"), "{s}");
+    assert!(s.contains("copies h2d: 160 (237.4 MiB)"), "{s}");
+    assert!(s.contains("copies d2d: 736 (38.3 MiB)"), "{s}");
+    assert!(s.contains("records: 58678 received, 0 lost"), "{s}");
+    assert!(!s.contains("unnamed handles"), "every launch has a kernel name: {s}");
+}
+
+#[test]
+fn simple_recording_summary() {
+    let s = summary("simple_inference.jsonl.gz");
+    assert!(s.contains("88 kernel launches (2 distinct kernels)"), "{s}");
+    assert!(s.contains("records: 3918 received, 0 lost"), "{s}");
+}
+
+#[test]
+fn missing_and_corrupt_traces_are_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("tracer-rec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"header\"}\n{oops\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).arg("summary").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl: line 2: not valid JSON"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).arg("summary").arg(dir.join("none.jsonl")).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open trace"), "{:?}", out);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
