@@ -179,4 +179,4 @@ const _: () = assert!(core::mem::size_of::<CallExitStr>() == 64 + 8 + STR_CAP);
 const _: () = assert!(core::mem::size_of::<ProcFork>() == 40);
 const _: () = assert!(core::mem::size_of::<ProcExec>() == 40 + PATH_CAP);
 const _: () = assert!(core::mem::size_of::<ProcExit>() == 40);
-const _: () = assert!(BLOB_CAP % 8 == 0);
+const _: () = assert!(BLOB_CAP.is_multiple_of(8));

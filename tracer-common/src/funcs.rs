@@ -340,10 +340,10 @@ pub fn is_noisy(id: FuncId) -> bool {
 /// Looks a table entry up by exact symbol name (variant suffixes included).
 pub fn lookup(symbol: &str) -> Option<FuncId> {
     for (i, spec) in FUNCS.iter().enumerate() {
-        if let Some(rest) = symbol.strip_prefix(spec.name) {
-            if let Some(v) = VARIANTS.iter().position(|s| *s == rest) {
-                return Some(FuncId::new(i, v));
-            }
+        if let Some(rest) = symbol.strip_prefix(spec.name)
+            && let Some(v) = VARIANTS.iter().position(|s| *s == rest)
+        {
+            return Some(FuncId::new(i, v));
         }
     }
     None

@@ -38,6 +38,31 @@ pub fn bump(idx: u32) -> u64 {
     }
 }
 
+/// Unconsumed bytes above which a submit wakes the collector. Below it,
+/// records are submitted without a wakeup and the collector finds them on
+/// its next timed poll: a wakeup per record costs the producing thread an
+/// irq_work (a self-IPI, i.e. a VM exit under virtualization) for nothing
+/// while the collector keeps up. 0 = wake on every record.
+#[unsafe(no_mangle)]
+static WAKEUP_BYTES: u64 = 0;
+
+const BPF_RB_NO_WAKEUP: u64 = 1;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+const BPF_RB_AVAIL_DATA: u64 = 0;
+
+/// Flags for `submit`: wake the reader only when data piles up.
+#[inline(always)]
+pub fn submit_flags() -> u64 {
+    let threshold = unsafe { core::ptr::read_volatile(&WAKEUP_BYTES) };
+    if threshold == 0 {
+        0
+    } else if EVENTS.query(BPF_RB_AVAIL_DATA) >= threshold {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    }
+}
+
 #[inline(always)]
 pub fn current() -> (u32, u32) {
     let id = bpf_get_current_pid_tgid();

@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use tracer_common::event::{EventKind, PATH_CAP, ProcExec, ProcExit, ProcFork, counter};
 
-use crate::maps::{EVENTS, TRACED, bump, current, header, is_traced};
+use crate::maps::{EVENTS, TRACED, bump, current, header, is_traced, submit_flags};
 
 #[unsafe(no_mangle)]
 static FORK_CHILD_PID_OFF: u32 = 20;
@@ -51,7 +51,7 @@ pub fn sched_fork(ctx: TracePointContext) -> u32 {
             rec.hdr = hdr;
             rec.child = child;
             rec._pad = 0;
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);
@@ -82,7 +82,7 @@ pub fn sched_exec(ctx: TracePointContext) -> u32 {
                     rec.len = s.len() as u32;
                 }
             }
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);
@@ -119,7 +119,7 @@ pub fn sched_exit(ctx: TracePointContext) -> u32 {
             rec.hdr = hdr;
             rec.group_dead = group_dead;
             rec._pad = 0;
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);

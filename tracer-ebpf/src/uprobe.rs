@@ -14,7 +14,7 @@ use tracer_common::{
     },
 };
 
-use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced};
+use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced, submit_flags};
 
 #[inline(always)]
 fn cookie<C: EbpfContext>(ctx: &C) -> Cookie {
@@ -99,7 +99,7 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
             rec.args = [0; MAX_ARGS];
             read_args(&ctx, c, &mut rec.args);
             save_outs(c, tid, &rec.args);
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);
@@ -142,7 +142,7 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
                 }
             }
             save_ptrs(c, tid, &rec.args, unread);
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);
@@ -176,7 +176,7 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
                     read_blob(c, rec.args[i], rec);
                 }
             }
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);
@@ -285,7 +285,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
                 if let Ok(s) = unsafe { bpf_probe_read_user_str_bytes(unread_str as *const u8, &mut rec.data) } {
                     rec.len = s.len() as u32 + 1;
                 }
-                e.submit(0);
+                e.submit(submit_flags());
             }
             None => {
                 bump(counter::RB_FULL);
@@ -302,7 +302,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             rec.out = out;
             rec.out_ok = out_ok;
             rec._pad = 0;
-            e.submit(0);
+            e.submit(submit_flags());
         }
         None => {
             bump(counter::RB_FULL);

@@ -42,6 +42,8 @@ pub type StringReader = Box<dyn FnMut(u32, u64) -> Option<String>>;
 #[derive(Default)]
 pub struct Assembler {
     read_string: Option<StringReader>,
+    /// No return probes: each entry is a complete line.
+    pub entry_only: bool,
     pending: HashMap<u32, Vec<Pending>>,
     /// (pid, CUfunction or CUkernel) -> kernel name.
     names: HashMap<(u32, u64), Rc<str>>,
@@ -112,6 +114,7 @@ fn param(spec: &FuncSpec, name: &str) -> Option<usize> {
 }
 
 impl Assembler {
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -135,26 +138,23 @@ impl Assembler {
                 let mut string_truncated = string_truncated;
                 // Not readable in the probe, or possibly cut at the capture
                 // size: read it whole from the process while it still runs.
-                if string.is_none() || string_truncated {
-                    if let (Some(i), Some(read)) = (str_param(FuncId(hdr.func)), self.read_string.as_mut()) {
-                        if args[i] != 0 {
-                            if let Some(full) = read(hdr.pid, args[i]) {
-                                if string.as_deref().is_none_or(|p| full.starts_with(p)) {
-                                    string = Some(full);
-                                    string_truncated = false;
-                                }
-                            }
-                        }
-                    }
+                if (string.is_none() || string_truncated)
+                    && let (Some(i), Some(read)) = (str_param(FuncId(hdr.func)), self.read_string.as_mut())
+                    && args[i] != 0
+                    && let Some(full) = read(hdr.pid, args[i])
+                    && string.as_deref().is_none_or(|p| full.starts_with(p))
+                {
+                    string = Some(full);
+                    string_truncated = false;
                 }
-                self.pending.entry(hdr.tid).or_default().push(Pending {
-                    hdr,
-                    args,
-                    string,
-                    string_truncated,
-                    blob: blob.map(<[u8]>::to_vec),
-                    nattrs,
-                });
+                let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs };
+                if self.entry_only {
+                    if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
+                        out(v);
+                    }
+                } else {
+                    self.pending.entry(hdr.tid).or_default().push(p);
+                }
             }
             Record::Exit { ref x, string, string_truncated } => {
                 let stack = self.pending.entry(x.hdr.tid).or_default();
@@ -263,6 +263,7 @@ impl Assembler {
                 m.insert("exit_cpu".into(), json!(x.hdr.cpu));
                 m.insert("exit_seq".into(), json!(x.hdr.seq));
             }
+            None if self.entry_only => {}
             None => {
                 m.insert("incomplete".into(), json!(true));
             }
@@ -272,7 +273,7 @@ impl Assembler {
             m.remove("seq");
         }
         self.stats.calls += 1;
-        if exit.is_none() {
+        if exit.is_none() && !self.entry_only {
             self.stats.incomplete += 1;
         }
         if entry.is_some() {
@@ -362,10 +363,10 @@ impl Assembler {
                         self.ranges.entry(pid).or_default().insert(p, (p.saturating_add(size), side));
                     }
                 }
-                if spec.name == "cuMemCreate" {
-                    if let Some(h) = c.outs.and_then(|o| o.get(0)) {
-                        m.insert("handle".into(), hex(h));
-                    }
+                if spec.name == "cuMemCreate"
+                    && let Some(h) = c.outs.and_then(|o| o.get(0))
+                {
+                    m.insert("handle".into(), hex(h));
                 }
             }
             Class::Free => {
@@ -373,10 +374,8 @@ impl Assembler {
                 if spec.name != "cuMemRelease" {
                     m.insert("ptr".into(), hex(p));
                 }
-                if ok {
-                    if let Some(r) = self.ranges.get_mut(&pid) {
-                        r.remove(&p);
-                    }
+                if ok && let Some(r) = self.ranges.get_mut(&pid) {
+                    r.remove(&p);
                 }
             }
             Class::Copy => {
@@ -635,6 +634,17 @@ mod tests {
         ]);
         assert_eq!(v[0]["args"]["name"], "k_at_exit");
         assert_eq!(v[1]["kernel"], "k_at_exit");
+    }
+
+    #[test]
+    fn entry_only_mode_emits_at_entry() {
+        let mut a = Assembler { entry_only: true, ..Assembler::default() };
+        let mut v = Vec::new();
+        a.push(&enter("cuMemAlloc_v2", 1, &[0x10, 4096], None), &mut |x| v.push(x));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0]["size"], 4096);
+        assert!(v[0].get("incomplete").is_none() && v[0].get("ret").is_none());
+        assert_eq!(a.stats.incomplete, 0);
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub enum Command {
     },
 }
 
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wakeup {
+    #[default]
+    Batched,
+    Every,
+}
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct RecordArgs {
     /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
@@ -59,6 +66,16 @@ pub struct RecordArgs {
     /// Print the eBPF programs' own diagnostics (aya-log; see RUST_LOG).
     #[arg(long)]
     pub ebpf_log: bool,
+    /// When the kernel side wakes the collector: `batched` (when an eighth of
+    /// the ring buffer is filled; the collector also polls every 10 ms) or
+    /// `every` record (costs the traced thread a wakeup per call).
+    #[arg(long, value_enum, default_value_t = Wakeup::Batched)]
+    pub wakeup: Wakeup,
+    /// Entry probes only: calls are recorded with their arguments but without
+    /// return code, out-parameters (allocated addresses, handles, so kernel
+    /// names stay unknown) or duration. Roughly halves the probe cost.
+    #[arg(long)]
+    pub no_return_probes: bool,
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Deref;
+#[cfg(test)]
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,7 @@ pub const CACHE_FLAG_ELF_LIBC6: i32 = 0x0003;
 /// `FLAG_X8664_LIB64`.
 pub const CACHE_FLAG_X8664_LIB64: i32 = 0x0300;
 /// `FLAG_AARCH64_LIB64`.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 pub const CACHE_FLAG_AARCH64_LIB64: i32 = 0x0a00;
 /// `FLAG_ELF` (libc5-era ELF entries).
 const CACHE_FLAG_ELF: i32 = 0x0001;
@@ -444,6 +446,7 @@ impl ExportedSymbols {
         self.symbols.len()
     }
 
+    #[allow(dead_code)]
     pub fn is_empty(&self) -> bool {
         self.symbols.is_empty()
     }
@@ -474,6 +477,7 @@ pub fn starts_with_push_rbp(bytes: &[u8]) -> bool {
 }
 
 /// Reads up to `n` bytes of `path` at file `offset` (fewer at end of file).
+#[cfg(test)]
 pub fn first_bytes(path: &Path, offset: u64, n: usize) -> anyhow::Result<Vec<u8>> {
     let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let mut buf = vec![0u8; n];

@@ -31,6 +31,8 @@ static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"),
 pub struct ProbeReport {
     pub libcuda: PathBuf,
     pub exported_functions: usize,
+    /// Exported functions whose first instruction is `push %rbp`.
+    pub exported_push_rbp: usize,
     /// Probed symbols (entry + return each).
     pub probed: Vec<String>,
     /// Probed symbols whose first instruction is not `push %rbp` (slow path).
@@ -97,6 +99,11 @@ pub fn ensure_tracefs() -> anyhow::Result<()> {
 
 pub struct Options<'a> {
     pub libcuda: &'a Path,
+    /// Unconsumed ring-buffer bytes that make a record wake the collector
+    /// (0: every record wakes it).
+    pub wakeup_bytes: u64,
+    /// Attach the return probe too (results and durations).
+    pub return_probes: bool,
     /// Enable the eBPF programs' aya-log diagnostics.
     pub ebpf_log: bool,
     /// Which table functions to probe.
@@ -121,6 +128,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("EXIT_PID_OFF", &exit_pid, true)
         .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
         .override_global("LOG_ENABLED", &(opts.ebpf_log as u32), true)
+        .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
         .map_max_entries("EVENTS", opts.ring_bytes)
         .load(EBPF_OBJECT)
         .context("loading the eBPF programs failed")?;
@@ -188,6 +196,7 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
     let mut report = ProbeReport {
         libcuda: opts.libcuda.to_path_buf(),
         exported_functions: opts.symbols.len(),
+        exported_push_rbp: opts.symbols.push_rbp_count(),
         not_probed: skipped.into_iter().map(|(_, n, _)| n).collect(),
         ..Default::default()
     };
@@ -228,9 +237,11 @@ fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) 
             links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
         }
     }
-    let (offsets, cookies): (Vec<u64>, Vec<u64>) =
-        targets.iter().map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0)).unzip();
-    links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
+    if opts.return_probes {
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) =
+            targets.iter().map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0)).unzip();
+        links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
+    }
     Ok(links)
 }
 
@@ -246,7 +257,8 @@ fn attach_perf(
     }
     for (id, name, off) in targets {
         let cookie: Cookie = id.spec().expect("table entry").cookie(*id);
-        for prog in [entry_program(*id), "cu_exit"] {
+        let progs: &[&str] = if opts.return_probes { &[entry_program(*id), "cu_exit"] } else { &[entry_program(*id)] };
+        for &prog in progs {
             let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
             let point =
                 UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(*off), cookie: Some(cookie.0) };

@@ -85,10 +85,10 @@ fn descendants(pid: u32) -> Vec<u32> {
             let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
             if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
                 // pid (comm) state ppid ...
-                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
-                    if let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok()) {
-                        parent.insert(p, pp);
-                    }
+                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1)
+                    && let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
+                {
+                    parent.insert(p, pp);
                 }
             }
         }
@@ -107,10 +107,10 @@ fn descendants(pid: u32) -> Vec<u32> {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
-    if let Some(pid) = args.pid {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(UsageError(format!("-p {pid}: no such process")).into());
-        }
+    if let Some(pid) = args.pid
+        && !Path::new(&format!("/proc/{pid}")).exists()
+    {
+        return Err(UsageError(format!("-p {pid}: no such process")).into());
     }
     if args.buffer_size == 0 || !args.buffer_size.is_power_of_two() || args.buffer_size > 4096 {
         return Err(UsageError(format!(
@@ -153,6 +153,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         libcuda: &libcuda_path,
         symbols: &symbols,
         ebpf_log: args.ebpf_log,
+        return_probes: !args.no_return_probes,
+        wakeup_bytes: match args.wakeup {
+            crate::cli::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
+            crate::cli::Wakeup::Every => 0,
+        },
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
         ring_bytes: args.buffer_size * 1024 * 1024,
     })?;
@@ -219,6 +224,20 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     Ok(exit.map(|e| e.exit_code()).unwrap_or(0))
 }
 
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Timed work of the collection loop: file flush and eBPF log.
+fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut Instant) {
+    if last_flush.elapsed() >= FLUSH_INTERVAL {
+        col.writer.flush();
+        *last_flush = Instant::now();
+    }
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
+}
+
 type Collected = (Option<spawn::ExitInfo>, KernelCounters);
 
 async fn collect(
@@ -233,7 +252,10 @@ async fn collect(
     // (into_inner below deregisters before it is used synchronously).
     let mut afd =
         unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // Records are mostly submitted without waking us: poll often.
+    let mut tick = tokio::time::interval(POLL_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_flush = Instant::now();
     let exit = match suspended {
         Some(s) => {
             let child = s.release()?;
@@ -249,10 +271,8 @@ async fn collect(
                         g.clear_ready();
                     }
                     _ = tick.tick() => {
-                        col.writer.flush();
-                        if let Some(l) = loaded.logger.as_mut() {
-                            l.flush();
-                        }
+                        col.drain(afd.get_mut());
+                        periodic(col, loaded, &mut last_flush);
                     }
                 }
             }
@@ -269,10 +289,8 @@ async fn collect(
                         g.clear_ready();
                     }
                     _ = tick.tick() => {
-                        col.writer.flush();
-                        if let Some(l) = loaded.logger.as_mut() {
-                            l.flush();
-                        }
+                        col.drain(afd.get_mut());
+                        periodic(col, loaded, &mut last_flush);
                         if !Path::new(&format!("/proc/{pid}")).exists() {
                             break None;
                         }
@@ -312,10 +330,12 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "gpus": sysinfo::gpus(),
         "libcuda": report.libcuda.display().to_string(),
         "libcuda_exported_functions": report.exported_functions,
+        "libcuda_push_rbp_functions": report.exported_push_rbp,
         "probed_functions": report.probed.len(),
         "single_stepped_functions": report.single_stepped,
         "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
+        "return_probes": !args.no_return_probes,
         "ioctl_path": Value::Null,
         "started_at": sysinfo::iso_utc(started.as_secs()),
         // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns

@@ -57,20 +57,20 @@ impl TraceWriter {
     }
 
     pub fn flush(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.error = Some(e);
         }
     }
 
     /// Flushes and fsyncs; returns the first error met, if any.
     pub fn finish(&mut self) -> Option<&std::io::Error> {
         self.flush();
-        if self.error.is_none() {
-            if let Err(e) = self.out.get_ref().sync_all() {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = self.out.get_ref().sync_all()
+        {
+            self.error = Some(e);
         }
         self.error.as_ref()
     }
