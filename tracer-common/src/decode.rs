@@ -28,6 +28,20 @@ pub enum Record<'a> {
         filename: &'a [u8],
     },
     ProcExit(ProcExit),
+    IoctlEnter {
+        r: IoctlEnter,
+        data: &'a [u8],
+        tail: &'a [u8],
+    },
+    IoctlExit {
+        r: IoctlExit,
+        data: &'a [u8],
+        tail: &'a [u8],
+    },
+    NvFile {
+        r: NvFileOp,
+        path: &'a [u8],
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +80,17 @@ fn cstr(data: &[u8], len: usize) -> &[u8] {
     match d.iter().position(|&c| c == 0) {
         Some(n) => &d[..n],
         None => d,
+    }
+}
+
+/// The head (`len` bytes, or all of a capture without tail) and tail window.
+fn ioctl_parts(d: &[u8], len: u32, tail_len: u32) -> (&[u8], &[u8]) {
+    if tail_len == 0 {
+        (&d[..(len as usize).min(IOCTL_CAP)], &[])
+    } else {
+        let head = (len as usize).min(IOCTL_HEAD_CAP);
+        let tail = (tail_len as usize).min(IOCTL_TAIL_CAP);
+        (&d[..head], &d[IOCTL_HEAD_CAP..IOCTL_HEAD_CAP + tail])
     }
 }
 
@@ -111,6 +136,24 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
             Ok(Record::Exec { hdr, filename })
         }
         Some(EventKind::ProcExit) => Ok(Record::ProcExit(read(b, kind)?)),
+        Some(EventKind::IoctlEnter) => {
+            let r: IoctlEnter = read(b, kind)?;
+            let off = core::mem::offset_of!(IoctlEnter, data);
+            let (data, tail) = ioctl_parts(&b[off..off + IOCTL_CAP], r.len, r.tail_len);
+            Ok(Record::IoctlEnter { r, data, tail })
+        }
+        Some(EventKind::IoctlExit) => {
+            let r: IoctlExit = read(b, kind)?;
+            let off = core::mem::offset_of!(IoctlExit, data);
+            let (data, tail) = ioctl_parts(&b[off..off + IOCTL_CAP], r.len, r.tail_len);
+            Ok(Record::IoctlExit { r, data, tail })
+        }
+        Some(EventKind::NvFileOp) => {
+            let r: NvFileOp = read(b, kind)?;
+            let off = core::mem::offset_of!(NvFileOp, path);
+            let path = cstr(&b[off..off + NVPATH_CAP], NVPATH_CAP);
+            Ok(Record::NvFile { r, path })
+        }
         None => Err(DecodeError::UnknownKind(kind)),
     }
 }

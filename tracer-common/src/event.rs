@@ -23,6 +23,12 @@ pub enum EventKind {
     /// [`CallExitStr`]: returned, carrying the string argument that could
     /// not be read at entry (its page was not resident yet).
     CallExitStr = 8,
+    /// [`IoctlEnter`]: ioctl on an NVIDIA device file, parameters at entry.
+    IoctlEnter = 9,
+    /// [`IoctlExit`]: that ioctl returned; parameters re-read.
+    IoctlExit = 10,
+    /// [`NvFileOp`]: open/close/mmap/munmap of an NVIDIA device file.
+    NvFileOp = 11,
 }
 
 impl EventKind {
@@ -36,6 +42,9 @@ impl EventKind {
             6 => Self::ProcExec,
             7 => Self::ProcExit,
             8 => Self::CallExitStr,
+            9 => Self::IoctlEnter,
+            10 => Self::IoctlExit,
+            11 => Self::NvFileOp,
             _ => return None,
         })
     }
@@ -156,6 +165,102 @@ pub struct ProcExit {
     /// 1 when the whole thread group is gone (last thread exited).
     pub group_dead: u32,
     pub _pad: u32,
+}
+
+/// Bytes of an ioctl parameter struct captured (RM structs are 16-184 bytes;
+/// CARD_INFO and the dma-buf export are larger and are cut, flagged by
+/// `len < size`).
+pub const IOCTL_CAP: usize = 512;
+/// The head of a struct is captured into `data[..IOCTL_HEAD_CAP]`; a second
+/// window (the trailing fields and rmStatus of UVM structs larger than that)
+/// goes to `data[IOCTL_HEAD_CAP..]`.
+pub const IOCTL_HEAD_CAP: usize = 448;
+pub const IOCTL_TAIL_CAP: usize = IOCTL_CAP - IOCTL_HEAD_CAP;
+
+/// Value of the UVM_SIZES map: how to capture one UVM command's struct.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UvmCapture {
+    pub size: u32,
+    pub tail_off: u32,
+    pub tail_len: u32,
+    pub _pad: u32,
+}
+
+/// NVIDIA device kinds, as tracked per file descriptor.
+pub mod nvdev {
+    pub const NONE: u32 = 0;
+    /// /dev/nvidiactl
+    pub const CTL: u32 = 1;
+    /// /dev/nvidia-uvm
+    pub const UVM: u32 = 2;
+    /// /dev/nvidia-uvm-tools
+    pub const UVM_TOOLS: u32 = 3;
+    /// /dev/nvidiaN is GPU + N
+    pub const GPU: u32 = 0x100;
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoctlEnter {
+    pub hdr: Header,
+    pub fd: u32,
+    /// [`nvdev`] kind of the fd.
+    pub dev: u32,
+    pub request: u64,
+    pub arg: u64,
+    /// Bytes the request says the struct has (for XFER_CMD: the inner size).
+    pub size: u32,
+    /// Bytes captured in `data` (0 if the pointer was not readable).
+    pub len: u32,
+    /// XFER_CMD: the inner escape number and pointer (0 otherwise); `data`
+    /// then holds the 16-byte xfer struct followed by the inner struct.
+    pub inner_nr: u32,
+    /// Bytes of the tail window captured at `data[IOCTL_HEAD_CAP..]`.
+    pub tail_len: u32,
+    pub inner_ptr: u64,
+    pub data: [u8; IOCTL_CAP],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoctlExit {
+    pub hdr: Header,
+    /// Syscall return value (-errno on failure).
+    pub ret: i64,
+    pub len: u32,
+    pub tail_len: u32,
+    /// The same struct re-read after the driver wrote its outputs.
+    pub data: [u8; IOCTL_CAP],
+}
+
+/// What happened to an NVIDIA device file.
+pub mod nvop {
+    pub const OPEN: u32 = 1;
+    pub const CLOSE: u32 = 2;
+    pub const MMAP: u32 = 3;
+    pub const MUNMAP: u32 = 4;
+}
+
+pub const NVPATH_CAP: usize = 64;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct NvFileOp {
+    pub hdr: Header,
+    /// [`nvop`].
+    pub op: u32,
+    pub fd: i32,
+    pub dev: u32,
+    pub prot: u32,
+    /// Return value: fd for open, address for mmap, 0/-errno otherwise.
+    pub ret: i64,
+    pub addr: u64,
+    pub length: u64,
+    pub flags: u64,
+    pub offset: u64,
+    /// The path opened (open only).
+    pub path: [u8; NVPATH_CAP],
 }
 
 /// Indexes into the per-CPU `COUNTERS` array map.

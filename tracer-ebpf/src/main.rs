@@ -5,6 +5,7 @@
 #![no_main]
 
 mod maps;
+mod nvfile;
 mod proc;
 mod uprobe;
 

@@ -44,6 +44,8 @@ pub struct Assembler {
     read_string: Option<StringReader>,
     /// No return probes: each entry is a complete line.
     pub entry_only: bool,
+    /// NVIDIA device-file events (ioctls in flight).
+    pub ioctls: crate::ioctls::Ioctls,
     pending: HashMap<u32, Vec<Pending>>,
     /// (pid, CUfunction or CUkernel) -> kernel name.
     names: HashMap<(u32, u64), Rc<str>>,
@@ -130,6 +132,9 @@ impl Assembler {
             Record::Exit { x, .. } => x.hdr,
             Record::Fork(f) => f.hdr,
             Record::ProcExit(e) => e.hdr,
+            Record::IoctlEnter { r, .. } => r.hdr,
+            Record::IoctlExit { r, .. } => r.hdr,
+            Record::NvFile { r, .. } => r.hdr,
         };
         *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
         match *rec {
@@ -178,7 +183,16 @@ impl Assembler {
                 let f = String::from_utf8_lossy(filename).into_owned();
                 out(self.proc_line(&hdr, "exec", json!({ "filename": f })))
             }
+            Record::IoctlEnter { ref r, data, tail } => {
+                let call = self.current_call(r.hdr.tid);
+                self.ioctls.enter(r, data, tail, call);
+            }
+            Record::IoctlExit { ref r, data, tail } => out(self.ioctls.exit(r, data, tail)),
+            Record::NvFile { ref r, path } => out(crate::ioctls::file_line(r, path, self.current_call(r.hdr.tid))),
             Record::ProcExit(e) => {
+                if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {
+                    out(v);
+                }
                 self.flush_thread(e.hdr.tid, out);
                 let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
                 if e.group_dead == 1 {
@@ -191,11 +205,19 @@ impl Assembler {
 
     /// Emits the calls still in progress (as `incomplete`).
     pub fn finish(&mut self, out: &mut impl FnMut(Value)) {
+        for v in self.ioctls.finish() {
+            out(v);
+        }
         let mut tids: Vec<u32> = self.pending.keys().copied().collect();
         tids.sort_unstable();
         for tid in tids {
             self.flush_thread(tid, out);
         }
+    }
+
+    /// The driver call in progress on `tid` (innermost), if any.
+    fn current_call(&self, tid: u32) -> Option<String> {
+        self.pending.get(&tid).and_then(|s| s.last()).map(|p| func_name(FuncId(p.hdr.func)))
     }
 
     fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Value)) {

@@ -76,6 +76,10 @@ pub struct RecordArgs {
     /// names stay unknown) or duration. Roughly halves the probe cost.
     #[arg(long)]
     pub no_return_probes: bool,
+    /// Also record the syscalls the traced processes make on NVIDIA device
+    /// files (open, close, ioctl with its decoded parameters, mmap, munmap).
+    #[arg(long)]
+    pub ioctls: bool,
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,

@@ -14,7 +14,7 @@ use aya::{
 };
 use tracer_common::{
     cookie::Cookie,
-    event::counter,
+    event::{IOCTL_HEAD_CAP, IOCTL_TAIL_CAP, UvmCapture, counter},
     funcs::{Arg, FUNCS, FuncId, VARIANTS},
 };
 
@@ -39,6 +39,8 @@ pub struct ProbeReport {
     pub single_stepped: Vec<String>,
     /// Exported table functions left out by the selection (--all-functions).
     pub not_probed: Vec<String>,
+    /// How NVIDIA ioctls are captured ("tracepoint"), None when off.
+    pub ioctl_path: Option<&'static str>,
     /// "uprobe_multi" (one link per program) or "perf" (one per function).
     pub attach_mode: &'static str,
 }
@@ -55,6 +57,8 @@ pub struct Loaded {
     pub logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     pub counters: PerCpuArray<MapData, u64>,
     pub traced: BpfHashMap<MapData, u32, u8>,
+    /// (tgid << 32 | fd) -> NVIDIA device kind, for fds opened before attach.
+    pub nvfds: BpfHashMap<MapData, u64, u32>,
     pub report: ProbeReport,
 }
 
@@ -102,6 +106,8 @@ pub struct Options<'a> {
     /// Unconsumed ring-buffer bytes that make a record wake the collector
     /// (0: every record wakes it).
     pub wakeup_bytes: u64,
+    /// Capture syscalls on NVIDIA device files.
+    pub ioctls: bool,
     /// Attach the return probe too (results and durations).
     pub return_probes: bool,
     /// Enable the eBPF programs' aya-log diagnostics.
@@ -145,7 +151,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         links.tracepoints.push(p.take_link(id)?);
     }
 
-    let report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    let ioctl_path = if opts.ioctls { Some(attach_nvfile(&mut ebpf, &mut links)?) } else { None };
+    let mut report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    report.ioctl_path = ioctl_path;
     let logger = if opts.ebpf_log {
         Some(aya_log::EbpfLogger::init(&mut ebpf).context("starting the eBPF logger")?)
     } else {
@@ -155,7 +163,54 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
     let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map")?)?;
     let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
-    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, report })
+    let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
+    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, nvfds, report })
+}
+
+/// Attaches the syscall tracepoints for NVIDIA device files and fills the
+/// UVM capture table. Returns the path name for the header.
+fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<&'static str> {
+    {
+        // Values are UvmCapture {size, tail_off, tail_len, pad} as [u32; 4]
+        // (aya's Pod trait cannot be implemented for the shared type here).
+        let mut uvm: BpfHashMap<_, u32, [u32; 4]> =
+            BpfHashMap::try_from(ebpf.map_mut("UVM_SIZES").context("UVM_SIZES map")?)?;
+        for (num, _) in crate::nvioctl::uvm_ioctls() {
+            let size = crate::nvioctl::uvm_param_size(num as u64).unwrap_or(0) as u32;
+            let (tail_off, tail_len) = uvm_tail(size);
+            uvm.insert(num, [size, tail_off, tail_len, 0], 0)?;
+        }
+    }
+    for (prog, tp) in [
+        ("nv_openat_enter", "sys_enter_openat"),
+        ("nv_openat_exit", "sys_exit_openat"),
+        ("nv_close_enter", "sys_enter_close"),
+        ("nv_ioctl_enter", "sys_enter_ioctl"),
+        ("nv_ioctl_exit", "sys_exit_ioctl"),
+        ("nv_mmap_enter", "sys_enter_mmap"),
+        ("nv_mmap_exit", "sys_exit_mmap"),
+        ("nv_munmap_enter", "sys_enter_munmap"),
+    ] {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+        let id = p.attach("syscalls", tp).with_context(|| format!("attaching to syscalls/{tp}"))?;
+        links.tracepoints.push(p.take_link(id)?);
+    }
+    Ok("tracepoint")
+}
+
+const _: () = assert!(std::mem::size_of::<UvmCapture>() == std::mem::size_of::<[u32; 4]>());
+
+/// For a UVM struct larger than the captured head, the trailing window
+/// captured as well: (offset, length), else (0, 0). The trailing fields of
+/// the large UVM structs (gpuAttributesCount, hClient, hMemory, rmStatus)
+/// follow their per-GPU arrays.
+pub fn uvm_tail(size: u32) -> (u32, u32) {
+    if size as usize <= IOCTL_HEAD_CAP {
+        return (0, 0);
+    }
+    let start = size.saturating_sub(IOCTL_TAIL_CAP as u32).max(IOCTL_HEAD_CAP as u32);
+    (start, size - start)
 }
 
 /// Which entry program captures what a function needs.

@@ -77,6 +77,25 @@ fn mapped_libcuda(pid: u32) -> Option<PathBuf> {
         .map(|p| PathBuf::from(format!("/proc/{pid}/root{p}")))
 }
 
+/// Open NVIDIA device files of `pid`, from /proc/PID/fd.
+fn nvidia_fds(pid: u32) -> Vec<(u32, u32)> {
+    let mut v = vec![];
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return v };
+    for e in rd.flatten() {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(target) = std::fs::read_link(e.path()) else { continue };
+        let dev = match crate::nvioctl::device_from_path(&target.to_string_lossy()) {
+            crate::nvioctl::Device::Ctl => tracer_common::event::nvdev::CTL,
+            crate::nvioctl::Device::Uvm => tracer_common::event::nvdev::UVM,
+            crate::nvioctl::Device::UvmTools => tracer_common::event::nvdev::UVM_TOOLS,
+            crate::nvioctl::Device::Gpu(n) => tracer_common::event::nvdev::GPU + n,
+            crate::nvioctl::Device::Other => continue,
+        };
+        v.push((fd, dev));
+    }
+    v
+}
+
 /// The traced process tree's existing descendants of `pid` (for `-p`).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut parent = std::collections::HashMap::<u32, u32>::new();
@@ -153,6 +172,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         libcuda: &libcuda_path,
         symbols: &symbols,
         ebpf_log: args.ebpf_log,
+        ioctls: args.ioctls,
         return_probes: !args.no_return_probes,
         wakeup_bytes: match args.wakeup {
             crate::cli::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
@@ -171,17 +191,22 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     };
     loaded.traced.insert(root_pid, 1, 0).context("marking the traced process")?;
     if args.pid.is_some() {
-        for d in descendants(root_pid) {
+        let mut procs = descendants(root_pid);
+        procs.push(root_pid);
+        for &d in &procs {
             loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
+            // NVIDIA files the process opened before we attached.
+            for (fd, dev) in nvidia_fds(d) {
+                let _ = loaded.nvfds.insert(((d as u64) << 32) | fd as u64, dev, 0);
+            }
         }
     }
 
     let header = header(&args, &loaded.report, root_pid, started);
-    let mut col = Collector {
-        asm: Assembler::with_string_reader(Box::new(read_proc_string)),
-        summary: Summary::default(),
-        writer: TraceWriter::new(file),
-    };
+    let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
+    asm.entry_only = args.no_return_probes;
+    asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    let mut col = Collector { asm, summary: Summary::default(), writer: TraceWriter::new(file) };
     col.emit(header);
     col.writer.flush();
     if !args.quiet {
@@ -336,7 +361,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
         "return_probes": !args.no_return_probes,
-        "ioctl_path": Value::Null,
+        "ioctl_path": report.ioctl_path,
         "started_at": sysinfo::iso_utc(started.as_secs()),
         // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns
         "clock": {

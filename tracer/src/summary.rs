@@ -31,6 +31,11 @@ pub struct Summary {
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
     pub incomplete: u64,
+    /// ioctls on NVIDIA device files by escape name: (count, total us, NV errors).
+    pub ioctls: BTreeMap<String, (u64, f64, u64)>,
+    pub ioctls_unknown: u64,
+    /// open/close/mmap/munmap of NVIDIA device files.
+    pub nv_file_ops: BTreeMap<String, u64>,
     pub header: Option<Value>,
     pub footer: Option<Value>,
 }
@@ -52,8 +57,25 @@ impl Summary {
         if let Some(p) = v["pid"].as_u64() {
             self.processes.insert(p);
         }
-        if ty == "process" {
-            return;
+        match ty {
+            "process" => return,
+            "ioctl" => {
+                let e = self.ioctls.entry(v["name"].as_str().unwrap_or("?").to_string()).or_default();
+                e.0 += 1;
+                e.1 += v["duration_us"].as_f64().unwrap_or(0.0);
+                if v["status"].as_u64().is_some_and(|s| s != 0) || v["errno"].is_string() {
+                    e.2 += 1;
+                }
+                if v["known"] == false {
+                    self.ioctls_unknown += 1;
+                }
+                return;
+            }
+            "nvidia_fd" => {
+                *self.nv_file_ops.entry(v["op"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+                return;
+            }
+            _ => {}
         }
         let name = v["name"].as_str().unwrap_or("?").to_string();
         let dur = v["duration_us"].as_f64().unwrap_or(0.0);
@@ -152,6 +174,21 @@ impl Summary {
             for (name, n) in k.iter().take(10) {
                 let short: String = name.chars().take(100).collect();
                 let _ = writeln!(s, "  {n:>8}  {short}");
+            }
+        }
+        if !self.ioctls.is_empty() || !self.nv_file_ops.is_empty() {
+            let n: u64 = self.ioctls.values().map(|e| e.0).sum();
+            let files: Vec<String> = self.nv_file_ops.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            let _ = writeln!(
+                s,
+                "{n} ioctls on NVIDIA devices ({} undecoded); device files: {}",
+                self.ioctls_unknown,
+                files.join(", ")
+            );
+            let mut top: Vec<_> = self.ioctls.iter().collect();
+            top.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+            for (name, (c, us, errs)) in top.iter().take(8) {
+                let _ = writeln!(s, "  {name:<40} {c:>8} {:>10.3} ms {errs:>6} failed", us / 1000.0);
             }
         }
         for (e, n) in &self.errors {

@@ -5,6 +5,7 @@ mod demo;
 mod setup;
 mod test;
 mod util;
+mod vm;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,15 @@ enum Command {
     },
     /// Setup, build release, then trace the example on a GPU or summarise the committed recording
     Demo,
+    /// Boot a stock Debian kernel under qemu (TCG) and run the kprobe tests in it (docs/kprobe-vm.md)
+    KprobeVm {
+        /// Use this tracer binary instead of building the release one
+        #[arg(long, value_name = "PATH")]
+        tracer: Option<std::path::PathBuf>,
+        /// Only the tests whose name contains one of these (after `--`)
+        #[arg(last = true)]
+        filters: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,6 +53,7 @@ fn main() -> ExitCode {
         Command::Build { release } => build::run(release),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::KprobeVm { tracer, filters } => vm::run(tracer.as_deref(), &filters),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -29,7 +29,7 @@ static CLASSES: &[(u32, &str)] = &[
     (0x0073, "NV04_DISPLAY_COMMON"),
     (0x0076, "NV01_MEMORY_FRAMEBUFFER_CONSOLE"),
     (0x0078, "NV01_EVENT_KERNEL_CALLBACK"), // nvos.h
-    (0x0079, "NV01_EVENT_OS_EVENT"), // nvos.h
+    (0x0079, "NV01_EVENT_OS_EVENT"),        // nvos.h
     (0x007d, "NV04_SOFTWARE_TEST"),
     (0x007e, "NV01_EVENT_KERNEL_CALLBACK_EX"), // nvos.h
     (0x0080, "NV01_DEVICE_0"),

@@ -115,12 +115,8 @@ fn layouts(nr: u32) -> Option<&'static [Layout]> {
 /// `sizeof(nv_ioctl_card_info_t)`.
 pub(crate) const CARD_INFO_SIZE: usize = 72;
 
-static REGISTER_FD: &[Layout] = &[Layout {
-    size: 4,
-    strukt: "nv_ioctl_register_fd_t",
-    fields: &[f("ctl_fd", 0, I32, In)],
-    status: None,
-}];
+static REGISTER_FD: &[Layout] =
+    &[Layout { size: 4, strukt: "nv_ioctl_register_fd_t", fields: &[f("ctl_fd", 0, I32, In)], status: None }];
 
 static OS_EVENT: &[Layout] = &[Layout {
     size: 16,
@@ -150,12 +146,8 @@ static QUERY_DEVICE_INTR: &[Layout] = &[Layout {
     status: Some(4),
 }];
 
-static SYS_PARAMS: &[Layout] = &[Layout {
-    size: 8,
-    strukt: "nv_ioctl_sys_params_t",
-    fields: &[f("memblock_size", 0, U64, In)],
-    status: None,
-}];
+static SYS_PARAMS: &[Layout] =
+    &[Layout { size: 8, strukt: "nv_ioctl_sys_params_t", fields: &[f("memblock_size", 0, U64, In)], status: None }];
 
 // `status` here is the NUMA state (NV_IOCTL_NUMA_STATUS_*), not an NV_STATUS.
 static NUMA_INFO: &[Layout] = &[Layout {
@@ -214,12 +206,8 @@ const DMABUF_HANDLES_535: usize = 32;
 const DMABUF_MAX_HANDLES: usize = 128;
 
 // `rc` is an errno-style open result; `adapterStatus` is the NV_STATUS.
-static WAIT_OPEN_COMPLETE: &[Layout] = &[Layout {
-    size: 8,
-    strukt: "nv_ioctl_wait_open_complete_t",
-    fields: &[f("rc", 0, I32, Out)],
-    status: Some(4),
-}];
+static WAIT_OPEN_COMPLETE: &[Layout] =
+    &[Layout { size: 8, strukt: "nv_ioctl_wait_open_complete_t", fields: &[f("rc", 0, I32, Out)], status: Some(4) }];
 
 // ---- RM escapes (src/common/sdk/nvidia/inc/nvos.h) ----
 
@@ -590,7 +578,15 @@ fn version_cmd_name(cmd: u32) -> Value {
 
 // Source: NVIDIA/open-gpu-kernel-modules@580.142 kernel-open/common/inc/nv-ioctl-numa.h (NV_IOCTL_NUMA_STATUS_*).
 fn numa_status_name(s: i32) -> Value {
-    let names = ["DISABLED", "OFFLINE", "ONLINE_IN_PROGRESS", "ONLINE", "ONLINE_FAILED", "OFFLINE_IN_PROGRESS", "OFFLINE_FAILED"];
+    let names = [
+        "DISABLED",
+        "OFFLINE",
+        "ONLINE_IN_PROGRESS",
+        "ONLINE",
+        "ONLINE_FAILED",
+        "OFFLINE_IN_PROGRESS",
+        "OFFLINE_FAILED",
+    ];
     usize::try_from(s).ok().and_then(|i| names.get(i)).map_or(Value::Null, |&n| n.into())
 }
 

@@ -65,8 +65,9 @@ pub(crate) enum Dir {
     In,
     /// `[OUT]`: read from the exit bytes only (absent when there is no exit capture).
     Out,
-    /// `[IN/OUT]`: the exit value when there is one, else the entry value; when both
-    /// are there and differ, the entry value is kept as `<key>_in`.
+    /// `[IN/OUT]`: the exit value when there is an exit capture, else the entry
+    /// value; the entry value is also kept as `<key>_in` when it differs (or when
+    /// the exit capture is too short to hold the field).
     InOut,
 }
 
@@ -174,11 +175,6 @@ impl<'a> Ctx<'a> {
         self.exit_bytes(off, 4).map(le32)
     }
 
-    /// The value of an `[IN/OUT]` u32: exit when captured, else entry.
-    pub(crate) fn inout_u32(&mut self, off: usize) -> Option<u32> {
-        if self.exit.is_some() { self.exit_u32(off) } else { self.entry_u32(off) }
-    }
-
     /// Decodes every field of `fields` into `self.fields`.
     pub(crate) fn apply(&mut self, fields: &[Field]) {
         for fld in fields {
@@ -194,7 +190,8 @@ impl<'a> Ctx<'a> {
                             match (o, i) {
                                 (Some(o), Some(i)) if o != i => (Some(o), Some(i)),
                                 (Some(o), _) => (Some(o), None),
-                                (None, i) => (i, None),
+                                // Exit captured but short: the result is unknown.
+                                (None, i) => (None, i),
                             }
                         }
                         None => (i, None),

@@ -133,7 +133,11 @@ static STATUS: &[(u32, &str, &str)] = &[
     (0x0007e, "NV_ERR_TEST_ONLY_CODE_NOT_ENABLED", "Test-only code path not enabled"),
     (0x0007f, "NV_ERR_SECURE_BOOT_FAILED", "GFW secure boot failed"),
     (0x00080, "NV_ERR_INSUFFICIENT_ZBC_ENTRY", "No more ZBC entry for the client"),
-    (0x00081, "NV_ERR_NVLINK_FABRIC_NOT_READY", "Nvlink Fabric Status or Fabric Probe is not yet complete, caller needs to retry"),
+    (
+        0x00081,
+        "NV_ERR_NVLINK_FABRIC_NOT_READY",
+        "Nvlink Fabric Status or Fabric Probe is not yet complete, caller needs to retry",
+    ),
     (0x00082, "NV_ERR_NVLINK_FABRIC_FAILURE", "Nvlink Fabric Probe failed"),
     (0x00083, "NV_ERR_GPU_MEMORY_ONLINING_FAILURE", "GPU Memory Onlining failed"),
     (0x00084, "NV_ERR_REDUCTION_MANAGER_NOT_AVAILABLE", "Reduction Manager is not available"),

@@ -66,12 +66,8 @@ static TOOLS_EVENT_TRACKER: &[Field] = &[
     f("allProcessors", 40, U32, In),
     f("uvmFd", 44, U32, In),
 ];
-static TOOLS_PROCESS_MEMORY: &[Field] = &[
-    f("buffer", 0, Ptr, In),
-    f("size", 8, U64, In),
-    f("targetVa", 16, Ptr, In),
-    f("bytesRead", 24, U64, Out),
-];
+static TOOLS_PROCESS_MEMORY: &[Field] =
+    &[f("buffer", 0, Ptr, In), f("size", 8, U64, In), f("targetVa", 16, Ptr, In), f("bytesRead", 24, U64, Out)];
 static TOOLS_UUID_TABLE: &[Field] = &[f("tablePtr", 0, Ptr, In)];
 static NONE: &[Field] = &[];
 
@@ -247,14 +243,7 @@ static UVM: &[UvmIoctl] = &[
     u(54, "UVM_ENABLE_SYSTEM_WIDE_ATOMICS", 20, Some(16), Main, GPU_UUID),
     u(55, "UVM_DISABLE_SYSTEM_WIDE_ATOMICS", 20, Some(16), Main, GPU_UUID),
     u(56, "UVM_TOOLS_INIT_EVENT_TRACKER", 56, Some(48), Tools, TOOLS_EVENT_TRACKER),
-    u(
-        57,
-        "UVM_TOOLS_SET_NOTIFICATION_THRESHOLD",
-        8,
-        Some(4),
-        Tools,
-        &[f("notificationThreshold", 0, U32, In)],
-    ),
+    u(57, "UVM_TOOLS_SET_NOTIFICATION_THRESHOLD", 8, Some(4), Tools, &[f("notificationThreshold", 0, U32, In)]),
     u(58, "UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS", 16, Some(8), Tools, &[f("eventTypeFlags", 0, Hex64, In)]),
     u(59, "UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS", 16, Some(8), Tools, &[f("eventTypeFlags", 0, Hex64, In)]),
     u(60, "UVM_TOOLS_ENABLE_COUNTERS", 16, Some(8), Tools, &[f("counterTypeFlags", 0, Hex64, In)]),
