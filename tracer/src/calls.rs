@@ -215,9 +215,10 @@ impl Assembler {
         }
     }
 
-    /// The driver call in progress on `tid` (innermost), if any.
-    fn current_call(&self, tid: u32) -> Option<String> {
-        self.pending.get(&tid).and_then(|s| s.last()).map(|p| func_name(FuncId(p.hdr.func)))
+    /// The driver call in progress on `tid` (innermost), if any: its name
+    /// and entry timestamp (with the tid, the call's line's key).
+    fn current_call(&self, tid: u32) -> Option<(String, u64)> {
+        self.pending.get(&tid).and_then(|s| s.last()).map(|p| (func_name(FuncId(p.hdr.func)), p.hdr.ts))
     }
 
     fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Value)) {

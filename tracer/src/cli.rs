@@ -29,6 +29,15 @@ pub enum Command {
         /// Trace file.
         trace: PathBuf,
     },
+    /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
+    /// escape, RM control command, class, CUDA call and phase; errors.
+    Ioctls {
+        /// Trace file.
+        trace: PathBuf,
+        /// JSON instead of text tables.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

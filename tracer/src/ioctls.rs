@@ -30,7 +30,7 @@ struct Pending {
     r: IoctlEnter,
     data: Vec<u8>,
     tail: Vec<u8>,
-    cuda_call: Option<String>,
+    cuda_call: Option<(String, u64)>,
 }
 
 /// Which kernel path delivered the events ("tracepoint" or "kprobe").
@@ -81,7 +81,7 @@ impl Ioctls {
         Ioctls { pending: HashMap::new(), path }
     }
 
-    pub fn enter(&mut self, r: &IoctlEnter, data: &[u8], tail: &[u8], cuda_call: Option<String>) {
+    pub fn enter(&mut self, r: &IoctlEnter, data: &[u8], tail: &[u8], cuda_call: Option<(String, u64)>) {
         self.pending.insert(r.hdr.tid, Pending { r: *r, data: data.to_vec(), tail: tail.to_vec(), cuda_call });
     }
 
@@ -166,7 +166,7 @@ impl Ioctls {
         if d.truncated {
             m.insert("truncated".into(), json!(true));
         }
-        m.insert("cuda_call".into(), json!(p.cuda_call));
+        put_call(&mut m, p.cuda_call.clone());
         m.insert("fields".into(), Value::Object(d.fields));
         m.insert("ioctl_path".into(), json!(self.path));
         Value::Object(m)
@@ -174,7 +174,7 @@ impl Ioctls {
 }
 
 /// A line for open/close/mmap/munmap of an NVIDIA device file.
-pub fn file_line(r: &NvFileOp, path: &[u8], cuda_call: Option<String>) -> Value {
+pub fn file_line(r: &NvFileOp, path: &[u8], cuda_call: Option<(String, u64)>) -> Value {
     let op = match r.op {
         nvop::OPEN => "open",
         nvop::CLOSE => "close",
@@ -213,8 +213,22 @@ pub fn file_line(r: &NvFileOp, path: &[u8], cuda_call: Option<String>) -> Value 
         }
         _ => {}
     }
-    m.insert("cuda_call".into(), json!(cuda_call));
+    put_call(&mut m, cuda_call);
     Value::Object(m)
+}
+
+/// `cuda_call`: the driver call in progress on the thread (null if none);
+/// `cuda_call_ts`: that call's `ts`, so (tid, cuda_call_ts) finds its line.
+fn put_call(m: &mut Map<String, Value>, call: Option<(String, u64)>) {
+    match call {
+        Some((name, ts)) => {
+            m.insert("cuda_call".into(), json!(name));
+            m.insert("cuda_call_ts".into(), json!(ts));
+        }
+        None => {
+            m.insert("cuda_call".into(), Value::Null);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -253,11 +267,12 @@ mod tests {
         };
         let x = IoctlExit { hdr: hdr(EventKind::IoctlExit, 350), ret: 0, len: 32, tail_len: 0, data: [0; IOCTL_CAP] };
         let mut io = Ioctls::new("tracepoint");
-        io.enter(&e, &entry, &[], Some("cuMemAlloc_v2".into()));
+        io.enter(&e, &entry, &[], Some(("cuMemAlloc_v2".into(), 90)));
         let v = io.exit(&x, &exit, &[]);
         assert_eq!(v["name"], "RM_ALLOC");
         assert_eq!(v["device"], "/dev/nvidiactl");
         assert_eq!(v["cuda_call"], "cuMemAlloc_v2");
+        assert_eq!(v["cuda_call_ts"], 90);
         assert_eq!(v["status"], 0);
         assert_eq!(v["status_name"], "NV_OK");
         assert_eq!(v["duration_us"], 0.25);

@@ -6,6 +6,7 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+mod ioctl_report;
 mod ioctls;
 mod libcuda;
 mod loader;
@@ -47,6 +48,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
+        Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
@@ -75,5 +77,20 @@ fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
     let mut s = summary::Summary::default();
     reader::for_each(path, |v| s.add(v))?;
     print!("{}", s.render());
+    Ok(())
+}
+
+fn ioctls_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let mut lines = Vec::new();
+    reader::for_each(path, |v| lines.push(v.clone()))?;
+    let r = ioctl_report::IoctlReport::build(&lines);
+    if r.total == 0 && r.ioctl_path.is_none() {
+        anyhow::bail!("{}: no ioctls recorded (record with `tracer --ioctls -- CMD`)", path.display());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r.to_json())?);
+    } else {
+        print!("{}", r.render());
+    }
     Ok(())
 }

@@ -42,3 +42,25 @@ fn missing_and_corrupt_traces_are_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open trace"), "{:?}", out);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn transformer_ioctl_recording_analysis() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/transformer_inference_ioctls.jsonl.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(["ioctls", "--json", path]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["total"], 635);
+    assert_eq!(v["undecoded"], 0);
+    assert_eq!(v["ioctl_path"], "tracepoint");
+    let steady = &v["phases"]["steady"];
+    assert_eq!(steady["ioctls"], 0, "steady-state generation makes no ioctl");
+    assert_eq!(steady["launches"], 17340);
+    assert_eq!(v["phases"]["startup"]["ioctls"], 495);
+    assert!(v["errors"].as_object().unwrap().is_empty());
+    let by_escape = v["by_escape"].as_array().unwrap();
+    assert_eq!(by_escape[0]["name"], "RM_CONTROL");
+    assert_eq!(by_escape[0]["count"], 250);
+    let calls = v["by_cuda_call"].as_array().unwrap();
+    let alloc = calls.iter().find(|c| c["name"] == "cuMemAlloc_v2").unwrap();
+    assert_eq!(alloc["count"], 64);
+}

@@ -1,4 +1,6 @@
-//! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda.
+//! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda,
+//! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
+//! (tracer/tests/fakenv).
 
 use std::collections::HashSet;
 
@@ -7,7 +9,18 @@ use anyhow::{Context, Result};
 use super::Ctx;
 use crate::util;
 
-const PACKAGES: &[&str] = &["llvm-22-dev", "clang-22", "libpolly-22-dev", "libzstd-dev", "zlib1g-dev", "gcc", "make"];
+const PACKAGES: &[&str] = &[
+    "llvm-22-dev",
+    "clang-22",
+    "libpolly-22-dev",
+    "libzstd-dev",
+    "zlib1g-dev",
+    "gcc",
+    "make",
+    "libfuse3-dev",
+    "fuse3",
+    "pkg-config",
+];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {
     let installed = installed()?;

@@ -10,7 +10,7 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t bpf bpf /sys/fs/bpf
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
-echo "init: kernel $(uname -r), /init started at uptime $(uptime_s) s"
+echo; echo "init: kernel $(uname -r), /init started at uptime $(uptime_s) s"
 
 fail=0
 for t in /tests/*; do
