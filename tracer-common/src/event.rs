@@ -196,6 +196,9 @@ pub mod nvdev {
     pub const UVM: u32 = 2;
     /// /dev/nvidia-uvm-tools
     pub const UVM_TOOLS: u32 = 3;
+    /// /dev/nvidiactl or /dev/nvidiaN, seen from the kprobe path (the
+    /// driver's ioctl entry does not tell which file).
+    pub const FRONTEND: u32 = 4;
     /// /dev/nvidiaN is GPU + N
     pub const GPU: u32 = 0x100;
 }

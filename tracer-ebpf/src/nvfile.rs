@@ -5,9 +5,9 @@
 //! the NV status the driver writes into them).
 use aya_ebpf::{
     helpers::{bpf_probe_read_user, bpf_probe_read_user_str_bytes, generated::bpf_probe_read_user as raw_read_user},
-    macros::{map, tracepoint},
-    maps::HashMap,
-    programs::TracePointContext,
+    macros::{kprobe, kretprobe, map, tracepoint},
+    maps::{HashMap, LruHashMap},
+    programs::{ProbeContext, RetProbeContext, TracePointContext},
 };
 use tracer_common::event::{
     EventKind, IOCTL_CAP, IOCTL_HEAD_CAP, IOCTL_TAIL_CAP, IoctlEnter, IoctlExit, NvFileOp, UvmCapture, counter, nvdev,
@@ -16,18 +16,20 @@ use tracer_common::event::{
 
 use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
 
-/// (tgid << 32 | fd) -> nvdev kind.
+/// (tgid << 32 | fd) -> nvdev kind. LRU, so entries of processes whose
+/// cleanup was missed can never block new ones; userspace removes a
+/// process's entries when it exits or execs (O_CLOEXEC ones).
 #[map]
-pub static NVFDS: HashMap<u64, u32> = HashMap::with_max_entries(16384, 0);
+pub static NVFDS: LruHashMap<u64, u32> = LruHashMap::with_max_entries(65536, 0);
 
 /// UVM ioctl number -> how to capture its struct (UVM requests are plain
 /// numbers, not _IOC-encoded; userspace fills this from its table).
 #[map]
 pub static UVM_SIZES: HashMap<u32, UvmCapture> = HashMap::with_max_entries(256, 0);
 
-/// tid -> openat filename pointer, between enter and exit.
+/// tid -> openat (filename pointer, flags), between enter and exit.
 #[map]
-static OPENING: HashMap<u32, u64> = HashMap::with_max_entries(8192, 0);
+static OPENING: HashMap<u32, [u64; 2]> = HashMap::with_max_entries(8192, 0);
 
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -158,14 +160,14 @@ pub fn nv_openat_enter(ctx: TracePointContext) -> u32 {
     if !is_traced(pid) {
         return 0;
     }
-    let _ = OPENING.insert(&tid, &arg(&ctx, 1), 0);
+    let _ = OPENING.insert(&tid, &[arg(&ctx, 1), arg(&ctx, 2)], 0);
     0
 }
 
 #[tracepoint]
 pub fn nv_openat_exit(ctx: TracePointContext) -> u32 {
     let (pid, tid) = current();
-    let Some(&name) = (unsafe { OPENING.get(&tid) }) else { return 0 };
+    let Some(&[name, oflags]) = (unsafe { OPENING.get(&tid) }) else { return 0 };
     let _ = OPENING.remove(&tid);
     let ret = unsafe { ctx.read_at::<i64>(16) }.unwrap_or(-1);
     let mut path = [0u8; 64];
@@ -174,12 +176,18 @@ pub fn nv_openat_exit(ctx: TracePointContext) -> u32 {
     }
     let dev = classify(&path);
     if dev == nvdev::NONE {
+        // The fd number now names another file: whatever NVIDIA file it
+        // named before (closed by exec's O_CLOEXEC, or without us seeing
+        // it) is gone.
+        if ret >= 0 {
+            let _ = NVFDS.remove(&fd_key(pid, ret as u64));
+        }
         return 0;
     }
     if ret >= 0 {
         let _ = NVFDS.insert(&fd_key(pid, ret as u64), &dev, 0);
     }
-    emit_file(pid, tid, nvop::OPEN, ret as i32, dev, ret, 0, 0, 0, 0, 0, Some(&path));
+    emit_file(pid, tid, nvop::OPEN, ret as i32, dev, ret, 0, 0, 0, oflags, 0, Some(&path));
     0
 }
 
@@ -197,6 +205,22 @@ pub fn nv_close_enter(ctx: TracePointContext) -> u32 {
     0
 }
 
+/// dup2/dup3(oldfd, newfd): newfd is closed first if open, so it stops
+/// being an NVIDIA fd (copies made by dup are not tracked).
+#[tracepoint]
+pub fn nv_dup_enter(ctx: TracePointContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let newfd = arg(&ctx, 1);
+    let key = fd_key(pid, newfd);
+    let Some(&dev) = (unsafe { NVFDS.get(&key) }) else { return 0 };
+    let _ = NVFDS.remove(&key);
+    emit_file(pid, tid, nvop::CLOSE, newfd as i32, dev, 0, 0, 0, 0, 0, 0, None);
+    0
+}
+
 #[tracepoint]
 pub fn nv_ioctl_enter(ctx: TracePointContext) -> u32 {
     let (pid, tid) = current();
@@ -205,16 +229,54 @@ pub fn nv_ioctl_enter(ctx: TracePointContext) -> u32 {
     }
     let fd = arg(&ctx, 0);
     let Some(&dev) = (unsafe { NVFDS.get(&fd_key(pid, fd)) }) else { return 0 };
-    let request = arg(&ctx, 1);
-    let argp = arg(&ctx, 2);
+    capture_ioctl(pid, tid, fd as u32, dev, arg(&ctx, 1), arg(&ctx, 2));
+    0
+}
+
+/// The kprobe path: nvidia.ko's own ioctl entry points (nvidia_unlocked_ioctl,
+/// uvm_unlocked_ioctl_entry), signature (struct file *, unsigned int cmd,
+/// unsigned long arg). Only NVIDIA ioctls reach them, so no fd map is needed;
+/// the fd is unknown here (u32::MAX).
+#[kprobe]
+pub fn nv_kp_frontend(ctx: ProbeContext) -> u32 {
+    kprobe_ioctl(&ctx, nvdev::FRONTEND)
+}
+
+#[kprobe]
+pub fn nv_kp_uvm(ctx: ProbeContext) -> u32 {
+    kprobe_ioctl(&ctx, nvdev::UVM)
+}
+
+#[inline(always)]
+fn kprobe_ioctl(ctx: &ProbeContext, dev: u32) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let cmd: u64 = ctx.arg::<u64>(1).unwrap_or(0) & 0xffff_ffff;
+    let argp: u64 = ctx.arg(2).unwrap_or(0);
+    capture_ioctl(pid, tid, u32::MAX, dev, cmd, argp);
+    0
+}
+
+#[kretprobe]
+pub fn nv_krp_ioctl(ctx: RetProbeContext) -> u32 {
+    let (pid, tid) = current();
+    let ret: i64 = ctx.ret();
+    finish_ioctl(pid, tid, ret);
+    0
+}
+
+#[inline(always)]
+fn capture_ioctl(pid: u32, tid: u32, fd: u32, dev: u32, request: u64, argp: u64) {
     let hdr = header(EventKind::IoctlEnter as u16, 0, pid, tid);
     let Some(mut e) = EVENTS.reserve::<IoctlEnter>(0) else {
         bump(counter::RB_FULL);
-        return 0;
+        return;
     };
     let rec = unsafe { &mut *e.as_mut_ptr() };
     rec.hdr = hdr;
-    rec.fd = fd as u32;
+    rec.fd = fd;
     rec.dev = dev;
     rec.request = request;
     rec.arg = argp;
@@ -224,6 +286,7 @@ pub fn nv_ioctl_enter(ctx: TracePointContext) -> u32 {
     rec.len = 0;
     let mut inflight = InFlight { arg: argp, ptr: argp, len: 0, prefix: 0, tail_off: 0, tail_len: 0 };
     let uvm = dev == nvdev::UVM || dev == nvdev::UVM_TOOLS;
+    // Frontend request numbers carry their struct size; UVM ones do not.
     let mut cap = IOCTL_CAP;
     let size: u32 = if uvm {
         match unsafe { UVM_SIZES.get(&(request as u32)) } {
@@ -271,22 +334,27 @@ pub fn nv_ioctl_enter(ctx: TracePointContext) -> u32 {
     }
     e.submit(submit_flags());
     let _ = IOCTLS.insert(&tid, &inflight, 0);
-    0
 }
 
 #[tracepoint]
 pub fn nv_ioctl_exit(ctx: TracePointContext) -> u32 {
     let (pid, tid) = current();
-    let Some(&f) = (unsafe { IOCTLS.get(&tid) }) else { return 0 };
+    finish_ioctl(pid, tid, unsafe { ctx.read_at::<i64>(16) }.unwrap_or(0));
+    0
+}
+
+#[inline(always)]
+fn finish_ioctl(pid: u32, tid: u32, ret: i64) {
+    let Some(&f) = (unsafe { IOCTLS.get(&tid) }) else { return };
     let _ = IOCTLS.remove(&tid);
     let hdr = header(EventKind::IoctlExit as u16, 0, pid, tid);
     let Some(mut e) = EVENTS.reserve::<IoctlExit>(0) else {
         bump(counter::RB_FULL);
-        return 0;
+        return;
     };
     let rec = unsafe { &mut *e.as_mut_ptr() };
     rec.hdr = hdr;
-    rec.ret = unsafe { ctx.read_at::<i64>(16) }.unwrap_or(0);
+    rec.ret = ret;
     rec.tail_len = 0;
     rec.len = 0;
     // Same layout as at entry: xfer header, then the (inner) struct.
@@ -302,7 +370,6 @@ pub fn nv_ioctl_exit(ctx: TracePointContext) -> u32 {
         rec.tail_len = f.tail_len;
     }
     e.submit(submit_flags());
-    0
 }
 
 #[tracepoint]

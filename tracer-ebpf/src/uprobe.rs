@@ -55,6 +55,27 @@ fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
     }
 }
 
+/// `args[i]` with constant indexes only: a variable index compiles to a
+/// bounds check on one register and an access through another, which older
+/// verifiers (Linux 6.1) cannot relate ("invalid access to memory").
+#[inline(always)]
+fn arg_at(args: &[u64; MAX_ARGS], i: usize) -> u64 {
+    match i {
+        0 => args[0],
+        1 => args[1],
+        2 => args[2],
+        3 => args[3],
+        4 => args[4],
+        5 => args[5],
+        6 => args[6],
+        7 => args[7],
+        8 => args[8],
+        9 => args[9],
+        10 => args[10],
+        _ => 0,
+    }
+}
+
 /// Saves out-parameter pointers (and an unread string's pointer) for the
 /// return probe.
 #[inline(always)]
@@ -69,14 +90,10 @@ fn save_ptrs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS], unread_str: u64) {
     }
     let mut ptrs = [0u64, 0, unread_str];
     if let Some(i) = c.out_arg(0) {
-        if i < MAX_ARGS {
-            ptrs[0] = args[i];
-        }
+        ptrs[0] = arg_at(args, i);
     }
     if let Some(i) = c.out_arg(1) {
-        if i < MAX_ARGS {
-            ptrs[1] = args[i];
-        }
+        ptrs[1] = arg_at(args, i);
     }
     let key = ((tid as u64) << 16) | c.func() as u64;
     if OUTPTRS.insert(&key, &ptrs, 0).is_err() {
@@ -130,8 +147,8 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
             rec._pad = 0;
             let mut unread = 0;
             if let Some(i) = c.str_arg() {
-                if i < MAX_ARGS {
-                    let p = rec.args[i];
+                {
+                    let p = arg_at(&rec.args, i);
                     match unsafe { bpf_probe_read_user_str_bytes(p as *const u8, &mut rec.data) } {
                         // bytes read, NUL included
                         Ok(s) => rec.len = s.len() as u32 + 1,
@@ -172,9 +189,8 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
             rec.len = 0;
             rec.nattrs = 0;
             if let Some(i) = c.blob_arg() {
-                if i < MAX_ARGS {
-                    read_blob(c, rec.args[i], rec);
-                }
+                let p = arg_at(&rec.args, i);
+                read_blob(c, p, rec);
             }
             e.submit(submit_flags());
         }

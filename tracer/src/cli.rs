@@ -47,6 +47,14 @@ pub enum Wakeup {
     Every,
 }
 
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IoctlPathArg {
+    #[default]
+    Auto,
+    Kprobe,
+    Tracepoint,
+}
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct RecordArgs {
     /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
@@ -89,6 +97,19 @@ pub struct RecordArgs {
     /// files (open, close, ioctl with its decoded parameters, mmap, munmap).
     #[arg(long)]
     pub ioctls: bool,
+    /// How ioctls are captured with --ioctls: `kprobe` on the driver's ioctl
+    /// entry points (stock kernels), `tracepoint` on the ioctl syscall (works
+    /// everywhere), or `auto`: kprobe, else tracepoint (the header says which
+    /// was used and why the others were refused).
+    #[arg(long, value_enum, default_value_t = IoctlPathArg::Auto)]
+    pub ioctl_path: IoctlPathArg,
+    /// Kernel function kprobed for /dev/nvidiactl and /dev/nvidiaN ioctls
+    /// (its arguments must be (struct file *, unsigned int cmd, unsigned long arg)).
+    #[arg(long, value_name = "FUNCTION", default_value = "nvidia_unlocked_ioctl")]
+    pub kprobe_function: String,
+    /// Kernel function kprobed for /dev/nvidia-uvm ioctls ("" to skip).
+    #[arg(long, value_name = "FUNCTION", default_value = "uvm_unlocked_ioctl_entry")]
+    pub kprobe_uvm_function: String,
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,

@@ -1,7 +1,10 @@
 //! Drains the ring buffer into the assembler, the summary and the writer.
 use aya::maps::{MapData, RingBuf};
 use serde_json::Value;
-use tracer_common::decode;
+use std::collections::HashMap;
+
+use tracer_common::decode::{self, Record};
+use tracer_common::event::nvop;
 
 use crate::calls::Assembler;
 use crate::summary::Summary;
@@ -11,6 +14,51 @@ pub struct Collector {
     pub asm: Assembler,
     pub summary: Summary,
     pub writer: TraceWriter,
+    /// pid -> NVIDIA fds it has open (fd -> opened with O_CLOEXEC).
+    pub nv_fds: HashMap<u32, HashMap<u32, bool>>,
+    /// Keys of the kernel's NVFDS map to delete (process exited, or exec
+    /// closed its O_CLOEXEC fds): left there, a recycled pid or fd number
+    /// would be taken for an NVIDIA file.
+    pub stale_fds: Vec<u64>,
+}
+
+const O_CLOEXEC: u64 = 0o2000000;
+
+impl Collector {
+    pub fn new(asm: Assembler, writer: TraceWriter) -> Self {
+        Collector { asm, summary: Summary::default(), writer, nv_fds: HashMap::new(), stale_fds: Vec::new() }
+    }
+
+    /// Keeps the fd mirror in step with the kernel side.
+    fn track_fds(&mut self, rec: &Record) {
+        let key = |pid: u32, fd: u32| ((pid as u64) << 32) | fd as u64;
+        match rec {
+            Record::NvFile { r, .. } if r.op == nvop::OPEN && r.ret >= 0 => {
+                self.nv_fds.entry(r.hdr.pid).or_default().insert(r.fd as u32, r.flags & O_CLOEXEC != 0);
+            }
+            Record::NvFile { r, .. } if r.op == nvop::CLOSE => {
+                if let Some(m) = self.nv_fds.get_mut(&r.hdr.pid) {
+                    m.remove(&(r.fd as u32));
+                }
+            }
+            Record::Exec { hdr, .. } => {
+                if let Some(m) = self.nv_fds.get_mut(&hdr.pid) {
+                    m.retain(|&fd, cloexec| {
+                        if *cloexec {
+                            self.stale_fds.push(key(hdr.pid, fd));
+                        }
+                        !*cloexec
+                    });
+                }
+            }
+            Record::ProcExit(e) if e.group_dead == 1 => {
+                if let Some(m) = self.nv_fds.remove(&e.hdr.pid) {
+                    self.stale_fds.extend(m.keys().map(|&fd| key(e.hdr.pid, fd)));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Collector {
@@ -22,16 +70,19 @@ impl Collector {
     /// Reads every record available now. Returns how many were read.
     pub fn drain(&mut self, ring: &mut RingBuf<MapData>) -> usize {
         let mut n = 0;
-        let Collector { asm, summary, writer } = self;
         while let Some(item) = ring.next() {
             n += 1;
             match decode::parse(&item) {
-                Ok(rec) => asm.push(&rec, &mut |v| {
-                    summary.add(&v);
-                    writer.write(&v);
-                }),
+                Ok(rec) => {
+                    self.track_fds(&rec);
+                    let Collector { asm, summary, writer, .. } = self;
+                    asm.push(&rec, &mut |v| {
+                        summary.add(&v);
+                        writer.write(&v);
+                    })
+                }
                 Err(e) => {
-                    asm.stats.bad_records += 1;
+                    self.asm.stats.bad_records += 1;
                     log::warn!("undecodable record: {e}");
                 }
             }
@@ -40,7 +91,7 @@ impl Collector {
     }
 
     pub fn finish_calls(&mut self) {
-        let Collector { asm, summary, writer } = self;
+        let Collector { asm, summary, writer, .. } = self;
         asm.finish(&mut |v| {
             summary.add(&v);
             writer.write(&v);

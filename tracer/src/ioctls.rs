@@ -11,7 +11,8 @@ use crate::nvioctl::{self, Device};
 
 pub fn device(dev: u32) -> Device {
     match dev {
-        nvdev::CTL => Device::Ctl,
+        // The kprobe path does not know which frontend file; both decode alike.
+        nvdev::CTL | nvdev::FRONTEND => Device::Ctl,
         nvdev::UVM => Device::Uvm,
         nvdev::UVM_TOOLS => Device::UvmTools,
         d if d >= nvdev::GPU => Device::Gpu(d - nvdev::GPU),
@@ -20,6 +21,9 @@ pub fn device(dev: u32) -> Device {
 }
 
 pub fn device_path(dev: u32) -> String {
+    if dev == nvdev::FRONTEND {
+        return "/dev/nvidia* (frontend)".to_string();
+    }
     match device(dev) {
         Device::Other => "other".to_string(),
         d => format!("/dev/{}", d.label()),
@@ -58,6 +62,9 @@ fn errno_name(e: i32) -> String {
         38 => "ENOSYS",
         95 => "EOPNOTSUPP",
         110 => "ETIMEDOUT",
+        // kernel-internal: a driver's "not my ioctl", seen by kretprobes
+        // (the syscall then returns ENOTTY)
+        515 => "ENOIOCTLCMD",
         _ => return format!("errno {e}"),
     };
     name.to_string()
@@ -191,6 +198,7 @@ pub fn file_line(r: &NvFileOp, path: &[u8], cuda_call: Option<(String, u64)>) ->
     match r.op {
         nvop::OPEN => {
             m.insert("ret".into(), json!(r.ret));
+            m.insert("flags".into(), hex(r.flags));
             if r.ret < 0 {
                 m.insert("errno".into(), json!(errno_name(-r.ret as i32)));
             }

@@ -7,14 +7,15 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
     programs::{
-        TracePoint, UProbe,
+        KProbe, TracePoint, UProbe,
+        kprobe::KProbeLink,
         trace_point::TracePointLink,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLink, UProbeScope},
     },
 };
 use tracer_common::{
     cookie::Cookie,
-    event::{IOCTL_HEAD_CAP, IOCTL_TAIL_CAP, UvmCapture, counter},
+    event::{IOCTL_HEAD_CAP, IOCTL_TAIL_CAP, counter},
     funcs::{Arg, FUNCS, FuncId, VARIANTS},
 };
 
@@ -39,8 +40,10 @@ pub struct ProbeReport {
     pub single_stepped: Vec<String>,
     /// Exported table functions left out by the selection (--all-functions).
     pub not_probed: Vec<String>,
-    /// How NVIDIA ioctls are captured ("tracepoint"), None when off.
+    /// How NVIDIA ioctls are captured ("kprobe" or "tracepoint"), None when off.
     pub ioctl_path: Option<&'static str>,
+    /// Paths tried before, with the reason each was refused.
+    pub ioctl_path_refusals: Vec<(&'static str, String)>,
     /// "uprobe_multi" (one link per program) or "perf" (one per function).
     pub attach_mode: &'static str,
 }
@@ -106,8 +109,8 @@ pub struct Options<'a> {
     /// Unconsumed ring-buffer bytes that make a record wake the collector
     /// (0: every record wakes it).
     pub wakeup_bytes: u64,
-    /// Capture syscalls on NVIDIA device files.
-    pub ioctls: bool,
+    /// Capture syscalls on NVIDIA device files, and how.
+    pub ioctls: Option<IoctlOptions<'a>>,
     /// Attach the return probe too (results and durations).
     pub return_probes: bool,
     /// Enable the eBPF programs' aya-log diagnostics.
@@ -151,9 +154,10 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         links.tracepoints.push(p.take_link(id)?);
     }
 
-    let ioctl_path = if opts.ioctls { Some(attach_nvfile(&mut ebpf, &mut links)?) } else { None };
     let mut report = attach_uprobes(&mut ebpf, opts, &mut links)?;
-    report.ioctl_path = ioctl_path;
+    if let Some(o) = &opts.ioctls {
+        attach_nvfile(&mut ebpf, &mut links, o, &mut report)?;
+    }
     let logger = if opts.ebpf_log {
         Some(aya_log::EbpfLogger::init(&mut ebpf).context("starting the eBPF logger")?)
     } else {
@@ -167,9 +171,28 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, nvfds, report })
 }
 
-/// Attaches the syscall tracepoints for NVIDIA device files and fills the
-/// UVM capture table. Returns the path name for the header.
-fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<&'static str> {
+/// How ioctls on NVIDIA devices are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoctlPath {
+    /// kprobe, else tracepoints.
+    Auto,
+    Kprobe,
+    Tracepoint,
+}
+
+pub struct IoctlOptions<'a> {
+    pub path: IoctlPath,
+    /// Function kprobed for /dev/nvidiactl and /dev/nvidiaN ioctls.
+    pub frontend_fn: &'a str,
+    /// Function kprobed for /dev/nvidia-uvm ioctls ("" to skip).
+    pub uvm_fn: &'a str,
+}
+
+/// Attaches the syscall tracepoints for NVIDIA device files, then captures
+/// ioctls through kprobes on the driver's ioctl entry points where the
+/// kernel allows it, else through the ioctl syscall tracepoints. Fills the
+/// UVM capture table. Records every path tried and why it was refused.
+fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions, report: &mut ProbeReport) -> anyhow::Result<()> {
     {
         // Values are UvmCapture {size, tail_off, tail_len, pad} as [u32; 4]
         // (aya's Pod trait cannot be implemented for the shared type here).
@@ -181,25 +204,98 @@ fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<&'static 
             uvm.insert(num, [size, tail_off, tail_len, 0], 0)?;
         }
     }
-    for (prog, tp) in [
-        ("nv_openat_enter", "sys_enter_openat"),
-        ("nv_openat_exit", "sys_exit_openat"),
-        ("nv_close_enter", "sys_enter_close"),
-        ("nv_ioctl_enter", "sys_enter_ioctl"),
-        ("nv_ioctl_exit", "sys_exit_ioctl"),
-        ("nv_mmap_enter", "sys_enter_mmap"),
-        ("nv_mmap_exit", "sys_exit_mmap"),
-        ("nv_munmap_enter", "sys_enter_munmap"),
-    ] {
-        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
-        p.load().with_context(|| format!("loading {prog}"))?;
+    attach_tps(
+        ebpf,
+        links,
+        &[
+            ("nv_openat_enter", "sys_enter_openat"),
+            ("nv_openat_exit", "sys_exit_openat"),
+            ("nv_close_enter", "sys_enter_close"),
+            ("nv_dup_enter", "sys_enter_dup2"),
+            ("nv_dup_enter", "sys_enter_dup3"),
+            ("nv_mmap_enter", "sys_enter_mmap"),
+            ("nv_mmap_exit", "sys_exit_mmap"),
+            ("nv_munmap_enter", "sys_enter_munmap"),
+        ],
+    )?;
+    if o.path != IoctlPath::Tracepoint {
+        match attach_kprobes(ebpf, links, o) {
+            Ok(()) => {
+                report.ioctl_path = Some("kprobe");
+                return Ok(());
+            }
+            Err(e) if o.path == IoctlPath::Kprobe => return Err(e),
+            Err(e) => {
+                report.ioctl_path_refusals.push(("kprobe", format!("{e:#}")));
+                // fentry/fexit on a module function needs the module's BTF
+                // object fd at load time, which aya 0.14 cannot pass
+                // (upstream aya issues #300/#301); on our machines fentry
+                // loads are refused with EPERM anyway.
+                report.ioctl_path_refusals.push((
+                    "fentry",
+                    "not attempted: aya 0.14 cannot attach fentry/fexit to module functions (no split-BTF / attach_btf_obj_fd support)".to_string(),
+                ));
+            }
+        }
+    }
+    attach_tps(ebpf, links, &[("nv_ioctl_enter", "sys_enter_ioctl"), ("nv_ioctl_exit", "sys_exit_ioctl")])?;
+    report.ioctl_path = Some("tracepoint");
+    Ok(())
+}
+
+/// Attaches syscall tracepoint programs (a program may serve several).
+fn attach_tps(ebpf: &mut Ebpf, links: &mut Links, list: &[(&str, &str)]) -> anyhow::Result<()> {
+    for &(prog, tp) in list {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog.to_string())?.try_into()?;
+        if p.fd().is_err() {
+            p.load().with_context(|| format!("loading {prog}"))?;
+        }
         let id = p.attach("syscalls", tp).with_context(|| format!("attaching to syscalls/{tp}"))?;
         links.tracepoints.push(p.take_link(id)?);
     }
-    Ok("tracepoint")
+    Ok(())
 }
 
-const _: () = assert!(std::mem::size_of::<UvmCapture>() == std::mem::size_of::<[u32; 4]>());
+fn attach_kprobes(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions) -> anyhow::Result<()> {
+    let mut attached = Vec::new();
+    let mut targets = vec![("nv_kp_frontend", o.frontend_fn)];
+    if !o.uvm_fn.is_empty() {
+        targets.push(("nv_kp_uvm", o.uvm_fn));
+    }
+    for (i, (prog, func)) in targets.iter().enumerate() {
+        let r: anyhow::Result<()> = (|| {
+            let p: &mut KProbe = ebpf.program_mut(prog).context(*prog)?.try_into()?;
+            if i == 0 || p.fd().is_err() {
+                p.load().with_context(|| format!("loading {prog}"))?;
+            }
+            let id = p.attach(func, 0).with_context(|| format!("kprobe on {func}"))?;
+            attached.push(Link::K(p.take_link(id)?));
+            let p: &mut KProbe = ebpf.program_mut("nv_krp_ioctl").context("nv_krp_ioctl")?.try_into()?;
+            if p.fd().is_err() {
+                p.load().context("loading nv_krp_ioctl")?;
+            }
+            let id = p.attach(func, 0).with_context(|| format!("kretprobe on {func}"))?;
+            attached.push(Link::K(p.take_link(id)?));
+            Ok(())
+        })();
+        match r {
+            Ok(()) => {}
+            // The frontend entry point is required; UVM's is optional
+            // (nvidia_uvm may not be loaded).
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => log::warn!("UVM ioctls not captured by kprobe: {e:#}"),
+        }
+    }
+    for l in attached {
+        let Link::K(k) = l;
+        links.kprobes.push(k);
+    }
+    Ok(())
+}
+
+enum Link {
+    K(KProbeLink),
+}
 
 /// For a UVM struct larger than the captured head, the trailing window
 /// captured as well: (offset, length), else (0, 0). The trailing fields of
@@ -329,6 +425,7 @@ fn attach_perf(
 #[derive(Default)]
 pub struct Links {
     pub tracepoints: Vec<TracePointLink>,
+    pub kprobes: Vec<KProbeLink>,
     pub uprobes: Vec<UProbeLink>,
     pub multi: Vec<MultiLink>,
 }
@@ -338,7 +435,7 @@ pub struct Links {
 /// other takes over a minute; closed from concurrent threads the waits
 /// overlap and the whole detach takes about one grace period.
 pub fn detach_all(links: Links) {
-    let Links { tracepoints, uprobes, multi } = links;
+    let Links { tracepoints, kprobes, uprobes, multi } = links;
     std::thread::scope(|s| {
         let spawn = |f: Box<dyn FnOnce() + Send>| {
             let b = std::thread::Builder::new().stack_size(64 * 1024);
@@ -352,6 +449,9 @@ pub fn detach_all(links: Links) {
             spawn(Box::new(move || drop(l)));
         }
         for l in multi {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in kprobes {
             spawn(Box::new(move || drop(l)));
         }
         for l in tracepoints {

@@ -13,7 +13,6 @@ use crate::cli::RecordArgs;
 use crate::collector::Collector;
 use crate::loader::{self, KernelCounters};
 use crate::spawn;
-use crate::summary::Summary;
 use crate::writer::TraceWriter;
 use crate::{UsageError, libcuda, sysinfo};
 
@@ -163,16 +162,33 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         ),
     };
     let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
-        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None)?,
-        (None, Some(mapped)) => mapped,
-        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref())?,
+        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
+        (None, Some(mapped)) => Ok(mapped),
+        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
+    }
+    .inspect_err(|_| {
+        let _ = std::fs::remove_file(&out_path);
+    })?;
+    // Until the header is written, a failure removes the (empty) file we
+    // created, so no trace that is not one is left behind.
+    let cleanup = |e: anyhow::Error| {
+        let _ = std::fs::remove_file(&out_path);
+        e
     };
-    let symbols = libcuda::exported_functions(&libcuda_path)?;
+    let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
     let mut loaded = loader::load(&loader::Options {
         libcuda: &libcuda_path,
         symbols: &symbols,
         ebpf_log: args.ebpf_log,
-        ioctls: args.ioctls,
+        ioctls: args.ioctls.then(|| loader::IoctlOptions {
+            path: match args.ioctl_path {
+                crate::cli::IoctlPathArg::Auto => loader::IoctlPath::Auto,
+                crate::cli::IoctlPathArg::Kprobe => loader::IoctlPath::Kprobe,
+                crate::cli::IoctlPathArg::Tracepoint => loader::IoctlPath::Tracepoint,
+            },
+            frontend_fn: &args.kprobe_function,
+            uvm_fn: &args.kprobe_uvm_function,
+        }),
         return_probes: !args.no_return_probes,
         wakeup_bytes: match args.wakeup {
             crate::cli::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
@@ -180,7 +196,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         },
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
         ring_bytes: args.buffer_size * 1024 * 1024,
-    })?;
+    })
+    .map_err(cleanup)?;
 
     // The command was started stopped before exec; mark it traced, then let
     // it run: nothing it does after exec can be missed.
@@ -206,7 +223,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
     asm.entry_only = args.no_return_probes;
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
-    let mut col = Collector { asm, summary: Summary::default(), writer: TraceWriter::new(file) };
+    let mut col = Collector::new(asm, TraceWriter::new(file));
     col.emit(header);
     col.writer.flush();
     if !args.quiet {
@@ -254,6 +271,9 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Timed work of the collection loop: file flush and eBPF log.
 fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut Instant) {
+    for k in col.stale_fds.drain(..) {
+        let _ = loaded.nvfds.remove(&k);
+    }
     if last_flush.elapsed() >= FLUSH_INTERVAL {
         col.writer.flush();
         *last_flush = Instant::now();
@@ -362,6 +382,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "uprobe_attach": report.attach_mode,
         "return_probes": !args.no_return_probes,
         "ioctl_path": report.ioctl_path,
+        "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
         // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns
         "clock": {

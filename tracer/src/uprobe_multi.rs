@@ -70,10 +70,16 @@ fn map_fd(m: &Map) -> Option<RawFd> {
     let d = match m {
         Map::Array(d)
         | Map::HashMap(d)
+        | Map::LruHashMap(d)
         | Map::PerCpuArray(d)
         | Map::PerCpuHashMap(d)
+        | Map::PerCpuLruHashMap(d)
         | Map::RingBuf(d)
-        | Map::PerfEventArray(d) => d,
+        | Map::PerfEventArray(d)
+        | Map::Queue(d)
+        | Map::Stack(d)
+        | Map::BloomFilter(d)
+        | Map::LpmTrie(d) => d,
         _ => return None,
     };
     Some(d.fd().as_fd().as_raw_fd())
