@@ -475,7 +475,8 @@ impl Assembler {
     }
 }
 
-fn base(hdr: &Header, ty: &str, op: &str, name: &str) -> Map<String, Value> {
+/// The fields every event line starts with.
+pub fn base(hdr: &Header, ty: &str, op: &str, name: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("ts".into(), json!(hdr.ts));
     m.insert("pid".into(), json!(hdr.pid));

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use tracer_common::event::{IoctlEnter, IoctlExit, NvFileOp, nvdev, nvop};
 
 use crate::args::hex;
+use crate::calls::base;
 use crate::nvioctl::{self, Device};
 
 pub fn device(dev: u32) -> Device {
@@ -17,6 +18,17 @@ pub fn device(dev: u32) -> Device {
         nvdev::UVM_TOOLS => Device::UvmTools,
         d if d >= nvdev::GPU => Device::Gpu(d - nvdev::GPU),
         _ => Device::Other,
+    }
+}
+
+/// The kernel side's device kind for a decoder device (None: not NVIDIA's).
+pub fn nvdev_of(d: Device) -> Option<u32> {
+    match d {
+        Device::Ctl => Some(nvdev::CTL),
+        Device::Uvm => Some(nvdev::UVM),
+        Device::UvmTools => Some(nvdev::UVM_TOOLS),
+        Device::Gpu(n) => Some(nvdev::GPU + n),
+        Device::Other => None,
     }
 }
 
@@ -68,19 +80,6 @@ fn errno_name(e: i32) -> String {
         _ => return format!("errno {e}"),
     };
     name.to_string()
-}
-
-fn base(hdr: &tracer_common::event::Header, ty: &str, op: &str, name: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("ts".into(), json!(hdr.ts));
-    m.insert("pid".into(), json!(hdr.pid));
-    m.insert("tid".into(), json!(hdr.tid));
-    m.insert("type".into(), json!(ty));
-    m.insert("op".into(), json!(op));
-    m.insert("name".into(), json!(name));
-    m.insert("cpu".into(), json!(hdr.cpu));
-    m.insert("seq".into(), json!(hdr.seq));
-    m
 }
 
 impl Ioctls {

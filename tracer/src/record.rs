@@ -83,14 +83,9 @@ fn nvidia_fds(pid: u32) -> Vec<(u32, u32)> {
     for e in rd.flatten() {
         let Ok(fd) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(target) = std::fs::read_link(e.path()) else { continue };
-        let dev = match crate::nvioctl::device_from_path(&target.to_string_lossy()) {
-            crate::nvioctl::Device::Ctl => tracer_common::event::nvdev::CTL,
-            crate::nvioctl::Device::Uvm => tracer_common::event::nvdev::UVM,
-            crate::nvioctl::Device::UvmTools => tracer_common::event::nvdev::UVM_TOOLS,
-            crate::nvioctl::Device::Gpu(n) => tracer_common::event::nvdev::GPU + n,
-            crate::nvioctl::Device::Other => continue,
-        };
-        v.push((fd, dev));
+        if let Some(dev) = crate::ioctls::nvdev_of(crate::nvioctl::device_from_path(&target.to_string_lossy())) {
+            v.push((fd, dev));
+        }
     }
     v
 }
