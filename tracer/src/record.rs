@@ -434,6 +434,16 @@ fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, e
     })
 }
 
+/// Reads up to STR_CAP bytes of a C string from /proc/PID/mem.
+fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt as _;
+    let f = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut buf = vec![0u8; tracer_common::event::STR_CAP];
+    let n = f.read_at(&mut buf, addr).ok()?;
+    let end = buf[..n].iter().position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,14 +462,4 @@ mod tests {
         let lost = loss_by_cpu(&[10, 8, 2], &received);
         assert_eq!(lost.into_iter().collect::<Vec<_>>(), vec![(1, 3), (2, 2)]);
     }
-}
-
-/// Reads up to STR_CAP bytes of a C string from /proc/PID/mem.
-fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
-    use std::os::unix::fs::FileExt as _;
-    let f = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
-    let mut buf = vec![0u8; tracer_common::event::STR_CAP];
-    let n = f.read_at(&mut buf, addr).ok()?;
-    let end = buf[..n].iter().position(|&b| b == 0)?;
-    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
