@@ -201,6 +201,12 @@ pub mod nvdev {
     pub const FRONTEND: u32 = 4;
     /// /dev/nvidiaN is GPU + N
     pub const GPU: u32 = 0x100;
+
+    /// Key of the kernel's (process, fd) -> device map, NVFDS.
+    #[inline(always)]
+    pub const fn fd_key(tgid: u32, fd: u32) -> u64 {
+        ((tgid as u64) << 32) | fd as u64
+    }
 }
 
 #[repr(C)]

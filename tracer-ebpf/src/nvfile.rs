@@ -79,7 +79,7 @@ const NV_IOCTL_MAGIC: u64 = 0x46; // 'F'
 
 #[inline(always)]
 fn fd_key(pid: u32, fd: u64) -> u64 {
-    ((pid as u64) << 32) | (fd & 0xffff_ffff)
+    nvdev::fd_key(pid, fd as u32)
 }
 
 /// Copies up to `n` bytes from user `src` into `dst[OFF..]` (cut to the

@@ -76,6 +76,12 @@ fn arg_at(args: &[u64; MAX_ARGS], i: usize) -> u64 {
     }
 }
 
+/// The OUTPTRS key of a call in progress: (tid << 16 | func id).
+#[inline(always)]
+fn outptr_key(tid: u32, c: Cookie) -> u64 {
+    ((tid as u64) << 16) | c.func() as u64
+}
+
 /// Saves out-parameter pointers (and an unread string's pointer) for the
 /// return probe.
 #[inline(always)]
@@ -95,7 +101,7 @@ fn save_ptrs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS], unread_str: u64) {
     if let Some(i) = c.out_arg(1) {
         ptrs[1] = arg_at(args, i);
     }
-    let key = ((tid as u64) << 16) | c.func() as u64;
+    let key = outptr_key(tid, c);
     if OUTPTRS.insert(&key, &ptrs, 0).is_err() {
         bump(counter::SAVE_FAILED);
     }
@@ -147,15 +153,13 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
             rec._pad = 0;
             let mut unread = 0;
             if let Some(i) = c.str_arg() {
-                {
-                    let p = arg_at(&rec.args, i);
-                    match unsafe { bpf_probe_read_user_str_bytes(p as *const u8, &mut rec.data) } {
-                        // bytes read, NUL included
-                        Ok(s) => rec.len = s.len() as u32 + 1,
-                        // Probes cannot fault pages in: retry at return,
-                        // once the callee has touched the string.
-                        Err(_) => unread = p,
-                    }
+                let p = arg_at(&rec.args, i);
+                match unsafe { bpf_probe_read_user_str_bytes(p as *const u8, &mut rec.data) } {
+                    // bytes read, NUL included
+                    Ok(s) => rec.len = s.len() as u32 + 1,
+                    // Probes cannot fault pages in: retry at return, once
+                    // the callee has touched the string.
+                    Err(_) => unread = p,
                 }
             }
             save_ptrs(c, tid, &rec.args, unread);
@@ -271,7 +275,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
     let mut out_ok = 0u32;
     let mut unread_str = 0u64;
     if c.has_out() || c.str_arg().is_some() {
-        let key = ((tid as u64) << 16) | c.func() as u64;
+        let key = outptr_key(tid, c);
         if let Some(ptrs) = unsafe { OUTPTRS.get(&key) } {
             let [p0, p1, ps] = *ptrs;
             unread_str = ps;

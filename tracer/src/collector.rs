@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 use tracer_common::decode::{self, Record};
-use tracer_common::event::nvop;
+use tracer_common::event::{nvdev, nvop};
 
 use crate::calls::Assembler;
 use crate::summary::Summary;
@@ -31,7 +31,7 @@ impl Collector {
 
     /// Keeps the fd mirror in step with the kernel side.
     fn track_fds(&mut self, rec: &Record) {
-        let key = |pid: u32, fd: u32| ((pid as u64) << 32) | fd as u64;
+        let key = nvdev::fd_key;
         match rec {
             Record::NvFile { r, .. } if r.op == nvop::OPEN && r.ret >= 0 => {
                 self.nv_fds.entry(r.hdr.pid).or_default().insert(r.fd as u32, r.flags & O_CLOEXEC != 0);

@@ -76,6 +76,16 @@ pub struct IoctlReport {
     pub ioctl_path: Option<String>,
 }
 
+/// The driver wrote a non-OK NV status into the ioctl's struct.
+fn nv_status_failed(v: &Value) -> bool {
+    v["status"].as_u64().is_some_and(|s| s != 0)
+}
+
+/// An ioctl line failed: a non-OK NV status or a syscall error.
+pub fn failed(v: &Value) -> bool {
+    nv_status_failed(v) || v["errno"].is_string()
+}
+
 fn key(v: &Value) -> String {
     let name = v["name"].as_str().unwrap_or("UNKNOWN");
     match name {
@@ -170,8 +180,8 @@ impl IoctlReport {
                 r.undecoded += 1;
             }
             let d = v["duration_us"].as_f64().unwrap_or(0.0);
-            let status_failed = v["status"].as_u64().is_some_and(|s| s != 0);
-            let failed = status_failed || v["errno"].is_string();
+            let status_failed = nv_status_failed(v);
+            let failed = failed(v);
             let k = key(v);
             let esc = v["name"].as_str().unwrap_or("UNKNOWN").to_string();
             r.by_escape.entry(esc.clone()).or_default().add(d, failed);

@@ -262,22 +262,12 @@ fn attach_kprobes(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions) -> anyho
     if !o.uvm_fn.is_empty() {
         targets.push(("nv_kp_uvm", o.uvm_fn));
     }
-    for (i, (prog, func)) in targets.iter().enumerate() {
-        let r: anyhow::Result<()> = (|| {
-            let p: &mut KProbe = ebpf.program_mut(prog).context(*prog)?.try_into()?;
-            if i == 0 || p.fd().is_err() {
-                p.load().with_context(|| format!("loading {prog}"))?;
-            }
-            let id = p.attach(func, 0).with_context(|| format!("kprobe on {func}"))?;
-            attached.push(Link::K(p.take_link(id)?));
-            let p: &mut KProbe = ebpf.program_mut("nv_krp_ioctl").context("nv_krp_ioctl")?.try_into()?;
-            if p.fd().is_err() {
-                p.load().context("loading nv_krp_ioctl")?;
-            }
-            let id = p.attach(func, 0).with_context(|| format!("kretprobe on {func}"))?;
-            attached.push(Link::K(p.take_link(id)?));
+    for (i, (prog, func)) in targets.into_iter().enumerate() {
+        let r = kprobe(ebpf, prog, func, "kprobe").and_then(|entry| {
+            attached.push(entry);
+            attached.push(kprobe(ebpf, "nv_krp_ioctl", func, "kretprobe")?);
             Ok(())
-        })();
+        });
         match r {
             Ok(()) => {}
             // The frontend entry point is required; UVM's is optional
@@ -286,15 +276,19 @@ fn attach_kprobes(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions) -> anyho
             Err(e) => log::warn!("UVM ioctls not captured by kprobe: {e:#}"),
         }
     }
-    for l in attached {
-        let Link::K(k) = l;
-        links.kprobes.push(k);
-    }
+    links.kprobes.extend(attached);
     Ok(())
 }
 
-enum Link {
-    K(KProbeLink),
+/// Loads program `prog` (once: it may serve several functions) and attaches
+/// it to kernel function `func`.
+fn kprobe(ebpf: &mut Ebpf, prog: &str, func: &str, what: &str) -> anyhow::Result<KProbeLink> {
+    let p: &mut KProbe = ebpf.program_mut(prog).context(prog.to_string())?.try_into()?;
+    if p.fd().is_err() {
+        p.load().with_context(|| format!("loading {prog}"))?;
+    }
+    let id = p.attach(func, 0).with_context(|| format!("{what} on {func}"))?;
+    Ok(p.take_link(id)?)
 }
 
 /// For a UVM struct larger than the captured head, the trailing window

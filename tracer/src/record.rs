@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
+use tracer_common::event::nvdev;
+
 use crate::calls::Assembler;
 use crate::cli::RecordArgs;
 use crate::collector::Collector;
@@ -156,20 +158,18 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
                 .map_err(|e| crate::CommandNotFound(crate::one_line(&e)))?,
         ),
     };
-    let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
-        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
-        (None, Some(mapped)) => Ok(mapped),
-        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
-    }
-    .inspect_err(|_| {
-        let _ = std::fs::remove_file(&out_path);
-    })?;
     // Until the header is written, a failure removes the (empty) file we
     // created, so no trace that is not one is left behind.
     let cleanup = |e: anyhow::Error| {
         let _ = std::fs::remove_file(&out_path);
         e
     };
+    let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
+        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
+        (None, Some(mapped)) => Ok(mapped),
+        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
+    }
+    .map_err(cleanup)?;
     let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
     let mut loaded = loader::load(&loader::Options {
         libcuda: &libcuda_path,
@@ -209,7 +209,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
             // NVIDIA files the process opened before we attached.
             for (fd, dev) in nvidia_fds(d) {
-                let _ = loaded.nvfds.insert(((d as u64) << 32) | fd as u64, dev, 0);
+                let _ = loaded.nvfds.insert(nvdev::fd_key(d, fd), dev, 0);
             }
         }
     }
@@ -240,11 +240,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let (exit, counters) = rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals))?;
     let footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
-    col.emit(footer.clone());
+    // (The file already belongs to the invoking user: create_output_file.)
+    col.emit(footer);
     let write_err = col.writer.finish().map(|e| e.to_string());
-    if let Some(ra) = &run_as {
-        let _ = spawn::chown_to(&out_path, Some(ra));
-    }
     if !args.quiet {
         eprint!("{}", col.summary.render());
         eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
@@ -296,49 +294,50 @@ async fn collect(
     let mut tick = tokio::time::interval(POLL_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_flush = Instant::now();
-    let exit = match suspended {
-        Some(s) => {
-            let child = s.release()?;
-            let mut wait = std::pin::pin!(spawn::wait_forwarding_signals_with(child, signals, |sig| {
-                log::info!("forwarded signal {sig} to the command")
-            }));
-            loop {
-                tokio::select! {
-                    r = &mut wait => break Some(r?),
-                    g = afd.readable_mut() => {
-                        let mut g = g?;
-                        col.drain(g.get_inner_mut());
-                        g.clear_ready();
-                    }
-                    _ = tick.tick() => {
-                        col.drain(afd.get_mut());
-                        periodic(col, loaded, &mut last_flush);
-                    }
-                }
+    // What ends the recording: the command's exit, or with -p a stop signal
+    // or the process being gone.
+    let mut stop: std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Option<spawn::ExitInfo>>> + '_>> =
+        match suspended {
+            Some(s) => {
+                let child = s.release()?;
+                Box::pin(async move {
+                    spawn::wait_forwarding_signals_with(child, signals, |sig| {
+                        log::info!("forwarded signal {sig} to the command")
+                    })
+                    .await
+                    .map(Some)
+                })
             }
-        }
-        None => {
-            let pid = attach_pid.expect("pid mode");
-            let mut stop = std::pin::pin!(signals.recv());
-            loop {
-                tokio::select! {
-                    _ = &mut stop => break None,
-                    g = afd.readable_mut() => {
-                        let mut g = g?;
-                        col.drain(g.get_inner_mut());
-                        g.clear_ready();
-                    }
-                    _ = tick.tick() => {
-                        col.drain(afd.get_mut());
-                        periodic(col, loaded, &mut last_flush);
-                        if !Path::new(&format!("/proc/{pid}")).exists() {
-                            break None;
+            None => {
+                let pid = attach_pid.expect("pid mode");
+                Box::pin(async move {
+                    let mut check = tokio::time::interval(Duration::from_millis(100));
+                    loop {
+                        tokio::select! {
+                            _ = signals.recv() => return Ok(None),
+                            _ = check.tick() => if !Path::new(&format!("/proc/{pid}")).exists() {
+                                return Ok(None);
+                            },
                         }
                     }
-                }
+                })
+            }
+        };
+    let exit = loop {
+        tokio::select! {
+            r = &mut stop => break r?,
+            g = afd.readable_mut() => {
+                let mut g = g?;
+                col.drain(g.get_inner_mut());
+                g.clear_ready();
+            }
+            _ = tick.tick() => {
+                col.drain(afd.get_mut());
+                periodic(col, loaded, &mut last_flush);
             }
         }
     };
+    drop(stop);
     // Detach every program, then take what is still in the buffer: after
     // this nothing new can arrive and the counters are final.
     loader::detach_all(std::mem::take(&mut loaded.links));

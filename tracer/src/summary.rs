@@ -63,7 +63,7 @@ impl Summary {
                 let e = self.ioctls.entry(v["name"].as_str().unwrap_or("?").to_string()).or_default();
                 e.0 += 1;
                 e.1 += v["duration_us"].as_f64().unwrap_or(0.0);
-                if v["status"].as_u64().is_some_and(|s| s != 0) || v["errno"].is_string() {
+                if crate::ioctl_report::failed(v) {
                     e.2 += 1;
                 }
                 if v["known"] == false {
