@@ -4,6 +4,7 @@
 #![no_std]
 #![no_main]
 
+mod bench;
 mod maps;
 mod nvfile;
 mod proc;

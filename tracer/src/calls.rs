@@ -13,6 +13,7 @@ use tracer_common::{
 
 use crate::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
 use crate::cuda_names;
+use crate::fastline::{LaunchLine, Line, Returned};
 
 struct Pending {
     hdr: Header,
@@ -42,8 +43,11 @@ pub type StringReader = Box<dyn FnMut(u32, u64) -> Option<String>>;
 #[derive(Default)]
 pub struct Assembler {
     read_string: Option<StringReader>,
-    /// No return probes: each entry is a complete line.
-    pub entry_only: bool,
+    /// Indexed by FuncId: functions without a return probe, whose entry is
+    /// a complete line (see `set_entry_only`).
+    entry_only: Vec<bool>,
+    /// Every line through `call_line` (tests compare it with the fast path).
+    pub reference_lines: bool,
     /// NVIDIA device-file events (ioctls in flight).
     pub ioctls: crate::ioctls::Ioctls,
     pending: HashMap<u32, Vec<Pending>>,
@@ -126,7 +130,7 @@ impl Assembler {
     }
 
     /// Feeds one record; completed lines go to `out`.
-    pub fn push(&mut self, rec: &Record, out: &mut impl FnMut(Value)) {
+    pub fn push(&mut self, rec: &Record, out: &mut impl FnMut(Line)) {
         let hdr = match rec {
             Record::Enter { hdr, .. } | Record::Exec { hdr, .. } => *hdr,
             Record::Exit { x, .. } => x.hdr,
@@ -153,9 +157,12 @@ impl Assembler {
                     string_truncated = false;
                 }
                 let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs };
-                if self.entry_only {
-                    if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
-                        out(v);
+                if self.is_entry_only(hdr.func) {
+                    if let Some(l) = self.fast_launch(&p, None) {
+                        out(Line::Launch(l));
+                        self.stats.calls += 1;
+                    } else if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
+                        out(Line::Value(v));
                     }
                 } else {
                     self.pending.entry(hdr.tid).or_default().push(p);
@@ -172,41 +179,75 @@ impl Assembler {
                     }
                     _ => {}
                 }
-                if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
-                    out(v);
+                if let Some(l) = entry.as_ref().and_then(|e| self.fast_launch(e, Some(x))) {
+                    out(Line::Launch(l));
+                    self.stats.calls += 1;
+                } else if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
+                    out(Line::Value(v));
                 }
             }
-            Record::Fork(f) => out(self.proc_line(&f.hdr, "fork", json!({ "child": f.child }))),
+            Record::Fork(f) => out(Line::Value(self.proc_line(&f.hdr, "fork", json!({ "child": f.child })))),
             Record::Exec { hdr, filename } => {
                 // A new program image: its handles and ranges are gone.
                 self.forget_process(hdr.pid);
                 let f = String::from_utf8_lossy(filename).into_owned();
-                out(self.proc_line(&hdr, "exec", json!({ "filename": f })))
+                out(Line::Value(self.proc_line(&hdr, "exec", json!({ "filename": f }))))
             }
             Record::IoctlEnter { ref r, data, tail } => {
                 let call = self.current_call(r.hdr.tid);
                 self.ioctls.enter(r, data, tail, call);
             }
-            Record::IoctlExit { ref r, data, tail } => out(self.ioctls.exit(r, data, tail)),
-            Record::NvFile { ref r, path } => out(crate::ioctls::file_line(r, path, self.current_call(r.hdr.tid))),
+            Record::IoctlExit { ref r, data, tail } => out(Line::Value(self.ioctls.exit(r, data, tail))),
+            Record::NvFile { ref r, path } => {
+                out(Line::Value(crate::ioctls::file_line(r, path, self.current_call(r.hdr.tid))))
+            }
             Record::ProcExit(e) => {
                 if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {
-                    out(v);
+                    out(Line::Value(v));
                 }
                 self.flush_thread(e.hdr.tid, out);
                 let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
                 if e.group_dead == 1 {
                     self.forget_process(e.hdr.pid);
                 }
-                out(self.proc_line(&e.hdr, op, json!({})))
+                out(Line::Value(self.proc_line(&e.hdr, op, json!({}))))
             }
         }
     }
 
+    /// A plain cuLaunchKernel line, built without a JSON value (see
+    /// fastline.rs); None for everything else, which takes `call_line`.
+    fn fast_launch(&self, p: &Pending, x: Option<&CallExit>) -> Option<LaunchLine<'_>> {
+        const NAMES: [&str; 3] = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernel_ptds"];
+        static INDEX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let index =
+            *INDEX.get_or_init(|| tracer_common::funcs::lookup("cuLaunchKernel").expect("in the table").index());
+        let id = FuncId(p.hdr.func);
+        if self.reference_lines || id.index() != index || x.is_some_and(|x| x.ret as u32 != 0) {
+            return None;
+        }
+        Some(LaunchLine {
+            hdr: p.hdr,
+            name: NAMES.get(id.variant())?,
+            args: p.args,
+            kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
+            returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+        })
+    }
+
+    /// Declares which functions are probed without a return probe.
+    pub fn set_entry_only(&mut self, f: impl Fn(FuncId) -> bool) {
+        self.entry_only = (0..tracer_common::funcs::FUNCS.len() * 4).map(|i| f(FuncId(i as u16))).collect();
+    }
+
+    fn is_entry_only(&self, id: u16) -> bool {
+        self.entry_only.get(id as usize).copied().unwrap_or(false)
+    }
+
     /// Emits the calls still in progress (as `incomplete`).
-    pub fn finish(&mut self, out: &mut impl FnMut(Value)) {
+    pub fn finish(&mut self, out: &mut impl FnMut(Line)) {
         for v in self.ioctls.finish() {
-            out(v);
+            out(Line::Value(v));
         }
         let mut tids: Vec<u32> = self.pending.keys().copied().collect();
         tids.sort_unstable();
@@ -221,11 +262,11 @@ impl Assembler {
         self.pending.get(&tid).and_then(|s| s.last()).map(|p| (func_name(FuncId(p.hdr.func)), p.hdr.ts))
     }
 
-    fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Value)) {
+    fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Line)) {
         if let Some(stack) = self.pending.remove(&tid) {
             for p in stack {
                 if let Some(v) = self.call_line(FuncId(p.hdr.func), Some(&p), None) {
-                    out(v);
+                    out(Line::Value(v));
                 }
             }
         }
@@ -286,7 +327,7 @@ impl Assembler {
                 m.insert("exit_cpu".into(), json!(x.hdr.cpu));
                 m.insert("exit_seq".into(), json!(x.hdr.seq));
             }
-            None if self.entry_only => {}
+            None if self.is_entry_only(id.0) => {}
             None => {
                 m.insert("incomplete".into(), json!(true));
             }
@@ -296,7 +337,7 @@ impl Assembler {
             m.remove("seq");
         }
         self.stats.calls += 1;
-        if exit.is_none() && !self.entry_only {
+        if exit.is_none() && !self.is_entry_only(id.0) {
             self.stats.incomplete += 1;
         }
         if entry.is_some() {
@@ -522,9 +563,9 @@ mod tests {
         let mut a = Assembler::new();
         let mut v = Vec::new();
         for r in recs {
-            a.push(r, &mut |x| v.push(x));
+            a.push(r, &mut |x| v.push(x.into_value()));
         }
-        a.finish(&mut |x| v.push(x));
+        a.finish(&mut |x| v.push(x.into_value()));
         v
     }
 
@@ -600,7 +641,7 @@ mod tests {
             enter("cuModuleGetFunction", 1, &[0x10, 0x11, 0x20], None),
             exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1),
         ] {
-            a.push(&r, &mut |x| v.push(x));
+            a.push(&r, &mut |x| v.push(x.into_value()));
         }
         assert_eq!(v[0]["kernel"], "late");
         assert_eq!(v[0]["args"]["name"], "late");
@@ -636,8 +677,8 @@ mod tests {
             blob: None,
             nattrs: 0,
         };
-        a.push(&e, &mut |x| v.push(x));
-        a.push(&exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1), &mut |x| v.push(x));
+        a.push(&e, &mut |x| v.push(x.into_value()));
+        a.push(&exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1), &mut |x| v.push(x.into_value()));
         assert_eq!(v[0]["kernel"].as_str().map(str::len), Some(2000));
     }
 
@@ -662,13 +703,91 @@ mod tests {
 
     #[test]
     fn entry_only_mode_emits_at_entry() {
-        let mut a = Assembler { entry_only: true, ..Assembler::default() };
+        let mut a = Assembler::default();
+        a.set_entry_only(|_| true);
         let mut v = Vec::new();
-        a.push(&enter("cuMemAlloc_v2", 1, &[0x10, 4096], None), &mut |x| v.push(x));
+        a.push(&enter("cuMemAlloc_v2", 1, &[0x10, 4096], None), &mut |x| v.push(x.into_value()));
         assert_eq!(v.len(), 1);
         assert_eq!(v[0]["size"], 4096);
         assert!(v[0].get("incomplete").is_none() && v[0].get("ret").is_none());
         assert_eq!(a.stats.incomplete, 0);
+    }
+
+    /// The fast launch lines equal the general path's, field for field,
+    /// and give the same summary.
+    #[test]
+    fn fast_launch_lines_equal_the_reference_lines() {
+        let recs = [
+            enter("cuModuleGetFunction", 1, &[0x10, 0x20, 0x30], Some("k\"quoted\"\\ é\u{1}".as_bytes())),
+            exit("cuModuleGetFunction", 2, 0, [0xf1, 0], 1),
+            enter("cuLaunchKernel", 10, &[0xf1, 2, 3, 4, 128, 2, 1, 256, 0x5, 0x6, 0x7], None),
+            exit("cuLaunchKernel", 1_010_017, 0, [0, 0], 0),
+            enter("cuLaunchKernel_ptsz", 20, &[0xdead, u32::MAX as u64, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel_ptsz", 21, 0, [0, 0], 0),
+            // Errors, lost entries and unfinished calls take the general path.
+            enter("cuLaunchKernel", 30, &[0xf1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel", 31, 1, [0, 0], 0),
+            exit("cuLaunchKernel_ptds", 41, 0, [0, 0], 0),
+            enter("cuLaunchKernel", 50, &[0xf1, 9, 1, 1, 32, 1, 1, 0, 0x5, 0, 0], None),
+        ];
+        let lines = |reference: bool, entry_only: bool| {
+            let mut a = Assembler { reference_lines: reference, ..Assembler::default() };
+            a.set_entry_only(|_| entry_only);
+            let mut sum = crate::summary::Summary::default();
+            let mut v = Vec::new();
+            let mut fast = 0;
+            let mut out = |l: Line| {
+                sum.add_line(&l);
+                fast += matches!(l, Line::Launch(_)) as usize;
+                v.push(l.into_value());
+            };
+            for r in &recs {
+                a.push(r, &mut out);
+            }
+            a.finish(&mut out);
+            (v, sum.render(), a.stats.clone(), fast)
+        };
+        for (entry_only, n_fast) in [(false, 2), (true, 4)] {
+            let (fast, fast_sum, fast_stats, n) = lines(false, entry_only);
+            let (slow, slow_sum, slow_stats, none) = lines(true, entry_only);
+            assert_eq!((n, none), (n_fast, 0), "lines taking the fast path");
+            assert_eq!(fast, slow, "entry_only={entry_only}");
+            assert_eq!(fast_sum, slow_sum);
+            assert_eq!(fast_stats, slow_stats);
+        }
+        let (v, _, _, _) = lines(false, false);
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[1]["kernel"], "k\"quoted\"\\ é\u{1}");
+        assert_eq!(v[1]["duration_us"], 1010.007);
+        assert_eq!(v[1]["args"]["extra"], "0x7");
+        assert_eq!(v[2]["grid"], json!([u32::MAX, 1, 1]));
+        assert_eq!(v[2]["kernel"], Value::Null);
+        assert_eq!(v[3]["error"], "CUDA_ERROR_INVALID_VALUE");
+        assert_eq!(v[4]["entry_lost"], true);
+        assert_eq!(v[5]["incomplete"], true);
+    }
+
+    #[test]
+    fn entry_only_launches_between_a_call_and_its_return() {
+        // Default mode: launches have no return probe, synchronization has.
+        let mut a = Assembler::default();
+        a.set_entry_only(tracer_common::funcs::is_entry_only_by_default);
+        let mut v = Vec::new();
+        a.push(&enter("cuStreamSynchronize", 1, &[0x5000], None), &mut |x| v.push(x.into_value()));
+        a.push(&enter("cuLaunchKernel", 2, &[0xf0, 8, 1, 1, 128, 1, 1, 0, 0x5000, 0, 0], None), &mut |x| {
+            v.push(x.into_value())
+        });
+        assert_eq!(v.len(), 1, "the launch is complete at entry");
+        assert_eq!(v[0]["op"], "launch");
+        assert_eq!(v[0]["grid"], json!([8, 1, 1]));
+        assert!(v[0].get("ret").is_none() && v[0].get("duration_us").is_none() && v[0].get("incomplete").is_none());
+        a.push(&exit("cuStreamSynchronize", 10, 0, [0, 0], 0), &mut |x| v.push(x.into_value()));
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1]["name"], "cuStreamSynchronize");
+        assert_eq!(v[1]["duration_us"], 0.009);
+        a.finish(&mut |x| v.push(x.into_value()));
+        assert_eq!(v.len(), 2);
+        assert_eq!((a.stats.calls, a.stats.incomplete, a.stats.entry_lost), (2, 0, 0));
     }
 
     #[test]

@@ -48,6 +48,39 @@ pub enum Wakeup {
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Returns {
+    #[default]
+    Default,
+    All,
+    None,
+}
+
+impl Returns {
+    pub fn name(self) -> &'static str {
+        match self {
+            Returns::Default => "default",
+            Returns::All => "all",
+            Returns::None => "none",
+        }
+    }
+}
+
+impl RecordArgs {
+    /// `--returns`, with the hidden `--no-return-probes` alias applied.
+    pub fn returns(&self) -> Returns {
+        if self.no_return_probes { Returns::None } else { self.returns }
+    }
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchProbe {
+    /// An empty entry program on each probed function.
+    Empty,
+    /// Empty entry and return programs.
+    EmptyReturn,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum IoctlPathArg {
     #[default]
     Auto,
@@ -88,11 +121,25 @@ pub struct RecordArgs {
     /// `every` record (costs the traced thread a wakeup per call).
     #[arg(long, value_enum, default_value_t = Wakeup::Batched)]
     pub wakeup: Wakeup,
-    /// Entry probes only: calls are recorded with their arguments but without
-    /// return code, out-parameters (allocated addresses, handles, so kernel
-    /// names stay unknown) or duration. Roughly halves the probe cost.
-    #[arg(long)]
+    /// Which calls get a return probe (a second trap per call, for the return
+    /// code, out-parameters and duration): `default`: all but launches and
+    /// the other calls that never block (listed in the header as
+    /// `entry_only_functions`; they are most calls of a launch-bound
+    /// program); `all`: every call; `none`: entry only (out-parameters such
+    /// as allocated addresses and handles, hence kernel names, stay unknown).
+    #[arg(long, value_enum, default_value_t = Returns::Default)]
+    pub returns: Returns,
+    /// Same as `--returns none`.
+    #[arg(long, hide = true)]
     pub no_return_probes: bool,
+    /// Benchmarks only (cargo xtask bench collector): attach empty programs
+    /// instead of tracer's, to measure the probe mechanism's floor.
+    #[arg(long, value_enum, hide = true)]
+    pub bench_probe: Option<BenchProbe>,
+    /// Benchmarks only: every getppid() of the traced processes emits a
+    /// launch record (a producer that is not trap-bound).
+    #[arg(long, hide = true)]
+    pub bench_producer: bool,
     /// Also record the syscalls the traced processes make on NVIDIA device
     /// files (open, close, ioctl with its decoded parameters, mmap, munmap).
     #[arg(long)]

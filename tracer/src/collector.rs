@@ -76,9 +76,9 @@ impl Collector {
                 Ok(rec) => {
                     self.track_fds(&rec);
                     let Collector { asm, summary, writer, .. } = self;
-                    asm.push(&rec, &mut |v| {
-                        summary.add(&v);
-                        writer.write(&v);
+                    asm.push(&rec, &mut |l| {
+                        summary.add_line(&l);
+                        writer.write_line(&l);
                     })
                 }
                 Err(e) => {
@@ -92,9 +92,9 @@ impl Collector {
 
     pub fn finish_calls(&mut self) {
         let Collector { asm, summary, writer, .. } = self;
-        asm.finish(&mut |v| {
-            summary.add(&v);
-            writer.write(&v);
+        asm.finish(&mut |l| {
+            summary.add_line(&l);
+            writer.write_line(&l);
         });
     }
 }

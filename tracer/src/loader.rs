@@ -111,14 +111,29 @@ pub struct Options<'a> {
     pub wakeup_bytes: u64,
     /// Capture syscalls on NVIDIA device files, and how.
     pub ioctls: Option<IoctlOptions<'a>>,
-    /// Attach the return probe too (results and durations).
-    pub return_probes: bool,
+    /// Which probed functions also get the return probe (results, durations).
+    pub return_probe: &'a dyn Fn(FuncId) -> bool,
+    /// Benchmarks: which programs go on the probed functions.
+    pub programs: Programs,
+    /// Benchmarks: emit a record of this function at every getppid() of a
+    /// traced process.
+    pub bench_producer: Option<FuncId>,
     /// Enable the eBPF programs' aya-log diagnostics.
     pub ebpf_log: bool,
     /// Which table functions to probe.
     pub select: &'a dyn Fn(FuncId) -> bool,
     pub symbols: &'a ExportedSymbols,
     pub ring_bytes: u32,
+}
+
+/// The programs attached to the probed functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Programs {
+    /// tracer's entry and return programs.
+    Tracer,
+    /// Empty programs (benchmarks: the probe mechanism's floor), entry only
+    /// or entry and return.
+    Empty { returns: bool },
 }
 
 pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
@@ -138,6 +153,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
         .override_global("LOG_ENABLED", &(opts.ebpf_log as u32), true)
         .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
+        .override_global("BENCH_FUNC", &(opts.bench_producer.map_or(0, |f| f.0 as u32)), true)
         .map_max_entries("EVENTS", opts.ring_bytes)
         .load(EBPF_OBJECT)
         .context("loading the eBPF programs failed")?;
@@ -155,6 +171,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     }
 
     let mut report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    if opts.bench_producer.is_some() {
+        attach_tps(&mut ebpf, &mut links, &[("bench_producer", "sys_enter_getppid")])?;
+    }
     if let Some(o) = &opts.ioctls {
         attach_nvfile(&mut ebpf, &mut links, o, &mut report)?;
     }
@@ -370,6 +389,16 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
 const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blob"];
 
 fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
+    let cookie = |id: FuncId| id.spec().expect("table entry").cookie(id).0;
+    if let Programs::Empty { returns } = opts.programs {
+        let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_empty", "cu_empty_ret"])?;
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets.iter().map(|(id, _, off)| (*off, cookie(*id))).unzip();
+        let mut links = vec![progs.attach("cu_empty", opts.libcuda, &offsets, &cookies, false)?];
+        if returns {
+            links.push(progs.attach("cu_empty_ret", opts.libcuda, &offsets, &cookies, true)?);
+        }
+        return Ok(links);
+    }
     let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"])?;
     let mut links = Vec::new();
     for prog in ENTRY_PROGRAMS {
@@ -382,9 +411,9 @@ fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) 
             links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
         }
     }
-    if opts.return_probes {
-        let (offsets, cookies): (Vec<u64>, Vec<u64>) =
-            targets.iter().map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0)).unzip();
+    let (offsets, cookies): (Vec<u64>, Vec<u64>) =
+        targets.iter().filter(|(id, _, _)| (opts.return_probe)(*id)).map(|(id, _, off)| (*off, cookie(*id))).unzip();
+    if !offsets.is_empty() {
         links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
     }
     Ok(links)
@@ -396,13 +425,17 @@ fn attach_perf(
     targets: &[(FuncId, String, u64)],
     links: &mut Links,
 ) -> anyhow::Result<()> {
+    if opts.programs != Programs::Tracer {
+        bail!("the benchmark's empty programs need uprobe_multi (Linux 6.6 or later)");
+    }
     for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"] {
         let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
         p.load().with_context(|| format!("loading {prog}"))?;
     }
     for (id, name, off) in targets {
         let cookie: Cookie = id.spec().expect("table entry").cookie(*id);
-        let progs: &[&str] = if opts.return_probes { &[entry_program(*id), "cu_exit"] } else { &[entry_program(*id)] };
+        let progs: &[&str] =
+            if (opts.return_probe)(*id) { &[entry_program(*id), "cu_exit"] } else { &[entry_program(*id)] };
         for &prog in progs {
             let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
             let point =

@@ -6,6 +6,7 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+mod fastline;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;

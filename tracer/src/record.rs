@@ -9,9 +9,10 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use tracer_common::event::nvdev;
+use tracer_common::funcs::FuncId;
 
 use crate::calls::Assembler;
-use crate::cli::RecordArgs;
+use crate::cli::{RecordArgs, Returns};
 use crate::collector::Collector;
 use crate::loader::{self, KernelCounters};
 use crate::spawn;
@@ -184,7 +185,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             frontend_fn: &args.kprobe_function,
             uvm_fn: &args.kprobe_uvm_function,
         }),
-        return_probes: !args.no_return_probes,
+        return_probe: &|id| returns_probed(args.returns(), id),
+        programs: match args.bench_probe {
+            None => loader::Programs::Tracer,
+            Some(crate::cli::BenchProbe::Empty) => loader::Programs::Empty { returns: false },
+            Some(crate::cli::BenchProbe::EmptyReturn) => loader::Programs::Empty { returns: true },
+        },
+        bench_producer: args
+            .bench_producer
+            .then(|| tracer_common::funcs::lookup("cuLaunchKernel").expect("in the table")),
         wakeup_bytes: match args.wakeup {
             crate::cli::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
             crate::cli::Wakeup::Every => 0,
@@ -216,7 +225,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 
     let header = header(&args, &loaded.report, root_pid, started);
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
-    asm.entry_only = args.no_return_probes;
+    asm.set_entry_only(|id| !returns_probed(args.returns(), id));
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
     let mut col = Collector::new(asm, TraceWriter::new(file));
     col.emit(header);
@@ -374,7 +383,8 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "single_stepped_functions": report.single_stepped,
         "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
-        "return_probes": !args.no_return_probes,
+        "return_probes": args.returns().name(),
+        "entry_only_functions": entry_only_functions(args.returns(), &report.probed),
         "ioctl_path": report.ioctl_path,
         "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
@@ -386,6 +396,24 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         },
         "ring_buffer_bytes": args.buffer_size as u64 * 1024 * 1024,
     })
+}
+
+/// Whether a probed function gets the return probe.
+fn returns_probed(mode: Returns, id: FuncId) -> bool {
+    match mode {
+        Returns::All => true,
+        Returns::None => false,
+        Returns::Default => !tracer_common::funcs::is_entry_only_by_default(id),
+    }
+}
+
+/// The probed symbols whose lines have no return code nor duration.
+fn entry_only_functions(mode: Returns, probed: &[String]) -> Vec<String> {
+    probed
+        .iter()
+        .filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !returns_probed(mode, id)))
+        .cloned()
+        .collect()
 }
 
 /// Exact loss per CPU: records the kernel side numbered minus records received.
@@ -430,6 +458,23 @@ fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, e
         "lines_not_written": col.writer.dropped,
         "duration_s": elapsed.as_secs_f64(),
         "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
+        "collector": collector_usage(),
+    })
+}
+
+/// CPU time and peak memory of tracer itself (the collector), for the
+/// footer: what tracing cost besides the probes in the traced threads.
+fn collector_usage() -> Value {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Value::Null;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    json!({
+        "cpu_user_s": secs(ru.ru_utime),
+        "cpu_system_s": secs(ru.ru_stime),
+        "max_rss_kib": ru.ru_maxrss,
     })
 }
 

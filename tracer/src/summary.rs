@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::fastline::Line;
+
 #[derive(Default, Debug, Clone)]
 pub struct FuncStat {
     pub calls: u64,
@@ -77,20 +79,12 @@ impl Summary {
             }
             _ => {}
         }
-        let name = v["name"].as_str().unwrap_or("?").to_string();
+        let name = v["name"].as_str().unwrap_or("?");
         let dur = v["duration_us"].as_f64().unwrap_or(0.0);
-        if let Some(ts) = v["ts"].as_u64() {
-            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
-            let end = ts + (dur * 1000.0) as u64;
-            self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
-        }
-        let f = self.funcs.entry(name.clone()).or_default();
-        f.calls += 1;
-        f.total_us += dur;
-        f.max_us = f.max_us.max(dur);
         if v["incomplete"] == true {
             self.incomplete += 1;
         }
+        let f = self.call(name, v["ts"].as_u64(), dur);
         if let Some(e) = v["error"].as_str() {
             // Not-ready answers to queries are status, not failures.
             if !(e == "CUDA_ERROR_NOT_READY" && name.contains("Query")) {
@@ -100,13 +94,7 @@ impl Summary {
         }
         let size = v["size"].as_u64().unwrap_or(0);
         match (ty, v["op"].as_str().unwrap_or("")) {
-            ("kernel", "launch") => {
-                self.launches += 1;
-                match v["kernel"].as_str() {
-                    Some(k) => *self.kernels.entry(k.to_string()).or_default() += 1,
-                    None => self.launches_unnamed += 1,
-                }
-            }
+            ("kernel", "launch") => self.launch(v["kernel"].as_str()),
             ("memcpy", _) => {
                 let d = v["direction"].as_str().unwrap_or("default").to_string();
                 let e = self.copy_bytes.entry(d).or_default();
@@ -120,6 +108,50 @@ impl Summary {
             ("memory", "free") if v["ret"] == 0 => self.frees += 1,
             ("sync", _) => self.sync_us += dur,
             _ => {}
+        }
+    }
+
+    /// Adds a line of the collector's fast path (the same as `add` of its
+    /// JSON value).
+    pub fn add_line(&mut self, l: &Line) {
+        match l {
+            Line::Value(v) => self.add(v),
+            Line::Launch(l) => {
+                self.processes.insert(l.hdr.pid as u64);
+                self.call(l.name, Some(l.hdr.ts), l.duration_us().unwrap_or(0.0));
+                self.launch(l.kernel);
+            }
+        }
+    }
+
+    /// Counts a call of `name` (looked up before inserting: no allocation
+    /// per line).
+    fn call(&mut self, name: &str, ts: Option<u64>, dur: f64) -> &mut FuncStat {
+        if let Some(ts) = ts {
+            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+            let end = ts + (dur * 1000.0) as u64;
+            self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
+        }
+        if !self.funcs.contains_key(name) {
+            self.funcs.insert(name.to_string(), FuncStat::default());
+        }
+        let f = self.funcs.get_mut(name).expect("inserted above");
+        f.calls += 1;
+        f.total_us += dur;
+        f.max_us = f.max_us.max(dur);
+        f
+    }
+
+    fn launch(&mut self, kernel: Option<&str>) {
+        self.launches += 1;
+        match kernel {
+            Some(k) => match self.kernels.get_mut(k) {
+                Some(n) => *n += 1,
+                None => {
+                    self.kernels.insert(k.to_string(), 1);
+                }
+            },
+            None => self.launches_unnamed += 1,
         }
     }
 

@@ -8,6 +8,8 @@ use std::io::{BufWriter, Write};
 
 use serde_json::Value;
 
+use crate::fastline::Line;
+
 pub struct TraceWriter {
     out: BufWriter<File>,
     scratch: Vec<u8>,
@@ -31,12 +33,24 @@ impl TraceWriter {
     }
 
     pub fn write(&mut self, v: &Value) {
+        self.put(|b| serde_json::to_writer(b, v).expect("serializing a Value cannot fail"))
+    }
+
+    /// Writes one line of either kind.
+    pub fn write_line(&mut self, l: &Line) {
+        match l {
+            Line::Value(v) => self.write(v),
+            Line::Launch(l) => self.put(|b| l.write(b)),
+        }
+    }
+
+    fn put(&mut self, render: impl FnOnce(&mut Vec<u8>)) {
         if self.error.is_some() {
             self.dropped += 1;
             return;
         }
         self.scratch.clear();
-        serde_json::to_writer(&mut self.scratch, v).expect("serializing a Value cannot fail");
+        render(&mut self.scratch);
         self.scratch.push(b'\n');
         // Flush first if this line would not fit, so the buffer only ever
         // holds whole lines and a write error cuts between lines.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::Traced;
 use serde_json::{Value, json};
-use tracer_common::funcs::{Class, FUNCS, NOISY};
+use tracer_common::funcs::{Class, ENTRY_ONLY, FUNCS, NOISY};
 
 /// Marker in expectations: a hex string other than "0x0".
 const NN: &str = "<nonnull>";
@@ -624,7 +624,7 @@ fn all_trace() -> &'static Traced {
         let sync = SYNC_US.to_string();
         let t = common::trace_with(
             "all",
-            &["--all-functions"],
+            &["--all-functions", "--returns", "all"],
             &["all"],
             &[("FAKECUDA_SYNC_US", &sync)],
             Duration::from_secs(180),
@@ -636,7 +636,10 @@ fn all_trace() -> &'static Traced {
 
 /// Checks a trace of `driver all` against `exp` (the calls that should be
 /// in it, in order): header, footer, every call and every field.
-fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
+/// `returns`: whether each call has a return probe (`--returns all`) or only
+/// the functions not in ENTRY_ONLY (the default).
+fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize, returns_all: bool) {
+    let entry_only = |name: &str| !returns_all && ENTRY_ONLY.contains(&base_name(name));
     let footer = t.footer();
     let header = t.header();
     let ctx = t.describe();
@@ -651,6 +654,15 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
     );
     assert_eq!(header["single_stepped_functions"], json!([]), "header: {header}");
     assert_eq!(header["probed_functions"], json!(probed), "header: {header}");
+    assert_eq!(header["return_probes"], if returns_all { "all" } else { "default" }, "header: {header}");
+    let mut want_entry_only: Vec<&str> = exp.iter().map(|x| x.name).filter(|n| entry_only(n)).collect();
+    want_entry_only.sort_unstable();
+    want_entry_only.dedup();
+    let mut got_entry_only: Vec<&str> =
+        header["entry_only_functions"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    got_entry_only.sort_unstable();
+    assert_eq!(got_entry_only, want_entry_only, "header.entry_only_functions");
+    assert_eq!(want_entry_only.is_empty(), returns_all);
     assert_eq!(t.lost(), 0, "footer: {footer}");
     assert_eq!(footer["calls"], json!(exp.len()), "footer: {footer}");
     assert_eq!(footer["incomplete_calls"], 0, "footer: {footer}");
@@ -689,23 +701,17 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
     for (i, (line, x)) in got.iter().zip(exp).enumerate() {
         let at = format!("#{i} {}", x.name);
         let sp = spec(x.name);
-        for k in [
-            "ts",
-            "pid",
-            "tid",
-            "type",
-            "op",
-            "name",
-            "ret",
-            "duration_us",
-            "cpu",
-            "seq",
-            "exit_cpu",
-            "exit_seq",
-            "args",
-        ] {
+        let returned = ["ret", "duration_us", "exit_cpu", "exit_seq"];
+        for k in ["ts", "pid", "tid", "type", "op", "name", "cpu", "seq", "args"] {
             if line.get(k).is_none() {
                 errs.push(format!("{at}: no `{k}` field"));
+            }
+        }
+        for k in returned {
+            match (line.get(k).is_some(), entry_only(x.name)) {
+                (false, false) => errs.push(format!("{at}: no `{k}` field")),
+                (true, true) => errs.push(format!("{at}: `{k}` on a call probed entry-only")),
+                _ => {}
             }
         }
         for k in ["incomplete", "entry_lost"] {
@@ -719,7 +725,7 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
         if line["type"] != class_type(sp.class) {
             errs.push(format!("{at}: type {}, want {} (class {:?})", line["type"], class_type(sp.class), sp.class));
         }
-        if !line["duration_us"].as_f64().is_some_and(|d| d >= 0.0) {
+        if !entry_only(x.name) && !line["duration_us"].as_f64().is_some_and(|d| d >= 0.0) {
             errs.push(format!("{at}: duration_us {}", line["duration_us"]));
         }
         // The args object has exactly the cuda.h parameter names.
@@ -732,9 +738,15 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
         check_subset(&format!("{at} args"), &x.args, &line["args"], &mut errs);
         let mut fields = x.fields.clone();
         let m = fields.as_object_mut().unwrap();
-        m.entry("ret").or_insert(json!(0));
-        if m["ret"] == 0 {
-            m.entry("error").or_insert(json!(ABSENT));
+        if entry_only(x.name) {
+            assert!(m.get("ret").is_none_or(|r| *r == 0), "{at}: an entry-only function expected to fail");
+            m.remove("ret");
+            m.insert("error".into(), json!(ABSENT));
+        } else {
+            m.entry("ret").or_insert(json!(0));
+            if m["ret"] == 0 {
+                m.entry("error").or_insert(json!(ABSENT));
+            }
         }
         check_subset(&at, &fields, line, &mut errs);
     }
@@ -752,6 +764,9 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize) {
     let mut seen = BTreeSet::new();
     for l in &got {
         for (c, s) in [("cpu", "seq"), ("exit_cpu", "exit_seq")] {
+            if l.get(c).is_none() && entry_only(l["name"].as_str().unwrap_or("")) {
+                continue;
+            }
             if !seen.insert((l[c].as_u64(), l[s].as_u64())) {
                 errs.push(format!("{}: ({c}, {s}) = ({}, {}) used twice", l["name"], l[c], l[s]));
             }
@@ -771,7 +786,7 @@ fn all_scenario_every_call_and_field() {
     let uncovered: Vec<&str> = FUNCS.iter().map(|f| f.name).filter(|n| !called.contains(n)).collect();
     assert!(uncovered.is_empty(), "driver.c's `all` scenario does not call {uncovered:?}");
     // --all-functions: all 130 table entries + 8 variants the fake exports.
-    check_all_trace(all_trace(), &exp, FUNCS.len() + 8);
+    check_all_trace(all_trace(), &exp, FUNCS.len() + 8, true);
 }
 
 #[test]
@@ -786,7 +801,7 @@ fn default_leaves_out_noisy_getters_only() {
     assert!(!NOISY.is_empty());
     let noisy_called = expected_all().len() - exp.len();
     assert_eq!(noisy_called, NOISY.len(), "driver.c calls each NOISY function once");
-    check_all_trace(&t, &exp, FUNCS.len() + 8 - NOISY.len());
+    check_all_trace(&t, &exp, FUNCS.len() + 8 - NOISY.len(), false);
     t.cleanup();
 }
 
@@ -1205,7 +1220,13 @@ fn strings_in_untouched_pages_are_captured() {
         calls[1],
         &mut errs,
     );
-    check_subset("cuLaunchKernel", &json!({"ret": 0, "kernel": "cold_kernel", "func": "0x400b"}), calls[2], &mut errs);
+    // Default mode: launches are probed entry-only (no `ret`).
+    check_subset(
+        "cuLaunchKernel",
+        &json!({"ret": ABSENT, "kernel": "cold_kernel", "func": "0x400b"}),
+        calls[2],
+        &mut errs,
+    );
     assert!(errs.is_empty(), "strings not captured:\n  {}\n{ctx}", errs.join("\n  "));
     t.cleanup();
 }

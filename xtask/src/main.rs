@@ -1,5 +1,6 @@
 //! Project tasks: `cargo xtask <command>` (alias in .cargo/config.toml).
 
+mod bench;
 mod build;
 mod demo;
 mod setup;
@@ -36,6 +37,11 @@ enum Command {
     },
     /// Setup, build release, then trace the example on a GPU or summarise the committed recording
     Demo,
+    /// Benchmarks (measurements printed and written as JSON/Markdown, not tests)
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
     /// Boot a stock Debian kernel under qemu (TCG) and run the kprobe tests in it (docs/kprobe-vm.md)
     KprobeVm {
         /// Use this tracer binary instead of building the release one
@@ -47,6 +53,42 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Per-call cost next to the bare uprobe floor, the collector's ceiling and
+    /// memory, readers' throughput (root, no GPU; docs/overhead.md)
+    Collector {
+        /// Calls per thread in each loop
+        #[arg(long, default_value_t = 200_000)]
+        calls: u64,
+        /// Thread counts
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        threads: Vec<u32>,
+        /// Functions of the fake libcuda to call (launch, memcpy, sync, ctx)
+        #[arg(long, value_delimiter = ',', default_value = "launch,memcpy")]
+        funcs: Vec<String>,
+        /// Repetitions (modes interleaved in each)
+        #[arg(long, default_value_t = 5)]
+        reps: u32,
+        /// Producer rates (records/s) for the collector ceiling
+        #[arg(long, value_delimiter = ',', default_value = "250000,500000,1000000,1500000")]
+        rates: Vec<u64>,
+        /// Seconds per producer rate
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Also write docs/bench/collector_<date>.{json,md}
+        #[arg(long)]
+        save: bool,
+    },
+    /// Overhead on the GPU examples, untraced vs tracer modes vs torch.profiler
+    /// (builds here; runs where a GPU is, else prints the command to run there)
+    Overhead {
+        /// Arguments for bench/overhead.py (after `--`), e.g. -- --reps 5
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+}
+
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Setup => setup::run(),
@@ -54,6 +96,12 @@ fn main() -> ExitCode {
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
         Command::KprobeVm { tracer, filters } => vm::run(tracer.as_deref(), &filters),
+        Command::Bench { which } => match which {
+            BenchCommand::Collector { calls, threads, funcs, reps, rates, seconds, save } => {
+                bench::collector::run(&bench::collector::Opts { calls, threads, funcs, reps, rates, seconds, save })
+            }
+            BenchCommand::Overhead { args } => bench::overhead::run(&args),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

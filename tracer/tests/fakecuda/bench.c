@@ -1,0 +1,133 @@
+/*
+ * Load generator for `cargo xtask bench collector`, linked against the fake
+ * libcuda (whose functions start with `push %rbp`, like real libcuda's).
+ *
+ *   bench calls FUNC N THREADS   each thread calls FUNC N times (after 1000
+ *                                warm-up calls), timing its loop itself
+ *   bench getppid RATE SECONDS   getppid() RATE times a second (0: as fast
+ *                                as possible) for SECONDS: with
+ *                                `tracer --bench-producer` each call is a record
+ *
+ * Prints one JSON object on stdout. FUNC: launch (cuLaunchKernel, 11
+ * arguments, 5 on the stack), memcpy (cuMemcpyHtoDAsync_v2), sync
+ * (cuStreamSynchronize), ctx (cuCtxSetCurrent).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+#define H(v) ((void *)(uintptr_t)(v))
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+enum func { LAUNCH, MEMCPY, SYNC, CTX };
+
+struct worker {
+    enum func f;
+    long n, index;
+    long long ns;
+};
+
+static void call(enum func f, long i, long index) {
+    switch (f) {
+    case LAUNCH:
+        cuLaunchKernel(H(0x7f0000001000 + index), 1200, 1, 1, 256, 1, 1, 2048, H(0x5000), H(0x7ffd00000000 + i), 0);
+        break;
+    case MEMCPY:
+        cuMemcpyHtoDAsync_v2(0x7f4000000000ULL + (unsigned long long)i * 256, H(0x1000 + i), 256, H(0x5000));
+        break;
+    case SYNC:
+        cuStreamSynchronize(H(0x5000 + index));
+        break;
+    case CTX:
+        cuCtxSetCurrent(H(0x100000 * (index + 1) + i));
+        break;
+    }
+}
+
+static void *worker_main(void *p) {
+    struct worker *w = p;
+    for (long i = 0; i < 1000; i++)
+        call(w->f, i, w->index);
+    long long t0 = now_ns();
+    for (long i = 0; i < w->n; i++)
+        call(w->f, i, w->index);
+    w->ns = now_ns() - t0;
+    return 0;
+}
+
+static int calls(const char *fname, long n, long nthreads) {
+    enum func f;
+    if (!strcmp(fname, "launch"))
+        f = LAUNCH;
+    else if (!strcmp(fname, "memcpy"))
+        f = MEMCPY;
+    else if (!strcmp(fname, "sync"))
+        f = SYNC;
+    else if (!strcmp(fname, "ctx"))
+        f = CTX;
+    else {
+        fprintf(stderr, "bench: unknown function %s (launch|memcpy|sync|ctx)\n", fname);
+        return 2;
+    }
+    if (nthreads < 1 || nthreads > 64 || n < 1)
+        return 2;
+    pthread_t th[64];
+    struct worker w[64];
+    long long t0 = now_ns();
+    for (long t = 0; t < nthreads; t++) {
+        w[t] = (struct worker){f, n, t, 0};
+        if (pthread_create(&th[t], 0, worker_main, &w[t]) != 0) {
+            perror("bench: pthread_create");
+            return 1;
+        }
+    }
+    double sum = 0;
+    for (long t = 0; t < nthreads; t++) {
+        pthread_join(th[t], 0);
+        sum += (double)w[t].ns / n;
+    }
+    long long wall = now_ns() - t0;
+    printf("{\"func\":\"%s\",\"threads\":%ld,\"calls\":%ld,\"ns_per_call\":%.2f,\"wall_s\":%.4f}\n", fname, nthreads,
+           (n + 1000) * nthreads, sum / nthreads, wall / 1e9);
+    return 0;
+}
+
+static int getppid_loop(long rate, double seconds) {
+    long long t0 = now_ns(), end = t0 + (long long)(seconds * 1e9), n = 0, t = t0;
+    while (t < end) {
+        for (int k = 0; k < 32; k++)
+            syscall(SYS_getppid);
+        n += 32;
+        t = now_ns();
+        if (rate > 0) {
+            /* Ahead of schedule: wait until the next batch is due. */
+            long long due = t0 + (long long)((double)n * 1e9 / rate);
+            while (t < due && t < end)
+                t = now_ns();
+        }
+    }
+    double s = (t - t0) / 1e9;
+    printf("{\"syscalls\":%lld,\"seconds\":%.4f,\"rate\":%.0f}\n", n, s, n / s);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "calls"))
+        return calls(argv[2], atol(argv[3]), atol(argv[4]));
+    if (argc == 4 && !strcmp(argv[1], "getppid"))
+        return getppid_loop(atol(argv[2]), atof(argv[3]));
+    fprintf(stderr, "usage: bench calls launch|memcpy|sync|ctx N THREADS | bench getppid RATE SECONDS\n");
+    return 2;
+}
