@@ -4,9 +4,13 @@
 //! - `cu_empty` / `cu_empty_ret`: empty programs attached exactly like the
 //!   real ones (same uprobe_multi links, same functions), so the benchmark
 //!   measures the mechanism's floor next to tracer's own cost in one run.
+//! - `cu_bench_filter`, `cu_bench_ring`: the first steps of `cu_enter` alone
+//!   (is the task traced, the cookie; then a header and an empty record
+//!   through the ring buffer), to split the program's cost.
 //! - `bench_producer`: a source that is not trap-bound: every getppid()
 //!   syscall of a traced process emits a cuLaunchKernel-sized entry record,
 //!   to find the collector's own ceiling (ring buffer to JSONL on disk).
+use aya_ebpf::{EbpfContext, helpers::bpf_get_attach_cookie};
 use aya_ebpf::{
     macros::{tracepoint, uprobe, uretprobe},
     programs::{ProbeContext, RetProbeContext, TracePointContext},
@@ -22,6 +26,38 @@ pub fn cu_empty(_ctx: ProbeContext) -> u32 {
 
 #[uretprobe]
 pub fn cu_empty_ret(_ctx: RetProbeContext) -> u32 {
+    0
+}
+
+#[uprobe]
+pub fn cu_bench_filter(ctx: ProbeContext) -> u32 {
+    let (pid, _) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    c as u32 & 1
+}
+
+#[uprobe]
+pub fn cu_bench_ring(ctx: ProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    let hdr = header(EventKind::CallEnter as u16, c as u16, pid, tid);
+    match EVENTS.reserve::<CallEnter>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.args = [0; MAX_ARGS];
+            e.submit(submit_flags());
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
     0
 }
 

@@ -78,6 +78,10 @@ pub enum BenchProbe {
     Empty,
     /// Empty entry and return programs.
     EmptyReturn,
+    /// The traced-task filter and the cookie only.
+    Filter,
+    /// The filter, a header and an empty record through the ring buffer.
+    Ring,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -136,6 +140,11 @@ pub struct RecordArgs {
     /// instead of tracer's, to measure the probe mechanism's floor.
     #[arg(long, value_enum, hide = true)]
     pub bench_probe: Option<BenchProbe>,
+    /// Have the kernel time every run of tracer's eBPF programs and put the
+    /// count and mean time per program in the footer (`bpf_stats`): where the
+    /// probe cost goes. Adds ~20-50 ns per run.
+    #[arg(long)]
+    pub bpf_stats: bool,
     /// Benchmarks only: every getppid() of the traced processes emits a
     /// launch record (a producer that is not trap-bound).
     #[arg(long, hide = true)]

@@ -131,9 +131,9 @@ pub struct Options<'a> {
 pub enum Programs {
     /// tracer's entry and return programs.
     Tracer,
-    /// Empty programs (benchmarks: the probe mechanism's floor), entry only
-    /// or entry and return.
-    Empty { returns: bool },
+    /// Benchmarks: programs of tracer-ebpf/src/bench.rs (the empty ones give
+    /// the probe mechanism's floor), at entry and optionally at return.
+    Bench { entry: &'static str, ret: Option<&'static str> },
 }
 
 pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
@@ -390,12 +390,13 @@ const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blob"];
 
 fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
     let cookie = |id: FuncId| id.spec().expect("table entry").cookie(id).0;
-    if let Programs::Empty { returns } = opts.programs {
-        let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_empty", "cu_empty_ret"])?;
+    if let Programs::Bench { entry, ret } = opts.programs {
+        let names: Vec<&str> = std::iter::once(entry).chain(ret).collect();
+        let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets.iter().map(|(id, _, off)| (*off, cookie(*id))).unzip();
-        let mut links = vec![progs.attach("cu_empty", opts.libcuda, &offsets, &cookies, false)?];
-        if returns {
-            links.push(progs.attach("cu_empty_ret", opts.libcuda, &offsets, &cookies, true)?);
+        let mut links = vec![progs.attach(entry, opts.libcuda, &offsets, &cookies, false)?];
+        if let Some(r) = ret {
+            links.push(progs.attach(r, opts.libcuda, &offsets, &cookies, true)?);
         }
         return Ok(links);
     }
@@ -494,6 +495,30 @@ pub struct KernelCounters {
     pub attempted: Vec<u64>,
     pub ring_full: u64,
     pub save_failed: u64,
+    /// Run count and time per program (non-zero while BPF stats are on).
+    pub programs: std::collections::BTreeMap<String, crate::uprobe_multi::ProgStats>,
+}
+
+/// Run statistics of every attached program, by program name (uprobe_multi
+/// links of one program summed).
+pub fn program_stats(loaded: &Loaded) -> std::collections::BTreeMap<String, crate::uprobe_multi::ProgStats> {
+    let mut m: std::collections::BTreeMap<String, crate::uprobe_multi::ProgStats> = Default::default();
+    for (name, st) in loaded.links.multi.iter().filter_map(|l| l.stats()) {
+        let e = m.entry(name).or_default();
+        e.run_cnt += st.run_cnt;
+        e.run_time_ns += st.run_time_ns;
+    }
+    if let Some(ebpf) = &loaded.ebpf {
+        for (name, p) in ebpf.programs() {
+            if let Ok(info) = p.info() {
+                let e = m.entry(name.to_string()).or_default();
+                e.run_cnt += info.run_count();
+                e.run_time_ns += info.run_time().as_nanos() as u64;
+            }
+        }
+    }
+    m.retain(|_, s| s.run_cnt > 0);
+    m
 }
 
 pub fn read_counters(c: &PerCpuArray<MapData, u64>) -> anyhow::Result<KernelCounters> {
@@ -504,6 +529,7 @@ pub fn read_counters(c: &PerCpuArray<MapData, u64>) -> anyhow::Result<KernelCoun
         attempted: seq.iter().copied().collect(),
         ring_full: full.iter().sum(),
         save_failed: saves.iter().sum(),
+        programs: Default::default(),
     })
 }
 

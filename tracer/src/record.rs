@@ -172,6 +172,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     }
     .map_err(cleanup)?;
     let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
+    // BPF statistics stay on while this fd is open (until tracer exits).
+    let _stats = match args.bpf_stats {
+        true => Some(
+            aya::sys::enable_stats(aya::sys::Stats::RunTime)
+                .context("enabling BPF run-time statistics (--bpf-stats)")
+                .map_err(cleanup)?,
+        ),
+        false => None,
+    };
     let mut loaded = loader::load(&loader::Options {
         libcuda: &libcuda_path,
         symbols: &symbols,
@@ -188,8 +197,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         return_probe: &|id| returns_probed(args.returns(), id),
         programs: match args.bench_probe {
             None => loader::Programs::Tracer,
-            Some(crate::cli::BenchProbe::Empty) => loader::Programs::Empty { returns: false },
-            Some(crate::cli::BenchProbe::EmptyReturn) => loader::Programs::Empty { returns: true },
+            Some(b) => {
+                use crate::cli::BenchProbe as B;
+                let (entry, ret) = match b {
+                    B::Empty => ("cu_empty", None),
+                    B::EmptyReturn => ("cu_empty", Some("cu_empty_ret")),
+                    B::Filter => ("cu_bench_filter", None),
+                    B::Ring => ("cu_bench_ring", None),
+                };
+                loader::Programs::Bench { entry, ret }
+            }
         },
         bench_producer: args
             .bench_producer
@@ -347,6 +364,7 @@ async fn collect(
         }
     };
     drop(stop);
+    let programs = loader::program_stats(loaded);
     // Detach every program, then take what is still in the buffer: after
     // this nothing new can arrive and the counters are final.
     loader::detach_all(std::mem::take(&mut loaded.links));
@@ -357,7 +375,8 @@ async fn collect(
     let mut ring = afd.into_inner();
     while col.drain(&mut ring) > 0 {}
     col.finish_calls();
-    let counters = loader::read_counters(&loaded.counters)?;
+    let mut counters = loader::read_counters(&loaded.counters)?;
+    counters.programs = programs;
     Ok((exit, counters))
 }
 
@@ -459,7 +478,29 @@ fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, e
         "duration_s": elapsed.as_secs_f64(),
         "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
         "collector": collector_usage(),
+        "bpf_stats": bpf_stats(&k.programs),
     })
+}
+
+/// Per-program cost measured by the kernel (with --bpf-stats; null without).
+fn bpf_stats(p: &std::collections::BTreeMap<String, crate::uprobe_multi::ProgStats>) -> Value {
+    if p.is_empty() {
+        return Value::Null;
+    }
+    let m: serde_json::Map<String, Value> = p
+        .iter()
+        .map(|(name, s)| {
+            (
+                name.clone(),
+                json!({
+                    "runs": s.run_cnt,
+                    "run_time_ns": s.run_time_ns,
+                    "ns_per_run": s.run_time_ns as f64 / s.run_cnt as f64,
+                }),
+            )
+        })
+        .collect();
+    Value::Object(m)
 }
 
 /// CPU time and peak memory of tracer itself (the collector), for the

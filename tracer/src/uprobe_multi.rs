@@ -143,6 +143,8 @@ fn load_one(name: &str, insns: &[aya_obj::generated::bpf_insn], license: &CStrin
 /// One uprobe_multi link; closing it detaches all its uprobes at once.
 pub struct MultiLink {
     _fd: OwnedFd,
+    /// The program (a duplicate fd), for its statistics.
+    prog: (String, OwnedFd),
 }
 
 impl MultiPrograms {
@@ -172,8 +174,45 @@ impl MultiPrograms {
         let link = sys_bpf(BPF_LINK_CREATE, &mut attr).with_context(|| {
             format!("attaching {name} to {} functions of {} (uprobe_multi)", offsets.len(), path.display())
         })?;
-        Ok(MultiLink { _fd: unsafe { OwnedFd::from_raw_fd(link) } })
+        Ok(MultiLink {
+            _fd: unsafe { OwnedFd::from_raw_fd(link) },
+            prog: (name.to_string(), fd.try_clone().context("duplicating a program fd")?),
+        })
     }
+}
+
+impl MultiLink {
+    /// The attached program's name and its run statistics.
+    pub fn stats(&self) -> Option<(String, ProgStats)> {
+        prog_stats(self.prog.1.as_raw_fd()).map(|s| (self.prog.0.clone(), s))
+    }
+}
+
+/// Cumulative run count and time of a program (the kernel counts them while
+/// BPF stats are enabled, see `tracer --bpf-stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgStats {
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
+
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+
+#[repr(C)]
+#[derive(Default)]
+struct InfoAttr {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+fn prog_stats(fd: RawFd) -> Option<ProgStats> {
+    // SAFETY: bpf_prog_info is plain data; the kernel fills at most info_len bytes.
+    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut attr =
+        InfoAttr { bpf_fd: fd as u32, info_len: std::mem::size_of_val(&info) as u32, info: &mut info as *mut _ as u64 };
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr).ok()?;
+    Some(ProgStats { run_cnt: info.run_cnt, run_time_ns: info.run_time_ns })
 }
 
 #[cfg(test)]
