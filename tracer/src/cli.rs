@@ -38,6 +38,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Decode a CUDA code image: a fatbin, cubin or PTX file, or a host
+    /// library/executable with a .nv_fatbin section. Lists the entries and
+    /// architectures and each kernel's parameter layout.
+    Image {
+        /// Image file.
+        file: PathBuf,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

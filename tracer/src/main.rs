@@ -6,6 +6,8 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+mod cudaimage;
+mod image_cmd;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;
@@ -49,6 +51,7 @@ fn main() {
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
+        Some(cli::Command::Image { file, json }) => image_cmd::run(&file, json).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
