@@ -142,8 +142,33 @@ fn check_zstd_window(input: &[u8], expected: u64) -> Result<()> {
     }
     let fhd = input[4];
     let single_segment = fhd & 0x20 != 0;
+    // The frame content size, when the header has one, must be the declared
+    // size: the decoder sizes its window from it.
+    let did_len = [0usize, 1, 2, 4][(fhd & 3) as usize];
+    let fcs_len = match fhd >> 6 {
+        0 if single_segment => 1,
+        0 => 0,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let fcs_at = 5 + usize::from(!single_segment) + did_len;
+    if fcs_len > 0 {
+        let Some(f) = input.get(fcs_at..fcs_at + fcs_len) else {
+            return Err(ImageError::new(4, "zstd: frame header truncated"));
+        };
+        let mut v = [0u8; 8];
+        v[..fcs_len].copy_from_slice(f);
+        let fcs = u64::from_le_bytes(v) + if fcs_len == 2 { 256 } else { 0 };
+        if fcs != expected {
+            return Err(ImageError::new(
+                fcs_at as u64,
+                format!("zstd: frame content size {fcs}, the entry header declares {expected}"),
+            ));
+        }
+    }
     if single_segment {
-        return Ok(()); // window = frame content size, checked against `expected` by the decode
+        return Ok(()); // window = frame content size
     }
     let wd = input[5];
     let log = 10 + (wd >> 3) as u32;
@@ -195,6 +220,10 @@ mod tests {
     fn caps_refuse_before_allocating() {
         let e = lz4_block(&[], MAX_DECOMPRESSED + 1).unwrap_err();
         assert!(e.what.contains("exceeds the"), "{e}");
+        // Single segment, 1-byte content size 200 for a declared 10.
+        let e = zstd_frame(&[0x28, 0xb5, 0x2f, 0xfd, 0x20, 200], 10).unwrap_err();
+        assert_eq!(e.offset, 5);
+        assert!(e.what.contains("frame content size 200, the entry header declares 10"), "{e}");
         let e = zstd_frame(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xff], 10).unwrap_err();
         assert_eq!(e.offset, 5);
         assert!(e.what.contains("window of"), "{e}");

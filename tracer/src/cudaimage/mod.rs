@@ -6,6 +6,8 @@ pub mod decompress;
 pub mod elf;
 pub mod error;
 pub mod fatbin;
+#[cfg(test)]
+mod fuzz;
 pub mod nvinfo;
 pub mod ptx;
 pub mod report;
