@@ -16,7 +16,19 @@ pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
     };
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         // `tracer image lib.so | head` is fine.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
+    // Partial results were printed; the exit code still says the image is damaged.
+    let failed = r.errors.len() + r.totals.failed_entries;
+    if failed > 0 {
+        anyhow::bail!(
+            "{}: {} part(s) could not be decoded ({} container errors, {} entries), see above",
+            path.display(),
+            failed,
+            r.errors.len(),
+            r.totals.failed_entries
+        );
+    }
+    Ok(())
 }

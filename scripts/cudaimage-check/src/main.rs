@@ -62,11 +62,7 @@ fn main() {
                 continue;
             }
         };
-        let mut s = Summary {
-            file: path.clone(),
-            bytes: bytes.len() as u64,
-            ..Default::default()
-        };
+        let mut s = Summary { file: path.clone(), bytes: bytes.len() as u64, ..Default::default() };
         let fat: &[u8] = match detect(&bytes) {
             Some(Format::HostElf) => match elf::Elf::parse(&bytes) {
                 Ok(e) => match e.section(".nv_fatbin").map(|sec| e.bytes_of(sec)) {
@@ -123,7 +119,9 @@ fn main() {
                                     local.cubins += 1;
                                     let c = nvinfo::parse_cubin(&code)?;
                                     if c.arch != e.arch {
-                                        local.warnings.push(format!("entry sm_{} holds a cubin for sm_{}", e.arch, c.arch));
+                                        local
+                                            .warnings
+                                            .push(format!("entry sm_{} holds a cubin for sm_{}", e.arch, c.arch));
                                     }
                                     for k in &c.kernels {
                                         local.kernels_in_cubins += 1;
@@ -136,8 +134,11 @@ fn main() {
                                             local.kernels_with_warnings += 1;
                                             local.warnings.push(format!("{tag} {}: {}", k.name, k.warnings.join("; ")));
                                         }
-                                        let ps: Vec<String> =
-                                            k.params.iter().map(|p| format!("{}:{}:{}", p.ordinal, p.offset, p.size)).collect();
+                                        let ps: Vec<String> = k
+                                            .params
+                                            .iter()
+                                            .map(|p| format!("{}:{}:{}", p.ordinal, p.offset, p.size))
+                                            .collect();
                                         lines.push(format!("{tag} {} psize={} {}", k.name, k.param_size, ps.join(" ")));
                                     }
                                 }

@@ -201,10 +201,10 @@ impl Entry<'_> {
             Compression::None => Ok(Cow::Borrowed(self.payload)),
             Compression::Lz4 => decompress::lz4_block(self.payload, self.decompressed_size)
                 .map(Cow::Owned)
-                .map_err(|e| e.within(base, "LZ4 payload")),
+                .map_err(|e| e.within(base, "compressed payload")),
             Compression::Zstd => decompress::zstd_frame(self.payload, self.decompressed_size)
                 .map(Cow::Owned)
-                .map_err(|e| e.within(base, "zstd payload")),
+                .map_err(|e| e.within(base, "compressed payload")),
         }
     }
 }

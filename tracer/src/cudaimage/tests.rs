@@ -26,7 +26,9 @@ const REF_FAT_PLAIN: &str =
     include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cuda/cuobjdump-nvinfo.no-compress.fatbin.txt"));
 
 /// (name, [(offset, size)], param buffer size), from the comments in kernels.cu.
-fn expected_layouts() -> Vec<(&'static str, Vec<(u32, u32)>, u32)> {
+type Layout = (&'static str, Vec<(u32, u32)>, u32);
+
+fn expected_layouts() -> Vec<Layout> {
     vec![
         ("k_pointers", vec![(0, 8), (8, 8), (16, 4)], 20),
         ("k_scalars", vec![(0, 1), (2, 2), (4, 4), (8, 8), (16, 4), (24, 8), (32, 8)], 40),
