@@ -1,34 +1,69 @@
-//! `tracer image FILE`: decode a CUDA code image (see docs/cuda-images.md).
+//! `tracer image FILE` / `tracer image --pid PID --addr ADDR`: decode a CUDA
+//! code image (see docs/cuda-images.md).
 use std::io::Write as _;
-use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::cudaimage::report;
+use crate::cli::ImageArgs;
+use crate::cudaimage::{capture, layouts, report};
+use crate::procmem::ProcMem;
 
-pub fn run(path: &Path, json: bool) -> anyhow::Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let r = report::inspect(&bytes).with_context(|| path.display().to_string())?;
-    let text = if json {
-        serde_json::to_string_pretty(&r)? + "\n"
-    } else {
-        report::render_text(&r, &path.display().to_string())
+pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
+    let (bytes, name) = match (&a.file, a.pid, a.addr) {
+        (Some(path), _, _) => {
+            (std::fs::read(path).with_context(|| format!("reading {}", path.display()))?, path.display().to_string())
+        }
+        (None, Some(pid), Some(addr)) => {
+            let mut mem = ProcMem::open(pid).with_context(|| format!("opening /proc/{pid}/mem"))?;
+            let c = capture::capture(&mut mem, addr).with_context(|| format!("process {pid}"))?;
+            let name = match c.wrapper {
+                Some(_) => format!("pid {pid} wrapper {addr:#x} -> {:#x}", c.addr),
+                None => format!("pid {pid} {addr:#x}"),
+            };
+            if let Some(out) = &a.save {
+                std::fs::write(out, &c.bytes).with_context(|| format!("writing {}", out.display()))?;
+            }
+            (c.bytes, name)
+        }
+        _ => anyhow::bail!(crate::UsageError("give an image FILE, or --pid and --addr".into())),
     };
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        // `tracer image lib.so | head` is fine.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-        _ => {}
+    if a.layouts {
+        let l = layouts::kernel_layouts(&bytes, a.arch).with_context(|| name.clone())?;
+        let text = if a.json { serde_json::to_string_pretty(&l)? + "\n" } else { layouts_text(&l) };
+        return write_out(&text);
     }
+    let r = report::inspect(&bytes).with_context(|| name.clone())?;
+    let text = if a.json { serde_json::to_string_pretty(&r)? + "\n" } else { report::render_text(&r, &name) };
+    write_out(&text)?;
     // Partial results were printed; the exit code still says the image is damaged.
     let failed = r.errors.len() + r.totals.failed_entries;
     if failed > 0 {
         anyhow::bail!(
-            "{}: {} part(s) could not be decoded ({} container errors, {} entries), see above",
-            path.display(),
-            failed,
+            "{name}: {failed} part(s) could not be decoded ({} container errors, {} entries), see above",
             r.errors.len(),
             r.totals.failed_entries
         );
     }
     Ok(())
+}
+
+fn write_out(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        // `tracer image lib.so | head` is fine.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// One line per kernel: `NAME size=N [offset:size ...] (source)`.
+fn layouts_text(l: &layouts::Layouts) -> String {
+    let mut out = String::new();
+    for (name, k) in &l.kernels {
+        let slots: Vec<String> = k.params.iter().map(|p| format!("{}:{}", p.offset, p.size)).collect();
+        out += &format!("{name} size={} [{}] ({})\n", k.size, slots.join(" "), k.source);
+    }
+    for c in &l.conflicts {
+        out += &format!("conflict: {c}\n");
+    }
+    out
 }

@@ -13,6 +13,7 @@ mod ioctls;
 mod libcuda;
 mod loader;
 mod nvioctl;
+mod procmem;
 mod reader;
 mod record;
 mod spawn;
@@ -51,7 +52,7 @@ fn main() {
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
-        Some(cli::Command::Image { file, json }) => image_cmd::run(&file, json).map(|_| 0),
+        Some(cli::Command::Image(a)) => image_cmd::run(&a).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };

@@ -81,3 +81,57 @@ fn errors_exit_1_with_the_offset() {
     assert!(err.contains("1 part(s) could not be decoded"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn image_from_a_process_memory() {
+    // This test process holds the image; `tracer image --pid` reads it from
+    // /proc/<pid>/mem (root, or ptrace_scope 0, as for recording).
+    let fat = std::fs::read(fixture("kernels.compress-all.fatbin")).unwrap();
+    let mut held = fat.clone();
+    held.extend(std::iter::repeat_n(0u8, 4096));
+    let dir = std::env::temp_dir().join(format!("tracer-image-pid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("saved.fatbin");
+    let pid = std::process::id().to_string();
+    let addr = format!("{:#x}", held.as_ptr() as u64);
+    let o = tracer(&[
+        "image".as_ref(),
+        "--pid".as_ref(),
+        pid.as_ref(),
+        "--addr".as_ref(),
+        addr.as_ref(),
+        "--save".as_ref(),
+        saved.as_os_str(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("Permission denied") {
+        eprintln!("skipped: no permission to read /proc/{pid}/mem ({err})");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with(&format!("pid {pid} {addr}: Fatbin, 7368 bytes\n")), "{out}");
+    assert!(out.contains("1 containers, 2 cubins, 1 PTX, 22 kernels in cubins; archs sm_80 compute_90 sm_90"), "{out}");
+    assert_eq!(std::fs::read(&saved).unwrap(), fat);
+    std::hint::black_box(&held);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let o = tracer(&["image".as_ref(), "--pid".as_ref(), pid.as_ref(), "--addr".as_ref(), "0x8".as_ref()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("process {pid}: reading 4096 bytes at 0x8: ")), "{err}");
+
+    let o = tracer(&["image".as_ref(), "--pid".as_ref(), pid.as_ref()]);
+    assert_eq!(o.status.code(), Some(2), "clap usage error: --pid requires --addr");
+}
+
+#[test]
+fn layouts_view_for_an_arch() {
+    let f = fixture("kernels.compress-all.fatbin");
+    let o = tracer(&["image".as_ref(), f.as_os_str(), "--layouts".as_ref(), "--arch".as_ref(), "86".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 11, "{out}");
+    assert!(out.contains("\nk_struct size=48 [0:1 8:24 32:3 36:2 40:8] (sm_80 cubin)\n"), "{out}");
+    assert!(out.contains("\nk_noparams size=0 [] (sm_80 cubin)\n"), "{out}");
+}

@@ -10,7 +10,21 @@ use std::cell::Cell;
 
 use proptest::prelude::*;
 
-use super::{decompress, detect, fatbin, image_extent, nvinfo, ptx, report};
+use super::capture::{Memory, capture};
+use super::{decompress, detect, fatbin, image_extent, layouts, nvinfo, ptx, report};
+
+/// The input mapped at 0x10000 of a fake address space.
+struct OneRegion<'a>(&'a [u8]);
+
+impl Memory for OneRegion<'_> {
+    fn read(&mut self, addr: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let off = addr.checked_sub(0x10000).filter(|&o| o < self.0.len() as u64);
+        match off {
+            Some(o) => Ok(self.0[o as usize..(o as usize).saturating_add(len).min(self.0.len())].to_vec()),
+            None => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+        }
+    }
+}
 
 struct Counting;
 
@@ -83,6 +97,9 @@ fn exercise(b: &[u8]) {
     let _ = nvinfo::kernel_from_attrs("k", b);
     let _ = nvinfo::parse_cubin(b);
     let _ = ptx::parse_ptx(b);
+    let _ = layouts::kernel_layouts(b, Some(90));
+    let _ = layouts::kernel_layouts(b, None);
+    let _ = capture(&mut OneRegion(b), 0x10000);
 }
 
 fn fixtures() -> Vec<&'static [u8]> {

@@ -2,12 +2,14 @@
 //! (ELF with `.nv.info` kernel attributes) and PTX text. Pure functions over
 //! byte slices; see docs/cuda-images.md.
 
+pub mod capture;
 pub mod decompress;
 pub mod elf;
 pub mod error;
 pub mod fatbin;
 #[cfg(test)]
 mod fuzz;
+pub mod layouts;
 pub mod nvinfo;
 pub mod ptx;
 pub mod report;
