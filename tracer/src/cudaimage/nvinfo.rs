@@ -322,6 +322,9 @@ pub fn parse_cubin(b: &[u8]) -> Result<CubinInfo> {
             }
         }
     }
+    // Function symbols (STT_FUNC) by name, with their symbol index.
+    let funcs: std::collections::HashMap<&str, (usize, &super::elf::Symbol)> =
+        symbols.iter().enumerate().filter(|(_, y)| y.info & 0xf == 2).map(|(i, y)| (y.name.as_str(), (i, y))).collect();
     let mut kernels = Vec::new();
     for s in &elf.sections {
         let Some(name) = s.name.strip_prefix(".nv.info.") else {
@@ -333,8 +336,7 @@ pub fn parse_cubin(b: &[u8]) -> Result<CubinInfo> {
         let data = elf.bytes_of(s)?;
         let ctx = format!("section {} ({})", s.index, s.name);
         let mut k = kernel_from_attrs(name, data).map_err(|e| e.within(s.offset, &ctx))?;
-        let sym = symbols.iter().enumerate().find(|(_, y)| y.name == name && y.info & 0xf == 2);
-        if let Some((idx, y)) = sym {
+        if let Some(&(idx, y)) = funcs.get(name) {
             k.entry = y.other & STO_CUDA_ENTRY != 0;
             for &(code, val) in per_sym.get(&(idx as u32)).map(|v| v.as_slice()).unwrap_or(&[]) {
                 match code {
