@@ -418,3 +418,44 @@ fn corrupt_nvinfo_names_section_and_offset() {
         "{e}"
     );
 }
+
+/// `cuobjdump --dump-resource-usage`: per function REG and CONSTANT[0], the
+/// size of constant bank 0, which is where the parameters start plus their size.
+#[test]
+fn resource_usage_agrees_with_cbank_layout() {
+    let text = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cuda/cuobjdump-resource-usage.no-compress.fatbin.txt"
+    ));
+    // arch → function → (REG, CONSTANT[0])
+    let mut usage: BTreeMap<u32, BTreeMap<String, (u32, u32)>> = BTreeMap::new();
+    let (mut arch, mut func) = (0u32, String::new());
+    for line in text.lines() {
+        if let Some(a) = line.strip_prefix("arch = sm_") {
+            arch = a.trim().parse().unwrap();
+        } else if let Some(f) = line.strip_prefix(" Function ") {
+            func = f.trim_end_matches(':').to_owned();
+        } else if let Some(rest) = line.strip_prefix("  REG:") {
+            let reg = rest.split_whitespace().next().unwrap().parse().unwrap();
+            let c0 = rest.split("CONSTANT[0]:").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+            usage.entry(arch).or_default().insert(func.clone(), (reg, c0));
+        }
+    }
+    assert_eq!(usage.keys().copied().collect::<Vec<_>>(), vec![80, 90]);
+    let c = fatbin::parse_container(FAT_PLAIN).unwrap();
+    let mut checked = 0;
+    for e in c.entries.iter().filter(|e| e.kind == EntryKind::Cubin) {
+        let cubin = nvinfo::parse_cubin(&e.code().unwrap()).unwrap();
+        let want = &usage[&cubin.arch];
+        assert_eq!(want.len(), 11);
+        let base = if cubin.arch >= 90 { 0x210 } else { 0x160 };
+        for k in &cubin.kernels {
+            let (reg, c0) = want[&k.name];
+            assert_eq!(k.regcount, Some(reg), "sm_{} {}", cubin.arch, k.name);
+            let start = k.cbank_param_offset.map_or(base, u32::from);
+            assert_eq!(start + k.param_size, c0, "sm_{} {}: CONSTANT[0]", cubin.arch, k.name);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 22);
+}
