@@ -1,12 +1,48 @@
 //! `tracer image FILE` / `tracer image --pid PID --addr ADDR`: decode a CUDA
 //! code image (see docs/cuda-images.md).
 use std::io::Write as _;
+use std::path::PathBuf;
 
 use anyhow::Context as _;
+use clap::Args;
 
-use crate::cli::ImageArgs;
 use crate::cudaimage::{capture, layouts, report};
 use crate::procmem::ProcMem;
+
+#[derive(Args, Debug, Clone)]
+pub struct ImageArgs {
+    /// Image file.
+    #[arg(required_unless_present = "pid", conflicts_with = "pid")]
+    pub file: Option<PathBuf>,
+    /// Read the image from this process's memory (at --addr).
+    #[arg(long, value_name = "PID", requires = "addr")]
+    pub pid: Option<u32>,
+    /// Address of the image (or of its fatbin wrapper) in that process, e.g.
+    /// the `code`/`image` argument of a recorded cuLibraryLoadData/cuModuleLoadData.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, requires = "pid")]
+    pub addr: Option<u64>,
+    /// Also write the image bytes read from the process to this file.
+    #[arg(long, value_name = "FILE", requires = "pid")]
+    pub save: Option<PathBuf>,
+    /// Print only each kernel's parameter layout (`NAME size=N offset:size ...`),
+    /// from the entry the driver would load on --arch.
+    #[arg(long)]
+    pub layouts: bool,
+    /// SM version of the GPU for --layouts (90 for H100; default: newest cubin).
+    #[arg(long, value_name = "SM", requires = "layouts")]
+    pub arch: Option<u32>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_addr(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("`{s}` is not an address (decimal or 0x-hex)"))
+}
 
 pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
     let (bytes, name) = match (&a.file, a.pid, a.addr) {
