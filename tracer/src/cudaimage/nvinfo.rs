@@ -468,3 +468,98 @@ fn check_layout(k: &mut KernelInfo, end: u32, cbank_size: Option<u32>, param_cba
         k.warnings.push(format!("CBANK_PARAM_SIZE {a} differs from PARAM_CBANK size {b}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sval(code: u8, v: &[u8]) -> Vec<u8> {
+        let mut r = vec![EIFMT_SVAL, code];
+        r.extend((v.len() as u16).to_le_bytes());
+        r.extend_from_slice(v);
+        r
+    }
+
+    fn kparam(ordinal: u16, offset: u16, bits: u32) -> Vec<u8> {
+        let mut v = 0u32.to_le_bytes().to_vec();
+        v.extend(ordinal.to_le_bytes());
+        v.extend(offset.to_le_bytes());
+        v.extend(bits.to_le_bytes());
+        sval(EIATTR_KPARAM_INFO, &v)
+    }
+
+    #[test]
+    fn hand_built_records_decode() {
+        let mut s = Vec::new();
+        s.extend([EIFMT_NVAL, EIATTR_EXPLICIT_CLUSTER, 0, 0]);
+        s.extend([EIFMT_BVAL, EIATTR_NUM_BARRIERS, 3, 0]);
+        s.extend([EIFMT_HVAL, EIATTR_MAXREG_COUNT, 0x80, 0]);
+        // ordinal 1 at 8, 24 bytes, pointee log2 align 3, space 1, bank 0x1f.
+        s.extend(kparam(1, 8, 3 | (1 << 8) | (0x1f << 12) | (24 << 18)));
+        // ordinal 0 at 0, 1 byte, bit 17: not in the constant bank.
+        s.extend(kparam(0, 0, (1 << 17) | (1 << 18)));
+        let mut cta = Vec::new();
+        for d in [2u32, 1, 1] {
+            cta.extend(d.to_le_bytes());
+        }
+        s.extend(sval(EIATTR_CTA_PER_CLUSTER, &cta));
+        s.extend([EIFMT_HVAL, EIATTR_CBANK_PARAM_SIZE, 0x20, 0]);
+        let mut pc = 5u32.to_le_bytes().to_vec();
+        pc.extend(0x210u16.to_le_bytes());
+        pc.extend(0x20u16.to_le_bytes());
+        s.extend(sval(EIATTR_PARAM_CBANK, &pc));
+        s.extend(sval(0x99, &[1, 2, 3]));
+
+        let k = kernel_from_attrs("k", &s).unwrap();
+        assert!(k.explicit_cluster);
+        assert_eq!(k.num_barriers, Some(3));
+        assert_eq!(k.max_reg_count, Some(0x80));
+        assert_eq!(k.cta_per_cluster, Some([2, 1, 1]));
+        assert_eq!(k.cbank_param_offset, Some(0x210));
+        assert_eq!(k.param_size, 0x20);
+        let p: Vec<_> =
+            k.params.iter().map(|p| (p.ordinal, p.offset, p.size, p.log_align, p.space, p.cbank, p.in_cbank)).collect();
+        assert_eq!(p, vec![(0, 0, 1, 0, 0, Some(0), false), (1, 8, 24, 3, 1, Some(0x1f), true)]);
+        assert_eq!(k.attributes.last().unwrap(), "EIATTR_0x99");
+        assert_eq!(k.attributes[0], "EIATTR_EXPLICIT_CLUSTER");
+        assert!(k.warnings.is_empty(), "{:?}", k.warnings);
+    }
+
+    #[test]
+    fn inconsistent_layouts_are_warned_about() {
+        let mut s = kparam(0, 0, 16 << 18);
+        s.extend(kparam(2, 8, 8 << 18));
+        s.extend([EIFMT_HVAL, EIATTR_CBANK_PARAM_SIZE, 12, 0]);
+        let k = kernel_from_attrs("k", &s).unwrap();
+        assert_eq!(
+            k.warnings,
+            vec![
+                "parameter ordinals are not 0..2: found 2 at position 1".to_owned(),
+                "parameters 0 (0+16) and 2 (at 8) overlap".to_owned(),
+                "parameters end at 16, past the parameter size 12".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_records_name_their_offset() {
+        let e = parse_attrs(&[EIFMT_HVAL, 0x1b, 0, 0, 7, 0x17, 0, 0]).unwrap_err();
+        assert_eq!(e.to_string(), "at offset 0x4: unknown attribute format 7 (1-4 expected) for EIATTR_KPARAM_INFO");
+        let e = parse_attrs(&[EIFMT_HVAL, 0x1b, 0, 0, 4, 0x17]).unwrap_err();
+        assert_eq!(e.to_string(), "at offset 0x4: attribute record truncated: 2 bytes left, 4 needed");
+        let e = parse_attrs(&[EIFMT_SVAL, 0x17, 12, 0, 1, 2]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "at offset 0x2: EIATTR_KPARAM_INFO: value of 12 bytes runs past the end of the section (2 bytes left)"
+        );
+        let e = kernel_from_attrs("k", &sval(EIATTR_KPARAM_INFO, &[0; 8])).unwrap_err();
+        assert_eq!(e.to_string(), "at offset 0x0: EIATTR_KPARAM_INFO: 8 bytes, 12 expected");
+    }
+
+    #[test]
+    fn arch_from_e_flags() {
+        assert_eq!(cubin_arch(8, 0x0600_5a04), 90);
+        assert_eq!(cubin_arch(8, 0x0600_6402), 100);
+        assert_eq!(cubin_arch(7, 0x0050_0550), 80, "ABI v1: low byte");
+    }
+}
