@@ -38,6 +38,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Decode a CUDA code image: a fatbin, cubin or PTX file, or a host
+    /// library/executable with a .nv_fatbin section, or an image in a
+    /// running process's memory (--pid, --addr). Lists the entries and
+    /// architectures and each kernel's parameter layout.
+    Image(crate::image_cmd::ImageArgs),
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,12 +6,15 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+mod cudaimage;
 mod fastline;
+mod image_cmd;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;
 mod loader;
 mod nvioctl;
+mod procmem;
 mod reader;
 mod record;
 mod spawn;
@@ -50,6 +53,7 @@ fn main() {
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
+        Some(cli::Command::Image(a)) => image_cmd::run(&a).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
