@@ -50,6 +50,15 @@ const MODES: &[(&str, Option<&[&str]>)] = &[
     ("tracer_returns_all", Some(&["--returns", "all"])),
 ];
 
+/// Modes of the program-body pass (kernel-measured with --bpf-stats).
+const BODY_MODES: &[(&str, &[&str])] = &[
+    ("empty_entry_return", &["--bench-probe", "empty-return"]),
+    ("filter_only", &["--bench-probe", "filter"]),
+    ("filter_and_ring_record", &["--bench-probe", "ring"]),
+    ("tracer_default", &[]),
+    ("tracer_returns_all", &["--returns", "all"]),
+];
+
 /// Functions of bench.c and whether tracer's default probes them entry-only.
 fn entry_only_by_default(func: &str) -> bool {
     func == "launch"
@@ -82,10 +91,35 @@ pub fn run(o: &Opts) -> Result<()> {
         per_call.push(summarize_calls(func, *threads, o.calls, &samples[ci]));
     }
 
+    // Where the program's time goes: the kernel times each run (--bpf-stats,
+    // which adds its own ~50 ns per run, the same in every mode).
+    let mut body = Vec::new();
+    for func in &o.funcs {
+        for (mode, opts) in BODY_MODES {
+            let mut opts = opts.to_vec();
+            opts.push("--bpf-stats");
+            let v = run_calls(&env, func, o.calls, 1, Some(&opts))?;
+            body.push(json!({ "func": func, "mode": mode, "programs": v["bpf_stats"] }));
+        }
+    }
+
     let mut ceiling = Vec::new();
     let mut biggest: Option<(PathBuf, u64)> = None;
-    for &rate in &o.rates {
-        let (v, trace) = run_ceiling(&env, rate, o.seconds)?;
+    // To the disk (what users get; this VM's page cache takes ~220 MB/s)
+    // and to tmpfs (the collector's own ceiling).
+    let shm = Path::new("/dev/shm/tracer-bench");
+    let mut targets = vec![("disk", env.dir.clone())];
+    if fs::create_dir_all(shm).is_ok() {
+        targets.push(("tmpfs", shm.to_path_buf()));
+    }
+    for (&rate, (medium, dir)) in o.rates.iter().flat_map(|r| targets.iter().map(move |t| (r, t))) {
+        let (mut v, trace) = run_ceiling(&env, dir, rate, o.seconds)?;
+        v["medium"] = json!(medium);
+        if *medium != "disk" {
+            let _ = fs::remove_file(trace);
+            ceiling.push(v);
+            continue;
+        }
         let lines = v["records"].as_u64().unwrap_or(0);
         if biggest.as_ref().is_none_or(|(_, n)| lines > *n) {
             if let Some((old, _)) = biggest.take() {
@@ -112,6 +146,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "calls_per_thread": o.calls,
         "repetitions": o.reps,
         "per_call": per_call,
+        "program_body": body,
         "ceiling": ceiling,
         "readers": readers,
         "command": std::env::args().skip(1).collect::<Vec<_>>().join(" "),
@@ -218,6 +253,15 @@ fn run_calls(env: &Env, func: &str, n: u64, threads: u32, opts: Option<&[&str]>)
         v["lost"] = json!(lost);
         v["collector_cpu_s"] = json!(cpu(&f));
         v["collector_max_rss_kib"] = f["collector"]["max_rss_kib"].clone();
+        v["bpf_stats"] = match f["bpf_stats"].as_object() {
+            Some(m) => m
+                .iter()
+                .filter(|(k, _)| k.starts_with("cu_"))
+                .map(|(k, s)| (k.clone(), s["ns_per_run"].clone()))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+            None => Value::Null,
+        };
     }
     let _ = fs::remove_file(&trace);
     Ok(v)
@@ -261,15 +305,18 @@ fn summarize_calls(func: &str, threads: u32, n: u64, samples: &[Vec<Value>]) -> 
     })
 }
 
-fn vm_rss_kib(pid: u32) -> Option<u64> {
+/// The collector's own memory: anonymous resident pages (its heap). VmRSS
+/// also counts the ring buffer's mapping (file-backed, twice the buffer size
+/// since its pages are mapped twice) once touched.
+fn rss_anon_kib(pid: u32) -> Option<u64> {
     let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok())
+    s.lines().find_map(|l| l.strip_prefix("RssAnon:")).and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// The producer at `rate` records/s for `seconds`; returns the figures and
 /// the trace (left on disk for the readers).
-fn run_ceiling(env: &Env, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
-    let trace = env.dir.join(format!("ceiling_{rate}.jsonl"));
+fn run_ceiling(env: &Env, dir: &Path, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
+    let trace = dir.join(format!("ceiling_{rate}.jsonl"));
     let mut c = tracer_cmd(env, &trace, &["--bench-producer"]);
     c.arg(&env.bench).args(["getppid", &rate.to_string(), &seconds.to_string()]);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -278,7 +325,7 @@ fn run_ceiling(env: &Env, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
     let pid = child.id();
     let mut rss = Vec::new();
     while child.try_wait()?.is_none() {
-        if let Some(k) = vm_rss_kib(pid) {
+        if let Some(k) = rss_anon_kib(pid) {
             rss.push(json!([t0.elapsed().as_secs_f64(), k]));
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -310,9 +357,11 @@ fn run_ceiling(env: &Env, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
         "collector_cpu_s": cpu(&f),
         "collector_cpu_share": cpu(&f) / f["duration_s"].as_f64().unwrap_or(wall),
         "collector_max_rss_kib": f["collector"]["max_rss_kib"],
-        "rss_kib_first": ks.first(),
-        "rss_kib_last": ks.last(),
-        "rss_kib_samples": rss,
+        // Skip the first samples: tracer starting up (loading, before exec).
+        "rss_anon_kib_first": ks.get(2).or(ks.last()),
+        "rss_anon_kib_last": ks.last(),
+        "rss_anon_kib_max": ks.iter().copied().fold(0.0, f64::max),
+        "rss_anon_kib_samples": rss,
         "trace_bytes": bytes,
     });
     println!(
@@ -398,19 +447,32 @@ fn markdown(r: &Value) -> String {
             p["modes"]["tracer_default"]["collector_cpu_ns_per_call"].as_f64().unwrap_or(f64::NAN),
         );
     }
+    s += "\nProgram body (ns per run measured by the kernel with --bpf-stats, 1 thread; includes ~50 ns of the measurement itself):\n\n| function | mode | programs |\n|---|---|---|\n";
+    for b in r["program_body"].as_array().into_iter().flatten() {
+        let progs = b["programs"]
+            .as_object()
+            .map(|m| {
+                m.iter().map(|(k, v)| format!("{k} {:.0}", v.as_f64().unwrap_or(0.0))).collect::<Vec<_>>().join(", ")
+            })
+            .unwrap_or_default();
+        s += &format!("| {} | {} | {} |\n", b["func"].as_str().unwrap_or(""), b["mode"].as_str().unwrap_or(""), progs);
+    }
     s += "\nCollector ceiling (launch records from a getppid() producer, to JSONL on disk):\n\n";
-    s += "| target/s | produced/s | recorded | lost | drain after producer | collector CPU share | RSS first → last (KiB) | max RSS (KiB) |\n|---|---|---|---|---|---|---|---|\n";
+    s += "| to | target/s | produced/s | recorded | lost | drain after producer | collector CPU share | MB/s | anon RSS 1 s → end (max), KiB | max RSS incl. ring mapping (KiB) |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for c in r["ceiling"].as_array().into_iter().flatten() {
         s += &format!(
-            "| {} | {:.0} | {} | {} | {:.2} s | {:.0}% | {} → {} | {} |\n",
+            "| {} | {} | {:.0} | {} | {} | {:.2} s | {:.0}% | {:.0} | {} → {} ({}) | {} |\n",
+            c["medium"].as_str().unwrap_or(""),
             c["target_rate"],
             c["produced_per_s"].as_f64().unwrap_or(0.0),
             c["records"],
             c["lost"],
             c["drain_after_producer_s"].as_f64().unwrap_or(0.0),
             100.0 * c["collector_cpu_share"].as_f64().unwrap_or(0.0),
-            c["rss_kib_first"],
-            c["rss_kib_last"],
+            c["trace_mb_per_s"].as_f64().unwrap_or(0.0),
+            c["rss_anon_kib_first"],
+            c["rss_anon_kib_last"],
+            c["rss_anon_kib_max"],
             c["collector_max_rss_kib"],
         );
     }
