@@ -108,6 +108,21 @@ pub fn power_columns(grid: &Grid, samples: &[(u64, f64)]) -> Vec<Option<(f64, f6
     acc.into_iter().map(|a| a.map(|(lo, hi, sum, n)| (lo, hi, sum / n as f64))).collect()
 }
 
+/// The value at `t` of samples sorted by time, linearly interpolated; None
+/// outside their range. Gives the power curve's ends at a window's edges.
+pub fn value_at(samples: &[(u64, f64)], t: u64) -> Option<f64> {
+    let i = samples.partition_point(|x| x.0 <= t);
+    if i == 0 {
+        return None;
+    }
+    let (ta, va) = samples[i - 1];
+    if ta == t {
+        return Some(va);
+    }
+    let &(tb, vb) = samples.get(i)?;
+    Some(va + (vb - va) * (t - ta) as f64 / (tb - ta) as f64)
+}
+
 /// The idle periods between intervals: the gaps in their union, in order.
 /// Input need not be sorted; intervals may overlap (several streams).
 pub fn idle_gaps(intervals: &mut [(u64, u64)]) -> Vec<u64> {
@@ -265,6 +280,15 @@ mod tests {
         let g = Grid::new(0, 40, 4);
         let s = [(0, 100.0), (5, 200.0), (9, 300.0), (25, 50.0), (40, 999.0), (31, f64::NAN)];
         assert_eq!(power_columns(&g, &s), vec![Some((100.0, 300.0, 200.0)), None, Some((50.0, 50.0, 50.0)), None]);
+    }
+
+    #[test]
+    fn value_at_interpolates_inside_only() {
+        let s = [(10, 100.0), (20, 200.0), (30, 0.0)];
+        assert_eq!(
+            [5, 10, 15, 20, 25, 30, 31].map(|t| value_at(&s, t)),
+            [None, Some(100.0), Some(150.0), Some(200.0), Some(100.0), Some(0.0), None]
+        );
     }
 
     #[test]

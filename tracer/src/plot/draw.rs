@@ -32,7 +32,8 @@ where
     Ok(())
 }
 
-/// Filled rectangle covering pixels x0..x1, y0..y1 (exclusive ends).
+/// Filled rectangle covering pixels x0..x1, y0..y1 (exclusive ends: both
+/// backends fill [x0, x1) × [y0, y1) for a filled rectangle).
 pub fn fill<DB: DrawingBackend>(a: &Area<DB>, x0: i32, y0: i32, x1: i32, y1: i32, c: RGBColor) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
@@ -40,7 +41,7 @@ where
     if x1 <= x0 || y1 <= y0 {
         return Ok(());
     }
-    a.draw(&Rectangle::new([(x0, y0), (x1 - 1, y1 - 1)], c.filled()))?;
+    a.draw(&Rectangle::new([(x0, y0), (x1, y1)], c.filled()))?;
     Ok(())
 }
 

@@ -289,9 +289,12 @@ impl Builder {
             Gaps {
                 title: format!("GPU idle gaps — {file}"),
                 notes: vec![format!(
-                    "Periods in which no stream of a GPU was busy, between its first and last interval ({how}), {} \
-                     GPU(s) together.",
-                    by_dev.len()
+                    "Periods in which no stream of the GPU was busy, between its first and last interval ({how}){}.",
+                    if by_dev.len() > 1 {
+                        format!("; the gaps of {} GPUs together", by_dev.len())
+                    } else {
+                        String::new()
+                    }
                 )],
                 gaps_ns: all,
             }
@@ -369,19 +372,30 @@ pub fn plural(n: u64, what: &str) -> String {
 }
 
 /// Energy in J between `a` and `b` from a cumulative counter in mJ, linearly
-/// interpolated between samples; None if the samples do not cover [a, b].
+/// interpolated between samples, and extrapolated from the first or last two
+/// samples up to two sampling intervals beyond them (a phase that ends a few
+/// ms after the last sample); None if the samples do not cover [a, b].
 pub fn energy_j(counter: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
+    let n = counter.len();
     let at = |t: u64| -> Option<f64> {
         let i = counter.partition_point(|x| x.0 <= t);
-        if i == 0 {
+        if i > 0 && counter[i - 1].0 == t {
+            return Some(counter[i - 1].1);
+        }
+        if n < 2 {
             return None;
         }
-        let (ta, ea) = counter[i - 1];
-        if ta == t {
-            return Some(ea);
+        // The segment to interpolate on (or extrapolate from).
+        let j = i.clamp(1, n - 1);
+        let ((ta, ea), (tb, eb)) = (counter[j - 1], counter[j]);
+        if tb <= ta {
+            return None;
         }
-        let &(tb, eb) = counter.get(i)?;
-        Some(ea + (eb - ea) * (t - ta) as f64 / (tb - ta) as f64)
+        let outside = if t < ta { ta - t } else { t.saturating_sub(tb) };
+        if outside > 2 * (tb - ta) {
+            return None;
+        }
+        Some(ea + (eb - ea) * (t as f64 - ta as f64) / (tb - ta) as f64)
     };
     Some((at(b)? - at(a)?) / 1000.0)
 }
@@ -467,12 +481,14 @@ mod tests {
         // Gaps of the union of GPU 0's streams: [3500,4500) [5500,6000) -> one gap of 1000 ns.
         assert_eq!(d.gaps.gaps_ns, vec![1_000]);
         assert!(d.gaps.title.starts_with("GPU idle gaps"));
-        // Energy: counter 1000 mJ at 2 µs, 1600 mJ at 8 µs: load (2..6 µs) 0.4 J, run (6..10 µs) not covered.
+        // Energy: counter 1000 mJ at 2 µs, 1600 mJ at 8 µs: load (2..6 µs) 0.4 J, run (6..10 µs) 0.4 J
+        // (extrapolated 2 µs past the last sample, within two sampling intervals).
         let bars: Vec<_> = d.phases.bars.iter().map(|b| (b.label.as_str(), b.seconds, b.joules)).collect();
         assert_eq!(bars.len(), 2);
         assert_eq!((bars[0].0, bars[0].1), ("load", 4e-6));
         assert!((bars[0].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[0]);
-        assert_eq!(bars[1], ("run", 4e-6, None));
+        assert_eq!((bars[1].0, bars[1].1), ("run", 4e-6));
+        assert!((bars[1].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[1]);
     }
 
     #[test]
@@ -508,7 +524,9 @@ mod tests {
         let c = [(0, 0.0), (10, 1000.0), (20, 3000.0)];
         assert_eq!(energy_j(&c, 0, 20), Some(3.0));
         assert_eq!(energy_j(&c, 5, 15), Some(1.5));
-        assert_eq!(energy_j(&c, 5, 25), None);
+        assert_eq!(energy_j(&c, 5, 25), Some(3.5)); // 5 ns past the last sample: extrapolated
+        assert_eq!(energy_j(&c, 5, 41), None); // 21 ns past it: more than two intervals
+        assert_eq!(energy_j(&c[..1], 0, 5), None);
         let p = [(0, 100.0), (1_000_000_000, 300.0)];
         assert_eq!(integrate_power(&p, 0, 1_000_000_000), Some(200.0));
         assert_eq!(integrate_power(&p, 500_000_000, 1_000_000_000), Some(125.0));

@@ -62,7 +62,7 @@ where
         None => "no gaps".to_string(),
         Some(s) => format!(
             "{} gaps, {} in total; median {}, p90 {}, p99 {}, longest {}",
-            s.count,
+            thousands(s.count),
             fmt_ns(s.total_ns as f64),
             fmt_ns(s.median_ns as f64),
             fmt_ns(s.p90_ns as f64),

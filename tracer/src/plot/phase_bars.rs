@@ -68,7 +68,7 @@ where
     }
     let lf = font(12.5);
     for (i, b) in bars.iter().enumerate() {
-        let y = top + i as i32 * (BAR_H + BAR_GAP);
+        let y = top + i as i32 * (BAR_H + BAR_GAP) + BAR_GAP / 2;
         text(a, &elide(&lf, &b.label, (LABEL_W - 24) as u32), (LABEL_W - 10, y + BAR_H / 2), 12.5, TEXT, RIGHT)?;
     }
     let total_s: f64 = bars.iter().map(|b| b.seconds).sum();

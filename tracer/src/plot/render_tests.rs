@@ -165,7 +165,10 @@ fn render_10m() {
     let t = Instant::now();
     let (tl, gaps) = synth::timeline(10_000_000, 16);
     println!("built {} slices in {:.2} s", synth::slice_count(&tl), t.elapsed().as_secs_f64());
-    let dir = tmpdir("10m");
+    // TRACER_PLOT_KEEP=DIR keeps the images there, to look at them.
+    let keep = std::env::var_os("TRACER_PLOT_KEEP").map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| tmpdir("10m"));
+    std::fs::create_dir_all(&dir).unwrap();
     let o = timeline::Opts::default();
     for ext in ["png", "svg"] {
         let p = dir.join(format!("t.{ext}"));
@@ -178,5 +181,7 @@ fn render_10m() {
     save(&p, gap_hist::size(&gaps, 1400), |a| gap_hist::draw(a, &gaps, 1400), |a| gap_hist::draw(a, &gaps, 1400))
         .unwrap();
     println!("gap histogram png ({} gaps): {:.2} s", gaps.gaps_ns.len(), t.elapsed().as_secs_f64());
-    std::fs::remove_dir_all(&dir).unwrap();
+    if keep.is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 
 use super::axis::nice_ticks;
-use super::bins::{Grid, Row, coverage, power_columns, select_rows};
+use super::bins::{Grid, Row, coverage, power_columns, select_rows, value_at};
 use super::draw::*;
 use super::input::{Kind, Mark, Timeline};
 use super::style::*;
@@ -32,7 +32,10 @@ const ROW_H: i32 = 18;
 const ROW_GAP: i32 = 5;
 const SECTION_H: i32 = 24;
 const PHASE_H: i32 = 24;
-const MARK_H: i32 = 18;
+/// The markers band: free marks (triangle, label) in the upper 16 px,
+/// iteration ticks in the lower 9 px.
+const MARK_H: i32 = 26;
+const MARK_LABEL_H: i32 = 16;
 const POWER_H: i32 = 170;
 const AXIS_H: i32 = 48;
 const LEGEND_H: i32 = 56;
@@ -162,18 +165,24 @@ where
         for m in tl.marks.iter().filter(|m| m.iteration).filter(visible) {
             let x = px(m.ts_ns);
             if x != last_tick {
-                vline(a, x, y + 2, y + MARK_H - 2, RGBColor(60, 60, 60))?;
+                vline(a, x, y + MARK_LABEL_H + 1, y + MARK_H - 1, RGBColor(60, 60, 60))?;
                 last_tick = x;
             }
         }
-        let f = font(11.5);
-        let mut free_from = i32::MIN;
-        for m in tl.marks.iter().filter(|m| !m.iteration).filter(visible) {
-            let x = px(m.ts_ns);
+        // Triangles first; a label goes right of its triangle only where it
+        // reaches neither the next triangle nor the previous label.
+        let f = font(12.0);
+        let xs: Vec<(i32, &str)> =
+            tl.marks.iter().filter(|m| !m.iteration).filter(visible).map(|m| (px(m.ts_ns), m.label.as_str())).collect();
+        for &(x, _) in &xs {
             a.draw(&Polygon::new(vec![(x - 4, y + 1), (x + 4, y + 1), (x, y + 8)], RGBColor(200, 30, 30).filled()))?;
-            let w = text_width(&f, &m.label) as i32;
-            if x + 6 >= free_from && x + 6 + w <= l.x1 {
-                text(a, &m.label, (x + 6, y + MARK_H / 2), 11.5, TEXT, LEFT)?;
+        }
+        let mut free_from = i32::MIN;
+        for (i, &(x, label)) in xs.iter().enumerate() {
+            let w = text_width(&f, label) as i32;
+            let next = xs.get(i + 1).map_or(l.x1, |n| n.0 - 5);
+            if x + 6 >= free_from && x + 6 + w <= next {
+                text(a, label, (x + 6, y + MARK_LABEL_H / 2 + 1), 12.0, TEXT, LEFT)?;
                 free_from = x + 6 + w + 8;
             }
         }
@@ -374,7 +383,15 @@ where
     for (i, cols) in series.iter().enumerate() {
         let color = power_color(i);
         let band = pale(color);
+        // The curve runs to the window's edges, interpolated from the samples beyond them.
         let mut pts = Vec::new();
+        let edge = |t: u64| value_at(&tl.power[i].samples, t);
+        let first_col = cols.iter().position(Option::is_some);
+        if first_col != Some(0)
+            && let Some(v) = edge(grid.t0)
+        {
+            pts.push((l.x0, py(v)));
+        }
         for (c, v) in cols.iter().enumerate() {
             if let Some((lo, hi, mean)) = *v {
                 let x = l.x0 + c as i32;
@@ -383,6 +400,11 @@ where
                 }
                 pts.push((x, py(mean)));
             }
+        }
+        if cols.last().is_some_and(Option::is_none)
+            && let Some(v) = edge(grid.t1)
+        {
+            pts.push((l.x1, py(v)));
         }
         if pts.len() == 1 {
             a.draw(&Circle::new(pts[0], 2, color.filled()))?;
