@@ -226,8 +226,8 @@ impl Builder {
         )];
         if derived {
             tl_notes.push(
-                "No phase markers in this trace: phases derived from the calls (start-up until the first driver call, \
-                 CUDA set-up until the first kernel launch, kernels until the last launch returns, then shutdown)."
+                "No phase markers: phases derived from the calls (start-up | first driver call: CUDA set-up | first \
+                 launch: kernels | last launch: shutdown)."
                     .to_string(),
             );
         }

@@ -96,6 +96,7 @@ where
     text(a, "(count,", (12, top1 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
     text(a, "log scale)", (12, top1 + PANEL_H / 2 + 24), 12.0, MUTED, LEFT)?;
     let bar_color = RGBColor(55, 110, 170);
+    let mut free_from = i32::MIN;
     for b in &buckets {
         if b.count == 0 {
             continue;
@@ -103,10 +104,7 @@ where
         let (xa, xb) = bucket_px(b, &px);
         let y = py1(b.count as f64);
         fill(a, xa + 1, y, xb - 1, top1 + PANEL_H, end_color(b, bar_color))?;
-        let label = thousands(b.count);
-        if text_width(&font(11.0), &label) as i32 <= xb - xa {
-            text(a, &label, ((xa + xb) / 2, y - 8), 11.0, TEXT, CENTER)?;
-        }
+        free_from = bar_label(a, &thousands(b.count), (xa + xb) / 2, y - 8, free_from)?;
     }
 
     // Time per bucket, linear.
@@ -124,9 +122,10 @@ where
         text(a, &format!("{v:.dec$}"), (x0 - 8, py2(v)), 12.0, TEXT, RIGHT)?;
         v += step;
     }
-    text(a, "idle time", (12, top2 + PANEL_H / 2 - 9), 13.5, TEXT, LEFT)?;
+    text(a, "time in gaps", (12, top2 + PANEL_H / 2 - 9), 13.5, TEXT, LEFT)?;
     text(a, &format!("({unit})"), (12, top2 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
     let time_color = RGBColor(200, 95, 40);
+    let mut free_from = i32::MIN;
     for b in &buckets {
         if b.total_ns == 0 {
             continue;
@@ -134,10 +133,7 @@ where
         let (xa, xb) = bucket_px(b, &px);
         let y = py2(b.total_ns as f64 / div).min(top2 + PANEL_H - 1);
         fill(a, xa + 1, y, xb - 1, top2 + PANEL_H, end_color(b, time_color))?;
-        let label = fmt_ns(b.total_ns as f64);
-        if text_width(&font(11.0), &label) as i32 <= xb - xa {
-            text(a, &label, ((xa + xb) / 2, y - 8), 11.0, TEXT, CENTER)?;
-        }
+        free_from = bar_label(a, &fmt_ns(b.total_ns as f64), (xa + xb) / 2, y - 8, free_from)?;
     }
 
     // The shared x axis under the lower panel.
@@ -158,6 +154,20 @@ where
     text(a, "≥ 10 s", (px(10.0 + END_W / 2.0), ya + 24), 11.0, MUTED, TOP_CENTER)?;
     text(a, "gap length (log scale; buckets 1-2-5 per decade)", ((x0 + x1) / 2, ya + 44), 13.0, TEXT, TOP_CENTER)?;
     Ok(())
+}
+
+/// A value centred over its bar, left out where it would touch the previous
+/// label; returns where the next label may start.
+fn bar_label<DB: DrawingBackend>(a: &Area<DB>, s: &str, x: i32, y: i32, free_from: i32) -> anyhow::Result<i32>
+where
+    DB::ErrorType: 'static,
+{
+    let w = text_width(&font(12.0), s) as i32;
+    if x - w / 2 < free_from {
+        return Ok(free_from);
+    }
+    text(a, s, (x, y), 12.0, TEXT, CENTER)?;
+    Ok(x + w / 2 + 6)
 }
 
 /// Width, in decades, of the open-ended buckets drawn at both ends.

@@ -83,14 +83,25 @@ pub fn zoom(tl: &mut input::Timeline, from_s: Option<f64>, to_s: Option<f64>) ->
     Ok(())
 }
 
-/// Writes the three figures for `data` into `dir` as `<stem>_timeline.<ext>`,
-/// `<stem>_gaps.<ext>` and `<stem>_phases.<ext>`; returns the paths.
+/// "_21.75-22.5s" for a zoomed timeline (so it does not replace the whole
+/// one), "" otherwise.
+pub fn window_suffix(o: &Opts) -> String {
+    if o.from_s.is_none() && o.to_s.is_none() {
+        return String::new();
+    }
+    let f = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+    format!("_{}-{}s", f(o.from_s), f(o.to_s))
+}
+
+/// Writes the three figures for `data` into `dir` as `<stem>_timeline.<ext>`
+/// (`<stem>_timeline_<from>-<to>s.<ext>` when zoomed), `<stem>_gaps.<ext>`
+/// and `<stem>_phases.<ext>`; returns the paths.
 pub fn write_all(data: &from_trace::PlotData, dir: &Path, stem: &str, o: &Opts) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
     let tl_opts = timeline::Opts { width: o.width, max_threads: o.max_threads, ..Default::default() };
     let mut out = Vec::new();
     for ext in o.format.exts() {
-        let p = dir.join(format!("{stem}_timeline.{ext}"));
+        let p = dir.join(format!("{stem}_timeline{}.{ext}", window_suffix(o)));
         let tl = &data.timeline;
         save(
             &p,
@@ -152,5 +163,9 @@ mod tests {
         assert_eq!(stem(Path::new("traces/transformer_inference.jsonl.gz")), "transformer_inference");
         assert_eq!(stem(Path::new("run.jsonl")), "run");
         assert_eq!(stem(Path::new("x")), "x");
+        let o = |from_s, to_s| Opts { format: Format::Png, width: 800, max_threads: 4, from_s, to_s };
+        assert_eq!(window_suffix(&o(None, None)), "");
+        assert_eq!(window_suffix(&o(Some(21.75), Some(22.5))), "_21.75-22.5s");
+        assert_eq!(window_suffix(&o(Some(3.0), None)), "_3-s");
     }
 }

@@ -98,7 +98,7 @@ fn small_timeline_png_and_svg() {
     }
     assert_eq!((read_png(&gp).0, read_png(&gp).1), gap_hist::size(&gaps, 1200));
     let (texts, _) = read_svg(&gs);
-    for want in ["gap length (log scale; buckets 1-2-5 per decade)", "1 µs", "1 ms", "10 s", "gaps", "idle time"] {
+    for want in ["gap length (log scale; buckets 1-2-5 per decade)", "1 µs", "1 ms", "10 s", "gaps", "time in gaps"] {
         assert!(has(&texts, want), "{want:?} not in {texts:?}");
     }
     let bars = PhaseBars {

@@ -28,7 +28,7 @@ impl Default for Opts {
 
 const LABEL_W: i32 = 250;
 const RIGHT_M: i32 = 30;
-const ROW_H: i32 = 18;
+const ROW_H: i32 = 20;
 const ROW_GAP: i32 = 5;
 const SECTION_H: i32 = 24;
 const PHASE_H: i32 = 24;
@@ -284,8 +284,8 @@ where
     Ok(())
 }
 
-/// Per column: a pale full-height tint in the dominant kind's colour where
-/// anything happened, and solid stacked segments whose heights are the
+/// Per column: a pale full-height tint (in the colour of the row's dominant
+/// kind) where anything happened, and solid stacked segments whose heights are the
 /// kinds' shares of the column's time. Equal neighbouring columns are drawn
 /// as one rectangle.
 fn draw_row<DB: DrawingBackend>(
@@ -299,12 +299,19 @@ where
     DB::ErrorType: 'static,
 {
     let ncols = cov.len() / Kind::COUNT;
-    // Per column: (dominant kind or none, segment heights in px per kind).
+    // The tint is the row's dominant kind (over all columns), so that a row
+    // mixing kinds does not flicker from column to column.
+    let mut row_total = [0f64; Kind::COUNT];
     for (i, &v) in cov.iter().enumerate() {
+        row_total[i % Kind::COUNT] += v;
         if v > 0.0 {
             present[i % Kind::COUNT] = true;
         }
     }
+    let tint = pale(kind_color(
+        Kind::ALL[(0..Kind::COUNT).max_by(|&i, &j| row_total[i].total_cmp(&row_total[j])).unwrap_or(0)],
+    ));
+    // Per column: (dominant kind or none, segment heights in px per kind).
     let cols: Vec<(Option<usize>, [u8; Kind::COUNT])> =
         (0..ncols).map(|c| column_segments(&cov[c * Kind::COUNT..(c + 1) * Kind::COUNT], ROW_H)).collect();
     let mut start = 0;
@@ -314,9 +321,9 @@ where
             end += 1;
         }
         let (dom, segs) = cols[start];
-        if let Some(d) = dom {
+        if dom.is_some() {
             let (xa, xb) = (x0 + start as i32, x0 + end as i32);
-            fill(a, xa, y, xb, y + ROW_H, pale(kind_color(Kind::ALL[d])))?;
+            fill(a, xa, y, xb, y + ROW_H, tint)?;
             let mut bottom = y + ROW_H;
             for (k, &h) in segs.iter().enumerate() {
                 if h > 0 {
