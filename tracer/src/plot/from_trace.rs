@@ -13,14 +13,6 @@ use super::bins::idle_gaps;
 use super::gap_hist::thousands;
 use super::input::*;
 
-/// The three figures' inputs.
-#[derive(Debug, Default)]
-pub struct PlotData {
-    pub timeline: Timeline,
-    pub gaps: Gaps,
-    pub phases: PhaseBars,
-}
-
 /// (ts, value) pairs.
 type Samples = Vec<(u64, f64)>;
 
@@ -531,5 +523,47 @@ mod tests {
         assert_eq!(integrate_power(&p, 0, 1_000_000_000), Some(200.0));
         assert_eq!(integrate_power(&p, 500_000_000, 1_000_000_000), Some(125.0));
         assert_eq!(integrate_power(&p, 0, 2_000_000_000), None);
+    }
+}
+
+#[cfg(test)]
+mod committed_traces {
+    use super::*;
+
+    fn trace(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces").join(name)
+    }
+
+    /// Stable figures of the committed GPT-2 recording (no markers, power or GPU lines).
+    #[test]
+    fn transformer_inference() {
+        let d = load(&trace("transformer_inference.jsonl.gz")).unwrap();
+        let tl = &d.timeline;
+        assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (32_839_643_988, 32_839_643_988, 56_565_059_521));
+        let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, vec!["tid 445 (main) · 29,290 calls"]);
+        assert!(tl.gpu.is_empty() && tl.power.is_empty() && tl.marks.is_empty());
+        // Calls per colour: launches, synchronize, memcpy/memset, alloc/free, other.
+        let kinds: Vec<_> =
+            Kind::ALL.iter().map(|k| tl.threads[0].slices.iter().filter(|s| s.kind == *k).count()).collect();
+        assert_eq!(kinds, vec![22_758, 328, 1_114, 24, 5_066, 0, 0]);
+        let p: Vec<_> = tl.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
+        assert_eq!(
+            p,
+            vec![
+                ("start-up (no driver calls)", 32_839_643_988, 47_426_297_489),
+                ("CUDA set-up", 47_426_297_489, 50_738_423_805),
+                ("kernels", 50_738_423_805, 55_277_940_286),
+                ("shutdown", 55_277_940_286, 56_565_059_521)
+            ]
+        );
+        // Without GPU lines: the gaps between driver calls (one thread, calls never overlap).
+        assert!(d.gaps.title.starts_with("Gaps between CUDA driver calls"));
+        let g = &d.gaps.gaps_ns;
+        assert_eq!(
+            (g.len(), g.iter().sum::<u64>(), g.iter().max().copied()),
+            (29_289, 7_973_263_443, Some(2_921_375_586))
+        );
+        assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
     }
 }

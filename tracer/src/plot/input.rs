@@ -88,6 +88,14 @@ pub struct PowerSeries {
     pub samples: Vec<(u64, f64)>,
 }
 
+/// The three figures' inputs.
+#[derive(Debug, Default)]
+pub struct PlotData {
+    pub timeline: Timeline,
+    pub gaps: Gaps,
+    pub phases: PhaseBars,
+}
+
 /// Figure 1: everything on one time axis.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {

@@ -96,7 +96,7 @@ pub fn window_suffix(o: &Opts) -> String {
 /// Writes the three figures for `data` into `dir` as `<stem>_timeline.<ext>`
 /// (`<stem>_timeline_<from>-<to>s.<ext>` when zoomed), `<stem>_gaps.<ext>`
 /// and `<stem>_phases.<ext>`; returns the paths.
-pub fn write_all(data: &from_trace::PlotData, dir: &Path, stem: &str, o: &Opts) -> anyhow::Result<Vec<PathBuf>> {
+pub fn write_all(data: &input::PlotData, dir: &Path, stem: &str, o: &Opts) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
     let tl_opts = timeline::Opts { width: o.width, max_threads: o.max_threads, ..Default::default() };
     let mut out = Vec::new();
