@@ -56,7 +56,7 @@ where
     a.fill(&WHITE)?;
     let (w, _) = size(g, width);
     let (x0, x1) = (LEFT_W, w as i32 - RIGHT_M);
-    text(a, &g.title, (12, 8), 18.0, TEXT, TOP_LEFT)?;
+    text(a, &elide(&font(18.0), &g.title, w - 24), (12, 8), 18.0, TEXT, TOP_LEFT)?;
     let mut notes = g.notes.clone();
     notes.push(match gap_stats(&g.gaps_ns) {
         None => "no gaps".to_string(),
@@ -96,7 +96,7 @@ where
     text(a, "(count,", (12, top1 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
     text(a, "log scale)", (12, top1 + PANEL_H / 2 + 24), 12.0, MUTED, LEFT)?;
     let bar_color = RGBColor(55, 110, 170);
-    let mut free_from = i32::MIN;
+    let mut bars = Vec::new();
     for b in &buckets {
         if b.count == 0 {
             continue;
@@ -104,8 +104,9 @@ where
         let (xa, xb) = bucket_px(b, &px);
         let y = py1(b.count as f64);
         fill(a, xa + 1, y, xb - 1, top1 + PANEL_H, end_color(b, bar_color))?;
-        free_from = bar_label(a, &thousands(b.count), (xa + xb) / 2, y - 8, free_from)?;
+        bars.push((xa, xb, y, thousands(b.count)));
     }
+    bar_labels(a, &bars, top1)?;
 
     // Time per bucket, linear.
     let max_t = buckets.iter().map(|b| b.total_ns).max().unwrap_or(0);
@@ -125,7 +126,7 @@ where
     text(a, "time in gaps", (12, top2 + PANEL_H / 2 - 9), 13.5, TEXT, LEFT)?;
     text(a, &format!("({unit})"), (12, top2 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
     let time_color = RGBColor(200, 95, 40);
-    let mut free_from = i32::MIN;
+    let mut bars = Vec::new();
     for b in &buckets {
         if b.total_ns == 0 {
             continue;
@@ -133,8 +134,9 @@ where
         let (xa, xb) = bucket_px(b, &px);
         let y = py2(b.total_ns as f64 / div).min(top2 + PANEL_H - 1);
         fill(a, xa + 1, y, xb - 1, top2 + PANEL_H, end_color(b, time_color))?;
-        free_from = bar_label(a, &fmt_ns(b.total_ns as f64), (xa + xb) / 2, y - 8, free_from)?;
+        bars.push((xa, xb, y, fmt_ns(b.total_ns as f64)));
     }
+    bar_labels(a, &bars, top2)?;
 
     // The shared x axis under the lower panel.
     let ya = top2 + PANEL_H;
@@ -156,18 +158,24 @@ where
     Ok(())
 }
 
-/// A value centred over its bar, left out where it would touch the previous
-/// label; returns where the next label may start.
-fn bar_label<DB: DrawingBackend>(a: &Area<DB>, s: &str, x: i32, y: i32, free_from: i32) -> anyhow::Result<i32>
+/// Each bar's value centred over it, above every bar the text spans (so no
+/// bar hides it); left out where it would touch the previous value.
+fn bar_labels<DB: DrawingBackend>(a: &Area<DB>, bars: &[(i32, i32, i32, String)], top: i32) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let w = text_width(&font(12.0), s) as i32;
-    if x - w / 2 < free_from {
-        return Ok(free_from);
+    let mut free_from = i32::MIN;
+    for (xa, xb, _, s) in bars {
+        let w = text_width(&font(12.0), s) as i32;
+        let (l, r) = ((xa + xb) / 2 - w / 2, (xa + xb) / 2 + w / 2);
+        if l < free_from {
+            continue;
+        }
+        let y = bars.iter().filter(|b| b.0 <= r && b.1 >= l).map(|b| b.2).min().unwrap_or(top);
+        text(a, s, ((xa + xb) / 2, (y - 8).max(top + 6)), 12.0, TEXT, CENTER)?;
+        free_from = r + 6;
     }
-    text(a, s, (x, y), 12.0, TEXT, CENTER)?;
-    Ok(x + w / 2 + 6)
+    Ok(())
 }
 
 /// Width, in decades, of the open-ended buckets drawn at both ends.

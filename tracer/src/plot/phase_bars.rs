@@ -51,7 +51,7 @@ where
     a.fill(&WHITE)?;
     let (w, _) = size(p, width);
     let w = w as i32;
-    text(a, &p.title, (12, 8), 18.0, TEXT, TOP_LEFT)?;
+    text(a, &elide(&font(18.0), &p.title, (w - 24) as u32), (12, 8), 18.0, TEXT, TOP_LEFT)?;
     for (i, n) in p.notes.iter().enumerate() {
         let s = elide(&font(12.5), n, (w - 24) as u32);
         text(a, &s, (12, 34 + 17 * i as i32), 12.5, MUTED, TOP_LEFT)?;

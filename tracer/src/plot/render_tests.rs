@@ -68,6 +68,10 @@ fn small_timeline_png_and_svg() {
     let (w, h, rgb) = read_png(&png);
     assert_eq!((w, h), timeline::size(&tl, &o));
     assert_eq!(w, 1600);
+    // At 600 px the legend (five kinds) wraps onto a second line: the figure gets taller.
+    let narrow = timeline::Opts { width: 600, ..o };
+    assert_eq!(timeline::kinds_present(&tl).len(), 5);
+    assert_eq!(timeline::size(&tl, &narrow), (600, h + 22));
     // Each kind present is drawn in its colour somewhere (slices and legend swatch).
     for k in [Kind::Launch, Kind::GpuMeasured, Kind::GpuInferred] {
         assert!(count_color(&rgb, kind_color(k)) > 0, "{k:?}");

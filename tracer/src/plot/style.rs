@@ -24,6 +24,8 @@ pub fn register_font() {
 /// renderer places each glyph at `trunc(size / 2 + glyph top)`, so odd or
 /// fractional sizes move some glyphs (the period, the comma) a pixel up.
 pub fn font(size: f64) -> TextStyle<'static> {
+    // Registered before first use, also when only measuring text (layout).
+    register_font();
     TextStyle::from((FAMILY, ((size / 2.0).round() * 2.0).max(2.0)))
 }
 

@@ -26,7 +26,10 @@ impl Default for Opts {
     }
 }
 
-const LABEL_W: i32 = 250;
+/// The label column: a fifth of the width, 140 to 250 px.
+fn label_w(width: i32) -> i32 {
+    (width / 5).clamp(140, 250)
+}
 const RIGHT_M: i32 = 30;
 const ROW_H: i32 = 20;
 const ROW_GAP: i32 = 5;
@@ -38,7 +41,7 @@ const MARK_H: i32 = 26;
 const MARK_LABEL_H: i32 = 16;
 const POWER_H: i32 = 170;
 const AXIS_H: i32 = 48;
-const LEGEND_H: i32 = 56;
+const LEGEND_LINE_H: i32 = 22;
 
 struct Layout<'a> {
     width: i32,
@@ -55,6 +58,8 @@ struct Layout<'a> {
     y_power: i32,
     y_axis: i32,
     y_legend: i32,
+    /// Legend entries, line by line.
+    legend: Vec<Vec<Kind>>,
     height: i32,
 }
 
@@ -71,9 +76,10 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
     let y_power = y_gpu + rows_h(gpu_rows.len()) + 6;
     let y_axis = y_power + if tl.power.is_empty() { 0 } else { POWER_H + 8 };
     let y_legend = y_axis + AXIS_H;
+    let legend = legend_lines(&kinds_present(tl), width - 24);
     Layout {
         width,
-        x0: LABEL_W,
+        x0: label_w(width),
         x1: width - RIGHT_M,
         title_h,
         cpu_rows,
@@ -85,8 +91,39 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
         y_power,
         y_axis,
         y_legend,
-        height: y_legend + LEGEND_H,
+        height: y_legend + LEGEND_LINE_H * legend.len().max(1) as i32 + 30,
+        legend,
     }
+}
+
+/// The kinds of the slices that overlap the drawn window, in legend order.
+pub fn kinds_present(tl: &Timeline) -> Vec<Kind> {
+    let mut seen = [false; Kind::COUNT];
+    for t in tl.threads.iter().chain(tl.gpu.iter()) {
+        for s in &t.slices {
+            if s.end_ns > tl.t0_ns && s.start_ns < tl.t1_ns && s.end_ns > s.start_ns {
+                seen[s.kind.index()] = true;
+            }
+        }
+    }
+    Kind::ALL.into_iter().filter(|k| seen[k.index()]).collect()
+}
+
+/// Legend entries split into lines no wider than `max_w` px.
+fn legend_lines(kinds: &[Kind], max_w: i32) -> Vec<Vec<Kind>> {
+    let f = font(13.0);
+    let mut lines: Vec<Vec<Kind>> = vec![];
+    let mut x = 0;
+    for &k in kinds {
+        let w = 19 + text_width(&f, k.name()) as i32 + 22;
+        if lines.is_empty() || (x + w > max_w && x > 0) {
+            lines.push(vec![]);
+            x = 0;
+        }
+        lines.last_mut().unwrap().push(k);
+        x += w;
+    }
+    lines
 }
 
 /// The figure's size in pixels for these options.
@@ -115,14 +152,14 @@ where
     let px_s = |s: f64| -> i32 { l.x0 + ((s - lo_s) / (hi_s - lo_s) * (l.x1 - l.x0) as f64).round() as i32 };
 
     // Title and notes.
-    text(a, &tl.title, (12, 8), 18.0, TEXT, TOP_LEFT)?;
+    text(a, &elide(&font(18.0), &tl.title, (l.width - 24) as u32), (12, 8), 18.0, TEXT, TOP_LEFT)?;
     for (i, n) in tl.notes.iter().enumerate() {
         let s = elide(&font(12.5), n, (l.width - 24) as u32);
         text(a, &s, (12, 34 + 17 * i as i32), 12.5, MUTED, TOP_LEFT)?;
     }
 
     // Vertical grid lines at the time ticks, over the whole height of the plot.
-    let (step, ticks) = nice_ticks(lo_s, hi_s, ((l.x1 - l.x0) / 110).max(2) as usize);
+    let (step, ticks) = nice_ticks(lo_s, hi_s, ((l.x1 - l.x0) / 90).max(2) as usize);
     let grid_top = l.title_h;
     let grid_bottom = l.y_axis - 4;
     for &t in &ticks {
@@ -189,7 +226,6 @@ where
     }
 
     // Rows.
-    let mut present = [false; Kind::COUNT];
     draw_section(
         a,
         &l,
@@ -197,7 +233,6 @@ where
         l.y_cpu,
         "CPU: CUDA driver calls per thread",
         &l.cpu_rows,
-        &mut present,
         "no driver calls in this trace",
     )?;
     draw_section(
@@ -207,7 +242,6 @@ where
         l.y_gpu,
         "GPU: busy per device and stream",
         &l.gpu_rows,
-        &mut present,
         "no GPU intervals: record with --gpu-timestamps for measured ones",
     )?;
 
@@ -227,16 +261,19 @@ where
     }
     text(a, &format!("time since start of trace ({unit})"), ((l.x0 + l.x1) / 2, ya + 24), 13.0, TEXT, TOP_CENTER)?;
 
-    // Legend.
-    let y = l.y_legend + 12;
-    let mut x = l.x0;
-    for k in Kind::ALL {
-        if present[k.index()] {
+    // Legend: at the plot's left edge when it fits in one line, else from the figure's edge.
+    let x_start = if l.legend.len() <= 1 { l.x0 } else { 12 };
+    let mut y = l.y_legend + 12;
+    for line in &l.legend {
+        let mut x = x_start;
+        for &k in line {
             x = legend_item(a, x, y, kind_color(k), k.name())?;
         }
+        y += LEGEND_LINE_H;
     }
     let note = "Each pixel column: pale = some activity in that time, solid height = share of the time busy.";
-    text(a, note, (l.x0, y + 22), 12.0, MUTED, LEFT)?;
+    let note = elide(&font(12.0), note, (l.width - x_start - 12) as u32);
+    text(a, &note, (x_start, y), 12.0, MUTED, LEFT)?;
     Ok(())
 }
 
@@ -259,7 +296,6 @@ fn draw_section<DB: DrawingBackend>(
     y0: i32,
     title: &str,
     rows: &[Row],
-    present: &mut [bool; Kind::COUNT],
     empty: &str,
 ) -> anyhow::Result<()>
 where
@@ -275,11 +311,11 @@ where
     }
     for (i, row) in rows.iter().enumerate() {
         let y = y0 + SECTION_H + i as i32 * (ROW_H + ROW_GAP);
-        let label = elide(&label_font, &row.label, (LABEL_W - 30) as u32);
+        let label = elide(&label_font, &row.label, (l.x0 - 20) as u32);
         text(a, &label, (l.x0 - 10, y + ROW_H / 2), 12.5, TEXT, RIGHT)?;
         fill(a, l.x0, y, l.x1, y + ROW_H, ROW_BG)?;
         let cov = coverage(grid, row.parts.iter().copied());
-        draw_row(a, l.x0, y, &cov, present)?;
+        draw_row(a, l.x0, y, &cov)?;
     }
     Ok(())
 }
@@ -288,13 +324,7 @@ where
 /// kind) where anything happened, and solid stacked segments whose heights are the
 /// kinds' shares of the column's time. Equal neighbouring columns are drawn
 /// as one rectangle.
-fn draw_row<DB: DrawingBackend>(
-    a: &Area<DB>,
-    x0: i32,
-    y: i32,
-    cov: &[f64],
-    present: &mut [bool; Kind::COUNT],
-) -> anyhow::Result<()>
+fn draw_row<DB: DrawingBackend>(a: &Area<DB>, x0: i32, y: i32, cov: &[f64]) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -304,9 +334,6 @@ where
     let mut row_total = [0f64; Kind::COUNT];
     for (i, &v) in cov.iter().enumerate() {
         row_total[i % Kind::COUNT] += v;
-        if v > 0.0 {
-            present[i % Kind::COUNT] = true;
-        }
     }
     let tint = pale(kind_color(
         Kind::ALL[(0..Kind::COUNT).max_by(|&i, &j| row_total[i].total_cmp(&row_total[j])).unwrap_or(0)],
