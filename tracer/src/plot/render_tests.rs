@@ -32,8 +32,8 @@ fn count_color(rgb: &[u8], c: plotters::style::RGBColor) -> usize {
     rgb.chunks(3).filter(|p| p == &[c.0, c.1, c.2]).count()
 }
 
-/// Parses an SVG; returns its text contents and the number of <rect>s.
-fn read_svg(p: &Path) -> (Vec<String>, usize) {
+/// Parses an SVG; returns its text contents and the numbers of <rect>s and <polygon>s.
+fn read_svg(p: &Path) -> (Vec<String>, usize, usize) {
     let s = std::fs::read_to_string(p).unwrap();
     let doc = roxmltree::Document::parse(&s).unwrap_or_else(|e| panic!("{}: not XML: {e}", p.display()));
     assert_eq!(doc.root_element().tag_name().name(), "svg");
@@ -42,8 +42,8 @@ fn read_svg(p: &Path) -> (Vec<String>, usize) {
         .filter(|n| n.tag_name().name() == "text")
         .map(|n| n.children().filter_map(|t| t.text()).collect::<String>().trim().to_string())
         .collect();
-    let rects = doc.descendants().filter(|n| n.tag_name().name() == "rect").count();
-    (texts, rects)
+    let count = |tag: &str| doc.descendants().filter(|n| n.tag_name().name() == tag).count();
+    (texts, count("rect"), count("polygon"))
 }
 
 fn draw_timeline(tl: &Timeline, dir: &Path, o: &timeline::Opts) -> (PathBuf, PathBuf) {
@@ -76,7 +76,7 @@ fn small_timeline_png_and_svg() {
     for k in [Kind::Launch, Kind::GpuMeasured, Kind::GpuInferred] {
         assert!(count_color(&rgb, kind_color(k)) > 0, "{k:?}");
     }
-    let (texts, _) = read_svg(&svg);
+    let (texts, _, _) = read_svg(&svg);
     for want in [
         "time since start of trace (µs)",
         "0",
@@ -101,7 +101,7 @@ fn small_timeline_png_and_svg() {
             .unwrap();
     }
     assert_eq!((read_png(&gp).0, read_png(&gp).1), gap_hist::size(&gaps, 1200));
-    let (texts, _) = read_svg(&gs);
+    let (texts, _, _) = read_svg(&gs);
     for want in ["gap length (log scale; buckets 1-2-5 per decade)", "1 µs", "1 ms", "10 s", "gaps", "time in gaps"] {
         assert!(has(&texts, want), "{want:?} not in {texts:?}");
     }
@@ -119,7 +119,7 @@ fn small_timeline_png_and_svg() {
             .unwrap();
     }
     assert_eq!((read_png(&bp).0, read_png(&bp).1), phase_bars::size(&bars, 900));
-    let (texts, _) = read_svg(&bs);
+    let (texts, _, _) = read_svg(&bs);
     for want in ["time (s)", "energy (J)", "load", "generate", "2.00 s (25%)", "300 J (avg 150 W)", "n/a"] {
         assert!(has(&texts, want), "{want:?} not in {texts:?}");
     }
@@ -132,7 +132,7 @@ fn empty_inputs_still_draw() {
     let tl = Timeline { title: "empty".into(), ..Default::default() };
     let (png, svg) = draw_timeline(&tl, &dir, &timeline::Opts::default());
     read_png(&png);
-    let (texts, _) = read_svg(&svg);
+    let (texts, _, _) = read_svg(&svg);
     assert!(has(&texts, "no driver calls in this trace"), "{texts:?}");
     let g = Gaps::default();
     let p = dir.join("g.svg");
@@ -145,18 +145,28 @@ fn empty_inputs_still_draw() {
 /// bounded number of rectangles (binned per pixel column, never per event).
 #[test]
 fn large_timeline_is_binned() {
-    let (tl, _) = synth::timeline(1_000_000, 20);
+    let (mut tl, _) = synth::timeline(1_000_000, 20);
     assert_eq!(synth::slice_count(&tl), 1_000_000);
+    // And 100,000 phases and 100,000 free marks: drawn at most once per pixel column.
+    let step = (tl.t1_ns - tl.t0_ns) / 100_000;
+    tl.phases = (0..100_000u64)
+        .map(|i| Phase { label: format!("p{i}"), start_ns: tl.t0_ns + i * step, end_ns: tl.t0_ns + (i + 1) * step })
+        .collect();
+    tl.marks =
+        (0..100_000u64).map(|i| Mark { ts_ns: tl.t0_ns + i * step, label: "m".into(), iteration: false }).collect();
     let dir = tmpdir("large");
     let o = timeline::Opts { width: 1200, ..Default::default() };
     let (png, svg) = draw_timeline(&tl, &dir, &o);
     assert_eq!((read_png(&png).0, read_png(&png).1), timeline::size(&tl, &o));
-    let (texts, rects) = read_svg(&svg);
+    let (texts, rects, polygons) = read_svg(&svg);
+    // The plot is 1200 - 240 (labels) - 30 (margin) = 930 columns wide: 931 pixel positions.
+    assert!(polygons <= 931, "{polygons} mark triangles");
     assert!(has(&texts, "+9 other threads"), "{texts:?}");
     assert!(has(&texts, "tid 1000 (main) · launcher"));
     assert!(has(&texts, "time since start of trace (s)"), "{texts:?}");
-    // 14 rows × 920 pixel columns × 4: a pale one and up to three kinds per column.
-    assert!(rects < 14 * 920 * 4, "{rects} rects");
+    // 14 rows × 930 pixel columns × 4 (a pale one and up to three kinds per
+    // column), plus at most one phase band per column.
+    assert!(rects < 14 * 930 * 4 + 931, "{rects} rects");
     assert!(std::fs::metadata(&svg).unwrap().len() < 8 << 20);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -170,13 +170,22 @@ where
     if !tl.phases.is_empty() {
         let y = l.y_phase;
         text(a, "phases", (l.x0 - 10, y + PHASE_H / 2), 13.0, TEXT, RIGHT)?;
+        // Thousands of phases shorter than a pixel cost one rectangle per column at most.
+        let mut covered_to = i32::MIN;
         for (i, p) in tl.phases.iter().enumerate() {
             if p.end_ns <= grid.t0 || p.start_ns >= grid.t1 {
                 continue;
             }
             let (xa, xb) = (px(p.start_ns), px(p.end_ns).max(px(p.start_ns) + 1));
+            if xb <= covered_to {
+                continue;
+            }
+            covered_to = xb;
             fill(a, xa, y, xb, y + PHASE_H, phase_color(i))?;
             vline(a, xa, y, y + PHASE_H, RGBColor(120, 120, 120))?;
+            if xb - xa < 16 {
+                continue;
+            }
             let f = font(12.0);
             let s = elide(&f, &p.label, (xb - xa - 6).max(0) as u32);
             if s.chars().count() >= 3 || s == p.label {
@@ -211,7 +220,12 @@ where
         let f = font(12.0);
         let xs: Vec<(i32, &str)> =
             tl.marks.iter().filter(|m| !m.iteration).filter(visible).map(|m| (px(m.ts_ns), m.label.as_str())).collect();
+        let mut last_x = i32::MIN;
         for &(x, _) in &xs {
+            if x == last_x {
+                continue; // one triangle per pixel column
+            }
+            last_x = x;
             a.draw(&Polygon::new(vec![(x - 4, y + 1), (x + 4, y + 1), (x, y + 8)], RGBColor(200, 30, 30).filled()))?;
         }
         let mut free_from = i32::MIN;
