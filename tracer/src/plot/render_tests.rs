@@ -60,8 +60,10 @@ fn has(texts: &[String], want: &str) -> bool {
 
 #[test]
 fn small_timeline_png_and_svg() {
-    let (tl, gaps) = synth::timeline(10, 2);
+    let (mut tl, gaps) = synth::timeline(10, 2);
     assert_eq!(synth::slice_count(&tl), 10);
+    // Free text from markers is escaped in the SVG.
+    tl.phases[2].label = "generate <fp16> & \"kv\"".into();
     let dir = tmpdir("small");
     let o = timeline::Opts::default();
     let (png, svg) = draw_timeline(&tl, &dir, &o);
@@ -91,6 +93,7 @@ fn small_timeline_png_and_svg() {
         "GPU busy (measured)",
         "GPU busy (inferred)",
         "GPU 0 (synthetic)",
+        "generate <fp16> & \"kv\"",
     ] {
         assert!(has(&texts, want), "{want:?} not in {texts:?}");
     }
