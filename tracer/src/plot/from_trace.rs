@@ -200,6 +200,12 @@ impl Builder {
             let model = self.gpu_models.get(gpu_idx as usize).map(|m| format!(" ({m})")).unwrap_or_default();
             if !w.is_empty() {
                 power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}"), samples: w.clone() });
+            } else if e.len() >= 2 {
+                // No power readings: the energy counter's rate, at the middle of each interval.
+                let derived = power_from_energy(&e);
+                if !derived.is_empty() {
+                    power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}, from energy"), samples: derived });
+                }
             }
             energy.push((w, e));
         }
@@ -356,6 +362,22 @@ impl Builder {
         }
         (out, true)
     }
+}
+
+/// Power (W) from a cumulative energy counter (mJ): the rate over each pair
+/// of samples whose counter changed, placed at the pair's midpoint. Pairs
+/// where the counter did not advance are merged into the next one (the
+/// counter updates less often than it is sampled on some GPUs).
+pub fn power_from_energy(e: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let mut out = Vec::new();
+    let Some(&(mut ta, mut ea)) = e.first() else { return out };
+    for &(tb, eb) in &e[1..] {
+        if eb != ea && tb > ta {
+            out.push((ta + (tb - ta) / 2, (eb - ea) / ((tb - ta) as f64 / 1e9) / 1000.0));
+            (ta, ea) = (tb, eb);
+        }
+    }
+    out
 }
 
 /// "1 call", "2,000 calls".
@@ -522,6 +544,22 @@ mod tests {
         // Calls [100,200) [300,350) [400,450) [600,700): gaps 100, 50, 150.
         assert_eq!(d.gaps.gaps_ns, vec![100, 50, 150]);
         assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
+    }
+
+    #[test]
+    fn power_derived_from_energy_counter() {
+        // 1 J over 10 ms = 100 W; a repeated reading is merged with the next.
+        let e = [(0, 5000.0), (10_000_000, 6000.0), (20_000_000, 6000.0), (30_000_000, 10000.0)];
+        assert_eq!(power_from_energy(&e), vec![(5_000_000, 100.0), (20_000_000, 200.0)]);
+        assert_eq!(power_from_energy(&[]), vec![]);
+        let d = build(&[
+            json!({"ts":0,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":1,"energy_mj":0,"power_mw":null}),
+            json!({"ts":1_000_000_000u64,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":1,"energy_mj":70000,"power_mw":null}),
+        ]);
+        assert_eq!(
+            d.timeline.power,
+            vec![PowerSeries { label: "GPU 1, from energy".into(), samples: vec![(500_000_000, 70.0)] }]
+        );
     }
 
     #[test]
