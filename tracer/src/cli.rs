@@ -43,6 +43,30 @@ pub enum Command {
     /// running process's memory (--pid, --addr). Lists the entries and
     /// architectures and each kernel's parameter layout.
     Image(crate::image_cmd::ImageArgs),
+    /// Draw a trace: timeline (calls per thread, GPU busy per stream, phases,
+    /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG).
+    Plot {
+        /// Trace file.
+        trace: PathBuf,
+        /// Directory for the images (created if missing).
+        #[arg(short, long, value_name = "DIR", default_value = ".")]
+        output: PathBuf,
+        /// Image format.
+        #[arg(long, value_enum, default_value_t = crate::plot::Format::Both)]
+        format: crate::plot::Format,
+        /// Width of the images in pixels.
+        #[arg(long, value_name = "PX", default_value_t = 1600)]
+        width: u32,
+        /// Thread rows in the timeline: the busiest, the others folded into one row.
+        #[arg(long, value_name = "N", default_value_t = 12)]
+        threads: usize,
+        /// Timeline from this many seconds after the start of the trace.
+        #[arg(long, value_name = "S")]
+        from: Option<f64>,
+        /// Timeline up to this many seconds after the start of the trace.
+        #[arg(long, value_name = "S")]
+        to: Option<f64>,
+    },
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

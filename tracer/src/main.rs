@@ -15,6 +15,7 @@ mod libcuda;
 mod loader;
 mod nvioctl;
 mod procmem;
+mod plot;
 mod reader;
 mod record;
 mod spawn;
@@ -54,6 +55,10 @@ fn main() {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(cli::Command::Image(a)) => image_cmd::run(&a).map(|_| 0),
+        Some(cli::Command::Plot { trace, output, format, width, threads, from, to }) => {
+            plot::run(&trace, &output, &plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to })
+                .map(|_| 0)
+        }
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };

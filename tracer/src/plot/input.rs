@@ -1,0 +1,139 @@
+//! What the pictures are drawn from: plain data, independent of where it came
+//! from (a trace file through `from_trace`, or another module's GPU timeline).
+//! All times are CLOCK_MONOTONIC ns, like the trace's `ts`.
+
+/// What a slice of a row is; gives its colour and its legend entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// CPU: kernel or graph launches.
+    Launch,
+    /// CPU: synchronization (stream/event/context synchronize, waits).
+    Sync,
+    /// CPU: memcpy / memset calls.
+    Copy,
+    /// CPU: allocations and frees.
+    Memory,
+    /// CPU: any other driver call.
+    OtherCall,
+    /// GPU: an interval measured on the device (CUPTI activity records).
+    GpuMeasured,
+    /// GPU: an interval inferred from launch times and kernel durations.
+    GpuInferred,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] =
+        [Kind::Launch, Kind::Sync, Kind::Copy, Kind::Memory, Kind::OtherCall, Kind::GpuMeasured, Kind::GpuInferred];
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Launch => "launch",
+            Kind::Sync => "synchronize",
+            Kind::Copy => "memcpy/memset",
+            Kind::Memory => "alloc/free",
+            Kind::OtherCall => "other call",
+            Kind::GpuMeasured => "GPU busy (measured)",
+            Kind::GpuInferred => "GPU busy (inferred)",
+        }
+    }
+}
+
+/// One interval `[start_ns, end_ns)` on a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub kind: Kind,
+}
+
+/// One row of the timeline: a thread's driver calls, or one GPU stream.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Track {
+    pub label: String,
+    pub slices: Vec<Slice>,
+}
+
+impl Track {
+    /// Sum of the slices' lengths (overlaps counted twice): how "busy" the
+    /// row is, to pick the rows shown when there are too many.
+    pub fn busy_ns(&self) -> u64 {
+        self.slices.iter().map(|s| s.end_ns.saturating_sub(s.start_ns)).sum()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    pub label: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// An instant marker: an iteration start or a free-text mark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mark {
+    pub ts_ns: u64,
+    pub label: String,
+    pub iteration: bool,
+}
+
+/// Power samples of one GPU, sorted by time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PowerSeries {
+    pub label: String,
+    pub samples: Vec<(u64, f64)>,
+}
+
+/// The three figures' inputs.
+#[derive(Debug, Default)]
+pub struct PlotData {
+    pub timeline: Timeline,
+    pub gaps: Gaps,
+    pub phases: PhaseBars,
+}
+
+/// Figure 1: everything on one time axis.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    pub title: String,
+    /// Time 0 of the axis: times are shown as seconds since this.
+    pub origin_ns: u64,
+    /// The window drawn (the whole trace, or a zoom).
+    pub t0_ns: u64,
+    pub t1_ns: u64,
+    pub threads: Vec<Track>,
+    pub gpu: Vec<Track>,
+    pub phases: Vec<Phase>,
+    pub marks: Vec<Mark>,
+    pub power: Vec<PowerSeries>,
+    /// Lines printed under the title (where the data came from, what is missing).
+    pub notes: Vec<String>,
+}
+
+/// Figure 2: idle gaps, in ns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gaps {
+    pub title: String,
+    pub notes: Vec<String>,
+    pub gaps_ns: Vec<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseBar {
+    pub label: String,
+    pub seconds: f64,
+    /// Energy over the phase, all GPUs together; None without power samples.
+    pub joules: Option<f64>,
+}
+
+/// Figure 3: time and energy per phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhaseBars {
+    pub title: String,
+    pub notes: Vec<String>,
+    pub bars: Vec<PhaseBar>,
+}
