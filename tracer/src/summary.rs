@@ -52,6 +52,8 @@ impl Summary {
                 self.footer = Some(v.clone());
                 return;
             }
+            // NVML samples and phase markers are not calls.
+            "power" | "marker" => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {
