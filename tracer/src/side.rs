@@ -88,9 +88,11 @@ impl Side {
     }
 
     /// Adds "power" and "markers" to the header.
-    pub fn header(&self, h: &mut Value) {
-        h["power"] =
-            self.power.as_ref().map_or_else(|| Power::disabled("not started").header.clone(), |p| p.header.clone());
+    pub fn header(&mut self, h: &mut Value) {
+        h["power"] = match self.power.as_mut() {
+            Some(p) => p.header().clone(),
+            None => Power::disabled("not started").header().clone(),
+        };
         h["markers"] = self.markers_header.clone();
     }
 

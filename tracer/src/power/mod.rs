@@ -39,11 +39,15 @@ struct Done {
     minors: BTreeSet<u32>,
 }
 
+type InitResult = Result<(Vec<GpuInfo>, String), String>;
+
 pub struct Power {
-    /// The header's "power" object.
-    pub header: Value,
+    /// The header's "power" object (once NVML's initialisation is known).
+    header: Value,
     gpus: Vec<GpuInfo>,
     running: Option<(Sender<()>, Receiver<Done>)>,
+    /// NVML still initialising: (its answer, interval).
+    pending: Option<(Receiver<InitResult>, u64)>,
 }
 
 struct RealTicker {
@@ -88,16 +92,17 @@ fn header_json(
 
 impl Power {
     pub fn disabled(reason: &str) -> Power {
-        Power { header: header_json(false, Some(reason), None, None, &[]), gpus: vec![], running: None }
+        Power { header: header_json(false, Some(reason), None, None, &[]), gpus: vec![], running: None, pending: None }
     }
 
-    /// Opens NVML on a new thread and starts sampling at once (samples
-    /// before the command runs are the idle baseline). Waits for NVML's
-    /// initialisation only; when it fails, the header says why.
+    /// Opens NVML on a new thread, which starts sampling at once (samples
+    /// before the command runs are the idle baseline). Returns at once:
+    /// NVML initialises while tracer loads its probes; [`header`](Power::header)
+    /// waits for it.
     pub fn start(opts: &PowerOptions, root_pid: u32, tx: SyncSender<Value>) -> Power {
         let candidates = nvml::library_candidates(opts.libcuda.as_deref());
         let interval_ns = opts.interval_ms.max(1) * 1_000_000;
-        let (init_tx, init_rx) = mpsc::channel::<Result<(Vec<GpuInfo>, String), String>>();
+        let (init_tx, init_rx) = mpsc::channel::<InitResult>();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let (done_tx, done_rx) = mpsc::channel::<Done>();
         let spawned = std::thread::Builder::new().name("tracer-nvml".into()).spawn(move || {
@@ -130,19 +135,36 @@ impl Power {
         if let Err(e) = spawned {
             return Power::disabled(&format!("cannot start the sampling thread: {e}"));
         }
-        match init_rx.recv_timeout(INIT_TIMEOUT) {
-            Ok(Ok((gpus, library))) => Power {
-                header: header_json(true, None, Some(opts.interval_ms), Some(&library), &gpus),
-                gpus,
-                running: Some((stop_tx, done_rx)),
-            },
-            Ok(Err(reason)) => Power::disabled(&reason),
-            Err(_) => Power::disabled(&format!("NVML did not initialise within {} s", INIT_TIMEOUT.as_secs())),
+        Power {
+            header: Value::Null,
+            gpus: vec![],
+            running: Some((stop_tx, done_rx)),
+            pending: Some((init_rx, opts.interval_ms)),
         }
+    }
+
+    /// The header's "power" object; waits for NVML's initialisation (at
+    /// most 20 s) the first time.
+    pub fn header(&mut self) -> &Value {
+        if let Some((rx, interval_ms)) = self.pending.take() {
+            match rx.recv_timeout(INIT_TIMEOUT) {
+                Ok(Ok((gpus, library))) => {
+                    self.header = header_json(true, None, Some(interval_ms), Some(&library), &gpus);
+                    self.gpus = gpus;
+                }
+                Ok(Err(reason)) => *self = Power::disabled(&reason),
+                Err(_) => {
+                    // Dropping the stop sender ends the thread if NVML ever answers.
+                    *self = Power::disabled(&format!("NVML did not initialise within {} s", INIT_TIMEOUT.as_secs()))
+                }
+            }
+        }
+        &self.header
     }
 
     /// Stops sampling after one last round; the footer's "power" object.
     pub fn stop(&mut self) -> Value {
+        self.header();
         let Some((stop, done)) = self.running.take() else {
             return json!({ "available": false });
         };
@@ -191,8 +213,9 @@ mod tests {
         }
         let (tx, rx) = mpsc::sync_channel(4);
         let mut p = Power::start(&PowerOptions { interval_ms: 10, libcuda: None }, std::process::id(), tx);
-        assert_eq!(p.header["available"], json!(false));
-        assert!(p.header["reason"].as_str().unwrap().contains("libnvidia-ml.so.1"), "{}", p.header);
+        let h = p.header().clone();
+        assert_eq!(h["available"], json!(false));
+        assert!(h["reason"].as_str().unwrap().contains("libnvidia-ml.so.1"), "{h}");
         assert_eq!(p.stop(), json!({ "available": false }));
         assert!(rx.try_recv().is_err());
     }
