@@ -4,13 +4,16 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::{Device, Nvml};
 
 use super::source::{GpuInfo, GpuSource, Reading};
 
 pub struct NvmlSource {
-    nvml: Nvml,
+    /// Device handles, looked up once. They borrow the library, which is
+    /// leaked for that: one per tracer run, and NVML's shutdown at exit
+    /// is not needed.
+    devices: Vec<Device<'static>>,
     gpus: Vec<GpuInfo>,
     /// The library that was loaded.
     pub library: String,
@@ -57,11 +60,13 @@ impl NvmlSource {
     }
 
     fn with(nvml: Nvml, library: String) -> Result<Self, String> {
+        let nvml: &'static Nvml = Box::leak(Box::new(nvml));
         let n = nvml.device_count().map_err(|e| format!("NVML device count: {e}"))?;
         if n == 0 {
             return Err("NVML reports no GPU".into());
         }
         let mut gpus = Vec::new();
+        let mut devices = Vec::new();
         for index in 0..n {
             let d = nvml.device_by_index(index).map_err(|e| format!("NVML device {index}: {e}"))?;
             gpus.push(GpuInfo {
@@ -71,8 +76,9 @@ impl NvmlSource {
                 uuid: d.uuid().ok(),
                 minor: d.minor_number().ok(),
             });
+            devices.push(d);
         }
-        Ok(NvmlSource { nvml, gpus, library })
+        Ok(NvmlSource { devices, gpus, library })
     }
 }
 
@@ -87,13 +93,7 @@ impl GpuSource for NvmlSource {
 
     fn read(&mut self, slot: usize) -> Reading {
         let mut r = Reading::default();
-        let d = match self.nvml.device_by_index(self.gpus[slot].index) {
-            Ok(d) => d,
-            Err(e) => {
-                r.errors.push(("device", e.to_string()));
-                return r;
-            }
-        };
+        let d = &self.devices[slot];
         let e = &mut r.errors;
         r.energy_mj = keep(e, "energy_mj", d.total_energy_consumption());
         r.power_mw = keep(e, "power_mw", d.power_usage());
