@@ -91,8 +91,11 @@ fn round<S: GpuSource + ?Sized, T: Ticker + ?Sized>(
     let start = ticker.now_ns();
     let mut open = true;
     for slot in 0..src.gpus().len() {
-        let ts = ticker.now_ns();
+        // The line's time is the middle of the reading: on an H100 the
+        // energy query alone takes ~3 ms (docs/power.md), the others µs.
+        let t0 = ticker.now_ns();
         let r = src.read(slot);
+        let ts = t0 + ticker.now_ns().saturating_sub(t0) / 2;
         for (field, e) in &r.errors {
             stats.field_error_count += 1;
             stats.field_errors.entry(field).or_insert_with(|| e.clone());
@@ -269,11 +272,12 @@ mod tests {
         assert_eq!(stats.samples, 10);
         assert_eq!((stats.dropped, stats.missed_ticks), (0, 0));
         let ts: Vec<u64> = lines.iter().map(|l| l["ts"].as_u64().unwrap()).collect();
+        // Each read takes 100 ns: a line's ts is its middle.
         assert_eq!(
             ts,
             vec![
-                1_000_000, 1_000_100, 11_000_000, 11_000_100, 21_000_000, 21_000_100, 31_000_000, 31_000_100,
-                41_000_000, 41_000_100
+                1_000_050, 1_000_150, 11_000_050, 11_000_150, 21_000_050, 21_000_150, 31_000_050, 31_000_150,
+                41_000_050, 41_000_150
             ]
         );
         let gpus: Vec<u64> = lines.iter().map(|l| l["gpu"].as_u64().unwrap()).collect();
