@@ -34,8 +34,13 @@ fn marker_program() -> &'static PathBuf {
 
 /// `tracer -o OUT --libcuda FAKE ARGS -- CMD...`, waited for.
 fn record(tag: &str, tracer_args: &[&str], cmd: &[&str]) -> common::Traced {
+    record_env(tag, tracer_args, cmd, &[])
+}
+
+fn record_env(tag: &str, tracer_args: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> common::Traced {
     let out = common::fresh_output(tag);
     let mut c = Command::new(common::tracer_bin());
+    c.envs(env.iter().copied());
     c.arg("-o").arg(&out).arg("--libcuda").arg(&common::fake().lib).args(tracer_args).arg("--").args(cmd);
     c.stdout(Stdio::from(std::fs::File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()));
@@ -188,5 +193,30 @@ fn no_markers_and_shell_writers() {
             (json!("iteration"), json!("1"), json!(root), json!(7)),
         ]
     );
+    t.cleanup();
+}
+
+/// Under sudo the command runs as the invoking user: the FIFO and its
+/// directory belong to that user, who can write markers to it.
+#[test]
+fn markers_from_the_invoking_user() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let t = record_env(
+        "sudomarkers",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "id -u; ls -ld \"$TRACER_MARKER_FIFO\" | cut -d' ' -f1,3; echo \"mark as nobody\" > \"$TRACER_MARKER_FIFO\"",
+        ],
+        &[("SUDO_UID", "65534"), ("SUDO_GID", "65534"), ("SUDO_USER", "nobody")],
+    );
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    assert_eq!(t.stdout, "65534\nprw------- nobody\n", "{}", t.describe());
+    let m: Vec<&Value> = t.lines.iter().filter(|l| l["type"] == "marker").collect();
+    assert_eq!(m.len(), 1, "{}", t.describe());
+    assert_eq!(m[0]["label"], json!("as nobody"));
     t.cleanup();
 }
