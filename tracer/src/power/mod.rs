@@ -164,11 +164,15 @@ impl Power {
 
     /// Stops sampling after one last round; the footer's "power" object.
     pub fn stop(&mut self) -> Value {
-        self.header();
         let Some((stop, done)) = self.running.take() else {
             return json!({ "available": false });
         };
         let _ = stop.send(());
+        if self.pending.take().is_some() {
+            // Stopped before the header was written (an early error): the
+            // thread ends by itself once NVML answers; nothing to wait for.
+            return json!({ "available": false });
+        }
         match done.recv_timeout(STOP_TIMEOUT) {
             Ok(d) => footer_json(&self.gpus, &d.stats, &d.minors),
             Err(_) => json!({ "available": true, "error": "the sampling thread did not stop within 5 s" }),
