@@ -16,6 +16,7 @@ mod power;
 mod reader;
 mod record;
 mod side;
+mod side_summary;
 mod spawn;
 mod summary;
 mod sysinfo;

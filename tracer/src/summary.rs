@@ -38,6 +38,8 @@ pub struct Summary {
     pub nv_file_ops: BTreeMap<String, u64>,
     pub header: Option<Value>,
     pub footer: Option<Value>,
+    /// Markers and NVML samples (side_summary.rs).
+    pub side: crate::side_summary::SideSummary,
 }
 
 impl Summary {
@@ -53,7 +55,10 @@ impl Summary {
                 return;
             }
             // NVML samples and phase markers are not calls.
-            "power" | "marker" => return,
+            "power" | "marker" => {
+                self.side.add(v);
+                return;
+            }
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {
@@ -199,6 +204,7 @@ impl Summary {
         if self.incomplete > 0 {
             let _ = writeln!(s, "{} call(s) still in progress when the trace ended", self.incomplete);
         }
+        self.side.render(&mut s);
         if let Some(f) = &self.footer {
             let lost = &f["lost"];
             let _ = writeln!(
