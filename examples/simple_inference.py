@@ -2,12 +2,45 @@
 """A small MLP inference pipeline: the first workload to trace.
 
 Stages: CUDA init, weights to GPU, input transfer, warm-up, N timed
-iterations, results back to the host. No downloads.
+iterations, results back to the host. No downloads. Under `tracer record`
+each stage and iteration is marked in the trace (docs/markers.md).
 
     sudo tracer -- python3 examples/simple_inference.py --iterations 10
 """
 import argparse
+import os
+import threading
 import time
+
+
+def _marker_writer():
+    """Phase markers for tracer (docs/markers.md): one line per marker,
+    written in one write(2) to the FIFO that `tracer record` names in
+    TRACER_MARKER_FIFO. Untraced (no variable): a no-op. Never blocks:
+    the FIFO is opened non-blocking and a marker that cannot be written
+    (tracer gone, FIFO full) is dropped."""
+    path = os.environ.get("TRACER_MARKER_FIFO")
+    fd = None
+    if path:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            fd = None
+
+    def mark(op: str, label, **fields) -> None:
+        if fd is None:
+            return
+        extra = "".join(f" {k}={v}" for k, v in fields.items())
+        line = f"{op} {label}{extra} ts={time.monotonic_ns()} pid={os.getpid()} tid={threading.get_native_id()}\n"
+        try:
+            os.write(fd, line.encode())
+        except OSError:
+            pass
+
+    return mark
+
+
+mark = _marker_writer()
 
 
 def main() -> None:
@@ -18,6 +51,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     args = ap.parse_args()
 
+    mark("phase", "import")
     t = time.perf_counter()
     import torch
 
@@ -25,11 +59,13 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("CUDA is not available: this example needs an NVIDIA GPU")
 
+    mark("phase", "cuda_init")
     t = time.perf_counter()
     dev = torch.device("cuda")
     torch.cuda.init()
     print(f"[2] CUDA init: {time.perf_counter() - t:.3f}s on {torch.cuda.get_device_name(0)}", flush=True)
 
+    mark("phase", "model_load")
     t = time.perf_counter()
     torch.manual_seed(0)
     layers = []
@@ -40,27 +76,33 @@ def main() -> None:
     n = sum(p.numel() for p in model.parameters())
     print(f"[3] weights to GPU: {time.perf_counter() - t:.3f}s ({n:,} parameters)", flush=True)
 
+    mark("phase", "input_copy")
     t = time.perf_counter()
     x = torch.randn(args.batch, args.hidden).to(dev)
     torch.cuda.synchronize()
     print(f"[4] input to GPU: {time.perf_counter() - t:.3f}s shape {tuple(x.shape)}", flush=True)
 
     with torch.inference_mode():
+        mark("phase", "warmup")
         t = time.perf_counter()
         model(x)
         torch.cuda.synchronize()
         print(f"[5] warm-up: {time.perf_counter() - t:.3f}s", flush=True)
         times = []
-        for _ in range(args.iterations):
+        mark("phase", "inference")
+        for i in range(args.iterations):
+            mark("iteration", i)
             t = time.perf_counter()
             y = model(x)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t)
     print(f"[6] {args.iterations} iterations: mean {1e3 * sum(times) / len(times):.3f} ms", flush=True)
 
+    mark("phase", "copy_back")
     t = time.perf_counter()
     out = y.cpu()
     print(f"[7] result to host: {time.perf_counter() - t:.4f}s checksum {out.sum().item():.4f}", flush=True)
+    mark("phase", "end")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,45 @@ tiny kernels per generated token, which is what makes tracing overhead
 visible.
 
 Stages: import, model to GPU, warm-up generation, N timed generation
-iterations.
+iterations. Under `tracer record` each stage and each generate() call is
+marked in the trace (phase/iteration markers, docs/markers.md).
 
     sudo tracer -- python3 examples/transformer_inference.py --iterations 3
 """
 import argparse
+import os
+import threading
 import time
+
+
+def _marker_writer():
+    """Phase markers for tracer (docs/markers.md): one line per marker,
+    written in one write(2) to the FIFO that `tracer record` names in
+    TRACER_MARKER_FIFO. Untraced (no variable): a no-op. Never blocks:
+    the FIFO is opened non-blocking and a marker that cannot be written
+    (tracer gone, FIFO full) is dropped."""
+    path = os.environ.get("TRACER_MARKER_FIFO")
+    fd = None
+    if path:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            fd = None
+
+    def mark(op: str, label, **fields) -> None:
+        if fd is None:
+            return
+        extra = "".join(f" {k}={v}" for k, v in fields.items())
+        line = f"{op} {label}{extra} ts={time.monotonic_ns()} pid={os.getpid()} tid={threading.get_native_id()}\n"
+        try:
+            os.write(fd, line.encode())
+        except OSError:
+            pass
+
+    return mark
+
+
+mark = _marker_writer()
 
 
 def main() -> None:
@@ -27,6 +60,7 @@ def main() -> None:
                          "and launch counts (to compare with a tracer recording of the same run)")
     args = ap.parse_args()
 
+    mark("phase", "import")
     t = time.perf_counter()
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -41,6 +75,7 @@ def main() -> None:
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         prof.__enter__()
 
+    mark("phase", "model_load")
     t = time.perf_counter()
     torch.manual_seed(0)
     config = GPT2Config(n_layer=args.layers)  # GPT-2 small shapes, random weights
@@ -55,17 +90,21 @@ def main() -> None:
                pad_token_id=0, attention_mask=mask)
 
     with torch.inference_mode():
+        mark("phase", "warmup")
         t = time.perf_counter()
         model.generate(ids, **gen)
         torch.cuda.synchronize()
         print(f"[warmup] {time.perf_counter() - t:.3f}s", flush=True)
+        mark("phase", "generate")
         for i in range(args.iterations):
+            mark("iteration", i, tokens=args.batch * args.new_tokens)
             t = time.perf_counter()
             out = model.generate(ids, **gen)
             torch.cuda.synchronize()
             dt = time.perf_counter() - t
             toks = args.batch * args.new_tokens
             print(f"[iteration {i}] {dt:.3f}s, {toks / dt:.1f} tokens/s", flush=True)
+        mark("phase", "end")
     print(f"[done] output shape {tuple(out.shape)}", flush=True)
     if prof is not None:
         prof.__exit__(None, None, None)

@@ -198,6 +198,16 @@ pub struct RecordArgs {
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Do not sample GPU power, energy, clocks, utilization and temperature
+    /// through NVML (docs/power.md).
+    #[arg(long)]
+    pub no_power: bool,
+    /// NVML sampling interval.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub power_interval_ms: u64,
+    /// Do not give the command a marker FIFO (TRACER_MARKER_FIFO, docs/markers.md).
+    #[arg(long)]
+    pub no_markers: bool,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present = "pid")]
     pub command: Vec<OsString>,

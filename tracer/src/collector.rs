@@ -20,13 +20,22 @@ pub struct Collector {
     /// closed its O_CLOEXEC fds): left there, a recycled pid or fd number
     /// would be taken for an NVIDIA file.
     pub stale_fds: Vec<u64>,
+    /// Power samples and markers from their threads (side.rs).
+    pub side: Option<std::sync::mpsc::Receiver<Value>>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
 
 impl Collector {
     pub fn new(asm: Assembler, writer: TraceWriter) -> Self {
-        Collector { asm, summary: Summary::default(), writer, nv_fds: HashMap::new(), stale_fds: Vec::new() }
+        Collector {
+            asm,
+            summary: Summary::default(),
+            writer,
+            nv_fds: HashMap::new(),
+            stale_fds: Vec::new(),
+            side: None,
+        }
     }
 
     /// Keeps the fd mirror in step with the kernel side.

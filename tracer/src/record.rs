@@ -148,6 +148,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| PathBuf::from(format!("trace_{}.jsonl", sysinfo::compact_utc(started.as_secs()))));
     let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), 0o644)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
+    // Marker FIFO (its path goes into the command's environment) and NVML.
+    let mut side = crate::side::Side::new(&args, run_as.as_ref());
 
     // Create the command first (stopped before exec), so that a command that
     // does not exist is reported before anything else; it exits without
@@ -155,7 +157,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let suspended = match args.pid {
         Some(_) => None,
         None => Some(
-            spawn::spawn_suspended(&args.command, run_as.as_ref())
+            spawn::spawn_suspended_with_env(&args.command, run_as.as_ref(), &side.env())
                 .map_err(|e| crate::CommandNotFound(crate::one_line(&e)))?,
         ),
     };
@@ -181,6 +183,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         ),
         false => None,
     };
+    side.start(&args, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &libcuda_path);
     let mut loaded = loader::load(&loader::Options {
         libcuda: &libcuda_path,
         symbols: &symbols,
@@ -240,11 +243,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         }
     }
 
-    let header = header(&args, &loaded.report, root_pid, started);
+    let mut header = header(&args, &loaded.report, root_pid, started);
+    side.header(&mut header);
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
     asm.set_entry_only(|id| !returns_probed(args.returns(), id));
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
     let mut col = Collector::new(asm, TraceWriter::new(file));
+    col.side = side.receiver();
     col.emit(header);
     col.writer.flush();
     if !args.quiet {
@@ -265,7 +270,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 
     let t0 = Instant::now();
     let (exit, counters) = rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals))?;
-    let footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
+    let mut side_footer = side.finish(&mut col, args.quiet);
+    let mut footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
+    footer["power"] = side_footer["power"].take();
+    footer["markers"] = side_footer["markers"].take();
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);
     let write_err = col.writer.finish().map(|e| e.to_string());
@@ -293,6 +301,7 @@ fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut I
     for k in col.stale_fds.drain(..) {
         let _ = loaded.nvfds.remove(&k);
     }
+    col.drain_side();
     if last_flush.elapsed() >= FLUSH_INTERVAL {
         col.writer.flush();
         *last_flush = Instant::now();

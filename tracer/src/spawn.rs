@@ -282,6 +282,16 @@ pub fn spawn_suspended(argv: &[OsString], run_as: Option<&RunAs>) -> Result<Susp
     spawn_suspended_inner(argv, run_as, None, None)
 }
 
+/// [`spawn_suspended`] with variables added to (or replaced in) the
+/// command's environment, e.g. the marker FIFO's path.
+pub fn spawn_suspended_with_env(
+    argv: &[OsString],
+    run_as: Option<&RunAs>,
+    extra_env: &[(OsString, OsString)],
+) -> Result<Suspended> {
+    spawn_suspended_env(argv, run_as, None, None, extra_env)
+}
+
 /// [`spawn_suspended`], with an optional fd for the child's stdout and an
 /// optional `PATH` to search instead of tracer's (both used by tests).
 fn spawn_suspended_inner(
@@ -289,6 +299,16 @@ fn spawn_suspended_inner(
     run_as: Option<&RunAs>,
     stdout: Option<BorrowedFd<'_>>,
     search_path: Option<&OsStr>,
+) -> Result<Suspended> {
+    spawn_suspended_env(argv, run_as, stdout, search_path, &[])
+}
+
+fn spawn_suspended_env(
+    argv: &[OsString],
+    run_as: Option<&RunAs>,
+    stdout: Option<BorrowedFd<'_>>,
+    search_path: Option<&OsStr>,
+    extra_env: &[(OsString, OsString)],
 ) -> Result<Suspended> {
     let Some(arg0) = argv.first() else {
         bail!("no command given");
@@ -309,7 +329,8 @@ fn spawn_suspended_inner(
             CString::new(a.as_bytes()).map_err(|_| anyhow!("argument contains a NUL byte: {}", a.to_string_lossy()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let c_env = child_environment(run_as);
+    let mut c_env = child_environment(run_as);
+    add_environment(&mut c_env, extra_env);
     let argv_ptrs = null_terminated(&c_args);
     let envp_ptrs = null_terminated(&c_env);
     let groups: Vec<libc::gid_t> = run_as.map(|r| r.groups.clone()).unwrap_or_default();
@@ -551,6 +572,20 @@ fn child_environment(run_as: Option<&RunAs>) -> Vec<CString> {
         }
     }
     env
+}
+
+/// Sets `extra` in `env` ("KEY=VALUE" entries), replacing existing keys.
+fn add_environment(env: &mut Vec<CString>, extra: &[(OsString, OsString)]) {
+    for (key, value) in extra {
+        let mut prefix = key.as_bytes().to_vec();
+        prefix.push(b'=');
+        env.retain(|e| !e.as_bytes().starts_with(&prefix));
+        let mut entry = prefix;
+        entry.extend_from_slice(value.as_bytes());
+        if let Ok(c) = CString::new(entry) {
+            env.push(c);
+        }
+    }
 }
 
 fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
@@ -1253,6 +1288,16 @@ mod tests {
             }
             line.push(b[0]);
         }
+    }
+
+    #[test]
+    fn extra_environment_replaces_and_adds() {
+        let mut env: Vec<CString> = ["PATH=/bin", "TRACER_MARKER_FIFO=/old", "TRACER_MARKER_FIFOX=1"]
+            .map(|s| CString::new(s).unwrap())
+            .to_vec();
+        add_environment(&mut env, &[("TRACER_MARKER_FIFO".into(), "/tmp/x/markers".into()), ("A".into(), "b".into())]);
+        let got: Vec<&str> = env.iter().map(|c| c.to_str().unwrap()).collect();
+        assert_eq!(got, ["PATH=/bin", "TRACER_MARKER_FIFOX=1", "TRACER_MARKER_FIFO=/tmp/x/markers", "A=b"]);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct Summary {
     pub nv_file_ops: BTreeMap<String, u64>,
     pub header: Option<Value>,
     pub footer: Option<Value>,
+    /// Markers and NVML samples (side_summary.rs).
+    pub side: crate::side_summary::SideSummary,
 }
 
 impl Summary {
@@ -52,6 +54,11 @@ impl Summary {
             }
             "footer" => {
                 self.footer = Some(v.clone());
+                return;
+            }
+            // NVML samples and phase markers are not calls.
+            "power" | "marker" => {
+                self.side.add(v);
                 return;
             }
             _ => {}
@@ -229,6 +236,7 @@ impl Summary {
         if self.incomplete > 0 {
             let _ = writeln!(s, "{} call(s) still in progress when the trace ended", self.incomplete);
         }
+        self.side.render(&mut s);
         if let Some(f) = &self.footer {
             let lost = &f["lost"];
             let _ = writeln!(
