@@ -1,6 +1,7 @@
 //! tracer: records every CUDA driver call of a process tree with eBPF uprobes
 //! on libcuda, to JSONL. See docs/trace-format.md.
 
+mod analysis;
 mod args;
 mod calls;
 mod cli;
@@ -49,6 +50,11 @@ fn main() {
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
+        Some(cli::Command::Gaps(a)) => analysis::commands::gaps_cmd(&a).map(|_| 0),
+        Some(cli::Command::Report(a)) => analysis::commands::report_cmd(&a).map(|_| 0),
+        Some(cli::Command::Export(a)) => analysis::commands::export_cmd(&a).map(|_| 0),
+        Some(cli::Command::Calibrate(a)) => analysis::commands::calibrate_cmd(&a).map(|_| 0),
+        Some(cli::Command::Compare(a)) => analysis::commands::compare_cmd(&a).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
