@@ -29,6 +29,8 @@ pub mod model;
 pub mod perfetto;
 pub mod phases;
 pub mod progress;
+#[cfg(test)]
+mod recordings_tests;
 pub mod report;
 pub mod stats;
 pub mod timeline;

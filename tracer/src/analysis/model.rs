@@ -914,6 +914,13 @@ mod tests {
     }
 
     #[test]
+    fn compact_records() {
+        // 10 million calls must fit in well under 1 GB
+        assert!(std::mem::size_of::<Call>() <= 72, "{}", std::mem::size_of::<Call>());
+        assert!(std::mem::size_of::<GpuOp>() <= 72, "{}", std::mem::size_of::<GpuOp>());
+    }
+
+    #[test]
     fn classify() {
         assert_eq!(Kind::classify("memcpy", "copy", "cuMemcpyDtoHAsync_v2_ptsz"), Kind::CopyAsync);
         assert_eq!(Kind::classify("memcpy", "copy", "cuMemcpy"), Kind::Copy);

@@ -10,7 +10,7 @@ use super::energy::{self, Energy};
 use super::gaps::fmt_ns;
 use super::model::{Dir, Kind, NO_STR, Trace};
 use super::phases::Phases;
-use super::stats::{complement, covered, union};
+use super::stats::{covered, union};
 use super::timeline::{Source, Timeline, WorkKind};
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -38,6 +38,7 @@ pub struct PeriodRow {
     pub counts: Counts,
     /// GPU busy time within the period (union over streams), from the timeline.
     pub gpu_busy_ns: u64,
+    /// 1 − busy / duration (None without GPU work in the trace).
     pub gpu_idle_share: Option<f64>,
     pub energy: Option<Energy>,
     pub tokens: Option<u64>,
@@ -130,7 +131,6 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     let span = t.span().unwrap_or((0, 0));
     let series = energy::series(t);
     let busy = union(tl.streams.iter().flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end))).collect());
-    let gpu_extent = busy.first().map(|f| f.0).zip(busy.last().map(|l| l.1));
     let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| {
         let counts = counts_in(t, Some(pid), a, b);
         let gpu_busy_ns = covered(&busy, a, b);
@@ -144,12 +144,8 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
             dur_ns: dur,
             counts,
             gpu_busy_ns,
-            gpu_idle_share: (dur > 0 && gpu_extent.is_some()).then(|| {
-                // idle within the part of the period where the GPU had work at all
-                let (lo, hi) = gpu_extent.unwrap();
-                let (x, y) = (a.max(lo), b.min(hi));
-                if y <= x { 1.0 } else { covered(&complement(&busy, x, y), x, y) as f64 / dur as f64 }
-            }),
+            // share of the period with no GPU work (bound timeline: a lower bound)
+            gpu_idle_share: (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64),
             joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
             ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
             energy,
