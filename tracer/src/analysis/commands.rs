@@ -7,6 +7,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use super::durations::Durations;
+use super::progress::Progress;
 use super::timeline::{self, Timeline};
 use super::{compare, gaps, load, perfetto, phases, report};
 
@@ -182,12 +183,14 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
+    let mut progress = Progress::new(perfetto::estimated_events(&t, &tl), "writing");
+    let mut tick = |n: u64| progress.set(n);
     let n = if out.as_os_str() == "-" {
         let stdout = std::io::stdout().lock();
-        perfetto::export(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout))?
+        perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout), &mut tick)?
     } else {
         let f = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-        let n = perfetto::export(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, f))
+        let n = perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, f), &mut tick)
             .with_context(|| format!("writing {}", out.display()))?;
         eprintln!(
             "wrote {} ({n} events, GPU timeline: {}); open it in ui.perfetto.dev",
@@ -197,6 +200,7 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
         n
     };
     let _ = n;
+    progress.finish();
     Ok(())
 }
 

@@ -30,27 +30,28 @@ use super::timeline::{Source, Timeline, link_measured_to_launches};
 pub const SYN_TID_BASE: u64 = 1_000_000_000;
 pub const GPU_PID_BASE: u64 = 2_000_000_000;
 
-struct Out<W: Write> {
+struct Out<'a, W: Write> {
     w: W,
     first: bool,
     t0: u64,
     n: u64,
+    tick: &'a mut dyn FnMut(u64),
 }
 
-impl<W: Write> Out<W> {
+impl<W: Write> Out<'_, W> {
     fn ev(&mut self, v: &Value) -> std::io::Result<()> {
         if !self.first {
             self.w.write_all(b",\n")?;
         }
         self.first = false;
         self.n += 1;
+        if self.n % 65536 == 0 {
+            (self.tick)(self.n);
+        }
         serde_json::to_writer(&mut self.w, v).map_err(std::io::Error::other)
     }
     fn us(&self, ts: u64) -> f64 {
-        (ts.saturating_sub(self.t0) as f64 / 1000.0 * 1000.0).round() / 1000.0
-    }
-    fn dur(d: u64) -> f64 {
-        d as f64 / 1000.0
+        ts.saturating_sub(self.t0) as f64 / 1000.0
     }
     fn meta(&mut self, pid: u64, tid: Option<u64>, what: &str, name: &str) -> std::io::Result<()> {
         let mut v = json!({"ph": "M", "pid": pid, "name": what, "args": {"name": name}});
@@ -59,6 +60,10 @@ impl<W: Write> Out<W> {
         }
         self.ev(&v)
     }
+}
+
+fn dur_us(d: u64) -> f64 {
+    d as f64 / 1000.0
 }
 
 /// Keeps one track's slices properly nested.
@@ -88,8 +93,25 @@ fn hex(x: u64) -> Value {
 
 /// Writes the trace as trace-event JSON; returns the number of events.
 pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io::Result<u64> {
+    export_with_progress(t, ph, tl, w, &mut |_| {})
+}
+
+/// About how many events [`export`] writes (for progress).
+pub fn estimated_events(t: &Trace, tl: &Timeline) -> u64 {
+    (t.calls.len() + t.procs.len() + t.ioctls.len() + t.markers.len() + 4 * t.power.len() + 3 * tl.interval_count())
+        as u64
+}
+
+/// [`export`], calling `tick(events written)` every 65,536 events.
+pub fn export_with_progress<W: Write>(
+    t: &Trace,
+    ph: &Phases,
+    tl: &Timeline,
+    w: W,
+    tick: &mut dyn FnMut(u64),
+) -> std::io::Result<u64> {
     let t0 = t.span().map_or(0, |s| s.0);
-    let mut o = Out { w, first: true, t0, n: 0 };
+    let mut o = Out { w, first: true, t0, n: 0, tick };
     o.w.write_all(b"{\"traceEvents\":[\n")?;
     // processes and threads
     let mut threads: BTreeMap<u32, std::collections::BTreeSet<u32>> = BTreeMap::new();
@@ -149,7 +171,7 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
             args.insert("clipped".into(), json!(true));
         }
         o.ev(&json!({"ph": "X", "name": t.name(c.func), "cat": "cuda", "pid": c.pid, "tid": c.tid,
-            "ts": o.us(c.ts), "dur": Out::<W>::dur(end - c.ts), "args": args}))?;
+            "ts": o.us(c.ts), "dur": dur_us(end - c.ts), "args": args}))?;
     }
     for p in &t.procs {
         let (name, args) = match p.op {
@@ -181,7 +203,7 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
             args["clipped"] = json!(true);
         }
         o.ev(&json!({"ph": "X", "name": t.name(i.name), "cat": if i.file_op { "nvidia_fd" } else { "ioctl" },
-            "pid": i.pid, "tid": tid, "ts": o.us(i.ts), "dur": Out::<W>::dur(end - i.ts), "args": args}))?;
+            "pid": i.pid, "tid": tid, "ts": o.us(i.ts), "dur": dur_us(end - i.ts), "args": args}))?;
     }
     // phases, iterations, markers
     for (&pid, v) in &ph.by_pid {
@@ -192,7 +214,7 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
         o.meta(pid as u64, Some(tid), "thread_name", "phases")?;
         for p in v {
             o.ev(&json!({"ph": "X", "name": p.name, "cat": "phase", "pid": pid, "tid": tid, "ts": o.us(p.start),
-                "dur": Out::<W>::dur(p.end - p.start), "args": {"source": p.source}}))?;
+                "dur": dur_us(p.end - p.start), "args": {"source": p.source}}))?;
         }
         let its: Vec<_> = ph.iterations.iter().filter(|i| i.pid == pid).collect();
         if !its.is_empty() {
@@ -200,7 +222,7 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
             o.meta(pid as u64, Some(tid), "thread_name", "iterations")?;
             for i in its {
                 o.ev(&json!({"ph": "X", "name": format!("iteration {}", i.label), "cat": "iteration", "pid": pid, "tid": tid,
-                    "ts": o.us(i.start), "dur": Out::<W>::dur(i.end - i.start), "args": {"tokens": i.tokens}}))?;
+                    "ts": o.us(i.start), "dur": dur_us(i.end - i.start), "args": {"tokens": i.tokens}}))?;
             }
         }
     }
@@ -260,7 +282,7 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
             }
             o.ev(
                 &json!({"ph": "X", "name": name, "cat": format!("gpu_{}", s.source.as_str()), "pid": gpid, "tid": tid,
-                "ts": o.us(start), "dur": Out::<W>::dur(end - start), "args": args}),
+                "ts": o.us(start), "dur": dur_us(end - start), "args": args}),
             )?;
             let call = if tl.source == Source::Measured { links.get(&(si, ii)).copied() } else { Some(iv.call) };
             if let Some(ci) = call

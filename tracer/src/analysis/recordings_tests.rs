@@ -59,10 +59,10 @@ fn transformer_inference_figures() {
         durations_of(&v),
         [("startup", 17_840_591_795), ("loading", 58_188_022), ("warmup", 3_894_857_382), ("steady", 1_931_778_334)]
     );
-    // bound timeline: 328 stream synchronizations close 327 stretches on the
-    // legacy stream (+1 never synchronized), 2 memsets on a non-blocking stream never synchronized
+    // bound timeline: the 328 stream synchronizations close 328 stretches on the
+    // legacy stream; 2 memsets on a non-blocking stream are never synchronized
     let tl = timeline::bound(t);
-    assert_eq!((tl.streams.len(), tl.interval_count(), tl.diag.ops, tl.diag.unbounded_ops), (2, 329, 23_872, 2));
+    assert_eq!((tl.streams.len(), tl.interval_count(), tl.diag.ops, tl.diag.unbounded_ops), (2, 330, 23_872, 2));
     let r = gaps::analyze(t, &tl, &ph, &GapOptions::default());
     assert_eq!(r.scopes.len(), 2);
     let s = &r.scopes[0];
@@ -131,8 +131,8 @@ fn perfetto_export_of_a_recording_with_ioctls_is_valid() {
     let n = perfetto::export(t, &ph, &tl, &mut buf).unwrap();
     let by_ph = perfetto::tests::validate(std::str::from_utf8(&buf).unwrap()).unwrap();
     assert_eq!(n as usize, by_ph.values().sum::<usize>());
-    // X: 29,290 calls + 749 ioctl/fd ops + 4 phases + 329 GPU stretches
-    assert_eq!(by_ph["X"], 29_290 + 749 + 4 + 329);
+    // X: 29,290 calls + 749 ioctl/fd ops + 4 phases + 330 GPU intervals
+    assert_eq!(by_ph["X"], 29_290 + 749 + 4 + 330);
     assert_eq!(by_ph["i"], 98);
     assert_eq!((by_ph["s"], by_ph["f"]), (93, 93));
 }

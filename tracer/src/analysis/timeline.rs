@@ -22,8 +22,8 @@
 //!   are certain idle time (a lower bound on idle time): everything queued
 //!   before a synchronization was done when it returned, and nothing new had
 //!   been submitted. Work never followed by a synchronization of its stream
-//!   has no bound: it is shown from its first submission to the return of
-//!   its last one, flagged `approximate` and counted in
+//!   has no bound: each such operation is shown during its own submission
+//!   call only, flagged `approximate` and counted in
 //!   [`Diagnostics::unbounded_ops`].
 //!
 //! Inferred intervals go to device 0 (the trace does not record which device
@@ -150,7 +150,7 @@ pub struct Diagnostics {
     /// Failed launches/copies skipped.
     pub failed_skipped: u64,
     /// `bound`: operations never followed by a synchronization of their
-    /// stream (their end is unknown; shown up to their submission).
+    /// stream (their end is unknown; each shown during its submission call).
     pub unbounded_ops: u64,
 }
 
@@ -533,13 +533,14 @@ pub fn bound(t: &Trace) -> Timeline {
         if p.ops.is_empty() {
             continue;
         }
-        // never synchronized: no bound; shown up to the last submission's return
-        let last = &t.calls[p.ops.last().unwrap().1 as usize];
-        let n = p.ops.len();
-        diag.unbounded_ops += n as u64;
+        // never synchronized: no bound; each op is shown during its submission call
+        diag.unbounded_ops += p.ops.len() as u64;
         let v = out.entry(k).or_default();
-        flush(&mut p, n, last.end(), v);
-        v.last_mut().unwrap().approximate = true;
+        while !p.ops.is_empty() {
+            let end = t.calls[p.ops[0].1 as usize].end();
+            flush(&mut p, 1, end, v);
+            v.last_mut().unwrap().approximate = true;
+        }
     }
     let streams = out
         .into_iter()
