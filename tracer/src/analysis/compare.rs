@@ -235,6 +235,6 @@ mod tests {
         assert_eq!((c.matched, c.missed, c.spurious), (1, 0, 0));
         assert_eq!((c.gap_start_err_p50_ns, c.gap_len_err_p50_ns), (3000, 0));
         assert_eq!((c.launches_compared, c.start_err_p50_ns, c.start_err_mean_ns), (2, 3000, -3000.0));
-        assert!(render(&[c.clone()], "inferred").contains("error +0.3%"));
+        assert!(render(std::slice::from_ref(c), "inferred").contains("error +0.3%"));
     }
 }

@@ -154,7 +154,8 @@ pub fn calibrate(t: &Trace) -> anyhow::Result<DurationsFile> {
     if t.gpu.is_empty() {
         bail!("{}: no measured GPU activity (record with `tracer --gpu-timestamps`)", t.path);
     }
-    let mut groups: BTreeMap<(String, [u32; 3], [u32; 3], u32), Vec<u64>> = BTreeMap::new();
+    type Config = (String, [u32; 3], [u32; 3], u32);
+    let mut groups: BTreeMap<Config, Vec<u64>> = BTreeMap::new();
     let mut copies: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     for g in &t.gpu {
         let d = g.end - g.start;

@@ -261,16 +261,16 @@ pub fn attribute(gaps: &[(u64, u64)], acts: &[(u64, u64, u8)]) -> Vec<[u64; 8]> 
     out
 }
 
-fn scope_report(
-    t: &Trace,
+/// What one scope covers.
+struct Scope {
     name: String,
     kind: &'static str,
     busy: Vec<(u64, u64)>,
     pids: BTreeSet<u32>,
-    first_work: &BTreeMap<u32, u64>,
-    phases: &Phases,
-    o: &GapOptions,
-) -> ScopeReport {
+}
+
+fn scope_report(t: &Trace, sc: Scope, first_work: &BTreeMap<u32, u64>, phases: &Phases, o: &GapOptions) -> ScopeReport {
+    let Scope { name, kind, busy, pids } = sc;
     let (window, gaps) = gaps_of(&busy);
     let overall = stats(&gaps, window.1 - window.0, o);
     let phase_list = if kind == "process" && pids.len() == 1 {
@@ -342,29 +342,14 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
     let mut scopes = Vec::new();
     for d in tl.devices() {
         let pids: BTreeSet<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
-        scopes.push(scope_report(
-            t,
-            format!("gpu {d}"),
-            "gpu",
-            busy(tl.device_intervals(d)),
-            pids,
-            &first_work,
-            phases,
-            o,
-        ));
+        let sc = Scope { name: format!("gpu {d}"), kind: "gpu", busy: busy(tl.device_intervals(d)), pids };
+        scopes.push(scope_report(t, sc, &first_work, phases, o));
     }
     for p in tl.pids() {
         let b = busy(tl.streams.iter().filter(|s| s.key.pid == p).flat_map(|s| s.intervals.iter()));
-        scopes.push(scope_report(
-            t,
-            format!("pid {p} ({})", t.process_name(p)),
-            "process",
-            b,
-            BTreeSet::from([p]),
-            &first_work,
-            phases,
-            o,
-        ));
+        let name = format!("pid {p} ({})", t.process_name(p));
+        let sc = Scope { name, kind: "process", busy: b, pids: BTreeSet::from([p]) };
+        scopes.push(scope_report(t, sc, &first_work, phases, o));
     }
     GapReport {
         trace: t.path.clone(),

@@ -439,9 +439,9 @@ impl Trace {
         let exec = self
             .procs
             .iter()
+            .rev()
             .filter(|p| p.pid == pid && p.op == ProcOp::Exec)
-            .filter_map(|p| p.filename.as_deref())
-            .last();
+            .find_map(|p| p.filename.as_deref());
         if let Some(f) = exec {
             return f.rsplit('/').next().unwrap_or(f).to_string();
         }
@@ -754,17 +754,17 @@ impl TraceBuilder {
                 let mut obj = raw.event.as_deref().and_then(parse_handle).unwrap_or(NONE);
                 if kind == Kind::StreamCreate
                     && let Some(a) = &raw.args
+                    && let Some(h) = a.ph_stream.as_deref().and_then(parse_handle)
                 {
-                    if let Some(h) = a.ph_stream.as_deref().and_then(parse_handle) {
-                        obj = h;
-                        let fl = match &a.flags {
-                            Some(StrOrNum::Num(n)) => *n,
-                            Some(StrOrNum::Str(s)) => parse_handle(s).unwrap_or(0),
-                            _ => 0,
-                        };
-                        if fl & 1 != 0 {
-                            self.t.nonblocking_streams.insert((pid, h));
-                        }
+                    obj = h;
+                    let fl = match &a.flags {
+                        Some(StrOrNum::Num(n)) => *n,
+                        Some(StrOrNum::Str(s)) => parse_handle(s).unwrap_or(0),
+                        _ => 0,
+                    };
+                    // CU_STREAM_NON_BLOCKING
+                    if fl & 1 != 0 {
+                        self.t.nonblocking_streams.insert((pid, h));
                     }
                 }
                 self.t.calls.push(Call {

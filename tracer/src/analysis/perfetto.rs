@@ -45,7 +45,7 @@ impl<W: Write> Out<'_, W> {
         }
         self.first = false;
         self.n += 1;
-        if self.n % 65536 == 0 {
+        if self.n.is_multiple_of(65536) {
             (self.tick)(self.n);
         }
         serde_json::to_writer(&mut self.w, v).map_err(std::io::Error::other)
