@@ -114,6 +114,14 @@ fn us_to_ns(x: f64) -> anyhow::Result<u64> {
     Ok((x * 1000.0).round() as u64)
 }
 
+/// Rejects option combinations before any work is done.
+fn check(o: &TimelineOpts) -> anyhow::Result<()> {
+    if o.timeline == TimelineArg::Inferred && o.durations.is_none() {
+        bail!(crate::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into()));
+    }
+    Ok(())
+}
+
 /// Builds the timeline the options ask for.
 pub fn timeline_for(t: &super::model::Trace, o: &TimelineOpts) -> anyhow::Result<Timeline> {
     let d = o.durations.as_deref().map(Durations::load).transpose()?;
@@ -137,6 +145,7 @@ pub fn timeline_for(t: &super::model::Trace, o: &TimelineOpts) -> anyhow::Result
 }
 
 pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
     let opts = gaps::GapOptions {
         threshold_ns: us_to_ns(a.threshold_us)?,
         switch_costs_ns: a.switch_cost_us.iter().map(|&x| us_to_ns(x)).collect::<anyhow::Result<_>>()?,
@@ -158,6 +167,7 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
 }
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
     let t = load::load(&a.trace)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
@@ -179,6 +189,7 @@ pub fn default_export_path(trace: &Path) -> PathBuf {
 }
 
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
     let t = load::load(&a.trace)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);

@@ -112,7 +112,8 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
         let (l50, l90, _) = pct_abs(&mut le);
         let mut errs: Vec<i64> = Vec::new();
         for s in inferred.streams.iter().filter(|s| s.device == d) {
-            for iv in &s.intervals {
+            // per-launch errors: kernels only (not copies, not `bound` stretches)
+            for iv in s.intervals.iter().filter(|i| i.kind == super::timeline::WorkKind::Kernel) {
                 if let Some(&(md, ms)) = measured_start.get(&iv.call)
                     && md == d
                 {
