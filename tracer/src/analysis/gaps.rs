@@ -124,6 +124,8 @@ pub struct GapReport {
     pub timeline: Source,
     pub timeline_meaning: &'static str,
     pub diagnostics: super::timeline::Diagnostics,
+    /// Where the per-phase windows come from (markers or detected).
+    pub phase_source: Option<super::phases::PhaseSource>,
     pub scopes: Vec<ScopeReport>,
 }
 
@@ -356,6 +358,7 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         timeline: tl.source,
         timeline_meaning: meaning(tl.source),
         diagnostics: tl.diag.clone(),
+        phase_source: phases.source(),
         scopes,
     }
 }
@@ -377,6 +380,15 @@ pub fn render(r: &GapReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "GPU idle gaps in {}", r.trace);
     let _ = writeln!(s, "timeline: {}", r.timeline_meaning);
+    let _ = writeln!(
+        s,
+        "phases: {}",
+        match r.phase_source {
+            Some(super::phases::PhaseSource::Marker) => "from the program's markers",
+            Some(super::phases::PhaseSource::Detected) => "detected from the data (startup/loading/warmup/steady)",
+            None => "none",
+        }
+    );
     if r.timeline == Source::Inferred {
         let d = &r.diagnostics;
         let _ = writeln!(

@@ -745,7 +745,9 @@ impl TraceBuilder {
                 if raw.entry_lost == Some(true) {
                     flags |= FLAG_ENTRY_LOST;
                 }
-                if raw.ret.is_some_and(|r| r != 0) || raw.error.is_some() {
+                // CUDA_ERROR_NOT_READY from a query is an answer, not a failure
+                let not_ready = kind == Kind::Query && raw.ret == Some(600);
+                if (raw.ret.is_some_and(|r| r != 0) || raw.error.is_some()) && !not_ready {
                     flags |= FLAG_FAILED;
                 }
                 if raw.ret.is_some() {
@@ -926,6 +928,12 @@ mod tests {
         assert_eq!(Kind::classify("memcpy", "copy", "cuMemcpy"), Kind::Copy);
         assert_eq!(Kind::classify("sync", "ctx_synchronize", "cuCtxSynchronize"), Kind::CtxSync);
         assert_eq!(Kind::classify("sync", "stream_query", "cuStreamQuery"), Kind::Query);
+        let t = parse_str(
+            "q",
+            r#"{"ts":1,"pid":1,"type":"sync","op":"stream_query","name":"cuStreamQuery","ret":600,"error":"CUDA_ERROR_NOT_READY"}"#,
+        )
+        .unwrap();
+        assert!(!t.calls[0].failed());
         assert_eq!(Kind::classify("event", "event_record", "cuEventRecord"), Kind::EventRecord);
         assert_eq!(Kind::classify("memory", "alloc", "cuMemHostAlloc"), Kind::Alloc);
         assert_eq!(Kind::classify("module", "library_load_data", "cuLibraryLoadData"), Kind::Module);

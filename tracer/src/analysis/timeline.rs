@@ -581,10 +581,12 @@ pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize,
     }
     all.sort_unstable();
     let mut out = Vec::new();
+    // the measured copies' directions, by (start, name)
+    let dirs: HashMap<(u64, u32), Dir> =
+        t.gpu.iter().filter(|g| g.kind == GpuOpKind::Memcpy).map(|g| ((g.start, g.name), g.dir)).collect();
     let dir_of = |si: usize, ii: usize| -> Dir {
-        // the measured op's direction: find it in the trace's gpu list by start
         let iv = &tl.streams[si].intervals[ii];
-        t.gpu.iter().find(|g| g.start == iv.start && g.name == iv.name).map_or(Dir::Default, |g| g.dir)
+        dirs.get(&(iv.start, iv.name)).copied().unwrap_or(Dir::Default)
     };
     for (_, si, ii) in all {
         let s = &tl.streams[si];
