@@ -127,6 +127,10 @@ fn perfetto_export_of_a_recording_with_ioctls_is_valid() {
     assert_eq!(t.ioctls.iter().filter(|i| !i.file_op).count(), 635);
     let ph = phases::phases(t);
     let tl = timeline::bound(t);
+    // the same split as `tracer ioctls` (docs/ioctls.md): 495 / 44 / 96 / 0
+    let rep = report::build(t, &ph, &tl);
+    let per: Vec<u64> = rep.phases.iter().map(|p| p.counts.ioctls).collect();
+    assert_eq!(per, [495, 44, 96, 0]);
     let mut buf = Vec::new();
     let n = perfetto::export(t, &ph, &tl, &mut buf).unwrap();
     let by_ph = perfetto::tests::validate(std::str::from_utf8(&buf).unwrap()).unwrap();

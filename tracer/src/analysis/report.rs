@@ -26,6 +26,8 @@ pub struct Counts {
     /// Time spent inside blocking synchronization calls (and blocking copies).
     pub sync_ns: u64,
     pub failed_calls: u64,
+    /// ioctls on NVIDIA device files (traces recorded with --ioctls).
+    pub ioctls: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -124,6 +126,9 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
         }
     }
     c.distinct_kernels = kernels.len() as u64;
+    let lo = t.ioctls.partition_point(|x| x.ts < a);
+    let hi = t.ioctls.partition_point(|x| x.ts < b);
+    c.ioctls = t.ioctls[lo..hi].iter().filter(|x| !x.file_op && pid.is_none_or(|p| p == x.pid)).count() as u64;
     c
 }
 
@@ -326,9 +331,10 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(
             s,
-            "\n{title:<14} {:>11} {:>8} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}{}",
+            "\n{title:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}{}",
             "time",
             "calls",
+            "ioctls",
             "launches",
             "kernels",
             "sync",
@@ -341,10 +347,11 @@ pub fn render(r: &Report) -> String {
             let c = &p.counts;
             let _ = write!(
                 s,
-                "{:<14} {:>11} {:>8} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}",
+                "{:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}",
                 p.name.chars().take(14).collect::<String>(),
                 fmt_ns(p.dur_ns),
                 c.calls,
+                c.ioctls,
                 c.launches,
                 c.distinct_kernels,
                 fmt_ns(c.sync_ns),
