@@ -403,8 +403,16 @@ pub fn render(r: &GapReport) -> String {
             fmt_ns(d.unexplained_sync_wait_ns)
         );
     }
-    for sc in &r.scopes {
+    for (i, sc) in r.scopes.iter().enumerate() {
         let o = &sc.overall;
+        // a process alone on its GPU: its figures are the GPU's, print them once
+        if sc.kind == "process"
+            && let Some(g) =
+                r.scopes[..i].iter().find(|g| g.kind == "gpu" && g.gaps == sc.gaps && g.window == sc.window)
+        {
+            let _ = writeln!(s, "\n== {} == the same gaps as {} (the only process using it)", sc.scope, g.scope);
+            continue;
+        }
         let _ = writeln!(
             s,
             "\n== {} == window {} (first GPU work to last), busy {}, idle {} ({:.1}%) in {} gaps",

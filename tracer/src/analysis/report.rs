@@ -77,6 +77,8 @@ pub struct Report {
     pub total: Counts,
     pub phases: Vec<PeriodRow>,
     pub iterations: Vec<PeriodRow>,
+    /// One row per process (own calls and GPU work) when there are several.
+    pub per_process: Vec<PeriodRow>,
     pub top_by_count: Vec<KernelRow>,
     pub top_by_gpu_time: Vec<KernelRow>,
     pub copies_by_direction: BTreeMap<&'static str, (u64, u64)>,
@@ -136,9 +138,9 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     let span = t.span().unwrap_or((0, 0));
     let series = energy::series(t);
     let busy = union(tl.streams.iter().flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end))).collect());
-    let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| {
+    let row_with = |busy: &[(u64, u64)], name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| {
         let counts = counts_in(t, Some(pid), a, b);
-        let gpu_busy_ns = covered(&busy, a, b);
+        let gpu_busy_ns = covered(busy, a, b);
         let energy = energy::energy_all_gpus(&series, a, b);
         let dur = b - a;
         PeriodRow {
@@ -156,6 +158,28 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
             energy,
             tokens,
         }
+    };
+    let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| row_with(&busy, name, pid, a, b, tokens);
+    // per process (own GPU work only), when there are several
+    let spans = super::phases::process_spans(t);
+    let processes: Vec<PeriodRow> = if spans.len() > 1 {
+        spans
+            .iter()
+            .map(|(&pid, &(a, b))| {
+                let own = union(
+                    tl.streams
+                        .iter()
+                        .filter(|s| s.key.pid == pid)
+                        .flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end)))
+                        .collect(),
+                );
+                // the process's span, extended to the end of its GPU work
+                let b = b.max(own.last().map_or(b, |x| x.1));
+                row_with(&own, t.process_name(pid), pid, a, b, None)
+            })
+            .collect()
+    } else {
+        vec![]
     };
     let phases: Vec<PeriodRow> = ph.main().iter().map(|p| row(p.name.clone(), p.pid, p.start, p.end, None)).collect();
     let iterations: Vec<PeriodRow> =
@@ -246,6 +270,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         total: counts_in(t, None, span.0, span.1 + 1),
         phases,
         iterations,
+        per_process: processes,
         top_by_count,
         top_by_gpu_time,
         copies_by_direction: copies,
@@ -373,6 +398,7 @@ pub fn render(r: &Report) -> String {
     };
     table(&mut s, "phase", &r.phases, false);
     table(&mut s, "iteration", &r.iterations, true);
+    table(&mut s, "process", &r.per_process, false);
     let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {
         if rows.is_empty() {
             return;
@@ -447,6 +473,7 @@ mod tests {
         let ph = phases(&t);
         let tl = timeline::inferred(&t, &timeline::tests::durs(&[("kA", 100_000), ("kB", 1_000_000)]));
         let r = build(&t, &ph, &tl);
+        assert!(r.per_process.is_empty());
         let names: Vec<(&str, u64)> = r.phases.iter().map(|p| (p.name.as_str(), p.dur_ns)).collect();
         assert_eq!(names, [("load", 10_000_000), ("inference", 40_000_000)]);
         assert_eq!(r.phases[0].counts.allocs, 1);
@@ -472,6 +499,14 @@ mod tests {
         assert_eq!((r.lost_scan[0].missing, r.lost_scan[0].holes.clone()), (2, vec![(2, 3)]));
         let text = render(&r);
         assert!(text.contains("sequence gaps: cpu 0: 2 missing"), "{text}");
+        // a second process: one row each, with its own GPU work only
+        let second = r#"{"ts":40000000,"pid":2,"tid":2,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"kA","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}"#;
+        let t2 = parse_str("r2", &(l.join("\n") + "\n" + second)).unwrap();
+        let tl2 = timeline::inferred(&t2, &timeline::tests::durs(&[("kA", 100_000), ("kB", 1_000_000)]));
+        let r2 = build(&t2, &phases(&t2), &tl2);
+        let pp: Vec<(u32, u64, u64)> =
+            r2.per_process.iter().map(|p| (p.pid, p.counts.launches, p.gpu_busy_ns)).collect();
+        assert_eq!(pp, [(1, 5, 1_402_026), (2, 1, 100_000)]); // pid 1: + the 2 µs h2d copy
         assert!(text.contains("inference"), "{text}");
     }
 }
