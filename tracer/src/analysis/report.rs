@@ -227,7 +227,16 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         notes.push("no iteration markers: per-iteration and per-token figures need `iteration` markers".into());
     }
     if series.is_empty() {
-        notes.push("no power samples: energy needs NVML sampling at record time".into());
+        let why = t.header.as_ref().and_then(|h| h["power"]["reason"].as_str()).map(str::to_string);
+        notes.push(match why {
+            Some(r) => format!("no power samples: {r}"),
+            None => "no power samples: energy needs NVML sampling at record time".into(),
+        });
+    }
+    if tl.source != Source::Measured
+        && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())
+    {
+        notes.push(format!("no measured GPU activity: {r}"));
     }
     for s in &series {
         if let (Some(u), Some(sp)) = (s.update_period_ns, s.sample_period_ns)
@@ -507,6 +516,16 @@ mod tests {
         let pp: Vec<(u32, u64, u64)> =
             r2.per_process.iter().map(|p| (p.pid, p.counts.launches, p.gpu_busy_ns)).collect();
         assert_eq!(pp, [(1, 5, 1_402_026), (2, 1, 100_000)]); // pid 1: + the 2 µs h2d copy
+        // the header says why power and GPU timestamps are missing
+        let hdr = r#"{"type":"header","power":{"available":false,"reason":"NVML not found (libnvidia-ml.so.1)"},"gpu_timestamps":{"enabled":false,"reason":"not requested"}}"#;
+        let t3 = parse_str("r3", &format!("{hdr}\n{}", timeline::tests::launch(1, 1.0, "k", "0x0"))).unwrap();
+        let r3 = build(&t3, &phases(&t3), &timeline::bound(&t3));
+        assert!(
+            r3.notes.contains(&"no power samples: NVML not found (libnvidia-ml.so.1)".to_string()),
+            "{:?}",
+            r3.notes
+        );
+        assert!(r3.notes.contains(&"no measured GPU activity: not requested".to_string()), "{:?}", r3.notes);
         assert!(text.contains("inference"), "{text}");
     }
 }
