@@ -10,7 +10,9 @@
 //! is flagged `uncertain`, and `uncertainty_j` = mean power × one period
 //! (up to half a period of misplacement at each end).
 //! Without a counter (all `energy_mj` null), power samples are integrated
-//! (trapezoids, linear interpolation at the ends).
+//! (trapezoids, linear interpolation at the ends). An interval only partly
+//! covered by samples gets the energy of the covered part, flagged
+//! uncertain, with `covered_share`.
 //!
 //! Public: [`series`] (per-GPU, also the power curve for plots),
 //! [`energy_between`], [`energy_all_gpus`].
@@ -41,6 +43,10 @@ pub struct Energy {
     pub method: &'static str,
     pub uncertain: bool,
     pub uncertainty_j: f64,
+    /// Share of the interval the samples cover (1 unless the interval starts
+    /// before the first or ends after the last sample; then `joules` is the
+    /// energy of the covered part only).
+    pub covered_share: f64,
 }
 
 fn median(mut v: Vec<u64>) -> Option<u64> {
@@ -101,10 +107,32 @@ fn interp(p: &[(u64, f64)], x: u64) -> Option<f64> {
     Some(y0 + (y1 - y0) * (x - x0) as f64 / (x1 - x0) as f64)
 }
 
+/// Energy over [a, b]. If the samples cover only part of it, the energy of
+/// the covered part, flagged uncertain with `covered_share` < 1; None if they
+/// cover none of it.
 pub fn energy_between(s: &EnergySeries, a: u64, b: u64) -> Option<Energy> {
     if b <= a {
         return None;
     }
+    let (lo, hi) = match (s.points.len() >= 2, s.power.len() >= 2) {
+        (true, _) => (s.points[0].0, s.points[s.points.len() - 1].0),
+        (false, true) => (s.power[0].0, s.power[s.power.len() - 1].0),
+        _ => return None,
+    };
+    let (ca, cb) = (a.max(lo), b.min(hi));
+    if cb <= ca {
+        return None;
+    }
+    let covered = (cb - ca) as f64 / (b - a) as f64;
+    let mut e = energy_covered(s, ca, cb)?;
+    if cb - ca < b - a {
+        e.uncertain = true;
+        e.covered_share = covered;
+    }
+    Some(e)
+}
+
+fn energy_covered(s: &EnergySeries, a: u64, b: u64) -> Option<Energy> {
     if s.points.len() >= 2 {
         let ea = interp(&s.points, a)?;
         let eb = interp(&s.points, b)?;
@@ -116,6 +144,7 @@ pub fn energy_between(s: &EnergySeries, a: u64, b: u64) -> Option<Energy> {
             method: "counter",
             uncertain: b - a < 2 * period,
             uncertainty_j: mean_w * period as f64 / 1e9,
+            covered_share: 1.0,
         });
     }
     if s.power.len() >= 2 {
@@ -127,7 +156,13 @@ pub fn energy_between(s: &EnergySeries, a: u64, b: u64) -> Option<Energy> {
         pts.push((b, pb));
         let j: f64 = pts.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e9 * (w[0].1 + w[1].1) / 2.0).sum();
         let inside = pts.len() - 2;
-        return Some(Energy { joules: j, method: "power_integral", uncertain: inside < 2, uncertainty_j: 0.0 });
+        return Some(Energy {
+            joules: j,
+            method: "power_integral",
+            uncertain: inside < 2,
+            uncertainty_j: 0.0,
+            covered_share: 1.0,
+        });
     }
     None
 }
@@ -144,6 +179,7 @@ pub fn energy_all_gpus(series: &[EnergySeries], a: u64, b: u64) -> Option<Energy
                     method: if x.method == e.method { x.method } else { "mixed" },
                     uncertain: x.uncertain || e.uncertain,
                     uncertainty_j: x.uncertainty_j + e.uncertainty_j,
+                    covered_share: x.covered_share.min(e.covered_share),
                 },
             });
         }
@@ -186,7 +222,10 @@ mod tests {
         assert!(e.uncertain);
         // held after the last update (100 ms is both)
         assert!(energy_between(&s[0], 90_000_000, 100_000_000).is_some());
-        assert!(energy_between(&s[0], 90_000_000, 110_000_000).is_none());
+        // partly covered: the covered part, flagged
+        let e = energy_between(&s[0], 90_000_000, 110_000_000).unwrap();
+        assert!((e.joules - 1.0).abs() < 1e-9 && e.uncertain && e.covered_share == 0.5, "{e:?}");
+        assert!(energy_between(&s[0], 100_000_000, 110_000_000).is_none());
     }
 
     #[test]

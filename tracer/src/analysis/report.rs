@@ -307,6 +307,7 @@ fn bytes(b: u64) -> String {
 
 fn energy_cell(e: &Option<Energy>) -> String {
     match e {
+        Some(e) if e.covered_share < 1.0 => format!("{:.2} J ({:.0}%)?", e.joules, 100.0 * e.covered_share),
         Some(e) if e.uncertain => format!("{:.2} J ±{:.2}?", e.joules, e.uncertainty_j),
         Some(e) => format!("{:.2} J", e.joules),
         None => "-".into(),
