@@ -531,6 +531,36 @@ mod tests {
     }
 
     #[test]
+    fn two_processes_share_a_gpu() {
+        let g = |pid: u32, a: u64, b: u64| {
+            format!(
+                r#"{{"ts":{a},"end_ts":{b},"pid":{pid},"type":"gpu","op":"kernel","name":"k","device":0,"stream_id":1}}"#
+            )
+        };
+        let l = [
+            g(1, 0, 10_000),
+            g(1, 1_000_000, 1_010_000),
+            r#"{"ts":200000,"pid":2,"tid":2,"type":"process","op":"exec","name":"process","filename":"/bin/b"}"#
+                .to_string(),
+            g(2, 800_000, 810_000),
+        ];
+        let t = parse_str("two", &l.join("\n")).unwrap();
+        let tl = timeline::measured(&t);
+        let r = analyze(&t, &tl, &phases(&t), &GapOptions::default());
+        let sc: Vec<(&str, u64, u64)> =
+            r.scopes.iter().map(|s| (s.scope.as_str(), s.overall.count, s.overall.idle_ns)).collect();
+        assert_eq!(sc, [("gpu 0", 2, 980_000), ("pid 1 (pid 1)", 1, 990_000), ("pid 2 (b)", 0, 0)]);
+        // the GPU's first gap [10, 800) µs: process 2 starting up for 600 µs of it
+        assert_eq!(
+            r.scopes[0].longest.iter().find(|x| x.start == 10_000).unwrap().causes,
+            BTreeMap::from([("process_start", 600_000), ("cpu_between_calls", 190_000)])
+        );
+        // process 1 alone: nothing of its own was running
+        assert_eq!(r.scopes[1].longest[0].causes, BTreeMap::from([("cpu_between_calls", 990_000)]));
+        assert!(render(&r).contains("== pid 1 (pid 1) == window"));
+    }
+
+    #[test]
     fn attribution_by_priority() {
         // gap [100, 200): sync call 90..120, launch call 150..160, ioctl 155..158, nothing else
         let acts = vec![(90, 120, 3u8), (150, 160, 5), (155, 158, 4)];
