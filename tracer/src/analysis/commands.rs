@@ -16,8 +16,11 @@ pub enum TimelineArg {
     /// measured if the trace has `gpu` lines, else inferred with --durations, else bound
     #[default]
     Auto,
+    /// the trace's `gpu` lines (CUPTI, --gpu-timestamps)
     Measured,
+    /// launches + calibrated kernel durations, simulated per stream (needs --durations)
     Inferred,
+    /// no durations: possibly-busy stretches up to each synchronization's return (certain idle time)
     Bound,
 }
 
