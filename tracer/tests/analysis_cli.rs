@@ -145,6 +145,9 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
     assert_eq!(c["inferred"][0]["launches_compared"], 4);
     assert_eq!(c["inferred"][0]["start_err_p50_ns"], 9_000);
     assert_eq!(c["inferred"][0]["matched"], 2);
+    // with the work allowed to start at the launch call's entry: 10 µs early
+    assert_eq!(c["inferred_submit_at_entry"][0]["start_err_p50_ns"], 10_000);
+    assert_eq!(c["inferred_submit_at_entry"][0]["start_err_mean_ns"], -10_000.0);
 
     let p = tmp("t.perfetto.json");
     let (rc, _, err) = tracer(&["export", ts, "--format", "perfetto", "-o", p.to_str().unwrap()]);

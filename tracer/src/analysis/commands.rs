@@ -246,14 +246,18 @@ pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
     let th = us_to_ns(a.threshold_us)?;
     let measured = timeline::measured(&t);
     let inferred = timeline::inferred(&t, &d);
+    let inferred_entry = timeline::inferred_with(&t, &d, timeline::SubmitAt::Entry);
     let bound = timeline::bound(&t);
     let ci = compare::compare(&t, &inferred, &measured, th);
+    let ce = compare::compare(&t, &inferred_entry, &measured, th);
     let cb = compare::compare(&t, &bound, &measured, th);
     if a.json {
-        let v = serde_json::json!({"inferred": ci, "inferred_diagnostics": inferred.diag, "bound": cb, "self_calibrated": a.durations.is_none()});
+        let v = serde_json::json!({"inferred": ci, "inferred_diagnostics": inferred.diag,
+            "inferred_submit_at_entry": ce, "bound": cb, "self_calibrated": a.durations.is_none()});
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", compare::render(&ci, label));
+        print!("{}", compare::render(&ce, &format!("{label}, work may start at the launch call's entry")));
         print!("{}", compare::render(&cb, "bound"));
     }
     Ok(())

@@ -270,6 +270,10 @@ pub fn export_with_progress<W: Write>(
                 format!("≤{} ops pending", iv.ops)
             } else if iv.name != NO_STR {
                 t.name(iv.name).to_string()
+            } else if iv.kind == super::timeline::WorkKind::Memcpy
+                && let Some(c) = t.calls.get(iv.call as usize)
+            {
+                format!("memcpy {}", c.dir.as_str())
             } else {
                 iv.kind.as_str().to_string()
             };

@@ -297,6 +297,23 @@ fn clamp(s: &mut SimStream, upto: usize, r: u64, diag: &mut Diagnostics) {
 
 /// The queue simulation with durations (see the module header).
 pub fn inferred(t: &Trace, d: &Durations) -> Timeline {
+    inferred_with(t, d, SubmitAt::Return)
+}
+
+/// When submitted work may start on the GPU, at the earliest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubmitAt {
+    /// The launch call's return (the default: the work is queued by then).
+    #[default]
+    Return,
+    /// The launch call's entry (the GPU may start before the call returns;
+    /// the probes' own cost lengthens the call).
+    Entry,
+}
+
+/// [`inferred`] with a choice of submit point.
+pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
     let mut diag = Diagnostics::default();
     let mut streams: BTreeMap<StreamKey, SimStream> = BTreeMap::new();
     // (pid, event) -> (stream, intervals at record time, free_at at record time)
@@ -318,7 +335,7 @@ pub fn inferred(t: &Trace, d: &Durations) -> Timeline {
                 }
                 let key = stream_key(t, c);
                 // a blocking copy is done by the call's return: it can start at its entry
-                let submit = if c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
+                let submit = if at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
                 let mut earliest = submit;
                 // implicit synchronization with the legacy default stream
                 if key.is_legacy() {
@@ -677,6 +694,14 @@ pub(crate) mod tests {
     }
     fn spans(tl: &Timeline) -> Vec<(u64, u64, u64)> {
         tl.streams.iter().flat_map(|s| s.intervals.iter().map(move |i| (s.key.handle, i.start, i.end))).collect()
+    }
+
+    #[test]
+    fn submit_at_entry() {
+        let l = [launch(0, 1.0, "k", "0x10"), launch(30_000, 1.0, "k", "0x10")];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred_with(&t, &durs(&[("k", 10_000)]), SubmitAt::Entry);
+        assert_eq!(spans(&tl), [(0x10, 0, 10_000), (0x10, 30_000, 40_000)]);
     }
 
     #[test]
