@@ -604,7 +604,8 @@ pub fn bound(t: &Trace) -> Timeline {
 pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize, u32)> {
     #[derive(Hash, PartialEq, Eq)]
     enum K {
-        Kernel(u32, String),
+        // (pid, interned kernel name: launch lines and gpu lines share the table)
+        Kernel(u32, u32),
         Copy(u32, Dir),
         Set(u32),
     }
@@ -614,7 +615,7 @@ pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize,
             continue;
         }
         let k = match c.kind {
-            Kind::Launch => K::Kernel(c.pid, t.name(c.kernel).to_string()),
+            Kind::Launch => K::Kernel(c.pid, c.kernel),
             Kind::Copy | Kind::CopyAsync => K::Copy(c.pid, c.dir),
             Kind::Memset | Kind::MemsetAsync => K::Set(c.pid),
             _ => continue,
@@ -640,7 +641,7 @@ pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize,
         let s = &tl.streams[si];
         let iv = &s.intervals[ii];
         let k = match iv.kind {
-            WorkKind::Kernel => K::Kernel(s.key.pid, t.name(iv.name).to_string()),
+            WorkKind::Kernel => K::Kernel(s.key.pid, iv.name),
             WorkKind::Memcpy => K::Copy(s.key.pid, dir_of(si, ii)),
             WorkKind::Memset => K::Set(s.key.pid),
             _ => continue,
