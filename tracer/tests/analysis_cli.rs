@@ -105,6 +105,12 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
     assert_eq!(o["switch"][0]["usable_ns"].as_u64(), Some(1_828_000));
     assert_eq!(o["switch"][1]["usable_ns"].as_u64(), Some(1_378_000));
     assert_eq!(g["phases"][0]["phase"], "generate");
+    assert!(g.get("gaps").is_none());
+    let (rc, out, _) = tracer(&["gaps", ts, "--json", "--list"]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["scopes"][0]["gaps"][0], serde_json::json!([11_030_000, 11_110_000]));
+    assert_eq!(v["scopes"][0]["gaps"].as_array().unwrap().len(), 4);
 
     let (rc, out, err) = tracer(&["report", ts, "--json"]);
     assert_eq!(rc, 0, "{err}");

@@ -51,6 +51,9 @@ pub struct GapsArgs {
     /// Longest gaps listed one by one.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// With --json: also every gap's [start, end] (ns), per scope.
+    #[arg(long, requires = "json")]
+    pub list: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
 }
@@ -160,8 +163,11 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
         bail!("{}: no GPU work (launches, copies, sets) in this trace", a.trace.display());
     }
     let ph = phases::phases(&t);
-    let r = gaps::analyze(&t, &tl, &ph, &opts);
+    let mut r = gaps::analyze(&t, &tl, &ph, &opts);
     if a.json {
+        if !a.list {
+            r.scopes.iter_mut().for_each(|s| s.gaps.clear());
+        }
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", gaps::render(&r));

@@ -114,7 +114,8 @@ pub struct ScopeReport {
     /// Shares of the time of all gaps ≥ threshold, by cause.
     pub long_gap_causes: BTreeMap<&'static str, f64>,
     pub longest: Vec<LongGap>,
-    #[serde(skip)]
+    /// Every gap [start, end) (JSON only with `tracer gaps --json --list`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<(u64, u64)>,
 }
 
