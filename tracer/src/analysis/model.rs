@@ -177,6 +177,8 @@ pub const FLAG_ENTRY_LOST: u8 = 2;
 pub const FLAG_FAILED: u8 = 4;
 /// The call had a `ret` (a return probe fired).
 pub const FLAG_RETURNED: u8 = 8;
+/// A query answered CUDA_ERROR_NOT_READY (work still pending).
+pub const FLAG_NOT_READY: u8 = 16;
 
 /// One driver call.
 #[derive(Clone, Copy, Debug)]
@@ -216,6 +218,13 @@ impl Call {
     }
     pub fn entry_lost(&self) -> bool {
         self.flags & FLAG_ENTRY_LOST != 0
+    }
+    /// cuStreamQuery / cuEventQuery answered CUDA_SUCCESS: the work was done
+    /// when it returned.
+    pub fn query_done(&self) -> bool {
+        self.kind == Kind::Query
+            && self.flags & FLAG_RETURNED != 0
+            && self.flags & (FLAG_FAILED | FLAG_NOT_READY | FLAG_INCOMPLETE) == 0
     }
     /// `_ptsz`/`_ptds` variant: stream 0 is the per-thread default stream.
     pub fn per_thread_variant(&self, s: &Strings) -> bool {
@@ -753,6 +762,9 @@ impl TraceBuilder {
                 if raw.ret.is_some() {
                     flags |= FLAG_RETURNED;
                 }
+                if not_ready {
+                    flags |= FLAG_NOT_READY;
+                }
                 let mut obj = raw.event.as_deref().and_then(parse_handle).unwrap_or(NONE);
                 if kind == Kind::StreamCreate
                     && let Some(a) = &raw.args
@@ -934,6 +946,7 @@ mod tests {
         )
         .unwrap();
         assert!(!t.calls[0].failed());
+        assert!(!t.calls[0].query_done());
         assert_eq!(Kind::classify("event", "event_record", "cuEventRecord"), Kind::EventRecord);
         assert_eq!(Kind::classify("memory", "alloc", "cuMemHostAlloc"), Kind::Alloc);
         assert_eq!(Kind::classify("module", "library_load_data", "cuLibraryLoadData"), Kind::Module);

@@ -11,7 +11,8 @@
 //!   cuStreamWaitEvent waits for the work recorded before cuEventRecord.
 //!   Synchronization returns bound the simulation: work queued before a
 //!   cuStreamSynchronize / cuCtxSynchronize / cuEventSynchronize / blocking
-//!   copy (h2d, d2h) finished before that call returned, so a simulated
+//!   copy (h2d, d2h) / cuStreamQuery or cuEventQuery answering CUDA_SUCCESS
+//!   finished before that call returned, so a simulated
 //!   interval still running then is cut there (counted in
 //!   [`Diagnostics::clamped`]); a synchronization of the legacy stream also
 //!   bounds the blocking streams' work submitted before the legacy stream's
@@ -227,6 +228,20 @@ fn work_kind(k: Kind) -> WorkKind {
     }
 }
 
+/// What a call tells the timeline: a successful stream/event query is a
+/// synchronization point like cuStreamSynchronize / cuEventSynchronize.
+fn sync_kind(t: &Trace, c: &Call) -> Kind {
+    if c.query_done() {
+        if t.name(c.func).starts_with("cuStreamQuery") {
+            return Kind::StreamSync;
+        }
+        if t.name(c.func).starts_with("cuEventQuery") {
+            return Kind::EventSync;
+        }
+    }
+    c.kind
+}
+
 /// A blocking copy that the host waits for (h2d, d2h; d2d copies are async to the host).
 fn host_blocking_copy(c: &Call) -> bool {
     c.kind == Kind::Copy && matches!(c.dir, Dir::H2D | Dir::D2H | Dir::Default | Dir::H2H)
@@ -327,7 +342,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
         if c.incomplete() && !c.kind.is_gpu_work() {
             continue;
         }
-        match c.kind {
+        match sync_kind(t, c) {
             k if k.is_gpu_work() => {
                 if c.failed() {
                     diag.failed_skipped += 1;
@@ -516,7 +531,7 @@ pub fn bound(t: &Trace) -> Timeline {
     // pid -> submission time of the latest work on the legacy stream
     let mut legacy_last: HashMap<u32, u64> = HashMap::new();
     for (i, c) in t.calls.iter().enumerate() {
-        match c.kind {
+        match sync_kind(t, c) {
             k if k.is_gpu_work() => {
                 if c.failed() {
                     diag.failed_skipped += 1;
@@ -791,6 +806,23 @@ pub(crate) mod tests {
         // 0x10 work (submitted before the legacy work) to [1, 8]; the one-pass simulation does not
         // move the second 0x10 work back (docs/analysis.md, limits)
         assert_eq!(spans(&tl), [(0, 8000, 8000), (0x10, 1000, 8000), (0x10, 21_000, 31_000)]);
+    }
+
+    #[test]
+    fn successful_queries_are_synchronization_points() {
+        let q = |ts: u64, ret: u32| {
+            let err = if ret == 600 { r#","error":"CUDA_ERROR_NOT_READY""# } else { "" };
+            format!(
+                r#"{{"ts":{ts},"pid":1,"tid":1,"type":"sync","op":"stream_query","name":"cuStreamQuery","stream":"0x0","duration_us":1.0,"ret":{ret}{err}}}"#
+            )
+        };
+        let l = [launch(0, 1.0, "k", "0x0"), q(5000, 600), q(9000, 0), launch(20_000, 1.0, "k", "0x0"), q(30_000, 0)];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let got: Vec<(u64, u64)> = bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        // NOT_READY at 5 µs says nothing; CUDA_SUCCESS at 9..10 µs closes the stretch
+        assert_eq!(got, [(0, 10_000), (20_000, 31_000)]);
+        let tl = inferred(&t, &durs(&[("k", 50_000)]));
+        assert_eq!(spans(&tl), [(0, 1000, 10_000), (0, 21_000, 31_000)]);
     }
 
     #[test]
