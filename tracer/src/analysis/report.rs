@@ -20,6 +20,8 @@ pub struct Counts {
     pub distinct_kernels: u64,
     pub copies: u64,
     pub copy_bytes: u64,
+    /// Bytes copied per direction (h2d, d2h, d2d, …).
+    pub copy_bytes_by_direction: BTreeMap<&'static str, u64>,
     pub allocs: u64,
     pub alloc_bytes: u64,
     pub sync_calls: u64,
@@ -115,6 +117,7 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
             Kind::Copy | Kind::CopyAsync => {
                 c.copies += 1;
                 c.copy_bytes += x.size;
+                *c.copy_bytes_by_direction.entry(x.dir.as_str()).or_default() += x.size;
             }
             Kind::Alloc if !x.failed() => {
                 c.allocs += 1;
@@ -504,6 +507,8 @@ mod tests {
         assert_eq!(r.top_by_gpu_time[1].gpu_ns, Some(400_000));
         assert_eq!(it[0].gpu_busy_ns, 1_300_000);
         assert_eq!(r.copies_by_direction["h2d"], (1, 512));
+        assert_eq!(r.phases[0].counts.copy_bytes_by_direction, BTreeMap::from([("h2d", 512)]));
+        assert!(r.phases[1].counts.copy_bytes_by_direction.is_empty());
         assert_eq!(r.lost_footer, Some(2));
         assert_eq!(r.lost_scan.len(), 1);
         assert_eq!((r.lost_scan[0].missing, r.lost_scan[0].holes.clone()), (2, vec![(2, 3)]));
