@@ -67,6 +67,19 @@ pub enum Command {
         #[arg(long, value_name = "S")]
         to: Option<f64>,
     },
+    /// GPU idle gaps per GPU and per process: count, share of wall time,
+    /// histogram, percentiles, long gaps and what the CPU did meanwhile, the
+    /// time a second tenant could use (docs/gaps.md).
+    Gaps(crate::analysis::commands::GapsArgs),
+    /// Time, calls, kernels, synchronization, memory and energy per phase and
+    /// iteration; top kernels by count and GPU time; loss.
+    Report(crate::analysis::commands::ReportArgs),
+    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON).
+    Export(crate::analysis::commands::ExportArgs),
+    /// Derive a kernel-durations file from a trace's measured GPU activity.
+    Calibrate(crate::analysis::commands::CalibrateArgs),
+    /// Compare the inferred and bound GPU timelines with the measured one.
+    Compare(crate::analysis::commands::CompareArgs),
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,13 +4,14 @@
 //! Phases, per process, when the program marks none: `startup` (until the
 //! first device allocation), `loading` (until the first kernel launch),
 //! `warmup` (until the last module/library load: lazy loading, autotuning),
-//! `steady` (the rest).
+//! `steady` (the rest): the rule of `crate::analysis::phases`, which also
+//! reads phase markers.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-pub const PHASES: [&str; 4] = ["startup", "loading", "warmup", "steady"];
+pub const PHASES: [&str; 4] = crate::analysis::phases::DETECTED;
 
 #[derive(Default, Debug, Clone)]
 pub struct Stat {
@@ -155,10 +156,9 @@ impl IoctlReport {
         for (&pid, &start) in &first_ts {
             let end = last_ts[&pid];
             let m = marks.get(&pid).copied().unwrap_or_default();
-            let b1 = m.first_alloc.into_iter().chain(m.first_launch).min().unwrap_or(end).clamp(start, end);
-            let b2 = m.first_launch.unwrap_or(end).clamp(b1, end);
-            let b3 = m.last_load.unwrap_or(b2).clamp(b2, end);
-            for (ph, a, b) in [("startup", start, b1), ("loading", b1, b2), ("warmup", b2, b3), ("steady", b3, end)] {
+            let spans =
+                crate::analysis::phases::detected_boundaries(start, end, m.first_alloc, m.first_launch, m.last_load);
+            for (ph, a, b) in spans {
                 *r.phase_span_ns.entry(ph).or_default() += b - a;
             }
         }

@@ -1,6 +1,7 @@
 //! tracer: records every CUDA driver call of a process tree with eBPF uprobes
 //! on libcuda, to JSONL. See docs/trace-format.md.
 
+mod analysis;
 mod args;
 mod calls;
 mod cli;
@@ -63,6 +64,11 @@ fn main() {
             plot::run(&trace, &output, &plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to })
                 .map(|_| 0)
         }
+        Some(cli::Command::Gaps(a)) => analysis::commands::gaps_cmd(&a).map(|_| 0),
+        Some(cli::Command::Report(a)) => analysis::commands::report_cmd(&a).map(|_| 0),
+        Some(cli::Command::Export(a)) => analysis::commands::export_cmd(&a).map(|_| 0),
+        Some(cli::Command::Calibrate(a)) => analysis::commands::calibrate_cmd(&a).map(|_| 0),
+        Some(cli::Command::Compare(a)) => analysis::commands::compare_cmd(&a).map(|_| 0),
         Some(cli::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };

@@ -44,6 +44,60 @@ pub fn for_each(path: &Path, mut f: impl FnMut(&Value)) -> anyhow::Result<u64> {
     Ok(n)
 }
 
+/// Counts the bytes read from the file (compressed bytes for .gz), for progress.
+struct Counted<R> {
+    inner: R,
+    n: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n.fetch_add(k as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(k)
+    }
+}
+
+/// Calls `f(line_number, bytes)` for each complete line, without parsing it;
+/// `read_bytes` counts the file bytes consumed so far (for progress). Returns
+/// the number of lines and whether a partial last line was skipped.
+pub fn for_each_raw(
+    path: &Path,
+    read_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<(u64, bool)> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
+    let counted = Counted { inner: file, n: read_bytes };
+    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(counted))
+    } else {
+        Box::new(counted)
+    };
+    let mut r = BufReader::with_capacity(1 << 20, r);
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got =
+            r.read_until(b'\n', &mut buf).with_context(|| format!("{}: read error after line {n}", path.display()))?;
+        if got == 0 {
+            return Ok((n, false));
+        }
+        n += 1;
+        if buf.last() != Some(&b'\n') {
+            // A last line without newline: complete if it parses as JSON.
+            if serde_json::from_slice::<serde::de::IgnoredAny>(&buf).is_err() {
+                eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
+                return Ok((n - 1, true));
+            }
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        f(n, &buf)?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,621 @@
+//! `tracer gaps`: idle periods of each GPU and each process (method in
+//! docs/gaps.md).
+//!
+//! A scope (a GPU, or one process's work on its GPUs) is busy when any of its
+//! streams has an interval of the [`Timeline`]; its gaps are the complement of
+//! the union of those intervals within its window, from its first GPU work to
+//! its last. Per phase, gaps are clipped to the phase (the main process's
+//! phases; a gap across a boundary counts in both, each its part).
+//!
+//! Each gap of at least the threshold is attributed, instant by instant, to
+//! what the CPU side of the scope's processes was doing, by priority:
+//! process start-up (before the process's first GPU work), module loading,
+//! allocation, synchronization (incl. polling queries), an ioctl, submission
+//! (a launch/copy/set call in flight), another driver call, or no driver call
+//! in flight (CPU work between calls: Python, the framework).
+//!
+//! Public entry points: [`analyze`] (the whole report), [`busy`],
+//! [`gaps_of`], [`stats`], [`attribute`] (for plots: gap lengths come from
+//! `ScopeReport::gaps`).
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::model::{Kind, Trace};
+use super::phases::{Phases, process_spans};
+use super::stats::{Bucket, complement, log_histogram, nearest_rank, union};
+use super::timeline::{Source, Timeline};
+
+pub const CAUSES: [&str; 8] = [
+    "process_start",
+    "module_loading",
+    "allocation",
+    "synchronization",
+    "ioctl",
+    "submission",
+    "other_driver_call",
+    "cpu_between_calls",
+];
+const NONE_CAUSE: u8 = 7;
+
+#[derive(Clone, Debug)]
+pub struct GapOptions {
+    pub threshold_ns: u64,
+    pub switch_costs_ns: Vec<u64>,
+    /// Longest gaps listed individually.
+    pub top: usize,
+}
+
+impl Default for GapOptions {
+    fn default() -> Self {
+        GapOptions {
+            threshold_ns: 100_000,
+            switch_costs_ns: [5, 10, 25, 50, 100, 250, 1000].iter().map(|x| x * 1000).collect(),
+            top: 10,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SwitchRow {
+    pub switch_cost_ns: u64,
+    /// Σ max(0, gap − 2·cost) over all gaps.
+    pub usable_ns: u64,
+    pub usable_share: f64,
+    /// Gaps longer than 2·cost.
+    pub gaps_usable: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GapStats {
+    pub window_ns: u64,
+    pub busy_ns: u64,
+    pub count: u64,
+    pub idle_ns: u64,
+    pub idle_share: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub histogram: Vec<Bucket>,
+    pub threshold_ns: u64,
+    pub long_count: u64,
+    pub long_ns: u64,
+    pub long_share: f64,
+    pub switch: Vec<SwitchRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseGaps {
+    pub phase: String,
+    pub start: u64,
+    pub end: u64,
+    pub stats: GapStats,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LongGap {
+    pub start: u64,
+    pub end: u64,
+    pub dur_ns: u64,
+    /// Cause -> ns within the gap.
+    pub causes: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScopeReport {
+    /// "gpu 0" or "pid 445 (python3)".
+    pub scope: String,
+    pub kind: &'static str,
+    pub window: (u64, u64),
+    pub overall: GapStats,
+    pub phases: Vec<PhaseGaps>,
+    /// Shares of the time of all gaps ≥ threshold, by cause.
+    pub long_gap_causes: BTreeMap<&'static str, f64>,
+    pub longest: Vec<LongGap>,
+    /// Every gap [start, end) (JSON only with `tracer gaps --json --list`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GapReport {
+    pub trace: String,
+    pub timeline: Source,
+    pub timeline_meaning: &'static str,
+    pub diagnostics: super::timeline::Diagnostics,
+    /// Where the per-phase windows come from (markers or detected).
+    pub phase_source: Option<super::phases::PhaseSource>,
+    pub scopes: Vec<ScopeReport>,
+}
+
+/// The union of the intervals (busy time) of the given streams.
+pub fn busy<'a>(it: impl Iterator<Item = &'a super::timeline::GpuInterval>) -> Vec<(u64, u64)> {
+    union(it.map(|i| (i.start, i.end)).collect())
+}
+
+/// Gaps of `busy` within its own extent (first start to last end).
+pub fn gaps_of(busy: &[(u64, u64)]) -> ((u64, u64), Vec<(u64, u64)>) {
+    match (busy.first(), busy.last()) {
+        (Some(f), Some(l)) => ((f.0, l.1), complement(busy, f.0, l.1)),
+        _ => ((0, 0), vec![]),
+    }
+}
+
+/// Statistics of gaps within a window of `window_ns` ns.
+pub fn stats(gaps: &[(u64, u64)], window_ns: u64, o: &GapOptions) -> GapStats {
+    let mut len: Vec<u64> = gaps.iter().map(|g| g.1 - g.0).filter(|&l| l > 0).collect();
+    len.sort_unstable();
+    let idle: u64 = len.iter().sum();
+    let share = |x: u64| if window_ns > 0 { x as f64 / window_ns as f64 } else { 0.0 };
+    let long: Vec<u64> = len.iter().copied().filter(|&l| l >= o.threshold_ns).collect();
+    let long_ns: u64 = long.iter().sum();
+    let switch = o
+        .switch_costs_ns
+        .iter()
+        .map(|&x| {
+            let usable: u64 = len.iter().map(|&g| g.saturating_sub(2 * x)).sum();
+            SwitchRow {
+                switch_cost_ns: x,
+                usable_ns: usable,
+                usable_share: share(usable),
+                gaps_usable: len.iter().filter(|&&g| g > 2 * x).count() as u64,
+            }
+        })
+        .collect();
+    GapStats {
+        window_ns,
+        busy_ns: window_ns.saturating_sub(idle),
+        count: len.len() as u64,
+        idle_ns: idle,
+        idle_share: share(idle),
+        p50_ns: nearest_rank(&len, 50.0),
+        p90_ns: nearest_rank(&len, 90.0),
+        p99_ns: nearest_rank(&len, 99.0),
+        max_ns: len.last().copied().unwrap_or(0),
+        histogram: log_histogram(&len),
+        threshold_ns: o.threshold_ns,
+        long_count: long.len() as u64,
+        long_ns,
+        long_share: share(long_ns),
+        switch,
+    }
+}
+
+/// CPU-side activity intervals (start, end, cause index) of the given pids, sorted by start.
+pub fn activities(t: &Trace, pids: &BTreeSet<u32>, first_work: &BTreeMap<u32, u64>) -> Vec<(u64, u64, u8)> {
+    let mut v = Vec::new();
+    let spans = process_spans(t);
+    for &p in pids {
+        if let (Some(s), Some(&w)) = (spans.get(&p), first_work.get(&p))
+            && w > s.0
+        {
+            v.push((s.0, w, 0));
+        }
+    }
+    for c in t.calls.iter().filter(|c| pids.contains(&c.pid)) {
+        let cause = match c.kind {
+            Kind::Module => {
+                let n = t.name(c.func);
+                if n.contains("Load") { 1 } else { 6 }
+            }
+            Kind::Alloc | Kind::Free => 2,
+            Kind::StreamSync | Kind::CtxSync | Kind::EventSync | Kind::Query => 3,
+            k if k.is_gpu_work() => {
+                if k == Kind::Copy && c.dir != super::model::Dir::D2D {
+                    3 // a blocking copy waits like a synchronization
+                } else {
+                    5
+                }
+            }
+            _ => 6,
+        };
+        if c.dur > 0 {
+            v.push((c.ts, c.end(), cause));
+        }
+    }
+    for i in t.ioctls.iter().filter(|i| pids.contains(&i.pid)) {
+        if i.dur > 0 {
+            v.push((i.ts, i.ts + i.dur, 4));
+        }
+    }
+    v.sort_unstable();
+    v
+}
+
+/// For each gap (sorted, disjoint), ns per cause (index into [`CAUSES`]).
+pub fn attribute(gaps: &[(u64, u64)], acts: &[(u64, u64, u8)]) -> Vec<[u64; 8]> {
+    let mut out = Vec::with_capacity(gaps.len());
+    let mut j = 0;
+    let mut active: Vec<(u64, u64, u8)> = Vec::new();
+    for &(a, b) in gaps {
+        while j < acts.len() && acts[j].0 < b {
+            active.push(acts[j]);
+            j += 1;
+        }
+        active.retain(|x| x.1 > a);
+        // sweep: boundary events within [a, b)
+        let mut ev: Vec<(u64, i32, u8)> = Vec::new();
+        for &(s, e, c) in &active {
+            if s >= b {
+                continue;
+            }
+            ev.push((s.max(a), 1, c));
+            ev.push((e.min(b), -1, c));
+        }
+        ev.sort_unstable_by_key(|x| (x.0, -x.1));
+        let mut count = [0i32; 8];
+        let mut res = [0u64; 8];
+        let mut at = a;
+        let mut k = 0;
+        while at < b {
+            while k < ev.len() && ev[k].0 <= at {
+                count[ev[k].2 as usize] += ev[k].1;
+                k += 1;
+            }
+            let next = if k < ev.len() { ev[k].0.min(b) } else { b };
+            let cause = (0..7).find(|&c| count[c] > 0).unwrap_or(NONE_CAUSE as usize);
+            res[cause] += next - at;
+            at = next;
+        }
+        out.push(res);
+    }
+    out
+}
+
+/// What one scope covers.
+struct Scope {
+    name: String,
+    kind: &'static str,
+    busy: Vec<(u64, u64)>,
+    pids: BTreeSet<u32>,
+}
+
+fn scope_report(t: &Trace, sc: Scope, first_work: &BTreeMap<u32, u64>, phases: &Phases, o: &GapOptions) -> ScopeReport {
+    let Scope { name, kind, busy, pids } = sc;
+    let (window, gaps) = gaps_of(&busy);
+    let overall = stats(&gaps, window.1 - window.0, o);
+    let phase_list = if kind == "process" && pids.len() == 1 {
+        phases.by_pid.get(pids.iter().next().unwrap()).map_or(&[][..], |v| v.as_slice())
+    } else {
+        phases.main()
+    };
+    let mut per_phase = Vec::new();
+    for p in phase_list {
+        let lo = p.start.max(window.0);
+        let hi = p.end.min(window.1);
+        if hi <= lo {
+            continue;
+        }
+        let clipped: Vec<(u64, u64)> =
+            gaps.iter().filter(|g| g.1 > lo && g.0 < hi).map(|g| (g.0.max(lo), g.1.min(hi))).collect();
+        per_phase.push(PhaseGaps { phase: p.name.clone(), start: lo, end: hi, stats: stats(&clipped, hi - lo, o) });
+    }
+    let long: Vec<(u64, u64)> = gaps.iter().copied().filter(|g| g.1 - g.0 >= o.threshold_ns).collect();
+    let acts = activities(t, &pids, first_work);
+    let attr = attribute(&long, &acts);
+    let mut tot = [0u64; 8];
+    for a in &attr {
+        for i in 0..8 {
+            tot[i] += a[i];
+        }
+    }
+    let sum: u64 = tot.iter().sum();
+    let long_gap_causes =
+        CAUSES.iter().zip(tot).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n as f64 / sum as f64)).collect();
+    let mut idx: Vec<usize> = (0..long.len()).collect();
+    idx.sort_by_key(|&i| (std::cmp::Reverse(long[i].1 - long[i].0), long[i].0));
+    let longest = idx
+        .into_iter()
+        .take(o.top)
+        .map(|i| LongGap {
+            start: long[i].0,
+            end: long[i].1,
+            dur_ns: long[i].1 - long[i].0,
+            causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
+        })
+        .collect();
+    ScopeReport { scope: name, kind, window, overall, phases: per_phase, long_gap_causes, longest, gaps }
+}
+
+pub fn meaning(s: Source) -> &'static str {
+    match s {
+        Source::Measured => "measured GPU activity (CUPTI)",
+        Source::Inferred => "inferred: launch times + calibrated kernel durations, simulated per stream",
+        Source::Bound => {
+            "bound (no kernel durations known): gaps are certain idle time between a synchronization's return and the next submission; idle time is a lower bound"
+        }
+    }
+}
+
+/// The whole report: one scope per GPU, then one per process.
+pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> GapReport {
+    let mut first_work: BTreeMap<u32, u64> = BTreeMap::new();
+    for s in &tl.streams {
+        if let Some(f) = s.intervals.first() {
+            let e = first_work.entry(s.key.pid).or_insert(f.start);
+            *e = (*e).min(f.start);
+        }
+    }
+    for c in t.calls.iter().filter(|c| c.kind.is_gpu_work()) {
+        let e = first_work.entry(c.pid).or_insert(c.ts);
+        *e = (*e).min(c.ts);
+    }
+    let mut scopes = Vec::new();
+    for d in tl.devices() {
+        let pids: BTreeSet<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
+        let sc = Scope { name: format!("gpu {d}"), kind: "gpu", busy: busy(tl.device_intervals(d)), pids };
+        scopes.push(scope_report(t, sc, &first_work, phases, o));
+    }
+    for p in tl.pids() {
+        let b = busy(tl.streams.iter().filter(|s| s.key.pid == p).flat_map(|s| s.intervals.iter()));
+        let name = format!("pid {p} ({})", t.process_name(p));
+        let sc = Scope { name, kind: "process", busy: b, pids: BTreeSet::from([p]) };
+        scopes.push(scope_report(t, sc, &first_work, phases, o));
+    }
+    GapReport {
+        trace: t.path.clone(),
+        timeline: tl.source,
+        timeline_meaning: meaning(tl.source),
+        diagnostics: tl.diag.clone(),
+        phase_source: phases.source(),
+        scopes,
+    }
+}
+
+pub fn fmt_ns(ns: u64) -> String {
+    let x = ns as f64;
+    if ns < 1000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} µs", x / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", x / 1e6)
+    } else {
+        format!("{:.3} s", x / 1e9)
+    }
+}
+
+pub fn render(r: &GapReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "GPU idle gaps in {}", r.trace);
+    let _ = writeln!(s, "timeline: {}", r.timeline_meaning);
+    let _ = writeln!(
+        s,
+        "phases: {}",
+        match r.phase_source {
+            Some(super::phases::PhaseSource::Marker) => "from the program's markers",
+            Some(super::phases::PhaseSource::Detected) => "detected from the data (startup/loading/warmup/steady)",
+            None => "none",
+        }
+    );
+    if r.timeline == Source::Inferred {
+        let d = &r.diagnostics;
+        let _ = writeln!(
+            s,
+            "inference: {} ops, {} kernels timed by name only, {} unknown kernels, {} copies by the built-in model, {} intervals cut at syncs ({}), {} of sync waits unexplained",
+            d.ops,
+            d.by_name_only,
+            d.unknown_kernels,
+            d.default_copy_model,
+            d.clamped,
+            fmt_ns(d.clamped_ns),
+            fmt_ns(d.unexplained_sync_wait_ns)
+        );
+    }
+    for (i, sc) in r.scopes.iter().enumerate() {
+        let o = &sc.overall;
+        // a process alone on its GPU: its figures are the GPU's, print them once
+        if sc.kind == "process"
+            && let Some(g) =
+                r.scopes[..i].iter().find(|g| g.kind == "gpu" && g.gaps == sc.gaps && g.window == sc.window)
+        {
+            let _ = writeln!(s, "\n== {} == the same gaps as {} (the only process using it)", sc.scope, g.scope);
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "\n== {} == window {} (first GPU work to last), busy {}, idle {} ({:.1}%) in {} gaps",
+            sc.scope,
+            fmt_ns(o.window_ns),
+            fmt_ns(o.busy_ns),
+            fmt_ns(o.idle_ns),
+            100.0 * o.idle_share,
+            o.count
+        );
+        let _ = writeln!(
+            s,
+            "gap length: p50 {}  p90 {}  p99 {}  max {}",
+            fmt_ns(o.p50_ns),
+            fmt_ns(o.p90_ns),
+            fmt_ns(o.p99_ns),
+            fmt_ns(o.max_ns)
+        );
+        let _ = writeln!(
+            s,
+            "gaps ≥ {}: {} adding up to {} ({:.1}% of the window)",
+            fmt_ns(o.threshold_ns),
+            o.long_count,
+            fmt_ns(o.long_ns),
+            100.0 * o.long_share
+        );
+        let _ = writeln!(s, "{:<22} {:>9} {:>12}", "gap length", "gaps", "total");
+        for b in &o.histogram {
+            let range = match b.hi_ns {
+                Some(h) => format!("[{}, {})", fmt_ns(b.lo_ns), fmt_ns(h)),
+                None => format!("≥ {}", fmt_ns(b.lo_ns)),
+            };
+            let _ = writeln!(s, "{range:<22} {:>9} {:>12}", b.count, fmt_ns(b.total_ns));
+        }
+        let _ = writeln!(s, "time a second tenant could use if a context switch costs X (Σ max(0, gap − 2X)):");
+        let _ = writeln!(s, "{:>10} {:>12} {:>8} {:>10}", "X", "usable", "share", "gaps > 2X");
+        for w in &o.switch {
+            let _ = writeln!(
+                s,
+                "{:>10} {:>12} {:>7.1}% {:>10}",
+                fmt_ns(w.switch_cost_ns),
+                fmt_ns(w.usable_ns),
+                100.0 * w.usable_share,
+                w.gaps_usable
+            );
+        }
+        if !sc.phases.is_empty() {
+            let _ = writeln!(
+                s,
+                "{:<14} {:>12} {:>12} {:>7} {:>8} {:>10} {:>10} {:>10}",
+                "phase", "window", "idle", "idle %", "gaps", "p50", "p99", "≥ thresh"
+            );
+            for p in &sc.phases {
+                let st = &p.stats;
+                let _ = writeln!(
+                    s,
+                    "{:<14} {:>12} {:>12} {:>6.1}% {:>8} {:>10} {:>10} {:>10}",
+                    p.phase.chars().take(14).collect::<String>(),
+                    fmt_ns(st.window_ns),
+                    fmt_ns(st.idle_ns),
+                    100.0 * st.idle_share,
+                    st.count,
+                    fmt_ns(st.p50_ns),
+                    fmt_ns(st.p99_ns),
+                    st.long_count
+                );
+            }
+        }
+        if !sc.long_gap_causes.is_empty() {
+            let c: Vec<String> = sc.long_gap_causes.iter().map(|(k, v)| format!("{k} {:.1}%", 100.0 * v)).collect();
+            let _ = writeln!(s, "what the CPU side did during gaps ≥ threshold: {}", c.join(", "));
+        }
+        for g in &sc.longest {
+            let c: Vec<String> = g
+                .causes
+                .iter()
+                .map(|(k, v)| format!("{k} {:.0}%", 100.0 * *v as f64 / g.dur_ns.max(1) as f64))
+                .collect();
+            let _ =
+                writeln!(s, "  {:>12} at +{:<12} {}", fmt_ns(g.dur_ns), fmt_ns(g.start - sc.window.0), c.join(", "));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::model::parse_str;
+    use crate::analysis::phases::phases;
+    use crate::analysis::timeline::{self, GpuInterval, StreamKey, StreamTimeline, WorkKind};
+
+    fn iv(a: u64, b: u64) -> GpuInterval {
+        GpuInterval { start: a, end: b, kind: WorkKind::Kernel, name: 0, call: 0, ops: 1, approximate: false }
+    }
+
+    #[test]
+    fn gap_stats_known_answers() {
+        // busy [0,10) [20,30) [35,1035) [1235,1335): gaps 10, 5, 200 (ns x1000)
+        let us = |x: u64| x * 1000;
+        let b = union(vec![(0, us(10)), (us(20), us(30)), (us(35), us(1035)), (us(1235), us(1335))]);
+        let (w, g) = gaps_of(&b);
+        assert_eq!(w, (0, us(1335)));
+        assert_eq!(g, [(us(10), us(20)), (us(30), us(35)), (us(1035), us(1235))]);
+        let o = GapOptions { threshold_ns: us(100), switch_costs_ns: vec![us(2), us(5), us(100)], top: 5 };
+        let s = stats(&g, w.1 - w.0, &o);
+        assert_eq!((s.count, s.idle_ns, s.busy_ns), (3, us(215), us(1120)));
+        assert_eq!((s.p50_ns, s.p90_ns, s.max_ns), (us(10), us(200), us(200)));
+        assert_eq!((s.long_count, s.long_ns), (1, us(200)));
+        let sw: Vec<(u64, u64)> = s.switch.iter().map(|r| (r.usable_ns, r.gaps_usable)).collect();
+        // X=2: 6+1+196 = 203; X=5: 0+0+190 (10-10=0 not > 0); X=100: 0
+        assert_eq!(sw, [(us(203), 3), (us(190), 1), (0, 0)]);
+        assert!((s.idle_share - 215.0 / 1335.0).abs() < 1e-12);
+        let h: Vec<(u64, u64)> = s.histogram.iter().map(|b| (b.lo_ns, b.count)).collect();
+        assert_eq!(h, [(us(5), 1), (us(10), 1), (us(200), 1)]);
+    }
+
+    #[test]
+    fn two_processes_share_a_gpu() {
+        let g = |pid: u32, a: u64, b: u64| {
+            format!(
+                r#"{{"ts":{a},"end_ts":{b},"pid":{pid},"type":"gpu","op":"kernel","name":"k","device":0,"stream_id":1}}"#
+            )
+        };
+        let l = [
+            g(1, 0, 10_000),
+            g(1, 1_000_000, 1_010_000),
+            r#"{"ts":200000,"pid":2,"tid":2,"type":"process","op":"exec","name":"process","filename":"/bin/b"}"#
+                .to_string(),
+            g(2, 800_000, 810_000),
+        ];
+        let t = parse_str("two", &l.join("\n")).unwrap();
+        let tl = timeline::measured(&t);
+        let r = analyze(&t, &tl, &phases(&t), &GapOptions::default());
+        let sc: Vec<(&str, u64, u64)> =
+            r.scopes.iter().map(|s| (s.scope.as_str(), s.overall.count, s.overall.idle_ns)).collect();
+        assert_eq!(sc, [("gpu 0", 2, 980_000), ("pid 1 (pid 1)", 1, 990_000), ("pid 2 (b)", 0, 0)]);
+        // the GPU's first gap [10, 800) µs: process 2 starting up for 600 µs of it
+        assert_eq!(
+            r.scopes[0].longest.iter().find(|x| x.start == 10_000).unwrap().causes,
+            BTreeMap::from([("process_start", 600_000), ("cpu_between_calls", 190_000)])
+        );
+        // process 1 alone: nothing of its own was running
+        assert_eq!(r.scopes[1].longest[0].causes, BTreeMap::from([("cpu_between_calls", 990_000)]));
+        assert!(render(&r).contains("== pid 1 (pid 1) == window"));
+    }
+
+    #[test]
+    fn attribution_by_priority() {
+        // gap [100, 200): sync call 90..120, launch call 150..160, ioctl 155..158, nothing else
+        let acts = vec![(90, 120, 3u8), (150, 160, 5), (155, 158, 4)];
+        let a = attribute(&[(100, 200), (300, 310)], &acts);
+        assert_eq!(a[0], [0, 0, 0, 20, 3, 7, 0, 70]);
+        assert_eq!(a[1], [0, 0, 0, 0, 0, 0, 0, 10]);
+    }
+
+    #[test]
+    fn end_to_end_with_phases() {
+        let l = [
+            timeline::tests::launch(1_000_000, 1.0, "k", "0x0"),
+            timeline::tests::sync(1_001_000, 9.0, "0x0"),
+            r#"{"ts":1500000,"pid":1,"tid":1,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":4,"duration_us":100.0,"ret":0}"#.to_string(),
+            timeline::tests::launch(2_000_000, 1.0, "k", "0x0"),
+            timeline::tests::sync(2_001_000, 9.0, "0x0"),
+        ];
+        let t = parse_str("g", &l.join("\n")).unwrap();
+        let tl = timeline::bound(&t);
+        // busy [1.000, 1.010] ms and [2.000, 2.010] ms
+        let ph = phases(&t);
+        let r = analyze(&t, &tl, &ph, &GapOptions::default());
+        assert_eq!(r.scopes.len(), 2);
+        let g = &r.scopes[0];
+        assert_eq!((g.scope.as_str(), g.window), ("gpu 0", (1_000_000, 2_010_000)));
+        assert_eq!(g.gaps, [(1_010_000, 2_000_000)]);
+        assert_eq!(g.longest[0].causes, BTreeMap::from([("allocation", 100_000), ("cpu_between_calls", 890_000)]));
+        // detected phases: startup [1.0, 1.5) ms (first alloc) , loading -> launch at 1.0 < alloc so startup ends at 1.0 ms
+        let names: Vec<&str> = g.phases.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(names, ["steady"]);
+        assert_eq!(r.scopes[1].scope, "pid 1 (pid 1)");
+        let text = render(&r);
+        assert!(text.contains("idle 990.0 µs (98.0%) in 1 gaps"), "{text}");
+        // a hand-built two-stream timeline: overlapping streams merge
+        let tl2 = Timeline {
+            source: Source::Measured,
+            diag: Default::default(),
+            streams: vec![
+                StreamTimeline {
+                    device: 0,
+                    key: StreamKey { pid: 1, handle: 1, tid: 0 },
+                    label: "a".into(),
+                    source: Source::Measured,
+                    intervals: vec![iv(0, 10), iv(50, 60)],
+                },
+                StreamTimeline {
+                    device: 0,
+                    key: StreamKey { pid: 2, handle: 1, tid: 0 },
+                    label: "b".into(),
+                    source: Source::Measured,
+                    intervals: vec![iv(5, 20)],
+                },
+            ],
+        };
+        assert_eq!(gaps_of(&busy(tl2.device_intervals(0))).1, [(20, 50)]);
+    }
+}

@@ -1,0 +1,64 @@
+//! Offline analysis of recorded traces: pure functions over a parsed
+//! [`model::Trace`], plus the thin commands in [`commands`].
+//!
+//! For other modules (plots, reports) the entry points are:
+//! - [`load::load`] (file → `Trace`), [`model::parse_str`] (text → `Trace`);
+//! - [`phases::phases`] → per-process phases and iterations;
+//! - [`timeline::gpu_intervals`] → per-device/stream GPU intervals
+//!   (`Timeline.streams[i].intervals`, each stream labelled measured /
+//!   inferred / bound), or [`timeline::measured`], [`timeline::inferred`],
+//!   [`timeline::bound`] explicitly;
+//! - [`cpu_slices`] → per-thread CPU slices (driver calls);
+//! - [`gaps::analyze`] → idle-gap report; `ScopeReport::gaps` are the gap
+//!   intervals, [`gaps::busy`] / [`gaps::gaps_of`] compute them from intervals;
+//! - [`energy::series`] → power / energy / clock series per GPU,
+//!   [`energy::energy_between`] → energy of an interval;
+//! - [`report::build`] → per-phase / per-iteration time, counts and energy;
+//! - [`perfetto::export`], [`durations::calibrate`], [`compare::compare`].
+//!
+//! Methods: docs/analysis.md and docs/gaps.md.
+// Public API for the plot and replay code too; not all of it is used by the commands yet.
+#![allow(dead_code)]
+pub mod commands;
+pub mod compare;
+pub mod durations;
+pub mod energy;
+pub mod gaps;
+pub mod load;
+pub mod model;
+pub mod perfetto;
+pub mod phases;
+pub mod progress;
+#[cfg(test)]
+mod recordings_tests;
+pub mod report;
+pub mod stats;
+pub mod timeline;
+
+/// One CPU slice: a driver call on a thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuSlice<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub start: u64,
+    pub end: u64,
+    /// Exported function name.
+    pub name: &'a str,
+    pub kind: model::Kind,
+}
+
+/// Per-thread CPU slices (driver calls), keyed by (pid, tid), each in time order.
+pub fn cpu_slices(t: &model::Trace) -> std::collections::BTreeMap<(u32, u32), Vec<CpuSlice<'_>>> {
+    let mut m: std::collections::BTreeMap<(u32, u32), Vec<CpuSlice<'_>>> = Default::default();
+    for c in &t.calls {
+        m.entry((c.pid, c.tid)).or_default().push(CpuSlice {
+            pid: c.pid,
+            tid: c.tid,
+            start: c.ts,
+            end: c.end(),
+            name: t.name(c.func),
+            kind: c.kind,
+        });
+    }
+    m
+}

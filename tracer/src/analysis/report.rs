@@ -1,0 +1,537 @@
+//! `tracer report`: time, calls, kernels, synchronization, memory and energy
+//! per phase and per iteration; top kernels by count and GPU time; loss.
+//! Pure: built from a parsed [`Trace`], its phases and a GPU timeline.
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::energy::{self, Energy};
+use super::gaps::fmt_ns;
+use super::model::{Dir, Kind, NO_STR, Trace};
+use super::phases::Phases;
+use super::stats::{covered, union};
+use super::timeline::{Source, Timeline, WorkKind};
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Counts {
+    pub calls: u64,
+    pub launches: u64,
+    pub distinct_kernels: u64,
+    pub copies: u64,
+    pub copy_bytes: u64,
+    /// Bytes copied per direction (h2d, d2h, d2d, …).
+    pub copy_bytes_by_direction: BTreeMap<&'static str, u64>,
+    pub allocs: u64,
+    pub alloc_bytes: u64,
+    pub sync_calls: u64,
+    /// Time spent inside blocking synchronization calls (and blocking copies).
+    pub sync_ns: u64,
+    pub failed_calls: u64,
+    /// ioctls on NVIDIA device files (traces recorded with --ioctls).
+    pub ioctls: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PeriodRow {
+    pub name: String,
+    pub pid: u32,
+    pub start: u64,
+    pub end: u64,
+    pub dur_ns: u64,
+    pub counts: Counts,
+    /// GPU busy time within the period (union over streams), from the timeline.
+    pub gpu_busy_ns: u64,
+    /// 1 − busy / duration (None without GPU work in the trace).
+    pub gpu_idle_share: Option<f64>,
+    pub energy: Option<Energy>,
+    pub tokens: Option<u64>,
+    pub joules_per_token: Option<f64>,
+    pub ms_per_token: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelRow {
+    pub kernel: String,
+    pub launches: u64,
+    /// GPU time from the timeline (None for the `bound` timeline).
+    pub gpu_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LossRow {
+    pub cpu: u32,
+    pub seen: u64,
+    pub missing: u64,
+    pub holes: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub trace: String,
+    pub command: Option<String>,
+    pub gpu: Option<String>,
+    pub span_ns: u64,
+    pub processes: Vec<(u32, String)>,
+    pub phase_source: Option<super::phases::PhaseSource>,
+    pub main_pid: Option<u32>,
+    pub timeline: Source,
+    pub total: Counts,
+    pub phases: Vec<PeriodRow>,
+    pub iterations: Vec<PeriodRow>,
+    /// One row per process (own calls and GPU work) when there are several.
+    pub per_process: Vec<PeriodRow>,
+    pub top_by_count: Vec<KernelRow>,
+    pub top_by_gpu_time: Vec<KernelRow>,
+    pub copies_by_direction: BTreeMap<&'static str, (u64, u64)>,
+    pub frees: u64,
+    pub power_available: bool,
+    pub energy_counter_update_ns: Option<u64>,
+    pub energy_total: Option<Energy>,
+    pub lost_footer: Option<u64>,
+    pub lost_scan: Vec<LossRow>,
+    pub truncated: bool,
+    pub notes: Vec<String>,
+}
+
+fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
+    let mut c = Counts::default();
+    let lo = t.calls.partition_point(|x| x.ts < a);
+    let hi = t.calls.partition_point(|x| x.ts < b);
+    let mut kernels = std::collections::HashSet::new();
+    for x in &t.calls[lo..hi] {
+        if pid.is_some_and(|p| p != x.pid) {
+            continue;
+        }
+        c.calls += 1;
+        if x.failed() {
+            c.failed_calls += 1;
+        }
+        match x.kind {
+            Kind::Launch | Kind::GraphLaunch => {
+                c.launches += 1;
+                if x.kernel != NO_STR {
+                    kernels.insert(x.kernel);
+                }
+            }
+            Kind::Copy | Kind::CopyAsync => {
+                c.copies += 1;
+                c.copy_bytes += x.size;
+                *c.copy_bytes_by_direction.entry(x.dir.as_str()).or_default() += x.size;
+            }
+            Kind::Alloc if !x.failed() => {
+                c.allocs += 1;
+                c.alloc_bytes += x.size;
+            }
+            _ => {}
+        }
+        if x.kind.is_blocking_sync() || (x.kind == Kind::Copy && matches!(x.dir, Dir::D2H | Dir::H2D)) {
+            c.sync_calls += 1;
+            c.sync_ns += x.dur;
+        }
+    }
+    c.distinct_kernels = kernels.len() as u64;
+    let lo = t.ioctls.partition_point(|x| x.ts < a);
+    let hi = t.ioctls.partition_point(|x| x.ts < b);
+    c.ioctls = t.ioctls[lo..hi].iter().filter(|x| !x.file_op && pid.is_none_or(|p| p == x.pid)).count() as u64;
+    c
+}
+
+pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
+    let span = t.span().unwrap_or((0, 0));
+    let series = energy::series(t);
+    let busy = union(tl.streams.iter().flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end))).collect());
+    let row_with = |busy: &[(u64, u64)], name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| {
+        let counts = counts_in(t, Some(pid), a, b);
+        let gpu_busy_ns = covered(busy, a, b);
+        let energy = energy::energy_all_gpus(&series, a, b);
+        let dur = b - a;
+        PeriodRow {
+            name,
+            pid,
+            start: a,
+            end: b,
+            dur_ns: dur,
+            counts,
+            gpu_busy_ns,
+            // share of the period with no GPU work (bound timeline: a lower bound)
+            gpu_idle_share: (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64),
+            joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
+            ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
+            energy,
+            tokens,
+        }
+    };
+    let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| row_with(&busy, name, pid, a, b, tokens);
+    // per process (own GPU work only), when there are several
+    let spans = super::phases::process_spans(t);
+    let processes: Vec<PeriodRow> = if spans.len() > 1 {
+        spans
+            .iter()
+            .map(|(&pid, &(a, b))| {
+                let own = union(
+                    tl.streams
+                        .iter()
+                        .filter(|s| s.key.pid == pid)
+                        .flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end)))
+                        .collect(),
+                );
+                // the process's span, extended to the end of its GPU work
+                let b = b.max(own.last().map_or(b, |x| x.1));
+                row_with(&own, t.process_name(pid), pid, a, b, None)
+            })
+            .collect()
+    } else {
+        vec![]
+    };
+    let phases: Vec<PeriodRow> = ph.main().iter().map(|p| row(p.name.clone(), p.pid, p.start, p.end, None)).collect();
+    let iterations: Vec<PeriodRow> =
+        ph.iterations.iter().map(|i| row(i.label.clone(), i.pid, i.start, i.end, i.tokens)).collect();
+    // kernels
+    let mut by_count: HashMap<u32, u64> = HashMap::new();
+    for c in t.calls.iter().filter(|c| c.kind == Kind::Launch && !c.failed()) {
+        *by_count.entry(c.kernel).or_default() += 1;
+    }
+    let mut gpu_time: HashMap<u32, u64> = HashMap::new();
+    if tl.source != Source::Bound {
+        for s in &tl.streams {
+            for i in s.intervals.iter().filter(|i| i.kind == WorkKind::Kernel) {
+                *gpu_time.entry(i.name).or_default() += i.dur();
+            }
+        }
+    }
+    let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
+    let mk = |k: u32| KernelRow {
+        kernel: kname(k),
+        launches: by_count.get(&k).copied().unwrap_or(0),
+        gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
+    };
+    let mut kc: Vec<u32> = by_count.keys().copied().collect();
+    kc.sort_by_key(|k| (std::cmp::Reverse(by_count[k]), kname(*k)));
+    let top_by_count = kc.iter().take(15).map(|&k| mk(k)).collect();
+    let mut kg: Vec<u32> = gpu_time.keys().copied().collect();
+    kg.sort_by_key(|k| (std::cmp::Reverse(gpu_time[k]), kname(*k)));
+    let top_by_gpu_time = kg.iter().take(15).map(|&k| mk(k)).collect();
+    let mut copies: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut frees = 0;
+    for c in t.calls.iter().filter(|c| !c.failed()) {
+        match c.kind {
+            Kind::Copy | Kind::CopyAsync => {
+                let e = copies.entry(c.dir.as_str()).or_default();
+                e.0 += 1;
+                e.1 += c.size;
+            }
+            Kind::Free => frees += 1,
+            _ => {}
+        }
+    }
+    let mut notes = Vec::new();
+    if ph.iterations.is_empty() {
+        notes.push("no iteration markers: per-iteration and per-token figures need `iteration` markers".into());
+    }
+    if series.is_empty() {
+        let why = t.header.as_ref().and_then(|h| h["power"]["reason"].as_str()).map(str::to_string);
+        notes.push(match why {
+            Some(r) => format!("no power samples: {r}"),
+            None => "no power samples: energy needs NVML sampling at record time".into(),
+        });
+    }
+    if tl.source != Source::Measured
+        && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())
+    {
+        notes.push(format!("no measured GPU activity: {r}"));
+    }
+    for s in &series {
+        if let (Some(u), Some(sp)) = (s.update_period_ns, s.sample_period_ns)
+            && u > sp
+        {
+            notes.push(format!(
+                "gpu {}: the energy counter changes every {} although it was sampled every {}: phases shorter than {} are marked uncertain",
+                s.gpu,
+                fmt_ns(u),
+                fmt_ns(sp),
+                fmt_ns(2 * u)
+            ));
+        }
+    }
+    let lost_scan = t
+        .loss
+        .by_cpu
+        .iter()
+        .filter(|(_, c)| c.missing > 0)
+        .map(|(&cpu, c)| LossRow { cpu, seen: c.seen, missing: c.missing, holes: c.holes.clone() })
+        .collect();
+    let energy_total = energy::energy_all_gpus(&series, span.0, span.1).or_else(|| {
+        let lo = series.iter().filter_map(|s| s.points.first().map(|p| p.0)).max()?;
+        let hi = series.iter().filter_map(|s| s.points.last().map(|p| p.0)).min()?;
+        energy::energy_all_gpus(&series, lo, hi)
+    });
+    Report {
+        trace: t.path.clone(),
+        command: t
+            .header
+            .as_ref()
+            .and_then(|h| h["command"].as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
+        gpu: t.gpu_model(0),
+        span_ns: span.1 - span.0,
+        processes: t.pids().into_iter().map(|p| (p, t.process_name(p))).collect(),
+        phase_source: ph.source(),
+        main_pid: ph.main_pid,
+        timeline: tl.source,
+        total: counts_in(t, None, span.0, span.1 + 1),
+        phases,
+        iterations,
+        per_process: processes,
+        top_by_count,
+        top_by_gpu_time,
+        copies_by_direction: copies,
+        frees,
+        power_available: !series.is_empty(),
+        energy_counter_update_ns: series.first().and_then(|s| s.update_period_ns),
+        energy_total,
+        lost_footer: t.footer.as_ref().and_then(|f| f["lost"]["total"].as_u64()),
+        lost_scan,
+        truncated: t.truncated,
+        notes,
+    }
+}
+
+fn bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 { format!("{b} B") } else { format!("{x:.1} {}", U[i]) }
+}
+
+fn energy_cell(e: &Option<Energy>) -> String {
+    match e {
+        Some(e) if e.covered_share < 1.0 => format!("{:.2} J ({:.0}%)?", e.joules, 100.0 * e.covered_share),
+        Some(e) if e.uncertain => format!("{:.2} J ±{:.2}?", e.joules, e.uncertainty_j),
+        Some(e) => format!("{:.2} J", e.joules),
+        None => "-".into(),
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "── tracer report: {} ──", r.trace);
+    if let Some(c) = &r.command {
+        let _ = writeln!(s, "command: {c}");
+    }
+    let procs: Vec<String> = r.processes.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    let _ = writeln!(
+        s,
+        "{} over {}, {} process(es): {}; GPU: {}",
+        if r.truncated { "cut-off trace" } else { "trace" },
+        fmt_ns(r.span_ns),
+        r.processes.len(),
+        procs.join(", "),
+        r.gpu.as_deref().unwrap_or("?")
+    );
+    let t = &r.total;
+    let _ = writeln!(
+        s,
+        "{} calls, {} launches ({} kernels), {} copies ({}), {} allocations ({}), {} frees, {} blocked in {} synchronizing calls, {} failed calls",
+        t.calls,
+        t.launches,
+        t.distinct_kernels,
+        t.copies,
+        bytes(t.copy_bytes),
+        t.allocs,
+        bytes(t.alloc_bytes),
+        r.frees,
+        fmt_ns(t.sync_ns),
+        t.sync_calls,
+        t.failed_calls
+    );
+    for (d, (n, b)) in &r.copies_by_direction {
+        let _ = writeln!(s, "  copies {d}: {n} ({})", bytes(*b));
+    }
+    let _ = writeln!(
+        s,
+        "GPU timeline: {}; phases: {} (pid {})",
+        super::gaps::meaning(r.timeline),
+        match r.phase_source {
+            Some(super::phases::PhaseSource::Marker) => "from markers",
+            Some(super::phases::PhaseSource::Detected) => "detected from the data (startup/loading/warmup/steady)",
+            None => "none",
+        },
+        r.main_pid.map_or("-".into(), |p| p.to_string())
+    );
+    let table = |s: &mut String, title: &str, rows: &[PeriodRow], tokens: bool| {
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\n{title:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}{}",
+            "time",
+            "calls",
+            "ioctls",
+            "launches",
+            "kernels",
+            "sync",
+            "GPU busy",
+            "idle %",
+            "energy",
+            if tokens { "   tokens  ms/token  J/token" } else { "" }
+        );
+        for p in rows {
+            let c = &p.counts;
+            let _ = write!(
+                s,
+                "{:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}",
+                p.name.chars().take(14).collect::<String>(),
+                fmt_ns(p.dur_ns),
+                c.calls,
+                c.ioctls,
+                c.launches,
+                c.distinct_kernels,
+                fmt_ns(c.sync_ns),
+                fmt_ns(p.gpu_busy_ns),
+                p.gpu_idle_share.map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+                energy_cell(&p.energy)
+            );
+            if tokens {
+                let _ = write!(
+                    s,
+                    " {:>8} {:>9} {:>8}",
+                    p.tokens.map_or("-".into(), |x| x.to_string()),
+                    p.ms_per_token.map_or("-".into(), |x| format!("{x:.2}")),
+                    p.joules_per_token.map_or("-".into(), |x| format!("{x:.3}"))
+                );
+            }
+            let _ = writeln!(s);
+        }
+    };
+    table(&mut s, "phase", &r.phases, false);
+    table(&mut s, "iteration", &r.iterations, true);
+    table(&mut s, "process", &r.per_process, false);
+    let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "\n{title}\n{:>9} {:>12}  kernel", "launches", "GPU time");
+        for k in rows {
+            let name: String = k.kernel.chars().take(100).collect();
+            let _ = writeln!(s, "{:>9} {:>12}  {name}", k.launches, k.gpu_ns.map_or("-".into(), fmt_ns));
+        }
+    };
+    kt(&mut s, "top kernels by launches", &r.top_by_count);
+    kt(&mut s, "top kernels by GPU time", &r.top_by_gpu_time);
+    if let Some(e) = &r.energy_total {
+        let _ = writeln!(s, "\nenergy over the trace: {} ({})", energy_cell(&Some(e.clone())), e.method);
+    }
+    let _ = writeln!(
+        s,
+        "\nloss: {} (footer){}",
+        r.lost_footer.map_or("unknown, no footer".into(), |n| format!("{n} records lost")),
+        if r.lost_scan.is_empty() {
+            "; no gaps in the per-CPU sequence numbers".to_string()
+        } else {
+            let v: Vec<String> = r.lost_scan.iter().map(|l| format!("cpu {}: {} missing", l.cpu, l.missing)).collect();
+            format!("; sequence gaps: {}", v.join(", "))
+        }
+    );
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::model::parse_str;
+    use crate::analysis::phases::phases;
+    use crate::analysis::timeline;
+
+    #[test]
+    fn phases_iterations_energy_and_kernels() {
+        let mk = |ts: u64, op: &str, label: &str, extra: &str| {
+            format!(
+                r#"{{"ts":{ts},"pid":1,"tid":0,"type":"marker","op":"{op}","name":"marker","label":"{label}"{extra}}}"#
+            )
+        };
+        let pw = |ms: u64, e: u64| {
+            format!(
+                r#"{{"ts":{},"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":{e},"power_mw":100000}}"#,
+                ms * 1_000_000
+            )
+        };
+        let mut l = vec![
+            mk(0, "phase", "load", ""),
+            mk(10_000_000, "phase", "inference", ""),
+            mk(10_000_000, "iteration", "0", r#","tokens":4"#),
+            mk(30_000_000, "iteration", "1", r#","tokens":5"#),
+            mk(50_000_000, "phase", "end", ""),
+            r#"{"ts":1000000,"pid":1,"tid":1,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":1024,"duration_us":10.0,"ret":0,"cpu":0,"seq":0,"exit_cpu":0,"exit_seq":1}"#.into(),
+            r#"{"ts":2000000,"pid":1,"tid":1,"type":"memcpy","op":"copy","name":"cuMemcpyHtoD_v2","size":512,"direction":"h2d","duration_us":20.0,"ret":0,"cpu":0,"seq":4,"exit_cpu":0,"exit_seq":5}"#.into(),
+            r#"{"type":"footer","lost":{"total":2}}"#.into(),
+        ];
+        for i in 0..4 {
+            l.push(timeline::tests::launch(11_000_000 + i * 1_000_000, 1.0, if i == 0 { "kB" } else { "kA" }, "0x0"));
+        }
+        l.push(timeline::tests::sync(15_000_000, 100.0, "0x0"));
+        l.push(timeline::tests::launch(31_000_000, 1.0, "kA", "0x0"));
+        for ms in 0..=60 {
+            l.push(pw(ms, 5_000_000 + 100 * ms)); // 100 W
+        }
+        let t = parse_str("r", &l.join("\n")).unwrap();
+        let ph = phases(&t);
+        let tl = timeline::inferred(&t, &timeline::tests::durs(&[("kA", 100_000), ("kB", 1_000_000)]));
+        let r = build(&t, &ph, &tl);
+        assert!(r.per_process.is_empty());
+        let names: Vec<(&str, u64)> = r.phases.iter().map(|p| (p.name.as_str(), p.dur_ns)).collect();
+        assert_eq!(names, [("load", 10_000_000), ("inference", 40_000_000)]);
+        assert_eq!(r.phases[0].counts.allocs, 1);
+        assert_eq!(r.phases[0].counts.sync_ns, 20_000); // blocking h2d copy
+        assert_eq!(r.phases[1].counts.launches, 5);
+        assert_eq!(r.phases[1].counts.sync_ns, 100_000);
+        let e = r.phases[0].energy.as_ref().unwrap();
+        assert!((e.joules - 1.0).abs() < 1e-9, "{e:?}");
+        let it = &r.iterations;
+        assert_eq!((it[0].dur_ns, it[0].counts.launches, it[0].tokens), (20_000_000, 4, Some(4)));
+        assert!((it[0].joules_per_token.unwrap() - 0.5).abs() < 1e-9);
+        assert!((it[1].ms_per_token.unwrap() - 4.0).abs() < 1e-9);
+        // GPU time: kB 1 ms, kA 3 x 100 µs in iteration 0 (+1 in iteration 1)
+        assert_eq!(r.top_by_count[0].kernel, "kA");
+        assert_eq!(r.top_by_count[0].launches, 4);
+        assert_eq!(r.top_by_gpu_time[0].kernel, "kB");
+        assert_eq!(r.top_by_gpu_time[0].gpu_ns, Some(1_000_000));
+        assert_eq!(r.top_by_gpu_time[1].gpu_ns, Some(400_000));
+        assert_eq!(it[0].gpu_busy_ns, 1_300_000);
+        assert_eq!(r.copies_by_direction["h2d"], (1, 512));
+        assert_eq!(r.phases[0].counts.copy_bytes_by_direction, BTreeMap::from([("h2d", 512)]));
+        assert!(r.phases[1].counts.copy_bytes_by_direction.is_empty());
+        assert_eq!(r.lost_footer, Some(2));
+        assert_eq!(r.lost_scan.len(), 1);
+        assert_eq!((r.lost_scan[0].missing, r.lost_scan[0].holes.clone()), (2, vec![(2, 3)]));
+        let text = render(&r);
+        assert!(text.contains("sequence gaps: cpu 0: 2 missing"), "{text}");
+        // a second process: one row each, with its own GPU work only
+        let second = r#"{"ts":40000000,"pid":2,"tid":2,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"kA","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}"#;
+        let t2 = parse_str("r2", &(l.join("\n") + "\n" + second)).unwrap();
+        let tl2 = timeline::inferred(&t2, &timeline::tests::durs(&[("kA", 100_000), ("kB", 1_000_000)]));
+        let r2 = build(&t2, &phases(&t2), &tl2);
+        let pp: Vec<(u32, u64, u64)> =
+            r2.per_process.iter().map(|p| (p.pid, p.counts.launches, p.gpu_busy_ns)).collect();
+        assert_eq!(pp, [(1, 5, 1_402_026), (2, 1, 100_000)]); // pid 1: + the 2 µs h2d copy
+        // the header says why power and GPU timestamps are missing
+        let hdr = r#"{"type":"header","power":{"available":false,"reason":"NVML not found (libnvidia-ml.so.1)"},"gpu_timestamps":{"enabled":false,"reason":"not requested"}}"#;
+        let t3 = parse_str("r3", &format!("{hdr}\n{}", timeline::tests::launch(1, 1.0, "k", "0x0"))).unwrap();
+        let r3 = build(&t3, &phases(&t3), &timeline::bound(&t3));
+        assert!(
+            r3.notes.contains(&"no power samples: NVML not found (libnvidia-ml.so.1)".to_string()),
+            "{:?}",
+            r3.notes
+        );
+        assert!(r3.notes.contains(&"no measured GPU activity: not requested".to_string()), "{:?}", r3.notes);
+        assert!(text.contains("inference"), "{text}");
+    }
+}

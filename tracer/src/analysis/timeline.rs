@@ -1,0 +1,865 @@
+//! The GPU timeline per device and stream, each interval labelled with how
+//! it was obtained ([`Source`]):
+//!
+//! - `measured`: `gpu` lines (CUPTI activity records, `--gpu-timestamps`).
+//! - `inferred`: launch submit times + per-kernel durations from a
+//!   calibration file, simulated as one FIFO queue per stream:
+//!   start = max(submit, end of the previous work on the stream, barriers),
+//!   submit = the return of the launch/copy call. Barriers: the legacy default
+//!   stream waits for all earlier work on the process's blocking streams and
+//!   they wait for it (streams created with CU_STREAM_NON_BLOCKING do not);
+//!   cuStreamWaitEvent waits for the work recorded before cuEventRecord.
+//!   Synchronization returns bound the simulation: work queued before a
+//!   cuStreamSynchronize / cuCtxSynchronize / cuEventSynchronize / blocking
+//!   copy (h2d, d2h) / cuStreamQuery or cuEventQuery answering CUDA_SUCCESS
+//!   finished before that call returned, so a simulated
+//!   interval still running then is cut there (counted in
+//!   [`Diagnostics::clamped`]); a synchronization of the legacy stream also
+//!   bounds the blocking streams' work submitted before the legacy stream's
+//!   last work (which waited for it). A blocking copy occupies its stream up to the
+//!   copy call's return at the latest.
+//! - `bound`: no durations known. Each stream is "possibly busy" from the
+//!   entry of the first launch/copy after it was last known idle until the
+//!   return of the synchronization that covers that work (one interval per
+//!   such stretch, with its number of operations). The gaps of this timeline
+//!   are certain idle time (a lower bound on idle time): everything queued
+//!   before a synchronization was done when it returned, and nothing new had
+//!   been submitted. Work never followed by a synchronization of its stream
+//!   has no bound: each such operation is shown during its own submission
+//!   call only, flagged `approximate` and counted in
+//!   [`Diagnostics::unbounded_ops`].
+//!
+//! Inferred intervals go to device 0 (the trace does not record which device
+//! a context belongs to); measured ones carry their device.
+//!
+//! Public entry points for plots and reports: [`gpu_intervals`] (best
+//! available source), [`measured`], [`inferred`], [`bound`], and
+//! [`link_measured_to_launches`].
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::durations::{Durations, Found};
+use super::model::{Call, Dir, GpuOpKind, Kind, NO_STR, NONE, Trace};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Measured,
+    Inferred,
+    Bound,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Measured => "measured",
+            Source::Inferred => "inferred",
+            Source::Bound => "bound",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkKind {
+    Kernel,
+    Memcpy,
+    Memset,
+    Graph,
+    /// `bound`: a stretch of possibly-busy time with `ops` operations.
+    Pending,
+}
+
+impl WorkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Kernel => "kernel",
+            WorkKind::Memcpy => "memcpy",
+            WorkKind::Memset => "memset",
+            WorkKind::Graph => "graph",
+            WorkKind::Pending => "pending",
+        }
+    }
+}
+
+/// One interval of GPU work (ns, CLOCK_MONOTONIC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuInterval {
+    pub start: u64,
+    pub end: u64,
+    pub kind: WorkKind,
+    /// Interned kernel name / copy kind ([`NO_STR`] if unknown).
+    pub name: u32,
+    /// Index into `Trace::calls` of the launch/copy call, or u32::MAX.
+    pub call: u32,
+    /// Operations covered (1, or more for `Pending`).
+    pub ops: u32,
+    /// `inferred`: the duration is a fallback (kernel by name only, copy
+    /// model); `bound`: work never synchronized, so its end is unknown.
+    pub approximate: bool,
+}
+
+impl GpuInterval {
+    pub fn dur(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// A stream: `(pid, handle)`, plus the thread for per-thread default streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct StreamKey {
+    pub pid: u32,
+    /// CUstream handle (0 = legacy default stream); measured lines without a
+    /// handle use `stream_id` here and set `measured_id`.
+    pub handle: u64,
+    /// Thread of a per-thread default stream, else 0.
+    pub tid: u32,
+}
+
+impl StreamKey {
+    pub fn is_legacy(&self) -> bool {
+        self.handle == 0 && self.tid == 0
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct StreamTimeline {
+    pub device: u32,
+    pub key: StreamKey,
+    /// Human-readable: "stream 0x0 (legacy default)", "stream id 7".
+    pub label: String,
+    pub source: Source,
+    /// In time order, non-overlapping.
+    pub intervals: Vec<GpuInterval>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Diagnostics {
+    /// GPU operations placed.
+    pub ops: u64,
+    /// Kernels whose duration came from another geometry of the same kernel.
+    pub by_name_only: u64,
+    /// Kernels the calibration did not know (given the median of all calibrated kernels).
+    pub unknown_kernels: u64,
+    /// Copies/sets timed by the built-in bandwidth model.
+    pub default_copy_model: u64,
+    /// Simulated intervals cut at a synchronization return.
+    pub clamped: u64,
+    pub clamped_ns: u64,
+    /// Time synchronization calls waited (over 50 µs) although the simulated
+    /// queue was already empty: the calibration underestimates, or work is missing.
+    pub unexplained_sync_wait_ns: u64,
+    /// Failed launches/copies skipped.
+    pub failed_skipped: u64,
+    /// `bound`: operations never followed by a synchronization of their
+    /// stream (their end is unknown; each shown during its submission call).
+    pub unbounded_ops: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    pub source: Source,
+    pub streams: Vec<StreamTimeline>,
+    pub diag: Diagnostics,
+}
+
+impl Timeline {
+    /// All intervals of a device, any stream (unsorted across streams).
+    pub fn device_intervals(&self, device: u32) -> impl Iterator<Item = &GpuInterval> {
+        self.streams.iter().filter(move |s| s.device == device).flat_map(|s| s.intervals.iter())
+    }
+    pub fn devices(&self) -> Vec<u32> {
+        let mut d: Vec<u32> = self.streams.iter().map(|s| s.device).collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+    pub fn pids(&self) -> Vec<u32> {
+        let mut d: Vec<u32> = self.streams.iter().map(|s| s.key.pid).collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+    pub fn interval_count(&self) -> usize {
+        self.streams.iter().map(|s| s.intervals.len()).sum()
+    }
+}
+
+/// Measured if the trace has gpu lines, else inferred with `durations`, else bound.
+pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
+    if !t.gpu.is_empty() {
+        measured(t)
+    } else if let Some(d) = durations {
+        inferred(t, d)
+    } else {
+        bound(t)
+    }
+}
+
+fn label(k: &StreamKey) -> String {
+    if k.tid != 0 {
+        format!("stream per-thread default (tid {})", k.tid)
+    } else if k.handle == 0 {
+        "stream 0x0 (legacy default)".into()
+    } else {
+        format!("stream {:#x}", k.handle)
+    }
+}
+
+/// The stream a call's work goes to.
+pub fn stream_key(t: &Trace, c: &Call) -> StreamKey {
+    let h = if c.stream == NONE { 0 } else { c.stream };
+    if h == 2 || (h == 0 && c.per_thread_variant(&t.strings)) {
+        StreamKey { pid: c.pid, handle: 2, tid: c.tid }
+    } else if h == 1 {
+        StreamKey { pid: c.pid, handle: 0, tid: 0 }
+    } else {
+        StreamKey { pid: c.pid, handle: h, tid: 0 }
+    }
+}
+
+fn work_kind(k: Kind) -> WorkKind {
+    match k {
+        Kind::Launch => WorkKind::Kernel,
+        Kind::GraphLaunch => WorkKind::Graph,
+        Kind::Copy | Kind::CopyAsync => WorkKind::Memcpy,
+        _ => WorkKind::Memset,
+    }
+}
+
+/// What a call tells the timeline: a successful stream/event query is a
+/// synchronization point like cuStreamSynchronize / cuEventSynchronize.
+fn sync_kind(t: &Trace, c: &Call) -> Kind {
+    if c.query_done() {
+        if t.name(c.func).starts_with("cuStreamQuery") {
+            return Kind::StreamSync;
+        }
+        if t.name(c.func).starts_with("cuEventQuery") {
+            return Kind::EventSync;
+        }
+    }
+    c.kind
+}
+
+/// A blocking copy that the host waits for (h2d, d2h; d2d copies are async to the host).
+fn host_blocking_copy(c: &Call) -> bool {
+    c.kind == Kind::Copy && matches!(c.dir, Dir::H2D | Dir::D2H | Dir::Default | Dir::H2H)
+}
+
+/// Timeline from the measured `gpu` lines, one stream per (device, pid, stream).
+pub fn measured(t: &Trace) -> Timeline {
+    let mut m: BTreeMap<(u32, StreamKey), Vec<GpuInterval>> = BTreeMap::new();
+    let mut labels: HashMap<(u32, StreamKey), String> = HashMap::new();
+    for g in &t.gpu {
+        let (key, lab) = if g.stream != NONE {
+            let k = StreamKey { pid: g.pid, handle: g.stream, tid: 0 };
+            (k, format!("{} (id {})", label(&k), g.stream_id))
+        } else {
+            (StreamKey { pid: g.pid, handle: g.stream_id, tid: 0 }, format!("stream id {}", g.stream_id))
+        };
+        labels.entry((g.device, key)).or_insert(lab);
+        m.entry((g.device, key)).or_default().push(GpuInterval {
+            start: g.start,
+            end: g.end,
+            kind: match g.kind {
+                GpuOpKind::Kernel => WorkKind::Kernel,
+                GpuOpKind::Memcpy => WorkKind::Memcpy,
+                GpuOpKind::Memset => WorkKind::Memset,
+            },
+            name: g.name,
+            call: u32::MAX,
+            ops: 1,
+            approximate: false,
+        });
+    }
+    let streams = m
+        .into_iter()
+        .map(|((device, key), intervals)| StreamTimeline {
+            device,
+            key,
+            label: labels.remove(&(device, key)).unwrap_or_default(),
+            source: Source::Measured,
+            intervals,
+        })
+        .collect();
+    Timeline { source: Source::Measured, streams, diag: Diagnostics { ops: t.gpu.len() as u64, ..Default::default() } }
+}
+
+#[derive(Default)]
+struct SimStream {
+    free_at: u64,
+    barrier: u64,
+    iv: Vec<GpuInterval>,
+}
+
+/// Cuts the intervals `[..upto]` of a stream that run past `r`.
+fn clamp(s: &mut SimStream, upto: usize, r: u64, diag: &mut Diagnostics) {
+    let upto = upto.min(s.iv.len());
+    for iv in s.iv[..upto].iter_mut().rev() {
+        if iv.end <= r {
+            break;
+        }
+        diag.clamped += 1;
+        diag.clamped_ns += iv.end - r.max(iv.start);
+        iv.end = r;
+        iv.start = iv.start.min(r);
+    }
+    if upto == s.iv.len() {
+        s.free_at = s.free_at.min(r.max(s.iv.last().map_or(0, |i| i.end)));
+    }
+}
+
+/// The queue simulation with durations (see the module header).
+pub fn inferred(t: &Trace, d: &Durations) -> Timeline {
+    inferred_with(t, d, SubmitAt::Return)
+}
+
+/// When submitted work may start on the GPU, at the earliest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubmitAt {
+    /// The launch call's return (the default: the work is queued by then).
+    #[default]
+    Return,
+    /// The launch call's entry (the GPU may start before the call returns;
+    /// the probes' own cost lengthens the call).
+    Entry,
+}
+
+/// [`inferred`] with a choice of submit point.
+pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
+    let mut diag = Diagnostics::default();
+    let mut streams: BTreeMap<StreamKey, SimStream> = BTreeMap::new();
+    // (pid, event) -> (stream, intervals at record time, free_at at record time)
+    let mut events: HashMap<(u32, u64), (StreamKey, usize, u64)> = HashMap::new();
+    let all_median = d.file.as_ref().and_then(|f| {
+        let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
+        v.sort_unstable();
+        (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
+    });
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.incomplete() && !c.kind.is_gpu_work() {
+            continue;
+        }
+        match sync_kind(t, c) {
+            k if k.is_gpu_work() => {
+                if c.failed() {
+                    diag.failed_skipped += 1;
+                    continue;
+                }
+                let key = stream_key(t, c);
+                // a blocking copy is done by the call's return: it can start at its entry
+                let submit = if at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
+                let mut earliest = submit;
+                // implicit synchronization with the legacy default stream
+                if key.is_legacy() {
+                    for (k2, s2) in streams.range(StreamKey { pid: c.pid, handle: 0, tid: 0 }..) {
+                        if k2.pid != c.pid {
+                            break;
+                        }
+                        if !t.nonblocking_streams.contains(&(k2.pid, k2.handle)) {
+                            earliest = earliest.max(s2.free_at);
+                        }
+                    }
+                } else if !t.nonblocking_streams.contains(&(key.pid, key.handle))
+                    && let Some(l) = streams.get(&StreamKey { pid: c.pid, handle: 0, tid: 0 })
+                {
+                    earliest = earliest.max(l.free_at);
+                }
+                let (dur, approx) = match c.kind {
+                    Kind::Launch => {
+                        let name = t.name(c.kernel);
+                        match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
+                            Some((ns, f)) => {
+                                if f == Found::ByName {
+                                    diag.by_name_only += 1;
+                                }
+                                (ns, f != Found::Exact)
+                            }
+                            None => {
+                                diag.unknown_kernels += 1;
+                                (all_median.unwrap_or(2000), true)
+                            }
+                        }
+                    }
+                    Kind::GraphLaunch => {
+                        diag.unknown_kernels += 1;
+                        (all_median.unwrap_or(2000), true)
+                    }
+                    Kind::Copy | Kind::CopyAsync => {
+                        let (ns, f) = d.copy(Some(c.dir), c.size);
+                        diag.default_copy_model += (f == Found::Default) as u64;
+                        (ns, true)
+                    }
+                    _ => {
+                        let (ns, f) = d.copy(None, c.size);
+                        diag.default_copy_model += (f == Found::Default) as u64;
+                        (ns, true)
+                    }
+                };
+                let s = streams.entry(key).or_default();
+                let mut start = earliest.max(s.free_at).max(s.barrier);
+                let mut end = start + dur;
+                if host_blocking_copy(c) && c.dur > 0 && end > c.end() {
+                    diag.clamped += 1;
+                    diag.clamped_ns += end - c.end().max(start);
+                    end = c.end();
+                    start = start.min(end);
+                }
+                s.free_at = end;
+                diag.ops += 1;
+                s.iv.push(GpuInterval {
+                    start,
+                    end,
+                    kind: work_kind(c.kind),
+                    name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
+                    call: i as u32,
+                    ops: 1,
+                    approximate: approx,
+                });
+            }
+            Kind::StreamSync => {
+                let key = stream_key(t, c);
+                let mut last_legacy_submit = None;
+                if let Some(s) = streams.get_mut(&key) {
+                    note_wait(c, s.free_at, &mut diag);
+                    let n = s.iv.len();
+                    clamp(s, n, c.end(), &mut diag);
+                    if key.is_legacy() {
+                        last_legacy_submit = s.iv.last().map(|iv| t.calls[iv.call as usize].ts);
+                    }
+                }
+                // the legacy stream's work waited for the blocking streams' earlier work
+                if let Some(x) = last_legacy_submit {
+                    for (k, s) in streams.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
+                        if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
+                            let n = s.iv.partition_point(|iv| t.calls[iv.call as usize].ts < x);
+                            clamp(s, n, c.end(), &mut diag);
+                        }
+                    }
+                }
+            }
+            Kind::CtxSync => {
+                let mut latest = 0;
+                for (k, s) in streams.iter_mut().filter(|(k, _)| k.pid == c.pid) {
+                    let _ = k;
+                    latest = latest.max(s.free_at);
+                    let n = s.iv.len();
+                    clamp(s, n, c.end(), &mut diag);
+                }
+                note_wait(c, latest, &mut diag);
+            }
+            Kind::EventSync => {
+                if let Some(&(key, n, at)) = events.get(&(c.pid, c.obj))
+                    && let Some(s) = streams.get_mut(&key)
+                {
+                    note_wait(c, at, &mut diag);
+                    clamp(s, n, c.end(), &mut diag);
+                }
+            }
+            Kind::EventRecord => {
+                let key = stream_key(t, c);
+                let s = streams.entry(key).or_default();
+                events.insert((c.pid, c.obj), (key, s.iv.len(), s.free_at));
+            }
+            Kind::StreamWaitEvent => {
+                if let Some(&(_, _, at)) = events.get(&(c.pid, c.obj)) {
+                    let key = stream_key(t, c);
+                    let s = streams.entry(key).or_default();
+                    s.barrier = s.barrier.max(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    let streams = streams
+        .into_iter()
+        .filter(|(_, s)| !s.iv.is_empty())
+        .map(|(key, s)| StreamTimeline {
+            device: 0,
+            key,
+            label: label(&key),
+            source: Source::Inferred,
+            intervals: s.iv,
+        })
+        .collect();
+    Timeline { source: Source::Inferred, streams, diag }
+}
+
+/// A synchronization waited although the simulated queue was empty before it began.
+fn note_wait(c: &Call, sim_free_at: u64, diag: &mut Diagnostics) {
+    if c.dur > 50_000 {
+        let from = sim_free_at.max(c.ts);
+        diag.unexplained_sync_wait_ns += c.end().saturating_sub(from);
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    /// (submit time, call index)
+    ops: Vec<(u64, u32)>,
+    pushed: usize,
+    flushed: usize,
+}
+
+fn flush(p: &mut Pending, upto: usize, end: u64, out: &mut Vec<GpuInterval>) {
+    let upto = upto.min(p.ops.len());
+    if upto == 0 {
+        return;
+    }
+    let start = p.ops[0].0;
+    out.push(GpuInterval {
+        start,
+        end: end.max(start),
+        kind: WorkKind::Pending,
+        name: NO_STR,
+        call: p.ops[0].1,
+        ops: upto as u32,
+        approximate: false,
+    });
+    p.ops.drain(..upto);
+    p.flushed += upto;
+}
+
+/// The bound timeline (see the module header).
+pub fn bound(t: &Trace) -> Timeline {
+    let mut diag = Diagnostics::default();
+    let mut pend: BTreeMap<StreamKey, Pending> = BTreeMap::new();
+    let mut out: BTreeMap<StreamKey, Vec<GpuInterval>> = BTreeMap::new();
+    let mut events: HashMap<(u32, u64), (StreamKey, usize)> = HashMap::new();
+    // pid -> submission time of the latest work on the legacy stream
+    let mut legacy_last: HashMap<u32, u64> = HashMap::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        match sync_kind(t, c) {
+            k if k.is_gpu_work() => {
+                if c.failed() {
+                    diag.failed_skipped += 1;
+                    continue;
+                }
+                let key = stream_key(t, c);
+                diag.ops += 1;
+                if key.is_legacy() {
+                    legacy_last.insert(c.pid, c.ts);
+                }
+                let p = pend.entry(key).or_default();
+                p.ops.push((c.ts, i as u32));
+                p.pushed += 1;
+                if host_blocking_copy(c) && c.dur > 0 {
+                    let n = p.ops.len();
+                    flush(p, n, c.end(), out.entry(key).or_default());
+                }
+            }
+            Kind::StreamSync if !c.incomplete() => {
+                let key = stream_key(t, c);
+                if let Some(p) = pend.get_mut(&key) {
+                    let n = p.ops.len();
+                    flush(p, n, c.end(), out.entry(key).or_default());
+                }
+                // the legacy stream's work waited for the blocking streams' earlier work
+                if key.is_legacy()
+                    && let Some(&x) = legacy_last.get(&c.pid)
+                {
+                    for (k, p) in pend.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
+                        if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
+                            let n = p.ops.partition_point(|o| o.0 < x);
+                            flush(p, n, c.end(), out.entry(*k).or_default());
+                        }
+                    }
+                }
+            }
+            Kind::CtxSync if !c.incomplete() => {
+                for (k, p) in pend.iter_mut().filter(|(k, _)| k.pid == c.pid) {
+                    let n = p.ops.len();
+                    flush(p, n, c.end(), out.entry(*k).or_default());
+                }
+            }
+            Kind::EventRecord => {
+                let key = stream_key(t, c);
+                let n = pend.get(&key).map_or(0, |p| p.pushed);
+                events.insert((c.pid, c.obj), (key, n));
+            }
+            Kind::EventSync if !c.incomplete() => {
+                if let Some(&(key, n)) = events.get(&(c.pid, c.obj))
+                    && let Some(p) = pend.get_mut(&key)
+                {
+                    // the ops pushed before the record that are still pending
+                    let n = n.saturating_sub(p.flushed);
+                    flush(p, n, c.end(), out.entry(key).or_default());
+                    events.remove(&(c.pid, c.obj));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (k, mut p) in pend {
+        if p.ops.is_empty() {
+            continue;
+        }
+        // never synchronized: no bound; each op is shown during its submission call
+        diag.unbounded_ops += p.ops.len() as u64;
+        let v = out.entry(k).or_default();
+        while !p.ops.is_empty() {
+            let end = t.calls[p.ops[0].1 as usize].end();
+            flush(&mut p, 1, end, v);
+            v.last_mut().unwrap().approximate = true;
+        }
+    }
+    let streams = out
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(key, intervals)| StreamTimeline { device: 0, key, label: label(&key), source: Source::Bound, intervals })
+        .collect();
+    Timeline { source: Source::Bound, streams, diag }
+}
+
+/// For each measured interval (by stream, then index), the launch/copy call it
+/// came from: matched per process in submission order by kernel name (copies
+/// by direction, sets in order). Returns (stream index, interval index, call index).
+pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize, u32)> {
+    #[derive(Hash, PartialEq, Eq)]
+    enum K {
+        // (pid, interned kernel name: launch lines and gpu lines share the table)
+        Kernel(u32, u32),
+        Copy(u32, Dir),
+        Set(u32),
+    }
+    let mut queues: HashMap<K, VecDeque<u32>> = HashMap::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.failed() {
+            continue;
+        }
+        let k = match c.kind {
+            Kind::Launch => K::Kernel(c.pid, c.kernel),
+            Kind::Copy | Kind::CopyAsync => K::Copy(c.pid, c.dir),
+            Kind::Memset | Kind::MemsetAsync => K::Set(c.pid),
+            _ => continue,
+        };
+        queues.entry(k).or_default().push_back(i as u32);
+    }
+    let mut all: Vec<(u64, usize, usize)> = Vec::new();
+    for (si, s) in tl.streams.iter().enumerate() {
+        for (ii, iv) in s.intervals.iter().enumerate() {
+            all.push((iv.start, si, ii));
+        }
+    }
+    all.sort_unstable();
+    let mut out = Vec::new();
+    // the measured copies' directions, by (start, name)
+    let dirs: HashMap<(u64, u32), Dir> =
+        t.gpu.iter().filter(|g| g.kind == GpuOpKind::Memcpy).map(|g| ((g.start, g.name), g.dir)).collect();
+    let dir_of = |si: usize, ii: usize| -> Dir {
+        let iv = &tl.streams[si].intervals[ii];
+        dirs.get(&(iv.start, iv.name)).copied().unwrap_or(Dir::Default)
+    };
+    for (_, si, ii) in all {
+        let s = &tl.streams[si];
+        let iv = &s.intervals[ii];
+        let k = match iv.kind {
+            WorkKind::Kernel => K::Kernel(s.key.pid, iv.name),
+            WorkKind::Memcpy => K::Copy(s.key.pid, dir_of(si, ii)),
+            WorkKind::Memset => K::Set(s.key.pid),
+            _ => continue,
+        };
+        if let Some(q) = queues.get_mut(&k)
+            && let Some(ci) = q.pop_front()
+        {
+            out.push((si, ii, ci));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::durations::{DurationsFile, KernelEntry};
+    use crate::analysis::model::parse_str;
+
+    pub(crate) fn launch(ts: u64, dur_us: f64, kernel: &str, stream: &str) -> String {
+        format!(
+            r#"{{"ts":{ts},"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"{kernel}","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"{stream}","duration_us":{dur_us},"ret":0}}"#
+        )
+    }
+    pub(crate) fn sync(ts: u64, dur_us: f64, stream: &str) -> String {
+        format!(
+            r#"{{"ts":{ts},"pid":1,"tid":1,"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","stream":"{stream}","duration_us":{dur_us},"ret":0}}"#
+        )
+    }
+    pub(crate) fn durs(k: &[(&str, u64)]) -> Durations {
+        Durations::new(DurationsFile {
+            format: "tracer-kernel-durations".into(),
+            version: 1,
+            source: "test".into(),
+            gpu: None,
+            kernels: k
+                .iter()
+                .map(|(n, d)| KernelEntry {
+                    kernel: n.to_string(),
+                    grid: [1, 1, 1],
+                    block: [32, 1, 1],
+                    shared_mem: 0,
+                    count: 1,
+                    median_ns: *d,
+                    p10_ns: *d,
+                    p90_ns: *d,
+                })
+                .collect(),
+            copies: vec![],
+        })
+    }
+    fn spans(tl: &Timeline) -> Vec<(u64, u64, u64)> {
+        tl.streams.iter().flat_map(|s| s.intervals.iter().map(move |i| (s.key.handle, i.start, i.end))).collect()
+    }
+
+    #[test]
+    fn submit_at_entry() {
+        let l = [launch(0, 1.0, "k", "0x10"), launch(30_000, 1.0, "k", "0x10")];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred_with(&t, &durs(&[("k", 10_000)]), SubmitAt::Entry);
+        assert_eq!(spans(&tl), [(0x10, 0, 10_000), (0x10, 30_000, 40_000)]);
+    }
+
+    #[test]
+    fn fifo_queue_per_stream() {
+        // 3 launches 1 µs apart (each call takes 1 µs) of a 10 µs kernel: back to back.
+        let l = [launch(0, 1.0, "k", "0x10"), launch(1000, 1.0, "k", "0x10"), launch(2000, 1.0, "k", "0x10")];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred(&t, &durs(&[("k", 10_000)]));
+        assert_eq!(tl.source, Source::Inferred);
+        assert_eq!(spans(&tl), [(0x10, 1000, 11_000), (0x10, 11_000, 21_000), (0x10, 21_000, 31_000)]);
+        assert_eq!(tl.diag.ops, 3);
+    }
+
+    #[test]
+    fn sync_return_clamps_and_legacy_serializes() {
+        // k (10 µs) on stream 0x10, then on legacy: waits for 0x10; the sync at
+        // 12 µs returns at 15 µs although the sim says legacy work ends at 21 µs.
+        let l = [
+            launch(0, 1.0, "k", "0x10"),
+            launch(2000, 1.0, "k", "0x0"),
+            sync(12_000, 3.0, "0x0"),
+            launch(20_000, 1.0, "short", "0x0"),
+        ];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred(&t, &durs(&[("k", 10_000), ("short", 1_000)]));
+        assert_eq!(spans(&tl), [(0, 11_000, 15_000), (0, 21_000, 22_000), (0x10, 1000, 11_000)]);
+        assert_eq!((tl.diag.clamped, tl.diag.clamped_ns), (1, 6000));
+    }
+
+    #[test]
+    fn nonblocking_streams_do_not_wait_for_legacy() {
+        let l = [
+            r#"{"ts":0,"pid":1,"tid":1,"type":"stream","op":"stream_create","name":"cuStreamCreate","args":{"Flags":"0x1","phStream":"0x20"},"duration_us":0.5,"ret":0}"#.to_string(),
+            launch(1000, 1.0, "k", "0x0"),
+            launch(3000, 1.0, "k", "0x20"),
+            launch(4000, 1.0, "k", "0x30"),
+        ];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred(&t, &durs(&[("k", 10_000)]));
+        assert_eq!(spans(&tl), [(0, 2000, 12_000), (0x20, 4000, 14_000), (0x30, 12_000, 22_000)]);
+    }
+
+    #[test]
+    fn events_order_streams() {
+        let ev = |ts: u64, op: &str, name: &str, stream: &str| {
+            format!(
+                r#"{{"ts":{ts},"pid":1,"tid":1,"type":"event","op":"{op}","name":"{name}","event":"0xe","stream":"{stream}","duration_us":1.0,"ret":0}}"#
+            )
+        };
+        let l = [
+            r#"{"ts":0,"pid":1,"tid":1,"type":"stream","op":"stream_create","name":"cuStreamCreate","args":{"Flags":"0x1","phStream":"0x20"},"duration_us":0.5,"ret":0}"#.to_string(),
+            r#"{"ts":1,"pid":1,"tid":1,"type":"stream","op":"stream_create","name":"cuStreamCreate","args":{"Flags":1,"phStream":"0x30"},"duration_us":0.5,"ret":0}"#.to_string(),
+            launch(1000, 1.0, "k", "0x20"),
+            ev(3000, "event_record", "cuEventRecord", "0x20"),
+            ev(4000, "stream_wait_event", "cuStreamWaitEvent", "0x30"),
+            launch(5000, 1.0, "k", "0x30"),
+            r#"{"ts":6000,"pid":1,"tid":1,"type":"sync","op":"event_synchronize","name":"cuEventSynchronize","event":"0xe","duration_us":2.0,"ret":0}"#.to_string(),
+        ];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let tl = inferred(&t, &durs(&[("k", 10_000)]));
+        // 0x20 runs 2..12 µs, event sync returns at 8 µs: cut to 8; 0x30 waits for the event (12 µs, recorded before the cut).
+        assert_eq!(spans(&tl), [(0x20, 2000, 8000), (0x30, 12_000, 22_000)]);
+    }
+
+    #[test]
+    fn legacy_sync_bounds_blocking_streams() {
+        // 0x10 (blocking) work, then legacy work (waits for it), then a legacy sync: both bounded
+        let l = [
+            launch(0, 1.0, "k", "0x10"),
+            launch(2000, 1.0, "k", "0x0"),
+            launch(2500, 1.0, "k", "0x10"),
+            sync(5000, 3.0, "0x0"),
+        ];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let b = bound(&t);
+        let got: Vec<(u64, u64, u64, u32)> = b
+            .streams
+            .iter()
+            .flat_map(|s| s.intervals.iter().map(move |i| (s.key.handle, i.start, i.end, i.ops)))
+            .collect();
+        // the 0x10 launch at 2.5 µs came after the legacy launch: not covered, never synchronized
+        assert_eq!(got, [(0, 2000, 8000, 1), (0x10, 0, 8000, 1), (0x10, 2500, 3500, 1)]);
+        let tl = inferred(&t, &durs(&[("k", 10_000)]));
+        // sim: 0x10 [1, 11], legacy waits -> [11, 21], the second 0x10 launch waits for it -> [21, 31];
+        // the sync returns at 8 µs: the legacy work is cut to an empty interval at 8 µs, the first
+        // 0x10 work (submitted before the legacy work) to [1, 8]; the one-pass simulation does not
+        // move the second 0x10 work back (docs/analysis.md, limits)
+        assert_eq!(spans(&tl), [(0, 8000, 8000), (0x10, 1000, 8000), (0x10, 21_000, 31_000)]);
+    }
+
+    #[test]
+    fn successful_queries_are_synchronization_points() {
+        let q = |ts: u64, ret: u32| {
+            let err = if ret == 600 { r#","error":"CUDA_ERROR_NOT_READY""# } else { "" };
+            format!(
+                r#"{{"ts":{ts},"pid":1,"tid":1,"type":"sync","op":"stream_query","name":"cuStreamQuery","stream":"0x0","duration_us":1.0,"ret":{ret}{err}}}"#
+            )
+        };
+        let l = [launch(0, 1.0, "k", "0x0"), q(5000, 600), q(9000, 0), launch(20_000, 1.0, "k", "0x0"), q(30_000, 0)];
+        let t = parse_str("q", &l.join("\n")).unwrap();
+        let got: Vec<(u64, u64)> = bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        // NOT_READY at 5 µs says nothing; CUDA_SUCCESS at 9..10 µs closes the stretch
+        assert_eq!(got, [(0, 10_000), (20_000, 31_000)]);
+        let tl = inferred(&t, &durs(&[("k", 50_000)]));
+        assert_eq!(spans(&tl), [(0, 1000, 10_000), (0, 21_000, 31_000)]);
+    }
+
+    #[test]
+    fn bound_timeline_gives_certain_idle() {
+        let l = [
+            launch(1000, 1.0, "k", "0x0"),
+            launch(3000, 1.0, "k", "0x0"),
+            sync(4000, 20.0, "0x0"),
+            launch(50_000, 1.0, "k", "0x0"),
+            r#"{"ts":60000,"pid":1,"tid":1,"type":"memcpy","op":"copy","name":"cuMemcpyDtoH_v2","size":4,"direction":"d2h","duration_us":5.0,"ret":0}"#.to_string(),
+            launch(70_000, 1.0, "k", "0x0"),
+            r#"{"ts":90000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string(),
+        ];
+        let t = parse_str("b", &l.join("\n")).unwrap();
+        let tl = bound(&t);
+        let got: Vec<(u64, u64, u32)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        assert_eq!(got, [(1000, 24_000, 2), (50_000, 65_000, 2), (70_000, 71_000, 1)]);
+        assert!(tl.streams[0].intervals[2].approximate && !tl.streams[0].intervals[1].approximate);
+        assert_eq!(tl.diag.unbounded_ops, 1);
+        assert_eq!(tl.source, Source::Bound);
+        let auto = gpu_intervals(&t, None);
+        assert_eq!(auto.source, Source::Bound);
+    }
+
+    #[test]
+    fn measured_and_linking() {
+        let l = [
+            launch(1000, 1.0, "kA", "0x0"),
+            launch(2000, 1.0, "kB", "0x0"),
+            r#"{"ts":2500,"end_ts":3000,"pid":1,"type":"gpu","op":"kernel","name":"kA","device":0,"stream_id":7,"stream":"0x0"}"#.to_string(),
+            r#"{"ts":3000,"end_ts":3500,"pid":1,"type":"gpu","op":"kernel","name":"kB","device":0,"stream_id":7,"stream":"0x0"}"#.to_string(),
+        ];
+        let t = parse_str("m", &l.join("\n")).unwrap();
+        let tl = gpu_intervals(&t, None);
+        assert_eq!(tl.source, Source::Measured);
+        assert_eq!(tl.streams.len(), 1);
+        assert_eq!(tl.streams[0].label, "stream 0x0 (legacy default) (id 7)");
+        assert_eq!(link_measured_to_launches(&t, &tl), [(0, 0, 0), (0, 1, 1)]);
+    }
+}

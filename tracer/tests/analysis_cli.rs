@@ -1,0 +1,193 @@
+//! The analysis commands end to end on a hand-built trace with every line
+//! type (markers, NVML samples, measured GPU activity) and on a committed
+//! recording.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn tracer(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().expect("run tracer");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn launch(ts: u64, kernel: &str) -> String {
+    format!(
+        r#"{{"ts":{ts},"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"{kernel}","grid":[4,1,1],"block":[128,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}}"#
+    )
+}
+fn gpu(start: u64, end: u64, op: &str, name: &str, extra: &str) -> String {
+    format!(
+        r#"{{"ts":{start},"end_ts":{end},"duration_us":{},"pid":1,"tid":0,"type":"gpu","op":"{op}","name":"{name}","source":"cupti","device":0,"context_id":1,"stream_id":7,"stream":"0x0","correlation_id":1{extra}}}"#,
+        (end - start) as f64 / 1000.0
+    )
+}
+fn sync(ts: u64) -> String {
+    format!(
+        r#"{{"ts":{ts},"pid":1,"tid":1,"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","stream":"0x0","duration_us":50.0,"ret":0}}"#
+    )
+}
+fn marker(ts: u64, op: &str, label: &str, extra: &str) -> String {
+    format!(r#"{{"ts":{ts},"pid":1,"tid":1,"type":"marker","op":"{op}","name":"marker","label":"{label}"{extra}}}"#)
+}
+
+const GEOM: &str = r#","grid":[4,1,1],"block":[128,1,1],"shared_mem":0"#;
+
+fn hand_built() -> String {
+    let ms = 1_000_000u64;
+    let mut l = vec![
+        r#"{"type":"header","format":"tracer-jsonl","format_version":1,"pid":1,"command":["./app"],"gpus":[{"bus":"0000:00:06.0","model":"NVIDIA H100 80GB HBM3"}]}"#.to_string(),
+        r#"{"ts":0,"pid":1,"tid":1,"type":"process","op":"exec","name":"process","filename":"/usr/bin/app"}"#.into(),
+        marker(0, "phase", "load", ""),
+        r#"{"ts":1000000,"pid":1,"tid":1,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":1048576,"duration_us":100.0,"ret":0}"#.into(),
+        marker(10 * ms, "phase", "generate", ""),
+        marker(10 * ms, "iteration", "0", r#","tokens":2"#),
+        launch(11 * ms, "kA"),
+        launch(11 * ms + 100_000, "kA"),
+        sync(11 * ms + 200_000),
+        launch(12 * ms, "kB"),
+        r#"{"ts":12100000,"pid":1,"tid":1,"type":"memcpy","op":"copy","name":"cuMemcpyDtoHAsync_v2","size":4,"direction":"d2h","stream":"0x0","duration_us":3.0,"ret":0}"#.into(),
+        sync(12 * ms + 200_000),
+        marker(13 * ms, "iteration", "1", r#","tokens":2"#),
+        launch(13 * ms, "kA"),
+        sync(13 * ms + 100_000),
+        marker(20 * ms, "phase", "end", ""),
+        gpu(11_010_000, 11_030_000, "kernel", "kA", GEOM),
+        gpu(11_110_000, 11_130_000, "kernel", "kA", GEOM),
+        gpu(12_010_000, 12_060_000, "kernel", "kB", GEOM),
+        gpu(12_110_000, 12_112_000, "memcpy", "memcpy_dtoh", r#","size":4,"direction":"d2h""#),
+        gpu(13_010_000, 13_030_000, "kernel", "kA", GEOM),
+    ];
+    for i in 0..=20u64 {
+        l.push(format!(
+            r#"{{"ts":{},"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"bus_id":"00000000:00:06.0","energy_mj":{},"power_mw":100000,"sm_clock_mhz":1980,"mem_clock_mhz":2619,"util_gpu_pct":10,"util_mem_pct":1,"temp_c":40}}"#,
+            i * ms,
+            500_000 + 100 * i
+        ));
+    }
+    l.push(r#"{"type":"footer","lost":{"total":0}}"#.into());
+    l.join("\n") + "\n"
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracer-analysis-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
+    let t = tmp("t.jsonl");
+    std::fs::write(&t, hand_built()).unwrap();
+    let ts = t.to_str().unwrap();
+
+    let (rc, out, err) = tracer(&["gaps", ts, "--json", "--switch-cost-us", "10,100"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["timeline"], "measured");
+    let g = &v["scopes"][0];
+    assert_eq!(g["scope"], "gpu 0");
+    let o = &g["overall"];
+    // gaps 80, 880, 50, 898 µs in a 2.020 ms window
+    assert_eq!(
+        (o["window_ns"].as_u64(), o["count"].as_u64(), o["idle_ns"].as_u64()),
+        (Some(2_020_000), Some(4), Some(1_908_000))
+    );
+    assert_eq!(
+        (o["long_count"].as_u64(), o["long_ns"].as_u64(), o["max_ns"].as_u64()),
+        (Some(2), Some(1_778_000), Some(898_000))
+    );
+    // X = 10 µs: 60 + 860 + 30 + 878; X = 100 µs: 680 + 698
+    assert_eq!(o["switch"][0]["usable_ns"].as_u64(), Some(1_828_000));
+    assert_eq!(o["switch"][1]["usable_ns"].as_u64(), Some(1_378_000));
+    assert_eq!(g["phases"][0]["phase"], "generate");
+    assert!(g.get("gaps").is_none());
+    let (rc, out, _) = tracer(&["gaps", ts, "--json", "--list"]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["scopes"][0]["gaps"][0], serde_json::json!([11_030_000, 11_110_000]));
+    assert_eq!(v["scopes"][0]["gaps"].as_array().unwrap().len(), 4);
+
+    let (rc, out, err) = tracer(&["report", ts, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["phase_source"], "marker");
+    let names: Vec<&str> = r["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["load", "generate"]);
+    // 100 W: 1 J in the 10 ms load phase
+    assert!((r["phases"][0]["energy"]["joules"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert_eq!(r["iterations"][0]["counts"]["launches"], 3);
+    assert!((r["iterations"][0]["joules_per_token"].as_f64().unwrap() - 0.15).abs() < 1e-9);
+    assert_eq!(r["top_by_gpu_time"][0]["kernel"], "kA");
+    assert_eq!(r["top_by_gpu_time"][0]["gpu_ns"], 60_000);
+    let (rc, text, _) = tracer(&["report", ts]);
+    assert_eq!(rc, 0);
+    assert!(text.contains("GPU timeline: measured GPU activity (CUPTI)"), "{text}");
+
+    let d = tmp("d.json");
+    let (rc, _, err) = tracer(&["calibrate", ts, "-o", d.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("2 kernel configurations (4 measured kernels), 1 copy kinds"), "{err}");
+    let cal: Value = serde_json::from_str(&std::fs::read_to_string(&d).unwrap()).unwrap();
+    assert_eq!(cal["format"], "tracer-kernel-durations");
+    assert_eq!(cal["kernels"][0]["kernel"], "kA");
+    assert_eq!(cal["kernels"][0]["median_ns"], 20_000);
+
+    let (rc, out, err) = tracer(&["gaps", ts, "--timeline", "inferred", "--durations", d.to_str().unwrap(), "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["timeline"], "inferred");
+    assert_eq!(v["diagnostics"]["ops"], 5);
+
+    let (rc, out, err) = tracer(&["compare", ts, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["self_calibrated"], true);
+    // each kernel inferred to start at its launch's return, 9 µs before the measured start
+    assert_eq!(c["inferred"][0]["launches_compared"], 4);
+    assert_eq!(c["inferred"][0]["start_err_p50_ns"], 9_000);
+    assert_eq!(c["inferred"][0]["matched"], 2);
+    // with the work allowed to start at the launch call's entry: 10 µs early
+    assert_eq!(c["inferred_submit_at_entry"][0]["start_err_p50_ns"], 10_000);
+    assert_eq!(c["inferred_submit_at_entry"][0]["start_err_mean_ns"], -10_000.0);
+
+    let p = tmp("t.perfetto.json");
+    let (rc, _, err) = tracer(&["export", ts, "--format", "perfetto", "-o", p.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let evs = e["traceEvents"].as_array().unwrap();
+    assert!(evs.iter().any(|x| x["args"]["name"] == "GPU 0 NVIDIA H100 80GB HBM3 (measured)"));
+    assert_eq!(evs.iter().filter(|x| x["cat"] == "gpu_measured").count(), 5);
+    assert_eq!(evs.iter().filter(|x| x["ph"] == "f").count(), 4); // launch -> kernel flows
+    assert_eq!(evs.iter().filter(|x| x["name"] == "power (W)").count(), 21);
+    std::fs::remove_dir_all(t.parent().unwrap()).ok();
+}
+
+#[test]
+fn errors_name_the_line() {
+    let t = tmp("bad.jsonl");
+    std::fs::write(&t, format!("{}\n{{\"ts\":5,\"pid\":1,\"type\":\"gpu\",\"op\":\"kernel\"}}\n", launch(1, "k")))
+        .unwrap();
+    let (rc, _, err) = tracer(&["gaps", t.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("bad.jsonl: line 2: a `gpu` line needs `end_ts` or `duration_us`"), "{err}");
+    let (rc, _, err) = tracer(&["gaps", t.to_str().unwrap(), "--timeline", "inferred"]);
+    assert_eq!(rc, 2, "{err}");
+    let (rc, _, err) = tracer(&["gaps", t.to_str().unwrap(), "--threshold-us", "nan"]);
+    assert_eq!(rc, 2, "{err}");
+}
+
+#[test]
+fn report_and_gaps_on_the_committed_recording() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/simple_inference.jsonl.gz");
+    let (rc, out, err) = tracer(&["report", p.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("1941 calls, 88 launches (2 kernels)"), "{out}");
+    let (rc, out, err) = tracer(&["gaps", p.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("idle 188.54 ms (79.8%) in 9 gaps"), "{out}");
+}
