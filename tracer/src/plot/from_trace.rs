@@ -37,6 +37,8 @@ pub struct Builder {
     first_call: Option<u64>,
     first_launch: Option<u64>,
     last_launch_end: Option<u64>,
+    /// The GPU rows come from the analysis's bound timeline (no `gpu` lines).
+    gpu_bound: bool,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -279,7 +281,11 @@ impl Builder {
             for iv in by_dev.values_mut() {
                 all.extend(idle_gaps(iv));
             }
-            let how = if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
+            let how = if self.gpu_bound {
+                "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
+                 stream counts as busy from a submission until the synchronization covering it returns and these \
+                 gaps are certain idle time, a lower bound"
+            } else if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
                 "measured"
             } else {
                 "measured and inferred"
@@ -450,7 +456,34 @@ pub fn load(path: &Path) -> anyhow::Result<PlotData> {
     if tty && start.elapsed().as_secs() >= 1 {
         eprintln!("\rreading {}: {} lines", path.display(), thousands(n));
     }
+    if b.gpu.is_empty() {
+        // No measured GPU activity: draw the timeline the analysis bounds
+        // by synchronization (docs/analysis.md), labelled as such.
+        let t = crate::analysis::load::load(path)?;
+        b.add_bound(&crate::analysis::timeline::bound(&t));
+    }
     Ok(b.finish())
+}
+
+impl Builder {
+    /// GPU rows from the synchronization-bound timeline: a stream counts as
+    /// possibly busy from a submission until the synchronization covering it
+    /// returns, so the gaps between rows' intervals are certain idle time.
+    pub fn add_bound(&mut self, tl: &crate::analysis::timeline::Timeline) {
+        for st in &tl.streams {
+            let slices: Vec<Slice> = st
+                .intervals
+                .iter()
+                .filter(|i| i.end > i.start)
+                .map(|i| Slice { start_ns: i.start, end_ns: i.end, kind: Kind::GpuInferred })
+                .collect();
+            if slices.is_empty() {
+                continue;
+            }
+            self.gpu_bound = true;
+            self.gpu.entry((st.device as u64, format!("{} (bound)", st.label))).or_default().extend(slices);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -593,7 +626,13 @@ mod committed_traces {
         assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (32_839_643_988, 32_839_643_988, 56_565_059_521));
         let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, vec!["tid 445 (main) · 29,290 calls"]);
-        assert!(tl.gpu.is_empty() && tl.power.is_empty() && tl.marks.is_empty());
+        assert!(tl.power.is_empty() && tl.marks.is_empty());
+        // No GPU lines: the rows of the analysis's synchronization-bound timeline.
+        let gpu: Vec<_> = tl.gpu.iter().map(|t| (t.label.as_str(), t.slices.len())).collect();
+        assert_eq!(
+            gpu,
+            vec![("GPU 0 · stream 0x0 (legacy default) (bound)", 328), ("GPU 0 · stream 0x3fe86510 (bound)", 2)]
+        );
         // Calls per colour: launches, synchronize, memcpy/memset, alloc/free, other.
         let kinds: Vec<_> =
             Kind::ALL.iter().map(|k| tl.threads[0].slices.iter().filter(|s| s.kind == *k).count()).collect();
@@ -609,12 +648,11 @@ mod committed_traces {
             ]
         );
         // Without GPU lines: the gaps between driver calls (one thread, calls never overlap).
-        assert!(d.gaps.title.starts_with("Gaps between CUDA driver calls"));
+        // Its gaps: the same figures as `tracer gaps` (docs/gaps.md: 327 gaps, 63.69 ms, longest 12.54 ms).
+        assert!(d.gaps.title.starts_with("GPU idle gaps"), "{}", d.gaps.title);
+        assert!(d.gaps.notes[0].contains("bounded by synchronization"), "{:?}", d.gaps.notes);
         let g = &d.gaps.gaps_ns;
-        assert_eq!(
-            (g.len(), g.iter().sum::<u64>(), g.iter().max().copied()),
-            (29_289, 7_973_263_443, Some(2_921_375_586))
-        );
+        assert_eq!((g.len(), g.iter().sum::<u64>(), g.iter().max().copied()), (327, 63_688_686, Some(12_542_755)));
         assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
     }
 }
