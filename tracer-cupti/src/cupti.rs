@@ -221,7 +221,13 @@ mod tests {
             .collect();
         assert_eq!(
             roots,
-            vec!["/opt/cuda", "/usr/local/cuda", "/usr/local/cuda-13.0", "/usr/local/cuda-12.10", "/usr/local/cuda-12.9"]
+            vec![
+                "/opt/cuda",
+                "/usr/local/cuda",
+                "/usr/local/cuda-13.0",
+                "/usr/local/cuda-12.10",
+                "/usr/local/cuda-12.9"
+            ]
         );
         assert_eq!(dirs[0], PathBuf::from("/opt/cuda/targets/x86_64-linux/lib"));
         assert_eq!(dirs[1], PathBuf::from("/opt/cuda/lib64"));

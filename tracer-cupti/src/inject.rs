@@ -151,7 +151,9 @@ fn init() -> c_int {
         }
         _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
     }
-    for (k, name) in [(kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (kind::MEMCPY, "MEMCPY"), (kind::MEMSET, "MEMSET")] {
+    for (k, name) in
+        [(kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (kind::MEMCPY, "MEMCPY"), (kind::MEMSET, "MEMSET")]
+    {
         // SAFETY: plain CUPTI call.
         let r = unsafe { (api.activity_enable)(k) };
         if r != 0 {
@@ -188,8 +190,12 @@ extern "C" fn at_exit() {
         // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
         unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
         if let Some(mut o) = lock() {
-            let bye =
-                Msg::Bye { records: o.records, buffers: o.buffers, dropped_cupti: o.dropped_cupti, dropped_sink: o.sink.dropped };
+            let bye = Msg::Bye {
+                records: o.records,
+                buffers: o.buffers,
+                dropped_cupti: o.dropped_cupti,
+                dropped_sink: o.sink.dropped,
+            };
             o.sink.push(st.pid, &bye);
             o.sink.flush();
         }

@@ -217,7 +217,14 @@ mod tests {
         assert_eq!(
             d.msg,
             Msg::Kernel {
-                span: Span { start: 5_000_000_123, end: 5_000_004_623, device: 0, context: 1, stream: 7, correlation: 1234 },
+                span: Span {
+                    start: 5_000_000_123,
+                    end: 5_000_004_623,
+                    device: 0,
+                    context: 1,
+                    stream: 7,
+                    correlation: 1234
+                },
                 grid: [80, 2, 1],
                 block: [128, 1, 1],
                 shared_mem: 512,

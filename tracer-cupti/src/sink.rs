@@ -30,7 +30,8 @@ impl Sink {
         let c = CString::new(path).map_err(|_| format!("{path}: path contains a NUL byte"))?;
         // SAFETY: valid C string. O_NONBLOCK: a FIFO with no reader fails at
         // once (ENXIO) instead of hanging the process.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_APPEND) };
+        let fd =
+            unsafe { libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_APPEND) };
         if fd < 0 {
             return Err(format!("cannot open {path}: {}", std::io::Error::last_os_error()));
         }

@@ -78,16 +78,39 @@ pub enum Msg {
         mem_kind: u16,
     },
     /// CUPTI's stream id within a context is this CUstream handle.
-    Stream { context: u32, stream: u32, handle: u64 },
-    Name { id: u32, name: String },
+    Stream {
+        context: u32,
+        stream: u32,
+        handle: u64,
+    },
+    Name {
+        id: u32,
+        name: String,
+    },
     /// CUPTI dropped `count` records of this context/stream (buffer full).
-    Dropped { context: u32, stream: u32, count: u64 },
+    Dropped {
+        context: u32,
+        stream: u32,
+        count: u64,
+    },
     /// The library is active in this process.
-    Hello { cupti_version: u32, clock: ClockMethod, offset_ns: i64, cupti_path: String },
+    Hello {
+        cupti_version: u32,
+        clock: ClockMethod,
+        offset_ns: i64,
+        cupti_path: String,
+    },
     /// The library could not start in this process (e.g. no libcupti).
-    Error { text: String },
+    Error {
+        text: String,
+    },
     /// Sent at process exit after the final flush.
-    Bye { records: u64, buffers: u64, dropped_cupti: u64, dropped_sink: u64 },
+    Bye {
+        records: u64,
+        buffers: u64,
+        dropped_cupti: u64,
+        dropped_sink: u64,
+    },
 }
 
 fn cut(s: &str) -> &[u8] {
@@ -257,7 +280,9 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
                 flags: r.u8()?,
             })
         })(),
-        ty::MEMSET => (|| Some(Msg::Memset { span: r.span()?, bytes: r.u64()?, value: r.u32()?, mem_kind: r.u16()? }))(),
+        ty::MEMSET => {
+            (|| Some(Msg::Memset { span: r.span()?, bytes: r.u64()?, value: r.u32()?, mem_kind: r.u16()? }))()
+        }
         ty::STREAM => (|| Some(Msg::Stream { context: r.u32()?, stream: r.u32()?, handle: r.u64()? }))(),
         ty::NAME => (|| Some(Msg::Name { id: r.u32()?, name: r.rest() }))(),
         ty::DROPPED => (|| Some(Msg::Dropped { context: r.u32()?, stream: r.u32()?, count: r.u64()? }))(),

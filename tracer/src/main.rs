@@ -6,6 +6,8 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+mod gpu_lines;
+mod gpu_timestamps;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;
