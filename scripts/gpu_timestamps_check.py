@@ -69,8 +69,8 @@ def main():
     unknown = sum(len(v) for (p, s), v in kernels.items() if s is None)
     check(unknown == 0, f"kernels without a stream handle: {unknown}")
     delays, durs, name_mismatch, before, unpaired = [], [], 0, 0, 0
-    for key, ks in kernels.items():
-        ks.sort()
+    for key in set(kernels) | set(launches):
+        ks = sorted(kernels.get(key, []))
         ls = sorted(launches.get(key, []))
         unpaired += abs(len(ls) - len(ks))
         for (lts, lname), (kts, kend, kname) in zip(ls, ks):

@@ -170,38 +170,53 @@ pub fn load(override_path: Option<&str>) -> Result<Api, String> {
 
 fn resolve(h: *mut c_void, path: String) -> Result<Api, String> {
     macro_rules! sym {
-        ($name:literal) => {{
+        ($name:literal: $t:ty) => {{
             // SAFETY: h is a live handle, the name a C string literal.
             let p = unsafe { libc::dlsym(h, concat!($name, "\0").as_ptr().cast()) };
             if p.is_null() {
                 None
             } else {
-                // SAFETY: the symbol is CUPTI's function of this name; the
-                // target type is its C prototype from cupti_activity.h.
-                Some(unsafe { std::mem::transmute::<*mut c_void, _>(p) })
+                // SAFETY: the symbol is CUPTI's function of this name; $t is
+                // its C prototype from cupti_activity.h / cupti_events.h.
+                Some(unsafe { std::mem::transmute::<*mut c_void, $t>(p) })
             }
         }};
     }
     macro_rules! need {
-        ($name:literal) => {
-            sym!($name).ok_or_else(|| format!("{path} has no {}: not a CUPTI library, or too old", $name))?
+        ($name:literal: $t:ty) => {
+            sym!($name: $t).ok_or_else(|| format!("{path} has no {}: not a CUPTI library, or too old", $name))?
         };
     }
+    type U32Fn = unsafe extern "C" fn(u32) -> CuptiResult;
     Ok(Api {
-        activity_enable: need!("cuptiActivityEnable"),
-        register_callbacks: need!("cuptiActivityRegisterCallbacks"),
-        get_next_record: need!("cuptiActivityGetNextRecord"),
-        get_num_dropped: need!("cuptiActivityGetNumDroppedRecords"),
-        flush_all: need!("cuptiActivityFlushAll"),
-        get_timestamp: need!("cuptiGetTimestamp"),
-        get_version: need!("cuptiGetVersion"),
-        flush_period: sym!("cuptiActivityFlushPeriod"),
-        register_timestamp: sym!("cuptiActivityRegisterTimestampCallback"),
-        subscribe: sym!("cuptiSubscribe"),
-        enable_domain: sym!("cuptiEnableDomain"),
-        get_stream_id_ex: sym!("cuptiGetStreamIdEx"),
-        get_context_id: sym!("cuptiGetContextId"),
-        result_string: sym!("cuptiGetResultString"),
+        activity_enable: need!("cuptiActivityEnable": U32Fn),
+        register_callbacks: need!(
+            "cuptiActivityRegisterCallbacks": unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult
+        ),
+        get_next_record: need!(
+            "cuptiActivityGetNextRecord": unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult
+        ),
+        get_num_dropped: need!(
+            "cuptiActivityGetNumDroppedRecords": unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult
+        ),
+        flush_all: need!("cuptiActivityFlushAll": U32Fn),
+        get_timestamp: need!("cuptiGetTimestamp": unsafe extern "C" fn(*mut u64) -> CuptiResult),
+        get_version: need!("cuptiGetVersion": unsafe extern "C" fn(*mut u32) -> CuptiResult),
+        flush_period: sym!("cuptiActivityFlushPeriod": U32Fn),
+        register_timestamp: sym!(
+            "cuptiActivityRegisterTimestampCallback": unsafe extern "C" fn(TimestampFn) -> CuptiResult
+        ),
+        subscribe: sym!(
+            "cuptiSubscribe": unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> CuptiResult
+        ),
+        enable_domain: sym!("cuptiEnableDomain": unsafe extern "C" fn(u32, *mut c_void, u32) -> CuptiResult),
+        get_stream_id_ex: sym!(
+            "cuptiGetStreamIdEx": unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> CuptiResult
+        ),
+        get_context_id: sym!("cuptiGetContextId": unsafe extern "C" fn(*mut c_void, *mut u32) -> CuptiResult),
+        result_string: sym!(
+            "cuptiGetResultString": unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult
+        ),
         path,
     })
 }

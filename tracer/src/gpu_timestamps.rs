@@ -44,15 +44,16 @@ pub fn find_library(explicit: Option<&Path>, exe: &Path) -> anyhow::Result<PathB
     if !p.is_file() {
         let hint = match explicit {
             Some(_) => "(--cupti-injection)".to_string(),
-            None => format!(
-                "(looked next to the tracer executable; build it with `cargo xtask build --release`, which puts it in \
-                 target/release/, or pass --cupti-injection PATH)"
-            ),
+            None => {
+                "(looked next to the tracer executable; build it with `cargo xtask build --release`, which puts it \
+                     in target/release/, or pass --cupti-injection PATH)"
+                    .to_string()
+            }
         };
         return Err(UsageError(format!("--gpu-timestamps: {} not found {hint}", p.display())).into());
     }
     // The driver dlopens the path from the environment: make it absolute.
-    Ok(p.canonicalize().with_context(|| format!("resolving {}", p.display()))?)
+    p.canonicalize().with_context(|| format!("resolving {}", p.display()))
 }
 
 /// Refuses a CUDA_INJECTION64_PATH the user set: two injections cannot share it.
