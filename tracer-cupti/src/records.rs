@@ -4,8 +4,9 @@
 //! memset records have kept these leading fields at the same offsets through
 //! many struct versions (CUpti_ActivityKernel4..CUpti_ActivityKernel11,
 //! Memcpy5/6, Memset4); the offsets below were checked with offsetof() against
-//! CUPTI 13.0's cupti_activity.h on the GPU machine (docs/gpu-timestamps.md
-//! has the program and its output), and CUPTI's own record walk
+//! CUPTI 13.0's cupti_activity.h on the GPU machine (scripts/cupti_offsets.sh;
+//! its output, docs/gpu-timestamps/cupti_offsets_cuda13.0.txt, is compared
+//! with these constants by tests/offsets.rs), and CUPTI's own record walk
 //! (cuptiActivityGetNextRecord) steps over whatever follows them.
 
 use crate::wire::{Msg, Span};
