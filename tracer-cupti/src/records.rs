@@ -1,9 +1,8 @@
 //! Reading CUPTI activity records (the bytes CUPTI writes into our buffers).
 //!
-//! We declare only the fields we read, by offset. The kernel, memcpy and
-//! memset records have kept these leading fields at the same offsets through
-//! many struct versions (CUpti_ActivityKernel4..CUpti_ActivityKernel11,
-//! Memcpy5/6, Memset4); the offsets below were checked with offsetof() against
+//! We declare only the fields we read, by offset: the leading fields of
+//! CUpti_ActivityKernel10, CUpti_ActivityMemcpy6 and CUpti_ActivityMemset4
+//! (the records CUPTI 13 writes). The offsets below were checked with offsetof() against
 //! CUPTI 13.0's cupti_activity.h on the GPU machine (scripts/cupti_offsets.sh;
 //! its output, docs/gpu-timestamps/cupti_offsets_cuda13.0.txt, is compared
 //! with these constants by tests/offsets.rs), and CUPTI's own record walk
