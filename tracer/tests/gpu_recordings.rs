@@ -35,8 +35,10 @@ fn check(file: &str) -> Figures {
     let all = lines(file);
     let footer = all.last().unwrap();
     assert_eq!(footer["type"], "footer");
-    let mut launches: HashMap<(u64, String), Vec<(u64, String)>> = HashMap::new();
-    let mut kernels: HashMap<(u64, String), Vec<(u64, u64, String)>> = HashMap::new();
+    // (pid, stream) -> launches (ts, kernel) / measured kernels (start, end, name)
+    type Key = (u64, String);
+    let mut launches: HashMap<Key, Vec<(u64, String)>> = HashMap::new();
+    let mut kernels: HashMap<Key, Vec<(u64, u64, String)>> = HashMap::new();
     let (mut memcpys, mut memsets) = (0, 0);
     for v in &all {
         let key =
