@@ -32,7 +32,6 @@ pub struct GpuSession {
     fd: i32,
     decoder: StreamDecoder,
     pub lines: GpuLines,
-    quiet: bool,
 }
 
 /// The injection library to use: `--cupti-injection`, else next to the tracer executable.
@@ -79,7 +78,6 @@ impl GpuSession {
         injection: Option<&Path>,
         cupti_lib: Option<&Path>,
         run_as: Option<&RunAs>,
-        quiet: bool,
     ) -> anyhow::Result<GpuSession> {
         check_injection_env(std::env::var_os(INJECTION_ENV).as_deref())?;
         let exe = std::env::current_exe().context("finding the tracer executable")?;
@@ -127,7 +125,7 @@ impl GpuSession {
                 None => std::env::remove_var(CUPTI_LIB_ENV),
             }
         }
-        Ok(GpuSession { library, dir, fd, decoder: StreamDecoder::default(), lines: GpuLines::default(), quiet })
+        Ok(GpuSession { library, dir, fd, decoder: StreamDecoder::default(), lines: GpuLines::default() })
     }
 
     pub fn header(&self) -> Value {
@@ -158,10 +156,10 @@ impl GpuSession {
                 }
             });
         }
+        // Warnings are rare (no CUPTI, CUPTI refusing, losses) and say that
+        // the gpu lines are incomplete: shown even with -q.
         for w in self.lines.warnings.drain(..) {
-            if !self.quiet || w.contains("not found") {
-                eprintln!("tracer: warning: --gpu-timestamps: {w}");
-            }
+            eprintln!("tracer: warning: --gpu-timestamps: {w}");
         }
     }
 

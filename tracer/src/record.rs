@@ -151,7 +151,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     // --gpu-timestamps: the FIFO and the command's environment, before the command exists.
     let mut gpu = match args.gpu_timestamps {
         true => Some(
-            GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as.as_ref(), args.quiet)
+            GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as.as_ref())
                 .inspect_err(|_| {
                     let _ = std::fs::remove_file(&out_path);
                 })?,
