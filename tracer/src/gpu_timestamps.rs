@@ -203,6 +203,27 @@ mod tests {
     }
 
     #[test]
+    fn command_line() {
+        use clap::Parser as _;
+        let parse = |a: &[&str]| crate::cli::Cli::try_parse_from(a.iter().copied()).map(|c| c.record);
+        let r = parse(&["tracer", "--gpu-timestamps", "--cupti-lib", "/x/libcupti.so", "--", "python3"]).unwrap();
+        assert!(r.gpu_timestamps);
+        assert_eq!(r.cupti_lib.as_deref(), Some(Path::new("/x/libcupti.so")));
+        assert_eq!(r.cupti_injection, None);
+        let err = |a: &[&str]| parse(a).unwrap_err().kind();
+        // Injection goes through the environment: not with -p.
+        assert_eq!(err(&["tracer", "--gpu-timestamps", "-p", "1"]), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(
+            err(&["tracer", "--cupti-lib", "/x", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            err(&["tracer", "--cupti-injection", "/x", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+    }
+
+    #[test]
     fn library_is_found_next_to_the_executable() {
         let dir = std::env::temp_dir().join(format!("tracer-gpu-ts-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
