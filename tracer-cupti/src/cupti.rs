@@ -25,7 +25,6 @@ pub struct Api {
     pub flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
     pub get_timestamp: unsafe extern "C" fn(*mut u64) -> CuptiResult,
     pub get_version: unsafe extern "C" fn(*mut u32) -> CuptiResult,
-    pub flush_period: Option<unsafe extern "C" fn(u32) -> CuptiResult>,
     pub register_timestamp: Option<unsafe extern "C" fn(TimestampFn) -> CuptiResult>,
     pub subscribe: Option<unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> CuptiResult>,
     pub enable_domain: Option<unsafe extern "C" fn(u32, *mut c_void, u32) -> CuptiResult>,
@@ -202,7 +201,6 @@ fn resolve(h: *mut c_void, path: String) -> Result<Api, String> {
         flush_all: need!("cuptiActivityFlushAll": U32Fn),
         get_timestamp: need!("cuptiGetTimestamp": unsafe extern "C" fn(*mut u64) -> CuptiResult),
         get_version: need!("cuptiGetVersion": unsafe extern "C" fn(*mut u32) -> CuptiResult),
-        flush_period: sym!("cuptiActivityFlushPeriod": U32Fn),
         register_timestamp: sym!(
             "cuptiActivityRegisterTimestampCallback": unsafe extern "C" fn(TimestampFn) -> CuptiResult
         ),

@@ -7,13 +7,20 @@
 //!    CLOCK_MONOTONIC timestamp callback (else measure an offset), register
 //!    buffer callbacks, subscribe to resource callbacks (context and stream
 //!    creation → stream id to CUstream handle), enable CONCURRENT_KERNEL,
-//!    MEMCPY, MEMSET, set a 100 ms flush period and an atexit handler.
-//! 3. CUPTI hands us full buffers (`buffer_completed`, usually on its own
-//!    thread); each record becomes a wire message.
-//! 4. exit(): the atexit handler forces a flush and sends `Bye`. A process
-//!    that execs or `_exit`s skips atexit: what CUPTI had not flushed yet (at
-//!    most ~100 ms, the flush period) is lost, and the tracer's footer lists
-//!    that process as not flushed.
+//!    MEMCPY, MEMSET, start the flush thread and register an atexit handler.
+//! 3. CUPTI hands us buffers (`buffer_completed`): full ones from its own
+//!    worker thread, and every completed record from our flush thread, which
+//!    calls `cuptiActivityFlushAll(0)` every TRACER_CUPTI_FLUSH_MS (default
+//!    100; 0: no flush thread). Each record becomes a wire message.
+//! 4. exit(): the atexit handler stops the flush thread, forces a flush and
+//!    sends `Bye`. A process that execs or `_exit`s skips atexit: what was not
+//!    flushed yet (about one flush period) is lost, and the tracer's footer
+//!    lists that process as not flushed.
+//!
+//! Locks: `out` (the sink) is taken only on the thread CUPTI delivers a
+//! buffer on and at exit, never inside CUPTI's resource callbacks, which
+//! queue stream ids in `streams` (a lock never held while calling CUPTI), so
+//! no CUPTI-internal lock can be waited for while `out` is held elsewhere.
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,7 +33,8 @@ use crate::wire::{ClockMethod, Msg};
 
 const BUFFER_SIZE: usize = 4 << 20;
 const BUFFER_ALIGN: usize = 8;
-const FLUSH_PERIOD_MS: u32 = 100;
+/// Default period of the flush thread (TRACER_CUPTI_FLUSH_MS).
+const FLUSH_PERIOD_MS: u64 = 100;
 
 struct Out {
     sink: Sink,
@@ -43,6 +51,10 @@ struct State {
     clock: ClockMethod,
     offset_ns: AtomicI64,
     out: Mutex<Out>,
+    /// Stream messages from the resource callback, sent before the next records.
+    streams: Mutex<Vec<Msg>>,
+    /// Held by the flush thread while it is in CUPTI; `true` once exit began.
+    flush_gate: Mutex<bool>,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -164,10 +176,7 @@ fn init() -> c_int {
             warnings.push(text);
         }
     }
-    if let Some(f) = api.flush_period {
-        // SAFETY: plain CUPTI call.
-        unsafe { f(FLUSH_PERIOD_MS) };
-    }
+    let flush_ms = flush_period_ms(std::env::var("TRACER_CUPTI_FLUSH_MS").ok().as_deref());
     let cupti_path = api.path.clone();
     sink.push(me, &Msg::Hello { cupti_version: version, clock, offset_ns: offset, cupti_path });
     for w in warnings {
@@ -175,10 +184,47 @@ fn init() -> c_int {
     }
     sink.flush();
     let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0 };
-    let _ = STATE.set(State { api, pid: me, clock, offset_ns: AtomicI64::new(offset), out: Mutex::new(out) });
+    let _ = STATE.set(State {
+        api,
+        pid: me,
+        clock,
+        offset_ns: AtomicI64::new(offset),
+        out: Mutex::new(out),
+        streams: Mutex::new(Vec::new()),
+        flush_gate: Mutex::new(false),
+    });
     // SAFETY: registering a plain extern "C" fn.
     unsafe { libc::atexit(at_exit) };
+    if flush_ms > 0 {
+        let _ = std::thread::Builder::new().name("tracer-cupti".into()).spawn(move || flush_loop(flush_ms));
+    }
     1
+}
+
+/// TRACER_CUPTI_FLUSH_MS: milliseconds between flushes, 0 for none.
+fn flush_period_ms(v: Option<&str>) -> u64 {
+    v.and_then(|s| s.trim().parse().ok()).unwrap_or(FLUSH_PERIOD_MS)
+}
+
+/// Hands completed records over while the program runs ("default flush can
+/// be done at a regular interval in a separate thread", CUPTI's docs): the
+/// tracer gets them within about a period, and a process that execs or
+/// crashes loses at most that much. CUPTI's own worker only returns full
+/// buffers.
+fn flush_loop(period_ms: u64) {
+    let Some(st) = STATE.get() else { return };
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(period_ms));
+        let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+        if *stopped || st.pid != pid() {
+            return;
+        }
+        // SAFETY: plain CUPTI call; completed buffers go to buffer_completed
+        // on this thread. Exit waits for the gate, so CUDA is not torn down
+        // under this call.
+        unsafe { (st.api.flush_all)(0) };
+        drop(stopped);
+    }
 }
 
 extern "C" fn at_exit() {
@@ -187,9 +233,12 @@ extern "C" fn at_exit() {
         if st.pid != pid() {
             return;
         }
+        // Stop the flush thread (waiting for a flush in progress).
+        *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
         // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
         unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
         if let Some(mut o) = lock() {
+            send_streams(st, &mut o);
             let bye = Msg::Bye {
                 records: o.records,
                 buffers: o.buffers,
@@ -235,6 +284,7 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
     }
     let offset = st.offset_ns.load(Ordering::Relaxed);
     o.buffers += 1;
+    send_streams(st, &mut o);
     let mut rec: *mut u8 = std::ptr::null_mut();
     if !buffer.is_null() && valid > 0 {
         // SAFETY: CUPTI walks its own buffer; rec points at a record in it.
@@ -262,6 +312,15 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
         o.sink.push(st.pid, &Msg::Dropped { context, stream, count: dropped as u64 });
     }
     o.sink.flush();
+}
+
+/// Sends the stream ids learnt since the last call (before any record that
+/// could use them).
+fn send_streams(st: &State, o: &mut Out) {
+    let pending = std::mem::take(&mut *st.streams.lock().unwrap_or_else(|e| e.into_inner()));
+    for m in &pending {
+        o.sink.push(st.pid, m);
+    }
 }
 
 /// Id of a kernel name, sending the name the first time (0: no name).
@@ -321,9 +380,20 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
             return;
         }
         let context = context_id(&st.api, d.context);
-        if let Some(mut o) = lock() {
-            o.sink.push(st.pid, &Msg::Stream { context, stream: id, handle: handle as u64 });
-            o.sink.flush();
+        if st.pid == pid() {
+            let m = Msg::Stream { context, stream: id, handle: handle as u64 };
+            st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(m);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flush_period_from_the_environment() {
+        assert_eq!(super::flush_period_ms(None), 100);
+        assert_eq!(super::flush_period_ms(Some("0")), 0);
+        assert_eq!(super::flush_period_ms(Some(" 25 ")), 25);
+        assert_eq!(super::flush_period_ms(Some("soon")), 100);
+    }
 }

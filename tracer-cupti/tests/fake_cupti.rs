@@ -12,10 +12,11 @@ fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fakecupti")
 }
 
-/// The cdylib cargo built next to the test's deps directory.
+/// The cdylib cargo built for this test run: next to the test executable in
+/// deps/ (`cargo test` does not copy it up to target/<profile>/).
 fn injection_lib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("libtracer_cupti.so");
+    let p = exe.parent().unwrap().join("libtracer_cupti.so");
     assert!(p.exists(), "{} missing: run `cargo build -p tracer-cupti` first", p.display());
     p
 }
@@ -108,7 +109,8 @@ fn run(tag: &str, cupti_lib: &str, extra_env: &[(&str, &str)], args: &[&str]) ->
 #[test]
 fn records_streams_names_drops_and_the_final_flush_arrive_exactly() {
     let (lib, _) = built();
-    let r = run("full", lib.to_str().unwrap(), &[], &[]);
+    // No flush thread: the atexit flush delivers everything.
+    let r = run("full", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "0")], &[]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let m: Vec<Msg> = r.msgs.into_iter().map(|x| x.1).collect();
     assert!(r.pid > 0);
@@ -183,7 +185,7 @@ fn without_the_timestamp_callback_an_offset_is_measured_and_applied() {
 #[test]
 fn exec_skips_the_final_flush() {
     let (lib, _) = built();
-    let r = run("exec", lib.to_str().unwrap(), &[], &["exec"]);
+    let r = run("exec", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "0")], &["exec"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let kinds: Vec<&str> = r
         .msgs
@@ -195,7 +197,36 @@ fn exec_skips_the_final_flush() {
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["hello", "stream", "stream"]);
+    // Stream ids wait for the next buffer, which never came.
+    assert_eq!(kinds, ["hello"]);
+}
+
+fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
+    msgs.iter()
+        .map(|(_, m)| match m {
+            Msg::Hello { .. } => "hello",
+            Msg::Stream { .. } => "stream",
+            Msg::Name { .. } => "name",
+            Msg::Kernel { .. } => "kernel",
+            Msg::Memcpy { .. } => "memcpy",
+            Msg::Memset { .. } => "memset",
+            Msg::Dropped { .. } => "dropped",
+            Msg::Error { .. } => "error",
+            Msg::Bye { .. } => "bye",
+        })
+        .collect()
+}
+
+#[test]
+fn the_flush_thread_delivers_before_the_process_ends() {
+    let (lib, _) = built();
+    // The driver sleeps 1 s, then execs: no atexit flush, only the thread's.
+    let r = run("periodic", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "10")], &["wait-exec"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(
+        kinds(&r.msgs),
+        ["hello", "stream", "stream", "name", "kernel", "kernel", "memcpy", "memset", "dropped"]
+    );
 }
 
 #[test]

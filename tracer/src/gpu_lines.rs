@@ -221,7 +221,7 @@ impl GpuLines {
             .collect();
         if !unflushed.is_empty() {
             s.push_str(&format!(
-                "; no final flush from pid {} (exec, _exit or a crash: up to 100 ms of records may be missing)",
+                "; no final flush from pid {} (exec, _exit or a crash: its last ~100 ms of records may be missing)",
                 unflushed.join(", ")
             ));
         }
@@ -357,7 +357,7 @@ mod tests {
         assert_eq!(
             g.summary_line(),
             "gpu (CUPTI, 1 process(es)): 0 kernels, 0 copies, 0 sets measured; 7 records lost (7 by CUPTI, 0 by the pipe); \
-             no final flush from pid 8 (exec, _exit or a crash: up to 100 ms of records may be missing)"
+             no final flush from pid 8 (exec, _exit or a crash: its last ~100 ms of records may be missing)"
         );
         let mut g2 = GpuLines::default();
         g2.push(1, Err(WireError { offset: 8, what: "unknown message type 99".into() }));

@@ -3,9 +3,11 @@
  * It implements the CUPTI functions the injection library calls and produces
  * known activity records, laid out at CUPTI 13's offsets (records.rs):
  *
- *   cuptiActivityFlushAll   requests one buffer, writes 2 kernels, 1 memcpy,
- *                           1 memset and 1 record of a kind we do not read,
- *                           completes the buffer (context 0x1, stream id 7)
+ *   cuptiActivityFlushAll   the first call (forced or not) requests one
+ *                           buffer, writes 2 kernels, 1 memcpy, 1 memset and
+ *                           1 record of a kind we do not read, completes the
+ *                           buffer (context 0x1, stream id 7); later calls
+ *                           deliver nothing
  *   cuptiActivityGetNumDroppedRecords   3 the first time, then 0
  *   fakecupti_context_created(ctx), fakecupti_stream_created(ctx, stream)
  *                           fire the subscriber's resource callbacks
@@ -29,7 +31,7 @@ static req_fn requested;
 static done_fn completed;
 static ts_fn stamp;
 static cb_fn subscriber;
-static int enabled_mask, dropped_once;
+static int enabled_mask, dropped_once, delivered;
 
 static uint64_t own_clock(void) {
     struct timespec t;
@@ -48,7 +50,6 @@ int cuptiActivityRegisterTimestampCallback(ts_fn f) {
 int cuptiGetTimestamp(uint64_t *t) { *t = now(); return 0; }
 int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
 int cuptiActivityEnable(uint32_t kind) { enabled_mask |= 1 << kind; return 0; }
-int cuptiActivityFlushPeriod(uint32_t ms) { (void)ms; return 0; }
 int cuptiSubscribe(void **h, cb_fn f, void *u) { (void)u; subscriber = f; *h = (void *)0x5b; return 0; }
 int cuptiEnableDomain(uint32_t en, void *h, uint32_t domain) { return en == 1 && h == (void *)0x5b && domain == 3 ? 0 : 1; }
 int cuptiGetContextId(void *ctx, uint32_t *id) { *id = (uint32_t)(uintptr_t)ctx; return 0; }
@@ -104,6 +105,7 @@ static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t star
 int cuptiActivityFlushAll(uint32_t flag) {
     (void)flag;
     if (!requested || !completed || !(enabled_mask & (1 << 10))) return 1;
+    if (__atomic_exchange_n(&delivered, 1, __ATOMIC_SEQ_CST)) return 0;
     uint8_t *buf; size_t size, max;
     requested(&buf, &size, &max);
     if (!buf || size < 1024) return 1;
