@@ -208,6 +208,20 @@ pub struct RecordArgs {
     /// Kernel function kprobed for /dev/nvidia-uvm ioctls ("" to skip).
     #[arg(long, value_name = "FUNCTION", default_value = "uvm_unlocked_ioctl_entry")]
     pub kprobe_uvm_function: String,
+    /// Also record when each kernel, copy and memset ran on the GPU (start and
+    /// end, measured by CUPTI's activity API, injected into the command through
+    /// CUDA_INJECTION64_PATH): `type: "gpu"` lines. Costs the command extra
+    /// time (docs/gpu-timestamps.md).
+    #[arg(long, conflicts_with = "pid")]
+    pub gpu_timestamps: bool,
+    /// The injection library for --gpu-timestamps (default: libtracer_cupti.so
+    /// next to the tracer executable).
+    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    pub cupti_injection: Option<PathBuf>,
+    /// The libcupti the command loads for --gpu-timestamps (default: one it
+    /// already loaded, else $CUDA_HOME, /usr/local/cuda*, the loader's path).
+    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    pub cupti_lib: Option<PathBuf>,
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,

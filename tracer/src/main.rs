@@ -10,6 +10,8 @@ mod cuda_names;
 mod cudaimage;
 mod fastline;
 mod image_cmd;
+mod gpu_lines;
+mod gpu_timestamps;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;

@@ -14,6 +14,7 @@ use tracer_common::funcs::FuncId;
 use crate::calls::Assembler;
 use crate::cli::{RecordArgs, Returns};
 use crate::collector::Collector;
+use crate::gpu_timestamps::GpuSession;
 use crate::loader::{self, KernelCounters};
 use crate::spawn;
 use crate::writer::TraceWriter;
@@ -150,6 +151,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         .map_err(|e| UsageError(crate::one_line(&e)))?;
     // Marker FIFO (its path goes into the command's environment) and NVML.
     let mut side = crate::side::Side::new(&args, run_as.as_ref());
+    // --gpu-timestamps: the FIFO and the command's environment, before the command exists.
+    let mut gpu = match args.gpu_timestamps {
+        true => Some(
+            GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as.as_ref())
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&out_path);
+                })?,
+        ),
+        false => None,
+    };
 
     // Create the command first (stopped before exec), so that a command that
     // does not exist is reported before anything else; it exits without
@@ -245,6 +256,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 
     let mut header = header(&args, &loaded.report, root_pid, started);
     side.header(&mut header);
+    header["gpu_timestamps"] = gpu.as_ref().map_or_else(crate::gpu_timestamps::header_off, |g| g.header());
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
     asm.set_entry_only(|id| !returns_probed(args.returns(), id));
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
@@ -269,16 +281,23 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     }
 
     let t0 = Instant::now();
-    let (exit, counters) = rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals))?;
+    let (exit, counters) =
+        rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
     let mut side_footer = side.finish(&mut col, args.quiet);
     let mut footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
     footer["power"] = side_footer["power"].take();
     footer["markers"] = side_footer["markers"].take();
+    if let Some(g) = gpu.as_mut() {
+        footer["gpu_timestamps"] = g.finish(&mut col);
+    }
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);
     let write_err = col.writer.finish().map(|e| e.to_string());
     if !args.quiet {
         eprint!("{}", col.summary.render());
+        if let Some(g) = &gpu {
+            eprintln!("{}", g.lines.summary_line());
+        }
         eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
     }
     if let Some(e) = write_err {
@@ -319,6 +338,7 @@ async fn collect(
     suspended: Option<spawn::Suspended>,
     attach_pid: Option<u32>,
     signals: &mut spawn::StopSignals,
+    mut gpu: Option<&mut GpuSession>,
 ) -> anyhow::Result<Collected> {
     let ring = loaded.ring.take().context("ring buffer already taken")?;
     // SAFETY: the ring buffer owns its fd and outlives the registration
@@ -368,6 +388,9 @@ async fn collect(
             }
             _ = tick.tick() => {
                 col.drain(afd.get_mut());
+                if let Some(g) = gpu.as_deref_mut() {
+                    g.drain(col);
+                }
                 periodic(col, loaded, &mut last_flush);
             }
         }

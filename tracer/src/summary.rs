@@ -68,6 +68,7 @@ impl Summary {
         }
         match ty {
             "process" => return,
+            "gpu" => return, // measured GPU activity (--gpu-timestamps), not driver calls
             "ioctl" => {
                 let e = self.ioctls.entry(v["name"].as_str().unwrap_or("?").to_string()).or_default();
                 e.0 += 1;

@@ -1,10 +1,14 @@
-//! `cargo xtask build [--release]`: setup, then build the tracer.
+//! `cargo xtask build [--release]`: setup, then build the tracer and the
+//! CUPTI injection library of `tracer --gpu-timestamps`.
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::{setup, util};
+
+/// The injection library's file name; tracer looks for it next to itself.
+const INJECTION_LIB: &str = "libtracer_cupti.so";
 
 pub fn run(release: bool) -> Result<()> {
     setup::run()?;
@@ -15,6 +19,15 @@ pub fn run(release: bool) -> Result<()> {
         c.arg("--release");
     }
     util::run(&mut c)?;
+    // The injection library runs inside the traced program, on CUPTI's
+    // buffer thread: always optimised (target/release/libtracer_cupti.so),
+    // and copied next to a debug tracer too.
+    util::run(util::cargo().args(["build", "-p", "tracer-cupti", "--release"]))?;
+    if !release {
+        let from = util::target_dir().join("release").join(INJECTION_LIB);
+        let to = util::target_dir().join("debug").join(INJECTION_LIB);
+        std::fs::copy(&from, &to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    }
     println!("build: done in {}", util::secs(start.elapsed()));
     Ok(())
 }

@@ -1,0 +1,399 @@
+//! `InitializeInjection` and the CUPTI callbacks.
+//!
+//! Life of the library in a traced process:
+//! 1. cuInit → the driver dlopens us (CUDA_INJECTION64_PATH) and calls
+//!    `InitializeInjection` once.
+//! 2. We open the FIFO ($TRACER_CUPTI_FIFO), load libcupti, register a
+//!    CLOCK_MONOTONIC timestamp callback (else measure an offset), register
+//!    buffer callbacks, subscribe to resource callbacks (context and stream
+//!    creation → stream id to CUstream handle), enable CONCURRENT_KERNEL,
+//!    MEMCPY, MEMSET, start the flush thread and register an atexit handler.
+//! 3. CUPTI hands us buffers (`buffer_completed`): full ones from its own
+//!    worker thread, and every completed record from our flush thread, which
+//!    calls `cuptiActivityFlushAll(0)` every TRACER_CUPTI_FLUSH_MS (default
+//!    100; 0: no flush thread). Each record becomes a wire message.
+//! 4. exit(): the atexit handler stops the flush thread, forces a flush and
+//!    sends `Bye`. A process that execs or `_exit`s skips atexit: what was not
+//!    flushed yet (about one flush period) is lost, and the tracer's footer
+//!    lists that process as not flushed.
+//!
+//! Locks: `out` (the sink) is taken only on the thread CUPTI delivers a
+//! buffer on and at exit, never inside CUPTI's resource callbacks, which
+//! queue stream ids in `streams` (a lock never held while calling CUPTI), so
+//! no CUPTI-internal lock can be waited for while `out` is held elsewhere.
+use std::collections::HashMap;
+use std::ffi::{CStr, c_int, c_void};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::cupti::{self, Api};
+use crate::records::{self, kind};
+use crate::sink::Sink;
+use crate::wire::{ClockMethod, Msg};
+
+const BUFFER_SIZE: usize = 4 << 20;
+const BUFFER_ALIGN: usize = 8;
+/// Default period of the flush thread (TRACER_CUPTI_FLUSH_MS).
+const FLUSH_PERIOD_MS: u64 = 100;
+
+struct Out {
+    sink: Sink,
+    /// Kernel name → id, per process.
+    names: HashMap<Vec<u8>, u32>,
+    records: u64,
+    buffers: u64,
+    dropped_cupti: u64,
+}
+
+struct State {
+    api: Api,
+    pid: u32,
+    clock: ClockMethod,
+    offset_ns: AtomicI64,
+    out: Mutex<Out>,
+    /// Stream messages from the resource callback, sent before the next records.
+    streams: Mutex<Vec<Msg>>,
+    /// Held by the flush thread while it is in CUPTI; `true` once exit began.
+    flush_gate: Mutex<bool>,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+fn pid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+extern "C" fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// CLOCK_MONOTONIC − CUPTI clock: cuptiGetTimestamp bracketed by two
+/// monotonic reads, the tightest of 5 brackets, midpoint.
+fn measure_offset(api: &Api) -> i64 {
+    let mut best = (u64::MAX, 0i64);
+    for _ in 0..5 {
+        let a = monotonic_ns();
+        let mut c = 0u64;
+        // SAFETY: CUPTI writes one u64.
+        unsafe { (api.get_timestamp)(&mut c) };
+        let b = monotonic_ns();
+        if b - a < best.0 {
+            best = (b - a, (a / 2 + b / 2) as i64 - c as i64);
+        }
+    }
+    best.1
+}
+
+fn lock() -> Option<std::sync::MutexGuard<'static, Out>> {
+    let st = STATE.get()?;
+    if st.pid != pid() {
+        return None; // a forked child: not ours to report
+    }
+    Some(st.out.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Called by the CUDA driver during cuInit.
+///
+/// # Safety
+/// Called once by the CUDA driver; nothing to uphold for the caller.
+#[unsafe(no_mangle)]
+pub extern "C" fn InitializeInjection() -> c_int {
+    std::panic::catch_unwind(init).unwrap_or(0)
+}
+
+fn init() -> c_int {
+    if STATE.get().is_some() {
+        return 1;
+    }
+    let Ok(path) = std::env::var("TRACER_CUPTI_FIFO") else {
+        eprintln!("tracer-cupti: TRACER_CUPTI_FIFO is not set; run the program under `tracer record --gpu-timestamps`");
+        return 0;
+    };
+    let mut sink = match Sink::open(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tracer-cupti: {e}; GPU timestamps are off for this process");
+            return 0;
+        }
+    };
+    let me = pid();
+    let fail = |sink: &mut Sink, text: String| {
+        sink.push(me, &Msg::Error { text });
+        sink.flush();
+        0
+    };
+    let api = match cupti::load(std::env::var("TRACER_CUPTI_LIB").ok().as_deref()) {
+        Ok(a) => a,
+        Err(e) => return fail(&mut sink, e),
+    };
+    let mut version = 0u32;
+    // SAFETY: CUPTI writes one u32.
+    unsafe { (api.get_version)(&mut version) };
+    // The timestamp callback must come before any activity is enabled.
+    let clock = match api.register_timestamp {
+        // SAFETY: registering a plain extern "C" fn with no state.
+        Some(f) if unsafe { f(monotonic_ns) } == 0 => ClockMethod::Callback,
+        _ => ClockMethod::Offset,
+    };
+    let offset = if clock == ClockMethod::Offset { measure_offset(&api) } else { 0 };
+    // SAFETY: registering our extern "C" callbacks.
+    let r = unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) };
+    if r != 0 {
+        return fail(&mut sink, format!("cuptiActivityRegisterCallbacks failed: {}", api.err(r)));
+    }
+    let mut warnings = vec![];
+    match (api.subscribe, api.enable_domain, api.get_stream_id_ex) {
+        (Some(sub), Some(en), Some(_)) => {
+            let mut h: *mut c_void = std::ptr::null_mut();
+            // SAFETY: CUPTI writes the subscriber handle.
+            let r = unsafe { sub(&mut h, resource_callback, std::ptr::null_mut()) };
+            // SAFETY: h is the handle just returned.
+            let r = if r == 0 { unsafe { en(1, h, cupti::DOMAIN_RESOURCE) } } else { r };
+            if r != 0 {
+                warnings.push(format!(
+                    "stream handles unknown (lines get \"stream\": null): CUPTI resource callbacks refused: {} \
+                     (another CUPTI subscriber in this process, e.g. torch.profiler?)",
+                    api.err(r)
+                ));
+            }
+        }
+        _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
+    }
+    for (k, name) in
+        [(kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (kind::MEMCPY, "MEMCPY"), (kind::MEMSET, "MEMSET")]
+    {
+        // SAFETY: plain CUPTI call.
+        let r = unsafe { (api.activity_enable)(k) };
+        if r != 0 {
+            let text = format!("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{name}) failed: {}", api.err(r));
+            if k == kind::CONCURRENT_KERNEL {
+                return fail(&mut sink, text);
+            }
+            warnings.push(text);
+        }
+    }
+    let flush_ms = flush_period_ms(std::env::var("TRACER_CUPTI_FLUSH_MS").ok().as_deref());
+    let cupti_path = api.path.clone();
+    sink.push(me, &Msg::Hello { cupti_version: version, clock, offset_ns: offset, cupti_path });
+    for w in warnings {
+        sink.push(me, &Msg::Error { text: format!("warning: {w}") });
+    }
+    sink.flush();
+    let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0 };
+    let _ = STATE.set(State {
+        api,
+        pid: me,
+        clock,
+        offset_ns: AtomicI64::new(offset),
+        out: Mutex::new(out),
+        streams: Mutex::new(Vec::new()),
+        flush_gate: Mutex::new(false),
+    });
+    // SAFETY: registering a plain extern "C" fn.
+    unsafe { libc::atexit(at_exit) };
+    if flush_ms > 0 {
+        let _ = std::thread::Builder::new().name("tracer-cupti".into()).spawn(move || flush_loop(flush_ms));
+    }
+    1
+}
+
+/// TRACER_CUPTI_FLUSH_MS: milliseconds between flushes, 0 for none.
+fn flush_period_ms(v: Option<&str>) -> u64 {
+    v.and_then(|s| s.trim().parse().ok()).unwrap_or(FLUSH_PERIOD_MS)
+}
+
+/// Hands completed records over while the program runs ("default flush can
+/// be done at a regular interval in a separate thread", CUPTI's docs): the
+/// tracer gets them within about a period, and a process that execs or
+/// crashes loses at most that much. CUPTI's own worker only returns full
+/// buffers.
+fn flush_loop(period_ms: u64) {
+    let Some(st) = STATE.get() else { return };
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(period_ms));
+        let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+        if *stopped || st.pid != pid() {
+            return;
+        }
+        // SAFETY: plain CUPTI call; completed buffers go to buffer_completed
+        // on this thread. Exit waits for the gate, so CUDA is not torn down
+        // under this call.
+        unsafe { (st.api.flush_all)(0) };
+        drop(stopped);
+    }
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(st) = STATE.get() else { return };
+        if st.pid != pid() {
+            return;
+        }
+        // Stop the flush thread (waiting for a flush in progress).
+        *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
+        unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
+        if let Some(mut o) = lock() {
+            send_streams(st, &mut o);
+            let bye = Msg::Bye {
+                records: o.records,
+                buffers: o.buffers,
+                dropped_cupti: o.dropped_cupti,
+                dropped_sink: o.sink.dropped,
+            };
+            o.sink.push(st.pid, &bye);
+            o.sink.flush();
+        }
+    });
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let layout = std::alloc::Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN).expect("valid layout");
+    // SAFETY: non-zero size; CUPTI gets the buffer back in buffer_completed.
+    let p = unsafe { std::alloc::alloc(layout) };
+    // SAFETY: CUPTI passes valid out-pointers. A null buffer makes CUPTI drop
+    // records (counted by it), which is the right answer to no memory.
+    unsafe {
+        *buffer = p;
+        *size = if p.is_null() { 0 } else { BUFFER_SIZE };
+        *max_records = 0;
+    }
+}
+
+extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(st) = STATE.get() {
+            drain(st, ctx, stream, buffer, valid);
+        }
+    });
+    if !buffer.is_null() && size > 0 {
+        let layout = std::alloc::Layout::from_size_align(size, BUFFER_ALIGN).expect("valid layout");
+        // SAFETY: allocated in buffer_requested with this size and alignment.
+        unsafe { std::alloc::dealloc(buffer, layout) };
+    }
+}
+
+fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usize) {
+    let Some(mut o) = lock() else { return };
+    if st.clock == ClockMethod::Offset {
+        st.offset_ns.store(measure_offset(&st.api), Ordering::Relaxed);
+    }
+    let offset = st.offset_ns.load(Ordering::Relaxed);
+    o.buffers += 1;
+    send_streams(st, &mut o);
+    let mut rec: *mut u8 = std::ptr::null_mut();
+    if !buffer.is_null() && valid > 0 {
+        // SAFETY: CUPTI walks its own buffer; rec points at a record in it.
+        while unsafe { (st.api.get_next_record)(buffer, valid, &mut rec) } == 0 {
+            // SAFETY: every record starts with its u32 kind.
+            let k = unsafe { (rec as *const u32).read_unaligned() };
+            let Some(n) = records::min_len(k) else { continue };
+            // SAFETY: a record of this kind is at least `n` bytes (the
+            // struct's leading fields, checked against cupti_activity.h).
+            let bytes = unsafe { std::slice::from_raw_parts(rec as *const u8, n) };
+            let Some(d) = records::decode(k, bytes, offset) else { continue };
+            let mut msg = d.msg;
+            if let Msg::Kernel { name_id, .. } = &mut msg {
+                *name_id = intern(&mut o, st.pid, d.name_ptr);
+            }
+            o.records += 1;
+            o.sink.push(st.pid, &msg);
+        }
+    }
+    let mut dropped = 0usize;
+    // SAFETY: CUPTI writes one usize.
+    if unsafe { (st.api.get_num_dropped)(ctx, stream, &mut dropped) } == 0 && dropped > 0 {
+        o.dropped_cupti += dropped as u64;
+        let context = context_id(&st.api, ctx);
+        o.sink.push(st.pid, &Msg::Dropped { context, stream, count: dropped as u64 });
+    }
+    o.sink.flush();
+}
+
+/// Sends the stream ids learnt since the last call (before any record that
+/// could use them).
+fn send_streams(st: &State, o: &mut Out) {
+    let pending = std::mem::take(&mut *st.streams.lock().unwrap_or_else(|e| e.into_inner()));
+    for m in &pending {
+        o.sink.push(st.pid, m);
+    }
+}
+
+/// Id of a kernel name, sending the name the first time (0: no name).
+fn intern(o: &mut Out, pid: u32, ptr: u64) -> u32 {
+    if ptr == 0 {
+        return 0;
+    }
+    // SAFETY: CUPTI's kernel name, NUL-terminated, alive while the record is.
+    let name = unsafe { CStr::from_ptr(ptr as *const std::ffi::c_char) }.to_bytes();
+    if let Some(&id) = o.names.get(name) {
+        return id;
+    }
+    let id = o.names.len() as u32 + 1;
+    o.names.insert(name.to_vec(), id);
+    o.sink.push(pid, &Msg::Name { id, name: String::from_utf8_lossy(name).into_owned() });
+    id
+}
+
+fn context_id(api: &Api, ctx: *mut c_void) -> u32 {
+    let mut id = u32::MAX;
+    if let Some(f) = api.get_context_id
+        && !ctx.is_null()
+    {
+        // SAFETY: ctx is a live context handed to us by CUPTI.
+        unsafe { f(ctx, &mut id) };
+    }
+    id
+}
+
+/// CUpti_ResourceData: the context, then the stream (a union with other handles).
+#[repr(C)]
+struct ResourceData {
+    context: *mut c_void,
+    stream: *mut c_void,
+    descriptor: *mut c_void,
+}
+
+/// Stream (and context) creation: learn which CUPTI stream id each CUstream
+/// handle has. One call per stream/context created, nothing per launch.
+extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        if domain != cupti::DOMAIN_RESOURCE || data.is_null() {
+            return;
+        }
+        let Some(st) = STATE.get() else { return };
+        let Some(get_id) = st.api.get_stream_id_ex else { return };
+        // SAFETY: for the resource domain, CUPTI passes a CUpti_ResourceData.
+        let d = unsafe { &*(data as *const ResourceData) };
+        let handle = match cbid {
+            cupti::CBID_CONTEXT_CREATED => std::ptr::null_mut(), // its legacy default stream
+            cupti::CBID_STREAM_CREATED => d.stream,
+            _ => return,
+        };
+        let mut id = 0u32;
+        // SAFETY: live context and stream from CUPTI; CUPTI writes one u32.
+        if unsafe { get_id(d.context, handle, 0, &mut id) } != 0 {
+            return;
+        }
+        let context = context_id(&st.api, d.context);
+        if st.pid == pid() {
+            let m = Msg::Stream { context, stream: id, handle: handle as u64 };
+            st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flush_period_from_the_environment() {
+        assert_eq!(super::flush_period_ms(None), 100);
+        assert_eq!(super::flush_period_ms(Some("0")), 0);
+        assert_eq!(super::flush_period_ms(Some(" 25 ")), 25);
+        assert_eq!(super::flush_period_ms(Some("soon")), 100);
+    }
+}

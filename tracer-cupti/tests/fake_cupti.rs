@@ -1,0 +1,244 @@
+//! libtracer_cupti.so end to end without a GPU: a C program plays the CUDA
+//! driver (dlopen + InitializeInjection), a fake libcupti produces known
+//! records (tests/fakecupti/), and we decode what arrives in the FIFO.
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use tracer_cupti::wire::{ClockMethod, Msg, Span, StreamDecoder};
+
+fn here() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fakecupti")
+}
+
+/// The cdylib cargo built for this test run: next to the test executable in
+/// deps/ (`cargo test` does not copy it up to target/<profile>/).
+fn injection_lib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().join("libtracer_cupti.so");
+    assert!(p.exists(), "{} missing: run `cargo build -p tracer-cupti` first", p.display());
+    p
+}
+
+/// Builds the fake libcupti and the driver program once (cc).
+fn built() -> &'static (PathBuf, PathBuf) {
+    static B: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    B.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fakecupti");
+        std::fs::create_dir_all(&out).unwrap();
+        let lib = out.join("libfakecupti.so");
+        let drv = out.join("inject_driver");
+        let cc = |args: &[&str]| {
+            let s = Command::new("cc").args(args).status().expect("running cc");
+            assert!(s.success(), "cc {args:?} failed");
+        };
+        cc(&["-shared", "-fPIC", "-O1", "-o", lib.to_str().unwrap(), here().join("fakecupti.c").to_str().unwrap()]);
+        cc(&["-O1", "-o", drv.to_str().unwrap(), here().join("inject_driver.c").to_str().unwrap(), "-ldl"]);
+        (lib, drv)
+    })
+}
+
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+struct Run {
+    status: i32,
+    stderr: String,
+    msgs: Vec<(u32, Msg)>,
+    pid: u32,
+    t0: u64,
+    t1: u64,
+}
+
+/// Runs the driver with a FIFO like the tracer's, returns what it sent.
+fn run(tag: &str, cupti_lib: &str, extra_env: &[(&str, &str)], args: &[&str]) -> Run {
+    let (_, drv) = built();
+    let fifo = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fifo-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    let c = CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: plain syscalls on our path.
+    let fd = unsafe {
+        assert_eq!(libc::mkfifo(c.as_ptr(), 0o600), 0);
+        libc::open(c.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK)
+    };
+    assert!(fd >= 0);
+    let t0 = monotonic_ns();
+    let out = Command::new(drv)
+        .args(args)
+        .env("CUDA_INJECTION64_PATH", injection_lib())
+        .env("TRACER_CUPTI_FIFO", &fifo)
+        .env("TRACER_CUPTI_LIB", cupti_lib)
+        .envs(extra_env.iter().copied())
+        .output()
+        .unwrap();
+    let t1 = monotonic_ns();
+    let mut bytes = vec![];
+    let mut buf = [0u8; 65536];
+    loop {
+        // SAFETY: reads into a local buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n as usize]);
+    }
+    // SAFETY: our fd.
+    unsafe { libc::close(fd) };
+    let _ = std::fs::remove_file(&fifo);
+    let mut msgs = vec![];
+    let mut d = StreamDecoder::default();
+    d.feed(&bytes, &mut |pid, m| msgs.push((pid, m.expect("well-formed message"))));
+    assert_eq!(d.pending(), 0);
+    let pid = msgs.first().map_or(0, |m| m.0);
+    assert!(msgs.iter().all(|m| m.0 == pid), "one sender");
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+        msgs,
+        pid,
+        t0,
+        t1,
+    }
+}
+
+#[test]
+fn records_streams_names_drops_and_the_final_flush_arrive_exactly() {
+    let (lib, _) = built();
+    // No flush thread: the atexit flush delivers everything.
+    let r = run("full", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "0")], &[]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let m: Vec<Msg> = r.msgs.into_iter().map(|x| x.1).collect();
+    assert!(r.pid > 0);
+    // The records' timestamps: the fake stamps them with the callback we
+    // registered (CLOCK_MONOTONIC), so they fall inside the run.
+    let Msg::Kernel { span, .. } = &m[4] else { panic!("{m:?}") };
+    let t = span.start;
+    assert!(r.t0 <= t && t <= r.t1, "{} <= {t} <= {}", r.t0, r.t1);
+    let sp = |start: u64, end: u64, stream: u32, correlation: u32| Span {
+        start,
+        end,
+        device: 0,
+        context: 1,
+        stream,
+        correlation,
+    };
+    assert_eq!(
+        m,
+        vec![
+            Msg::Hello {
+                cupti_version: 99,
+                clock: ClockMethod::Callback,
+                offset_ns: 0,
+                cupti_path: lib.display().to_string()
+            },
+            Msg::Stream { context: 1, stream: 7, handle: 0 },
+            Msg::Stream { context: 1, stream: 13, handle: 0x5000 },
+            Msg::Name { id: 1, name: "_Z3fooPf".into() },
+            Msg::Kernel {
+                span: sp(t, t + 4500, 13, 41),
+                grid: [2, 3, 4],
+                block: [128, 1, 1],
+                shared_mem: 256,
+                name_id: 1
+            },
+            Msg::Kernel {
+                span: sp(t + 10000, t + 14500, 7, 42),
+                grid: [2, 3, 4],
+                block: [128, 1, 1],
+                shared_mem: 256,
+                name_id: 1
+            },
+            Msg::Memcpy {
+                span: sp(t + 20000, t + 22250, 7, 43),
+                bytes: 1 << 20,
+                copy_kind: 1,
+                src_kind: 1,
+                dst_kind: 3,
+                flags: 0
+            },
+            Msg::Memset { span: sp(t + 30000, t + 30001, 7, 44), bytes: 64, value: 0, mem_kind: 3 },
+            Msg::Dropped { context: 1, stream: 7, count: 3 },
+            Msg::Bye { records: 4, buffers: 1, dropped_cupti: 3, dropped_sink: 0 },
+        ]
+    );
+}
+
+#[test]
+fn without_the_timestamp_callback_an_offset_is_measured_and_applied() {
+    let (lib, _) = built();
+    let r = run("offset", lib.to_str().unwrap(), &[("FAKECUPTI_NO_TS", "1")], &[]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let Msg::Hello { clock, offset_ns, .. } = &r.msgs[0].1 else { panic!("{:?}", r.msgs) };
+    assert_eq!(*clock, ClockMethod::Offset);
+    // The fake's clock runs 1 s ahead of CLOCK_MONOTONIC.
+    assert!((-1_000_100_000..=-999_900_000).contains(offset_ns), "{offset_ns}");
+    let k = r.msgs.iter().find_map(|(_, m)| if let Msg::Kernel { span, .. } = m { Some(*span) } else { None }).unwrap();
+    assert!(r.t0 <= k.start && k.start <= r.t1, "{} <= {} <= {}", r.t0, k.start, r.t1);
+    assert_eq!(k.end - k.start, 4500);
+}
+
+#[test]
+fn exec_skips_the_final_flush() {
+    let (lib, _) = built();
+    let r = run("exec", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "0")], &["exec"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let kinds: Vec<&str> = r
+        .msgs
+        .iter()
+        .map(|(_, m)| match m {
+            Msg::Hello { .. } => "hello",
+            Msg::Stream { .. } => "stream",
+            Msg::Bye { .. } => "bye",
+            _ => "other",
+        })
+        .collect();
+    // Stream ids wait for the next buffer, which never came.
+    assert_eq!(kinds, ["hello"]);
+}
+
+fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
+    msgs.iter()
+        .map(|(_, m)| match m {
+            Msg::Hello { .. } => "hello",
+            Msg::Stream { .. } => "stream",
+            Msg::Name { .. } => "name",
+            Msg::Kernel { .. } => "kernel",
+            Msg::Memcpy { .. } => "memcpy",
+            Msg::Memset { .. } => "memset",
+            Msg::Dropped { .. } => "dropped",
+            Msg::Error { .. } => "error",
+            Msg::Bye { .. } => "bye",
+        })
+        .collect()
+}
+
+#[test]
+fn the_flush_thread_delivers_before_the_process_ends() {
+    let (lib, _) = built();
+    // The driver sleeps 1 s, then execs: no atexit flush, only the thread's.
+    let r = run("periodic", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "10")], &["wait-exec"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(
+        kinds(&r.msgs),
+        ["hello", "stream", "stream", "name", "kernel", "kernel", "memcpy", "memset", "dropped"]
+    );
+}
+
+#[test]
+fn a_missing_cupti_is_reported_through_the_fifo() {
+    let r = run("nocupti", "/nonexistent/libcupti.so", &[], &[]);
+    assert_eq!(r.status, 3, "InitializeInjection returns 0: {}", r.stderr);
+    assert_eq!(r.msgs.len(), 1);
+    let Msg::Error { text } = &r.msgs[0].1 else { panic!("{:?}", r.msgs) };
+    assert!(
+        text.starts_with(
+            "cannot load the CUPTI library /nonexistent/libcupti.so (--cupti-lib): /nonexistent/libcupti.so:"
+        ),
+        "{text}"
+    );
+}

@@ -1,0 +1,136 @@
+/*
+ * A stand-in for libcupti, for testing libtracer_cupti.so without a GPU.
+ * It implements the CUPTI functions the injection library calls and produces
+ * known activity records, laid out at CUPTI 13's offsets (records.rs):
+ *
+ *   cuptiActivityFlushAll   the first call (forced or not) requests one
+ *                           buffer, writes 2 kernels, 1 memcpy, 1 memset and
+ *                           1 record of a kind we do not read, completes the
+ *                           buffer (context 0x1, stream id 7); later calls
+ *                           deliver nothing
+ *   cuptiActivityGetNumDroppedRecords   3 the first time, then 0
+ *   fakecupti_context_created(ctx), fakecupti_stream_created(ctx, stream)
+ *                           fire the subscriber's resource callbacks
+ *
+ * FAKECUPTI_NO_TS=1: refuse the timestamp callback; our clock is then
+ * CLOCK_MONOTONIC + 1 s, so the library must measure and apply the offset.
+ *
+ * Build: cc -shared -fPIC -o libfakecupti.so fakecupti.c
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void (*req_fn)(uint8_t **, size_t *, size_t *);
+typedef void (*done_fn)(void *, uint32_t, uint8_t *, size_t, size_t);
+typedef uint64_t (*ts_fn)(void);
+typedef void (*cb_fn)(void *, uint32_t, uint32_t, const void *);
+
+static req_fn requested;
+static done_fn completed;
+static ts_fn stamp;
+static cb_fn subscriber;
+static int enabled_mask, dropped_once, delivered;
+
+static uint64_t own_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + t.tv_nsec + 1000000000u;
+}
+static uint64_t now(void) { return stamp ? stamp() : own_clock(); }
+
+int cuptiGetVersion(uint32_t *v) { *v = 99; return 0; }
+int cuptiGetResultString(int r, const char **s) { *s = r == 1 ? "CUPTI_ERROR_INVALID_PARAMETER" : "CUPTI_ERROR_UNKNOWN"; return 0; }
+int cuptiActivityRegisterTimestampCallback(ts_fn f) {
+    if (getenv("FAKECUPTI_NO_TS")) return 1;
+    stamp = f;
+    return 0;
+}
+int cuptiGetTimestamp(uint64_t *t) { *t = now(); return 0; }
+int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
+int cuptiActivityEnable(uint32_t kind) { enabled_mask |= 1 << kind; return 0; }
+int cuptiSubscribe(void **h, cb_fn f, void *u) { (void)u; subscriber = f; *h = (void *)0x5b; return 0; }
+int cuptiEnableDomain(uint32_t en, void *h, uint32_t domain) { return en == 1 && h == (void *)0x5b && domain == 3 ? 0 : 1; }
+int cuptiGetContextId(void *ctx, uint32_t *id) { *id = (uint32_t)(uintptr_t)ctx; return 0; }
+int cuptiGetStreamIdEx(void *ctx, void *stream, uint8_t per_thread, uint32_t *id) {
+    (void)ctx; (void)per_thread;
+    *id = stream ? 13 : 7;
+    return 0;
+}
+
+struct resource_data { void *context; void *stream; void *descriptor; };
+void fakecupti_context_created(void *ctx) {
+    struct resource_data d = { ctx, 0, 0 };
+    if (subscriber) subscriber(0, 3, 1, &d);
+}
+void fakecupti_stream_created(void *ctx, void *stream) {
+    struct resource_data d = { ctx, stream, 0 };
+    if (subscriber) subscriber(0, 3, 3, &d);
+}
+
+static size_t record_size(uint32_t kind) { return kind == 10 ? 200 : kind == 25 ? 32 : 64; }
+
+int cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, uint8_t **rec) {
+    uint8_t *next = *rec ? *rec + record_size(*(uint32_t *)*rec) : buf;
+    if (next >= buf + valid) return 12; /* CUPTI_ERROR_MAX_LIMIT_REACHED */
+    *rec = next;
+    return 0;
+}
+int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n) {
+    (void)ctx; (void)stream;
+    *n = dropped_once++ ? 0 : 3;
+    return 0;
+}
+
+#define PUT(p, off, type, v) do { type v_ = (v); memcpy((p) + (off), &v_, sizeof v_); } while (0)
+static const char kernel_name[] = "_Z3fooPf";
+
+static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t start) {
+    memset(p, 0xAB, 200);
+    PUT(p, 0, uint32_t, 10);
+    PUT(p, 16, uint64_t, start);
+    PUT(p, 24, uint64_t, start + 4500);
+    PUT(p, 40, uint32_t, 0);
+    PUT(p, 44, uint32_t, 1);
+    PUT(p, 48, uint32_t, stream);
+    PUT(p, 52, int32_t, 2); PUT(p, 56, int32_t, 3); PUT(p, 60, int32_t, 4);
+    PUT(p, 64, int32_t, 128); PUT(p, 68, int32_t, 1); PUT(p, 72, int32_t, 1);
+    PUT(p, 80, int32_t, 256);
+    PUT(p, 92, uint32_t, corr);
+    PUT(p, 104, const char *, kernel_name);
+    return p + 200;
+}
+
+int cuptiActivityFlushAll(uint32_t flag) {
+    (void)flag;
+    if (!requested || !completed || !(enabled_mask & (1 << 10))) return 1;
+    if (__atomic_exchange_n(&delivered, 1, __ATOMIC_SEQ_CST)) return 0;
+    uint8_t *buf; size_t size, max;
+    requested(&buf, &size, &max);
+    if (!buf || size < 1024) return 1;
+    uint64_t t = now();
+    uint8_t *p = buf;
+    p = kernel(p, 13, 41, t);
+    p = kernel(p, 7, 42, t + 10000);
+    memset(p, 0xCD, 64); /* memcpy HtoD, 1 MiB */
+    PUT(p, 0, uint32_t, 1);
+    p[4] = 1; p[5] = 1; p[6] = 3; p[7] = 0;
+    PUT(p, 8, uint64_t, 1 << 20);
+    PUT(p, 16, uint64_t, t + 20000); PUT(p, 24, uint64_t, t + 22250);
+    PUT(p, 32, uint32_t, 0); PUT(p, 36, uint32_t, 1); PUT(p, 40, uint32_t, 7); PUT(p, 44, uint32_t, 43);
+    p += 64;
+    memset(p, 0xEF, 64); /* memset 64 bytes */
+    PUT(p, 0, uint32_t, 2);
+    PUT(p, 4, uint32_t, 0);
+    PUT(p, 8, uint64_t, 64);
+    PUT(p, 16, uint64_t, t + 30000); PUT(p, 24, uint64_t, t + 30001);
+    PUT(p, 32, uint32_t, 0); PUT(p, 36, uint32_t, 1); PUT(p, 40, uint32_t, 7); PUT(p, 44, uint32_t, 44);
+    PUT(p, 50, uint16_t, 3);
+    p += 64;
+    memset(p, 0, 32); /* a kind the library does not read */
+    PUT(p, 0, uint32_t, 25);
+    p += 32;
+    completed((void *)0x1, 7, buf, size, (size_t)(p - buf));
+    return 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * Plays the CUDA driver's part for libtracer_cupti.so: dlopen
+ * $CUDA_INJECTION64_PATH, call InitializeInjection, then create a context and
+ * a stream (through the fake libcupti's hooks) and exit, so the library's
+ * atexit handler flushes. `inject_driver exec` execs /bin/true instead of
+ * exiting (no atexit: no final flush); `inject_driver wait-exec` first
+ * sleeps 1 s (the library's flush thread delivers meanwhile).
+ * Build: cc -o inject_driver inject_driver.c -ldl
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    void *inj = dlopen(getenv("CUDA_INJECTION64_PATH"), RTLD_NOW);
+    if (!inj) { fprintf(stderr, "inject_driver: %s\n", dlerror()); return 2; }
+    int (*init)(void) = (int (*)(void))dlsym(inj, "InitializeInjection");
+    if (!init) { fprintf(stderr, "inject_driver: no InitializeInjection\n"); return 2; }
+    if (init() != 1) return 3;
+    void *c = dlopen(getenv("TRACER_CUPTI_LIB"), RTLD_NOW | RTLD_NOLOAD);
+    if (!c) { fprintf(stderr, "inject_driver: fake libcupti not loaded\n"); return 2; }
+    ((void (*)(void *))dlsym(c, "fakecupti_context_created"))((void *)0x1);
+    ((void (*)(void *, void *))dlsym(c, "fakecupti_stream_created"))((void *)0x1, (void *)0x5000);
+    if (argc > 1 && strcmp(argv[1], "wait-exec") == 0) sleep(1);
+    if (argc > 1 && strstr(argv[1], "exec")) {
+        execl("/bin/true", "true", (char *)0);
+        return 2;
+    }
+    return 0;
+}

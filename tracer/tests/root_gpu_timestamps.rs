@@ -1,0 +1,182 @@
+//! `tracer --gpu-timestamps` end to end without a GPU: the command is a small
+//! program that plays the CUDA driver's part (dlopen CUDA_INJECTION64_PATH,
+//! call InitializeInjection) with a fake libcupti that produces known records
+//! (tracer-cupti/tests/fakecupti/). Checks the FIFO, the environment, the gpu
+//! lines, the header and footer keys and the warnings.
+mod common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Built {
+    injection: PathBuf,
+    fake_cupti: PathBuf,
+    driver: PathBuf,
+}
+
+/// Builds libtracer_cupti.so (cargo, same profile as tracer) and the fake
+/// libcupti and its driver program (cc), once.
+fn built() -> &'static Built {
+    static B: OnceLock<Built> = OnceLock::new();
+    B.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let tracer = Path::new(common::tracer_bin());
+        let profile_dir = tracer.parent().unwrap();
+        let mut c = Command::new(cargo);
+        c.args(["build", "-q", "-p", "tracer-cupti"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        assert!(c.status().expect("running cargo").success(), "building tracer-cupti failed");
+        let injection = profile_dir.join("libtracer_cupti.so");
+        assert!(injection.is_file(), "{} missing after the build", injection.display());
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer-cupti/tests/fakecupti");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fakecupti-root");
+        std::fs::create_dir_all(&out).unwrap();
+        let fake_cupti = out.join("libfakecupti.so");
+        let driver = out.join("inject_driver");
+        let cc = |args: &[&str]| assert!(Command::new("cc").args(args).status().unwrap().success(), "cc {args:?}");
+        cc(&["-shared", "-fPIC", "-o", fake_cupti.to_str().unwrap(), src.join("fakecupti.c").to_str().unwrap()]);
+        cc(&["-o", driver.to_str().unwrap(), src.join("inject_driver.c").to_str().unwrap(), "-ldl"]);
+        Built { injection, fake_cupti, driver }
+    })
+}
+
+fn run(tag: &str, cupti_lib: &Path, env: &[(&str, &str)]) -> common::Traced {
+    let b = built();
+    let out = common::fresh_output(tag);
+    let mut c = Command::new(common::tracer_bin());
+    c.arg("-o").arg(&out).arg("--libcuda").arg(&common::fake().lib);
+    c.arg("--gpu-timestamps").arg("--cupti-injection").arg(&b.injection).arg("--cupti-lib").arg(cupti_lib);
+    c.arg("--").arg(&b.driver);
+    c.envs(env.iter().copied()).env_remove("CUDA_INJECTION64_PATH");
+    c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
+    c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
+    c.stdin(Stdio::null());
+    let t0 = Instant::now();
+    let mut child = c.spawn().unwrap();
+    let st = common::wait_with_timeout(&mut child, Duration::from_secs(120), false, "tracer --gpu-timestamps");
+    common::finish(out, st, t0.elapsed())
+}
+
+/// A gpu line without its timestamps, and its duration in ns.
+fn strip(v: &Value) -> (Value, u64) {
+    let mut v = v.clone();
+    let o = v.as_object_mut().unwrap();
+    let (ts, end) = (o.remove("ts").unwrap().as_u64().unwrap(), o.remove("end_ts").unwrap().as_u64().unwrap());
+    o.remove("pid");
+    (v, end - ts)
+}
+
+#[test]
+fn fake_cupti_records_become_gpu_lines() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let b = built();
+    let t = run("gpu-ts", &b.fake_cupti, &[]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    let h = &t.header()["gpu_timestamps"];
+    assert_eq!(h["enabled"], true);
+    assert_eq!(h["library"], b.injection.canonicalize().unwrap().display().to_string());
+    let gpu: Vec<&Value> = t.lines.iter().filter(|l| l["type"] == "gpu").collect();
+    let got: Vec<(Value, u64)> = gpu.iter().map(|v| strip(v)).collect();
+    let k = |stream_id: u32, stream: &str, corr: u32| {
+        json!({"type":"gpu","op":"kernel","name":"_Z3fooPf","source":"cupti","tid":0,"device":0,"context_id":1,
+               "stream_id":stream_id,"stream":stream,"correlation_id":corr,"grid":[2,3,4],"block":[128,1,1],
+               "shared_mem":256,"duration_us":4.5})
+    };
+    assert_eq!(
+        got,
+        vec![
+            (k(13, "0x5000", 41), 4500),
+            (k(7, "0x0", 42), 4500),
+            (
+                json!({"type":"gpu","op":"memcpy","name":"memcpy_htod","source":"cupti","tid":0,"device":0,"context_id":1,
+                       "stream_id":7,"stream":"0x0","correlation_id":43,"size":1048576,"direction":"h2d","duration_us":2.25}),
+                2250
+            ),
+            (
+                json!({"type":"gpu","op":"memset","name":"memset","source":"cupti","tid":0,"device":0,"context_id":1,
+                       "stream_id":7,"stream":"0x0","correlation_id":44,"size":64,"duration_us":0.001}),
+                1
+            ),
+        ]
+    );
+    // CLOCK_MONOTONIC, like every other line: after the header's clock sample.
+    let t0 = t.header()["clock"]["monotonic_ns"].as_u64().unwrap();
+    let pid = gpu[0]["pid"].as_u64().unwrap();
+    assert!(gpu.iter().all(|g| g["ts"].as_u64().unwrap() > t0 && g["pid"] == pid));
+    let f = &t.footer()["gpu_timestamps"];
+    assert_eq!(
+        *f,
+        json!({"kernels":2,"memcpys":1,"memsets":1,"dropped_by_cupti":3,"dropped_by_injection":0,"no_timestamp":0,
+               "unknown_stream":0,"undecodable":0,"incomplete_bytes":0,
+               "processes":[{"pid":pid,"cupti":b.fake_cupti.canonicalize().unwrap().display().to_string(),
+                             "cupti_version":99,"clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[]}]})
+    );
+    assert!(
+        t.stderr.contains("gpu (CUPTI, 1 process(es)): 2 kernels, 1 copies, 1 sets measured; 3 records lost (3 by CUPTI, 0 by the pipe)"),
+        "{}",
+        t.describe()
+    );
+    assert!(
+        t.stderr.contains(&format!("tracer: warning: --gpu-timestamps: CUPTI dropped 3 activity records in pid {pid}"))
+    );
+    t.cleanup();
+}
+
+#[test]
+fn a_cupti_that_does_not_load_is_a_warning_and_the_run_still_records() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    // A file that exists but is no library.
+    let not_a_lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let t = run("gpu-ts-nocupti", &not_a_lib, &[]);
+    // inject_driver exits 3 when InitializeInjection fails; tracer passes it on.
+    assert_eq!(t.code(), 3, "{}", t.describe());
+    let want = format!("cannot load the CUPTI library {} (--cupti-lib): ", not_a_lib.canonicalize().unwrap().display());
+    assert!(
+        t.stderr.contains("tracer: warning: --gpu-timestamps: pid ") && t.stderr.contains(&want),
+        "{}",
+        t.describe()
+    );
+    let p = &t.footer()["gpu_timestamps"]["processes"][0];
+    assert!(p["errors"][0].as_str().unwrap().starts_with(&want), "{p}");
+    assert_eq!(p["cupti"], Value::Null);
+    assert_eq!(t.lines.iter().filter(|l| l["type"] == "gpu").count(), 0);
+    assert!(t.footer()["exit"]["code"] == 3);
+    t.cleanup();
+}
+
+#[test]
+fn an_injection_already_set_is_refused() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let b = built();
+    let out = common::fresh_output("gpu-ts-refused");
+    let o = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&common::fake().lib)
+        .args(["--gpu-timestamps", "--"])
+        .arg(&b.driver)
+        .env("CUDA_INJECTION64_PATH", "/opt/other/libinject.so")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "tracer: --gpu-timestamps sets CUDA_INJECTION64_PATH, which is already set (/opt/other/libinject.so): \
+         unset it, or leave out --gpu-timestamps\n"
+    );
+    assert!(!out.exists(), "no trace file is left behind");
+}
