@@ -159,7 +159,8 @@ impl IoctlReport {
             let b2 = m.first_launch.unwrap_or(end).clamp(b1, end);
             let b3 = m.last_load.unwrap_or(b2).clamp(b2, end);
             for (ph, a, b) in [("startup", start, b1), ("loading", b1, b2), ("warmup", b2, b3), ("steady", b3, end)] {
-                *r.phase_span_ns.entry(ph).or_default() += b - a;
+                let span = r.phase_span_ns.entry(ph).or_default();
+                *span = span.saturating_add(b - a);
             }
         }
         for v in lines {

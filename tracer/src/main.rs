@@ -6,6 +6,8 @@ mod calls;
 mod cli;
 mod collector;
 mod cuda_names;
+#[cfg(test)]
+mod fuzz;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;

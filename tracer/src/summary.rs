@@ -81,7 +81,7 @@ impl Summary {
         let dur = v["duration_us"].as_f64().unwrap_or(0.0);
         if let Some(ts) = v["ts"].as_u64() {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
-            let end = ts + (dur * 1000.0) as u64;
+            let end = ts.saturating_add((dur * 1000.0) as u64);
             self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
         }
         let f = self.funcs.entry(name.clone()).or_default();
@@ -111,11 +111,11 @@ impl Summary {
                 let d = v["direction"].as_str().unwrap_or("default").to_string();
                 let e = self.copy_bytes.entry(d).or_default();
                 e.0 += 1;
-                e.1 += size;
+                e.1 = e.1.saturating_add(size);
             }
             ("memory", "alloc") if v["ret"] == 0 => {
                 self.allocs += 1;
-                self.alloc_bytes += size;
+                self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
             ("memory", "free") if v["ret"] == 0 => self.frees += 1,
             ("sync", _) => self.sync_us += dur,
