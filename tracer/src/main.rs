@@ -19,6 +19,7 @@ mod spawn;
 mod summary;
 mod sysinfo;
 mod uprobe_multi;
+mod usage;
 mod writer;
 
 use clap::Parser as _;
@@ -47,7 +48,7 @@ impl std::error::Error for CommandNotFound {}
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),

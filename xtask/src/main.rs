@@ -2,7 +2,9 @@
 
 mod build;
 mod demo;
+mod fuzz;
 mod setup;
+mod soak;
 mod test;
 mod util;
 mod vm;
@@ -36,6 +38,19 @@ enum Command {
     },
     /// Setup, build release, then trace the example on a GPU or summarise the committed recording
     Demo,
+    /// Run every fuzz target of tracer for a fixed time (tracer/src/fuzz/)
+    Fuzz {
+        /// Seconds per target
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Only these targets (default: all)
+        targets: Vec<String>,
+    },
+    /// Benchmarks: `soak` (minutes of steady tracing, memory and loss checked)
+    Bench {
+        #[command(subcommand)]
+        what: soak::Bench,
+    },
     /// Boot a stock Debian kernel under qemu (TCG) and run the kprobe tests in it (docs/kprobe-vm.md)
     KprobeVm {
         /// Use this tracer binary instead of building the release one
@@ -53,6 +68,8 @@ fn main() -> ExitCode {
         Command::Build { release } => build::run(release),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::Fuzz { seconds, targets } => fuzz::run(seconds, &targets),
+        Command::Bench { what } => soak::run(&what),
         Command::KprobeVm { tracer, filters } => vm::run(tracer.as_deref(), &filters),
     };
     match result {

@@ -26,6 +26,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// Builds a structured input from the corpus.
+pub type Generate = fn(&mut Rng, &[Vec<u8>]) -> Vec<u8>;
+/// Mutates an input with knowledge of its format (`None`: not applicable).
+pub type Mutate = fn(&mut Rng, &[u8]) -> Option<Vec<u8>>;
+
 /// A fuzz target.
 pub struct Target {
     pub name: &'static str,
@@ -34,9 +39,9 @@ pub struct Target {
     pub run: fn(&[u8]) -> String,
     pub seeds: fn() -> Vec<Vec<u8>>,
     /// Builds a structured input (optional).
-    pub generate: Option<fn(&mut Rng, &[Vec<u8>]) -> Vec<u8>>,
+    pub generate: Option<Generate>,
     /// Structure-aware mutation (optional), e.g. of JSON values.
-    pub mutate: Option<fn(&mut Rng, &[u8]) -> Option<Vec<u8>>>,
+    pub mutate: Option<Mutate>,
     /// Most bytes a case may have live at once, for an input of this length.
     pub budget: fn(usize) -> usize,
 }

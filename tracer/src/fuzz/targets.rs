@@ -742,7 +742,7 @@ fn ld_cache_seeds() -> Vec<Vec<u8>> {
     let mut old = b"ld.so-1.7.0\0".to_vec();
     old.extend_from_slice(&1u32.to_le_bytes());
     old.extend_from_slice(&[0; 12]);
-    while old.len() % 8 != 0 {
+    while !old.len().is_multiple_of(8) {
         old.push(0);
     }
     old.extend_from_slice(&c);
