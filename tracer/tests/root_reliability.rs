@@ -548,3 +548,87 @@ fn output_path_misuse_is_one_line_and_exit_2() {
     std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// Privileges: checked at start; the command runs as the invoking user
+// ---------------------------------------------------------------------------
+
+#[test]
+fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let out = common::fresh_output("privileges");
+    let args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut v = vec!["-o".into(), out.clone().into_os_string()];
+        v.extend(extra.iter().map(|s| s.into()));
+        v
+    };
+    let run = |wrap: &[&str], a: Vec<std::ffi::OsString>| {
+        let refs: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        tracer_err(wrap, &refs)
+    };
+    // An ordinary user: both capabilities named, exit 1, no file left.
+    let (code, err) = run(&["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], args(&["--", "true"]));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err,
+        "tracer: tracer needs root (or CAP_BPF and CAP_PERFMON); missing CAP_BPF and CAP_PERFMON: run it with sudo\n"
+    );
+    // Root without CAP_BPF (and CAP_SYS_ADMIN, which would stand in for it).
+    let (code, err) = run(&["setpriv", "--bounding-set", "-bpf,-sys_admin"], args(&["--", "true"]));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err, "tracer: tracer needs root (or CAP_BPF and CAP_PERFMON); missing CAP_BPF: run it with sudo\n");
+    assert!(!out.exists(), "a refused start leaves no file");
+
+    // Under sudo: the command gets the invoking user's ids, the trace is theirs.
+    let f = common::fake();
+    let o = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(["-q", "--", "sh", "-c", "id -u; id -g; id -G"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .env("SUDO_USER", "nobody")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ids = String::from_utf8_lossy(&o.stdout).to_string();
+    let mut want_groups: Vec<String> = vec!["65534".into()];
+    // nobody's supplementary groups, if the system gives it any.
+    for l in std::fs::read_to_string("/etc/group").unwrap_or_default().lines() {
+        let fields: Vec<&str> = l.split(':').collect();
+        if fields.len() == 4 && fields[3].split(',').any(|u| u == "nobody") && fields[2] != "65534" {
+            want_groups.push(fields[2].into());
+        }
+    }
+    let got: Vec<&str> = ids.lines().collect();
+    assert_eq!(&got[..2], ["65534", "65534"], "{ids}");
+    let mut g: Vec<&str> = got[2].split_whitespace().collect();
+    g.sort();
+    want_groups.sort();
+    assert_eq!(g, want_groups, "{ids}");
+    use std::os::unix::fs::MetadataExt as _;
+    let md = std::fs::metadata(&out).unwrap();
+    assert_eq!((md.uid(), md.gid()), (65534, 65534));
+    assert_eq!(md.mode() & 0o7022, 0, "mode {:o}: not writable by others", md.mode());
+    std::fs::remove_file(&out).unwrap();
+    // --as-root keeps root for the command (the file still goes to the user).
+    let o = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(["-q", "--as-root", "--", "id", "-u"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "0\n");
+    let _ = std::fs::remove_file(&out);
+}
