@@ -133,11 +133,13 @@ impl<W: Output> TraceWriter<W> {
         self.error = Some(e);
     }
 
-    /// Flushes and fsyncs; returns the first error met, if any.
+    /// Flushes and fsyncs; returns the first error met, if any. (A file
+    /// that cannot be synced, such as `-o /dev/null`, is not an error.)
     pub fn finish(&mut self) -> Option<&std::io::Error> {
         self.flush();
         if let Some(out) = self.out.as_ref()
             && let Err(e) = out.get_ref().sync_all()
+            && e.raw_os_error() != Some(libc::EINVAL)
         {
             self.out = None;
             self.error = Some(e);
@@ -204,6 +206,14 @@ mod tests {
         fn sync_all(&self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn dev_null_is_not_a_write_error() {
+        let mut w = TraceWriter::new(File::options().write(true).open("/dev/null").unwrap());
+        w.write(&json!({"type": "header"}));
+        assert!(w.finish().is_none(), "{:?}", w.error);
+        assert_eq!((w.lines, w.dropped), (1, 0));
     }
 
     #[test]

@@ -632,3 +632,45 @@ fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "0\n");
     let _ = std::fs::remove_file(&out);
 }
+
+#[test]
+fn private_output_is_mode_0600_also_when_overwritten() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let out = common::fresh_output("private");
+    std::fs::write(&out, "old\n").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let f = common::fake();
+    let o = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(["-q", "--force", "--private", "--", "true"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::metadata(&out).unwrap();
+    assert_eq!((md.mode() & 0o7777, md.uid(), md.gid()), (0o600, 65534, 65534));
+    assert!(common::read_trace(&out).is_ok());
+    // A device given with --force is neither chmod-ed nor chown-ed.
+    let null = std::fs::metadata("/dev/null").unwrap();
+    let o = Command::new(common::tracer_bin())
+        .args(["-o", "/dev/null", "--libcuda"])
+        .arg(&f.lib)
+        .args(["-q", "--force", "--private", "--", "true"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = std::fs::metadata("/dev/null").unwrap();
+    assert_eq!((after.mode(), after.uid()), (null.mode(), null.uid()));
+    let _ = std::fs::remove_file(&out);
+}

@@ -668,7 +668,9 @@ fn mutate_elf(rng: &mut Rng, bytes: &[u8]) -> Option<Vec<u8>> {
             }
             _ => {
                 // A .dynsym entry (section type 11).
-                let dynsym = (0..shnum).map(|i| shoff + 64 * i).find(|&o| rd(&v, o + 4, 4) == Some(11))?;
+                let dynsym = (0..shnum)
+                    .filter_map(|i| shoff.checked_add(64 * i))
+                    .find(|&o| o.checked_add(4).and_then(|a| rd(&v, a, 4)) == Some(11))?;
                 let (off, size) = (rd(&v, dynsym + 24, 8)? as usize, rd(&v, dynsym + 32, 8)? as usize);
                 let n = size / 24;
                 if n == 0 {
