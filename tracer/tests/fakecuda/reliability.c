@@ -21,6 +21,10 @@
  *                             per unit cuCtxSetCurrent(i), cuMemAlloc_v2,
  *                             cuLaunchKernel(grid i % 1000 + 1), cuMemFree_v2;
  *                             prints "calls=N seconds=S"
+ *   reliability steady_nofree R S   the same without the frees (a second
+ *                             cuCtxSetCurrent instead): tracer must remember
+ *                             every allocation, so its heap grows (the soak's
+ *                             positive control)
  *
  * Any failed check prints a message and exits 1.
  */
@@ -234,7 +238,7 @@ static int scenario_paced(void) {
 
 /* ---- steady (soak) */
 
-static int scenario_steady(long rate, long seconds) {
+static int scenario_steady(long rate, long seconds, int free_them) {
     if (rate < 4 || seconds < 1)
         return 2;
     CUfunction f = 0;
@@ -249,7 +253,10 @@ static int scenario_steady(long rate, long seconds) {
             CUdeviceptr d = 0;
             OK(cuMemAlloc_v2(&d, 4096));
             OK(cuLaunchKernel(f, (unsigned)(i % 1000) + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0));
-            OK(cuMemFree_v2(d));
+            if (free_them)
+                OK(cuMemFree_v2(d));
+            else
+                OK(cuCtxSetCurrent(H(i)));
         }
         tick(&next, 1000000L);
     }
@@ -269,9 +276,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(s, "paced"))
         rc = scenario_paced();
     else if (!strcmp(s, "steady") && argc > 3)
-        rc = scenario_steady(atol(argv[2]), atol(argv[3]));
+        rc = scenario_steady(atol(argv[2]), atol(argv[3]), 1);
+    else if (!strcmp(s, "steady_nofree") && argc > 3)
+        rc = scenario_steady(atol(argv[2]), atol(argv[3]), 0);
     else {
-        fprintf(stderr, "usage: reliability procs P T N|exec_chain|exec_after|paced|steady RATE SECONDS\n");
+        fprintf(stderr, "usage: reliability procs P T N|exec_chain|exec_after|paced|steady[_nofree] RATE SECONDS\n");
         return 2;
     }
     return rc || failures ? 1 : 0;
