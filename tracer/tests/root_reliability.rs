@@ -354,6 +354,66 @@ fn attach_with_p_records_only_the_window_and_detaches_cleanly() {
     t.cleanup();
 }
 
+/// Polls until `f` holds (detaching is partly asynchronous in the kernel).
+fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+#[test]
+fn sigkill_of_attached_tracer_leaves_the_process_unharmed() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let mut paced = Paced::start(Command::new(relia::program()).arg("paced"));
+    let pid = paced.pid();
+    let set_addr = symbol_address(pid, "cuCtxSetCurrent");
+    let out = common::fresh_output("attach-kill");
+    let f = common::fake();
+    let mut tracer = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(["-p", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let have = common::wait_for_lines(&out, 50, Duration::from_secs(60));
+    assert!(have >= 50, "trace has {have} lines after 60 s");
+    assert_eq!(byte_at(pid, set_addr), 0xcc, "int3 while attached");
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGKILL) };
+    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(30), false, "tracer after SIGKILL");
+    assert_eq!(common::shell_code(&st), 137);
+    // The kernel drops the links with tracer's last fd: the breakpoints go.
+    assert!(
+        eventually(Duration::from_secs(10), || byte_at(pid, set_addr) == 0x55),
+        "int3 left after SIGKILL of tracer"
+    );
+    assert!(paced.alive(), "the process died with tracer");
+    std::thread::sleep(Duration::from_millis(200));
+    let (calls, errors, _, code) = paced.stop();
+    assert_eq!((errors, code), (0, 0), "the process saw wrong results (calls {calls})");
+    // What tracer wrote: complete lines all parse; at most the last is partial.
+    let text = std::fs::read(&out).unwrap();
+    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    let partial = lines.pop().unwrap_or_default();
+    for l in &lines {
+        serde_json::from_slice::<Value>(l).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(l)));
+    }
+    assert!(serde_json::from_slice::<Value>(partial).is_err() || partial.is_empty());
+    assert!(lines.len() >= 50);
+    let _ = std::fs::remove_file(&out);
+}
+
 // ---------------------------------------------------------------------------
 // (d) disk full, end to end
 // ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ use crate::{setup, util};
 
 /// The targets, as named in tracer/src/fuzz/targets.rs.
 pub const TARGETS: &[&str] =
-    &["trace_jsonl", "trace_jsonl_gz", "ring_records", "ioctl_params", "libcuda_elf", "ld_so_cache"];
+    &["trace_jsonl", "trace_jsonl_gz", "ring_records", "record_decode", "ioctl_params", "libcuda_elf", "ld_so_cache"];
 
 pub fn run(seconds: f64, targets: &[String]) -> Result<()> {
     for t in targets {

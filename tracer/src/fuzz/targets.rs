@@ -459,6 +459,52 @@ pub const RECORDS: Target = Target {
     budget: default_budget,
 };
 
+/// One record through `tracer_common::decode::parse` alone (fast), with the
+/// bounds every variable part must respect.
+fn run_decode(bytes: &[u8]) -> String {
+    use tracer_common::event::{BLOB_CAP, IOCTL_CAP, NVPATH_CAP, PATH_CAP, STR_CAP};
+    match decode::parse(bytes) {
+        Ok(rec) => {
+            let (kind, parts): (&str, Vec<(usize, usize)>) = match rec {
+                decode::Record::Enter { string, blob, .. } => {
+                    ("enter", vec![(string.map_or(0, <[u8]>::len), STR_CAP), (blob.map_or(0, <[u8]>::len), BLOB_CAP)])
+                }
+                decode::Record::Exit { string, .. } => ("exit", vec![(string.map_or(0, <[u8]>::len), STR_CAP)]),
+                decode::Record::Exec { filename, .. } => ("exec", vec![(filename.len(), PATH_CAP)]),
+                decode::Record::IoctlEnter { data, tail, .. } | decode::Record::IoctlExit { data, tail, .. } => {
+                    ("ioctl", vec![(data.len() + tail.len(), IOCTL_CAP)])
+                }
+                decode::Record::NvFile { path, .. } => ("nvfile", vec![(path.len(), NVPATH_CAP)]),
+                decode::Record::Fork(_) => ("fork", vec![]),
+                decode::Record::ProcExit(_) => ("exit", vec![]),
+            };
+            for (len, cap) in parts {
+                assert!(len <= cap, "{kind}: a part of {len} bytes, cap {cap}");
+                assert!(len <= bytes.len(), "{kind}: a part longer than the record");
+            }
+            format!("ok {kind}")
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
+fn gen_one_record(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
+    gen_record(rng, &mut None)
+}
+
+fn decode_seeds() -> Vec<Vec<u8>> {
+    record_seeds().iter().flat_map(|s| split_records(s).into_iter().map(<[u8]>::to_vec)).collect()
+}
+
+pub const DECODE: Target = Target {
+    name: "record_decode",
+    run: run_decode,
+    seeds: decode_seeds,
+    generate: Some(gen_one_record),
+    mutate: None,
+    budget: default_budget,
+};
+
 // ---------------------------------------------------------------------------
 // ioctl parameter structs: nvioctl
 // ---------------------------------------------------------------------------
@@ -761,7 +807,7 @@ pub const LD_CACHE: Target = Target {
     budget: default_budget,
 };
 
-pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &RECORDS, &IOCTL, &ELF, &LD_CACHE];
+pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE];
 
 // One test per target: `cargo test` runs each for TRACER_FUZZ_SECONDS (1 s
 // by default); `cargo xtask fuzz --seconds N` runs them longer.
@@ -779,6 +825,11 @@ fn fuzz_trace_jsonl_gz() {
 #[test]
 fn fuzz_ring_records() {
     fuzz(&RECORDS, seconds());
+}
+
+#[test]
+fn fuzz_record_decode() {
+    fuzz(&DECODE, seconds());
 }
 
 #[test]
