@@ -734,3 +734,88 @@ fn private_output_is_mode_0600_also_when_overwritten() {
     assert_eq!((after.mode(), after.uid()), (null.mode(), null.uid()));
     let _ = std::fs::remove_file(&out);
 }
+
+// ---------------------------------------------------------------------------
+// Loss is never silent, and the sequence numbers show where it happened
+// ---------------------------------------------------------------------------
+
+#[test]
+fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    // A 1 MiB ring buffer and a collector stopped (SIGSTOP) for 6 s while
+    // the command keeps calling (2 records per ms): the ring fills, records
+    // are lost for certain. The command runs on CPU 0 only, and goes on for
+    // a second after the collector resumes, so every loss lies between
+    // records received on that CPU: each one is a hole in the numbering.
+    let out = common::fresh_output("loss");
+    let f = common::fake();
+    let mut tracer = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(["--buffer-size", "1", "--", "taskset", "-c", "0"])
+        .arg(relia::program())
+        .arg("paced")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let have = common::wait_for_lines(&out, 20, Duration::from_secs(60));
+    assert!(have >= 20);
+    let pid = tracer.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(6));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    std::thread::sleep(Duration::from_secs(1));
+    unsafe { libc::kill(pid, libc::SIGINT) }; // forwarded: the command ends
+    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
+    let t = common::finish(out, st, Duration::ZERO);
+    let ctx = t.describe();
+    assert_eq!(t.code(), 130, "{ctx}");
+    let footer = t.footer().clone();
+    let lost = footer["lost"]["total"].as_u64().unwrap();
+    assert!(lost > 1000, "expected records lost while tracer was stopped: {footer}");
+    assert_eq!(footer["lost"]["ring_buffer_full"], json!(lost), "every loss is a full ring here: {footer}");
+    assert_eq!(footer["records_attempted"].as_u64().unwrap(), footer["records"].as_u64().unwrap() + lost);
+    // The summary says so, with the remedy.
+    assert!(
+        t.stderr.contains(&format!("lost (ring buffer full: {lost})  ← increase --buffer-size")),
+        "summary: {}",
+        t.stderr
+    );
+    // Every received record is in the file with its (cpu, seq); the holes in
+    // each CPU's numbering are the lost records.
+    let mut seqs: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for l in &t.lines {
+        for (c, s) in [("cpu", "seq"), ("exit_cpu", "exit_seq")] {
+            if let (Some(c), Some(s)) = (l[c].as_u64(), l[s].as_u64()) {
+                seqs.entry(c).or_default().push(s);
+            }
+        }
+    }
+    let received: usize = seqs.values().map(Vec::len).sum();
+    assert_eq!(received as u64, footer["records"].as_u64().unwrap(), "records in the file vs footer.records");
+    let mut holes_total = 0;
+    for (cpu, v) in &mut seqs {
+        v.sort_unstable();
+        let before = v.len();
+        v.dedup();
+        assert_eq!(v.len(), before, "a sequence number twice on cpu {cpu}");
+        let holes = v.last().unwrap() + 1 - v.len() as u64;
+        let by_cpu = footer["lost"]["by_cpu"][cpu.to_string()].as_u64().unwrap_or(0);
+        assert_eq!(holes, by_cpu, "cpu {cpu}: holes in the sequence numbers vs footer lost.by_cpu: {footer}");
+        holes_total += holes;
+    }
+    assert_eq!(holes_total, lost);
+    // Calls cut by the loss are marked, never silently merged.
+    let marked = t.calls().filter(|l| l["incomplete"] == true || l["entry_lost"] == true).count();
+    assert_eq!(
+        marked as u64,
+        footer["incomplete_calls"].as_u64().unwrap() + footer["entry_lost_calls"].as_u64().unwrap()
+    );
+    t.cleanup();
+}
