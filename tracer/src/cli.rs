@@ -142,6 +142,9 @@ pub struct RecordArgs {
     /// Overwrite the output file if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Make the output file readable by its owner only (mode 0600; default 0644).
+    #[arg(long)]
+    pub private: bool,
     /// Trace this running process (and the children it creates from now on).
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,

@@ -159,7 +159,8 @@ impl IoctlReport {
             let spans =
                 crate::analysis::phases::detected_boundaries(start, end, m.first_alloc, m.first_launch, m.last_load);
             for (ph, a, b) in spans {
-                *r.phase_span_ns.entry(ph).or_default() += b - a;
+                let span = r.phase_span_ns.entry(ph).or_default();
+                *span = span.saturating_add(b - a);
             }
         }
         for v in lines {

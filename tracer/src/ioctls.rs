@@ -42,6 +42,10 @@ pub fn device_path(dev: u32) -> String {
     }
 }
 
+/// The largest parameter struct laid out as head + tail window (the UVM
+/// structs with a tail are about 4 KiB).
+const MAX_LAID_OUT_STRUCT: u32 = 64 << 10;
+
 struct Pending {
     r: IoctlEnter,
     data: Vec<u8>,
@@ -121,7 +125,9 @@ impl Ioctls {
         let ret = exit.map(|(x, _, _)| x.ret);
         // A struct captured as head + trailing window: lay both out at their
         // offsets (the gap, unused per-GPU array slots, reads as zeros).
-        let (entry, exit_bytes) = if p.tail.is_empty() {
+        // A size no real struct has (the record is corrupt) gets no layout:
+        // the head alone is decoded, and memory stays bounded.
+        let (entry, exit_bytes) = if p.tail.is_empty() || r.size > MAX_LAID_OUT_STRUCT {
             (p.data.clone(), exit.map(|(_, d, _)| d.to_vec()))
         } else {
             let (off, _) = crate::loader::uvm_tail(r.size);

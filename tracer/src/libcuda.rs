@@ -532,11 +532,14 @@ fn parse_exports<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Ex
         .map(|p| (p.p_vaddr(endian).into(), p.p_filesz(endian).into(), p.p_offset(endian).into()))
         .collect();
     // File offset of `vaddr`, and the end of the file-backed part of its
-    // segment.
+    // segment. A segment that claims bytes past the end of the file is cut
+    // there: a symbol outside the file cannot be probed.
+    let file_len = data.len() as u64;
     let to_offset = |vaddr: u64| -> Option<(u64, u64)> {
         loads.iter().find_map(|&(v, filesz, off)| {
             let delta = vaddr.checked_sub(v).filter(|&d| d < filesz)?;
-            Some((off.checked_add(delta)?, off.checked_add(filesz)?))
+            let at = off.checked_add(delta).filter(|&o| o < file_len)?;
+            Some((at, off.checked_add(filesz)?.min(file_len)))
         })
     };
 

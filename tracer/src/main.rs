@@ -9,9 +9,11 @@ mod collector;
 mod cuda_names;
 mod cudaimage;
 mod fastline;
-mod image_cmd;
+#[cfg(test)]
+mod fuzz;
 mod gpu_lines;
 mod gpu_timestamps;
+mod image_cmd;
 mod ioctl_report;
 mod ioctls;
 mod libcuda;
@@ -29,6 +31,7 @@ mod spawn;
 mod summary;
 mod sysinfo;
 mod uprobe_multi;
+mod usage;
 mod writer;
 
 use clap::Parser as _;
@@ -57,7 +60,7 @@ impl std::error::Error for CommandNotFound {}
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
     let result = match cli.command {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),

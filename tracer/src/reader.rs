@@ -17,31 +17,64 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
 }
 
+/// The longest line a reader accepts. tracer's own lines are at most a few
+/// KiB; a longer "line" is a file that is not a trace (or a hostile one), and
+/// reading it whole would take memory without bound.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// Calls `f` for each line's JSON value.
-pub fn for_each(path: &Path, mut f: impl FnMut(&Value)) -> anyhow::Result<u64> {
-    let mut r = open(path)?;
+pub fn for_each(path: &Path, f: impl FnMut(&Value)) -> anyhow::Result<u64> {
+    let r = open(path)?;
+    let read = for_each_in(r, &path.display().to_string(), MAX_LINE_BYTES, f)?;
+    if let Some(n) = read.partial_line {
+        eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
+    }
+    Ok(read.lines)
+}
+
+/// What [`for_each_in`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Lines read, a partial last one included.
+    pub lines: u64,
+    /// The number of a partial last line that was skipped (tracer was
+    /// killed mid-write).
+    pub partial_line: Option<u64>,
+}
+
+/// [`for_each`] on any reader; `name` names the input in messages. Lines
+/// longer than `max_line` bytes are an error (memory stays bounded).
+pub fn for_each_in(
+    mut r: impl BufRead,
+    name: &str,
+    max_line: usize,
+    mut f: impl FnMut(&Value),
+) -> anyhow::Result<ReadStats> {
     let mut buf = Vec::new();
     let mut n = 0u64;
     loop {
         buf.clear();
-        let got =
-            r.read_until(b'\n', &mut buf).with_context(|| format!("{}: read error after line {n}", path.display()))?;
+        let limit = u64::try_from(max_line).unwrap_or(u64::MAX).saturating_add(1);
+        let got = (&mut r)
+            .take(limit)
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("{name}: read error after line {n}"))?;
         if got == 0 {
             break;
         }
         n += 1;
         let complete = buf.last() == Some(&b'\n');
+        if !complete && buf.len() > max_line {
+            bail!("{name}: line {n} is longer than {max_line} bytes: not a tracer trace");
+        }
         match serde_json::from_slice::<Value>(&buf) {
             Ok(v) if v.is_object() => f(&v),
-            _ if !complete => {
-                eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
-                break;
-            }
-            Ok(_) => bail!("{}: line {n}: expected a JSON object", path.display()),
-            Err(e) => bail!("{}: line {n}: not valid JSON ({e})", path.display()),
+            _ if !complete => return Ok(ReadStats { lines: n, partial_line: Some(n) }),
+            Ok(_) => bail!("{name}: line {n}: expected a JSON object"),
+            Err(e) => bail!("{name}: line {n}: not valid JSON ({e})"),
         }
     }
-    Ok(n)
+    Ok(ReadStats { lines: n, partial_line: None })
 }
 
 /// Counts the bytes read from the file (compressed bytes for .gz), for progress.
@@ -114,6 +147,18 @@ mod tests {
         std::fs::write(&p, "{\"a\":1}\nnot json\n{\"a\":2}\n").unwrap();
         let e = for_each(&p, |_| {}).unwrap_err().to_string();
         assert!(e.contains("line 2: not valid JSON"), "{e}");
+        // A line over the limit is an error, not an allocation of its size.
+        let long = format!("{{\"a\":1}}\n{{\"pad\":\"{}\"}}\n", "x".repeat(100));
+        let e = for_each_in(long.as_bytes(), "long", 64, |_| {}).unwrap_err().to_string();
+        assert_eq!(e, "long: line 2 is longer than 64 bytes: not a tracer trace");
+        let mut n = 0;
+        assert_eq!(
+            for_each_in(long.as_bytes(), "long", 200, |_| n += 1).unwrap(),
+            ReadStats { lines: 2, partial_line: None }
+        );
+        let cut = for_each_in(&b"{\"a\":1}\n{\"a\""[..], "cut", 200, |_| {}).unwrap();
+        assert_eq!(cut, ReadStats { lines: 2, partial_line: Some(2) });
+        assert_eq!(n, 2);
         let e = for_each(&dir.join("missing.jsonl"), |_| {}).unwrap_err().to_string();
         assert!(e.contains("cannot open trace"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -147,7 +147,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("trace_{}.jsonl", sysinfo::compact_utc(started.as_secs()))));
-    let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), 0o644)
+    let mode = if args.private { 0o600 } else { 0o644 };
+    let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), mode)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
     // Marker FIFO (its path goes into the command's environment) and NVML.
     let mut side = crate::side::Side::new(&args, run_as.as_ref());
@@ -161,6 +162,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         ),
         false => None,
     };
+    if args.private && file.metadata().is_ok_and(|m| m.is_file()) {
+        // An existing file (--force) keeps its mode on open: set it (never
+        // on a device such as `--force -o /dev/null`).
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {} private", out_path.display()))?;
+    }
 
     // Create the command first (stopped before exec), so that a command that
     // does not exist is reported before anything else; it exits without

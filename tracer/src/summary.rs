@@ -107,11 +107,11 @@ impl Summary {
                 let d = v["direction"].as_str().unwrap_or("default").to_string();
                 let e = self.copy_bytes.entry(d).or_default();
                 e.0 += 1;
-                e.1 += size;
+                e.1 = e.1.saturating_add(size);
             }
             ("memory", "alloc") if v["ret"] == 0 => {
                 self.allocs += 1;
-                self.alloc_bytes += size;
+                self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
             ("memory", "free") if v["ret"] == 0 => self.frees += 1,
             ("sync", _) => self.sync_us += dur,
@@ -137,7 +137,7 @@ impl Summary {
     fn call(&mut self, name: &str, ts: Option<u64>, dur: f64) -> &mut FuncStat {
         if let Some(ts) = ts {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
-            let end = ts + (dur * 1000.0) as u64;
+            let end = ts.saturating_add((dur * 1000.0) as u64);
             self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
         }
         if !self.funcs.contains_key(name) {

@@ -3,7 +3,9 @@
 mod bench;
 mod build;
 mod demo;
+mod fuzz;
 mod setup;
+mod soak;
 mod test;
 mod util;
 mod vm;
@@ -37,6 +39,14 @@ enum Command {
     },
     /// Setup, build release, then trace the example on a GPU or summarise the committed recording
     Demo,
+    /// Run every fuzz target of tracer for a fixed time (tracer/src/fuzz/)
+    Fuzz {
+        /// Seconds per target
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Only these targets (default: all)
+        targets: Vec<String>,
+    },
     /// Benchmarks (measurements printed and written as JSON/Markdown, not tests)
     Bench {
         #[command(subcommand)]
@@ -80,6 +90,18 @@ enum BenchCommand {
         #[arg(long)]
         save: bool,
     },
+    /// Minutes of steady tracing: memory sampled, every call checked on disk (docs/reliability.md)
+    Soak {
+        /// How long the traced program runs
+        #[arg(long, default_value_t = 10.0)]
+        minutes: f64,
+        /// Driver calls per second the program makes
+        #[arg(long, default_value_t = 5000)]
+        rate: u64,
+        /// Use the release build of tracer (default: the debug build the tests use)
+        #[arg(long)]
+        release: bool,
+    },
     /// Overhead on the GPU examples, untraced vs tracer modes vs torch.profiler
     /// (builds here; runs where a GPU is, else prints the command to run there)
     Overhead {
@@ -95,12 +117,14 @@ fn main() -> ExitCode {
         Command::Build { release } => build::run(release),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::Fuzz { seconds, targets } => fuzz::run(seconds, &targets),
         Command::KprobeVm { tracer, filters } => vm::run(tracer.as_deref(), &filters),
         Command::Bench { which } => match which {
             BenchCommand::Collector { calls, threads, funcs, reps, rates, seconds, save } => {
                 bench::collector::run(&bench::collector::Opts { calls, threads, funcs, reps, rates, seconds, save })
             }
             BenchCommand::Overhead { args } => bench::overhead::run(&args),
+            BenchCommand::Soak { minutes, rate, release } => soak::run(&soak::Bench::Soak { minutes, rate, release }),
         },
     };
     match result {

@@ -1,0 +1,70 @@
+//! Misuse of the command line that tracer rejects before it needs any
+//! privilege: one line on stderr, starting with "tracer: ", and exit code 2.
+//! (Output-path misuse is checked after the privilege check:
+//! root_reliability.rs.)
+use std::process::{Command, Stdio};
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).stdin(Stdio::null()).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn misuse(args: &[&str], want: &str) {
+    let (code, stdout, stderr) = run(args);
+    assert_eq!(code, Some(2), "tracer {args:?}: {stderr}");
+    assert_eq!(stderr, format!("tracer: {want}\n"), "tracer {args:?}");
+    assert!(stdout.is_empty(), "tracer {args:?}: {stdout}");
+}
+
+#[test]
+fn unknown_flag() {
+    misuse(
+        &["--bogus", "--", "true"],
+        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); \
+         usage: tracer [OPTIONS] [-- <CMD>...]",
+    );
+    misuse(
+        &["summary", "--bogus", "x"],
+        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); usage: tracer summary <TRACE>",
+    );
+}
+
+#[test]
+fn no_command() {
+    let want = "no command to trace: give one after `--` (tracer [OPTIONS] -- CMD [ARGS...]) or attach to a process with -p PID";
+    misuse(&[], want);
+    misuse(&["-o", "x.jsonl"], want);
+    misuse(&["record"], want);
+}
+
+#[test]
+fn pid_missing_invalid_or_not_running() {
+    misuse(&["-p"], "a value is required for '--pid <PID>' but none was supplied; see tracer --help");
+    misuse(&["-p", "abc"], "invalid value 'abc' for '--pid <PID>': invalid digit found in string; see tracer --help");
+    // Above any pid_max: never a running process.
+    misuse(&["-p", "4294967294"], "-p 4294967294: no such process");
+    misuse(
+        &["-p", "1", "--", "true"],
+        "the argument '--pid <PID>' cannot be used with '[CMD]...'; usage: tracer --pid <PID> [-- <CMD>...]",
+    );
+}
+
+#[test]
+fn bad_values_and_subcommand_arguments() {
+    misuse(&["--buffer-size", "3", "--", "true"], "--buffer-size 3: must be a power of two between 1 and 4096 MiB");
+    misuse(&["summary"], "the following required arguments were not provided: <TRACE>; usage: tracer summary <TRACE>");
+    misuse(
+        &["--wakeup", "sometimes", "--", "true"],
+        "invalid value 'sometimes' for '--wakeup <WAKEUP>' [possible values: batched, every]; see tracer --help",
+    );
+}
+
+#[test]
+fn help_and_version_are_not_errors() {
+    let (code, stdout, stderr) = run(&["--help"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("Usage: tracer"), "{stdout}");
+    let (code, stdout, _) = run(&["--version"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.starts_with("tracer "), "{stdout}");
+}
