@@ -1,12 +1,8 @@
 //! Property tests: the parsers never panic and never allocate more than the
 //! input can justify, on arbitrary bytes and on mutated real images.
 //!
-//! A counting allocator (this test binary only) records the largest single
-//! allocation each thread makes while `measure` runs; every property bounds
-//! it by the input size.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! The crate's counting allocator (test builds only) records the peak bytes
+//! live while `measure` runs; every property bounds it by the input size.
 
 use proptest::prelude::*;
 
@@ -26,50 +22,11 @@ impl Memory for OneRegion<'_> {
     }
 }
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static MAX: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    // try_with: the thread-locals may be gone while a thread exits.
-    let _ = ON.try_with(|on| {
-        if on.get() {
-            let _ = MAX.try_with(|m| m.set(m.get().max(size)));
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        note(new);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-/// Runs `f`, returning the largest single allocation it made.
+/// Peak bytes live while `f` runs, from the crate's counting allocator
+/// (tracer/src/fuzz/alloc.rs, which also aborts on any single request over
+/// 1 GiB).
 fn measure(f: impl FnOnce()) -> usize {
-    MAX.with(|m| m.set(0));
-    ON.with(|o| o.set(true));
-    f();
-    ON.with(|o| o.set(false));
-    MAX.with(|m| m.get())
+    crate::fuzz::alloc::measure(&[], f).1
 }
 
 /// What any input may cost: decompression legitimately expands (nvcc's

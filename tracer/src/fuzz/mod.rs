@@ -18,7 +18,7 @@
 //! tracer/tests/fuzz-regressions/<target>/ and it runs in every test run.
 #![allow(dead_code)]
 
-mod alloc;
+pub(crate) mod alloc;
 mod targets;
 
 use std::collections::HashSet;

@@ -283,10 +283,13 @@ fn run_records(bytes: &[u8]) -> String {
         match decode::parse(r) {
             Ok(rec) => {
                 kinds |= 1 << (u16::from_le_bytes([r[0], r[1]]) & 31);
-                asm.push(&rec, &mut |v| {
-                    s.add(&v);
+                asm.push(&rec, &mut |l| {
+                    s.add_line(&l);
                     out.clear();
-                    serde_json::to_writer(&mut out, &v).unwrap();
+                    match &l {
+                        crate::fastline::Line::Value(v) => serde_json::to_writer(&mut out, v).unwrap(),
+                        crate::fastline::Line::Launch(x) => x.write(&mut out),
+                    }
                 });
             }
             Err(e) => {
@@ -297,7 +300,7 @@ fn run_records(bytes: &[u8]) -> String {
             }
         }
     }
-    asm.finish(&mut |v| s.add(&v));
+    asm.finish(&mut |l| s.add_line(&l));
     let _ = s.render();
     format!("kinds {kinds:#x} errors {errors:?}")
 }
