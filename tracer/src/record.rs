@@ -552,10 +552,17 @@ fn collector_usage() -> Value {
         return Value::Null;
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    // VmHWM, not ru_maxrss: the latter survives execve, so it would report
+    // the peak of whatever process started tracer.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    };
     json!({
         "cpu_user_s": secs(ru.ru_utime),
         "cpu_system_s": secs(ru.ru_stime),
-        "max_rss_kib": ru.ru_maxrss,
+        "max_rss_kib": kib("VmHWM:"),
+        "rss_anon_kib": kib("RssAnon:"),
     })
 }
 

@@ -810,7 +810,47 @@ pub const LD_CACHE: Target = Target {
     budget: default_budget,
 };
 
-pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE];
+// ---------------------------------------------------------------------------
+// The analysis: typed trace model, phases, GPU timelines, gaps, report,
+// Perfetto export and calibration (tracer report/gaps/export/calibrate)
+// ---------------------------------------------------------------------------
+
+fn run_analysis(bytes: &[u8]) -> String {
+    use crate::analysis::{durations, gaps, model, perfetto, phases, report, timeline};
+    let text = String::from_utf8_lossy(bytes);
+    let t = match model::parse_str("fuzz.jsonl", &text) {
+        Ok(t) => t,
+        Err(e) => return e.to_string(),
+    };
+    let ph = phases::phases(&t);
+    let tl = timeline::gpu_intervals(&t, None);
+    let g = gaps::analyze(&t, &tl, &ph, &gaps::GapOptions::default());
+    let r = report::build(&t, &ph, &tl);
+    let _ = serde_json::to_string(&g);
+    let _ = serde_json::to_string(&r);
+    let mut out = Vec::new();
+    let exported = perfetto::export(&t, &ph, &timeline::bound(&t), &mut out);
+    let cal = durations::calibrate(&t).map(|d| d.kernels.len());
+    format!("ok calls {} gpu {} export {:?} calibrate {:?}", t.calls.len(), t.gpu.len(), exported.is_ok(), cal.is_ok())
+}
+
+pub const ANALYSIS: Target = Target {
+    name: "analysis",
+    run: run_analysis,
+    seeds: trace_seeds,
+    generate: None,
+    mutate: Some(mutate_trace),
+    // The model keeps ~64 bytes per call plus interned names; the export
+    // writes ~300 bytes per event.
+    budget: |len| default_budget(len) + 1024 * len,
+};
+
+pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE, &ANALYSIS];
+
+#[test]
+fn fuzz_analysis() {
+    fuzz(&ANALYSIS, seconds());
+}
 
 // One test per target: `cargo test` runs each for TRACER_FUZZ_SECONDS (1 s
 // by default); `cargo xtask fuzz --seconds N` runs them longer.

@@ -206,9 +206,15 @@ fn last_json_line(text: &str) -> Option<Value> {
     text.lines().rev().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(Value::is_object))
 }
 
+/// The last line of a trace (read from its end: traces here reach GBs).
 fn footer(trace: &Path) -> Result<Value> {
-    let text = fs::read_to_string(trace).with_context(|| format!("reading {}", trace.display()))?;
-    let last = text.lines().last().unwrap_or("");
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut f = fs::File::open(trace).with_context(|| format!("reading {}", trace.display()))?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(1 << 20)))?;
+    let mut tail = String::new();
+    f.read_to_string(&mut tail)?;
+    let last = tail.lines().last().unwrap_or("");
     let v: Value = serde_json::from_str(last).with_context(|| format!("last line of {}", trace.display()))?;
     if v["type"] != "footer" {
         bail!("{} has no footer", trace.display());
@@ -377,7 +383,16 @@ fn run_ceiling(env: &Env, dir: &Path, rate: u64, seconds: f64) -> Result<(Value,
 fn run_readers(env: &Env, trace: &Path) -> Result<Vec<Value>> {
     let help = util::output(Command::new(&env.tracer).arg("--help")).unwrap_or_default();
     let bytes = fs::metadata(trace)?.len();
-    let lines = fs::read(trace)?.iter().filter(|&&b| b == b'\n').count() as f64;
+    let lines = {
+        use std::io::BufRead as _;
+        let mut r = std::io::BufReader::with_capacity(1 << 20, fs::File::open(trace)?);
+        let (mut n, mut buf) = (0u64, Vec::new());
+        while r.read_until(b'\n', &mut buf)? > 0 {
+            n += 1;
+            buf.clear();
+        }
+        n as f64
+    };
     let mut v = Vec::new();
     let out = env.dir.join("export.json");
     let candidates: Vec<(&str, Vec<String>)> = vec![
@@ -477,11 +492,12 @@ fn markdown(r: &Value) -> String {
         );
     }
     if let Some(rd) = r["readers"].as_array().filter(|a| !a.is_empty()) {
-        s += "\nReaders on the largest trace:\n\n| command | lines | seconds | lines/s | MB/s |\n|---|---|---|---|---|\n";
+        s += "\nReaders on the largest trace:\n\n| command | ok | lines | seconds | lines/s | MB/s |\n|---|---|---|---|---|---|\n";
         for x in rd {
             s += &format!(
-                "| tracer {} | {} | {:.2} | {:.0} | {:.1} |\n",
+                "| tracer {} | {} | {} | {:.2} | {:.0} | {:.1} |\n",
                 x["command"].as_str().unwrap_or(""),
+                x["ok"],
                 x["lines"],
                 x["seconds"].as_f64().unwrap_or(0.0),
                 x["lines_per_s"].as_f64().unwrap_or(0.0),
