@@ -14,6 +14,8 @@ pub struct FuncStat {
     pub calls: u64,
     pub total_us: f64,
     pub max_us: f64,
+    /// Calls with a duration (entry-only functions have none).
+    pub timed: u64,
     pub errors: u64,
 }
 
@@ -88,7 +90,7 @@ impl Summary {
             _ => {}
         }
         let name = v["name"].as_str().unwrap_or("?");
-        let dur = v["duration_us"].as_f64().unwrap_or(0.0);
+        let dur = v["duration_us"].as_f64();
         if v["incomplete"] == true {
             self.incomplete += 1;
         }
@@ -114,7 +116,7 @@ impl Summary {
                 self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
             ("memory", "free") if v["ret"] == 0 => self.frees += 1,
-            ("sync", _) => self.sync_us += dur,
+            ("sync", _) => self.sync_us += dur.unwrap_or(0.0),
             _ => {}
         }
     }
@@ -126,7 +128,7 @@ impl Summary {
             Line::Value(v) => self.add(v),
             Line::Launch(l) => {
                 self.processes.insert(l.hdr.pid as u64);
-                self.call(l.name, Some(l.hdr.ts), l.duration_us().unwrap_or(0.0));
+                self.call(l.name, Some(l.hdr.ts), l.duration_us());
                 self.launch(l.kernel);
             }
         }
@@ -134,7 +136,8 @@ impl Summary {
 
     /// Counts a call of `name` (looked up before inserting: no allocation
     /// per line).
-    fn call(&mut self, name: &str, ts: Option<u64>, dur: f64) -> &mut FuncStat {
+    fn call(&mut self, name: &str, ts: Option<u64>, dur_us: Option<f64>) -> &mut FuncStat {
+        let dur = dur_us.unwrap_or(0.0);
         if let Some(ts) = ts {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
             let end = ts.saturating_add((dur * 1000.0) as u64);
@@ -145,6 +148,7 @@ impl Summary {
         }
         let f = self.funcs.get_mut(name).expect("inserted above");
         f.calls += 1;
+        f.timed += dur_us.is_some() as u64;
         f.total_us += dur;
         f.max_us = f.max_us.max(dur);
         f
@@ -194,15 +198,12 @@ impl Summary {
         top.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
         let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", "function", "calls", "total ms", "max us", "errors");
         for (name, f) in top.iter().take(20) {
-            let _ = writeln!(
-                s,
-                "{:<44} {:>9} {:>12.3} {:>10.1} {:>7}",
-                name,
-                f.calls,
-                f.total_us / 1000.0,
-                f.max_us,
-                f.errors
-            );
+            // Entry-only functions (launches by default) have no duration.
+            let (total, max) = match f.timed {
+                0 => ("–".to_string(), "–".to_string()),
+                _ => (format!("{:.3}", f.total_us / 1000.0), format!("{:.1}", f.max_us)),
+            };
+            let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", name, f.calls, total, max, f.errors);
         }
         if top.len() > 20 {
             let _ = writeln!(s, "… {} more functions", top.len() - 20);

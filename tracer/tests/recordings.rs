@@ -64,3 +64,16 @@ fn transformer_ioctl_recording_analysis() {
     let alloc = calls.iter().find(|c| c["name"] == "cuMemAlloc_v2").unwrap();
     assert_eq!(alloc["count"], 64);
 }
+
+/// Made with the defaults of 2026-11-22 (launches entry-only, NVML power,
+/// markers) plus --gpu-timestamps: every line type of a recording.
+#[test]
+fn full_recording_summary() {
+    let s = summary("transformer_inference_full.jsonl.gz");
+    assert!(s.contains("29335 driver calls in 1 process(es)"), "{s}");
+    assert!(s.contains("22758 kernel launches (50 distinct kernels), 21 allocations (356.2 MiB), 2 frees"), "{s}");
+    // Entry-only launches: no duration to show.
+    let launch = s.lines().find(|l| l.starts_with("cuLaunchKernel ")).expect("a cuLaunchKernel row");
+    assert_eq!(launch.split_whitespace().collect::<Vec<_>>(), ["cuLaunchKernel", "16998", "–", "–", "0"], "{s}");
+    assert!(!s.contains("unnamed handles"), "every launch has a kernel name: {s}");
+}
