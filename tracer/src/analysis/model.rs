@@ -208,7 +208,7 @@ pub struct Call {
 
 impl Call {
     pub fn end(&self) -> u64 {
-        self.ts + self.dur
+        self.ts.saturating_add(self.dur)
     }
     pub fn failed(&self) -> bool {
         self.flags & FLAG_FAILED != 0
@@ -626,7 +626,16 @@ impl TraceBuilder {
                 self.seqs.entry(c).or_default().push(s);
             }
         }
-        let dur_ns = |d: Option<f64>| d.map_or(0, |d| (d.max(0.0) * 1000.0).round() as u64);
+        let dur_ns = |d: Option<f64>| d.map_or(0, |d: f64| (d.max(0.0) * 1000.0).round() as u64);
+        // Times beyond 2^62 ns (146 years of CLOCK_MONOTONIC) are corrupt, and
+        // rejecting them keeps every sum of two times below 2^64.
+        const MAX_NS: u64 = 1 << 62;
+        let dur = dur_ns(raw.duration_us);
+        for (what, v) in [("ts", Some(ts)), ("end_ts", raw.end_ts), ("duration_us (as ns)", Some(dur))] {
+            if let Some(v) = v.filter(|&v| v > MAX_NS) {
+                return Err(self.err(format_args!("`{what}` = {v} is out of range (at most 2^62 ns)")));
+            }
+        }
         let op = raw.op.as_deref().unwrap_or("");
         match ty {
             "process" => {
@@ -655,7 +664,7 @@ impl TraceBuilder {
                 let cuda_call = raw.cuda_call.as_deref().map_or(NO_STR, |c| self.t.strings.intern(c));
                 self.t.ioctls.push(Ioctl {
                     ts,
-                    dur: dur_ns(raw.duration_us),
+                    dur,
                     pid,
                     tid,
                     name,
@@ -688,7 +697,7 @@ impl TraceBuilder {
             "gpu" => {
                 let end = match (raw.end_ts, raw.duration_us) {
                     (Some(e), _) => e,
-                    (None, Some(d)) => ts + dur_ns(Some(d)),
+                    (None, Some(_)) => ts + dur,
                     _ => return Err(self.err("a `gpu` line needs `end_ts` or `duration_us`")),
                 };
                 if end < ts {
@@ -783,7 +792,7 @@ impl TraceBuilder {
                 }
                 self.t.calls.push(Call {
                     ts,
-                    dur: dur_ns(raw.duration_us),
+                    dur,
                     stream: raw.stream.as_deref().and_then(parse_handle).unwrap_or(NONE),
                     obj,
                     size: raw.size.unwrap_or(0),

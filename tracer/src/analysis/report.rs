@@ -116,18 +116,19 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
             }
             Kind::Copy | Kind::CopyAsync => {
                 c.copies += 1;
-                c.copy_bytes += x.size;
-                *c.copy_bytes_by_direction.entry(x.dir.as_str()).or_default() += x.size;
+                c.copy_bytes = c.copy_bytes.saturating_add(x.size);
+                let d = c.copy_bytes_by_direction.entry(x.dir.as_str()).or_default();
+                *d = d.saturating_add(x.size);
             }
             Kind::Alloc if !x.failed() => {
                 c.allocs += 1;
-                c.alloc_bytes += x.size;
+                c.alloc_bytes = c.alloc_bytes.saturating_add(x.size);
             }
             _ => {}
         }
         if x.kind.is_blocking_sync() || (x.kind == Kind::Copy && matches!(x.dir, Dir::D2H | Dir::H2D)) {
             c.sync_calls += 1;
-            c.sync_ns += x.dur;
+            c.sync_ns = c.sync_ns.saturating_add(x.dur);
         }
     }
     c.distinct_kernels = kernels.len() as u64;
@@ -219,7 +220,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
             Kind::Copy | Kind::CopyAsync => {
                 let e = copies.entry(c.dir.as_str()).or_default();
                 e.0 += 1;
-                e.1 += c.size;
+                e.1 = e.1.saturating_add(c.size);
             }
             Kind::Free => frees += 1,
             _ => {}
