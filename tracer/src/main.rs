@@ -100,7 +100,8 @@ fn one_line(e: &anyhow::Error) -> String {
 
 fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
     let mut s = summary::Summary::default();
-    reader::for_each(path, |v| s.add(v))?;
+    let name = path.display().to_string();
+    reader::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
     print!("{}", s.render());
     Ok(())
 }

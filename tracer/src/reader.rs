@@ -45,10 +45,30 @@ pub struct ReadStats {
 /// [`for_each`] on any reader; `name` names the input in messages. Lines
 /// longer than `max_line` bytes are an error (memory stays bounded).
 pub fn for_each_in(
-    mut r: impl BufRead,
+    r: impl BufRead,
     name: &str,
     max_line: usize,
     mut f: impl FnMut(&Value),
+) -> anyhow::Result<ReadStats> {
+    for_each_line_in(r, name, max_line, |n, buf| match serde_json::from_slice::<Value>(buf) {
+        Ok(v) if v.is_object() => {
+            f(&v);
+            Ok(())
+        }
+        Ok(_) => bail!("{name}: line {n}: expected a JSON object"),
+        Err(e) => bail!("{name}: line {n}: not valid JSON ({e})"),
+    })
+}
+
+/// Calls `f(line_number, bytes)` for each line (bounded by `max_line`),
+/// without parsing it; a partial last line (one that is not valid JSON) is
+/// skipped and reported in the stats. For readers that parse lines
+/// themselves, e.g. into borrowed typed views.
+pub fn for_each_line_in(
+    mut r: impl BufRead,
+    name: &str,
+    max_line: usize,
+    mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<ReadStats> {
     let mut buf = Vec::new();
     let mut n = 0u64;
@@ -67,14 +87,23 @@ pub fn for_each_in(
         if !complete && buf.len() > max_line {
             bail!("{name}: line {n} is longer than {max_line} bytes: not a tracer trace");
         }
-        match serde_json::from_slice::<Value>(&buf) {
-            Ok(v) if v.is_object() => f(&v),
-            _ if !complete => return Ok(ReadStats { lines: n, partial_line: Some(n) }),
-            Ok(_) => bail!("{name}: line {n}: expected a JSON object"),
-            Err(e) => bail!("{name}: line {n}: not valid JSON ({e})"),
+        if !complete && serde_json::from_slice::<serde::de::IgnoredAny>(&buf).is_err() {
+            return Ok(ReadStats { lines: n, partial_line: Some(n) });
         }
+        f(n, &buf)?;
     }
     Ok(ReadStats { lines: n, partial_line: None })
+}
+
+/// [`for_each_line_in`] on a trace file (plain or .gz), warning about a
+/// partial last line.
+pub fn for_each_line(path: &Path, f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>) -> anyhow::Result<u64> {
+    let r = open(path)?;
+    let read = for_each_line_in(r, &path.display().to_string(), MAX_LINE_BYTES, f)?;
+    if let Some(n) = read.partial_line {
+        eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
+    }
+    Ok(read.lines)
 }
 
 /// Counts the bytes read from the file (compressed bytes for .gz), for progress.

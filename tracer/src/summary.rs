@@ -5,6 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::fastline::Line;
@@ -44,6 +47,32 @@ pub struct Summary {
     pub footer: Option<Value>,
     /// Markers and NVML samples (side_summary.rs).
     pub side: crate::side_summary::SideSummary,
+}
+
+/// Line types that are not driver calls (read through [`Summary::add`]).
+const NOT_CALLS: &[&str] = &["header", "footer", "power", "marker", "process", "gpu", "ioctl", "nvidia_fd"];
+
+/// The fields of a call line the summary reads, borrowed from the line.
+#[derive(Deserialize, Default)]
+struct CallView<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    op: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    pid: Option<u64>,
+    ts: Option<u64>,
+    duration_us: Option<f64>,
+    incomplete: Option<bool>,
+    #[serde(borrow)]
+    error: Option<Cow<'a, str>>,
+    size: Option<u64>,
+    #[serde(borrow)]
+    direction: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kernel: Option<Cow<'a, str>>,
+    ret: Option<u64>,
 }
 
 impl Summary {
@@ -89,33 +118,81 @@ impl Summary {
             }
             _ => {}
         }
-        let name = v["name"].as_str().unwrap_or("?");
-        let dur = v["duration_us"].as_f64();
-        if v["incomplete"] == true {
+        // (pid was counted above.)
+        let s = |k: &str| v[k].as_str().map(Cow::Borrowed);
+        self.add_call(&CallView {
+            ty: Some(Cow::Borrowed(ty)),
+            op: s("op"),
+            name: s("name"),
+            pid: None,
+            ts: v["ts"].as_u64(),
+            duration_us: v["duration_us"].as_f64(),
+            incomplete: v["incomplete"].as_bool(),
+            error: s("error"),
+            size: v["size"].as_u64(),
+            direction: s("direction"),
+            kernel: s("kernel"),
+            ret: v["ret"].as_u64(),
+        });
+    }
+
+    /// A call line of a trace file: parsed into a borrowed view of the
+    /// fields the summary uses (no JSON value built), the other line types
+    /// through [`Summary::add`]. `file` and `n` name the line in errors.
+    pub fn add_json(&mut self, file: &str, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        if let Ok(c) = serde_json::from_slice::<CallView>(bytes)
+            && c.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+        {
+            if let Some(p) = c.pid {
+                self.processes.insert(p);
+            }
+            self.add_call(&c);
+            return Ok(());
+        }
+        // Other line types, and call lines whose fields have unexpected
+        // types (read leniently, as before).
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) if v.is_object() => {
+                self.add(&v);
+                Ok(())
+            }
+            Ok(_) => anyhow::bail!("{file}: line {n}: expected a JSON object"),
+            Err(e) => anyhow::bail!("{file}: line {n}: not valid JSON ({e})"),
+        }
+    }
+
+    fn add_call(&mut self, v: &CallView) {
+        let ty = v.ty.as_deref().unwrap_or("");
+        let name = v.name.as_deref().unwrap_or("?");
+        let dur = v.duration_us;
+        if v.incomplete == Some(true) {
             self.incomplete += 1;
         }
-        let f = self.call(name, v["ts"].as_u64(), dur);
-        if let Some(e) = v["error"].as_str() {
+        let f = self.call(name, v.ts, dur);
+        if let Some(e) = v.error.as_deref() {
             // Not-ready answers to queries are status, not failures.
             if !(e == "CUDA_ERROR_NOT_READY" && name.contains("Query")) {
                 f.errors += 1;
                 *self.errors.entry(format!("{name}: {e}")).or_default() += 1;
             }
         }
-        let size = v["size"].as_u64().unwrap_or(0);
-        match (ty, v["op"].as_str().unwrap_or("")) {
-            ("kernel", "launch") => self.launch(v["kernel"].as_str()),
+        let size = v.size.unwrap_or(0);
+        match (ty, v.op.as_deref().unwrap_or("")) {
+            ("kernel", "launch") => self.launch(v.kernel.as_deref()),
             ("memcpy", _) => {
-                let d = v["direction"].as_str().unwrap_or("default").to_string();
-                let e = self.copy_bytes.entry(d).or_default();
+                let d = v.direction.as_deref().unwrap_or("default");
+                if !self.copy_bytes.contains_key(d) {
+                    self.copy_bytes.insert(d.to_string(), (0, 0));
+                }
+                let e = self.copy_bytes.get_mut(d).expect("inserted above");
                 e.0 += 1;
                 e.1 = e.1.saturating_add(size);
             }
-            ("memory", "alloc") if v["ret"] == 0 => {
+            ("memory", "alloc") if v.ret == Some(0) => {
                 self.allocs += 1;
                 self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
-            ("memory", "free") if v["ret"] == 0 => self.frees += 1,
+            ("memory", "free") if v.ret == Some(0) => self.frees += 1,
             ("sync", _) => self.sync_us += dur.unwrap_or(0.0),
             _ => {}
         }
@@ -269,6 +346,33 @@ fn bytes(b: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The typed reader of trace files gives the same summary as reading
+    /// each line as a JSON value, on every committed recording.
+    #[test]
+    fn typed_reader_equals_value_reader_on_the_recordings() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if !p.to_string_lossy().ends_with(".jsonl.gz") {
+                continue;
+            }
+            let (mut a, mut b) = (Summary::default(), Summary::default());
+            crate::reader::for_each(&p, |v| a.add(v)).unwrap();
+            crate::reader::for_each_line(&p, |k, bytes| b.add_json("t", k, bytes)).unwrap();
+            assert_eq!(a.render(), b.render(), "{}", p.display());
+            n += 1;
+        }
+        assert!(n >= 8, "{n} recordings");
+        // A call line whose fields have unexpected types is read leniently.
+        let mut s = Summary::default();
+        s.add_json("t", 1, br#"{"type":"sync","name":"cuStreamSynchronize","ts":"x","duration_us":2.0,"pid":1}"#)
+            .unwrap();
+        assert_eq!((s.funcs["cuStreamSynchronize"].calls, s.sync_us), (1, 2.0));
+        let e = s.add_json("t.jsonl", 7, b"{oops").unwrap_err().to_string();
+        assert!(e.starts_with("t.jsonl: line 7: not valid JSON"), "{e}");
+    }
+
     use super::*;
     use serde_json::json;
 
