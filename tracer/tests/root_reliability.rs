@@ -78,7 +78,7 @@ fn four_processes_of_eight_threads_exact_calls_and_arguments() {
     let calls: Vec<&Value> = t.calls().collect();
     for l in by_ts(&calls) {
         // Launches are probed entry-only by default: no `ret` on their lines.
-        let ret_ok = if l["name"] == "cuLaunchKernel" { l.get("ret").is_none() } else { l["ret"] == 0 };
+        let ret_ok = common::succeeded_by_default(&l);
         assert!(l.get("incomplete").is_none() && l.get("entry_lost").is_none() && ret_ok, "{l}");
         let (pid, tid) = (l["pid"].as_u64().unwrap(), l["tid"].as_u64().unwrap());
         let v = match l["name"].as_str().unwrap() {

@@ -114,8 +114,7 @@ fn soak_steady_rate_nothing_lost_memory_flat() {
             _ => {
                 let name = v["name"].as_str().unwrap_or("?").to_string();
                 // Launches are probed entry-only by default: no `ret` on their lines.
-                let ret_ok = if name == "cuLaunchKernel" { v.get("ret").is_none() } else { v["ret"] == 0 };
-                if v.get("incomplete").is_some() || v.get("entry_lost").is_some() || !ret_ok {
+                if v.get("incomplete").is_some() || v.get("entry_lost").is_some() || !common::succeeded_by_default(&v) {
                     bad.push(line.clone());
                 }
                 if name == "cuCtxSetCurrent" {

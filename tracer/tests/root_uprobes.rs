@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::Traced;
 use serde_json::{Value, json};
-use tracer_common::funcs::{Class, ENTRY_ONLY, FUNCS, NOISY};
+use tracer_common::funcs::{Class, FUNCS, NOISY};
 
 /// Marker in expectations: a hex string other than "0x0".
 const NN: &str = "<nonnull>";
@@ -639,7 +639,7 @@ fn all_trace() -> &'static Traced {
 /// `returns`: whether each call has a return probe (`--returns all`) or only
 /// the functions not in ENTRY_ONLY (the default).
 fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize, returns_all: bool) {
-    let entry_only = |name: &str| !returns_all && ENTRY_ONLY.contains(&base_name(name));
+    let entry_only = |name: &str| !returns_all && common::entry_only_by_default(name);
     let footer = t.footer();
     let header = t.header();
     let ctx = t.describe();

@@ -40,15 +40,7 @@ struct Out<'a, W: Write> {
 
 impl<W: Write> Out<'_, W> {
     fn ev(&mut self, v: &Value) -> std::io::Result<()> {
-        if !self.first {
-            self.w.write_all(b",\n")?;
-        }
-        self.first = false;
-        self.n += 1;
-        if self.n.is_multiple_of(65536) {
-            (self.tick)(self.n);
-        }
-        serde_json::to_writer(&mut self.w, v).map_err(std::io::Error::other)
+        self.ev_with(|w| serde_json::to_writer(w, v).map_err(std::io::Error::other))
     }
     /// An event written by `f` straight to the output (the hot path: one
     /// per driver call; building a JSON value each cost ~4x the time).

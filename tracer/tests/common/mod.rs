@@ -353,3 +353,15 @@ pub fn wait_for_lines(path: &Path, n: usize, limit: Duration) -> usize {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Whether tracer's default probes `name` without a return probe (its lines
+/// then have no `ret`, `duration_us`, `exit_cpu`, `exit_seq`).
+pub fn entry_only_by_default(name: &str) -> bool {
+    tracer_common::funcs::lookup(name).is_some_and(tracer_common::funcs::is_entry_only_by_default)
+}
+
+/// A call line of a default-mode trace that succeeded: `ret` 0, or no `ret`
+/// at all for a function probed entry-only.
+pub fn succeeded_by_default(l: &Value) -> bool {
+    if entry_only_by_default(l["name"].as_str().unwrap_or("")) { l.get("ret").is_none() } else { l["ret"] == 0 }
+}
