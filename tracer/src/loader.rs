@@ -14,7 +14,6 @@ use aya::{
     },
 };
 use tracer_common::{
-    cookie::Cookie,
     event::{IOCTL_HEAD_CAP, IOCTL_TAIL_CAP, counter},
     funcs::{Arg, FUNCS, FuncId, VARIANTS},
 };
@@ -388,8 +387,12 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
 
 const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blob"];
 
+/// The attach cookie of a probed table function.
+fn cookie(id: FuncId) -> u64 {
+    id.spec().expect("table entry").cookie(id).0
+}
+
 fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
-    let cookie = |id: FuncId| id.spec().expect("table entry").cookie(id).0;
     if let Programs::Bench { entry, ret } = opts.programs {
         let names: Vec<&str> = std::iter::once(entry).chain(ret).collect();
         let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
@@ -406,7 +409,7 @@ fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) 
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
             .iter()
             .filter(|(id, _, _)| entry_program(*id) == prog)
-            .map(|(id, _, off)| (*off, id.spec().expect("table entry").cookie(*id).0))
+            .map(|(id, _, off)| (*off, cookie(*id)))
             .unzip();
         if !offsets.is_empty() {
             links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
@@ -434,13 +437,13 @@ fn attach_perf(
         p.load().with_context(|| format!("loading {prog}"))?;
     }
     for (id, name, off) in targets {
-        let cookie: Cookie = id.spec().expect("table entry").cookie(*id);
+        let cookie = cookie(*id);
         let progs: &[&str] =
             if (opts.return_probe)(*id) { &[entry_program(*id), "cu_exit"] } else { &[entry_program(*id)] };
         for &prog in progs {
             let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
             let point =
-                UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(*off), cookie: Some(cookie.0) };
+                UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(*off), cookie: Some(cookie) };
             let id = p
                 .attach(point, opts.libcuda, UProbeScope::AllProcesses)
                 .with_context(|| format!("attaching {prog} to {name} in {}", opts.libcuda.display()))?;
