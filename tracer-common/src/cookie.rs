@@ -12,6 +12,13 @@
 //! bits 36..48  struct size in bytes
 //! bit  48      struct is a CUlaunchConfig: also read its attributes
 //! bits 49..51  out-parameter slot i is 4 bytes wide (else 8)
+//! bit  51      --replayable: stop the thread at entry (SIGSTOP) so that
+//!               userspace can read memory the call was given (code images,
+//!               copy sources) before the call runs
+//! bits 52..55  --replayable: what the return probe does ([`role`])
+//! bits 55..59  launches: `kernelParams` argument index + 1
+//! bits 59..63  launches: `extra` argument index + 1
+//! bit  63      launches: the function handle is argument 1 (else 0)
 //! ```
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,6 +93,64 @@ impl Cookie {
     pub const fn launch_config(self) -> bool {
         (self.0 >> 48) & 1 == 1
     }
+
+    pub const fn with_stop(self) -> Self {
+        Cookie(self.0 | (1 << 51))
+    }
+    #[inline(always)]
+    pub const fn stop(self) -> bool {
+        (self.0 >> 51) & 1 == 1
+    }
+    pub const fn with_role(self, role: u8) -> Self {
+        Cookie(self.0 & !(0x7 << 52) | ((role as u64 & 0x7) << 52))
+    }
+    #[inline(always)]
+    pub const fn role(self) -> u8 {
+        ((self.0 >> 52) & 0x7) as u8
+    }
+    /// Where a launch function's handle, `kernelParams` and `extra` are.
+    pub const fn with_launch_args(self, f: u8, kernel_params: u8, extra: Option<u8>) -> Self {
+        let e = match extra {
+            Some(i) => (i as u64 + 1) & 0xf,
+            None => 0,
+        };
+        Cookie(
+            self.0 & !(0x1ff << 55)
+                | (((kernel_params as u64 + 1) & 0xf) << 55)
+                | (e << 59)
+                | (((f == 1) as u64) << 63),
+        )
+    }
+    #[inline(always)]
+    pub const fn kernel_params_arg(self) -> Option<usize> {
+        self.idx(55)
+    }
+    #[inline(always)]
+    pub const fn extra_arg(self) -> Option<usize> {
+        self.idx(59)
+    }
+    #[inline(always)]
+    pub const fn func_handle_arg(self) -> usize {
+        (self.0 >> 63) as usize
+    }
+}
+
+/// What the return probe of a function does for `--replayable` (cookie bits
+/// 52..55).
+pub mod role {
+    pub const NONE: u8 = 0;
+    /// A code load: key the returned module/library by the image id
+    /// userspace left in PENDING_IMAGE for this thread.
+    pub const LOAD: u8 = 1;
+    /// cuModuleGetFunction / cuLibraryGetKernel (out handle 0, module 1,
+    /// name 2): key the returned handle by the layout of the name.
+    pub const GET_FUNCTION: u8 = 2;
+    /// cuKernelGetFunction (out 0, kernel 1): the function gets the
+    /// kernel's layout.
+    pub const ALIAS_LAYOUT: u8 = 3;
+    /// cuLibraryGetModule (out 0, library 1): the module gets the
+    /// library's image.
+    pub const ALIAS_MODULE: u8 = 4;
 }
 
 #[cfg(test)]
@@ -111,5 +176,20 @@ mod tests {
         assert!(!plain.has_out());
         assert_eq!(plain.blob_arg(), None);
         assert!(!plain.launch_config());
+        assert!(!plain.stop());
+        assert_eq!(plain.role(), role::NONE);
+        assert_eq!(plain.kernel_params_arg(), None);
+        assert_eq!(plain.extra_arg(), None);
+        assert_eq!(plain.func_handle_arg(), 0);
+        let l = c.with_stop().with_role(role::GET_FUNCTION).with_launch_args(1, 2, Some(3));
+        assert_eq!((l.func(), l.stack_args(), l.str_arg(), l.blob_size()), (0x1234, 5, Some(2), 344));
+        assert_eq!((l.out_is_4(0), l.out_is_4(1)), (false, false));
+        assert!(l.stop());
+        assert_eq!(l.role(), role::GET_FUNCTION);
+        assert_eq!((l.func_handle_arg(), l.kernel_params_arg(), l.extra_arg()), (1, Some(2), Some(3)));
+        let k = Cookie::new(9).with_launch_args(0, 9, Some(10));
+        assert_eq!((k.func_handle_arg(), k.kernel_params_arg(), k.extra_arg()), (0, Some(9), Some(10)));
+        let co = Cookie::new(9).with_launch_args(0, 9, None).with_out4(1);
+        assert_eq!((co.kernel_params_arg(), co.extra_arg(), co.out_is_4(1)), (Some(9), None, true));
     }
 }

@@ -15,6 +15,8 @@ pub enum Record<'a> {
         /// Captured struct bytes, if the function has one.
         blob: Option<&'a [u8]>,
         nattrs: u32,
+        /// A launch's parameter bytes (`--replayable` launch records).
+        params: Option<Params<'a>>,
     },
     Exit {
         x: CallExit,
@@ -42,6 +44,15 @@ pub enum Record<'a> {
         r: NvFileOp,
         path: &'a [u8],
     },
+}
+
+/// The parameter part of a [`crate::params::LaunchParams`] record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params<'a> {
+    pub layout: u32,
+    /// [`crate::params::status`].
+    pub status: u32,
+    pub data: &'a [u8],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +111,15 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
     match EventKind::from_u16(kind) {
         Some(EventKind::CallEnter) => {
             let r: CallEnter = read(b, kind)?;
-            Ok(Record::Enter { hdr, args: r.args, string: None, string_truncated: false, blob: None, nattrs: 0 })
+            Ok(Record::Enter {
+                hdr,
+                args: r.args,
+                string: None,
+                string_truncated: false,
+                blob: None,
+                nattrs: 0,
+                params: None,
+            })
         }
         Some(EventKind::CallEnterStr) => {
             read::<CallEnterStr>(b, kind)?;
@@ -109,7 +128,15 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
             let len = u32::from_le_bytes([b[off - 8], b[off - 7], b[off - 6], b[off - 5]]) as usize;
             let data = &b[off..off + STR_CAP];
             let string = if len == 0 { None } else { Some(cstr(data, len)) };
-            Ok(Record::Enter { hdr, args, string, string_truncated: len >= STR_CAP, blob: None, nattrs: 0 })
+            Ok(Record::Enter {
+                hdr,
+                args,
+                string,
+                string_truncated: len >= STR_CAP,
+                blob: None,
+                nattrs: 0,
+                params: None,
+            })
         }
         Some(EventKind::CallEnterBlob) => {
             read::<CallEnterBlob>(b, kind)?;
@@ -118,7 +145,29 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
             let len = u32::from_le_bytes([b[off - 8], b[off - 7], b[off - 6], b[off - 5]]) as usize;
             let nattrs = u32::from_le_bytes([b[off - 4], b[off - 3], b[off - 2], b[off - 1]]);
             let blob = if len == 0 { None } else { Some(&b[off..off + len.min(BLOB_CAP)]) };
-            Ok(Record::Enter { hdr, args, string: None, string_truncated: false, blob, nattrs })
+            Ok(Record::Enter { hdr, args, string: None, string_truncated: false, blob, nattrs, params: None })
+        }
+        Some(EventKind::LaunchParams) => {
+            use crate::params::{LaunchParams, PARAMS_CAP, PARAMS_OFFSET};
+            // Variable length: the fixed part, then `len` bytes.
+            if b.len() < PARAMS_OFFSET {
+                return Err(DecodeError::Short { kind, need: PARAMS_OFFSET, got: b.len() });
+            }
+            let args = read::<CallEnter>(b, kind)?.args;
+            let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+            let blob_len = u32_at(core::mem::offset_of!(LaunchParams, blob_len)) as usize;
+            let nattrs = u32_at(core::mem::offset_of!(LaunchParams, nattrs));
+            let layout = u32_at(core::mem::offset_of!(LaunchParams, layout));
+            let status = u32_at(core::mem::offset_of!(LaunchParams, status));
+            let len = u32_at(core::mem::offset_of!(LaunchParams, len)) as usize;
+            let need = PARAMS_OFFSET + len;
+            if len > PARAMS_CAP || b.len() < need {
+                return Err(DecodeError::Short { kind, need, got: b.len() });
+            }
+            let boff = core::mem::offset_of!(LaunchParams, blob);
+            let blob = if blob_len == 0 { None } else { Some(&b[boff..boff + blob_len.min(BLOB_CAP)]) };
+            let params = Some(Params { layout, status, data: &b[PARAMS_OFFSET..need] });
+            Ok(Record::Enter { hdr, args, string: None, string_truncated: false, blob, nattrs, params })
         }
         Some(EventKind::CallExit) => Ok(Record::Exit { x: read(b, kind)?, string: None, string_truncated: false }),
         Some(EventKind::CallExitStr) => {
@@ -210,6 +259,39 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn launch_params_are_variable_length() {
+        use crate::params::{LaunchParams, PARAMS_CAP, PARAMS_OFFSET, status};
+        let mut r = LaunchParams {
+            hdr: hdr(EventKind::LaunchParams),
+            args: [5; MAX_ARGS],
+            blob_len: 0,
+            nattrs: 0,
+            blob: [0; BLOB_CAP],
+            layout: 7,
+            status: status::LAYOUT,
+            len: 12,
+            _pad: 0,
+            data: [0; 2 * PARAMS_CAP],
+        };
+        r.data[..12].copy_from_slice(b"abcdefghijkl");
+        let b = &bytes(&r)[..PARAMS_OFFSET + 12];
+        match parse(b).unwrap() {
+            Record::Enter { args, blob, params: Some(p), .. } => {
+                assert_eq!(args, [5; MAX_ARGS]);
+                assert!(blob.is_none());
+                assert_eq!(p, Params { layout: 7, status: status::LAYOUT, data: b"abcdefghijkl" });
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse(&b[..PARAMS_OFFSET + 11]).unwrap_err(),
+            DecodeError::Short { kind: 12, need: PARAMS_OFFSET + 12, got: PARAMS_OFFSET + 11 }
+        );
+        r.len = u32::MAX;
+        assert!(parse(&bytes(&r)[..PARAMS_OFFSET]).is_err());
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub enum EventKind {
     IoctlExit = 10,
     /// [`NvFileOp`]: open/close/mmap/munmap of an NVIDIA device file.
     NvFileOp = 11,
+    /// [`crate::params::LaunchParams`]: a launch with its parameter bytes
+    /// (`--replayable`), variable length.
+    LaunchParams = 12,
 }
 
 impl EventKind {
@@ -45,6 +48,7 @@ impl EventKind {
             9 => Self::IoctlEnter,
             10 => Self::IoctlExit,
             11 => Self::NvFileOp,
+            12 => Self::LaunchParams,
             _ => return None,
         })
     }

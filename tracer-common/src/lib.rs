@@ -10,6 +10,7 @@
 pub mod cookie;
 pub mod event;
 pub mod funcs;
+pub mod params;
 
 #[cfg(feature = "user")]
 pub mod decode;

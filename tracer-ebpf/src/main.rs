@@ -8,6 +8,7 @@ mod bench;
 mod maps;
 mod nvfile;
 mod proc;
+mod replay;
 mod uprobe;
 
 #[cfg(not(test))]

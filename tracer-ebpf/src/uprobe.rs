@@ -15,15 +15,16 @@ use tracer_common::{
 };
 
 use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced, submit_flags};
+use crate::replay;
 
 #[inline(always)]
-fn cookie<C: EbpfContext>(ctx: &C) -> Cookie {
+pub(crate) fn cookie<C: EbpfContext>(ctx: &C) -> Cookie {
     Cookie(unsafe { bpf_get_attach_cookie(ctx.as_ptr()) })
 }
 
 /// Reads the 6 register arguments and `c.stack_args()` stack arguments.
 #[inline(always)]
-fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
+pub(crate) fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
     let regs = unsafe { &*ctx.regs };
     args[0] = regs.rdi;
     args[1] = regs.rsi;
@@ -85,7 +86,7 @@ fn read_args(ctx: &ProbeContext, c: Cookie, args: &mut [u64; MAX_ARGS]) {
 /// bounds check on one register and an access through another, which older
 /// verifiers (Linux 6.1) cannot relate ("invalid access to memory").
 #[inline(always)]
-fn arg_at(args: &[u64; MAX_ARGS], i: usize) -> u64 {
+pub(crate) fn arg_at(args: &[u64; MAX_ARGS], i: usize) -> u64 {
     match i {
         0 => args[0],
         1 => args[1],
@@ -148,7 +149,9 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
             rec.args = [0; MAX_ARGS];
             read_args(&ctx, c, &mut rec.args);
             save_outs(c, tid, &rec.args);
-            e.submit(submit_flags());
+            let args = rec.args;
+            e.submit(replay::flags_for(c));
+            replay::at_entry(c, outptr_key(tid, c), &args, true);
         }
         None => {
             bump(counter::RB_FULL);
@@ -156,6 +159,7 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
             let mut args = [0u64; MAX_ARGS];
             read_args(&ctx, c, &mut args);
             save_outs(c, tid, &args);
+            replay::at_entry(c, outptr_key(tid, c), &args, false);
         }
     }
     0
@@ -189,13 +193,16 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
                 }
             }
             save_ptrs(c, tid, &rec.args, unread);
-            e.submit(submit_flags());
+            let args = rec.args;
+            e.submit(replay::flags_for(c));
+            replay::at_entry(c, outptr_key(tid, c), &args, true);
         }
         None => {
             bump(counter::RB_FULL);
             let mut args = [0u64; MAX_ARGS];
             read_args(&ctx, c, &mut args);
             save_outs(c, tid, &args);
+            replay::at_entry(c, outptr_key(tid, c), &args, false);
         }
     }
     0
@@ -238,7 +245,7 @@ const LAUNCH_CONFIG_SIZE: usize = 56;
 const LAUNCH_ATTR_SIZE: usize = 72;
 
 #[inline(always)]
-fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
+pub(crate) fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
     if c.launch_config() {
         // CUlaunchConfig: 7 x u32 dims/shmem, pad, hStream @32, attrs @40, numAttrs @48.
         let cfg = &mut rec.data[..LAUNCH_CONFIG_SIZE];
@@ -319,6 +326,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             }
             let _ = OUTPTRS.remove(&key);
         }
+        replay::at_return(c, tid, key, ret as u32 == 0 && out_ok & 1 != 0, out[0]);
     }
     if unread_str != 0 {
         let hdr = header(EventKind::CallExitStr as u16, c.func(), pid, tid);

@@ -14,6 +14,7 @@ use tracer_common::{
 use crate::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
 use crate::cuda_names;
 use crate::fastline::{LaunchLine, Line, Returned};
+use crate::replayable::params::CapturedParams;
 
 struct Pending {
     hdr: Header,
@@ -22,6 +23,8 @@ struct Pending {
     string_truncated: bool,
     blob: Option<Vec<u8>>,
     nattrs: u32,
+    /// A launch's parameter bytes (`--replayable`).
+    params: Option<CapturedParams>,
 }
 
 /// Counts the assembler keeps for the footer.
@@ -142,7 +145,7 @@ impl Assembler {
         };
         *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
         match *rec {
-            Record::Enter { hdr, args, string, string_truncated, blob, nattrs } => {
+            Record::Enter { hdr, args, string, string_truncated, blob, nattrs, params } => {
                 let mut string = string.map(|s| String::from_utf8_lossy(s).into_owned());
                 let mut string_truncated = string_truncated;
                 // Not readable in the probe, or possibly cut at the capture
@@ -156,7 +159,9 @@ impl Assembler {
                     string = Some(full);
                     string_truncated = false;
                 }
-                let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs };
+                let params =
+                    params.map(|p| CapturedParams { status: p.status, layout: p.layout, data: p.data.to_vec() });
+                let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs, params };
                 if self.is_entry_only(hdr.func) {
                     if let Some(l) = self.fast_launch(&p, None) {
                         out(Line::Launch(l));
@@ -217,7 +222,7 @@ impl Assembler {
 
     /// A plain cuLaunchKernel line, built without a JSON value (see
     /// fastline.rs); None for everything else, which takes `call_line`.
-    fn fast_launch(&self, p: &Pending, x: Option<&CallExit>) -> Option<LaunchLine<'_>> {
+    fn fast_launch<'a>(&'a self, p: &'a Pending, x: Option<&CallExit>) -> Option<LaunchLine<'a>> {
         const NAMES: [&str; 3] = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernel_ptds"];
         static INDEX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let index =
@@ -232,6 +237,7 @@ impl Assembler {
             args: p.args,
             kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+            params: p.params.as_ref(),
         })
     }
 
@@ -343,6 +349,9 @@ impl Assembler {
         if entry.is_some() {
             self.normalize(spec, &name, hdr.pid, &cap, ret, &mut m);
             m.insert("args".into(), Value::Object(args::decode_args(spec, &cap)));
+            if let Some(p) = entry.and_then(|e| e.params.as_ref()) {
+                p.insert_fields(&mut m);
+            }
         }
         Some(Value::Object(m))
     }
@@ -550,6 +559,7 @@ mod tests {
             string_truncated: false,
             blob: None,
             nattrs: 0,
+            params: None,
         }
     }
     fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
@@ -676,6 +686,7 @@ mod tests {
             string_truncated: true,
             blob: None,
             nattrs: 0,
+            params: None,
         };
         a.push(&e, &mut |x| v.push(x.into_value()));
         a.push(&exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1), &mut |x| v.push(x.into_value()));

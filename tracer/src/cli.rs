@@ -194,6 +194,19 @@ pub struct RecordArgs {
     /// launch record (a producer that is not trap-bound).
     #[arg(long, hide = true)]
     pub bench_producer: bool,
+    /// Make a replayable recording (docs/recording-format.md): a directory
+    /// (-o NAME.rec) with the trace, every code image the program loads and
+    /// the parameter bytes of every kernel launch, for `replay`.
+    #[arg(long)]
+    pub replayable: bool,
+    /// With --replayable: also store the host bytes of host-to-device copies
+    /// (deduplicated), so that replay can rebuild the device memory.
+    #[arg(long, requires = "replayable")]
+    pub capture_data: bool,
+    /// With --capture-data: store at most this many MiB of copy data; copies
+    /// beyond it are listed as not captured.
+    #[arg(long, value_name = "MIB", default_value_t = 4096, requires = "capture_data")]
+    pub data_cap_mib: u64,
     /// Also record the syscalls the traced processes make on NVIDIA device
     /// files (open, close, ioctl with its decoded parameters, mmap, munmap).
     #[arg(long)]

@@ -22,6 +22,8 @@ pub struct Collector {
     pub stale_fds: Vec<u64>,
     /// Power samples and markers from their threads (side.rs).
     pub side: Option<std::sync::mpsc::Receiver<Value>>,
+    /// `--replayable`: images, data and parameter coverage.
+    pub replay: Option<crate::replayable::recorder::Recorder>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -35,6 +37,7 @@ impl Collector {
             nv_fds: HashMap::new(),
             stale_fds: Vec::new(),
             side: None,
+            replay: None,
         }
     }
 
@@ -84,8 +87,14 @@ impl Collector {
             match decode::parse(&item) {
                 Ok(rec) => {
                     self.track_fds(&rec);
-                    let Collector { asm, summary, writer, .. } = self;
-                    asm.push(&rec, &mut |l| {
+                    let Collector { asm, summary, writer, replay, .. } = self;
+                    if let Some(r) = replay.as_mut() {
+                        r.before(&rec);
+                    }
+                    asm.push(&rec, &mut |mut l| {
+                        if let Some(r) = replay.as_mut() {
+                            r.annotate(&mut l);
+                        }
                         summary.add_line(&l);
                         writer.write_line(&l);
                     })
@@ -100,8 +109,11 @@ impl Collector {
     }
 
     pub fn finish_calls(&mut self) {
-        let Collector { asm, summary, writer, .. } = self;
-        asm.finish(&mut |l| {
+        let Collector { asm, summary, writer, replay, .. } = self;
+        asm.finish(&mut |mut l| {
+            if let Some(r) = replay.as_mut() {
+                r.annotate(&mut l);
+            }
             summary.add_line(&l);
             writer.write_line(&l);
         });

@@ -49,6 +49,8 @@ pub struct LaunchLine<'a> {
     pub kernel: Option<&'a str>,
     /// None: probed entry-only.
     pub returned: Option<Returned>,
+    /// `--replayable`: the parameter bytes.
+    pub params: Option<&'a crate::replayable::params::CapturedParams>,
 }
 
 impl LaunchLine<'_> {
@@ -107,7 +109,11 @@ impl LaunchLine<'_> {
         }
         b.extend_from_slice(b",\"name\":");
         serde_json::to_writer(&mut *b, self.name).expect("writing to a Vec");
-        b.extend_from_slice(b",\"op\":\"launch\",\"pid\":");
+        b.extend_from_slice(b",\"op\":\"launch\"");
+        if let Some(p) = self.params {
+            p.write_fields(b);
+        }
+        b.extend_from_slice(b",\"pid\":");
         num(b, self.hdr.pid as u64);
         if self.returned.is_some() {
             b.extend_from_slice(b",\"ret\":0");

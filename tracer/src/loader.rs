@@ -123,6 +123,8 @@ pub struct Options<'a> {
     pub select: &'a dyn Fn(FuncId) -> bool,
     pub symbols: &'a ExportedSymbols,
     pub ring_bytes: u32,
+    /// `--replayable` / `--capture-data`.
+    pub replay: crate::replayable::probes::Mode,
 }
 
 /// The programs attached to the probed functions.
@@ -145,17 +147,35 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let exit_pid = need("sched", "sched_process_exit", "pid")?;
     let exit_group_dead = tp_offset("sched", "sched_process_exit", "group_dead")?.unwrap_or(0);
 
-    let mut ebpf = EbpfLoader::new()
+    let log_enabled = opts.ebpf_log as u32;
+    let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
+    let mut loader = EbpfLoader::new();
+    loader
         .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
         .override_global("EXEC_FILENAME_OFF", &exec_file, true)
         .override_global("EXIT_PID_OFF", &exit_pid, true)
         .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
-        .override_global("LOG_ENABLED", &(opts.ebpf_log as u32), true)
+        .override_global("LOG_ENABLED", &log_enabled, true)
         .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
-        .override_global("BENCH_FUNC", &(opts.bench_producer.map_or(0, |f| f.0 as u32)), true)
-        .map_max_entries("EVENTS", opts.ring_bytes)
-        .load(EBPF_OBJECT)
-        .context("loading the eBPF programs failed")?;
+        .override_global("BENCH_FUNC", &bench_func, true)
+        .map_max_entries("EVENTS", opts.ring_bytes);
+    if opts.replay.replayable {
+        // Sizes of the layout maps (docs/recording-format.md); the launch
+        // scratch record needs one slot per possible CPU.
+        let cpus = aya::util::nr_cpus().map_err(|(_, e)| e).context("counting CPUs")? as u32;
+        for (map, n) in [
+            ("LAYOUTS", 1 << 16),
+            ("LAYOUT_BY_NAME", 1 << 20),
+            ("LAYOUT_BY_HANDLE", 1 << 18),
+            ("MODULE_IMAGE", 1 << 16),
+            ("PENDING_IMAGE", 1 << 14),
+            ("ROLE_ARGS", 1 << 16),
+            ("SCRATCH", cpus),
+        ] {
+            loader.map_max_entries(map, n);
+        }
+    }
+    let mut ebpf = loader.load(EBPF_OBJECT).context("loading the eBPF programs failed")?;
 
     let mut links = Links::default();
     for (prog, tp) in [
@@ -322,15 +342,16 @@ pub fn uvm_tail(size: u32) -> (u32, u32) {
 }
 
 /// Which entry program captures what a function needs.
-fn entry_program(id: FuncId) -> &'static str {
+fn entry_program(opts: &Options, id: FuncId) -> &'static str {
     let spec = id.spec().expect("table entry");
-    if spec.params.iter().any(|p| p.kind == Arg::Str) {
+    let plain = if spec.params.iter().any(|p| p.kind == Arg::Str) {
         "cu_enter_str"
     } else if spec.params.iter().any(|p| p.kind.blob_size() > 0) {
         "cu_enter_blob"
     } else {
         "cu_enter"
-    }
+    };
+    crate::replayable::probes::entry_program(id, opts.replay, plain)
 }
 
 /// The symbols of `syms` that the table covers, with their ids.
@@ -385,38 +406,46 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
     Ok(report)
 }
 
-const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blob"];
+const ENTRY_PROGRAMS: [&str; 4] = ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_launch"];
 
 /// The attach cookie of a probed table function.
-fn cookie(id: FuncId) -> u64 {
-    id.spec().expect("table entry").cookie(id).0
+fn cookie(opts: &Options, id: FuncId) -> u64 {
+    crate::replayable::probes::cookie(id, opts.replay).0
 }
 
 fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
     if let Programs::Bench { entry, ret } = opts.programs {
         let names: Vec<&str> = std::iter::once(entry).chain(ret).collect();
         let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
-        let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets.iter().map(|(id, _, off)| (*off, cookie(*id))).unzip();
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) =
+            targets.iter().map(|(id, _, off)| (*off, cookie(opts, *id))).unzip();
         let mut links = vec![progs.attach(entry, opts.libcuda, &offsets, &cookies, false)?];
         if let Some(r) = ret {
             links.push(progs.attach(r, opts.libcuda, &offsets, &cookies, true)?);
         }
         return Ok(links);
     }
-    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"])?;
+    let mut names = vec!["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"];
+    if opts.replay.replayable {
+        names.push("cu_launch");
+    }
+    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
     let mut links = Vec::new();
     for prog in ENTRY_PROGRAMS {
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
             .iter()
-            .filter(|(id, _, _)| entry_program(*id) == prog)
-            .map(|(id, _, off)| (*off, cookie(*id)))
+            .filter(|(id, _, _)| entry_program(opts, *id) == prog)
+            .map(|(id, _, off)| (*off, cookie(opts, *id)))
             .unzip();
         if !offsets.is_empty() {
             links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
         }
     }
-    let (offsets, cookies): (Vec<u64>, Vec<u64>) =
-        targets.iter().filter(|(id, _, _)| (opts.return_probe)(*id)).map(|(id, _, off)| (*off, cookie(*id))).unzip();
+    let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
+        .iter()
+        .filter(|(id, _, _)| (opts.return_probe)(*id))
+        .map(|(id, _, off)| (*off, cookie(opts, *id)))
+        .unzip();
     if !offsets.is_empty() {
         links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
     }
@@ -432,14 +461,17 @@ fn attach_perf(
     if opts.programs != Programs::Tracer {
         bail!("the benchmark's empty programs need uprobe_multi (Linux 6.6 or later)");
     }
-    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"] {
+    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit", "cu_launch"] {
+        if prog == "cu_launch" && !opts.replay.replayable {
+            continue;
+        }
         let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
         p.load().with_context(|| format!("loading {prog}"))?;
     }
     for (id, name, off) in targets {
-        let cookie = cookie(*id);
+        let cookie = cookie(opts, *id);
         let progs: &[&str] =
-            if (opts.return_probe)(*id) { &[entry_program(*id), "cu_exit"] } else { &[entry_program(*id)] };
+            if (opts.return_probe)(*id) { &[entry_program(opts, *id), "cu_exit"] } else { &[entry_program(opts, *id)] };
         for &prog in progs {
             let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
             let point =

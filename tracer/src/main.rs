@@ -25,6 +25,7 @@ mod power;
 mod procmem;
 mod reader;
 mod record;
+mod replayable;
 mod side;
 mod side_summary;
 mod spawn;

@@ -136,6 +136,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         ))
         .into());
     }
+    if args.replayable && args.bench_probe.is_some() {
+        return Err(UsageError("--replayable cannot be combined with --bench-probe".into()).into());
+    }
     check_privileges()?;
     // Signal handlers exist before the command does, so an early Ctrl-C
     // cannot kill tracer and leave the command running untraced.
@@ -143,12 +146,22 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
     let run_as = spawn::invoking_user(args.as_root)?;
     let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let out_path = args
+    let ext = if args.replayable { "rec" } else { "jsonl" };
+    let out_arg = args
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("trace_{}.jsonl", sysinfo::compact_utc(started.as_secs()))));
+        .unwrap_or_else(|| PathBuf::from(format!("trace_{}.{ext}", sysinfo::compact_utc(started.as_secs()))));
+    // --replayable: a directory, the trace inside it.
+    let store = match args.replayable {
+        true => Some(
+            crate::replayable::store::Store::create(&out_arg, args.force, run_as.as_ref(), args.private)
+                .map_err(|e| UsageError(crate::one_line(&e)))?,
+        ),
+        false => None,
+    };
+    let out_path = store.as_ref().map_or_else(|| out_arg.clone(), |s| s.trace_path());
     let mode = if args.private { 0o600 } else { 0o644 };
-    let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), mode)
+    let file = spawn::create_output_file(&out_path, args.force || store.is_some(), run_as.as_ref(), mode)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
     // Marker FIFO (its path goes into the command's environment) and NVML.
     let mut side = crate::side::Side::new(&args, run_as.as_ref());
@@ -184,6 +197,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     // created, so no trace that is not one is left behind.
     let cleanup = |e: anyhow::Error| {
         let _ = std::fs::remove_file(&out_path);
+        if let Some(s) = &store {
+            let _ = std::fs::remove_dir_all(&s.dir);
+        }
         e
     };
     let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
@@ -216,7 +232,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             frontend_fn: &args.kprobe_function,
             uvm_fn: &args.kprobe_uvm_function,
         }),
-        return_probe: &|id| returns_probed(args.returns(), id),
+        return_probe: &|id| probed_return(&args, id),
         programs: match args.bench_probe {
             None => loader::Programs::Tracer,
             Some(b) => {
@@ -239,8 +255,31 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         },
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
         ring_bytes: args.buffer_size * 1024 * 1024,
+        replay: crate::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data },
     })
     .map_err(cleanup)?;
+    let recorder = match store {
+        Some(st) => {
+            let maps = match loaded.ebpf.as_mut() {
+                Some(e) => crate::replayable::recorder::KernelMaps::take(e),
+                None => Err(anyhow::anyhow!("eBPF object gone")),
+            };
+            let maps = match maps {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&st.dir);
+                    return Err(e);
+                }
+            };
+            Some(crate::replayable::recorder::Recorder::new(
+                st,
+                Some(maps),
+                args.capture_data,
+                args.data_cap_mib.saturating_mul(1 << 20),
+            ))
+        }
+        None => None,
+    };
 
     // The command was started stopped before exec; mark it traced, then let
     // it run: nothing it does after exec can be missed.
@@ -266,10 +305,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     side.header(&mut header);
     header["gpu_timestamps"] = gpu.as_ref().map_or_else(crate::gpu_timestamps::header_off, |g| g.header());
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
-    asm.set_entry_only(|id| !returns_probed(args.returns(), id));
+    asm.set_entry_only(|id| !probed_return(&args, id));
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    if args.replayable {
+        header["replayable"] = json!({
+            "capture_data": args.capture_data,
+            "data_cap_bytes": args.capture_data.then(|| args.data_cap_mib.saturating_mul(1 << 20)),
+            "schema_version": crate::replayable::recorder::SCHEMA_VERSION,
+        });
+    }
+    let header_copy = recorder.as_ref().map(|_| header.clone());
     let mut col = Collector::new(asm, TraceWriter::new(file));
     col.side = side.receiver();
+    col.replay = recorder;
     col.emit(header);
     col.writer.flush();
     if !args.quiet {
@@ -298,9 +346,20 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     if let Some(g) = gpu.as_mut() {
         footer["gpu_timestamps"] = g.finish(&mut col);
     }
+    if let Some(r) = &col.replay {
+        footer["replay"] = r.footer();
+    }
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);
     let write_err = col.writer.finish().map(|e| e.to_string());
+    // The manifest last: it describes the finished recording.
+    if let (Some(r), Some(h)) = (&col.replay, &header_copy) {
+        match r.write_manifest(h) {
+            Ok(p) if !args.quiet => eprintln!("{}", crate::replayable::summary_line(&r.cov, &p)),
+            Ok(_) => {}
+            Err(e) => eprintln!("tracer: writing the recording's manifest failed: {e:#}"),
+        }
+    }
     if !args.quiet {
         eprint!("{}", col.summary.render());
         if let Some(g) = &gpu {
@@ -443,7 +502,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
         "return_probes": args.returns().name(),
-        "entry_only_functions": entry_only_functions(args.returns(), &report.probed),
+        "entry_only_functions": entry_only_functions(|id| probed_return(args, id), &report.probed),
         "ioctl_path": report.ioctl_path,
         "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
@@ -466,13 +525,16 @@ fn returns_probed(mode: Returns, id: FuncId) -> bool {
     }
 }
 
+/// Whether a probed function gets the return probe in this recording: the
+/// `--returns` choice, and under `--replayable` always for the loads and
+/// GetFunction calls (rare; the layout chain needs their results).
+fn probed_return(args: &RecordArgs, id: FuncId) -> bool {
+    returns_probed(args.returns(), id) || (args.replayable && crate::replayable::probes::needs_return(id))
+}
+
 /// The probed symbols whose lines have no return code nor duration.
-fn entry_only_functions(mode: Returns, probed: &[String]) -> Vec<String> {
-    probed
-        .iter()
-        .filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !returns_probed(mode, id)))
-        .cloned()
-        .collect()
+fn entry_only_functions(probed_return: impl Fn(FuncId) -> bool, probed: &[String]) -> Vec<String> {
+    probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !probed_return(id))).cloned().collect()
 }
 
 /// Exact loss per CPU: records the kernel side numbered minus records received.
@@ -567,7 +629,7 @@ fn collector_usage() -> Value {
 }
 
 /// Reads up to STR_CAP bytes of a C string from /proc/PID/mem.
-fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
+pub(crate) fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
     use std::os::unix::fs::FileExt as _;
     let f = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
     let mut buf = vec![0u8; tracer_common::event::STR_CAP];

@@ -1128,7 +1128,7 @@ fn signal_name(sig: i32) -> Cow<'static, str> {
 }
 
 /// `io::Error`'s message without the " (os error N)" suffix.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(i) => text[..i].to_string(),

@@ -330,7 +330,7 @@ fn any_func(rng: &mut Rng) -> u16 {
 /// Offsets of the length fields of the record types (where a trusting
 /// decoder would go wrong).
 fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
-    let kind = if rng.chance(95) { 1 + rng.below(11) as u16 } else { rng.next() as u16 };
+    let kind = if rng.chance(95) { 1 + rng.below(12) as u16 } else { rng.next() as u16 };
     let size = match EventKind::from_u16(kind) {
         Some(EventKind::CallEnter) => size_of::<CallEnter>(),
         Some(EventKind::CallEnterStr) => size_of::<CallEnterStr>(),
@@ -343,6 +343,8 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::IoctlEnter) => size_of::<IoctlEnter>(),
         Some(EventKind::IoctlExit) => size_of::<IoctlExit>(),
         Some(EventKind::NvFileOp) => size_of::<NvFileOp>(),
+        // Variable length: the fixed part and up to 256 parameter bytes.
+        Some(EventKind::LaunchParams) => tracer_common::params::PARAMS_OFFSET + rng.below(257),
         None => rng.below(128),
     };
     let size = match rng.below(20) {
@@ -378,6 +380,19 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
                 put(&mut b, offset_of!(CallEnterBlob, len), &len32(rng));
                 put(&mut b, offset_of!(CallEnterBlob, nattrs), &len32(rng));
             }
+        }
+        Some(EventKind::LaunchParams) => {
+            use tracer_common::params::LaunchParams as P;
+            *last_enter = Some((func, tid));
+            put(&mut b, offset_of!(P, blob_len), &len32(rng));
+            put(&mut b, offset_of!(P, nattrs), &len32(rng));
+            put(&mut b, offset_of!(P, status), &(rng.below(9) as u32).to_le_bytes());
+            let len = if rng.chance(80) {
+                (size.saturating_sub(tracer_common::params::PARAMS_OFFSET) as u32).to_le_bytes()
+            } else {
+                len32(rng)
+            };
+            put(&mut b, offset_of!(P, len), &len);
         }
         Some(EventKind::CallExit | EventKind::CallExitStr) => {
             put(&mut b, offset_of!(CallExit, ret), &(rng.below(3) as u64 * 300).to_le_bytes());

@@ -1,0 +1,316 @@
+//! `--replayable`: the maps that tie kernel handles to parameter layouts,
+//! the launch program that copies each launch's parameter bytes, and the
+//! return-probe work that keeps the maps current (tracer-common/src/params.rs
+//! describes the chain). None of this runs in a normal recording: the maps
+//! stay at one entry, the launch program is not attached and the cookie
+//! bits that select the rest are not set.
+use aya_ebpf::{
+    bindings::BPF_F_NO_PREALLOC,
+    helpers::{
+        bpf_get_smp_processor_id, bpf_probe_read_user_str_bytes,
+        generated::{bpf_probe_read_kernel, bpf_probe_read_user, bpf_send_signal_thread},
+    },
+    macros::{map, uprobe},
+    maps::{Array, HashMap, PerCpuArray},
+    programs::ProbeContext,
+};
+use tracer_common::{
+    cookie::{Cookie, role},
+    event::{CallEnterBlob, EventKind, MAX_ARGS, counter},
+    params::{
+        LaunchParams, Layout, MAX_PARAMS, NAME_CAP, PARAMS_CAP, PARAMS_OFFSET, key_end, key_start, key_word, status,
+    },
+};
+
+use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
+use crate::uprobe::{arg_at, cookie, read_args, read_blob};
+
+/// Layout id -> layout. Filled by userspace. (Sizes: set by userspace.)
+#[map]
+pub static LAYOUTS: HashMap<u32, Layout> = HashMap::with_max_entries(1, BPF_F_NO_PREALLOC);
+/// `layout_key(image id, kernel name)` -> layout id. Filled by userspace.
+#[map]
+pub static LAYOUT_BY_NAME: HashMap<u64, u32> = HashMap::with_max_entries(1, BPF_F_NO_PREALLOC);
+/// CUfunction / CUkernel -> layout id. Filled here at GetFunction returns.
+#[map]
+pub static LAYOUT_BY_HANDLE: HashMap<u64, u32> = HashMap::with_max_entries(1, 0);
+/// CUmodule / CUlibrary -> image id. Filled here at load returns.
+#[map]
+pub static MODULE_IMAGE: HashMap<u64, u32> = HashMap::with_max_entries(1, 0);
+/// tid -> image id of the load it is in. Filled by userspace while the
+/// thread is stopped at the load's entry.
+#[map]
+pub static PENDING_IMAGE: HashMap<u32, u32> = HashMap::with_max_entries(1, 0);
+/// Arguments 1 and 2 of a call with a return role, saved at entry (same key
+/// as OUTPTRS).
+#[map]
+pub static ROLE_ARGS: HashMap<u64, [u64; 2]> = HashMap::with_max_entries(1, 0);
+
+/// One launch record under construction per CPU (indexed by CPU number: a
+/// per-CPU map's values are limited to 32 KiB; this one is 66 KiB).
+#[map]
+static SCRATCH: Array<LaunchParams> = Array::with_max_entries(1, 0);
+/// `kernelParams[0..n]` of the launch in progress.
+#[map]
+static PTRS: PerCpuArray<[u64; MAX_PARAMS]> = PerCpuArray::with_max_entries(1, 0);
+/// A kernel name being hashed.
+#[map]
+static NAME: PerCpuArray<[u64; NAME_CAP / 8]> = PerCpuArray::with_max_entries(1, 0);
+/// Zeros, copied over a parameter buffer before the parameters so that
+/// padding bytes are 0 (one bpf_probe_read_kernel instead of a loop).
+#[map]
+static ZEROS: Array<[u8; PARAMS_CAP]> = Array::with_max_entries(1, 0);
+
+const SIGSTOP: u32 = 19;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+
+/// Entry side of `--replayable`, after the call's record was submitted:
+/// saves the arguments the return role needs, and stops the thread when
+/// userspace must read memory the call was given before it runs.
+#[inline(always)]
+pub fn at_entry(c: Cookie, key: u64, args: &[u64; MAX_ARGS], submitted: bool) {
+    if c.role() != role::NONE && ROLE_ARGS.insert(&key, &[args[1], args[2]], 0).is_err() {
+        bump(counter::SAVE_FAILED);
+    }
+    // Only when the record is in the ring: userspace resumes the thread when
+    // it handles that record, so a stop without one would never end.
+    if c.stop() && submitted {
+        unsafe { bpf_send_signal_thread(SIGSTOP) };
+    }
+}
+
+/// Submit flags for a record of `c`: a stopping call wakes the collector at
+/// once (the thread waits for it).
+#[inline(always)]
+pub fn flags_for(c: Cookie) -> u64 {
+    if c.stop() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
+}
+
+/// Return side: keeps MODULE_IMAGE and LAYOUT_BY_HANDLE current.
+/// `out0` is the returned handle when `ok`.
+#[inline(always)]
+pub fn at_return(c: Cookie, tid: u32, key: u64, ok: bool, out0: u64) {
+    let r = c.role();
+    if r == role::NONE {
+        return;
+    }
+    if r == role::LOAD {
+        if let Some(&img) = unsafe { PENDING_IMAGE.get(&tid) } {
+            if ok {
+                let _ = MODULE_IMAGE.insert(&out0, &img, 0);
+            }
+            let _ = PENDING_IMAGE.remove(&tid);
+        } else if ok {
+            // A reused handle must not keep an unloaded image's id.
+            let _ = MODULE_IMAGE.remove(&out0);
+        }
+        return;
+    }
+    let Some(saved) = (unsafe { ROLE_ARGS.get(&key) }) else { return };
+    let [src, name] = *saved;
+    let _ = ROLE_ARGS.remove(&key);
+    if !ok {
+        return;
+    }
+    let found = match r {
+        role::GET_FUNCTION => function_layout(src, name),
+        role::ALIAS_LAYOUT => unsafe { LAYOUT_BY_HANDLE.get(&src) }.copied(),
+        role::ALIAS_MODULE => {
+            match unsafe { MODULE_IMAGE.get(&src) } {
+                Some(&img) => {
+                    let _ = MODULE_IMAGE.insert(&out0, &img, 0);
+                }
+                None => {
+                    let _ = MODULE_IMAGE.remove(&out0);
+                }
+            }
+            return;
+        }
+        _ => return,
+    };
+    match found {
+        Some(lid) => {
+            let _ = LAYOUT_BY_HANDLE.insert(&out0, &lid, 0);
+        }
+        None => {
+            let _ = LAYOUT_BY_HANDLE.remove(&out0);
+        }
+    }
+}
+
+/// The layout id of kernel `name_ptr` in module/library `module`.
+#[inline(always)]
+fn function_layout(module: u64, name_ptr: u64) -> Option<u32> {
+    let img = *unsafe { MODULE_IMAGE.get(&module) }?;
+    let words = unsafe { &mut *NAME.get_ptr_mut(0)? };
+    let bytes = unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, NAME_CAP) };
+    let n = unsafe { bpf_probe_read_user_str_bytes(name_ptr as *const u8, bytes) }.ok()?.len();
+    let nw = n.div_ceil(8);
+    let tail = n % 8;
+    let mut h = key_start(img);
+    let mut i = 0;
+    while i < NAME_CAP / 8 {
+        if i >= nw {
+            break;
+        }
+        let mut w = match words.get(i) {
+            Some(w) => *w,
+            None => break,
+        };
+        if i + 1 == nw && tail != 0 {
+            w &= (1u64 << (8 * tail)) - 1;
+        }
+        h = key_word(h, w);
+        i += 1;
+    }
+    let key = key_end(h, n as u64);
+    unsafe { LAYOUT_BY_NAME.get(&key) }.copied()
+}
+
+/// cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchKernelEx (and their
+/// _ptsz variants) under `--replayable`: the call's record with its
+/// parameter bytes, instead of the plain entry record.
+#[uprobe]
+pub fn cu_launch(ctx: ProbeContext) -> u32 {
+    let (pid, tid) = current();
+    if !is_traced(pid) {
+        return 0;
+    }
+    let c = cookie(&ctx);
+    let hdr = header(EventKind::LaunchParams as u16, c.func(), pid, tid);
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    let Some(rec) = SCRATCH.get_ptr_mut(cpu) else {
+        bump(counter::RB_FULL);
+        return 0;
+    };
+    let rec = unsafe { &mut *rec };
+    rec.hdr = hdr;
+    rec.args = [0; MAX_ARGS];
+    read_args(&ctx, c, &mut rec.args);
+    rec.blob_len = 0;
+    rec.nattrs = 0;
+    if let Some(i) = c.blob_arg() {
+        let p = arg_at(&rec.args, i);
+        // The same prefix as CallEnterBlob (asserted in tracer-common).
+        read_blob(c, p, unsafe { &mut *(rec as *mut LaunchParams as *mut CallEnterBlob) });
+    }
+    let f = arg_at(&rec.args, c.func_handle_arg());
+    let kp = match c.kernel_params_arg() {
+        Some(i) => arg_at(&rec.args, i),
+        None => 0,
+    };
+    let extra = match c.extra_arg() {
+        Some(i) => arg_at(&rec.args, i),
+        None => 0,
+    };
+    let (st, len, layout) = capture(f, kp, extra, &mut rec.data);
+    rec.status = st;
+    rec.len = len;
+    rec.layout = layout;
+    rec._pad = 0;
+    let size = PARAMS_OFFSET + (len as usize & (PARAMS_CAP - 1));
+    let bytes = unsafe { core::slice::from_raw_parts(rec as *const LaunchParams as *const u8, size) };
+    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
+        bump(counter::RB_FULL);
+    }
+    0
+}
+
+/// Fills `data` with the parameter buffer: (status, bytes, layout id).
+#[inline(always)]
+fn capture(f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32, u32, u32) {
+    let lid = unsafe { LAYOUT_BY_HANDLE.get(&f) }.copied().unwrap_or(0);
+    if kp == 0 && extra != 0 {
+        return from_extra(extra, data, lid);
+    }
+    if lid == 0 {
+        return (status::NO_LAYOUT, 0, 0);
+    }
+    let Some(lay) = (unsafe { LAYOUTS.get(&lid) }) else { return (status::NO_LAYOUT, 0, 0) };
+    let n = lay.n as usize;
+    let size = lay.size as usize;
+    if n > MAX_PARAMS {
+        return (status::TOO_MANY, 0, lid);
+    }
+    if size > PARAMS_CAP - 4 {
+        return (status::TOO_BIG, 0, lid);
+    }
+    if n == 0 {
+        return (status::LAYOUT, 0, lid);
+    }
+    if kp == 0 {
+        return (status::NONE_GIVEN, 0, lid);
+    }
+    let Some(zeros) = ZEROS.get_ptr(0) else { return (status::READ_FAILED, 0, lid) };
+    let Some(ptrs) = PTRS.get_ptr_mut(0) else { return (status::READ_FAILED, 0, lid) };
+    let ptrs = unsafe { &mut *ptrs };
+    unsafe {
+        bpf_probe_read_kernel(data.as_mut_ptr() as *mut _, (size & (PARAMS_CAP - 1)) as u32, zeros as *const _);
+        if bpf_probe_read_user(ptrs.as_mut_ptr() as *mut _, (n * 8) as u32, kp as *const _) != 0 {
+            return (status::READ_FAILED, 0, lid);
+        }
+    }
+    let mut i = 0;
+    while i < MAX_PARAMS {
+        if i >= n {
+            break;
+        }
+        let (Some(&os), Some(&p)) = (lay.params.get(i), ptrs.get(i)) else { break };
+        let off = (os & 0x7fff) as usize;
+        let sz = (os >> 16) & 0x7fff;
+        let dst = unsafe { data.as_mut_ptr().add(off) };
+        if unsafe { bpf_probe_read_user(dst as *mut _, sz, p as *const _) } != 0 {
+            return (status::READ_FAILED, 0, lid);
+        }
+        i += 1;
+    }
+    (status::LAYOUT, size as u32, lid)
+}
+
+const CU_LAUNCH_PARAM_END: u64 = 0;
+const CU_LAUNCH_PARAM_BUFFER_POINTER: u64 = 1;
+const CU_LAUNCH_PARAM_BUFFER_SIZE: u64 = 2;
+
+/// `extra`: {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END} in any order.
+#[inline(always)]
+fn from_extra(extra: u64, data: &mut [u8; 2 * PARAMS_CAP], lid: u32) -> (u32, u32, u32) {
+    // Up to 8 pairs in one read; the list may end near the end of a
+    // mapping, so fall back to the 5 words of the usual list.
+    let mut kv = [0u64; 16];
+    let ok = unsafe {
+        bpf_probe_read_user(kv.as_mut_ptr() as *mut _, 128, extra as *const _) == 0
+            || bpf_probe_read_user(kv.as_mut_ptr() as *mut _, 40, extra as *const _) == 0
+    };
+    if !ok {
+        return (status::READ_FAILED, 0, lid);
+    }
+    let (mut buf, mut size_ptr) = (0u64, 0u64);
+    let mut i = 0;
+    while i < 15 {
+        let k = kv[i];
+        if k == CU_LAUNCH_PARAM_END {
+            break;
+        }
+        if k == CU_LAUNCH_PARAM_BUFFER_POINTER {
+            buf = kv[i + 1];
+        } else if k == CU_LAUNCH_PARAM_BUFFER_SIZE {
+            size_ptr = kv[i + 1];
+        }
+        i += 2;
+    }
+    if buf == 0 || size_ptr == 0 {
+        return (status::TOO_BIG, 0, lid);
+    }
+    let mut size = 0u64;
+    if unsafe { bpf_probe_read_user(&mut size as *mut u64 as *mut _, 8, size_ptr as *const _) } != 0 {
+        return (status::READ_FAILED, 0, lid);
+    }
+    if size > (PARAMS_CAP - 4) as u64 {
+        return (status::TOO_BIG, 0, lid);
+    }
+    let sz = (size as usize & (PARAMS_CAP - 1)) as u32;
+    if unsafe { bpf_probe_read_user(data.as_mut_ptr() as *mut _, sz, buf as *const _) } != 0 {
+        return (status::READ_FAILED, 0, lid);
+    }
+    (status::EXTRA, sz, lid)
+}

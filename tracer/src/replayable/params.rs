@@ -1,0 +1,141 @@
+//! A launch's captured parameter bytes and the trace fields they become
+//! (`params` + `params_from`, or `params_error`; docs/recording-format.md).
+//! Pure: shared by the general line path (calls.rs) and the fast one
+//! (fastline.rs), which must write the same bytes.
+use serde_json::{Map, Value, json};
+use tracer_common::params::status;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedParams {
+    /// [`tracer_common::params::status`].
+    pub status: u32,
+    /// Layout id the eBPF side used (0: none).
+    pub layout: u32,
+    pub data: Vec<u8>,
+}
+
+/// What a launch line says about its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    Bytes { data: &'a [u8], from: &'static str },
+    Error(&'static str),
+}
+
+pub const NO_LAYOUT: &str = "no parameter layout known for this function handle (its image load or GetFunction/GetKernel call was not captured)";
+
+impl CapturedParams {
+    pub fn outcome(&self) -> Outcome<'_> {
+        match self.status {
+            status::LAYOUT => Outcome::Bytes { data: &self.data, from: "layout" },
+            status::EXTRA => Outcome::Bytes { data: &self.data, from: "extra" },
+            status::NO_LAYOUT => Outcome::Error(NO_LAYOUT),
+            status::READ_FAILED => Outcome::Error("the parameters could not be read from the process's memory"),
+            status::TOO_MANY => Outcome::Error("the kernel has more than 64 parameters"),
+            status::TOO_BIG => Outcome::Error(
+                "the parameter buffer is larger than 32764 bytes, or `extra` has no buffer pointer and size",
+            ),
+            status::NONE_GIVEN => {
+                Outcome::Error("neither kernelParams nor extra was given to a kernel with parameters")
+            }
+            _ => Outcome::Error("unknown capture status"),
+        }
+    }
+
+    /// Adds the fields to a line built as a JSON map.
+    pub fn insert_fields(&self, m: &mut Map<String, Value>) {
+        match self.outcome() {
+            Outcome::Bytes { data, from } => {
+                m.insert("params".into(), json!(hex(data)));
+                m.insert("params_from".into(), json!(from));
+            }
+            Outcome::Error(e) => {
+                m.insert("params_error".into(), json!(e));
+            }
+        }
+    }
+
+    /// Appends `,"params":"..","params_from":".."` or `,"params_error":".."`:
+    /// the same text serde_json writes for [`Self::insert_fields`], at the
+    /// place sorted keys put it (after `op`, before `pid`).
+    pub fn write_fields(&self, b: &mut Vec<u8>) {
+        match self.outcome() {
+            Outcome::Bytes { data, from } => {
+                b.extend_from_slice(b",\"params\":\"");
+                hex_into(b, data);
+                b.extend_from_slice(b"\",\"params_from\":\"");
+                b.extend_from_slice(from.as_bytes());
+                b.push(b'"');
+            }
+            Outcome::Error(e) => {
+                b.extend_from_slice(b",\"params_error\":");
+                serde_json::to_writer(&mut *b, e).expect("writing to a Vec");
+            }
+        }
+    }
+}
+
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+fn hex_into(b: &mut Vec<u8>, data: &[u8]) {
+    b.reserve(data.len() * 2);
+    for &x in data {
+        b.push(DIGITS[(x >> 4) as usize]);
+        b.push(DIGITS[(x & 15) as usize]);
+    }
+}
+
+/// Lowercase hex, two digits per byte.
+pub fn hex(data: &[u8]) -> String {
+    let mut b = Vec::with_capacity(data.len() * 2);
+    hex_into(&mut b, data);
+    String::from_utf8(b).expect("hex digits are ASCII")
+}
+
+/// The inverse of [`hex`]; None on odd length or a non-hex digit.
+#[cfg(test)]
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    let s = s.as_bytes();
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    let d = |c: u8| (c as char).to_digit(16).map(|v| v as u8);
+    s.chunks(2).map(|p| Some(d(p[0])? << 4 | d(p[1])?)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(p: &CapturedParams) -> Value {
+        let mut b = b"{\"op\":\"launch\"".to_vec();
+        p.write_fields(&mut b);
+        b.push(b'}');
+        serde_json::from_slice(&b).unwrap()
+    }
+
+    #[test]
+    fn both_paths_give_the_same_fields() {
+        for p in [
+            CapturedParams { status: status::LAYOUT, layout: 3, data: vec![0, 1, 0xab, 0xff] },
+            CapturedParams { status: status::EXTRA, layout: 0, data: vec![] },
+            CapturedParams { status: status::NO_LAYOUT, layout: 0, data: vec![] },
+            CapturedParams { status: 99, layout: 0, data: vec![] },
+        ] {
+            let mut m = Map::new();
+            m.insert("op".into(), json!("launch"));
+            p.insert_fields(&mut m);
+            assert_eq!(written(&p), Value::Object(m.clone()));
+            // and in the order serde_json writes them
+            let mut b = b"{\"op\":\"launch\"".to_vec();
+            p.write_fields(&mut b);
+            b.push(b'}');
+            assert_eq!(String::from_utf8(b).unwrap(), serde_json::to_string(&m).unwrap());
+        }
+        let p = CapturedParams { status: status::LAYOUT, layout: 3, data: vec![0, 1, 0xab, 0xff] };
+        assert_eq!(written(&p)["params"], "0001abff");
+        assert_eq!(written(&p)["params_from"], "layout");
+        assert_eq!(unhex("0001abff").unwrap(), vec![0, 1, 0xab, 0xff]);
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("abc"), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! Which probed functions do what under `--replayable` (and
+//! `--capture-data`): the cookie bits and the entry program. Pure.
+use tracer_common::cookie::{Cookie, role};
+use tracer_common::funcs::FuncId;
+
+/// Loads whose entry stops the thread so that userspace can read the image.
+pub const LOADS: [&str; 6] = [
+    "cuModuleLoad",
+    "cuModuleLoadData",
+    "cuModuleLoadDataEx",
+    "cuModuleLoadFatBinary",
+    "cuLibraryLoadData",
+    "cuLibraryLoadFromFile",
+];
+
+/// Host-to-device copies whose source is read at entry (`--capture-data`).
+pub const H2D_COPIES: [&str; 2] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2"];
+
+/// Launch functions: (name, handle argument, kernelParams argument, extra argument).
+pub const LAUNCHES: [(&str, u8, u8, Option<u8>); 3] = [
+    ("cuLaunchKernel", 0, 9, Some(10)),
+    ("cuLaunchCooperativeKernel", 0, 9, None),
+    ("cuLaunchKernelEx", 1, 2, Some(3)),
+];
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mode {
+    pub replayable: bool,
+    pub capture_data: bool,
+}
+
+fn base(id: FuncId) -> &'static str {
+    id.spec().map_or("", |s| s.name)
+}
+
+pub fn is_load(id: FuncId) -> bool {
+    LOADS.contains(&base(id))
+}
+
+pub fn is_h2d_copy(id: FuncId) -> bool {
+    H2D_COPIES.contains(&base(id))
+}
+
+pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
+    LAUNCHES.iter().find(|l| l.0 == base(id)).map(|l| (l.1, l.2, l.3))
+}
+
+/// Functions the return probe must see for the layout chain to work.
+pub fn needs_return(id: FuncId) -> bool {
+    is_load(id)
+        || matches!(
+            base(id),
+            "cuModuleGetFunction" | "cuLibraryGetKernel" | "cuKernelGetFunction" | "cuLibraryGetModule"
+        )
+}
+
+/// The attach cookie of `id` in mode `m`.
+pub fn cookie(id: FuncId, m: Mode) -> Cookie {
+    let c = id.spec().expect("table entry").cookie(id);
+    if !m.replayable {
+        return c;
+    }
+    let r = match base(id) {
+        n if LOADS.contains(&n) => role::LOAD,
+        "cuModuleGetFunction" | "cuLibraryGetKernel" => role::GET_FUNCTION,
+        "cuKernelGetFunction" => role::ALIAS_LAYOUT,
+        "cuLibraryGetModule" => role::ALIAS_MODULE,
+        _ => role::NONE,
+    };
+    let mut c = c.with_role(r);
+    if is_load(id) || (m.capture_data && is_h2d_copy(id)) {
+        c = c.with_stop();
+    }
+    if let Some((f, kp, extra)) = launch_args(id) {
+        c = c.with_launch_args(f, kp, extra);
+    }
+    c
+}
+
+/// The entry program for `id`, given the plain choice.
+pub fn entry_program(id: FuncId, m: Mode, plain: &'static str) -> &'static str {
+    if m.replayable && launch_args(id).is_some() { "cu_launch" } else { plain }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_common::funcs::lookup;
+
+    fn id(name: &str) -> FuncId {
+        lookup(name).unwrap_or_else(|| panic!("{name} not in the table"))
+    }
+
+    #[test]
+    fn cookies_per_role() {
+        let on = Mode { replayable: true, capture_data: false };
+        let data = Mode { replayable: true, capture_data: true };
+        for n in LOADS {
+            let c = cookie(id(n), on);
+            assert!(c.stop(), "{n}");
+            assert_eq!(c.role(), role::LOAD, "{n}");
+            assert!(needs_return(id(n)));
+        }
+        let k = cookie(id("cuLibraryGetKernel"), on);
+        assert_eq!((k.role(), k.stop(), k.str_arg(), k.out_arg(0)), (role::GET_FUNCTION, false, Some(2), Some(0)));
+        let f = cookie(id("cuModuleGetFunction"), on);
+        assert_eq!((f.role(), f.str_arg(), f.out_arg(0)), (role::GET_FUNCTION, Some(2), Some(0)));
+        assert_eq!(cookie(id("cuKernelGetFunction"), on).role(), role::ALIAS_LAYOUT);
+        assert_eq!(cookie(id("cuLibraryGetModule"), on).role(), role::ALIAS_MODULE);
+        let l = cookie(id("cuLaunchKernel"), on);
+        assert_eq!((l.func_handle_arg(), l.kernel_params_arg(), l.extra_arg()), (0, Some(9), Some(10)));
+        assert_eq!(l.stack_args(), 5);
+        let e = cookie(id("cuLaunchKernelEx"), on);
+        assert_eq!((e.func_handle_arg(), e.kernel_params_arg(), e.extra_arg()), (1, Some(2), Some(3)));
+        assert!(e.launch_config());
+        let co = cookie(id("cuLaunchCooperativeKernel"), on);
+        assert_eq!((co.kernel_params_arg(), co.extra_arg()), (Some(9), None));
+        assert_eq!(entry_program(id("cuLaunchKernelEx"), on, "cu_enter_blob"), "cu_launch");
+        assert_eq!(entry_program(id("cuLaunchKernelEx"), Mode::default(), "cu_enter_blob"), "cu_enter_blob");
+        assert!(!cookie(id("cuMemcpyHtoD_v2"), on).stop());
+        assert!(cookie(id("cuMemcpyHtoD_v2"), data).stop());
+        assert!(cookie(id("cuMemcpyHtoDAsync_v2"), data).stop());
+        assert!(!cookie(id("cuMemcpyDtoH_v2"), data).stop());
+        // Off: exactly the table's cookie.
+        for n in ["cuLaunchKernel", "cuLibraryLoadData", "cuLibraryGetKernel"] {
+            assert_eq!(cookie(id(n), Mode::default()), id(n).spec().unwrap().cookie(id(n)));
+        }
+    }
+}

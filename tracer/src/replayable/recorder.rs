@@ -1,0 +1,384 @@
+//! The collector's side of `--replayable`: at a stopped load it copies the
+//! image out of the process, stores it, gives its layouts to the eBPF maps
+//! and resumes the process; it adds `image`/`data` fields to load and copy
+//! lines, counts what launches carry, and writes the manifest.
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use aya::Pod;
+use aya::maps::{HashMap as BpfHashMap, MapData};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tracer_common::decode::Record;
+use tracer_common::funcs::{Arg, FuncId, lookup};
+use tracer_common::params::Layout;
+
+use super::params::{CapturedParams, Outcome};
+use super::probes::{self, LAUNCHES};
+use super::registry::Registry;
+use super::store::Store;
+use crate::cudaimage::{self, Format, capture::Memory as _};
+use crate::fastline::Line;
+use crate::procmem::ProcMem;
+
+/// The recording format version (manifest.json `schema_version`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `Layout` as an aya map value (the orphan rule keeps `Pod` off the
+/// shared type itself).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct PodLayout(pub Layout);
+// SAFETY: repr(C) integers only, no padding (size asserted in tracer-common).
+unsafe impl Pod for PodLayout {}
+
+/// The eBPF maps userspace fills.
+pub struct KernelMaps {
+    pub layouts: BpfHashMap<MapData, u32, PodLayout>,
+    pub by_name: BpfHashMap<MapData, u64, u32>,
+    pub pending: BpfHashMap<MapData, u32, u32>,
+}
+
+impl KernelMaps {
+    pub fn take(ebpf: &mut aya::Ebpf) -> anyhow::Result<KernelMaps> {
+        use anyhow::Context as _;
+        let mut map = |n: &str| ebpf.take_map(n).with_context(|| format!("{n} map"));
+        Ok(KernelMaps {
+            layouts: BpfHashMap::try_from(map("LAYOUTS")?)?,
+            by_name: BpfHashMap::try_from(map("LAYOUT_BY_NAME")?)?,
+            pending: BpfHashMap::try_from(map("PENDING_IMAGE")?)?,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub image_loads: u64,
+    pub images_captured: u64,
+    pub image_errors: u64,
+    pub launches: u64,
+    pub params_exact: u64,
+    pub params_from_extra: u64,
+    pub params_missing: u64,
+    pub params_missing_reasons: BTreeMap<String, u64>,
+    pub graph_launches: u64,
+    pub h2d_copies: u64,
+    pub h2d_captured: u64,
+    /// Map updates the kernel refused (map full): their kernels' launches
+    /// show up as missing.
+    pub map_update_errors: u64,
+}
+
+pub struct Recorder {
+    pub store: Store,
+    pub maps: Option<KernelMaps>,
+    pub reg: Registry,
+    pub cov: Coverage,
+    pub capture_data: bool,
+    pub data_cap: u64,
+    pub data_bytes: u64,
+    pub data_skipped_over_cap: u64,
+    /// Send SIGCONT after handling a stopping call (off in unit tests,
+    /// which are not stopped).
+    pub resume: bool,
+    /// (tid, entry ts) of a load -> image hash or why there is none.
+    loads: HashMap<(u32, u64), Result<String, String>>,
+    /// (tid, entry ts) of a host-to-device copy -> data hash or why not.
+    copies: HashMap<(u32, u64), Result<String, String>>,
+}
+
+fn arg_index(id: FuncId, kinds: &[Arg]) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| kinds.contains(&p.kind))
+}
+
+fn arg_named(id: FuncId, name: &str) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| p.name == name)
+}
+
+fn kind_name(f: Format) -> &'static str {
+    match f {
+        Format::Fatbin | Format::FatbinWrapper => "fatbin",
+        Format::Cubin => "cubin",
+        Format::Ptx => "ptx",
+        Format::HostElf => "host_elf",
+    }
+}
+
+/// A file a process names, seen from here: relative to its cwd, absolute
+/// within its root (containers, chroots).
+fn process_path(pid: u32, p: &str) -> PathBuf {
+    match p.strip_prefix('/') {
+        Some(rest) => PathBuf::from(format!("/proc/{pid}/root")).join(rest),
+        None => PathBuf::from(format!("/proc/{pid}/cwd")).join(p),
+    }
+}
+
+impl Recorder {
+    pub fn new(store: Store, maps: Option<KernelMaps>, capture_data: bool, data_cap: u64) -> Self {
+        Recorder {
+            store,
+            maps,
+            reg: Registry::default(),
+            cov: Coverage::default(),
+            capture_data,
+            data_cap,
+            data_bytes: 0,
+            data_skipped_over_cap: 0,
+            resume: true,
+            loads: HashMap::new(),
+            copies: HashMap::new(),
+        }
+    }
+
+    /// Called for every record before it is assembled into lines.
+    pub fn before(&mut self, rec: &Record) {
+        let Record::Enter { hdr, args, string, .. } = *rec else { return };
+        let id = FuncId(hdr.func);
+        let stopped = if probes::is_load(id) {
+            let r = self.load(id, hdr.pid, hdr.tid, &args, string);
+            if let Err(e) = &r {
+                log::warn!("{}: image not captured: {e}", crate::calls::func_name(id));
+            }
+            self.loads.insert((hdr.tid, hdr.ts), r);
+            true
+        } else if self.capture_data && probes::is_h2d_copy(id) {
+            let r = self.copy_source(id, hdr.pid, &args);
+            self.copies.insert((hdr.tid, hdr.ts), r);
+            true
+        } else {
+            false
+        };
+        if stopped && self.resume {
+            // SAFETY: plain syscall. The whole process was group-stopped by
+            // the probe's SIGSTOP; this resumes it.
+            unsafe { libc::kill(hdr.pid as i32, libc::SIGCONT) };
+        }
+    }
+
+    fn load(&mut self, id: FuncId, pid: u32, tid: u32, args: &[u64], string: Option<&[u8]>) -> Result<String, String> {
+        let (bytes, format) = if let Some(i) = arg_index(id, &[Arg::Str]) {
+            let name = match string {
+                Some(s) => String::from_utf8_lossy(s).into_owned(),
+                None => crate::record::read_proc_string(pid, args[i]).ok_or("the file name could not be read")?,
+            };
+            let path = process_path(pid, &name);
+            let b = std::fs::read(&path).map_err(|e| format!("reading {name}: {e}"))?;
+            let f = cudaimage::detect(&b).ok_or_else(|| format!("{name} is not a fatbin, cubin or PTX file"))?;
+            (b, f)
+        } else {
+            let i = arg_index(id, &[Arg::Ptr]).ok_or("no image argument")?;
+            let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
+            let c = cudaimage::capture::capture(&mut mem, args[i]).map_err(|e| e.to_string())?;
+            (c.bytes, c.format)
+        };
+        let sha = self.store.put("images", &bytes).map_err(|e| format!("{e:#}"))?;
+        let (image, updates) = self.reg.add(&sha, bytes.len() as u64, kind_name(format), || {
+            cudaimage::layouts::kernel_layouts(&bytes, None).map_err(|e| e.to_string())
+        });
+        if let Some(m) = self.maps.as_mut() {
+            let mut failed = 0;
+            if let Some(up) = updates {
+                for (lid, l) in up.layouts {
+                    failed += m.layouts.insert(lid, PodLayout(l), 0).is_err() as u64;
+                }
+                for (key, lid) in up.names {
+                    failed += m.by_name.insert(key, lid, 0).is_err() as u64;
+                }
+            }
+            failed += m.pending.insert(tid, image, 0).is_err() as u64;
+            self.cov.map_update_errors += failed;
+        }
+        Ok(sha)
+    }
+
+    fn copy_source(&mut self, id: FuncId, pid: u32, args: &[u64]) -> Result<String, String> {
+        let (Some(s), Some(n)) = (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) else {
+            return Err("not a host-to-device copy".into());
+        };
+        let (src, size) = (args[s], args[n]);
+        if self.data_bytes.saturating_add(size) > self.data_cap {
+            self.data_skipped_over_cap += 1;
+            return Err(format!("not captured: the {} MiB data cap is reached (--data-cap-mib)", self.data_cap >> 20));
+        }
+        let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
+        let b = mem.read(src, size as usize).map_err(|e| format!("reading {size} bytes at {src:#x}: {e}"))?;
+        if (b.len() as u64) < size {
+            return Err(format!("only {} of {size} bytes at {src:#x} are readable", b.len()));
+        }
+        self.data_bytes += size;
+        self.store.put("data", &b).map_err(|e| format!("{e:#}"))
+    }
+
+    /// Called for every line before it is written.
+    pub fn annotate(&mut self, line: &mut Line) {
+        match line {
+            Line::Launch(l) => {
+                self.cov.launches += 1;
+                self.count_params(l.params.map(|p| p.outcome()));
+            }
+            Line::Value(v) => self.annotate_value(v),
+        }
+    }
+
+    fn count_params(&mut self, o: Option<Outcome>) {
+        match o {
+            Some(Outcome::Bytes { from: "extra", .. }) => self.cov.params_from_extra += 1,
+            Some(Outcome::Bytes { .. }) => self.cov.params_exact += 1,
+            Some(Outcome::Error(e)) => {
+                self.cov.params_missing += 1;
+                *self.cov.params_missing_reasons.entry(e.to_string()).or_default() += 1;
+            }
+            None => {
+                self.cov.params_missing += 1;
+                *self.cov.params_missing_reasons.entry("no parameter record".into()).or_default() += 1;
+            }
+        }
+    }
+
+    fn annotate_value(&mut self, v: &mut Value) {
+        let Some(id) = v.get("name").and_then(Value::as_str).and_then(lookup) else { return };
+        let base = id.spec().map_or("", |s| s.name);
+        let key = || Some((v.get("tid")?.as_u64()? as u32, v.get("ts")?.as_u64()?));
+        if LAUNCHES.iter().any(|l| l.0 == base) {
+            self.cov.launches += 1;
+            let o = if let Some(p) = v.get("params").and_then(Value::as_str) {
+                let from =
+                    if v.get("params_from").and_then(Value::as_str) == Some("extra") { "extra" } else { "layout" };
+                Some(Outcome::Bytes { data: p.as_bytes(), from })
+            } else {
+                v.get("params_error").and_then(Value::as_str).map(|e| {
+                    // Reasons are the fixed texts of params.rs.
+                    Outcome::Error(known_reason(e))
+                })
+            };
+            self.count_params(o);
+        } else if base == "cuGraphLaunch" {
+            self.cov.graph_launches += 1;
+        } else if probes::is_load(id) {
+            self.cov.image_loads += 1;
+            let r = key().and_then(|k| self.loads.remove(&k));
+            let m = v.as_object_mut().expect("a line is an object");
+            match r {
+                Some(Ok(sha)) => {
+                    self.cov.images_captured += 1;
+                    m.insert("image".into(), json!(sha));
+                }
+                Some(Err(e)) => {
+                    self.cov.image_errors += 1;
+                    m.insert("image_error".into(), json!(e));
+                }
+                None => {
+                    self.cov.image_errors += 1;
+                    m.insert("image_error".into(), json!("the load's entry record was not seen"));
+                }
+            }
+        } else if v.get("direction").and_then(Value::as_str) == Some("h2d") {
+            self.cov.h2d_copies += 1;
+            if !self.capture_data {
+                return;
+            }
+            let r = if probes::is_h2d_copy(id) { key().and_then(|k| self.copies.remove(&k)) } else { None };
+            let m = v.as_object_mut().expect("a line is an object");
+            match r {
+                Some(Ok(sha)) => {
+                    self.cov.h2d_captured += 1;
+                    m.insert("data".into(), json!(sha));
+                }
+                Some(Err(e)) => {
+                    m.insert("data_error".into(), json!(e));
+                }
+                None => {
+                    let why = if probes::is_h2d_copy(id) {
+                        "the copy's entry record was not seen"
+                    } else {
+                        "not captured: only cuMemcpyHtoD and cuMemcpyHtoDAsync sources are read"
+                    };
+                    m.insert("data_error".into(), json!(why));
+                }
+            }
+        }
+    }
+
+    /// The footer's `replay` object.
+    pub fn footer(&self) -> Value {
+        serde_json::to_value(&self.cov).expect("plain struct")
+    }
+
+    pub fn manifest(&self, header: &Value) -> Value {
+        let images: Vec<Value> = self
+            .reg
+            .images
+            .iter()
+            .map(|i| {
+                let kernels: Vec<Value> = i
+                    .kernels
+                    .iter()
+                    .map(|k| {
+                        json!({
+                            "name": k.name,
+                            "param_size": k.param_size,
+                            "params": k.params.iter().map(|&(o, s)| json!([o, s])).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                let mut m = json!({
+                    "sha256": i.sha256,
+                    "file": format!("images/{}", i.sha256),
+                    "bytes": i.bytes,
+                    "kind": i.kind,
+                    "loads": i.loads,
+                    "kernels": kernels,
+                });
+                if let Some(e) = &i.layout_error {
+                    m["layout_error"] = json!(e);
+                }
+                if !i.key_collisions.is_empty() {
+                    m["key_collisions"] = json!(i.key_collisions);
+                }
+                m
+            })
+            .collect();
+        let files = std::fs::read_dir(self.store.dir.join("data")).map(|d| d.count()).unwrap_or(0);
+        json!({
+            "format": "tracer-recording",
+            "schema_version": SCHEMA_VERSION,
+            "tracer_version": env!("CARGO_PKG_VERSION"),
+            "trace": "trace.jsonl",
+            "command": header.get("command"),
+            "started_at": header.get("started_at"),
+            "gpus": header.get("gpus"),
+            "driver": header.get("driver"),
+            "capture_data": self.capture_data,
+            "images": images,
+            "layouts": self.reg.layout_count(),
+            "data": {
+                "files": files,
+                "bytes": self.data_bytes,
+                "skipped_over_cap": self.data_skipped_over_cap,
+                "cap_bytes": self.data_cap,
+            },
+            "coverage": self.footer(),
+        })
+    }
+
+    pub fn write_manifest(&self, header: &Value) -> anyhow::Result<PathBuf> {
+        let path = self.store.dir.join("manifest.json");
+        let mut text = serde_json::to_vec_pretty(&self.manifest(header))?;
+        text.push(b'\n');
+        self.store.write_atomic(&path, &text)?;
+        Ok(path)
+    }
+}
+
+/// The static reason text for a `params_error` read back from a line.
+fn known_reason(e: &str) -> &'static str {
+    for status in 0..=8 {
+        let p = CapturedParams { status, layout: 0, data: vec![] };
+        if let Outcome::Error(r) = p.outcome()
+            && r == e
+        {
+            return r;
+        }
+    }
+    "other"
+}
