@@ -14,6 +14,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics as st
 import subprocess
 import sys
@@ -63,8 +64,10 @@ def run_one(args, mode, opts, trace):
         # scheduler no longer moves the launching thread around, which made
         # untraced runs alone vary by 2x on the GPU machine.
         cmd = ["taskset", "-c", str(args.pin), *cmd]
+    # --replayable writes a directory with the trace inside.
+    rec_dir = trace[:-len(".jsonl")] + ".rec" if opts and "--replayable" in opts else None
     if opts is not None:
-        cmd = [args.tracer, "-q", "--force", "-o", trace, *opts, "--", *cmd]
+        cmd = [args.tracer, "-q", "--force", "-o", rec_dir or trace, *opts, "--", *cmd]
         if args.pin is not None:
             others = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c != args.pin)
             cmd = ["taskset", "-c", others, *cmd]
@@ -76,6 +79,8 @@ def run_one(args, mode, opts, trace):
     iters = [json.loads(l[6:]) for l in p.stdout.splitlines() if l.startswith("BENCH ")]
     rec = {"mode": mode, "wall_s": wall, "iterations": iters}
     if opts is not None:
+        if rec_dir:
+            trace = os.path.join(rec_dir, "trace.jsonl")
         f = footer(trace)
         if f is None:
             raise SystemExit(f"{mode}: the trace has no footer")
@@ -83,7 +88,13 @@ def run_one(args, mode, opts, trace):
         rec.update(calls=f["calls"], lost=f["lost"]["total"], duration_s=f["duration_s"],
                    collector_cpu_s=(c.get("cpu_user_s") or 0) + (c.get("cpu_system_s") or 0),
                    collector_max_rss_kib=c.get("max_rss_kib"), trace_bytes=os.path.getsize(trace))
-        os.remove(trace)
+        if rec_dir:
+            r = f.get("replay") or {}
+            rec.update(replay=r, recording_bytes=sum(
+                os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(rec_dir) for n in ns))
+            shutil.rmtree(rec_dir)
+        else:
+            os.remove(trace)
     return rec
 
 
