@@ -288,22 +288,42 @@ static unsigned fill_attrs(CUlaunchAttribute *at, int which) {
 }
 
 /*
- * Launch `id` of kernel k through handle f: grid (id, 1, 1). The call comes
- * first; what the kernel receives is printed after (a lookup followed by
- * launch() has nothing in between: the race the recorder must win).
+ * A launch with its arguments built, so that the call can follow a lookup at
+ * once: launch `id` of kernel k, grid (id, 1, 1).
  */
-static void launch(unsigned id, int api, CUfunction f, int k, int via, int attrs) {
+struct prepared {
+    unsigned id;
+    int api, k, via;
     struct args a;
-    unsigned char pad = via == EXTRA ? EXTRA_PAD : 0;
-    fill_args(&a, k, id, pad);
-    unsigned char *buf = assemble(&a, pad);
-    size_t size = K[k].size;
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-    void **params = via == EXTRA ? 0 : via == LAYOUT_NULL ? 0 : a.ptrs;
-    void **ex = via == EXTRA ? extra : 0;
+    unsigned char *buf; /* what the kernel receives; the `extra` buffer */
+    size_t size;
+    void *extra[5];
     CUlaunchAttribute at[3];
-    CUlaunchConfig cfg = {id, 1, 1, 64, 1, 1, 256, ex_stream, at, fill_attrs(at, attrs)};
-    switch (api) {
+    CUlaunchConfig cfg;
+};
+
+static void prepare(struct prepared *p, unsigned id, int api, int k, int via, int attrs) {
+    unsigned char pad = via == EXTRA ? EXTRA_PAD : 0;
+    p->id = id;
+    p->api = api;
+    p->k = k;
+    p->via = via;
+    fill_args(&p->a, k, id, pad);
+    p->buf = assemble(&p->a, pad);
+    p->size = K[k].size;
+    p->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+    p->extra[1] = p->buf;
+    p->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+    p->extra[3] = &p->size;
+    p->extra[4] = CU_LAUNCH_PARAM_END;
+    p->cfg = (CUlaunchConfig){id, 1, 1, 64, 1, 1, 256, ex_stream, p->at, fill_attrs(p->at, attrs)};
+}
+
+static void fire(struct prepared *p, CUfunction f) {
+    void **params = p->via == LAYOUT ? p->a.ptrs : 0;
+    void **ex = p->via == EXTRA ? p->extra : 0;
+    unsigned id = p->id;
+    switch (p->api) {
     case KL:
         OK(cuLaunchKernel(f, id, 1, 1, 32, 1, 1, 0, 0, params, ex));
         break;
@@ -311,26 +331,37 @@ static void launch(unsigned id, int api, CUfunction f, int k, int via, int attrs
         OK(cuLaunchKernel_ptsz(f, id, 1, 1, 32, 1, 1, 0, 0, params, ex));
         break;
     case EX:
-        OK(cuLaunchKernelEx(&cfg, f, params, ex));
+        OK(cuLaunchKernelEx(&p->cfg, f, params, ex));
         break;
     case EX_PTSZ:
-        OK(cuLaunchKernelEx_ptsz(&cfg, f, params, ex));
+        OK(cuLaunchKernelEx_ptsz(&p->cfg, f, params, ex));
         break;
     case COOP:
-        EXPECT(via != EXTRA);
+        EXPECT(p->via != EXTRA);
         OK(cuLaunchCooperativeKernel(f, id, 1, 1, 32, 1, 1, 0, 0, params));
         break;
     }
+}
+
+/* Prints what the kernel received and frees the launch. */
+static void finish(struct prepared *p) {
     char head[160];
-    snprintf(head, sizeof head, "launch %u %s %s %s", id, API_NAME[api], K[k].name,
-             via == EXTRA ? "extra" : "layout");
-    print_hex_line(head, buf, size);
-    free(buf);
-    free_args(&a);
+    snprintf(head, sizeof head, "launch %u %s %s %s", p->id, API_NAME[p->api], K[p->k].name,
+             p->via == EXTRA ? "extra" : "layout");
+    print_hex_line(head, p->buf, p->size);
+    free(p->buf);
+    free_args(&p->a);
+}
+
+static void launch(unsigned id, int api, CUfunction f, int k, int via, int attrs) {
+    struct prepared p;
+    prepare(&p, id, api, k, via, attrs);
+    fire(&p, f);
+    finish(&p);
 }
 
 /* ======================================================================== */
-/* lookups (printed after the launch that follows them)                     */
+/* lookups, each followed at once by a launch (arguments built beforehand)  */
 /* ======================================================================== */
 
 struct lookup {
@@ -347,20 +378,26 @@ static void print_lookup(const struct lookup *l) {
 
 /* cuLibraryGetKernel, then at once launch `id` through the kernel handle. */
 static CUkernel kernel_then_launch(CUlibrary lib, int k, unsigned id, int api, int via, int attrs) {
+    struct prepared p;
+    prepare(&p, id, api, k, via, attrs);
     CUkernel h = 0;
     OK(cuLibraryGetKernel(&h, lib, K[k].name));
-    launch(id, api, (CUfunction)h, k, via, attrs);
+    fire(&p, (CUfunction)h);
+    finish(&p);
     print_lookup(&(struct lookup){"cuLibraryGetKernel", lib, K[k].name, h});
     return h;
 }
 
 /* cuLibraryGetKernel + cuKernelGetFunction, then at once launch `id` through the function. */
 static CUfunction kfunc_then_launch(CUlibrary lib, int k, unsigned id, int api, int via, int attrs) {
+    struct prepared p;
+    prepare(&p, id, api, k, via, attrs);
     CUkernel h = 0;
     CUfunction f = 0;
     OK(cuLibraryGetKernel(&h, lib, K[k].name));
     OK(cuKernelGetFunction(&f, h));
-    launch(id, api, f, k, via, attrs);
+    fire(&p, f);
+    finish(&p);
     print_lookup(&(struct lookup){"cuLibraryGetKernel", lib, K[k].name, h});
     print_lookup(&(struct lookup){"cuKernelGetFunction", h, 0, f});
     return f;
@@ -368,9 +405,12 @@ static CUfunction kfunc_then_launch(CUlibrary lib, int k, unsigned id, int api, 
 
 /* cuModuleGetFunction, then at once launch `id`. */
 static CUfunction func_then_launch(CUmodule mod, int k, unsigned id, int api, int via, int attrs) {
+    struct prepared p;
+    prepare(&p, id, api, k, via, attrs);
     CUfunction f = 0;
     OK(cuModuleGetFunction(&f, mod, K[k].name));
-    launch(id, api, f, k, via, attrs);
+    fire(&p, f);
+    finish(&p);
     print_lookup(&(struct lookup){"cuModuleGetFunction", mod, K[k].name, f});
     return f;
 }
