@@ -140,7 +140,7 @@ fn replayable_program_passes_what_the_tests_expect() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let (mut launches, mut loads, mut copies, mut lookups) = (BTreeMap::new(), vec![], vec![], vec![]);
+    let (mut launches, mut loads, mut copies, mut lookups, mut graphs) = (BTreeMap::new(), vec![], vec![], vec![], 0);
     for line in stdout.lines() {
         let w: Vec<&str> = line.split(' ').collect();
         match w[0] {
@@ -153,6 +153,7 @@ fn replayable_program_passes_what_the_tests_expect() {
             "load" => loads.push((w[1].to_string(), w[2].to_string(), w[3].parse::<usize>().unwrap())),
             "copy" => copies.push((w[1].to_string(), w[2].parse::<u64>().unwrap())),
             "lookup" => lookups.push((w[1].to_string(), w[2].to_string(), w[3].to_string(), w[4].to_string())),
+            "graph" => graphs += 1,
             _ => panic!("unexpected line {line:?}"),
         }
     }
@@ -195,6 +196,7 @@ fn replayable_program_passes_what_the_tests_expect() {
     assert_eq!(loads, want_loads);
     let want_copies: Vec<_> = r::copies().iter().map(|c| (c.api.to_string(), c.size)).collect();
     assert_eq!(copies, want_copies);
+    assert_eq!(graphs, r::GRAPH_LAUNCHES);
 
     // The fake's handles: unique per (owner, name) and kind, the same for the
     // same pair, the documented values for the first of each name length.

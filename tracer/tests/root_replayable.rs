@@ -337,7 +337,7 @@ fn check_coverage(rec: &Recording, capture: bool) {
     let want = json!({
         "image_loads": 11, "images_captured": 9, "image_errors": 2,
         "launches": 120, "params_exact": 119, "params_from_extra": 23, "params_missing": 1,
-        "graph_launches": 0,
+        "graph_launches": r::GRAPH_LAUNCHES,
         "h2d_copies": h2d, "h2d_captured": if capture { h2d } else { 0 },
     });
     let cov = &rec.manifest["coverage"];
@@ -542,7 +542,8 @@ fn reference_recording(dir: &Path, plain: Vec<Value>, stdout: &str) -> Recording
         "image_errors": count("image_error"),
         "launches": exact + missing, "params_exact": exact, "params_from_extra": extra, "params_missing": missing,
         "params_missing_reasons": {"no layout for the function handle": missing},
-        "graph_launches": 0, "h2d_copies": h2d, "h2d_captured": count("data"),
+        "graph_launches": lines.iter().filter(|l| l["name"] == "cuGraphLaunch").count(),
+        "h2d_copies": h2d, "h2d_captured": count("data"),
     });
     lines[0]["replayable"] = json!({"capture_data": true, "data_cap_bytes": cap});
     lines.last_mut().unwrap()["replay"] = coverage.clone();

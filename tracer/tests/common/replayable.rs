@@ -225,6 +225,9 @@ pub struct Launch {
     pub attrs: Attrs,
 }
 
+/// cuGraphLaunch calls (after the threads): `coverage.graph_launches`, not in `launches`.
+pub const GRAPH_LAUNCHES: u64 = 1;
+
 /// The launch through a handle no lookup returned (0xdead000): `params_error`.
 pub const UNKNOWN_HANDLE_ID: u32 = 99;
 pub const UNKNOWN_HANDLE: &str = "0xdead000";

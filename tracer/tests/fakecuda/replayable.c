@@ -31,6 +31,7 @@
  *                                    assembled here from what was passed
  *                                    (VIA: layout | extra | -, the unknown handle)
  *   copy API SIZE
+ *   graph cuGraphLaunch
  * Exit status 1 with a message on stderr if anything fails.
  *
  * Build: cc -O1 -o replayable replayable.c -L DIR -l:libcuda.so.1 -Wl,-rpath,DIR -pthread
@@ -702,6 +703,12 @@ int main(int argc, char **argv) {
         }
     for (int t = 0; t < 2; t++)
         pthread_join(th[t], 0);
+
+    /* ---- a graph launch: its kernels' parameters are not seen (coverage.graph_launches) */
+    CUgraphExec gexec = 0;
+    OK(cuGraphInstantiateWithFlags(&gexec, H(0x90001), 0));
+    OK(cuGraphLaunch(gexec, ex_stream));
+    say("graph cuGraphLaunch\n");
 
     /* ---- a handle no lookup returned: no layout, params_error */
     {
