@@ -151,6 +151,26 @@ fn fixture_kernels() -> BTreeMap<String, (u64, Vec<(u64, u64)>)> {
 /// Manifest, images/ and the load lines.
 fn check_images(rec: &Recording) {
     let ctx = &rec.ctx;
+    // The load lines first: the most precise message when an image is wrong.
+    let lines = rec.calls_named(&LOAD_APIS);
+    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    let plan = r::loads();
+    assert_eq!(names, plan.iter().map(|l| l.api).collect::<Vec<_>>(), "load calls\n{ctx}");
+    for (i, (line, l)) in lines.iter().zip(&plan).enumerate() {
+        assert_eq!(line["type"], "module", "load {i}: {line}");
+        match l.fixture {
+            Some(f) => {
+                assert_eq!(line["image"], json!(r::sha256_hex(&r::fixture(f))), "load {i} ({f}): {line}");
+                assert!(line.get("image_error").is_none(), "load {i}: {line}");
+            }
+            None => {
+                let err = line["image_error"].as_str().unwrap_or_else(|| panic!("load {i}: no image_error: {line}"));
+                assert!(!err.is_empty(), "load {i}: empty image_error");
+                assert!(line.get("image").is_none(), "load {i}: {line}");
+            }
+        }
+    }
+
     // sha -> (fixture, loads)
     let mut want: BTreeMap<String, (&str, u64)> = BTreeMap::new();
     for l in r::loads() {
@@ -176,25 +196,6 @@ fn check_images(rec: &Recording) {
         let stored = fs::read(rec.dir.join("images").join(sha)).unwrap();
         assert!(stored == bytes, "{what}: images/{sha} holds {} bytes, not the fixture's", stored.len());
         assert_eq!(manifest_kernels(img, ctx), fixture_kernels(), "{what}: kernels and layouts");
-    }
-
-    let lines = rec.calls_named(&LOAD_APIS);
-    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
-    let plan = r::loads();
-    assert_eq!(names, plan.iter().map(|l| l.api).collect::<Vec<_>>(), "load calls\n{ctx}");
-    for (i, (line, l)) in lines.iter().zip(&plan).enumerate() {
-        assert_eq!(line["type"], "module", "load {i}: {line}");
-        match l.fixture {
-            Some(f) => {
-                assert_eq!(line["image"], json!(r::sha256_hex(&r::fixture(f))), "load {i} ({f}): {line}");
-                assert!(line.get("image_error").is_none(), "load {i}: {line}");
-            }
-            None => {
-                let err = line["image_error"].as_str().unwrap_or_else(|| panic!("load {i}: no image_error: {line}"));
-                assert!(!err.is_empty(), "load {i}: empty image_error");
-                assert!(line.get("image").is_none(), "load {i}: {line}");
-            }
-        }
     }
 }
 
