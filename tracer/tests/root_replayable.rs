@@ -430,6 +430,49 @@ fn an_existing_recording_directory_is_refused_unless_force() {
     let _ = fs::remove_file(dir.with_extension("stderr"));
 }
 
+#[test]
+fn default_recording_name_is_trace_utc_timestamp_rec() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let cwd = fresh_rec_dir("default-name").with_extension("cwd");
+    fs::create_dir_all(&cwd).unwrap();
+    let utc = || {
+        let o = Command::new("date").args(["-u", "+%Y%m%dT%H%M%SZ"]).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let before = utc();
+    let o = Command::new(common::tracer_bin())
+        .args(["record", "--replayable", "-q", "--libcuda"])
+        .arg(&common::fake().lib)
+        .args(["--", "true"])
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let after = utc();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let names = listing(&cwd, "");
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = names.into_iter().next().unwrap();
+    let stamp = name.strip_prefix("trace_").and_then(|n| n.strip_suffix(".rec")).unwrap_or("");
+    let b = stamp.as_bytes();
+    let shape = b.len() == 16
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'Z';
+    assert!(shape, "want trace_YYYYMMDDTHHMMSSZ.rec, got {name}");
+    assert!(before.as_str() <= stamp && stamp <= after.as_str(), "{stamp} not within [{before}, {after}]");
+    let dir = cwd.join(&name);
+    assert!(
+        dir.join("manifest.json").is_file() && dir.join("trace.jsonl").is_file(),
+        "{name}: {:?}",
+        listing(&dir, "")
+    );
+    fs::remove_dir_all(&cwd).unwrap();
+}
+
 /// param_buffer on a hand-built case (no root): k_struct's documented layout.
 #[test]
 fn param_buffer_places_values_at_their_offsets() {
