@@ -10,6 +10,33 @@
 //! asserted exactly: manifest, images/, data/, the trace's `image`, `params`,
 //! `data` fields, coverage counts, no event lost.
 //!
+//! Where docs/recording-format.md leaves a choice, these tests expect:
+//! - images: PTX stored without its NUL terminator (the .ptx file's bytes);
+//!   cuModuleLoadFatBinary stores the container its wrapper points to (so it
+//!   deduplicates with the same fatbin loaded otherwise); in-memory images cut
+//!   at their real size (fatbin header, ELF headers: the 4 KiB of junk after
+//!   each buffer is not stored); file loads store the file; `kind` "fatbin",
+//!   "cubin", "ptx"; `loads` counts every load whose bytes are that image;
+//! - `kernels`: one entry per kernel name (archs of a fatbin merged), any order;
+//! - images and h2d data read as they were when the call was entered (the
+//!   program overwrites them as soon as the call returns);
+//! - an unmapped image address and a missing file give `image_error`, counted
+//!   in image_loads (11 = 9 captured + 2 errors);
+//! - k_noparams: `params` "" from "layout" (kernelParams NULL or not);
+//!   `extra` buffers exactly as passed, their 0xee padding included;
+//!   CUkernel handles launched as CUfunction resolve like functions;
+//! - coverage: launches = params_exact + params_missing, params_from_extra
+//!   counted within params_exact, missing reasons with 0 allowed,
+//!   graph_launches counts cuGraphLaunch (not in launches), h2d_copies counted
+//!   without --capture-data too (h2d_captured 0 then);
+//! - without --capture-data: no `data`/`data_error` on copy lines, data/
+//!   absent or empty, manifest `data` absent or zero; the header's
+//!   `data_cap_bytes` present anyway;
+//! - images/ and data/ hold only the sha256-named files;
+//! - an existing directory: exit 2, one stderr line `tracer: ...` naming it
+//!   and --force, nothing written into it; default name
+//!   trace_YYYYMMDDTHHMMSSZ.rec in the current directory.
+//!
 //! Root only (TRACER_ROOT_TESTS=1); serial (--test-threads=1).
 mod common;
 
