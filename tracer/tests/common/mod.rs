@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod replayable;
+
 /// The root-only tests run when this is "1" (`cargo xtask test` sets it).
 pub const ROOT_TESTS_VAR: &str = "TRACER_ROOT_TESTS";
 
@@ -132,6 +134,35 @@ fn build_fake() -> Fake {
     ]);
     fs::rename(&tmp_driver, &driver).unwrap();
     Fake { dir, lib, driver }
+}
+
+/// `DIR/NAME`: tests/fakecuda/NAME.c built against the fake libcuda (rpath
+/// DIR), once per test binary and name.
+pub fn fake_program(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
+        return p.clone();
+    }
+    let f = fake();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let out = f.dir.join(name);
+    let tmp = f.dir.join(format!("{name}.tmp"));
+    run_cc(&[
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-o",
+        &s(&tmp),
+        &s(&src_dir().join(format!("{name}.c"))),
+        &format!("-L{}", s(&f.dir)),
+        "-l:libcuda.so.1",
+        &format!("-Wl,-rpath,{}", s(&f.dir)),
+        "-pthread",
+    ]);
+    fs::rename(&tmp, &out).unwrap();
+    built.push((name.to_string(), out.clone()));
+    out
 }
 
 /// Runs the driver directly (not traced).

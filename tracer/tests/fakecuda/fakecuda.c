@@ -34,10 +34,16 @@
  *   cuCtxGetDevice            3
  *   cuCtxGetStreamPriorityRange 0, -5
  *   cuModuleLoad/Data/DataEx/FatBinary 0x30001 / 2 / 3 / 4
- *   cuModuleGetFunction       0x4000 + strlen(name)
+ *   cuModuleGetFunction       0x4000 + strlen(name), unique per (hmod, name)
+ *                             in a process: a pair asks again, it gets the
+ *                             same handle; a new pair whose 0x4000 + strlen
+ *                             is taken gets 0x48000 + 0x10 * k instead (k:
+ *                             such collisions so far in this process, in
+ *                             call order); see named_handle()
  *   cuModuleGetGlobal_v2      0x7e0000000000 + strlen(name), 256 bytes
  *   cuLibraryLoadData/FromFile 0x50001 / 0x50002
- *   cuLibraryGetKernel        0x60000 + strlen(name)
+ *   cuLibraryGetKernel        0x60000 + strlen(name), unique per (library,
+ *                             name) the same way (collisions: 0x68000 + 0x10 * k)
  *   cuLibraryGetModule        0x30010
  *   cuLibraryGetGlobal        0x7d0000000000 + strlen(name), 512 bytes
  *   cuKernelGetFunction       kernel + 0x10000
@@ -299,6 +305,61 @@ API CUresult cuCtxSynchronize(void) {
 /* modules, libraries, functions                                            */
 /* ======================================================================== */
 
+/*
+ * Function and kernel handles, unique per (module or library, name) in a
+ * process. The first pair asking for a given strlen(name) gets the value the
+ * tests have always relied on (base + strlen(name)); the same pair asking
+ * again gets the same handle; another pair whose base + strlen(name) is taken
+ * gets fallback + 0x10 * k (k: collisions of that kind so far). Two kernels
+ * whose names have the same length thus get two handles, as with a real
+ * driver. At most NAMED_MAX pairs are remembered; past that (or if strdup
+ * fails) a lookup returns base + strlen(name) as before. With NAMED_MAX 2048
+ * the fallback ranges stay below 0x50000 and 0x70000, clear of the other
+ * handles (libraries 0x5000x, cuKernelGetFunction's kernel + 0x10000).
+ */
+#define NAMED_MAX 2048
+enum { NAMED_FUNCTION, NAMED_KERNEL, NAMED_KINDS };
+
+struct named {
+    int kind;
+    uintptr_t owner;
+    char *name;
+    uintptr_t handle;
+};
+
+static struct named named_tab[NAMED_MAX];
+static unsigned named_len;
+static unsigned named_collisions[NAMED_KINDS];
+static char named_lock;
+
+static uintptr_t named_handle(int kind, uintptr_t owner, const char *name, uintptr_t base, uintptr_t fallback) {
+    uintptr_t want = base + strlen(name);
+    while (__atomic_test_and_set(&named_lock, __ATOMIC_ACQUIRE))
+        ;
+    uintptr_t h = 0;
+    int taken = 0;
+    for (unsigned i = 0; i < named_len && !h; i++) {
+        struct named *e = &named_tab[i];
+        if (e->kind != kind)
+            continue;
+        if (e->owner == owner && !strcmp(e->name, name))
+            h = e->handle;
+        else if (e->handle == want)
+            taken = 1;
+    }
+    if (!h) {
+        char *copy = named_len < NAMED_MAX ? strdup(name) : 0;
+        if (!copy) {
+            h = want;
+        } else {
+            h = taken ? fallback + 0x10 * (uintptr_t)named_collisions[kind]++ : want;
+            named_tab[named_len++] = (struct named){kind, owner, copy, h};
+        }
+    }
+    __atomic_clear(&named_lock, __ATOMIC_RELEASE);
+    return h;
+}
+
 API CUresult cuModuleLoad(CUmodule *module, const char *fname) {
     fake_calls++;
     fake_sink = strlen(fname);
@@ -337,7 +398,7 @@ API CUresult cuModuleUnload(CUmodule hmod) {
 API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
     fake_calls++;
     fake_sink = (uintptr_t)hmod;
-    *hfunc = H(0x4000 + strlen(name));
+    *hfunc = H(named_handle(NAMED_FUNCTION, (uintptr_t)hmod, name, 0x4000, 0x48000));
     return CUDA_SUCCESS;
 }
 
@@ -381,7 +442,7 @@ API CUresult cuLibraryUnload(CUlibrary library) {
 API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
     fake_calls++;
     fake_sink = (uintptr_t)library;
-    *pKernel = H(0x60000 + strlen(name));
+    *pKernel = H(named_handle(NAMED_KERNEL, (uintptr_t)library, name, 0x60000, 0x68000));
     return CUDA_SUCCESS;
 }
 

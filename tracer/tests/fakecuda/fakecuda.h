@@ -56,9 +56,24 @@ enum {
 };
 
 enum {
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
     CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
 };
+
+/* Keys of cuLaunchKernel's `extra` array (cuda.h). */
+#define CU_LAUNCH_PARAM_END ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+/* What cuModuleLoadFatBinary is given (the __fatBinC_Wrapper_t nvcc emits). */
+typedef struct {
+    int magic;   /* 0x466243b1 */
+    int version; /* 1 */
+    const void *data;
+    void *filename_or_fatbins;
+} FatbinWrapper;
+#define FATBIN_WRAPPER_MAGIC 0x466243b1
 
 /* Opaque parameter blocks: the fake never looks inside. */
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
