@@ -205,7 +205,7 @@ pub struct RecordArgs {
     pub capture_data: bool,
     /// With --capture-data: store at most this many MiB of copy data; copies
     /// beyond it are listed as not captured.
-    #[arg(long, value_name = "MIB", default_value_t = 4096, requires = "capture_data")]
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
     pub data_cap_mib: u64,
     /// Also record the syscalls the traced processes make on NVIDIA device
     /// files (open, close, ioctl with its decoded parameters, mmap, munmap).

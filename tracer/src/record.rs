@@ -310,7 +310,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     if args.replayable {
         header["replayable"] = json!({
             "capture_data": args.capture_data,
-            "data_cap_bytes": args.capture_data.then(|| args.data_cap_mib.saturating_mul(1 << 20)),
+            "data_cap_bytes": args.data_cap_mib.saturating_mul(1 << 20),
             "schema_version": crate::replayable::recorder::SCHEMA_VERSION,
         });
     }

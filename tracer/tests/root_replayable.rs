@@ -443,8 +443,15 @@ fn an_existing_recording_directory_is_refused_unless_force() {
     assert_eq!(fs::read_to_string(dir.join("keep")).unwrap(), "keep me\n");
     assert_eq!(listing(&dir, ""), BTreeSet::from(["keep".to_string()]), "the refused run left files");
 
+    // --force empties a recording, never a directory that is not one.
+    let (st, err) = run_tracer(&dir, &["--force"], &[t]);
+    assert_eq!(common::shell_code(&st), 2, "--force on a directory that is not a recording: {err}");
+    assert!(err.contains("is not a recording directory") && err.contains(&shown), "{err}");
+    assert_eq!(listing(&dir, ""), BTreeSet::from(["keep".to_string()]), "--force removed a non-recording");
+    fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
     let (st, err) = run_tracer(&dir, &["--force"], &[t]);
     assert_eq!(common::shell_code(&st), 0, "--force: {err}");
+    assert!(!dir.join("keep").exists(), "--force keeps nothing of the old recording");
     let lines = common::read_trace(&dir.join("trace.jsonl")).unwrap();
     assert_eq!(lines[0]["replayable"]["capture_data"], false);
     let m: Value = serde_json::from_str(&fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
@@ -710,5 +717,37 @@ fn checks_accept_a_reference_recording_and_refuse_wrong_bytes() {
     };
     bad.manifest["coverage"]["params_exact"] = json!(120);
     refused("a wrong coverage count", &|| check_coverage(&bad, true));
+    rec.cleanup();
+}
+
+#[test]
+fn capture_data_stops_at_the_cap_and_says_so() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    // 1 MiB: the 100-byte and 4096-byte sources fit, the 1 MiB ones do not.
+    let rec = record_program("replayable-cap", &["--capture-data", "--data-cap-mib", "1"]);
+    let h2d: Vec<&Value> = rec.lines.iter().filter(|l| l["type"] == "memcpy" && l["direction"] == "h2d").collect();
+    let srcs: Vec<Vec<u8>> = r::copies().into_iter().filter_map(|c| c.h2d).collect();
+    assert_eq!(h2d.len(), srcs.len(), "{}", rec.ctx);
+    let mut stored = BTreeSet::new();
+    for (line, src) in h2d.iter().zip(&srcs) {
+        if src.len() == 1 << 20 {
+            let e = line["data_error"].as_str().unwrap_or_else(|| panic!("over the cap: {line}"));
+            assert!(e.contains("1 MiB data cap") && e.contains("--data-cap-mib"), "{e}");
+            assert!(line.get("data").is_none(), "{line}");
+        } else {
+            assert_eq!(line["data"], json!(r::sha256_hex(src)), "{line}");
+            stored.insert(r::sha256_hex(src));
+        }
+    }
+    assert_eq!(listing(&rec.dir, "data"), stored);
+    let data = &rec.manifest["data"];
+    assert_eq!(
+        (&data["files"], &data["bytes"], &data["skipped_over_cap"], &data["cap_bytes"]),
+        (&json!(2), &json!(100 + 4096), &json!(2), &json!(1 << 20)),
+        "{data}"
+    );
+    assert_eq!(rec.manifest["coverage"]["h2d_captured"], json!(3), "{}", rec.manifest["coverage"]);
     rec.cleanup();
 }

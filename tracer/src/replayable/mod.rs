@@ -9,7 +9,7 @@ pub mod store;
 /// One line for the end of `tracer record --replayable`.
 pub fn summary_line(c: &recorder::Coverage, manifest: &std::path::Path) -> String {
     let pct = |a: u64, b: u64| if b == 0 { 100.0 } else { 100.0 * a as f64 / b as f64 };
-    let got = c.params_exact + c.params_from_extra;
+    let got = c.params_exact;
     format!(
         "recording: {} images captured of {} loads; {} of {} launches with parameters ({:.1} %){}; {}",
         c.images_captured,

@@ -74,6 +74,26 @@ impl CapturedParams {
     }
 }
 
+/// Short reasons by status, for the coverage counts.
+pub fn reason_key(status: u32) -> Option<&'static str> {
+    Some(match status {
+        status::LAYOUT | status::EXTRA => return None,
+        status::NO_LAYOUT => "no layout for the function handle",
+        status::READ_FAILED => "memory not readable",
+        status::TOO_MANY => "more than 64 parameters",
+        status::TOO_BIG => "larger than 32764 bytes or incomplete extra",
+        status::NONE_GIVEN => "neither kernelParams nor extra",
+        _ => "unknown status",
+    })
+}
+
+/// The status whose line text is `e`, if any.
+pub fn status_of_error(e: &str) -> Option<u32> {
+    (0..=8).find(
+        |&s| matches!(CapturedParams { status: s, layout: 0, data: vec![] }.outcome(), Outcome::Error(t) if t == e),
+    )
+}
+
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 fn hex_into(b: &mut Vec<u8>, data: &[u8]) {

@@ -57,7 +57,10 @@ pub struct Coverage {
     pub images_captured: u64,
     pub image_errors: u64,
     pub launches: u64,
+    /// Launches whose parameter bytes are exact (from the layout or from
+    /// `extra`).
     pub params_exact: u64,
+    /// Of those, the ones taken from `extra`.
     pub params_from_extra: u64,
     pub params_missing: u64,
     pub params_missing_reasons: BTreeMap<String, u64>,
@@ -75,7 +78,9 @@ pub struct Recorder {
     pub reg: Registry,
     pub cov: Coverage,
     pub capture_data: bool,
+    /// Most bytes stored in data/ (--data-cap-mib).
     pub data_cap: u64,
+    /// Bytes stored in data/ (each content once).
     pub data_bytes: u64,
     pub data_skipped_over_cap: u64,
     /// Send SIGCONT after handling a stopping call (off in unit tests,
@@ -168,10 +173,15 @@ impl Recorder {
         } else {
             let i = arg_index(id, &[Arg::Ptr]).ok_or("no image argument")?;
             let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
-            let c = cudaimage::capture::capture(&mut mem, args[i]).map_err(|e| e.to_string())?;
+            let mut c = cudaimage::capture::capture(&mut mem, args[i]).map_err(|e| e.to_string())?;
+            // PTX is stored as its text, like a .ptx file: without the NUL
+            // the call needs (replay adds it back).
+            if c.format == Format::Ptx && c.bytes.last() == Some(&0) {
+                c.bytes.pop();
+            }
             (c.bytes, c.format)
         };
-        let sha = self.store.put("images", &bytes).map_err(|e| format!("{e:#}"))?;
+        let (sha, _) = self.store.put("images", &bytes).map_err(|e| format!("{e:#}"))?;
         let (image, updates) = self.reg.add(&sha, bytes.len() as u64, kind_name(format), || {
             cudaimage::layouts::kernel_layouts(&bytes, None).map_err(|e| e.to_string())
         });
@@ -205,8 +215,11 @@ impl Recorder {
         if (b.len() as u64) < size {
             return Err(format!("only {} of {size} bytes at {src:#x} are readable", b.len()));
         }
-        self.data_bytes += size;
-        self.store.put("data", &b).map_err(|e| format!("{e:#}"))
+        let (sha, new) = self.store.put("data", &b).map_err(|e| format!("{e:#}"))?;
+        if new {
+            self.data_bytes += size;
+        }
+        Ok(sha)
     }
 
     /// Called for every line before it is written.
@@ -222,11 +235,14 @@ impl Recorder {
 
     fn count_params(&mut self, o: Option<Outcome>) {
         match o {
-            Some(Outcome::Bytes { from: "extra", .. }) => self.cov.params_from_extra += 1,
-            Some(Outcome::Bytes { .. }) => self.cov.params_exact += 1,
+            Some(Outcome::Bytes { from, .. }) => {
+                self.cov.params_exact += 1;
+                self.cov.params_from_extra += (from == "extra") as u64;
+            }
             Some(Outcome::Error(e)) => {
                 self.cov.params_missing += 1;
-                *self.cov.params_missing_reasons.entry(e.to_string()).or_default() += 1;
+                let key = super::params::status_of_error(e).and_then(super::params::reason_key).unwrap_or("other");
+                *self.cov.params_missing_reasons.entry(key.to_string()).or_default() += 1;
             }
             None => {
                 self.cov.params_missing += 1;
@@ -246,10 +262,7 @@ impl Recorder {
                     if v.get("params_from").and_then(Value::as_str) == Some("extra") { "extra" } else { "layout" };
                 Some(Outcome::Bytes { data: p.as_bytes(), from })
             } else {
-                v.get("params_error").and_then(Value::as_str).map(|e| {
-                    // Reasons are the fixed texts of params.rs.
-                    Outcome::Error(known_reason(e))
-                })
+                v.get("params_error").and_then(Value::as_str).map(|e| Outcome::Error(known_reason(e)))
             };
             self.count_params(o);
         } else if base == "cuGraphLaunch" {

@@ -67,14 +67,16 @@ impl Store {
         self.dir.join("trace.jsonl")
     }
 
-    /// Stores `bytes` as `sub/<sha256>` unless already there. Returns the hash.
-    pub fn put(&self, sub: &str, bytes: &[u8]) -> anyhow::Result<String> {
+    /// Stores `bytes` as `sub/<sha256>` unless already there. Returns the
+    /// hash and whether the file is new.
+    pub fn put(&self, sub: &str, bytes: &[u8]) -> anyhow::Result<(String, bool)> {
         let sha = sha256_hex(bytes);
         let path = self.dir.join(sub).join(&sha);
-        if !path.exists() {
+        let new = !path.exists();
+        if new {
             self.write_atomic(&path, bytes)?;
         }
-        Ok(sha)
+        Ok((sha, new))
     }
 
     /// Writes a whole file under a temporary name, then renames it.
@@ -107,10 +109,11 @@ mod tests {
         fs::create_dir_all(&base).unwrap();
         let dir = base.join("x.rec");
         let st = Store::create(&dir, false, None, false).unwrap();
-        let sha = st.put("images", b"abc").unwrap();
+        let (sha, new) = st.put("images", b"abc").unwrap();
+        assert!(new);
         assert_eq!(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_eq!(fs::read(dir.join("images").join(&sha)).unwrap(), b"abc");
-        assert_eq!(st.put("images", b"abc").unwrap(), sha);
+        assert_eq!(st.put("images", b"abc").unwrap(), (sha.clone(), false));
         assert_eq!(fs::read_dir(dir.join("images")).unwrap().count(), 1);
         let e = Store::create(&dir, false, None, false).err().unwrap().to_string();
         assert!(e.contains("exists (use --force to overwrite)"), "{e}");
