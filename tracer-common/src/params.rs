@@ -30,12 +30,15 @@ pub struct Layout {
     pub n: u32,
     /// Bytes of the parameter buffer (<= PARAMS_CAP - 4).
     pub size: u32,
+    /// 1 when the parameters leave padding bytes (which the probe then
+    /// zeroes first), 0 when they cover the buffer.
+    pub padded: u32,
     /// `offset | size << 16` per parameter, in ordinal order.
     pub params: [u32; MAX_PARAMS],
 }
 
 impl Layout {
-    pub const EMPTY: Layout = Layout { n: 0, size: 0, params: [0; MAX_PARAMS] };
+    pub const EMPTY: Layout = Layout { n: 0, size: 0, padded: 0, params: [0; MAX_PARAMS] };
 }
 
 /// What the launch record's `data` holds.
@@ -124,7 +127,7 @@ pub fn layout_key(image: u32, name: &[u8]) -> u64 {
 
 const _: () = assert!(PARAMS_OFFSET == 32 + 88 + 8 + BLOB_CAP + 16);
 const _: () = assert!(PARAMS_OFFSET.is_multiple_of(8));
-const _: () = assert!(core::mem::size_of::<Layout>() == 8 + 4 * MAX_PARAMS);
+const _: () = assert!(core::mem::size_of::<Layout>() == 12 + 4 * MAX_PARAMS);
 
 #[cfg(test)]
 mod tests {

@@ -25,9 +25,10 @@ use tracer_common::{
 use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
 use crate::uprobe::{arg_at, cookie, read_args, read_blob};
 
-/// Layout id -> layout. Filled by userspace. (Sizes: set by userspace.)
+/// Layout id -> layout (an array: the lookup is inlined). Filled by
+/// userspace. (Sizes: set by userspace.)
 #[map]
-pub static LAYOUTS: HashMap<u32, Layout> = HashMap::with_max_entries(1, BPF_F_NO_PREALLOC);
+pub static LAYOUTS: Array<Layout> = Array::with_max_entries(1, 0);
 /// `layout_key(image id, kernel name)` -> layout id. Filled by userspace.
 #[map]
 pub static LAYOUT_BY_NAME: HashMap<u64, u32> = HashMap::with_max_entries(1, BPF_F_NO_PREALLOC);
@@ -226,7 +227,7 @@ fn capture(f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32
     if lid == 0 {
         return (status::NO_LAYOUT, 0, 0);
     }
-    let Some(lay) = (unsafe { LAYOUTS.get(&lid) }) else { return (status::NO_LAYOUT, 0, 0) };
+    let Some(lay) = LAYOUTS.get(lid) else { return (status::NO_LAYOUT, 0, 0) };
     let n = lay.n as usize;
     let size = lay.size as usize;
     if n > MAX_PARAMS {
@@ -245,7 +246,9 @@ fn capture(f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32
     let Some(ptrs) = PTRS.get_ptr_mut(0) else { return (status::READ_FAILED, 0, lid) };
     let ptrs = unsafe { &mut *ptrs };
     unsafe {
-        bpf_probe_read_kernel(data.as_mut_ptr() as *mut _, (size & (PARAMS_CAP - 1)) as u32, zeros as *const _);
+        if lay.padded != 0 {
+            bpf_probe_read_kernel(data.as_mut_ptr() as *mut _, (size & (PARAMS_CAP - 1)) as u32, zeros as *const _);
+        }
         if bpf_probe_read_user(ptrs.as_mut_ptr() as *mut _, (n * 8) as u32, kp as *const _) != 0 {
             return (status::READ_FAILED, 0, lid);
         }

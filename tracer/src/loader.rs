@@ -164,7 +164,8 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         // scratch record needs one slot per possible CPU.
         let cpus = aya::util::nr_cpus().map_err(|(_, e)| e).context("counting CPUs")? as u32;
         for (map, n) in [
-            ("LAYOUTS", 1 << 16),
+            // 268 bytes each, preallocated (an array): 4.4 MB.
+            ("LAYOUTS", 1 << 14),
             ("LAYOUT_BY_NAME", 1 << 20),
             ("LAYOUT_BY_HANDLE", 1 << 18),
             ("MODULE_IMAGE", 1 << 16),

@@ -34,7 +34,7 @@ unsafe impl Pod for PodLayout {}
 
 /// The eBPF maps userspace fills.
 pub struct KernelMaps {
-    pub layouts: BpfHashMap<MapData, u32, PodLayout>,
+    pub layouts: aya::maps::Array<MapData, PodLayout>,
     pub by_name: BpfHashMap<MapData, u64, u32>,
     pub pending: BpfHashMap<MapData, u32, u32>,
 }
@@ -44,7 +44,7 @@ impl KernelMaps {
         use anyhow::Context as _;
         let mut map = |n: &str| ebpf.take_map(n).with_context(|| format!("{n} map"));
         Ok(KernelMaps {
-            layouts: BpfHashMap::try_from(map("LAYOUTS")?)?,
+            layouts: aya::maps::Array::try_from(map("LAYOUTS")?)?,
             by_name: BpfHashMap::try_from(map("LAYOUT_BY_NAME")?)?,
             pending: BpfHashMap::try_from(map("PENDING_IMAGE")?)?,
         })
@@ -189,7 +189,7 @@ impl Recorder {
             let mut failed = 0;
             if let Some(up) = updates {
                 for (lid, l) in up.layouts {
-                    failed += m.layouts.insert(lid, PodLayout(l), 0).is_err() as u64;
+                    failed += m.layouts.set(lid, PodLayout(l), 0).is_err() as u64;
                 }
                 for (key, lid) in up.names {
                     failed += m.by_name.insert(key, lid, 0).is_err() as u64;

@@ -50,7 +50,13 @@ pub struct Registry {
 /// than MAX_PARAMS parameters keep their count (the probe then reports
 /// "too many") and only the first MAX_PARAMS slots.
 pub fn encode(k: &KernelEntry) -> Layout {
-    let mut l = Layout { n: k.params.len() as u32, size: k.param_size, params: [0; MAX_PARAMS] };
+    let covered: u64 = k.params.iter().map(|&(_, s)| s as u64).sum();
+    let mut l = Layout {
+        n: k.params.len() as u32,
+        size: k.param_size,
+        padded: (covered != k.param_size as u64) as u32,
+        params: [0; MAX_PARAMS],
+    };
     for (slot, &(off, size)) in l.params.iter_mut().zip(&k.params) {
         *slot = (off & 0xffff) | (size & 0xffff) << 16;
     }
@@ -154,7 +160,7 @@ mod tests {
         assert_eq!(up.names.len(), img.kernels.len());
         let lid = up.names.iter().find(|(k, _)| *k == layout_key(1, b"k_struct")).unwrap().1;
         let l = up.layouts.iter().find(|(id, _)| *id == lid).unwrap().1;
-        assert_eq!((l.n, l.size), (5, 48));
+        assert_eq!((l.n, l.size, l.padded), (5, 48, 1));
         assert_eq!(&l.params[..5], &[1 << 16, 8 | 24 << 16, 32 | 3 << 16, 36 | 2 << 16, 40 | 8 << 16]);
         // Identical layouts share an id: fewer layouts than kernels
         // (k_template<float,4> and k_cpp both are (ptr, 4 bytes)).
@@ -180,6 +186,6 @@ mod tests {
     fn more_than_max_params_keep_their_count() {
         let k = KernelEntry { name: "x".into(), param_size: 8 * 70, params: (0..70).map(|i| (i * 8, 8)).collect() };
         let l = encode(&k);
-        assert_eq!((l.n, l.size, l.params[63]), (70, 560, (63 * 8) | (8 << 16)));
+        assert_eq!((l.n, l.size, l.padded, l.params[63]), (70, 560, 0, (63 * 8) | (8 << 16)));
     }
 }
