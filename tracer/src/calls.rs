@@ -562,6 +562,15 @@ mod tests {
             params: None,
         }
     }
+    fn with_params<'a>(r: Record<'a>, status: u32, data: &'a [u8]) -> Record<'a> {
+        match r {
+            Record::Enter { hdr, args, string, string_truncated, blob, nattrs, .. } => {
+                let params = Some(tracer_common::decode::Params { layout: 1, status, data });
+                Record::Enter { hdr, args, string, string_truncated, blob, nattrs, params }
+            }
+            other => other,
+        }
+    }
     fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
         Record::Exit {
             x: CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 },
@@ -740,6 +749,11 @@ mod tests {
             exit("cuLaunchKernel", 31, 1, [0, 0], 0),
             exit("cuLaunchKernel_ptds", 41, 0, [0, 0], 0),
             enter("cuLaunchKernel", 50, &[0xf1, 9, 1, 1, 32, 1, 1, 0, 0x5, 0, 0], None),
+            // --replayable: parameter bytes, and a launch without them.
+            with_params(enter("cuLaunchKernel", 60, &[0xf1, 1, 1, 1, 1, 1, 1, 0, 0, 0x9, 0], None), 1, b"\x01\xab\x00"),
+            exit("cuLaunchKernel", 61, 0, [0, 0], 0),
+            with_params(enter("cuLaunchKernel", 70, &[0xf2, 1, 1, 1, 1, 1, 1, 0, 0, 0x9, 0], None), 3, b""),
+            exit("cuLaunchKernel", 71, 0, [0, 0], 0),
         ];
         let lines = |reference: bool, entry_only: bool| {
             let mut a = Assembler { reference_lines: reference, ..Assembler::default() };
@@ -758,7 +772,7 @@ mod tests {
             a.finish(&mut out);
             (v, sum.render(), a.stats.clone(), fast)
         };
-        for (entry_only, n_fast) in [(false, 2), (true, 4)] {
+        for (entry_only, n_fast) in [(false, 4), (true, 6)] {
             let (fast, fast_sum, fast_stats, n) = lines(false, entry_only);
             let (slow, slow_sum, slow_stats, none) = lines(true, entry_only);
             assert_eq!((n, none), (n_fast, 0), "lines taking the fast path");
@@ -767,7 +781,10 @@ mod tests {
             assert_eq!(fast_stats, slow_stats);
         }
         let (v, _, _, _) = lines(false, false);
-        assert_eq!(v.len(), 6);
+        assert_eq!(v.len(), 8);
+        assert_eq!((&v[5]["params"], &v[5]["params_from"]), (&json!("01ab00"), &json!("layout")));
+        assert!(v[6]["params_error"].as_str().unwrap().starts_with("no parameter layout"));
+        assert!(v[6].get("params").is_none());
         assert_eq!(v[1]["kernel"], "k\"quoted\"\\ é\u{1}");
         assert_eq!(v[1]["duration_us"], 1010.007);
         assert_eq!(v[1]["args"]["extra"], "0x7");
@@ -775,7 +792,7 @@ mod tests {
         assert_eq!(v[2]["kernel"], Value::Null);
         assert_eq!(v[3]["error"], "CUDA_ERROR_INVALID_VALUE");
         assert_eq!(v[4]["entry_lost"], true);
-        assert_eq!(v[5]["incomplete"], true);
+        assert_eq!(v[7]["incomplete"], true);
     }
 
     #[test]

@@ -97,13 +97,23 @@ impl Collector {
                         }
                         summary.add_line(&l);
                         writer.write_line(&l);
-                    })
+                    });
+                    // Other processes may keep the buffer busy: a stopped
+                    // one waits for at most this many records.
+                    if n % 1024 == 0
+                        && let Some(r) = replay.as_mut()
+                    {
+                        r.resume_stopped();
+                    }
                 }
                 Err(e) => {
                     self.asm.stats.bad_records += 1;
                     log::warn!("undecodable record: {e}");
                 }
             }
+        }
+        if let Some(r) = self.replay.as_mut() {
+            r.resume_stopped();
         }
         n
     }

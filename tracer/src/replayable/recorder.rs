@@ -86,6 +86,9 @@ pub struct Recorder {
     /// Send SIGCONT after handling a stopping call (off in unit tests,
     /// which are not stopped).
     pub resume: bool,
+    /// Processes stopped at a load or copy, resumed once the records
+    /// available now are handled (see [`Recorder::resume_stopped`]).
+    to_resume: Vec<u32>,
     /// (tid, entry ts) of a load -> image hash or why there is none.
     loads: HashMap<(u32, u64), Result<String, String>>,
     /// (tid, entry ts) of a host-to-device copy -> data hash or why not.
@@ -130,6 +133,7 @@ impl Recorder {
             data_bytes: 0,
             data_skipped_over_cap: 0,
             resume: true,
+            to_resume: Vec::new(),
             loads: HashMap::new(),
             copies: HashMap::new(),
         }
@@ -153,10 +157,24 @@ impl Recorder {
         } else {
             false
         };
-        if stopped && self.resume {
-            // SAFETY: plain syscall. The whole process was group-stopped by
-            // the probe's SIGSTOP; this resumes it.
-            unsafe { libc::kill(hdr.pid as i32, libc::SIGCONT) };
+        if stopped {
+            self.to_resume.push(hdr.pid);
+        }
+    }
+
+    /// Resumes the processes stopped by the records handled so far. Called
+    /// after the collector has drained what the ring buffer holds, so that
+    /// two threads stopping at once are both handled before either runs on
+    /// (a SIGCONT also cancels a SIGSTOP still pending for another thread).
+    pub fn resume_stopped(&mut self) {
+        self.to_resume.sort_unstable();
+        self.to_resume.dedup();
+        for pid in self.to_resume.drain(..) {
+            if self.resume {
+                // SAFETY: plain syscall. The probe's SIGSTOP group-stopped
+                // the process; this resumes it.
+                unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            }
         }
     }
 
