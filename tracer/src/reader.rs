@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    let path = &*crate::replayable::open::trace_path(path)?;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
     let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
         Box::new(flate2::read::MultiGzDecoder::new(f))
@@ -128,6 +129,7 @@ pub fn for_each_raw(
     read_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
     mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(u64, bool)> {
+    let path = &*crate::replayable::open::trace_path(path)?;
     let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
     let counted = Counted { inner: file, n: read_bytes };
     let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {

@@ -353,19 +353,25 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     col.emit(footer);
     let write_err = col.writer.finish().map(|e| e.to_string());
     // The manifest last: it describes the finished recording.
-    if let (Some(r), Some(h)) = (&col.replay, &header_copy) {
-        match r.write_manifest(h) {
-            Ok(p) if !args.quiet => eprintln!("{}", crate::replayable::summary_line(&r.cov, &p)),
-            Ok(_) => {}
-            Err(e) => eprintln!("tracer: writing the recording's manifest failed: {e:#}"),
-        }
-    }
+    let manifest = match (&col.replay, &header_copy) {
+        (Some(r), Some(h)) => match r.write_manifest(h) {
+            Ok(p) => Some(crate::replayable::summary_line(r, &p)),
+            Err(e) => {
+                eprintln!("tracer: writing the recording's manifest failed: {e:#}");
+                None
+            }
+        },
+        _ => None,
+    };
     if !args.quiet {
         eprint!("{}", col.summary.render());
         if let Some(g) = &gpu {
             eprintln!("{}", g.lines.summary_line());
         }
         eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
+        if let Some(m) = manifest {
+            eprintln!("{m}");
+        }
     }
     if let Some(e) = write_err {
         eprintln!(

@@ -326,6 +326,24 @@ impl Summary {
                 lost["ring_buffer_full"],
                 if lost["total"].as_u64().unwrap_or(0) > 0 { "  ← increase --buffer-size" } else { "" }
             );
+            if let Some(r) = f.get("replay").filter(|r| r.is_object()) {
+                let n = |k: &str| r[k].as_u64().unwrap_or(0);
+                let _ = writeln!(
+                    s,
+                    "replayable: {} of {} image loads captured; {} of {} launches with exact parameters ({} from extra), {} missing{}",
+                    n("images_captured"),
+                    n("image_loads"),
+                    n("params_exact"),
+                    n("launches"),
+                    n("params_from_extra"),
+                    n("params_missing"),
+                    if n("h2d_copies") > 0 {
+                        format!("; {} of {} host-to-device copies stored", n("h2d_captured"), n("h2d_copies"))
+                    } else {
+                        String::new()
+                    }
+                );
+            }
         } else if self.header.is_some() {
             let _ = writeln!(s, "no footer: the recording was cut short (tracer killed?)");
         }

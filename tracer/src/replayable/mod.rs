@@ -1,27 +1,22 @@
 //! `tracer record --replayable`: recordings that can be re-executed
 //! (docs/recording-format.md).
+pub mod open;
 pub mod params;
 pub mod probes;
 pub mod recorder;
 pub mod registry;
 pub mod store;
 
-/// One line for the end of `tracer record --replayable`.
-pub fn summary_line(c: &recorder::Coverage, manifest: &std::path::Path) -> String {
-    let pct = |a: u64, b: u64| if b == 0 { 100.0 } else { 100.0 * a as f64 / b as f64 };
-    let got = c.params_exact;
+/// One line for the end of `tracer record --replayable` (the coverage is
+/// in the summary printed before it).
+pub fn summary_line(r: &recorder::Recorder, manifest: &std::path::Path) -> String {
+    let bytes: u64 = r.reg.images.iter().map(|i| i.bytes).sum();
     format!(
-        "recording: {} images captured of {} loads; {} of {} launches with parameters ({:.1} %){}; {}",
-        c.images_captured,
-        c.image_loads,
-        got,
-        c.launches,
-        pct(got, c.launches),
-        if c.h2d_copies > 0 {
-            format!("; {} of {} host-to-device copies stored", c.h2d_captured, c.h2d_copies)
-        } else {
-            String::new()
-        },
+        "recording: {} distinct images ({:.1} MB), {} files of copy data ({:.1} MB); {}",
+        r.reg.images.len(),
+        bytes as f64 / 1e6,
+        std::fs::read_dir(r.store.dir.join("data")).map(|d| d.count()).unwrap_or(0),
+        r.data_bytes as f64 / 1e6,
         manifest.display()
     )
 }
