@@ -9,7 +9,9 @@
 //! bits 24..28  first out-parameter index + 1 (0: none)
 //! bits 28..32  second out-parameter index + 1
 //! bits 32..36  struct argument index + 1
-//! bits 36..48  struct size in bytes
+//! bits 36..47  struct size in bytes (at most 2047)
+//! bit  47      --capture-data: stop the thread when the call returns (SIGSTOP),
+//!               so that userspace can read what it wrote (device-to-host data)
 //! bit  48      struct is a CUlaunchConfig: also read its attributes
 //! bits 49..51  out-parameter slot i is 4 bytes wide (else 8)
 //! bit  51      --replayable: stop the thread at entry (SIGSTOP) so that
@@ -41,9 +43,9 @@ impl Cookie {
         Cookie(self.0 & !(0xf << shift) | (((idx as u64 + 1) & 0xf) << shift))
     }
     pub const fn with_blob(self, idx: u8, size: u16, launch_config: bool) -> Self {
-        let v = self.0 & !(0x1_ffff << 32)
+        let v = self.0 & !(0x1_7fff << 32)
             | (((idx as u64 + 1) & 0xf) << 32)
-            | ((size as u64 & 0xfff) << 36)
+            | ((size as u64 & 0x7ff) << 36)
             | ((launch_config as u64) << 48);
         Cookie(v)
     }
@@ -87,13 +89,20 @@ impl Cookie {
     }
     #[inline(always)]
     pub const fn blob_size(self) -> usize {
-        ((self.0 >> 36) & 0xfff) as usize
+        ((self.0 >> 36) & 0x7ff) as usize
     }
     #[inline(always)]
     pub const fn launch_config(self) -> bool {
         (self.0 >> 48) & 1 == 1
     }
 
+    pub const fn with_stop_at_return(self) -> Self {
+        Cookie(self.0 | (1 << 47))
+    }
+    #[inline(always)]
+    pub const fn stop_at_return(self) -> bool {
+        (self.0 >> 47) & 1 == 1
+    }
     pub const fn with_stop(self) -> Self {
         Cookie(self.0 | (1 << 51))
     }
@@ -185,6 +194,10 @@ mod tests {
         assert_eq!((l.func(), l.stack_args(), l.str_arg(), l.blob_size()), (0x1234, 5, Some(2), 344));
         assert_eq!((l.out_is_4(0), l.out_is_4(1)), (false, false));
         assert!(l.stop());
+        assert!(!l.stop_at_return());
+        let r = l.with_stop_at_return();
+        assert!(r.stop_at_return() && r.stop() && r.launch_config());
+        assert_eq!((r.blob_size(), r.blob_arg(), r.func()), (344, Some(4), 0x1234));
         assert_eq!(l.role(), role::GET_FUNCTION);
         assert_eq!((l.func_handle_arg(), l.kernel_params_arg(), l.extra_arg()), (1, Some(2), Some(3)));
         let k = Cookie::new(9).with_launch_args(0, 9, Some(10));

@@ -298,3 +298,5 @@ const _: () = assert!(core::mem::size_of::<ProcFork>() == 40);
 const _: () = assert!(core::mem::size_of::<ProcExec>() == 40 + PATH_CAP);
 const _: () = assert!(core::mem::size_of::<ProcExit>() == 40);
 const _: () = assert!(BLOB_CAP.is_multiple_of(8));
+// The attach cookie holds struct sizes in 11 bits.
+const _: () = assert!(BLOB_CAP < 2048);

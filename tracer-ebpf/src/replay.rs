@@ -87,6 +87,22 @@ pub fn flags_for(c: Cookie) -> u64 {
     if c.stop() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
 }
 
+/// Submit flags for a return record of `c`.
+#[inline(always)]
+pub fn exit_flags(c: Cookie) -> u64 {
+    if c.stop_at_return() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
+}
+
+/// After a return record was submitted: `--capture-data` stops the thread
+/// at the return of device-to-host copies and synchronizations, so that
+/// userspace reads the copied bytes before the program touches them.
+#[inline(always)]
+pub fn after_exit(c: Cookie) {
+    if c.stop_at_return() {
+        unsafe { bpf_send_signal_thread(SIGSTOP) };
+    }
+}
+
 /// Return side: keeps MODULE_IMAGE and LAYOUT_BY_HANDLE current.
 /// `out0` is the returned handle when `ok`.
 #[inline(always)]

@@ -356,7 +356,8 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             rec.out = out;
             rec.out_ok = out_ok;
             rec._pad = 0;
-            e.submit(submit_flags());
+            e.submit(replay::exit_flags(c));
+            replay::after_exit(c);
         }
         None => {
             bump(counter::RB_FULL);

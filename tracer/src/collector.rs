@@ -98,6 +98,11 @@ impl Collector {
                         summary.add_line(&l);
                         writer.write_line(&l);
                     });
+                    if let Some(r) = replay.as_mut() {
+                        for v in r.extra_lines.drain(..) {
+                            writer.write(&v);
+                        }
+                    }
                     // Other processes may keep the buffer busy: a stopped
                     // one waits for at most this many records.
                     if n % 1024 == 0

@@ -535,7 +535,8 @@ fn returns_probed(mode: Returns, id: FuncId) -> bool {
 /// `--returns` choice, and under `--replayable` always for the loads and
 /// GetFunction calls (rare; the layout chain needs their results).
 fn probed_return(args: &RecordArgs, id: FuncId) -> bool {
-    returns_probed(args.returns(), id) || (args.replayable && crate::replayable::probes::needs_return(id))
+    let m = crate::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data };
+    returns_probed(args.returns(), id) || crate::replayable::probes::needs_return(id, m)
 }
 
 /// The probed symbols whose lines have no return code nor duration.

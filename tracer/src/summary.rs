@@ -50,7 +50,8 @@ pub struct Summary {
 }
 
 /// Line types that are not driver calls (read through [`Summary::add`]).
-const NOT_CALLS: &[&str] = &["header", "footer", "power", "marker", "process", "gpu", "ioctl", "nvidia_fd"];
+const NOT_CALLS: &[&str] =
+    &["header", "footer", "power", "marker", "process", "gpu", "ioctl", "nvidia_fd", "copy_data"];
 
 /// The fields of a call line the summary reads, borrowed from the line.
 #[derive(Deserialize, Default)]

@@ -58,7 +58,7 @@ const LOAD_APIS: [&str; 6] = [
     "cuLibraryLoadData",
     "cuLibraryLoadFromFile",
 ];
-const COPY_APIS: [&str; 3] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2"];
+const COPY_APIS: [&str; 4] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"];
 
 /// A recording directory path that does not exist yet.
 fn fresh_rec_dir(tag: &str) -> PathBuf {
@@ -76,6 +76,7 @@ fn fresh_rec_dir(tag: &str) -> PathBuf {
 fn run_tracer(dir: &Path, tracer_args: &[&str], cmd: &[&std::ffi::OsStr]) -> (ExitStatus, String) {
     let mut c = Command::new(common::tracer_bin());
     c.args(["record", "--replayable"])
+        .env("FAKECUDA_D2H_PATTERN", "1")
         .args(tracer_args)
         .arg("-o")
         .arg(dir)
@@ -330,10 +331,15 @@ fn check_copies(rec: &Recording, capture: bool) {
                 assert!(line.get("data_error").is_none(), "{what}: {line}");
                 want_files.insert(sha);
             }
+            // Device-to-host data: check_d2h.
+            (None, true) if line["direction"] == "d2h" => {}
             _ => assert!(line.get("data").is_none() && line.get("data_error").is_none(), "{what}: {line}"),
         }
     }
-    assert_eq!(listing(&rec.dir, "data"), want_files, "files in data/");
+    let d2h = d2h_files(rec);
+    let d2h_bytes: u64 = d2h.values().sum();
+    let all: BTreeSet<String> = want_files.iter().cloned().chain(d2h.keys().cloned()).collect();
+    assert_eq!(listing(&rec.dir, "data"), all, "files in data/");
     let mut total = 0u64;
     for sha in &want_files {
         let bytes = plan.iter().filter_map(|c| c.h2d.as_ref()).find(|b| &r::sha256_hex(b) == sha).unwrap();
@@ -347,13 +353,79 @@ fn check_copies(rec: &Recording, capture: bool) {
     if capture {
         assert_eq!(want_files.len(), 3);
         assert_eq!(total, 100 + (1 << 20) + 4096);
-        assert_eq!(data["files"], json!(3), "manifest data: {data}");
-        assert_eq!(data["bytes"], json!(total), "manifest data: {data}");
+        assert_eq!(data["files"], json!(3 + d2h.len()), "manifest data: {data}");
+        assert_eq!(data["bytes"], json!(total + d2h_bytes), "manifest data: {data}");
         assert_eq!(data["skipped_over_cap"], json!(0), "manifest data: {data}");
         assert_eq!(data["cap_bytes"], json!(cap.unwrap()), "manifest data vs header: {data}");
     } else if !data.is_null() {
         assert_eq!((data["files"].clone(), data["bytes"].clone()), (json!(0), json!(0)), "manifest data: {data}");
     }
+}
+
+/// The data files device-to-host lines refer to (sha -> bytes).
+fn d2h_files(rec: &Recording) -> BTreeMap<String, u64> {
+    rec.lines
+        .iter()
+        .filter(|l| l["type"] == "copy_data" || l["direction"] == "d2h")
+        .filter_map(|l| l["data"].as_str())
+        .map(|sha| (sha.to_string(), fs::metadata(rec.dir.join("data").join(sha)).map_or(0, |m| m.len())))
+        .collect()
+}
+
+/// What the fake writes to the destination of a device-to-host copy
+/// (FAKECUDA_D2H_PATTERN=1): byte i = (srcDevice + i) & 0xff.
+fn d2h_pattern(src: u64, n: u64) -> Vec<u8> {
+    (0..n).map(|i| (src.wrapping_add(i) & 0xff) as u8).collect()
+}
+
+/// --capture-data: the synchronous copy's destination read at its return,
+/// the asynchronous one's at the cuStreamSynchronize after it (a
+/// `copy_data` line), both as the fake wrote them.
+fn check_d2h(rec: &Recording, capture: bool) {
+    let ctx = &rec.ctx;
+    let src =
+        |l: &Value| u64::from_str_radix(l["args"]["srcDevice"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let sync = rec.calls_named(&["cuMemcpyDtoH_v2"]);
+    let asyn = rec.calls_named(&["cuMemcpyDtoHAsync_v2"]);
+    assert_eq!((sync.len(), asyn.len()), (1, 1), "{ctx}");
+    let extra: Vec<&Value> = rec.lines.iter().filter(|l| l["type"] == "copy_data").collect();
+    let cov = &rec.manifest["coverage"];
+    assert_eq!(cov["d2h_copies"], json!(2), "{cov}");
+    if !capture {
+        assert!(extra.is_empty(), "copy_data lines without --capture-data: {extra:?}");
+        assert!(sync[0].get("data").is_none() && asyn[0].get("data").is_none());
+        assert_eq!(cov["d2h_captured"], json!(0), "{cov}");
+        return;
+    }
+    let want = d2h_pattern(src(sync[0]), 100);
+    assert_eq!(sync[0]["data"], json!(r::sha256_hex(&want)), "{}", sync[0]);
+    assert_eq!(fs::read(rec.dir.join("data").join(r::sha256_hex(&want))).unwrap(), want);
+    assert!(asyn[0].get("data").is_none(), "the async copy's own line: {}", asyn[0]);
+    assert_eq!(extra.len(), 1, "{extra:?}");
+    let e = extra[0];
+    let want = d2h_pattern(src(asyn[0]), 256);
+    assert_eq!(
+        (&e["op"], &e["synchronized_by"], &e["copy"]["name"], &e["copy"]["ts"], &e["copy"]["tid"], &e["size"]),
+        (
+            &json!("d2h"),
+            &json!("cuStreamSynchronize"),
+            &json!("cuMemcpyDtoHAsync_v2"),
+            &asyn[0]["ts"],
+            &asyn[0]["tid"],
+            &json!(256)
+        ),
+        "{e}"
+    );
+    assert_eq!(e["dst"], asyn[0]["args"]["dstHost"], "{e}");
+    assert_eq!(e["data"], json!(r::sha256_hex(&want)), "{e}");
+    assert_eq!(fs::read(rec.dir.join("data").join(r::sha256_hex(&want))).unwrap(), want);
+    let sync_line = rec
+        .calls_named(&["cuStreamSynchronize"])
+        .into_iter()
+        .find(|l| l["ts"].as_u64() < e["ts"].as_u64())
+        .map(|l| l["ts"].clone());
+    assert!(sync_line.is_some(), "a cuStreamSynchronize before the copy_data line");
+    assert_eq!(cov["d2h_captured"], json!(2), "{cov}");
 }
 
 /// The manifest's coverage (and the footer's `replay`, the same object).
@@ -405,6 +477,7 @@ fn replayable_recording_holds_images_layouts_and_exact_parameters() {
     check_images(&rec);
     check_launches(&rec);
     check_copies(&rec, false);
+    check_d2h(&rec, false);
     check_coverage(&rec, false);
     rec.cleanup();
 }
@@ -417,6 +490,7 @@ fn capture_data_stores_host_to_device_bytes_once() {
     let rec = record_program("replayable-data", &["--capture-data"]);
     check_manifest_head(&rec, true);
     check_copies(&rec, true);
+    check_d2h(&rec, true);
     check_coverage(&rec, true);
     // Capturing data changes nothing else.
     check_images(&rec);
@@ -741,11 +815,15 @@ fn capture_data_stops_at_the_cap_and_says_so() {
             stored.insert(r::sha256_hex(src));
         }
     }
+    // The device-to-host data (100 + 256 bytes) fits too.
+    let d2h = d2h_files(&rec);
+    assert_eq!(d2h.values().sum::<u64>(), 356, "{d2h:?}");
+    stored.extend(d2h.keys().cloned());
     assert_eq!(listing(&rec.dir, "data"), stored);
     let data = &rec.manifest["data"];
     assert_eq!(
         (&data["files"], &data["bytes"], &data["skipped_over_cap"], &data["cap_bytes"]),
-        (&json!(2), &json!(100 + 4096), &json!(2), &json!(1 << 20)),
+        (&json!(4), &json!(100 + 4096 + 356), &json!(2), &json!(1 << 20)),
         "{data}"
     );
     assert_eq!(rec.manifest["coverage"]["h2d_captured"], json!(3), "{}", rec.manifest["coverage"]);

@@ -739,6 +739,9 @@ impl TraceBuilder {
                     dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
                 });
             }
+            // --capture-data: the bytes of an earlier device-to-host copy
+            // (docs/recording-format.md); not a call.
+            "copy_data" => {}
             _ => {
                 if !KNOWN_CALL_TYPES.contains(&ty) {
                     *self.t.unknown_types.entry(ty.to_string()).or_default() += 1;

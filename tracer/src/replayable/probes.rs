@@ -16,6 +16,15 @@ pub const LOADS: [&str; 6] = [
 /// Host-to-device copies whose source is read at entry (`--capture-data`).
 pub const H2D_COPIES: [&str; 2] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2"];
 
+/// Device-to-host copies whose destination is read when the data is
+/// there (`--capture-data`): at the return of the synchronous one, at the
+/// next synchronization for the asynchronous one.
+pub const D2H_COPIES: [&str; 2] = ["cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"];
+
+/// Calls after whose return the asynchronous device-to-host copies issued
+/// before are complete (for the streams they synchronize).
+pub const SYNCS: [&str; 3] = ["cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"];
+
 /// Launch functions: (name, handle argument, kernelParams argument, extra argument).
 pub const LAUNCHES: [(&str, u8, u8, Option<u8>); 3] = [
     ("cuLaunchKernel", 0, 9, Some(10)),
@@ -41,17 +50,28 @@ pub fn is_h2d_copy(id: FuncId) -> bool {
     H2D_COPIES.contains(&base(id))
 }
 
+pub fn is_d2h_copy(id: FuncId) -> bool {
+    D2H_COPIES.contains(&base(id))
+}
+
+pub fn is_sync(id: FuncId) -> bool {
+    SYNCS.contains(&base(id))
+}
+
 pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
     LAUNCHES.iter().find(|l| l.0 == base(id)).map(|l| (l.1, l.2, l.3))
 }
 
-/// Functions the return probe must see for the layout chain to work.
-pub fn needs_return(id: FuncId) -> bool {
-    is_load(id)
-        || matches!(
-            base(id),
-            "cuModuleGetFunction" | "cuLibraryGetKernel" | "cuKernelGetFunction" | "cuLibraryGetModule"
-        )
+/// Functions the return probe must see: the layout chain, and with
+/// `--capture-data` the device-to-host copies and synchronizations.
+pub fn needs_return(id: FuncId, m: Mode) -> bool {
+    m.replayable
+        && (is_load(id)
+            || matches!(
+                base(id),
+                "cuModuleGetFunction" | "cuLibraryGetKernel" | "cuKernelGetFunction" | "cuLibraryGetModule"
+            )
+            || (m.capture_data && (is_d2h_copy(id) || is_sync(id))))
 }
 
 /// The attach cookie of `id` in mode `m`.
@@ -70,6 +90,9 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
     let mut c = c.with_role(r);
     if is_load(id) || (m.capture_data && is_h2d_copy(id)) {
         c = c.with_stop();
+    }
+    if m.capture_data && (is_d2h_copy(id) || is_sync(id)) {
+        c = c.with_stop_at_return();
     }
     if let Some((f, kp, extra)) = launch_args(id) {
         c = c.with_launch_args(f, kp, extra);
@@ -99,7 +122,8 @@ mod tests {
             let c = cookie(id(n), on);
             assert!(c.stop(), "{n}");
             assert_eq!(c.role(), role::LOAD, "{n}");
-            assert!(needs_return(id(n)));
+            assert!(needs_return(id(n), on));
+            assert!(!needs_return(id(n), Mode::default()));
         }
         let k = cookie(id("cuLibraryGetKernel"), on);
         assert_eq!((k.role(), k.stop(), k.str_arg(), k.out_arg(0)), (role::GET_FUNCTION, false, Some(2), Some(0)));
@@ -121,6 +145,12 @@ mod tests {
         assert!(cookie(id("cuMemcpyHtoD_v2"), data).stop());
         assert!(cookie(id("cuMemcpyHtoDAsync_v2"), data).stop());
         assert!(!cookie(id("cuMemcpyDtoH_v2"), data).stop());
+        for n in ["cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize", "cuCtxSynchronize"] {
+            assert!(cookie(id(n), data).stop_at_return(), "{n}");
+            assert!(!cookie(id(n), on).stop_at_return(), "{n}");
+            assert!(needs_return(id(n), data) && !needs_return(id(n), on), "{n}");
+        }
+        assert!(!cookie(id("cuMemcpyHtoD_v2"), data).stop_at_return());
         // Off: exactly the table's cookie.
         for n in ["cuLaunchKernel", "cuLibraryLoadData", "cuLibraryGetKernel"] {
             assert_eq!(cookie(id(n), Mode::default()), id(n).spec().unwrap().cookie(id(n)));

@@ -67,6 +67,10 @@ pub struct Coverage {
     pub graph_launches: u64,
     pub h2d_copies: u64,
     pub h2d_captured: u64,
+    /// Device-to-host copies, and those whose destination bytes were
+    /// stored (`--capture-data`).
+    pub d2h_copies: u64,
+    pub d2h_captured: u64,
     /// Map updates the kernel refused (map full): their kernels' launches
     /// show up as missing.
     pub map_update_errors: u64,
@@ -91,8 +95,25 @@ pub struct Recorder {
     to_resume: Vec<u32>,
     /// (tid, entry ts) of a load -> image hash or why there is none.
     loads: HashMap<(u32, u64), Result<String, String>>,
-    /// (tid, entry ts) of a host-to-device copy -> data hash or why not.
+    /// (tid, entry ts) of a copy -> data hash or why not.
     copies: HashMap<(u32, u64), Result<String, String>>,
+    /// Device-to-host copies entered and not returned yet, per thread.
+    d2h_open: HashMap<u32, Vec<D2h>>,
+    /// Asynchronous device-to-host copies returned, per process, waiting
+    /// for a synchronization to complete them.
+    d2h_async: HashMap<u32, Vec<D2h>>,
+    /// Lines to write after the current one (`copy_data`).
+    pub extra_lines: Vec<Value>,
+}
+
+/// A device-to-host copy whose destination is to be read.
+#[derive(Clone, Debug)]
+struct D2h {
+    func: FuncId,
+    tid: u32,
+    ts: u64,
+    dst: u64,
+    size: u64,
 }
 
 fn arg_index(id: FuncId, kinds: &[Arg]) -> Option<usize> {
@@ -136,12 +157,28 @@ impl Recorder {
             to_resume: Vec::new(),
             loads: HashMap::new(),
             copies: HashMap::new(),
+            d2h_open: HashMap::new(),
+            d2h_async: HashMap::new(),
+            extra_lines: Vec::new(),
         }
     }
 
     /// Called for every record before it is assembled into lines.
     pub fn before(&mut self, rec: &Record) {
+        if let Record::Exit { x, .. } = rec {
+            if self.capture_data {
+                self.at_exit(x);
+            }
+            return;
+        }
         let Record::Enter { hdr, args, string, .. } = *rec else { return };
+        if self.capture_data && probes::is_d2h_copy(FuncId(hdr.func)) {
+            let id = FuncId(hdr.func);
+            if let (Some(d), Some(n)) = (arg_named(id, "dstHost"), arg_named(id, "ByteCount")) {
+                let c = D2h { func: id, tid: hdr.tid, ts: hdr.ts, dst: args[d], size: args[n] };
+                self.d2h_open.entry(hdr.tid).or_default().push(c);
+            }
+        }
         let id = FuncId(hdr.func);
         let stopped = if probes::is_load(id) {
             let r = self.load(id, hdr.pid, hdr.tid, &args, string);
@@ -160,6 +197,73 @@ impl Recorder {
         if stopped {
             self.to_resume.push(hdr.pid);
         }
+    }
+
+    /// The return of a device-to-host copy or a synchronization
+    /// (`--capture-data`; the thread is stopped): reads what is complete.
+    fn at_exit(&mut self, x: &tracer_common::event::CallExit) {
+        let id = FuncId(x.hdr.func);
+        let (pid, tid) = (x.hdr.pid, x.hdr.tid);
+        if probes::is_d2h_copy(id) {
+            self.to_resume.push(pid);
+            let open = self.d2h_open.entry(tid).or_default();
+            let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
+            let c = open.remove(i);
+            if x.ret as u32 != 0 {
+                return;
+            }
+            if id.spec().is_some_and(|s| s.name.contains("Async")) {
+                self.d2h_async.entry(pid).or_default().push(c);
+            } else {
+                let r = self.read_data(pid, c.dst, c.size);
+                self.copies.insert((c.tid, c.ts), r);
+            }
+        } else if probes::is_sync(id) {
+            self.to_resume.push(pid);
+            if x.ret as u32 != 0 {
+                return;
+            }
+            for c in self.d2h_async.remove(&pid).unwrap_or_default() {
+                let r = self.read_data(pid, c.dst, c.size);
+                let mut m = json!({
+                    "type": "copy_data",
+                    "op": "d2h",
+                    "ts": x.hdr.ts,
+                    "pid": pid,
+                    "tid": tid,
+                    "synchronized_by": crate::calls::func_name(id),
+                    "copy": { "name": crate::calls::func_name(c.func), "tid": c.tid, "ts": c.ts },
+                    "dst": format!("{:#x}", c.dst),
+                    "size": c.size,
+                });
+                match r {
+                    Ok(sha) => {
+                        self.cov.d2h_captured += 1;
+                        m["data"] = json!(sha);
+                    }
+                    Err(e) => m["data_error"] = json!(e),
+                }
+                self.extra_lines.push(m);
+            }
+        }
+    }
+
+    /// Reads `size` bytes at `addr` of `pid` into data/ (within the cap).
+    fn read_data(&mut self, pid: u32, addr: u64, size: u64) -> Result<String, String> {
+        if self.data_bytes.saturating_add(size) > self.data_cap {
+            self.data_skipped_over_cap += 1;
+            return Err(format!("not captured: the {} MiB data cap is reached (--data-cap-mib)", self.data_cap >> 20));
+        }
+        let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
+        let b = mem.read(addr, size as usize).map_err(|e| format!("reading {size} bytes at {addr:#x}: {e}"))?;
+        if (b.len() as u64) < size {
+            return Err(format!("only {} of {size} bytes at {addr:#x} are readable", b.len()));
+        }
+        let (sha, new) = self.store.put("data", &b).map_err(|e| format!("{e:#}"))?;
+        if new {
+            self.data_bytes += size;
+        }
+        Ok(sha)
     }
 
     /// Resumes the processes stopped by the records handled so far. Called
@@ -223,21 +327,7 @@ impl Recorder {
         let (Some(s), Some(n)) = (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) else {
             return Err("not a host-to-device copy".into());
         };
-        let (src, size) = (args[s], args[n]);
-        if self.data_bytes.saturating_add(size) > self.data_cap {
-            self.data_skipped_over_cap += 1;
-            return Err(format!("not captured: the {} MiB data cap is reached (--data-cap-mib)", self.data_cap >> 20));
-        }
-        let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
-        let b = mem.read(src, size as usize).map_err(|e| format!("reading {size} bytes at {src:#x}: {e}"))?;
-        if (b.len() as u64) < size {
-            return Err(format!("only {} of {size} bytes at {src:#x} are readable", b.len()));
-        }
-        let (sha, new) = self.store.put("data", &b).map_err(|e| format!("{e:#}"))?;
-        if new {
-            self.data_bytes += size;
-        }
-        Ok(sha)
+        self.read_data(pid, args[s], args[n])
     }
 
     /// Called for every line before it is written.
@@ -301,6 +391,25 @@ impl Recorder {
                 None => {
                     self.cov.image_errors += 1;
                     m.insert("image_error".into(), json!("the load's entry record was not seen"));
+                }
+            }
+        } else if v.get("direction").and_then(Value::as_str) == Some("d2h") {
+            self.cov.d2h_copies += 1;
+            if !self.capture_data || !probes::is_d2h_copy(id) {
+                return;
+            }
+            // Synchronous: read at its return. Asynchronous: a `copy_data`
+            // line follows the synchronization that completed it.
+            if let Some(r) = key().and_then(|k| self.copies.remove(&k)) {
+                let m = v.as_object_mut().expect("a line is an object");
+                match r {
+                    Ok(sha) => {
+                        self.cov.d2h_captured += 1;
+                        m.insert("data".into(), json!(sha));
+                    }
+                    Err(e) => {
+                        m.insert("data_error".into(), json!(e));
+                    }
                 }
             }
         } else if v.get("direction").and_then(Value::as_str) == Some("h2d") {

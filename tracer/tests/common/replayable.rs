@@ -405,6 +405,7 @@ pub fn copies() -> Vec<Copy> {
         c("cuMemcpyHtoDAsync_v2", pattern_buf(2, 1 << 20)),
         c("cuMemcpyHtoD_v2", pattern_buf(3, 4096)),
         Copy { api: "cuMemcpyDtoH_v2", size: 100, h2d: None },
+        Copy { api: "cuMemcpyDtoHAsync_v2", size: 256, h2d: None },
     ]
 }
 

@@ -838,6 +838,21 @@ static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     return CUDA_SUCCESS;
 }
 
+/* Device-to-host copies write (srcDevice + i) & 0xff to byte i of dstHost
+ * when FAKECUDA_D2H_PATTERN=1 (the tests of --capture-data read it back);
+ * otherwise they write nothing, as the other tests pass made-up pointers. */
+static CUresult copy_d2h(void *dstHost, CUdeviceptr src, size_t n, CUstream s) {
+    static int write = -1;
+    if (write < 0) {
+        const char *e = getenv("FAKECUDA_D2H_PATTERN");
+        write = e && e[0] == '1';
+    }
+    if (write)
+        for (size_t i = 0; i < n; i++)
+            ((unsigned char *)dstHost)[i] = (unsigned char)(src + i);
+    return copy((uintptr_t)dstHost, src, n, s);
+}
+
 API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
     fake_calls++;
     return copy(dst, src, ByteCount, 0);
@@ -884,7 +899,7 @@ API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, si
 
 API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
     fake_calls++;
-    return copy((uintptr_t)dstHost, srcDevice, ByteCount, 0);
+    return copy_d2h(dstHost, srcDevice, ByteCount, 0);
 }
 
 API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
@@ -905,7 +920,7 @@ API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHos
 
 API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
     fake_calls++;
-    return copy((uintptr_t)dstHost, srcDevice, ByteCount, hStream);
+    return copy_d2h(dstHost, srcDevice, ByteCount, hStream);
 }
 
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {

@@ -490,7 +490,7 @@ static void copies(void) {
     unsigned char *small2 = pattern_buf(1, 100);
     unsigned char *big = pattern_buf(2, 1 << 20);
     unsigned char *mid = pattern_buf(3, 4096);
-    unsigned char back[100];
+    unsigned char back[356];
 
     /* 1: 100 bytes, then overwritten: the recorder keeps what was there at entry. */
     OK(cuMemcpyHtoD_v2(d0, small, 100));
@@ -509,10 +509,15 @@ static void copies(void) {
     OK(cuMemcpyHtoD_v2(d2, mid, 4096));
     memset(mid, 0, 4096);
     say("copy cuMemcpyHtoD_v2 4096\n");
-    /* 6: device to host: no data captured. */
+    /* 6: device to host (--capture-data reads `back` at the return). */
     OK(cuMemcpyDtoH_v2(back, d0, 100));
     say("copy cuMemcpyDtoH_v2 100\n");
+    /* 7: asynchronous device to host: read at the synchronization, then
+     * overwritten (what was stored is what the copy wrote). */
+    OK(cuMemcpyDtoHAsync_v2(back + 100, d1 + 64, 256, s));
+    say("copy cuMemcpyDtoHAsync_v2 256\n");
     OK(cuStreamSynchronize(s));
+    memset(back, 0x5a, 356);
     free(small);
     free(small2);
     free(big);
