@@ -32,12 +32,14 @@ pub static LAYOUTS: Array<Layout> = Array::with_max_entries(1, 0);
 /// `layout_key(image id, kernel name)` -> layout id. Filled by userspace.
 #[map]
 pub static LAYOUT_BY_NAME: HashMap<u64, u32> = HashMap::with_max_entries(1, BPF_F_NO_PREALLOC);
-/// CUfunction / CUkernel -> layout id. Filled here at GetFunction returns.
+/// (CUfunction / CUkernel, tgid) -> layout id. Filled here at GetFunction
+/// returns. Handles are addresses in one process: two processes can use
+/// the same value.
 #[map]
-pub static LAYOUT_BY_HANDLE: HashMap<u64, u32> = HashMap::with_max_entries(1, 0);
-/// CUmodule / CUlibrary -> image id. Filled here at load returns.
+pub static LAYOUT_BY_HANDLE: HashMap<[u64; 2], u32> = HashMap::with_max_entries(1, 0);
+/// (CUmodule / CUlibrary, tgid) -> image id. Filled here at load returns.
 #[map]
-pub static MODULE_IMAGE: HashMap<u64, u32> = HashMap::with_max_entries(1, 0);
+pub static MODULE_IMAGE: HashMap<[u64; 2], u32> = HashMap::with_max_entries(1, 0);
 /// tid -> image id of the load it is in. Filled by userspace while the
 /// thread is stopped at the load's entry.
 #[map]
@@ -103,23 +105,25 @@ pub fn after_exit(c: Cookie) {
     }
 }
 
-/// Return side: keeps MODULE_IMAGE and LAYOUT_BY_HANDLE current.
+/// Return side: keeps MODULE_IMAGE and LAYOUT_BY_HANDLE current (keyed by
+/// handle and process).
 /// `out0` is the returned handle when `ok`.
 #[inline(always)]
-pub fn at_return(c: Cookie, tid: u32, key: u64, ok: bool, out0: u64) {
+pub fn at_return(c: Cookie, pid: u32, tid: u32, key: u64, ok: bool, out0: u64) {
     let r = c.role();
     if r == role::NONE {
         return;
     }
+    let out_key = [out0, pid as u64];
     if r == role::LOAD {
         if let Some(&img) = unsafe { PENDING_IMAGE.get(&tid) } {
             if ok {
-                let _ = MODULE_IMAGE.insert(&out0, &img, 0);
+                let _ = MODULE_IMAGE.insert(&out_key, &img, 0);
             }
             let _ = PENDING_IMAGE.remove(&tid);
         } else if ok {
             // A reused handle must not keep an unloaded image's id.
-            let _ = MODULE_IMAGE.remove(&out0);
+            let _ = MODULE_IMAGE.remove(&out_key);
         }
         return;
     }
@@ -130,15 +134,15 @@ pub fn at_return(c: Cookie, tid: u32, key: u64, ok: bool, out0: u64) {
         return;
     }
     let found = match r {
-        role::GET_FUNCTION => function_layout(src, name),
-        role::ALIAS_LAYOUT => unsafe { LAYOUT_BY_HANDLE.get(&src) }.copied(),
+        role::GET_FUNCTION => function_layout(pid, src, name),
+        role::ALIAS_LAYOUT => unsafe { LAYOUT_BY_HANDLE.get(&[src, pid as u64]) }.copied(),
         role::ALIAS_MODULE => {
-            match unsafe { MODULE_IMAGE.get(&src) } {
+            match unsafe { MODULE_IMAGE.get(&[src, pid as u64]) } {
                 Some(&img) => {
-                    let _ = MODULE_IMAGE.insert(&out0, &img, 0);
+                    let _ = MODULE_IMAGE.insert(&out_key, &img, 0);
                 }
                 None => {
-                    let _ = MODULE_IMAGE.remove(&out0);
+                    let _ = MODULE_IMAGE.remove(&out_key);
                 }
             }
             return;
@@ -147,18 +151,18 @@ pub fn at_return(c: Cookie, tid: u32, key: u64, ok: bool, out0: u64) {
     };
     match found {
         Some(lid) => {
-            let _ = LAYOUT_BY_HANDLE.insert(&out0, &lid, 0);
+            let _ = LAYOUT_BY_HANDLE.insert(&out_key, &lid, 0);
         }
         None => {
-            let _ = LAYOUT_BY_HANDLE.remove(&out0);
+            let _ = LAYOUT_BY_HANDLE.remove(&out_key);
         }
     }
 }
 
 /// The layout id of kernel `name_ptr` in module/library `module`.
 #[inline(always)]
-fn function_layout(module: u64, name_ptr: u64) -> Option<u32> {
-    let img = *unsafe { MODULE_IMAGE.get(&module) }?;
+fn function_layout(pid: u32, module: u64, name_ptr: u64) -> Option<u32> {
+    let img = *unsafe { MODULE_IMAGE.get(&[module, pid as u64]) }?;
     let words = unsafe { &mut *NAME.get_ptr_mut(0)? };
     let bytes = unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, NAME_CAP) };
     let n = unsafe { bpf_probe_read_user_str_bytes(name_ptr as *const u8, bytes) }.ok()?.len();
@@ -220,7 +224,7 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
         Some(i) => arg_at(&rec.args, i),
         None => 0,
     };
-    let (st, len, layout) = capture(f, kp, extra, &mut rec.data);
+    let (st, len, layout) = capture(pid, f, kp, extra, &mut rec.data);
     rec.status = st;
     rec.len = len;
     rec.layout = layout;
@@ -235,8 +239,8 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
 
 /// Fills `data` with the parameter buffer: (status, bytes, layout id).
 #[inline(always)]
-fn capture(f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32, u32, u32) {
-    let lid = unsafe { LAYOUT_BY_HANDLE.get(&f) }.copied().unwrap_or(0);
+fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32, u32, u32) {
+    let lid = unsafe { LAYOUT_BY_HANDLE.get(&[f, pid as u64]) }.copied().unwrap_or(0);
     if kp == 0 && extra != 0 {
         return from_extra(extra, data, lid);
     }

@@ -326,7 +326,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             }
             let _ = OUTPTRS.remove(&key);
         }
-        replay::at_return(c, tid, key, ret as u32 == 0 && out_ok & 1 != 0, out[0]);
+        replay::at_return(c, pid, tid, key, ret as u32 == 0 && out_ok & 1 != 0, out[0]);
     }
     if unread_str != 0 {
         let hdr = header(EventKind::CallExitStr as u16, c.func(), pid, tid);
