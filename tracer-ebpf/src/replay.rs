@@ -67,9 +67,11 @@ static ZEROS: Array<[u8; PARAMS_CAP]> = Array::with_max_entries(1, 0);
 const SIGSTOP: u32 = 19;
 const BPF_RB_FORCE_WAKEUP: u64 = 2;
 
-/// Entry side of `--replayable`, after the call's record was submitted:
-/// saves the arguments the return role needs, and stops the thread when
-/// userspace must read memory the call was given before it runs.
+/// Entry side of `--replayable`, before the call's reserved record is
+/// submitted (`submitted`: there is one; see [`before_exit_submit`] for why
+/// before): saves the arguments the return role needs, and stops the
+/// thread when userspace must read memory the call was given before it
+/// runs.
 #[inline(always)]
 pub fn at_entry(c: Cookie, key: u64, args: &[u64; MAX_ARGS], submitted: bool) {
     if c.role() != role::NONE && ROLE_ARGS.insert(&key, &[args[1], args[2]], 0).is_err() {
@@ -95,11 +97,14 @@ pub fn exit_flags(c: Cookie) -> u64 {
     if c.stop_at_return() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
 }
 
-/// After a return record was submitted: `--capture-data` stops the thread
-/// at the return of device-to-host copies and synchronizations, so that
-/// userspace reads the copied bytes before the program touches them.
+/// Before a reserved return record is submitted: `--capture-data` stops
+/// the thread at the return of device-to-host copies and synchronizations,
+/// so that userspace reads the copied bytes before the program touches
+/// them. The signal must be queued before the collector can see the record
+/// (it resumes the process when it has handled it): a SIGCONT that came
+/// first would leave the process stopped for good.
 #[inline(always)]
-pub fn after_exit(c: Cookie) {
+pub fn before_exit_submit(c: Cookie) {
     if c.stop_at_return() {
         unsafe { bpf_send_signal_thread(SIGSTOP) };
     }

@@ -149,9 +149,10 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
             rec.args = [0; MAX_ARGS];
             read_args(&ctx, c, &mut rec.args);
             save_outs(c, tid, &rec.args);
-            let args = rec.args;
+            // Before the submit: the collector resumes the thread when it
+            // sees the record, so a stop requested after could come last.
+            replay::at_entry(c, outptr_key(tid, c), &rec.args, true);
             e.submit(replay::flags_for(c));
-            replay::at_entry(c, outptr_key(tid, c), &args, true);
         }
         None => {
             bump(counter::RB_FULL);
@@ -193,9 +194,8 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
                 }
             }
             save_ptrs(c, tid, &rec.args, unread);
-            let args = rec.args;
+            replay::at_entry(c, outptr_key(tid, c), &rec.args, true);
             e.submit(replay::flags_for(c));
-            replay::at_entry(c, outptr_key(tid, c), &args, true);
         }
         None => {
             bump(counter::RB_FULL);
@@ -356,8 +356,9 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             rec.out = out;
             rec.out_ok = out_ok;
             rec._pad = 0;
+            // Stop first, then submit (see cu_enter).
+            replay::before_exit_submit(c);
             e.submit(replay::exit_flags(c));
-            replay::after_exit(c);
         }
         None => {
             bump(counter::RB_FULL);
