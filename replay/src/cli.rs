@@ -10,7 +10,11 @@ use replay::plan;
 use replay::recording::Recording;
 
 #[derive(Parser)]
-#[command(name = "replay", version, about = "Re-execute the kernels and memory operations of a replayable tracer recording (NAME.rec/)")]
+#[command(
+    name = "replay",
+    version,
+    about = "Re-execute the kernels and memory operations of a replayable tracer recording (NAME.rec/)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

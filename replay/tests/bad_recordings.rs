@@ -10,8 +10,18 @@ use serde_json::json;
 fn base() -> (Rec, String) {
     let mut r = Rec::new();
     let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call("module", "module_load_data", "cuModuleLoadData", json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin})); // 2
-    r.call("module", "module_get_function", "cuModuleGetFunction", json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"})); // 3
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    ); // 2
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    ); // 3
     (r, cubin)
 }
 
@@ -35,7 +45,10 @@ fn missing_image() {
     let dir = r.write();
     std::fs::remove_file(dir.join("images").join(&cubin)).unwrap();
     let e = err(&dir);
-    assert!(e.contains("manifest.json: image ") && e.contains(&format!("images/{cubin}")) && e.contains("file missing"), "{e}");
+    assert!(
+        e.contains("manifest.json: image ") && e.contains(&format!("images/{cubin}")) && e.contains("file missing"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -95,7 +108,9 @@ fn params_of_the_wrong_length() {
     let e = err(&r.write());
     assert_eq!(
         e,
-        format!("trace.jsonl:4: cuLaunchKernel: params are 19 bytes but kernel k_pointers of image {cubin} has param_size 20 (params_from layout)")
+        format!(
+            "trace.jsonl:4: cuLaunchKernel: params are 19 bytes but kernel k_pointers of image {cubin} has param_size 20 (params_from layout)"
+        )
     );
 }
 
@@ -111,18 +126,31 @@ fn params_not_hex() {
 fn truncated_data_file() {
     let (mut r, _) = base();
     let d = r.data(&[1u8; 64]);
-    r.call("memcpy", "copy", "cuMemcpyHtoD_v2", json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d})); // 4
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyHtoD_v2",
+        json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d}),
+    ); // 4
     let dir = r.write();
     std::fs::write(dir.join("data").join(&d), [1u8; 10]).unwrap();
     let e = err(&dir);
-    assert!(e.contains(&format!("trace.jsonl:4: data {d}: ")) && e.contains("is 10 bytes, the copy is 64 bytes"), "{e}");
+    assert!(
+        e.contains(&format!("trace.jsonl:4: data {d}: ")) && e.contains("is 10 bytes, the copy is 64 bytes"),
+        "{e}"
+    );
 }
 
 #[test]
 fn image_not_in_manifest() {
     let (mut r, _) = base();
     let other = "ab".repeat(32);
-    r.call("module", "module_load_data", "cuModuleLoadData", json!({"ret": 0, "args": {"module": "0xb00"}, "image": other}));
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xb00"}, "image": other}),
+    );
     let e = err(&r.write());
     assert_eq!(e, format!("trace.jsonl:4: cuModuleLoadData: image {other} is not listed in manifest.json"));
 }

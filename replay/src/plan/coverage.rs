@@ -54,12 +54,23 @@ impl Coverage {
             self.percent()
         );
         for (reason, n) in &self.skipped_by_reason {
-            let lines: Vec<String> =
-                self.skipped.iter().filter(|k| &k.reason == reason).take(examples).map(|k| k.line.to_string()).collect();
-            let _ = writeln!(s, "  skipped {n}: {reason} (lines {}{})", lines.join(", "), if *n > examples { ", …" } else { "" });
+            let lines: Vec<String> = self
+                .skipped
+                .iter()
+                .filter(|k| &k.reason == reason)
+                .take(examples)
+                .map(|k| k.line.to_string())
+                .collect();
+            let _ = writeln!(
+                s,
+                "  skipped {n}: {reason} (lines {}{})",
+                lines.join(", "),
+                if *n > examples { ", …" } else { "" }
+            );
         }
         if self.graph_launches > 0 {
-            let _ = writeln!(s, "graph launches: {} (not replayed: graph contents are not recorded)", self.graph_launches);
+            let _ =
+                writeln!(s, "graph launches: {} (not replayed: graph contents are not recorded)", self.graph_launches);
         }
         let _ = writeln!(
             s,

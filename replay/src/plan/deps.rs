@@ -70,7 +70,10 @@ pub fn edges(ops: &[Op], streams: &[StreamInfo]) -> Vec<Edge> {
             OpKind::Launch(_) | OpKind::Copy(_) | OpKind::Set(_) => {
                 let pred = last_on.get(&s).copied();
                 let add = |from: usize, kind: EdgeKind, out: &mut Vec<Edge>| {
-                    if Some(from) != pred && from != i && !out.iter().rev().take(64).any(|e: &Edge| e.to == i && e.from == from) {
+                    if Some(from) != pred
+                        && from != i
+                        && !out.iter().rev().take(64).any(|e: &Edge| e.to == i && e.from == from)
+                    {
                         out.push(Edge { from, to: i, kind });
                     }
                 };

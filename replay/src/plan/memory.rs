@@ -18,7 +18,15 @@ pub struct Ranges {
 }
 
 impl Ranges {
-    pub fn add(&mut self, pid: u32, start: u64, size: u64, kind: RangeKind, line: usize, global: Option<(usize, String)>) -> usize {
+    pub fn add(
+        &mut self,
+        pid: u32,
+        start: u64,
+        size: u64,
+        kind: RangeKind,
+        line: usize,
+        global: Option<(usize, String)>,
+    ) -> usize {
         let id = self.all.len();
         self.all.push(AddrRange { id, pid, start, size, kind, line, freed_line: None, global });
         if kind == RangeKind::VmmReserve {
@@ -69,7 +77,14 @@ impl Ranges {
     /// Relocation candidates of a launch's parameter buffer: every 8-aligned
     /// 8-byte word inside a parameter (of the layout; the whole buffer without
     /// one) whose value lies in a live range.
-    pub fn candidates(&self, pid: u32, op: usize, line: usize, params: &[u8], layout: Option<&KernelLayout>) -> Vec<RelocCandidate> {
+    pub fn candidates(
+        &self,
+        pid: u32,
+        op: usize,
+        line: usize,
+        params: &[u8],
+        layout: Option<&KernelLayout>,
+    ) -> Vec<RelocCandidate> {
         let whole;
         let spans: &[(u32, u32)] = match layout {
             Some(l) => &l.params,
@@ -83,18 +98,18 @@ impl Ranges {
             let mut o = off.next_multiple_of(8);
             while o + 8 <= off + size && (o as usize + 8) <= params.len() {
                 let v = u64::from_le_bytes(params[o as usize..o as usize + 8].try_into().unwrap());
-                if v != 0 {
-                    if let Some(range) = self.find(pid, v) {
-                        out.push(RelocCandidate {
-                            op,
-                            line,
-                            offset: o,
-                            param: pi,
-                            whole_param: layout.is_some() && off == o && size == 8,
-                            value: v,
-                            range,
-                        });
-                    }
+                if v != 0
+                    && let Some(range) = self.find(pid, v)
+                {
+                    out.push(RelocCandidate {
+                        op,
+                        line,
+                        offset: o,
+                        param: pi,
+                        whole_param: layout.is_some() && off == o && size == 8,
+                        value: v,
+                        range,
+                    });
                 }
                 o += 8;
             }

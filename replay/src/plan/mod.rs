@@ -11,7 +11,7 @@ pub mod family;
 pub mod memory;
 pub mod types;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -251,7 +251,15 @@ impl<'a> Builder<'a> {
     }
 
     fn push(&mut self, c: &Call, stream: Option<usize>, kind: OpKind) -> usize {
-        self.plan.ops.push(Op { line: c.line, ts: c.ts, duration_ns: c.duration_ns, pid: c.pid, tid: c.tid, stream, kind });
+        self.plan.ops.push(Op {
+            line: c.line,
+            ts: c.ts,
+            duration_ns: c.duration_ns,
+            pid: c.pid,
+            tid: c.tid,
+            stream,
+            kind,
+        });
         self.plan.ops.len() - 1
     }
 
@@ -286,7 +294,11 @@ impl<'a> Builder<'a> {
         }
         let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
         match base {
-            "cuModuleLoad" | "cuModuleLoadData" | "cuModuleLoadDataEx" | "cuModuleLoadFatBinary" | "cuLibraryLoadData"
+            "cuModuleLoad"
+            | "cuModuleLoadData"
+            | "cuModuleLoadDataEx"
+            | "cuModuleLoadFatBinary"
+            | "cuLibraryLoadData"
             | "cuLibraryLoadFromFile" => self.load(c),
             "cuModuleUnload" | "cuLibraryUnload" => {
                 let key = if base == "cuModuleUnload" { "hmod" } else { "library" };
@@ -301,10 +313,13 @@ impl<'a> Builder<'a> {
                 Ok(())
             }
             "cuModuleGetFunction" | "cuLibraryGetKernel" => {
-                let (owner, via_library) = if base == "cuModuleGetFunction" { ("hmod", false) } else { ("library", true) };
-                let (Some(h), Some(owner), Some(kernel)) =
-                    (c.addr_field("handle"), c.addr_arg(owner), c.str_field("kernel").or(c.arg("name").and_then(|v| v.as_str())))
-                else {
+                let (owner, via_library) =
+                    if base == "cuModuleGetFunction" { ("hmod", false) } else { ("library", true) };
+                let (Some(h), Some(owner), Some(kernel)) = (
+                    c.addr_field("handle"),
+                    c.addr_arg(owner),
+                    c.str_field("kernel").or(c.arg("name").and_then(|v| v.as_str())),
+                ) else {
                     return Ok(());
                 };
                 let st = self.pids.entry(c.pid).or_default();
@@ -322,7 +337,8 @@ impl<'a> Builder<'a> {
                 Ok(())
             }
             "cuLibraryGetModule" => {
-                let (Some(h), Some(lib)) = (c.addr_field("handle").or(c.addr_arg("pMod")), c.addr_arg("library")) else {
+                let (Some(h), Some(lib)) = (c.addr_field("handle").or(c.addr_arg("pMod")), c.addr_arg("library"))
+                else {
                     return Ok(());
                 };
                 let st = self.pids.entry(c.pid).or_default();
@@ -345,7 +361,13 @@ impl<'a> Builder<'a> {
                         self.push(
                             c,
                             None,
-                            OpKind::SetAttribute { load, kernel, via_library, attrib: attrib as i32, value: value as i32 },
+                            OpKind::SetAttribute {
+                                load,
+                                kernel,
+                                via_library,
+                                attrib: attrib as i32,
+                                value: value as i32,
+                            },
                         );
                     }
                     None => self.skip_other(c, "attribute of an unknown function handle"),
@@ -404,7 +426,8 @@ impl<'a> Builder<'a> {
                 Ok(())
             }
             "cuEventRecord" | "cuEventRecordWithFlags" => {
-                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream"))) else {
+                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream")))
+                else {
                     return Ok(());
                 };
                 let event = self.event(c, e);
@@ -413,7 +436,8 @@ impl<'a> Builder<'a> {
                 Ok(())
             }
             "cuStreamWaitEvent" => {
-                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream"))) else {
+                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream")))
+                else {
                     return Ok(());
                 };
                 let event = self.event(c, e);
@@ -541,7 +565,9 @@ impl<'a> Builder<'a> {
                 let attr = match id {
                     2 => LaunchAttr::Cooperative(int),
                     4 => {
-                        let d = val.and_then(|v| v.as_array()).map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
+                        let d = val
+                            .and_then(|v| v.as_array())
+                            .map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
                         match d.as_deref() {
                             Some([x, y, z]) => LaunchAttr::ClusterDim([*x, *y, *z]),
                             _ => return skip(self, "CLUSTER_DIMENSION attribute without [x, y, z]".into()),
@@ -594,7 +620,13 @@ impl<'a> Builder<'a> {
                 return Ok(());
             }
         };
-        if base.contains("2D") || base.contains("3D") || base.contains("Peer") || base.contains("Array") || base.contains("AtoH") || base.contains("HtoA") {
+        if base.contains("2D")
+            || base.contains("3D")
+            || base.contains("Peer")
+            || base.contains("Array")
+            || base.contains("AtoH")
+            || base.contains("HtoA")
+        {
             self.skip_other(c, "2D/3D/array/peer copies are not replayed");
             return Ok(());
         }
@@ -653,7 +685,12 @@ impl<'a> Builder<'a> {
         let pid = c.pid;
         let r = &mut self.ranges;
         match base {
-            "cuMemAlloc" | "cuMemAlloc_v2" | "cuMemAllocAsync" | "cuMemAllocFromPoolAsync" | "cuMemAllocPitch" | "cuMemAllocPitch_v2" => {
+            "cuMemAlloc"
+            | "cuMemAlloc_v2"
+            | "cuMemAllocAsync"
+            | "cuMemAllocFromPoolAsync"
+            | "cuMemAllocPitch"
+            | "cuMemAllocPitch_v2" => {
                 let size = if base.starts_with("cuMemAllocPitch") {
                     c.u64_arg("pPitch").unwrap_or(0) * c.u64_arg("Height").unwrap_or(0)
                 } else {
@@ -670,7 +707,14 @@ impl<'a> Builder<'a> {
             }
             "cuMemAllocHost" | "cuMemAllocHost_v2" | "cuMemHostAlloc" => {
                 if let Some(p) = c.addr_field("ptr").or(c.addr_arg("pp")) {
-                    r.add(pid, p, c.u64_field("size").or(c.u64_arg("bytesize")).unwrap_or(0), RangeKind::HostPinned, c.line, None);
+                    r.add(
+                        pid,
+                        p,
+                        c.u64_field("size").or(c.u64_arg("bytesize")).unwrap_or(0),
+                        RangeKind::HostPinned,
+                        c.line,
+                        None,
+                    );
                 }
             }
             "cuMemHostRegister" | "cuMemHostRegister_v2" => {
@@ -715,15 +759,4 @@ impl<'a> Builder<'a> {
             _ => {}
         }
     }
-}
-
-/// Distinct launch shapes: (load, kernel, grid, block, shared_mem) -> op indices.
-pub fn shapes(plan: &Plan) -> BTreeMap<(usize, String, [u32; 3], [u32; 3], u32), Vec<usize>> {
-    let mut m: BTreeMap<_, Vec<usize>> = BTreeMap::new();
-    for (i, op) in plan.ops.iter().enumerate() {
-        if let OpKind::Launch(l) = &op.kind {
-            m.entry((l.load, l.kernel.clone(), l.grid, l.block, l.shared_mem)).or_default().push(i);
-        }
-    }
-    m
 }

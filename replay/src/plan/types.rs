@@ -141,12 +141,24 @@ pub enum OpKind {
     Copy(Copy),
     Set(Set),
     /// `cuFuncSetAttribute` / `cuKernelSetAttribute` on a kernel replay launches.
-    SetAttribute { load: usize, kernel: String, via_library: bool, attrib: i32, value: i32 },
-    EventRecord { event: usize },
-    StreamWaitEvent { event: usize },
+    SetAttribute {
+        load: usize,
+        kernel: String,
+        via_library: bool,
+        attrib: i32,
+        value: i32,
+    },
+    EventRecord {
+        event: usize,
+    },
+    StreamWaitEvent {
+        event: usize,
+    },
     StreamSync,
     CtxSync,
-    EventSync { event: usize },
+    EventSync {
+        event: usize,
+    },
 }
 
 /// One operation replay performs, in recorded order.

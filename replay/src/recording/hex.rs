@@ -3,17 +3,13 @@
 
 /// `"0x…"` (or plain decimal) to u64; `None` for anything else.
 pub fn parse_addr(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x") {
-        u64::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
-    }
+    if let Some(h) = s.strip_prefix("0x") { u64::from_str_radix(h, 16).ok() } else { s.parse().ok() }
 }
 
 /// Lowercase hex (two digits a byte) to bytes, or why not.
 pub fn decode(s: &str) -> Result<Vec<u8>, String> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", b.len()));
     }
     let mut out = Vec::with_capacity(b.len() / 2);

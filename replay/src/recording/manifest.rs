@@ -87,7 +87,8 @@ impl Manifest {
         if version == 0 {
             bail!("{}: schema_version 0 is not a valid version", path.display());
         }
-        let m: Manifest = serde_json::from_value(v).with_context(|| format!("{}: unexpected content", path.display()))?;
+        let m: Manifest =
+            serde_json::from_value(v).with_context(|| format!("{}: unexpected content", path.display()))?;
         let mut seen = BTreeMap::new();
         for (i, img) in m.images.iter().enumerate() {
             let what = format!("{}: images[{i}] ({})", path.display(), img.sha256);

@@ -146,9 +146,7 @@ impl Trace {
         let mut pending: Option<String> = None;
         loop {
             buf.clear();
-            let n = r
-                .read_line(&mut buf)
-                .with_context(|| format!("{}:{}: read error", path.display(), lineno + 1))?;
+            let n = r.read_line(&mut buf).with_context(|| format!("{}:{}: read error", path.display(), lineno + 1))?;
             if n == 0 {
                 break;
             }
@@ -176,7 +174,8 @@ impl Trace {
         t.lines = lineno;
         if let Some(e) = pending {
             if t.footer.is_none() {
-                t.warnings.push(format!("{e}: skipped (last line of a trace without footer: the recording was cut short)"));
+                t.warnings
+                    .push(format!("{e}: skipped (last line of a trace without footer: the recording was cut short)"));
             } else {
                 bail!("{e}");
             }
@@ -234,10 +233,8 @@ impl Trace {
                 energy_mj: obj.get("energy_mj").and_then(|v| v.as_u64()),
                 power_mw: obj.get("power_mw").and_then(|v| v.as_u64()),
             }),
-            "process" => {
-                if obj.get("op").and_then(|v| v.as_str()) == Some("exec") {
-                    self.execs.push((line, ts, pid));
-                }
+            "process" if obj.get("op").and_then(|v| v.as_str()) == Some("exec") => {
+                self.execs.push((line, ts, pid));
             }
             t if CALL_TYPES.contains(&t) => {
                 let name = obj
@@ -247,9 +244,9 @@ impl Trace {
                     .to_owned();
                 let params = match obj.remove("params") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(
-                        hex::decode(&s).map_err(|e| anyhow::anyhow!("{}: {name}: \"params\": {e}", here()))?,
-                    ),
+                    Some(Value::String(s)) => {
+                        Some(hex::decode(&s).map_err(|e| anyhow::anyhow!("{}: {name}: \"params\": {e}", here()))?)
+                    }
                     Some(_) => bail!("{}: {name}: \"params\" is not a string", here()),
                 };
                 self.calls.push(Call {

@@ -1,0 +1,104 @@
+//! Recorded GPU time (gpu lines, launch-to-sync spans) and the prediction
+//! from isolated durations, on a hand-built recording.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use replay::plan;
+use replay::recording::Recording;
+use replay::report::{self, FamilyRow};
+use serde_json::json;
+
+fn rec() -> Rec {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    ); // 2
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    ); // 3
+    r.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "ptr": "0x7f0000000000", "size": 4096})); // 4
+    let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
+    r.call("kernel", "launch", "cuLaunchKernel", l.clone()); // 5 (ts 5000)
+    r.call("kernel", "launch", "cuLaunchKernel", l.clone()); // 6
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "duration_us": 0.5, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 64}),
+    ); // 7: ends at 7500
+    r.call("kernel", "launch", "cuLaunchKernel", l); // 8
+    r.call("sync", "stream_synchronize", "cuStreamSynchronize", json!({"ret": 0, "duration_us": 3.0, "stream": "0x0"})); // 9: ends at 12000
+    r
+}
+
+#[test]
+fn launch_to_sync_spans() {
+    let r = rec();
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let t = report::recorded_time(&rec.trace, &p);
+    assert_eq!((t.source.as_str(), t.busy_ns, t.span_ns), ("launch_to_sync", 2500 + 4000, 7000));
+}
+
+#[test]
+fn gpu_lines_and_prediction() {
+    let r = rec();
+    let dir = r.write_with(|lines| {
+        let g = |op: &str, name: &str, ts: u64, end: u64| {
+            json!({"ts": ts, "end_ts": end, "pid": 7, "tid": 0, "type": "gpu", "op": op, "name": name, "source": "cupti"}).to_string()
+        };
+        let footer = lines.pop().unwrap();
+        lines.push(g("kernel", "k_pointers", 100, 200));
+        lines.push(g("kernel", "k_pointers", 150, 300));
+        lines.push(g("memcpy", "memcpy_dtoh", 400, 450));
+        lines.push(json!({"ts": 0, "end_ts": 10_000, "pid": 99, "tid": 0, "type": "gpu", "op": "kernel", "name": "other_process"}).to_string());
+        lines.push(footer);
+    });
+    let rec = Recording::open(&dir).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let t = report::recorded_time(&rec.trace, &p);
+    assert_eq!((t.source.as_str(), t.busy_ns, t.span_ns, t.kernels_ns, t.copies_ns), ("gpu_lines", 250, 350, 250, 50));
+    assert_eq!(t.per_kernel.get("k_pointers"), Some(&(2, 250)));
+
+    let keys = report::distinct_keys(&p);
+    let k_launch = "kernel k_pointers load0 grid [1, 1, 1] block [1, 1, 1] smem 0".to_owned();
+    let k_copy = "copy D2h 64".to_owned();
+    assert_eq!(keys.keys().cloned().collect::<Vec<_>>(), vec![k_copy.clone(), k_launch.clone()]);
+    assert_eq!(keys[&k_launch], (0, 3)); // first op 0 (the launch of line 5), 3 launches
+    let iso: BTreeMap<String, f64> = [(k_launch, 2.0), (k_copy, 1.0)].into();
+    let (pred, fam, top) = report::predict(&p, &iso, &t);
+    assert_eq!(pred, 7.0);
+    assert_eq!(
+        fam,
+        vec![
+            FamilyRow {
+                family: "copy".into(),
+                ops: 1,
+                predicted_us: 1.0,
+                recorded_us: Some(0.05),
+                error_pct: Some(1900.0)
+            },
+            FamilyRow {
+                family: "other".into(),
+                ops: 3,
+                predicted_us: 6.0,
+                recorded_us: Some(0.25),
+                error_pct: Some(2300.0)
+            },
+        ]
+    );
+    assert_eq!(
+        (top.len(), top[0].kernel.as_str(), top[0].launches, top[0].shapes, top[0].predicted_us),
+        (1, "k_pointers", 3, 1, 6.0)
+    );
+}
