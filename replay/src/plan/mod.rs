@@ -357,6 +357,9 @@ impl<'a> Builder<'a> {
                 };
                 let f = self.pids.entry(c.pid).or_default().funcs.get(&h).cloned();
                 match f {
+                    Some((load, _, _)) if self.plan.loads[load].image.is_none() => {
+                        self.skip_other(c, "attribute of a kernel whose image was not captured")
+                    }
                     Some((load, kernel, via_library)) => {
                         self.push(
                             c,
