@@ -116,6 +116,23 @@ pub fn recorded_energy_mj(trace: &Trace, gpu: u32, t0: u64, t1: u64) -> Option<f
     Some(at(t1)? - at(t0)?)
 }
 
+/// The recording's GPU energy (mJ) over `[t0, t1]` less `idle_mw` over the
+/// same time, or why it cannot be had: the counter moves in steps of one
+/// update period, so a window shorter than `min_s` is not measurable.
+pub fn recorded_net_mj(trace: &Trace, gpu: u32, t0: u64, t1: u64, idle_mw: f64, min_s: f64) -> Result<f64, String> {
+    let secs = t1.saturating_sub(t0) as f64 / 1e9;
+    if secs < min_s {
+        return Err(format!(
+            "the recording's GPU work lasts {:.3} s, under the {min_s} s the energy counter needs",
+            secs
+        ));
+    }
+    match recorded_energy_mj(trace, gpu, t0, t1) {
+        Some(e) => Ok(e - idle_mw * secs),
+        None => Err("the recording has no power samples around its GPU work".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +147,23 @@ mod tests {
         assert_eq!(recorded_energy_mj(&t, 0, 5, 15), Some(1200.0 - 1050.0));
         assert_eq!(recorded_energy_mj(&t, 0, 5, 25), None);
         assert_eq!(recorded_energy_mj(&t, 1, 5, 15), None);
+    }
+
+    #[test]
+    fn recorded_net_energy_needs_a_long_enough_window() {
+        let mut t = Trace::default();
+        for (ts, e) in [(0u64, 0u64), (3_000_000_000, 600_000)] {
+            t.power.push(PowerSample { ts, gpu: 0, energy_mj: Some(e), power_mw: None });
+        }
+        // 2.5 s at 200 W, less 2.5 s at 100 W idle.
+        assert_eq!(recorded_net_mj(&t, 0, 250_000_000, 2_750_000_000, 100_000.0, 2.0), Ok(250_000.0));
+        assert_eq!(
+            recorded_net_mj(&t, 0, 0, 6_600_000, 100_000.0, 2.0),
+            Err("the recording's GPU work lasts 0.007 s, under the 2 s the energy counter needs".into())
+        );
+        assert_eq!(
+            recorded_net_mj(&Trace::default(), 0, 0, 3_000_000_000, 1.0, 2.0),
+            Err("the recording has no power samples around its GPU work".into())
+        );
     }
 }

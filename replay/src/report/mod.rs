@@ -223,6 +223,9 @@ pub fn text(r: &serde_json::Value) -> String {
             f(&e["recorded_mj"]),
             f(&e["error_pct"])
         );
+        if let Some(why) = e["recorded_not_measured"].as_str() {
+            let _ = writeln!(s, "  recorded energy not measured: {why}");
+        }
     }
     for ch in r["output_checks"].as_array().into_iter().flatten() {
         let _ = writeln!(
