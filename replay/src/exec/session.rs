@@ -123,7 +123,11 @@ impl Session {
         for &id in used.union(&globals) {
             let ld = &plan.loads[id];
             let Some(sha) = &ld.image else { continue };
-            let bytes = rec.image_bytes(sha)?;
+            let mut bytes = rec.image_bytes(sha)?;
+            // PTX is stored without its terminating NUL (recording-format.md); the driver needs it.
+            if rec.manifest.image(sha).is_some_and(|i| i.kind == "ptx") && bytes.last() != Some(&0) {
+                bytes.push(0);
+            }
             let what = format!(
                 "{} of image {sha} (recorded at line {})",
                 if ld.library { "cuLibraryLoadData" } else { "cuModuleLoadData" },
