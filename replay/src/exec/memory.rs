@@ -141,6 +141,48 @@ impl AddressMap {
     }
 }
 
+/// The parameter bytes to launch with: the recorded ones, with each
+/// relocation candidate `(offset, recorded value)` translated, and every
+/// 8-aligned word inside a parameter (of the layout; the whole buffer
+/// without one) that points into a module global placed elsewhere translated
+/// too (the recording often does not give a global's size, so the planner
+/// cannot list those words).
+pub fn relocate_params(
+    params: &[u8],
+    layout: Option<&crate::recording::KernelLayout>,
+    cands: &[(u32, u64)],
+    map: &AddressMap,
+) -> Vec<u8> {
+    let mut out = params.to_vec();
+    if !map.relocated() {
+        return out;
+    }
+    for &(off, v) in cands {
+        let o = off as usize;
+        if o + 8 <= out.len() {
+            out[o..o + 8].copy_from_slice(&map.translate(v).to_le_bytes());
+        }
+    }
+    let moved: Vec<&Window> =
+        map.windows.iter().filter(|w| w.kind == "module_global" && !w.at_recorded_address).collect();
+    if moved.is_empty() {
+        return out;
+    }
+    let whole = [(0u32, params.len() as u32)];
+    let spans: &[(u32, u32)] = layout.map(|l| l.params.as_slice()).unwrap_or(&whole);
+    for &(off, size) in spans {
+        let mut o = off.next_multiple_of(8) as usize;
+        while o + 8 <= (off + size) as usize && o + 8 <= params.len() {
+            let v = u64::from_le_bytes(params[o..o + 8].try_into().unwrap());
+            if moved.iter().any(|w| v >= w.recorded && v < w.recorded + w.size) {
+                out[o..o + 8].copy_from_slice(&map.translate(v).to_le_bytes());
+            }
+            o += 8;
+        }
+    }
+    out
+}
+
 fn host_window(r: &AddrRange, force_relocation: bool, notes: &mut Vec<String>) -> Result<Window> {
     let page = 4096u64;
     let start = r.start / page * page;
@@ -217,5 +259,42 @@ impl Drop for AddressMap {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::KernelLayout;
+
+    fn w(recorded: u64, actual: u64, size: u64, kind: &'static str) -> Window {
+        Window { recorded, actual, size, kind, at_recorded_address: recorded == actual, handle: None, host_mmap: false }
+    }
+
+    #[test]
+    fn translate_and_relocate_params() {
+        let mut m = AddressMap::default();
+        m.windows =
+            vec![w(0x1000_0000, 0x5000_0000, 0x20_0000, "device"), w(0x7000_0000, 0x7000_0000, 0x20_0000, "device")];
+        m.add_global(0x9000, 0xa000, 0x100);
+        assert_eq!(m.translate(0x1000_0010), 0x5000_0010);
+        assert_eq!(m.translate(0x7000_0010), 0x7000_0010);
+        assert_eq!(m.translate(0x9008), 0xa008);
+        assert_eq!(m.translate(0x9100), 0x9100); // one past the global
+        assert_eq!(m.translate(0x42), 0x42);
+        // k_struct-like layout: a 24-byte struct at 8 whose second word points into the global, a pointer at 40.
+        let layout =
+            KernelLayout { name: "k".into(), param_size: 48, params: vec![(0, 1), (8, 24), (32, 3), (36, 2), (40, 8)] };
+        let mut p = vec![0u8; 48];
+        p[16..24].copy_from_slice(&0x9010u64.to_le_bytes());
+        p[40..48].copy_from_slice(&0x1000_0100u64.to_le_bytes());
+        let got = relocate_params(&p, Some(&layout), &[(40, 0x1000_0100)], &m);
+        assert_eq!(u64::from_le_bytes(got[16..24].try_into().unwrap()), 0xa010);
+        assert_eq!(u64::from_le_bytes(got[40..48].try_into().unwrap()), 0x5000_0100);
+        assert_eq!((&got[..16], &got[24..40]), (&p[..16], &p[24..40]));
+        // Nothing moved: the bytes are returned as recorded.
+        let mut same = AddressMap::default();
+        same.windows = vec![w(0x1000_0000, 0x1000_0000, 0x20_0000, "device")];
+        assert_eq!(relocate_params(&p, Some(&layout), &[(40, 0x1000_0100)], &same), p);
     }
 }

@@ -278,13 +278,8 @@ impl Session {
             prep.push(match &op.kind {
                 OpKind::Launch(l) => {
                     let (f, _) = funcs[&(l.load, l.kernel.clone())];
-                    let mut bytes = l.params.clone();
-                    if map.relocated() {
-                        for &(off, v) in reloc.get(&i).map(|v| v.as_slice()).unwrap_or(&[]) {
-                            let nv = map.translate(v);
-                            bytes[off as usize..off as usize + 8].copy_from_slice(&nv.to_le_bytes());
-                        }
-                    }
+                    let cands = reloc.get(&i).map(|v| v.as_slice()).unwrap_or(&[]);
+                    let bytes = super::memory::relocate_params(&l.params, l.layout.as_ref(), cands, &map);
                     let mut params = vec![0u64; bytes.len().div_ceil(8)];
                     // SAFETY: params has at least bytes.len() bytes.
                     unsafe {
