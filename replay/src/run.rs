@@ -51,6 +51,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (_, _, checks) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
     let mut modes = Vec::new();
     let mut isolated_us: BTreeMap<String, f64> = BTreeMap::new();
+    let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut isolated_rows = Vec::new();
     for m in &a.mode {
         match m {
@@ -105,10 +106,14 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     if j % 16 == 0 {
                         progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
                     }
-                    let ms = s.time_alone(*op, st, 3, a.repeats)?;
+                    let samples = s.time_alone(*op, st, 3, a.repeats)?;
+                    let ms = report::nearest_rank(&samples, 50.0);
                     isolated_us.insert(k.clone(), ms * 1e3);
+                    isolated_samples.insert(k.clone(), samples.clone());
                     let o = &p.ops[*op];
-                    let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3, "total_us": ms * 1e3 * *count as f64, "first_line": o.line});
+                    let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3,
+                        "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
+                        "total_us": ms * 1e3 * *count as f64, "first_line": o.line});
                     if let Some(l) = o.launch() {
                         row["kernel"] = json!(l.kernel);
                         row["grid"] = json!(l.grid);
@@ -161,6 +166,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         out["families"] = json!(fam);
         out["top_kernels"] = json!(top.iter().take(20).collect::<Vec<_>>());
         out["isolated"] = Value::Array(isolated_rows);
+        let dpath = a
+            .report
+            .as_ref()
+            .map(|r| r.with_extension("durations.json"))
+            .unwrap_or_else(|| rec.dir.join("kernel-durations.json"));
+        let d = report::durations_file(&p, &isolated_samples, Some(&s.ctx.name));
+        std::fs::write(&dpath, serde_json::to_string_pretty(&d)? + "\n")
+            .with_context(|| format!("{}: cannot write", dpath.display()))?;
+        out["durations_file"] = json!(dpath.display().to_string());
     }
     if a.energy_seconds > 0.0 {
         match energy(&s, &rec, &p, a.energy_seconds) {

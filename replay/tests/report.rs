@@ -102,3 +102,66 @@ fn gpu_lines_and_prediction() {
         (1, "k_pointers", 3, 1, 6.0)
     );
 }
+
+#[test]
+fn durations_file_in_the_calibration_format() {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    );
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    );
+    let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
+    for _ in 0..3 {
+        r.call("kernel", "launch", "cuLaunchKernel", l.clone());
+    }
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 64}),
+    );
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 2097152}),
+    );
+    r.call(
+        "memset",
+        "set",
+        "cuMemsetD8Async",
+        json!({"ret": 0, "args": {"dstDevice": "0x7f0000000000", "uc": 0, "N": 64}, "stream": "0x0"}),
+    );
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let samples: BTreeMap<String, Vec<f64>> = [
+        (
+            "kernel k_pointers load0 grid [2, 1, 1] block [64, 1, 1] smem 0".to_owned(),
+            vec![0.002, 0.003, 0.004, 0.005, 0.010],
+        ),
+        ("copy D2h 64".to_owned(), vec![0.0078125]),
+        ("copy D2h 2097152".to_owned(), vec![0.125]),
+        ("set 64x1".to_owned(), vec![0.001]),
+    ]
+    .into();
+    let d = report::durations_file(&p, &samples, Some("NVIDIA H100 80GB HBM3"));
+    assert_eq!(
+        d,
+        json!({"format": "tracer-kernel-durations", "version": 1, "source": "replay isolated", "gpu": "NVIDIA H100 80GB HBM3",
+            "kernels": [{"kernel": "k_pointers", "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 0,
+                         "count": 3, "median_ns": 4000, "p10_ns": 2000, "p90_ns": 10000}],
+            // memset: only small sets measured, so no per-byte figure: left out.
+            "copies": [{"kind": "d2h", "count": 2, "base_ns": 7813, "ns_per_byte": 117187.5 / 2097152.0}]})
+    );
+    assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
+    assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 0.0), 1.0);
+}

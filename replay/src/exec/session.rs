@@ -565,8 +565,8 @@ impl Session {
         }
     }
 
-    /// Time op `i` alone on `stream`: `warmup` untimed, then `reps` each between two events; median ms.
-    pub fn time_alone(&self, i: usize, stream: CUstream, warmup: u32, reps: u32) -> Result<f64> {
+    /// Time op `i` alone on `stream`: `warmup` untimed, then `reps` each between two events; the ms, sorted.
+    pub fn time_alone(&self, i: usize, stream: CUstream, warmup: u32, reps: u32) -> Result<Vec<f64>> {
         for _ in 0..warmup {
             self.submit(i, Some(stream))?;
         }
@@ -583,7 +583,7 @@ impl Session {
             v.push(b.since(a)?);
         }
         v.sort_by(f64::total_cmp);
-        Ok(v[v.len() / 2])
+        Ok(v)
     }
 
     pub fn new_stream(&self) -> Result<CUstream> {

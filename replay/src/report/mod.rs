@@ -136,6 +136,79 @@ pub fn predict(
     (total, families, kernels)
 }
 
+/// Nearest-rank percentile of sorted samples (`p` in 0..=100).
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let k = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[k.clamp(1, sorted.len()) - 1]
+}
+
+/// The isolated durations as a `tracer-kernel-durations` file (docs/analysis.md,
+/// *Calibration files*), for `tracer gaps/report/export --durations`:
+/// kernels by (name, grid, block, shared memory), a key measured for several
+/// loads of the same kernel counted together (the most used one's figures);
+/// copies per direction and memsets: `base_ns` = median of the ≤ 64 KiB ones,
+/// `ns_per_byte` = median extra ns per byte of the > 1 MiB ones (a kind
+/// lacking either is left out). `samples_ms`: key -> sorted ms.
+pub fn durations_file(plan: &Plan, samples_ms: &BTreeMap<String, Vec<f64>>, gpu: Option<&str>) -> serde_json::Value {
+    type Geo = (String, [u32; 3], [u32; 3], u32);
+    let mut kernels: BTreeMap<Geo, (u64, usize, [u64; 3])> = BTreeMap::new();
+    let mut copies: BTreeMap<&'static str, (u64, Vec<f64>, Vec<(u64, f64)>)> = BTreeMap::new();
+    for (key, (first, count)) in distinct_keys(plan) {
+        let Some(v) = samples_ms.get(&key) else { continue };
+        let ns = |p: f64| (nearest_rank(v, p) * 1e6).round() as u64;
+        match &plan.ops[first].kind {
+            OpKind::Launch(l) => {
+                let e = kernels.entry((l.kernel.clone(), l.grid, l.block, l.shared_mem)).or_insert((0, 0, [0; 3]));
+                e.0 += count as u64;
+                if count > e.1 {
+                    e.1 = count;
+                    e.2 = [ns(50.0), ns(10.0), ns(90.0)];
+                }
+            }
+            k => {
+                let (kind, size) = match k {
+                    OpKind::Copy(c) => (direction_name(c.direction), c.size),
+                    OpKind::Set(s) => ("memset", s.count * s.elem as u64),
+                    _ => continue,
+                };
+                let e = copies.entry(kind).or_default();
+                e.0 += count as u64;
+                let med = nearest_rank(v, 50.0) * 1e6;
+                if size <= 64 << 10 {
+                    e.1.push(med);
+                } else if size > 1 << 20 {
+                    e.2.push((size, med));
+                }
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        nearest_rank(&v, 50.0)
+    };
+    let kernels: Vec<serde_json::Value> = kernels
+        .into_iter()
+        .map(|((kernel, grid, block, shared_mem), (count, _, [m, p10, p90]))| {
+            serde_json::json!({"kernel": kernel, "grid": grid, "block": block, "shared_mem": shared_mem,
+                "count": count, "median_ns": m, "p10_ns": p10, "p90_ns": p90})
+        })
+        .collect();
+    let copies: Vec<serde_json::Value> = copies
+        .into_iter()
+        .filter(|(_, (_, small, big))| !small.is_empty() && !big.is_empty())
+        .map(|(kind, (count, small, big))| {
+            let base = median(small);
+            let per_byte = median(big.iter().map(|&(size, ns)| (ns - base).max(0.0) / size as f64).collect());
+            serde_json::json!({"kind": kind, "count": count, "base_ns": base.round() as u64, "ns_per_byte": per_byte})
+        })
+        .collect();
+    serde_json::json!({"format": "tracer-kernel-durations", "version": 1, "source": "replay isolated", "gpu": gpu,
+        "kernels": kernels, "copies": copies})
+}
+
 /// Text form of the report JSON.
 pub fn text(r: &serde_json::Value) -> String {
     use std::fmt::Write;
@@ -239,6 +312,9 @@ pub fn text(r: &serde_json::Value) -> String {
                 format!("{} bytes differ (first at {})", ch["mismatched_bytes"], ch["first_mismatch"])
             }
         );
+    }
+    if let Some(d) = r["durations_file"].as_str() {
+        let _ = writeln!(s, "kernel durations (for tracer gaps/report/export --durations): {d}");
     }
     for n in r["notes"].as_array().into_iter().flatten() {
         let _ = writeln!(s, "note: {}", n.as_str().unwrap_or(""));
