@@ -155,7 +155,9 @@ pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
 pub fn durations_file(plan: &Plan, samples_ms: &BTreeMap<String, Vec<f64>>, gpu: Option<&str>) -> serde_json::Value {
     type Geo = (String, [u32; 3], [u32; 3], u32);
     let mut kernels: BTreeMap<Geo, (u64, usize, [u64; 3])> = BTreeMap::new();
-    let mut copies: BTreeMap<&'static str, (u64, Vec<f64>, Vec<(u64, f64)>)> = BTreeMap::new();
+    // kind -> (ops, medians of the small ones (ns), (size, median ns) of the large ones)
+    type CopyAcc = (u64, Vec<f64>, Vec<(u64, f64)>);
+    let mut copies: BTreeMap<&'static str, CopyAcc> = BTreeMap::new();
     for (key, (first, count)) in distinct_keys(plan) {
         let Some(v) = samples_ms.get(&key) else { continue };
         let ns = |p: f64| (nearest_rank(v, p) * 1e6).round() as u64;
