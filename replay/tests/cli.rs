@@ -47,7 +47,7 @@ fn plan_prints_coverage_and_summary() {
          address ranges: 1 (1 device, 4096 bytes; 1 windows to map, 2097152 bytes at 2 MiB granularity)\n\
          relocation candidates: 1 pointer words in parameters (1 whole 8-byte parameters, 0 inside larger ones)\n\
          launches: 2 (2 cuLaunchKernel), replayed 1 = 50.0 %\n  skipped 1: no params recorded (lines 6)\n\
-         copies: 0, replayed 0 (h2d with recorded bytes 0, with a deterministic fill 0); sets: 0, replayed 0\n"
+         copies: 0, replayed 0 (h2d with recorded bytes 0, with a deterministic fill 0; 0 from/to pageable memory when recorded); sets: 0, replayed 0\n"
     );
     let (code, out, _) = replay(&["plan", "--json", dir.to_str().unwrap()]);
     assert_eq!(code, 0);

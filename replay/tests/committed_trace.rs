@@ -31,6 +31,8 @@ fn transformer_inference_plan() {
     // 736 d2d + 168 d2h + 160 h2d copies, 50 memsets (footer's calls_by_function).
     assert_eq!((c.copies, c.copies_replayed, c.h2d_filled, c.h2d_with_data), (1064, 1064, 160, 0));
     assert_eq!((c.sets, c.sets_replayed), (50, 50));
+    // The 160 H2D copies read pageable memory; the 168 D2H copies write the cuMemHostAlloc'd buffers.
+    assert_eq!(c.host_pageable, 160);
     assert_eq!(p.loads.len(), 65); // 63 cuLibraryLoadData + 2 cuModuleLoadData
     assert!(p.loads.iter().all(|l| l.image.is_none()));
     // 1064 copies + 50 sets + 328 cuStreamSynchronize; the 1930 cuKernelSetAttribute and

@@ -190,6 +190,7 @@ fn exact_plan_of_a_synthetic_recording() {
         (c.copies, c.copies_replayed, c.h2d_with_data, c.h2d_filled, c.sets, c.sets_replayed),
         (2, 2, 1, 0, 1, 1)
     );
+    assert_eq!(c.host_pageable, 2); // 0x1000 and 0x2000: no pinned range recorded there
     assert!((c.percent() - 50.0).abs() < 1e-9);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }

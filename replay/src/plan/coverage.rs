@@ -24,6 +24,9 @@ pub struct Coverage {
     /// H2D copies replayed with the recorded bytes / with a deterministic fill.
     pub h2d_with_data: usize,
     pub h2d_filled: usize,
+    /// H2D/D2H copies whose host side was pageable memory when recorded
+    /// (replay uses pinned buffers: those copies run faster than recorded).
+    pub host_pageable: usize,
     pub sets: usize,
     pub sets_replayed: usize,
     /// Copies, sets, attribute settings and synchronizations that are not replayed, with the reason.
@@ -74,8 +77,14 @@ impl Coverage {
         }
         let _ = writeln!(
             s,
-            "copies: {}, replayed {} (h2d with recorded bytes {}, with a deterministic fill {}); sets: {}, replayed {}",
-            self.copies, self.copies_replayed, self.h2d_with_data, self.h2d_filled, self.sets, self.sets_replayed
+            "copies: {}, replayed {} (h2d with recorded bytes {}, with a deterministic fill {}; {} from/to pageable memory when recorded); sets: {}, replayed {}",
+            self.copies,
+            self.copies_replayed,
+            self.h2d_with_data,
+            self.h2d_filled,
+            self.host_pageable,
+            self.sets,
+            self.sets_replayed
         );
         let mut other: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
         for o in &self.other_skipped {

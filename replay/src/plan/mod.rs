@@ -654,7 +654,22 @@ impl<'a> Builder<'a> {
             }
         }
         let data_error = c.str_field("data_error").map(str::to_owned);
-        self.push(c, Some(stream), OpKind::Copy(Copy { direction: dir, dst, src, size, is_async, data, data_error }));
+        let host = match dir {
+            Direction::H2d => Some(src),
+            Direction::D2h => Some(dst),
+            Direction::D2d => None,
+        };
+        let host_pinned = host
+            .and_then(|h| self.ranges.find(c.pid, h))
+            .is_some_and(|id| matches!(self.ranges.all[id].kind, RangeKind::HostPinned | RangeKind::HostRegistered));
+        if host.is_some() && !host_pinned {
+            self.plan.coverage.host_pageable += 1;
+        }
+        self.push(
+            c,
+            Some(stream),
+            OpKind::Copy(Copy { direction: dir, dst, src, size, is_async, data, data_error, host_pinned }),
+        );
         self.plan.coverage.copies_replayed += 1;
         Ok(())
     }

@@ -122,6 +122,10 @@ pub struct Copy {
     /// H2D: the captured source bytes `data/<sha256>` (else a deterministic fill).
     pub data: Option<String>,
     pub data_error: Option<String>,
+    /// The host side (H2D source, D2H destination) lay in recorded pinned
+    /// memory (cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister); D2D: false.
+    /// Replay always copies from/to pinned buffers.
+    pub host_pinned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
