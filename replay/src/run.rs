@@ -137,7 +137,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
             "skipped_by_reason": p.coverage.skipped_by_reason, "skipped": p.coverage.skipped,
             "graph_launches": p.coverage.graph_launches, "copies": p.coverage.copies,
             "copies_replayed": p.coverage.copies_replayed, "h2d_with_data": p.coverage.h2d_with_data,
-            "h2d_filled": p.coverage.h2d_filled, "sets": p.coverage.sets, "sets_replayed": p.coverage.sets_replayed,
+            "h2d_filled": p.coverage.h2d_filled, "host_pageable": p.coverage.host_pageable, "sets": p.coverage.sets, "sets_replayed": p.coverage.sets_replayed,
             "other_skipped": p.coverage.other_skipped,
         },
         "plan": {
