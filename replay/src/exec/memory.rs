@@ -81,8 +81,11 @@ impl AddressMap {
         for (start, size) in crate::plan::memory::windows(ranges, g as u64) {
             let hint = if force_relocation { 0 } else { start };
             let mut ptr: sys::CUdeviceptr = 0;
-            // SAFETY: valid out-pointer; size is a multiple of the granularity.
-            ck(unsafe { sys::cuMemAddressReserve(&mut ptr, size as usize, 0, hint, 0) }, "cuMemAddressReserve")?;
+            // Alignment = the granularity: with 0 (the default) the H100 driver placed
+            // every reservation on a 32 MiB boundary, so recorded windows that do not
+            // start on one were moved (docs/replay.md, *Measured*).
+            // SAFETY: valid out-pointer; size and hint are multiples of the granularity.
+            ck(unsafe { sys::cuMemAddressReserve(&mut ptr, size as usize, g, hint, 0) }, "cuMemAddressReserve")?;
             let at = ptr == start;
             if !at && !force_relocation {
                 m.notes.push(format!(
