@@ -154,3 +154,18 @@ fn image_not_in_manifest() {
     let e = err(&r.write());
     assert_eq!(e, format!("trace.jsonl:4: cuModuleLoadData: image {other} is not listed in manifest.json"));
 }
+
+#[test]
+fn newer_schema_in_the_trace_header() {
+    let (r, _) = base();
+    let dir = r.write_with(|lines| {
+        lines[0] = json!({"type": "header", "format": "tracer-jsonl", "format_version": 1, "replayable": {"capture_data": false, "data_cap_bytes": 0, "schema_version": 3}}).to_string();
+    });
+    let e = err(&dir);
+    assert!(
+        e.ends_with(
+            "trace.jsonl:1: header replayable.schema_version 3 is newer than this replay understands (schema_version 1)"
+        ),
+        "{e}"
+    );
+}

@@ -47,6 +47,20 @@ impl Recording {
         }
         let trace_path = dir.join(&manifest.trace);
         let trace = Trace::read(&trace_path)?;
+        if let Some(v) = trace
+            .header
+            .as_ref()
+            .and_then(|h| h.get("replayable"))
+            .and_then(|r| r.get("schema_version"))
+            .and_then(|v| v.as_u64())
+            && v > manifest::SCHEMA_VERSION
+        {
+            bail!(
+                "{}:1: header replayable.schema_version {v} is newer than this replay understands (schema_version {})",
+                trace_path.display(),
+                manifest::SCHEMA_VERSION
+            );
+        }
         Ok(Recording { dir: dir.to_owned(), manifest, trace_path, trace })
     }
 
