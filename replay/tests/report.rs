@@ -165,3 +165,34 @@ fn durations_file_in_the_calibration_format() {
     assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
     assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 0.0), 1.0);
 }
+
+#[test]
+fn text_of_a_report() {
+    let r = json!({
+        "recording": "x.rec", "device": "NVIDIA H100 80GB HBM3 (0000:00:06.0)",
+        "coverage": {"launches": 6, "launches_replayed": 3, "percent": 50.0, "skipped_by_reason": {"no params recorded": 3}},
+        "memory": {"summary": "2 windows, 1 at the recorded address, 1 relocated"},
+        "recorded": {"source": "gpu_lines", "busy_us": 100.0, "span_us": 400.0},
+        "modes": [
+            {"mode": "sequence", "mean_us": 110.0, "min_us": 105.0, "gpu_ms": [0.11, 0.11], "reference": "busy", "error_pct": 10.0},
+            {"mode": "timed", "mean_us": 404.0, "min_us": 402.0, "gpu_ms": [0.404], "reference": "span", "error_pct": 1.0, "note": "paced"}
+        ],
+        "output_checks": [{"line": 28, "size": 256, "matches": true}, {"line": 29, "size": 8, "matches": false, "mismatched_bytes": 2, "first_mismatch": 3}],
+        "durations_file": "x.rec/kernel-durations.json",
+        "notes": ["window moved"]
+    });
+    assert_eq!(
+        report::text(&r),
+        "replay report: x.rec\n\
+         device: NVIDIA H100 80GB HBM3 (0000:00:06.0)\n\
+         coverage: 3 of 6 launches replayed (50.0%)\n  skipped 3: no params recorded\n\
+         memory: 2 windows, 1 at the recorded address, 1 relocated\n\
+         recorded GPU time (gpu_lines): busy 100.0 us, span 400.0 us\n  \
+         sequence  mean 110.0 us, min 105.0 us per iteration (2 iterations), error vs recorded busy 10.0 %\n  \
+         timed     mean 404.0 us, min 402.0 us per iteration (1 iterations), error vs recorded span 1.0 % (paced)\n\
+         output check: line 28: 256 bytes: bit-for-bit identical\n\
+         output check: line 29: 8 bytes: 2 bytes differ (first at 3)\n\
+         kernel durations (for tracer gaps/report/export --durations): x.rec/kernel-durations.json\n\
+         note: window moved\n"
+    );
+}

@@ -243,11 +243,12 @@ pub fn text(r: &serde_json::Value) -> String {
     for m in r["modes"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
-            "  {:<9} mean {} us, min {} us per iteration ({} iterations), error vs recorded busy {} %{}",
+            "  {:<9} mean {} us, min {} us per iteration ({} iterations), error vs recorded {} {} %{}",
             m["mode"].as_str().unwrap_or(""),
             f(&m["mean_us"]),
             f(&m["min_us"]),
             m["gpu_ms"].as_array().map(|a| a.len()).unwrap_or(0),
+            m["reference"].as_str().unwrap_or("busy"),
             f(&m["error_pct"]),
             m["note"].as_str().map(|n| format!(" ({n})")).unwrap_or_default()
         );
