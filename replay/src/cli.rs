@@ -1,0 +1,101 @@
+//! Command line: `replay plan RECORDING` (CPU only) and `replay [run] RECORDING --mode …`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use replay::plan;
+use replay::recording::Recording;
+
+#[derive(Parser)]
+#[command(
+    name = "replay",
+    version,
+    about = "Re-execute the kernels and memory operations of a replayable tracer recording (NAME.rec/)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Whole run in recorded order, as fast as possible
+    Sequence,
+    /// Honour the recorded gaps between submissions
+    Timed,
+    /// Each distinct kernel+shape alone, repeated, timed with CUDA events
+    Isolated,
+    /// The sequence captured into a CUDA graph
+    Graph,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the coverage and plan summary (no GPU needed)
+    Plan {
+        recording: PathBuf,
+        /// Print the plan as JSON (ops without parameter bytes)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay on a GPU and write NAME.rec/replay-report.json (the default command)
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    pub recording: PathBuf,
+    /// Modes to run, in order (comma separated)
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "sequence,isolated")]
+    pub mode: Vec<Mode>,
+    /// Timed iterations of each mode
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Untimed iterations before
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// CUDA device ordinal
+    #[arg(long, default_value_t = 0)]
+    pub device: i32,
+    /// Isolated mode: timed repetitions of each distinct kernel+shape
+    #[arg(long, default_value_t = 20)]
+    pub repeats: u32,
+    /// Measure energy with NVML (idle baseline, then the sequence repeated for >= this many seconds)
+    #[arg(long, default_value_t = 0.0)]
+    pub energy_seconds: f64,
+    /// Never map recorded addresses: always relocate pointer parameters (for testing the fallback)
+    #[arg(long)]
+    pub force_relocation: bool,
+    /// Write the report here instead of NAME.rec/replay-report.json
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+pub fn main() -> Result<ExitCode> {
+    let mut args: Vec<String> = std::env::args().collect();
+    // `replay RECORDING …` means `replay run RECORDING …`.
+    if args.len() > 1 && !["plan", "run", "help", "-h", "--help", "-V", "--version"].contains(&args[1].as_str()) {
+        args.insert(1, "run".into());
+    }
+    let cli = Cli::parse_from(args);
+    match cli.cmd {
+        Cmd::Plan { recording, json } => {
+            let rec = Recording::open(&recording)?;
+            let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
+            rec.check_data(&p)?;
+            for w in &rec.trace.warnings {
+                eprintln!("warning: {w}");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&p)?);
+            } else {
+                print!("{}", p.summary());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Run(a) => crate::run::run(&a),
+    }
+}

@@ -1,0 +1,8 @@
+//! Execution on the GPU with the CUDA driver API (cudarc `driver::sys`,
+//! libcuda loaded at run time: no link-time CUDA dependency).
+
+pub mod cuda;
+pub mod memory;
+pub mod session;
+
+pub use session::{Graph, OutputCheck, Session};

@@ -1,0 +1,678 @@
+//! A replay session: the context, the recreated memory, the loaded images,
+//! streams and events, and every op prepared for submission.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use cudarc::driver::sys;
+use serde::Serialize;
+
+use super::cuda::{self, CUfunction, CUstream, Context, Event, Pinned, ck};
+use super::memory::AddressMap;
+use crate::plan::{Direction, LaunchApi, LaunchAttr, OpKind, Plan, RangeKind, StreamKind};
+use crate::recording::Recording;
+
+pub enum Prep {
+    Launch {
+        f: CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem: u32,
+        stream: usize,
+        /// 8-byte aligned parameter buffer.
+        params: Vec<u64>,
+        len: usize,
+        attrs: Vec<LaunchAttr>,
+        ex: bool,
+    },
+    Copy {
+        dir: Direction,
+        dst: u64,
+        src: u64,
+        size: usize,
+        stream: usize,
+        is_async: bool,
+        host: HostBuf,
+    },
+    Set {
+        dst: u64,
+        value: u32,
+        elem: u8,
+        count: usize,
+        stream: usize,
+    },
+    EventRecord {
+        event: usize,
+        stream: usize,
+    },
+    Wait {
+        event: usize,
+        stream: usize,
+    },
+    StreamSync {
+        stream: usize,
+    },
+    CtxSync,
+    EventSync {
+        event: usize,
+    },
+    Nop,
+}
+
+#[derive(Clone, Copy)]
+pub enum HostBuf {
+    /// Index into the session's data buffers (recorded bytes).
+    Data(usize),
+    /// The zero-filled source buffer.
+    Fill,
+    /// The shared device-to-host destination.
+    Scratch,
+    None,
+}
+
+/// A device-to-host copy whose recorded bytes are known, compared bit for bit.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputCheck {
+    pub line: usize,
+    pub size: u64,
+    pub matches: bool,
+    pub mismatched_bytes: u64,
+    pub first_mismatch: Option<u64>,
+}
+
+pub struct Session {
+    pub ctx: Context,
+    pub map: AddressMap,
+    modules: Vec<ModuleHandle>,
+    streams: Vec<CUstream>,
+    events: Vec<sys::CUevent>,
+    pub prep: Vec<Prep>,
+    data: Vec<Pinned>,
+    fill: Pinned,
+    scratch: Pinned,
+    /// Per op index: recorded bytes expected from a D2H copy (data file sha).
+    expected: HashMap<usize, (String, usize)>,
+    pub setup_notes: Vec<String>,
+    pub setup_s: f64,
+}
+
+#[derive(Clone, Copy)]
+enum ModuleHandle {
+    None,
+    Module(sys::CUmodule),
+    Library(sys::CUlibrary),
+}
+
+fn cstr(s: &str) -> Result<CString> {
+    CString::new(s).with_context(|| format!("name with a NUL byte: {s:?}"))
+}
+
+impl Session {
+    pub fn new(rec: &Recording, plan: &Plan, device: i32, force_relocation: bool) -> Result<Session> {
+        let t0 = Instant::now();
+        let ctx = Context::new(device)?;
+        // Memory first: before the images' own allocations can take the recorded addresses.
+        let mut map = AddressMap::build(&plan.ranges, ctx.dev, force_relocation)?;
+        let mut notes = map.notes.clone();
+        let mut modules = vec![ModuleHandle::None; plan.loads.len()];
+        let used: std::collections::BTreeSet<usize> = plan.kernels_used().iter().map(|k| k.0).collect();
+        let globals: std::collections::BTreeSet<usize> =
+            plan.ranges.iter().filter_map(|r| r.global.as_ref().map(|g| g.0)).collect();
+        for &id in used.union(&globals) {
+            let ld = &plan.loads[id];
+            let Some(sha) = &ld.image else { continue };
+            let mut bytes = rec.image_bytes(sha)?;
+            // PTX is stored without its terminating NUL (recording-format.md); the driver needs it.
+            if rec.manifest.image(sha).is_some_and(|i| i.kind == "ptx") && bytes.last() != Some(&0) {
+                bytes.push(0);
+            }
+            let what = format!(
+                "{} of image {sha} (recorded at line {})",
+                if ld.library { "cuLibraryLoadData" } else { "cuModuleLoadData" },
+                ld.line
+            );
+            // SAFETY: image bytes stay alive during the call (the driver copies them).
+            unsafe {
+                if ld.library {
+                    let mut l: sys::CUlibrary = std::ptr::null_mut();
+                    ck(
+                        sys::cuLibraryLoadData(
+                            &mut l,
+                            bytes.as_ptr() as *const c_void,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                            0,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                            0,
+                        ),
+                        &what,
+                    )?;
+                    modules[id] = ModuleHandle::Library(l);
+                } else {
+                    let mut m: sys::CUmodule = std::ptr::null_mut();
+                    ck(sys::cuModuleLoadData(&mut m, bytes.as_ptr() as *const c_void), &what)?;
+                    modules[id] = ModuleHandle::Module(m);
+                }
+            }
+        }
+        // Module globals: map their recorded addresses to the replay's.
+        for r in plan.ranges.iter().filter(|r| r.kind == RangeKind::ModuleGlobal) {
+            let Some((load, name)) = &r.global else { continue };
+            let n = cstr(name)?;
+            let (mut p, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+            // SAFETY: valid handles and out-pointers.
+            let res = unsafe {
+                match modules[*load] {
+                    ModuleHandle::Library(l) => sys::cuLibraryGetGlobal(&mut p, &mut size, l, n.as_ptr()),
+                    ModuleHandle::Module(m) => sys::cuModuleGetGlobal_v2(&mut p, &mut size, m, n.as_ptr()),
+                    ModuleHandle::None => continue,
+                }
+            };
+            if res == sys::CUresult::CUDA_SUCCESS {
+                map.add_global(r.start, p, size as u64);
+            } else {
+                notes.push(format!("global {name} (line {}): {}", r.line, cuda::error_name(res)));
+            }
+        }
+        // Functions.
+        let mut funcs: HashMap<(usize, String), (CUfunction, Option<sys::CUkernel>)> = HashMap::new();
+        for (load, kernel, _) in plan.kernels_used() {
+            let n = cstr(&kernel)?;
+            let what = format!("kernel {kernel} of load line {}", plan.loads[load].line);
+            // SAFETY: valid handles and out-pointers.
+            let f = unsafe {
+                match modules[load] {
+                    ModuleHandle::Library(l) => {
+                        let mut k: sys::CUkernel = std::ptr::null_mut();
+                        ck(sys::cuLibraryGetKernel(&mut k, l, n.as_ptr()), &format!("cuLibraryGetKernel: {what}"))?;
+                        // A CUkernel may be passed wherever a CUfunction is (CUDA 12+).
+                        (k as CUfunction, Some(k))
+                    }
+                    ModuleHandle::Module(m) => {
+                        let mut f: CUfunction = std::ptr::null_mut();
+                        ck(sys::cuModuleGetFunction(&mut f, m, n.as_ptr()), &format!("cuModuleGetFunction: {what}"))?;
+                        (f, None)
+                    }
+                    ModuleHandle::None => bail!("{what}: image not loaded"),
+                }
+            };
+            funcs.insert((load, kernel), f);
+        }
+        // Attributes (e.g. the maximum dynamic shared memory) once, in recorded order.
+        for op in &plan.ops {
+            if let OpKind::SetAttribute { load, kernel, attrib, value, .. } = &op.kind {
+                let Some(&(f, k)) = funcs.get(&(*load, kernel.clone())) else { continue };
+                let r = match k {
+                    Some(k) => cuda::kernel_set_attribute(k, *attrib, *value, ctx.dev),
+                    None => cuda::func_set_attribute(f, *attrib, *value),
+                };
+                if let Err(e) = r {
+                    notes.push(format!("line {}: {e:#}", op.line));
+                }
+            }
+        }
+        // Streams and events.
+        let mut streams = Vec::with_capacity(plan.streams.len());
+        for s in &plan.streams {
+            let h: CUstream = match s.kind {
+                StreamKind::Legacy => std::ptr::null_mut(),
+                StreamKind::PerThread => 2usize as CUstream,
+                StreamKind::Created | StreamKind::Unknown => {
+                    let mut h: CUstream = std::ptr::null_mut();
+                    // SAFETY: out-pointer valid.
+                    ck(
+                        unsafe { sys::cuStreamCreateWithPriority(&mut h, s.flags, s.priority) },
+                        "cuStreamCreateWithPriority",
+                    )?;
+                    h
+                }
+            };
+            streams.push(h);
+        }
+        let mut events = Vec::with_capacity(plan.events.len());
+        for e in &plan.events {
+            let mut h: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: out-pointer valid.
+            ck(unsafe { sys::cuEventCreate(&mut h, e.flags) }, "cuEventCreate")?;
+            events.push(h);
+        }
+        // Host buffers: recorded H2D bytes (pinned), one zero-filled source, one D2H scratch.
+        let mut data: Vec<Pinned> = Vec::new();
+        let mut data_idx: HashMap<String, usize> = HashMap::new();
+        let (mut max_fill, mut max_scratch) = (1usize, 1usize);
+        let mut expected = HashMap::new();
+        for (i, op) in plan.ops.iter().enumerate() {
+            if let OpKind::Copy(c) = &op.kind {
+                match (c.direction, &c.data) {
+                    (Direction::H2d, Some(sha)) if !data_idx.contains_key(sha) => {
+                        let b = rec.data_bytes(sha, c.size)?;
+                        let mut p = Pinned::new(b.len())?;
+                        p.slice_mut().copy_from_slice(&b);
+                        data_idx.insert(sha.clone(), data.len());
+                        data.push(p);
+                    }
+                    (Direction::H2d, None) => max_fill = max_fill.max(c.size as usize),
+                    (Direction::D2h, d) => {
+                        max_scratch = max_scratch.max(c.size as usize);
+                        if let Some(sha) = d {
+                            expected.insert(i, (sha.clone(), op.line));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let fill = Pinned::new(max_fill)?;
+        let scratch = Pinned::new(max_scratch)?;
+        // Prepared ops.
+        let reloc: HashMap<usize, Vec<(u32, u64)>> = plan.relocations.iter().fold(HashMap::new(), |mut m, c| {
+            m.entry(c.op).or_default().push((c.offset, c.value));
+            m
+        });
+        let mut prep = Vec::with_capacity(plan.ops.len());
+        for (i, op) in plan.ops.iter().enumerate() {
+            let stream = op.stream.unwrap_or(0);
+            prep.push(match &op.kind {
+                OpKind::Launch(l) => {
+                    let (f, _) = funcs[&(l.load, l.kernel.clone())];
+                    let cands = reloc.get(&i).map(|v| v.as_slice()).unwrap_or(&[]);
+                    let bytes = super::memory::relocate_params(&l.params, l.layout.as_ref(), cands, &map);
+                    let mut params = vec![0u64; bytes.len().div_ceil(8)];
+                    // SAFETY: params has at least bytes.len() bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(bytes.as_ptr(), params.as_mut_ptr() as *mut u8, bytes.len())
+                    };
+                    Prep::Launch {
+                        f,
+                        grid: l.grid,
+                        block: l.block,
+                        shared_mem: l.shared_mem,
+                        stream,
+                        params,
+                        len: bytes.len(),
+                        attrs: l.attrs.clone(),
+                        ex: l.api != LaunchApi::Kernel,
+                    }
+                }
+                OpKind::Copy(c) => {
+                    let host = match c.direction {
+                        Direction::H2d => c.data.as_ref().map(|s| HostBuf::Data(data_idx[s])).unwrap_or(HostBuf::Fill),
+                        Direction::D2h => HostBuf::Scratch,
+                        Direction::D2d => HostBuf::None,
+                    };
+                    Prep::Copy {
+                        dir: c.direction,
+                        dst: map.translate(c.dst),
+                        src: map.translate(c.src),
+                        size: c.size as usize,
+                        stream,
+                        is_async: c.is_async,
+                        host,
+                    }
+                }
+                OpKind::Set(s) => Prep::Set {
+                    dst: map.translate(s.dst),
+                    value: s.value,
+                    elem: s.elem,
+                    count: s.count as usize,
+                    stream,
+                },
+                OpKind::EventRecord { event } => Prep::EventRecord { event: *event, stream },
+                OpKind::StreamWaitEvent { event } => Prep::Wait { event: *event, stream },
+                OpKind::StreamSync => Prep::StreamSync { stream },
+                OpKind::CtxSync => Prep::CtxSync,
+                OpKind::EventSync { event } => Prep::EventSync { event: *event },
+                OpKind::SetAttribute { .. } => Prep::Nop,
+            });
+        }
+        ctx.sync()?;
+        Ok(Session {
+            ctx,
+            map,
+            modules,
+            streams,
+            events,
+            prep,
+            data,
+            fill,
+            scratch,
+            expected,
+            setup_notes: notes,
+            setup_s: t0.elapsed().as_secs_f64(),
+        })
+    }
+
+    fn host_ptr(&self, h: HostBuf) -> *mut c_void {
+        match h {
+            HostBuf::Data(i) => self.data[i].ptr as *mut c_void,
+            HostBuf::Fill => self.fill.ptr as *mut c_void,
+            HostBuf::Scratch => self.scratch.ptr as *mut c_void,
+            HostBuf::None => std::ptr::null_mut(),
+        }
+    }
+
+    /// Submit op `i`; `on` overrides its stream (graph capture, isolated timing).
+    pub fn submit(&self, i: usize, on: Option<CUstream>) -> Result<()> {
+        let st = |s: usize| on.unwrap_or(self.streams[s]);
+        let what = || format!("op {i}");
+        // SAFETY: every handle comes from setup; buffers outlive the call
+        // (parameters are copied by the driver at launch).
+        unsafe {
+            match &self.prep[i] {
+                Prep::Launch { f, grid, block, shared_mem, stream, params, len, attrs, ex } => {
+                    let mut size = *len;
+                    let mut extra: [*mut c_void; 5] = [
+                        std::ptr::without_provenance_mut::<c_void>(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
+                        params.as_ptr() as *mut c_void,
+                        std::ptr::without_provenance_mut::<c_void>(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
+                        &mut size as *mut usize as *mut c_void,
+                        std::ptr::null_mut(),
+                    ];
+                    let extra_p = if *len == 0 { std::ptr::null_mut() } else { extra.as_mut_ptr() };
+                    if *ex || !attrs.is_empty() {
+                        let mut a: Vec<sys::CUlaunchAttribute> = attrs.iter().map(|x| launch_attr(*x)).collect();
+                        let cfg = sys::CUlaunchConfig {
+                            gridDimX: grid[0],
+                            gridDimY: grid[1],
+                            gridDimZ: grid[2],
+                            blockDimX: block[0],
+                            blockDimY: block[1],
+                            blockDimZ: block[2],
+                            sharedMemBytes: *shared_mem,
+                            hStream: st(*stream),
+                            attrs: a.as_mut_ptr(),
+                            numAttrs: a.len() as u32,
+                        };
+                        ck(
+                            sys::cuLaunchKernelEx(&cfg, *f, std::ptr::null_mut(), extra_p),
+                            &format!("{}: cuLaunchKernelEx", what()),
+                        )
+                    } else {
+                        ck(
+                            sys::cuLaunchKernel(
+                                *f,
+                                grid[0],
+                                grid[1],
+                                grid[2],
+                                block[0],
+                                block[1],
+                                block[2],
+                                *shared_mem,
+                                st(*stream),
+                                std::ptr::null_mut(),
+                                extra_p,
+                            ),
+                            &format!("{}: cuLaunchKernel", what()),
+                        )
+                    }
+                }
+                Prep::Copy { dir, dst, src, size, stream, is_async, host } => {
+                    let h = self.host_ptr(*host);
+                    let s = st(*stream);
+                    let r = match (dir, *is_async || on.is_some()) {
+                        (Direction::H2d, true) => sys::cuMemcpyHtoDAsync_v2(*dst, h, *size, s),
+                        (Direction::H2d, false) => sys::cuMemcpyHtoD_v2(*dst, h, *size),
+                        (Direction::D2h, true) => sys::cuMemcpyDtoHAsync_v2(h, *src, *size, s),
+                        (Direction::D2h, false) => sys::cuMemcpyDtoH_v2(h, *src, *size),
+                        (Direction::D2d, true) => sys::cuMemcpyDtoDAsync_v2(*dst, *src, *size, s),
+                        (Direction::D2d, false) => sys::cuMemcpyDtoD_v2(*dst, *src, *size),
+                    };
+                    ck(r, &format!("{}: copy {dir:?} {size} bytes", what()))
+                }
+                Prep::Set { dst, value, elem, count, stream } => {
+                    let s = st(*stream);
+                    let r = match elem {
+                        1 => sys::cuMemsetD8Async(*dst, *value as u8, *count, s),
+                        2 => sys::cuMemsetD16Async(*dst, *value as u16, *count, s),
+                        _ => sys::cuMemsetD32Async(*dst, *value, *count, s),
+                    };
+                    ck(r, &format!("{}: memset", what()))
+                }
+                Prep::EventRecord { event, stream } => {
+                    if on.is_some() {
+                        return Ok(());
+                    }
+                    ck(sys::cuEventRecord(self.events[*event], st(*stream)), "cuEventRecord")
+                }
+                Prep::Wait { event, stream } => {
+                    if on.is_some() {
+                        return Ok(());
+                    }
+                    ck(sys::cuStreamWaitEvent(st(*stream), self.events[*event], 0), "cuStreamWaitEvent")
+                }
+                Prep::StreamSync { stream } => {
+                    if on.is_some() {
+                        return Ok(());
+                    }
+                    ck(sys::cuStreamSynchronize(st(*stream)), "cuStreamSynchronize")
+                }
+                Prep::CtxSync => {
+                    if on.is_some() {
+                        return Ok(());
+                    }
+                    ck(sys::cuCtxSynchronize(), "cuCtxSynchronize")
+                }
+                Prep::EventSync { event } => {
+                    if on.is_some() {
+                        return Ok(());
+                    }
+                    ck(sys::cuEventSynchronize(self.events[*event]), "cuEventSynchronize")
+                }
+                Prep::Nop => Ok(()),
+            }
+        }
+    }
+
+    /// Streams the ops use (for the end-of-run events).
+    fn used_streams(&self) -> Vec<CUstream> {
+        let mut v: Vec<CUstream> = Vec::new();
+        for p in &self.prep {
+            let s = match p {
+                Prep::Launch { stream, .. } | Prep::Copy { stream, .. } | Prep::Set { stream, .. } => {
+                    self.streams[*stream]
+                }
+                _ => continue,
+            };
+            if !v.contains(&s) {
+                v.push(s);
+            }
+        }
+        v
+    }
+
+    /// One pass over every op in recorded order. `pace`: the recorded
+    /// submission offsets (ns from the first op) to wait for (timed mode).
+    /// Returns GPU ms (first submission to the last stream's end, CUDA events)
+    /// and wall ms.
+    pub fn pass(&self, pace: Option<&[u64]>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
+        self.ctx.sync()?;
+        let start = Event::new()?;
+        let t0 = Instant::now();
+        start.record(std::ptr::null_mut())?;
+        let mut checks = Vec::new();
+        for i in 0..self.prep.len() {
+            if let Some(p) = pace {
+                let due = Duration::from_nanos(p[i]);
+                while t0.elapsed() < due {
+                    std::hint::spin_loop();
+                }
+            }
+            self.submit(i, None)?;
+            if let Some(rec) = check
+                && let Some((sha, line)) = self.expected.get(&i)
+                && let Prep::Copy { size, stream, .. } = &self.prep[i]
+            {
+                // SAFETY: valid stream.
+                ck(unsafe { sys::cuStreamSynchronize(self.streams[*stream]) }, "cuStreamSynchronize")?;
+                let want = rec.data_bytes(sha, *size as u64)?;
+                let got = &self.scratch.slice()[..*size];
+                let bad: Vec<usize> = (0..*size).filter(|&k| got[k] != want[k]).collect();
+                checks.push(OutputCheck {
+                    line: *line,
+                    size: *size as u64,
+                    matches: bad.is_empty(),
+                    mismatched_bytes: bad.len() as u64,
+                    first_mismatch: bad.first().map(|&b| b as u64),
+                });
+            }
+        }
+        let mut ends = Vec::new();
+        for s in self.used_streams() {
+            let e = Event::new()?;
+            e.record(s)?;
+            ends.push(e);
+        }
+        let mut gpu_ms = 0f64;
+        for e in &ends {
+            e.sync()?;
+            gpu_ms = gpu_ms.max(e.since(&start)?);
+        }
+        self.ctx.sync()?;
+        Ok((gpu_ms, t0.elapsed().as_secs_f64() * 1e3, checks))
+    }
+
+    /// Capture every GPU op, in recorded order, on one stream into a CUDA graph
+    /// (events and host synchronizations are dropped: the single stream keeps
+    /// every dependency, at the cost of the recorded concurrency).
+    pub fn graph(&self) -> Result<Graph> {
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: plain driver API calls; capture ends before returning.
+        unsafe {
+            ck(sys::cuStreamCreateWithPriority(&mut s, 1, 0), "cuStreamCreate")?;
+            ck(
+                sys::cuStreamBeginCapture_v2(s, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED),
+                "cuStreamBeginCapture",
+            )?;
+            let mut err = None;
+            for i in 0..self.prep.len() {
+                if let Err(e) = self.submit(i, Some(s)) {
+                    err = Some(e);
+                    break;
+                }
+            }
+            let mut g: sys::CUgraph = std::ptr::null_mut();
+            let r = sys::cuStreamEndCapture(s, &mut g);
+            if let Some(e) = err {
+                return Err(e.context("while capturing the graph"));
+            }
+            ck(r, "cuStreamEndCapture")?;
+            let mut ge: sys::CUgraphExec = std::ptr::null_mut();
+            ck(sys::cuGraphInstantiateWithFlags(&mut ge, g, 0), "cuGraphInstantiate")?;
+            Ok(Graph { stream: s, exec: ge })
+        }
+    }
+
+    /// Time op `i` alone on `stream`: `warmup` untimed, then `reps` each between two events; the ms, sorted.
+    pub fn time_alone(&self, i: usize, stream: CUstream, warmup: u32, reps: u32) -> Result<Vec<f64>> {
+        for _ in 0..warmup {
+            self.submit(i, Some(stream))?;
+        }
+        let pairs: Vec<(Event, Event)> =
+            (0..reps.max(1)).map(|_| Ok((Event::new()?, Event::new()?))).collect::<Result<_>>()?;
+        for (a, b) in &pairs {
+            a.record(stream)?;
+            self.submit(i, Some(stream))?;
+            b.record(stream)?;
+        }
+        let mut v = Vec::with_capacity(pairs.len());
+        for (a, b) in &pairs {
+            b.sync()?;
+            v.push(b.since(a)?);
+        }
+        v.sort_by(f64::total_cmp);
+        Ok(v)
+    }
+
+    pub fn new_stream(&self) -> Result<CUstream> {
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: out-pointer valid.
+        ck(unsafe { sys::cuStreamCreateWithPriority(&mut s, 1, 0) }, "cuStreamCreate")?;
+        Ok(s)
+    }
+
+    pub fn loaded_images(&self) -> usize {
+        self.modules.iter().filter(|m| !matches!(m, ModuleHandle::None)).count()
+    }
+}
+
+pub struct Graph {
+    pub stream: CUstream,
+    pub exec: sys::CUgraphExec,
+}
+
+impl Graph {
+    /// Launch the graph once; GPU ms.
+    pub fn launch_timed(&self) -> Result<f64> {
+        let (a, b) = (Event::new()?, Event::new()?);
+        a.record(self.stream)?;
+        // SAFETY: valid graph exec and stream.
+        ck(unsafe { sys::cuGraphLaunch(self.exec, self.stream) }, "cuGraphLaunch")?;
+        b.record(self.stream)?;
+        b.sync()?;
+        b.since(&a)
+    }
+}
+
+fn launch_attr(a: LaunchAttr) -> sys::CUlaunchAttribute {
+    use sys::CUlaunchAttributeID as Id;
+    // SAFETY: zeroed POD (a union of plain values), then one member set.
+    let mut x: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    match a {
+        LaunchAttr::Cooperative(v) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            x.value.cooperative = v;
+        }
+        LaunchAttr::ClusterDim([cx, cy, cz]) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            x.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cx, y: cy, z: cz };
+        }
+        LaunchAttr::ClusterSchedulingPolicy(v) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+            x.value.clusterSchedulingPolicyPreference = match v {
+                1 => sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_SPREAD,
+                2 => sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING,
+                _ => sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_DEFAULT,
+            };
+        }
+        LaunchAttr::ProgrammaticStreamSerialization(v) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            x.value.programmaticStreamSerializationAllowed = v;
+        }
+        LaunchAttr::Priority(v) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            x.value.priority = v;
+        }
+        LaunchAttr::MemSyncDomain(v) => {
+            x.id = Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+            // SAFETY: the union's first 4 bytes hold the enum's value.
+            unsafe { *(x.value.pad.as_mut_ptr() as *mut i32) = v };
+        }
+    }
+    x
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: teardown of what setup created; errors ignored.
+        unsafe {
+            sys::cuCtxSynchronize();
+            for &e in &self.events {
+                sys::cuEventDestroy_v2(e);
+            }
+            for m in &self.modules {
+                match m {
+                    ModuleHandle::Library(l) => {
+                        sys::cuLibraryUnload(*l);
+                    }
+                    ModuleHandle::Module(m) => {
+                        sys::cuModuleUnload(*m);
+                    }
+                    ModuleHandle::None => {}
+                }
+            }
+        }
+    }
+}

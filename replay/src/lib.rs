@@ -1,0 +1,17 @@
+//! `replay`: re-execute the kernels and memory operations of a replayable
+//! tracer recording (`tracer record --replayable`, docs/recording-format.md)
+//! without the program that made it, and compare its GPU time and energy
+//! with the recording's (docs/replay.md).
+//!
+//! - [`recording`]: read and validate `NAME.rec/`;
+//! - [`plan`]: pure planning (handles, streams, dependencies, address ranges,
+//!   relocation candidates, coverage);
+//! - [`exec`]: execution with the CUDA driver API (cudarc, libcuda loaded at run time);
+//! - [`report`]: the validation report (JSON and text);
+//! - [`energy`]: NVML energy windows.
+
+pub mod energy;
+pub mod exec;
+pub mod plan;
+pub mod recording;
+pub mod report;

@@ -1,0 +1,146 @@
+//! A replayable recording on disk (`NAME.rec/`, docs/recording-format.md):
+//! manifest.json, the trace, images/<sha256>, data/<sha256>. Opening one
+//! checks everything that can be checked without planning: the manifest's
+//! format and schema version, each image's presence, size and SHA-256, and
+//! every trace line's syntax. Errors name the file (and line) and what is wrong.
+
+pub mod hex;
+pub mod manifest;
+pub mod trace;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+
+pub use manifest::{ImageEntry, KernelLayout, Manifest};
+pub use trace::{Call, GpuActivity, Marker, PowerSample, Trace};
+
+#[derive(Debug)]
+pub struct Recording {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub trace_path: PathBuf,
+    pub trace: Trace,
+}
+
+impl Recording {
+    pub fn open(dir: &Path) -> Result<Recording> {
+        if !dir.is_dir() {
+            bail!("{}: not a directory (a recording is a NAME.rec/ directory)", dir.display());
+        }
+        let mpath = dir.join("manifest.json");
+        let text = std::fs::read_to_string(&mpath).with_context(|| format!("{}: cannot read", mpath.display()))?;
+        let manifest = Manifest::parse(&text, &mpath)?;
+        for img in &manifest.images {
+            let p = dir.join(&img.file);
+            let what = || format!("{}: image {} ({})", mpath.display(), img.sha256, p.display());
+            let meta = std::fs::metadata(&p).with_context(|| format!("{}: file missing", what()))?;
+            if meta.len() != img.bytes {
+                bail!("{}: {} bytes on disk, the manifest says {}", what(), meta.len(), img.bytes);
+            }
+            let got = sha256_file(&p).with_context(what)?;
+            if got != img.sha256 {
+                bail!("{}: SHA-256 of the file is {got}: the file does not match its name", what());
+            }
+        }
+        let trace_path = dir.join(&manifest.trace);
+        let trace = Trace::read(&trace_path)?;
+        if let Some(v) = trace
+            .header
+            .as_ref()
+            .and_then(|h| h.get("replayable"))
+            .and_then(|r| r.get("schema_version"))
+            .and_then(|v| v.as_u64())
+            && v > manifest::SCHEMA_VERSION
+        {
+            bail!(
+                "{}:1: header replayable.schema_version {v} is newer than this replay understands (schema_version {})",
+                trace_path.display(),
+                manifest::SCHEMA_VERSION
+            );
+        }
+        Ok(Recording { dir: dir.to_owned(), manifest, trace_path, trace })
+    }
+
+    /// The trace file's name as messages give it (relative to the recording).
+    pub fn trace_name(&self) -> &str {
+        &self.manifest.trace
+    }
+
+    pub fn image_path(&self, sha: &str) -> Option<PathBuf> {
+        self.manifest.image(sha).map(|i| self.dir.join(&i.file))
+    }
+
+    pub fn image_bytes(&self, sha: &str) -> Result<Vec<u8>> {
+        let p = self
+            .image_path(sha)
+            .with_context(|| format!("{}: image {sha} is not in manifest.json", self.dir.display()))?;
+        std::fs::read(&p).with_context(|| format!("{}: cannot read", p.display()))
+    }
+
+    pub fn data_path(&self, sha: &str) -> PathBuf {
+        self.dir.join("data").join(sha)
+    }
+
+    /// The bytes of `data/<sha>`, checked against their name and the copy's size.
+    pub fn data_bytes(&self, sha: &str, size: u64) -> Result<Vec<u8>> {
+        let p = self.data_path(sha);
+        let b = std::fs::read(&p).with_context(|| format!("{}: cannot read", p.display()))?;
+        if b.len() as u64 != size {
+            bail!("{}: {} bytes, the copy is {size} bytes", p.display(), b.len());
+        }
+        let got = sha256_hex(&b);
+        if got != sha {
+            bail!("{}: SHA-256 of the file is {got}: the file does not match its name", p.display());
+        }
+        Ok(b)
+    }
+}
+
+pub fn sha256_hex(b: &[u8]) -> String {
+    hex::encode(&Sha256::digest(b))
+}
+
+pub fn sha256_file(p: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(p)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(&h.finalize()))
+}
+
+impl Recording {
+    /// Every `data/<sha256>` the plan's copies use exists with the copy's size
+    /// (the content is checked against its name when replay reads it).
+    pub fn check_data(&self, plan: &crate::plan::Plan) -> Result<()> {
+        for op in &plan.ops {
+            if let crate::plan::OpKind::Copy(c) = &op.kind
+                && let Some(sha) = &c.data
+            {
+                let p = self.data_path(sha);
+                let meta = std::fs::metadata(&p).with_context(|| {
+                    format!("{}:{}: data {sha}: {} missing", self.trace_name(), op.line, p.display())
+                })?;
+                if meta.len() != c.size {
+                    bail!(
+                        "{}:{}: data {sha}: {} is {} bytes, the copy is {} bytes (truncated?)",
+                        self.trace_name(),
+                        op.line,
+                        p.display(),
+                        meta.len(),
+                        c.size
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}

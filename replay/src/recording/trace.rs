@@ -1,0 +1,270 @@
+//! Reading `trace.jsonl` (docs/trace-format.md): the call lines replay needs,
+//! the measured GPU activity (`gpu`), markers and power samples. Every error
+//! names the file and the line.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value};
+
+use super::hex;
+
+/// One call line of a type replay looks at (module, kernel, graph, memory,
+/// memcpy, memset, sync, stream, event).
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// 1-based line number in the trace file.
+    pub line: usize,
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// The exported symbol (`cuLaunchKernel`, `cuMemcpyHtoDAsync_v2`, …).
+    pub name: String,
+    /// CUresult, when the return was probed.
+    pub ret: Option<i64>,
+    pub duration_ns: Option<u64>,
+    pub entry_lost: bool,
+    pub incomplete: bool,
+    /// Decoded `params` (the kernel's parameter buffer).
+    pub params: Option<Vec<u8>>,
+    /// Every other field of the line, `args` included.
+    pub obj: Map<String, Value>,
+}
+
+impl Call {
+    /// The call returned an error (entry-only lines have no `ret`: taken as success).
+    pub fn failed(&self) -> bool {
+        self.ret.is_some_and(|r| r != 0)
+    }
+    pub fn field(&self, k: &str) -> Option<&Value> {
+        self.obj.get(k).filter(|v| !v.is_null())
+    }
+    pub fn arg(&self, k: &str) -> Option<&Value> {
+        self.obj.get("args").and_then(|a| a.get(k)).filter(|v| !v.is_null())
+    }
+    pub fn str_field(&self, k: &str) -> Option<&str> {
+        self.field(k).and_then(|v| v.as_str())
+    }
+    /// A `"0x…"` field (or an integer) as u64.
+    pub fn addr_field(&self, k: &str) -> Option<u64> {
+        as_addr(self.field(k)?)
+    }
+    pub fn addr_arg(&self, k: &str) -> Option<u64> {
+        as_addr(self.arg(k)?)
+    }
+    pub fn u64_field(&self, k: &str) -> Option<u64> {
+        self.field(k)?.as_u64()
+    }
+    pub fn u64_arg(&self, k: &str) -> Option<u64> {
+        as_addr(self.arg(k)?)
+    }
+    pub fn dim3(&self, k: &str) -> Option<[u32; 3]> {
+        let a = self.field(k)?.as_array()?;
+        if a.len() != 3 {
+            return None;
+        }
+        let mut d = [0u32; 3];
+        for (i, x) in a.iter().enumerate() {
+            d[i] = u32::try_from(x.as_u64()?).ok()?;
+        }
+        Some(d)
+    }
+}
+
+pub fn as_addr(v: &Value) -> Option<u64> {
+    match v {
+        Value::String(s) => hex::parse_addr(s),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// A `type: "gpu"` line: work measured on the GPU (CUPTI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuActivity {
+    pub line: usize,
+    pub ts: u64,
+    pub end_ts: u64,
+    pub pid: u32,
+    /// `kernel`, `memcpy` or `memset`.
+    pub op: String,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub ts: u64,
+    pub pid: u32,
+    pub op: String,
+    pub label: String,
+    pub tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerSample {
+    pub ts: u64,
+    pub gpu: u32,
+    pub energy_mj: Option<u64>,
+    pub power_mw: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub header: Option<Value>,
+    pub footer: Option<Value>,
+    pub calls: Vec<Call>,
+    pub gpu: Vec<GpuActivity>,
+    pub markers: Vec<Marker>,
+    pub power: Vec<PowerSample>,
+    /// `(line, ts, pid)` of `process`/`exec` lines: the pid's handles are forgotten there.
+    pub execs: Vec<(usize, u64, u32)>,
+    /// Lines read (header and footer included).
+    pub lines: usize,
+    pub warnings: Vec<String>,
+}
+
+const CALL_TYPES: &[&str] = &["module", "kernel", "graph", "memory", "memcpy", "memset", "sync", "stream", "event"];
+
+impl Trace {
+    /// Read a trace (plain, or gzip when the name ends in `.gz`).
+    pub fn read(path: &Path) -> Result<Trace> {
+        let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
+        if path.extension().is_some_and(|e| e == "gz") {
+            Trace::from_reader(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(f)), path)
+        } else {
+            Trace::from_reader(std::io::BufReader::with_capacity(1 << 20, f), path)
+        }
+    }
+
+    pub fn from_reader<R: BufRead>(mut r: R, path: &Path) -> Result<Trace> {
+        let mut t = Trace::default();
+        let mut buf = String::new();
+        let mut lineno = 0usize;
+        // A bad line is an error unless it is the last one of a trace without
+        // footer (the recording was cut short): decided once the next line comes.
+        let mut pending: Option<String> = None;
+        loop {
+            buf.clear();
+            let n = r.read_line(&mut buf).with_context(|| format!("{}:{}: read error", path.display(), lineno + 1))?;
+            if n == 0 {
+                break;
+            }
+            lineno += 1;
+            if let Some(e) = pending.take() {
+                bail!("{e}");
+            }
+            let text = buf.trim_end_matches(['\n', '\r']);
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(obj)) => {
+                    t.add(obj, lineno, path)?;
+                }
+                Ok(_) => pending = Some(format!("{}:{lineno}: not a JSON object", path.display())),
+                Err(e) => {
+                    pending = Some(format!(
+                        "{}:{lineno}: not valid JSON ({e}); the line is truncated or corrupt",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        t.lines = lineno;
+        if let Some(e) = pending {
+            if t.footer.is_none() {
+                t.warnings
+                    .push(format!("{e}: skipped (last line of a trace without footer: the recording was cut short)"));
+            } else {
+                bail!("{e}");
+            }
+        }
+        if t.header.is_none() {
+            t.warnings.push(format!("{}: no header line", path.display()));
+        }
+        Ok(t)
+    }
+
+    fn add(&mut self, mut obj: Map<String, Value>, line: usize, path: &Path) -> Result<()> {
+        let ty = obj.get("type").and_then(|v| v.as_str()).unwrap_or("").to_owned();
+        let here = || format!("{}:{line}", path.display());
+        match ty.as_str() {
+            "header" => {
+                self.header = Some(Value::Object(obj));
+                return Ok(());
+            }
+            "footer" => {
+                self.footer = Some(Value::Object(obj));
+                return Ok(());
+            }
+            _ => {}
+        }
+        let ts = obj.get("ts").and_then(|v| v.as_u64()).with_context(|| format!("{}: no integer \"ts\"", here()))?;
+        let pid = obj.get("pid").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+        match ty.as_str() {
+            "gpu" => {
+                let end_ts = obj
+                    .get("end_ts")
+                    .and_then(|v| v.as_u64())
+                    .with_context(|| format!("{}: gpu line without integer \"end_ts\"", here()))?;
+                if end_ts < ts {
+                    bail!("{}: gpu line ends ({end_ts}) before it starts ({ts})", here());
+                }
+                self.gpu.push(GpuActivity {
+                    line,
+                    ts,
+                    end_ts,
+                    pid,
+                    op: obj.get("op").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
+                    name: obj.get("name").and_then(|v| v.as_str()).map(str::to_owned),
+                });
+            }
+            "marker" => self.markers.push(Marker {
+                ts,
+                pid,
+                op: obj.get("op").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
+                label: obj.get("label").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
+                tokens: obj.get("tokens").and_then(|v| v.as_u64()),
+            }),
+            "power" => self.power.push(PowerSample {
+                ts,
+                gpu: obj.get("gpu").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
+                energy_mj: obj.get("energy_mj").and_then(|v| v.as_u64()),
+                power_mw: obj.get("power_mw").and_then(|v| v.as_u64()),
+            }),
+            "process" if obj.get("op").and_then(|v| v.as_str()) == Some("exec") => {
+                self.execs.push((line, ts, pid));
+            }
+            t if CALL_TYPES.contains(&t) => {
+                let name = obj
+                    .get("name")
+                    .and_then(|v| v.as_str())
+                    .with_context(|| format!("{}: call line without \"name\"", here()))?
+                    .to_owned();
+                let params = match obj.remove("params") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => {
+                        Some(hex::decode(&s).map_err(|e| anyhow::anyhow!("{}: {name}: \"params\": {e}", here()))?)
+                    }
+                    Some(_) => bail!("{}: {name}: \"params\" is not a string", here()),
+                };
+                self.calls.push(Call {
+                    line,
+                    ts,
+                    pid,
+                    tid: obj.get("tid").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
+                    ret: obj.get("ret").and_then(|v| v.as_i64()),
+                    duration_ns: obj.get("duration_us").and_then(|v| v.as_f64()).map(|us| (us * 1000.0).round() as u64),
+                    entry_lost: obj.get("entry_lost").and_then(|v| v.as_bool()).unwrap_or(false),
+                    incomplete: obj.get("incomplete").and_then(|v| v.as_bool()).unwrap_or(false),
+                    name,
+                    params,
+                    obj,
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

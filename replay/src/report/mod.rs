@@ -1,0 +1,334 @@
+//! The validation report: recorded vs replayed GPU time per mode, the time
+//! predicted from isolated kernel durations, per-family breakdown, top
+//! kernels, energy, output checks. JSON (`NAME.rec/replay-report.json`) and text.
+
+pub mod recorded;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::plan::{Direction, OpKind, Plan, family::family};
+pub use recorded::{RecordedTime, recorded_time};
+
+/// Key of an op for isolated timing: launches by kernel+shape, copies by
+/// direction+size, sets by size.
+pub fn op_key(plan: &Plan, i: usize) -> Option<String> {
+    match &plan.ops[i].kind {
+        OpKind::Launch(l) => Some(format!(
+            "kernel {} load{} grid {:?} block {:?} smem {}",
+            l.kernel, l.load, l.grid, l.block, l.shared_mem
+        )),
+        OpKind::Copy(c) => Some(format!("copy {:?} {}", c.direction, c.size)),
+        OpKind::Set(s) => Some(format!("set {}x{}", s.count, s.elem)),
+        _ => None,
+    }
+}
+
+pub fn op_family(plan: &Plan, i: usize) -> &'static str {
+    match &plan.ops[i].kind {
+        OpKind::Launch(l) => family(&l.kernel),
+        OpKind::Copy(_) => "copy",
+        OpKind::Set(_) => "set",
+        _ => "other",
+    }
+}
+
+/// Distinct keys with the first op of each and the op count.
+pub fn distinct_keys(plan: &Plan) -> BTreeMap<String, (usize, usize)> {
+    let mut m: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for i in 0..plan.ops.len() {
+        if let Some(k) = op_key(plan, i) {
+            m.entry(k).or_insert((i, 0)).1 += 1;
+        }
+    }
+    m
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FamilyRow {
+    pub family: String,
+    pub ops: usize,
+    pub predicted_us: f64,
+    /// From the recording's gpu lines.
+    pub recorded_us: Option<f64>,
+    pub error_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRow {
+    pub kernel: String,
+    pub family: String,
+    pub launches: usize,
+    pub shapes: usize,
+    pub predicted_us: f64,
+    pub recorded_us: Option<f64>,
+    pub error_pct: Option<f64>,
+}
+
+pub fn error_pct(measured: f64, reference: f64) -> Option<f64> {
+    (reference > 0.0).then(|| 100.0 * (measured - reference) / reference)
+}
+
+/// Predicted time (µs) = sum over every GPU op of its key's isolated median;
+/// per family and per kernel, next to the recorded figures when the recording
+/// has gpu lines.
+pub fn predict(
+    plan: &Plan,
+    isolated_us: &BTreeMap<String, f64>,
+    rec: &RecordedTime,
+) -> (f64, Vec<FamilyRow>, Vec<KernelRow>) {
+    let mut total = 0.0;
+    let mut fam: BTreeMap<&'static str, (usize, f64)> = BTreeMap::new();
+    let mut ker: BTreeMap<String, (usize, f64, std::collections::BTreeSet<String>)> = BTreeMap::new();
+    for i in 0..plan.ops.len() {
+        let Some(k) = op_key(plan, i) else { continue };
+        let t = isolated_us.get(&k).copied().unwrap_or(0.0);
+        total += t;
+        let f = fam.entry(op_family(plan, i)).or_default();
+        f.0 += 1;
+        f.1 += t;
+        if let OpKind::Launch(l) = &plan.ops[i].kind {
+            let e = ker.entry(l.kernel.clone()).or_default();
+            e.0 += 1;
+            e.1 += t;
+            e.2.insert(k);
+        }
+    }
+    let have = rec.source == "gpu_lines";
+    let mut rec_fam: BTreeMap<&'static str, f64> = BTreeMap::new();
+    if have {
+        for (name, (_, ns)) in &rec.per_kernel {
+            *rec_fam.entry(family(name)).or_default() += *ns as f64 / 1e3;
+        }
+        *rec_fam.entry("copy").or_default() += rec.copies_ns as f64 / 1e3;
+        *rec_fam.entry("set").or_default() += rec.sets_ns as f64 / 1e3;
+    }
+    let families = fam
+        .into_iter()
+        .map(|(f, (n, t))| {
+            let r = have.then(|| rec_fam.get(f).copied().unwrap_or(0.0));
+            FamilyRow {
+                family: f.into(),
+                ops: n,
+                predicted_us: t,
+                recorded_us: r,
+                error_pct: r.and_then(|r| error_pct(t, r)),
+            }
+        })
+        .collect();
+    let mut kernels: Vec<KernelRow> = ker
+        .into_iter()
+        .map(|(k, (n, t, shapes))| {
+            let r = have.then(|| rec.per_kernel.get(&k).map(|x| x.1 as f64 / 1e3).unwrap_or(0.0));
+            KernelRow {
+                family: family(&k).into(),
+                kernel: k,
+                launches: n,
+                shapes: shapes.len(),
+                predicted_us: t,
+                recorded_us: r,
+                error_pct: r.and_then(|r| error_pct(t, r)),
+            }
+        })
+        .collect();
+    kernels.sort_by(|a, b| b.predicted_us.total_cmp(&a.predicted_us).then(a.kernel.cmp(&b.kernel)));
+    (total, families, kernels)
+}
+
+/// Nearest-rank percentile of sorted samples (`p` in 0..=100).
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let k = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[k.clamp(1, sorted.len()) - 1]
+}
+
+/// The isolated durations as a `tracer-kernel-durations` file (docs/analysis.md,
+/// *Calibration files*), for `tracer gaps/report/export --durations`:
+/// kernels by (name, grid, block, shared memory), a key measured for several
+/// loads of the same kernel counted together (the most used one's figures);
+/// copies per direction and memsets: `base_ns` = median of the ≤ 64 KiB ones,
+/// `ns_per_byte` = median extra ns per byte of the > 1 MiB ones (a kind
+/// lacking either is left out). `samples_ms`: key -> sorted ms.
+pub fn durations_file(plan: &Plan, samples_ms: &BTreeMap<String, Vec<f64>>, gpu: Option<&str>) -> serde_json::Value {
+    type Geo = (String, [u32; 3], [u32; 3], u32);
+    let mut kernels: BTreeMap<Geo, (u64, usize, [u64; 3])> = BTreeMap::new();
+    // kind -> (ops, medians of the small ones (ns), (size, median ns) of the large ones)
+    type CopyAcc = (u64, Vec<f64>, Vec<(u64, f64)>);
+    let mut copies: BTreeMap<&'static str, CopyAcc> = BTreeMap::new();
+    for (key, (first, count)) in distinct_keys(plan) {
+        let Some(v) = samples_ms.get(&key) else { continue };
+        let ns = |p: f64| (nearest_rank(v, p) * 1e6).round() as u64;
+        match &plan.ops[first].kind {
+            OpKind::Launch(l) => {
+                let e = kernels.entry((l.kernel.clone(), l.grid, l.block, l.shared_mem)).or_insert((0, 0, [0; 3]));
+                e.0 += count as u64;
+                if count > e.1 {
+                    e.1 = count;
+                    e.2 = [ns(50.0), ns(10.0), ns(90.0)];
+                }
+            }
+            k => {
+                let (kind, size) = match k {
+                    OpKind::Copy(c) => (direction_name(c.direction), c.size),
+                    OpKind::Set(s) => ("memset", s.count * s.elem as u64),
+                    _ => continue,
+                };
+                let e = copies.entry(kind).or_default();
+                e.0 += count as u64;
+                let med = nearest_rank(v, 50.0) * 1e6;
+                if size <= 64 << 10 {
+                    e.1.push(med);
+                } else if size > 1 << 20 {
+                    e.2.push((size, med));
+                }
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        nearest_rank(&v, 50.0)
+    };
+    let kernels: Vec<serde_json::Value> = kernels
+        .into_iter()
+        .map(|((kernel, grid, block, shared_mem), (count, _, [m, p10, p90]))| {
+            serde_json::json!({"kernel": kernel, "grid": grid, "block": block, "shared_mem": shared_mem,
+                "count": count, "median_ns": m, "p10_ns": p10, "p90_ns": p90})
+        })
+        .collect();
+    let copies: Vec<serde_json::Value> = copies
+        .into_iter()
+        .filter(|(_, (_, small, big))| !small.is_empty() && !big.is_empty())
+        .map(|(kind, (count, small, big))| {
+            let base = median(small);
+            let per_byte = median(big.iter().map(|&(size, ns)| (ns - base).max(0.0) / size as f64).collect());
+            serde_json::json!({"kind": kind, "count": count, "base_ns": base.round() as u64, "ns_per_byte": per_byte})
+        })
+        .collect();
+    serde_json::json!({"format": "tracer-kernel-durations", "version": 1, "source": "replay isolated", "gpu": gpu,
+        "kernels": kernels, "copies": copies})
+}
+
+/// Text form of the report JSON.
+pub fn text(r: &serde_json::Value) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let f = |v: &serde_json::Value| v.as_f64().map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
+    let _ = writeln!(s, "replay report: {}", r["recording"].as_str().unwrap_or(""));
+    let _ = writeln!(s, "device: {}", r["device"].as_str().unwrap_or("-"));
+    let c = &r["coverage"];
+    let _ = writeln!(
+        s,
+        "coverage: {} of {} launches replayed ({}%)",
+        c["launches_replayed"],
+        c["launches"],
+        f(&c["percent"])
+    );
+    if let Some(m) = c["skipped_by_reason"].as_object() {
+        for (k, v) in m {
+            let _ = writeln!(s, "  skipped {v}: {k}");
+        }
+    }
+    let _ = writeln!(s, "memory: {}", r["memory"]["summary"].as_str().unwrap_or("-"));
+    let rec = &r["recorded"];
+    let _ = writeln!(
+        s,
+        "recorded GPU time ({}): busy {} us, span {} us",
+        rec["source"].as_str().unwrap_or("-"),
+        f(&rec["busy_us"]),
+        f(&rec["span_us"])
+    );
+    for m in r["modes"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  {:<9} mean {} us, min {} us per iteration ({} iterations), error vs recorded {} {} %{}",
+            m["mode"].as_str().unwrap_or(""),
+            f(&m["mean_us"]),
+            f(&m["min_us"]),
+            m["gpu_ms"].as_array().map(|a| a.len()).unwrap_or(0),
+            m["reference"].as_str().unwrap_or("busy"),
+            f(&m["error_pct"]),
+            m["note"].as_str().map(|n| format!(" ({n})")).unwrap_or_default()
+        );
+    }
+    if !r["predicted_us"].is_null() {
+        let _ = writeln!(
+            s,
+            "  predicted (sum of isolated durations) {} us, error vs recorded busy {} %",
+            f(&r["predicted_us"]),
+            f(&r["predicted_error_pct"])
+        );
+        let _ = writeln!(s, "by family:            ops    predicted us     recorded us   error %");
+        for x in r["families"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:>7} {:>15} {:>15} {:>9}",
+                x["family"].as_str().unwrap_or(""),
+                x["ops"],
+                f(&x["predicted_us"]),
+                f(&x["recorded_us"]),
+                f(&x["error_pct"])
+            );
+        }
+        let _ = writeln!(s, "top kernels (by predicted time):");
+        for x in r["top_kernels"].as_array().into_iter().flatten().take(10) {
+            let k = x["kernel"].as_str().unwrap_or("");
+            let k = if k.len() > 70 { format!("{}…", &k[..70]) } else { k.to_owned() };
+            let _ = writeln!(
+                s,
+                "  {:>6} x {:>12} us (recorded {:>12} us) {k}",
+                x["launches"],
+                f(&x["predicted_us"]),
+                f(&x["recorded_us"])
+            );
+        }
+    }
+    let e = &r["energy"];
+    if e.is_object() {
+        let _ = writeln!(
+            s,
+            "energy: counter update period {} ms; idle {} mW; replay {} mJ per iteration ({} s window, {} iterations, ±{} %); recorded {} mJ; error {} %",
+            f(&e["update_period_ms"]),
+            f(&e["idle_mw"]),
+            f(&e["replay_mj_per_iteration"]),
+            f(&e["replay_window_s"]),
+            e["replay_iterations"],
+            f(&e["replay_uncertainty_pct"]),
+            f(&e["recorded_mj"]),
+            f(&e["error_pct"])
+        );
+        if let Some(why) = e["recorded_not_measured"].as_str() {
+            let _ = writeln!(s, "  recorded energy not measured: {why}");
+        }
+    }
+    for ch in r["output_checks"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "output check: line {}: {} bytes: {}",
+            ch["line"],
+            ch["size"],
+            if ch["matches"].as_bool() == Some(true) {
+                "bit-for-bit identical".to_owned()
+            } else {
+                format!("{} bytes differ (first at {})", ch["mismatched_bytes"], ch["first_mismatch"])
+            }
+        );
+    }
+    if let Some(d) = r["durations_file"].as_str() {
+        let _ = writeln!(s, "kernel durations (for tracer gaps/report/export --durations): {d}");
+    }
+    for n in r["notes"].as_array().into_iter().flatten() {
+        let _ = writeln!(s, "note: {}", n.as_str().unwrap_or(""));
+    }
+    s
+}
+
+pub fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::H2d => "h2d",
+        Direction::D2h => "d2h",
+        Direction::D2d => "d2d",
+    }
+}

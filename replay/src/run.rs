@@ -1,0 +1,235 @@
+//! `replay run RECORDING`: plan, replay in each mode, measure energy, write
+//! the report.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::cli::{Mode, RunArgs};
+use replay::exec::Session;
+use replay::plan;
+use replay::recording::Recording;
+use replay::report;
+
+fn stats(v: &[f64]) -> (f64, f64) {
+    let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+    (mean, v.iter().copied().fold(f64::INFINITY, f64::min))
+}
+
+fn progress(msg: &str) {
+    eprint!("\r\x1b[2K{msg}");
+    let _ = std::io::stderr().flush();
+}
+
+pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    let rec = Recording::open(&a.recording)?;
+    for w in &rec.trace.warnings {
+        eprintln!("warning: {w}");
+    }
+    let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
+    rec.check_data(&p)?;
+    eprint!("{}", p.summary());
+    if p.ops.iter().all(|o| !o.is_work()) {
+        anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());
+    }
+    let recorded = report::recorded_time(&rec.trace, &p);
+    let busy_us = recorded.busy_ns as f64 / 1e3;
+    let span_us = recorded.span_ns as f64 / 1e3;
+
+    let s = Session::new(&rec, &p, a.device, a.force_relocation)?;
+    eprintln!(
+        "setup: {} images loaded, {} windows mapped ({} at their recorded address) in {:.2} s",
+        s.loaded_images(),
+        s.map.windows.len(),
+        s.map.windows.iter().filter(|w| w.at_recorded_address).count(),
+        s.setup_s
+    );
+    let mut notes: Vec<String> = s.setup_notes.clone();
+    // First pass: checks the outputs whose bytes the recording holds.
+    let (_, _, checks) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
+    let mut modes = Vec::new();
+    let mut isolated_us: BTreeMap<String, f64> = BTreeMap::new();
+    let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut isolated_rows = Vec::new();
+    for m in &a.mode {
+        match m {
+            Mode::Sequence | Mode::Timed => {
+                let pace: Option<Vec<u64>> =
+                    (*m == Mode::Timed).then(|| p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect());
+                let mut gpu = Vec::new();
+                let mut wall = Vec::new();
+                for it in 0..a.warmup + a.iterations {
+                    progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
+                    let (g, w, _) = s.pass(pace.as_deref(), None)?;
+                    if it >= a.warmup {
+                        gpu.push(g);
+                        wall.push(w);
+                    }
+                }
+                eprintln!();
+                let (mean, min) = stats(&gpu);
+                // `timed` keeps the recorded idle gaps: compared with the recorded span, not the busy time.
+                let (reference, ref_us) = if *m == Mode::Timed { ("span", span_us) } else { ("busy", busy_us) };
+                modes.push(json!({
+                    "mode": format!("{m:?}").to_lowercase(), "gpu_ms": gpu, "wall_ms": wall,
+                    "mean_us": mean * 1e3, "min_us": min * 1e3,
+                    "reference": reference,
+                    "error_pct": report::error_pct(mean * 1e3, ref_us),
+                    "note": if *m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
+                }));
+            }
+            Mode::Graph => match s.graph() {
+                Ok(g) => {
+                    let mut gpu = Vec::new();
+                    for it in 0..a.warmup + a.iterations {
+                        let t = g.launch_timed()?;
+                        if it >= a.warmup {
+                            gpu.push(t);
+                        }
+                    }
+                    let (mean, min) = stats(&gpu);
+                    modes.push(json!({
+                        "mode": "graph", "gpu_ms": gpu, "mean_us": mean * 1e3, "min_us": min * 1e3,
+                        "error_pct": report::error_pct(mean * 1e3, busy_us),
+                        "note": "captured on one stream in recorded order (recorded concurrency not kept; host syncs dropped)",
+                    }));
+                }
+                Err(e) => {
+                    notes.push(format!("graph mode failed: {e:#}"));
+                    modes.push(json!({"mode": "graph", "error": format!("{e:#}")}));
+                }
+            },
+            Mode::Isolated => {
+                let keys = report::distinct_keys(&p);
+                let st = s.new_stream()?;
+                let n = keys.len();
+                for (j, (k, (op, count))) in keys.iter().enumerate() {
+                    if j % 16 == 0 {
+                        progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
+                    }
+                    let samples = s.time_alone(*op, st, 3, a.repeats)?;
+                    let ms = report::nearest_rank(&samples, 50.0);
+                    isolated_us.insert(k.clone(), ms * 1e3);
+                    isolated_samples.insert(k.clone(), samples.clone());
+                    let o = &p.ops[*op];
+                    let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3,
+                        "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
+                        "total_us": ms * 1e3 * *count as f64, "first_line": o.line});
+                    if let Some(l) = o.launch() {
+                        row["kernel"] = json!(l.kernel);
+                        row["grid"] = json!(l.grid);
+                        row["block"] = json!(l.block);
+                        row["shared_mem"] = json!(l.shared_mem);
+                    }
+                    isolated_rows.push(row);
+                }
+                progress(&format!("isolated: {n}/{n} done\n"));
+            }
+        }
+    }
+    let mut out = json!({
+        "format": "tracer-replay-report", "version": 1,
+        "recording": rec.dir.display().to_string(),
+        "device": format!("{} ({})", s.ctx.name, s.ctx.pci_bus_id),
+        "replay_version": env!("CARGO_PKG_VERSION"),
+        "coverage": {
+            "launches": p.coverage.launches, "launches_replayed": p.coverage.launches_replayed,
+            "percent": p.coverage.percent(), "launches_by_api": p.coverage.launches_by_api,
+            "skipped_by_reason": p.coverage.skipped_by_reason, "skipped": p.coverage.skipped,
+            "graph_launches": p.coverage.graph_launches, "copies": p.coverage.copies,
+            "copies_replayed": p.coverage.copies_replayed, "h2d_with_data": p.coverage.h2d_with_data,
+            "h2d_filled": p.coverage.h2d_filled, "host_pageable": p.coverage.host_pageable, "sets": p.coverage.sets, "sets_replayed": p.coverage.sets_replayed,
+            "other_skipped": p.coverage.other_skipped,
+        },
+        "plan": {
+            "ops": p.ops.len(), "streams": p.streams.len(), "events": p.events.len(), "edges": p.edges.len(),
+            "ranges": p.ranges.len(), "relocation_candidates": p.relocations.len(),
+        },
+        "memory": {
+            "summary": format!("{} windows, {} at the recorded address, {} relocated", s.map.windows.len(),
+                s.map.windows.iter().filter(|w| w.at_recorded_address).count(),
+                s.map.windows.iter().filter(|w| !w.at_recorded_address).count()),
+            "granularity": s.map.granularity, "windows": s.map.windows,
+        },
+        "recorded": {
+            "source": recorded.source, "busy_us": busy_us, "span_us": recorded.span_ns as f64 / 1e3,
+            "kernels_us": recorded.kernels_ns as f64 / 1e3, "copies_us": recorded.copies_ns as f64 / 1e3,
+            "sets_us": recorded.sets_ns as f64 / 1e3,
+        },
+        "modes": modes,
+        "output_checks": checks,
+        "setup_s": s.setup_s,
+    });
+    if !isolated_us.is_empty() {
+        let (pred, fam, top) = report::predict(&p, &isolated_us, &recorded);
+        out["predicted_us"] = json!(pred);
+        out["predicted_error_pct"] = json!(report::error_pct(pred, busy_us));
+        out["families"] = json!(fam);
+        out["top_kernels"] = json!(top.iter().take(20).collect::<Vec<_>>());
+        out["isolated"] = Value::Array(isolated_rows);
+        let dpath = a
+            .report
+            .as_ref()
+            .map(|r| r.with_extension("durations.json"))
+            .unwrap_or_else(|| rec.dir.join("kernel-durations.json"));
+        let d = report::durations_file(&p, &isolated_samples, Some(&s.ctx.name));
+        std::fs::write(&dpath, serde_json::to_string_pretty(&d)? + "\n")
+            .with_context(|| format!("{}: cannot write", dpath.display()))?;
+        out["durations_file"] = json!(dpath.display().to_string());
+    }
+    if a.energy_seconds > 0.0 {
+        match energy(&s, &rec, &p, a.energy_seconds) {
+            Ok(e) => out["energy"] = e,
+            Err(e) => notes.push(format!("energy not measured: {e:#}")),
+        }
+    }
+    out["notes"] = json!(notes);
+    let path = a.report.clone().unwrap_or_else(|| rec.dir.join("replay-report.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&out)? + "\n")
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    print!("{}", report::text(&out));
+    println!("report: {}", path.display());
+    Ok(if checks.iter().all(|c| c.matches) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn energy(s: &Session, rec: &Recording, p: &plan::Plan, secs: f64) -> Result<Value> {
+    use replay::energy::{Meter, recorded_energy_mj};
+    let secs = secs.max(2.0);
+    let m = Meter::new(&s.ctx.pci_bus_id)?;
+    progress("energy: counter update period (1 s)");
+    let period = m.update_period(1.0)?;
+    progress(&format!("energy: idle baseline ({secs:.0} s)"));
+    let idle_mw = m.idle_mw(secs)?;
+    progress(&format!("energy: sequence repeated for >= {secs:.0} s"));
+    let w = m.window(secs, || s.pass(None, None).map(|_| ()))?;
+    eprintln!();
+    let net = w.energy_mj - idle_mw * w.seconds;
+    let per_it = net / w.iterations as f64;
+    // Counter steps: up to one update period of energy at the window's power at each end.
+    let unc_pct = 100.0 * 2.0 * (period.median_ms / 1e3) / w.seconds;
+    // The recording: its power lines over the GPU work's span, less the same idle baseline.
+    let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
+    let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
+    let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
+    let recorded = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => {
+            recorded_energy_mj(&rec.trace, 0, a, b).map(|e| e - idle_mw * (b - a) as f64 / 1e9)
+        }
+        _ => None,
+    };
+    let tokens: u64 = rec.trace.markers.iter().filter_map(|m| m.tokens).sum();
+    Ok(json!({
+        "update_period_ms": period.median_ms, "update_changes": period.changes,
+        "idle_mw": idle_mw, "replay_window_s": w.seconds, "replay_iterations": w.iterations,
+        "replay_mj_total": w.energy_mj, "replay_mj_per_iteration": per_it,
+        "replay_uncertainty_pct": unc_pct,
+        "recorded_mj": recorded,
+        "error_pct": recorded.and_then(|r| report::error_pct(per_it, r)),
+        "tokens": if tokens > 0 { Some(tokens) } else { None },
+        "replay_mj_per_token": if tokens > 0 { Some(per_it / tokens as f64) } else { None },
+        "recorded_mj_per_token": if tokens > 0 { recorded.map(|r| r / tokens as f64) } else { None },
+    }))
+}

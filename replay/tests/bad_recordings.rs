@@ -1,0 +1,171 @@
+//! Bad recordings give an error naming the file (and line) and what is wrong.
+
+mod common;
+
+use common::*;
+use replay::plan;
+use replay::recording::Recording;
+use serde_json::json;
+
+fn base() -> (Rec, String) {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    ); // 2
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    ); // 3
+    (r, cubin)
+}
+
+fn launch(r: &mut Rec, params: &str) {
+    r.call("kernel", "launch", "cuLaunchKernel", json!({"func": "0xf1", "kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params, "params_from": "layout"}));
+}
+
+fn err(dir: &std::path::Path) -> String {
+    match Recording::open(dir).and_then(|rec| {
+        let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl")?;
+        rec.check_data(&p)
+    }) {
+        Ok(()) => panic!("no error"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn missing_image() {
+    let (r, cubin) = base();
+    let dir = r.write();
+    std::fs::remove_file(dir.join("images").join(&cubin)).unwrap();
+    let e = err(&dir);
+    assert!(
+        e.contains("manifest.json: image ") && e.contains(&format!("images/{cubin}")) && e.contains("file missing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn image_sha_mismatch() {
+    let (r, cubin) = base();
+    let dir = r.write();
+    let p = dir.join("images").join(&cubin);
+    let mut b = std::fs::read(&p).unwrap();
+    b[100] ^= 1;
+    std::fs::write(&p, b).unwrap();
+    let e = err(&dir);
+    assert!(e.contains(&cubin) && e.contains("the file does not match its name"), "{e}");
+}
+
+#[test]
+fn newer_schema_version() {
+    let (mut r, _) = base();
+    r.schema_version = 2;
+    let e = err(&r.write());
+    assert!(
+        e.contains("manifest.json: schema_version 2 is newer than this replay understands (schema_version 1)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn truncated_trace_line_in_the_middle() {
+    let (mut r, _) = base();
+    launch(&mut r, &params(20, &[]));
+    let dir = r.write_with(|lines| {
+        let l = &mut lines[2]; // line 3
+        l.truncate(l.len() / 2);
+    });
+    let e = err(&dir);
+    assert!(e.contains("trace.jsonl:3: not valid JSON") && e.contains("truncated"), "{e}");
+}
+
+#[test]
+fn truncated_last_line_without_footer_is_a_warning() {
+    let (mut r, _) = base();
+    launch(&mut r, &params(20, &[]));
+    let dir = r.write_with(|lines| {
+        lines.pop(); // footer
+        let l = lines.last_mut().unwrap();
+        l.truncate(20);
+    });
+    let rec = Recording::open(&dir).unwrap();
+    assert_eq!(rec.trace.calls.len(), 2);
+    assert_eq!(rec.trace.warnings.len(), 1);
+    assert!(rec.trace.warnings[0].contains("trace.jsonl:4: not valid JSON"), "{:?}", rec.trace.warnings);
+}
+
+#[test]
+fn params_of_the_wrong_length() {
+    let (mut r, cubin) = base();
+    launch(&mut r, &params(19, &[]));
+    let e = err(&r.write());
+    assert_eq!(
+        e,
+        format!(
+            "trace.jsonl:4: cuLaunchKernel: params are 19 bytes but kernel k_pointers of image {cubin} has param_size 20 (params_from layout)"
+        )
+    );
+}
+
+#[test]
+fn params_not_hex() {
+    let (mut r, _) = base();
+    launch(&mut r, "abc");
+    let e = err(&r.write());
+    assert!(e.ends_with("trace.jsonl:4: cuLaunchKernel: \"params\": odd number of hex digits (3)"), "{e}");
+}
+
+#[test]
+fn truncated_data_file() {
+    let (mut r, _) = base();
+    let d = r.data(&[1u8; 64]);
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyHtoD_v2",
+        json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d}),
+    ); // 4
+    let dir = r.write();
+    std::fs::write(dir.join("data").join(&d), [1u8; 10]).unwrap();
+    let e = err(&dir);
+    assert!(
+        e.contains(&format!("trace.jsonl:4: data {d}: ")) && e.contains("is 10 bytes, the copy is 64 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn image_not_in_manifest() {
+    let (mut r, _) = base();
+    let other = "ab".repeat(32);
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xb00"}, "image": other}),
+    );
+    let e = err(&r.write());
+    assert_eq!(e, format!("trace.jsonl:4: cuModuleLoadData: image {other} is not listed in manifest.json"));
+}
+
+#[test]
+fn newer_schema_in_the_trace_header() {
+    let (r, _) = base();
+    let dir = r.write_with(|lines| {
+        lines[0] = json!({"type": "header", "format": "tracer-jsonl", "format_version": 1, "replayable": {"capture_data": false, "data_cap_bytes": 0, "schema_version": 3}}).to_string();
+    });
+    let e = err(&dir);
+    assert!(
+        e.ends_with(
+            "trace.jsonl:1: header replayable.schema_version 3 is newer than this replay understands (schema_version 1)"
+        ),
+        "{e}"
+    );
+}

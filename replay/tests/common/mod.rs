@@ -1,0 +1,97 @@
+//! Synthetic recordings for the tests: manifest.json + trace.jsonl + images/
+//! (the real fixture images of tracer/tests/fixtures/cuda) in a temp dir.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer/tests/fixtures/cuda").join(name)
+}
+
+pub fn sha(b: &[u8]) -> String {
+    replay::recording::sha256_hex(b)
+}
+
+pub struct Rec {
+    pub dir: tempfile::TempDir,
+    pub lines: Vec<Value>,
+    pub images: Vec<Value>,
+    pub schema_version: u64,
+}
+
+/// Layouts documented in tracer/tests/fixtures/cuda/kernels.cu.
+pub fn fixture_kernels() -> Value {
+    json!([
+        {"name": "k_pointers", "param_size": 20, "params": [[0, 8], [8, 8], [16, 4]]},
+        {"name": "k_struct", "param_size": 48, "params": [[0, 1], [8, 24], [32, 3], [36, 2], [40, 8]]},
+        {"name": "k_noparams", "param_size": 0, "params": []}
+    ])
+}
+
+impl Rec {
+    pub fn new() -> Rec {
+        Rec { dir: tempfile::tempdir().unwrap(), lines: vec![], images: vec![], schema_version: 1 }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    /// Add a fixture image; returns its sha256.
+    pub fn image(&mut self, fixture_name: &str, kind: &str) -> String {
+        let b = std::fs::read(fixture(fixture_name)).unwrap();
+        let s = sha(&b);
+        std::fs::create_dir_all(self.path().join("images")).unwrap();
+        std::fs::write(self.path().join("images").join(&s), &b).unwrap();
+        self.images.push(json!({"sha256": s, "file": format!("images/{s}"), "bytes": b.len(), "kind": kind, "loads": 1, "kernels": fixture_kernels()}));
+        s
+    }
+    pub fn data(&mut self, b: &[u8]) -> String {
+        let s = sha(b);
+        std::fs::create_dir_all(self.path().join("data")).unwrap();
+        std::fs::write(self.path().join("data").join(&s), b).unwrap();
+        s
+    }
+    /// A call line: `ts` = 1000 × (its line number), pid 7, tid 7.
+    pub fn call(&mut self, ty: &str, op: &str, name: &str, mut fields: Value) {
+        let line = self.lines.len() + 2; // line 1 is the header
+        let o = fields.as_object_mut().unwrap();
+        o.insert("ts".into(), json!(1000 * line as u64));
+        o.insert("pid".into(), json!(7));
+        o.insert("tid".into(), json!(7));
+        o.insert("type".into(), json!(ty));
+        o.insert("op".into(), json!(op));
+        o.insert("name".into(), json!(name));
+        self.lines.push(fields);
+    }
+    pub fn write(&self) -> PathBuf {
+        self.write_with(|_| {})
+    }
+    /// Write manifest.json and trace.jsonl; `edit` may change the trace text.
+    pub fn write_with(&self, edit: impl FnOnce(&mut Vec<String>)) -> PathBuf {
+        let mut text = vec![json!({"type": "header", "format": "tracer-jsonl", "format_version": 1, "replayable": {"capture_data": true, "data_cap_bytes": 1 << 30}}).to_string()];
+        text.extend(self.lines.iter().map(|l| l.to_string()));
+        text.push(json!({"type": "footer", "calls": self.lines.len()}).to_string());
+        edit(&mut text);
+        std::fs::write(self.path().join("trace.jsonl"), text.join("\n") + "\n").unwrap();
+        let m = json!({
+            "format": "tracer-recording", "schema_version": self.schema_version, "tracer_version": "0.1.0",
+            "trace": "trace.jsonl", "capture_data": true, "images": self.images,
+        });
+        std::fs::write(self.path().join("manifest.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
+        self.path().to_owned()
+    }
+}
+
+pub fn hex(b: &[u8]) -> String {
+    replay::recording::hex::encode(b)
+}
+
+/// Parameter bytes from (offset, bytes) pieces, zero padded to `size`.
+pub fn params(size: usize, pieces: &[(usize, &[u8])]) -> String {
+    let mut b = vec![0u8; size];
+    for (off, p) in pieces {
+        b[*off..*off + p.len()].copy_from_slice(p);
+    }
+    hex(&b)
+}

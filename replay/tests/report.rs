@@ -1,0 +1,198 @@
+//! Recorded GPU time (gpu lines, launch-to-sync spans) and the prediction
+//! from isolated durations, on a hand-built recording.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use replay::plan;
+use replay::recording::Recording;
+use replay::report::{self, FamilyRow};
+use serde_json::json;
+
+fn rec() -> Rec {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    ); // 2
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    ); // 3
+    r.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "ptr": "0x7f0000000000", "size": 4096})); // 4
+    let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
+    r.call("kernel", "launch", "cuLaunchKernel", l.clone()); // 5 (ts 5000)
+    r.call("kernel", "launch", "cuLaunchKernel", l.clone()); // 6
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "duration_us": 0.5, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 64}),
+    ); // 7: ends at 7500
+    r.call("kernel", "launch", "cuLaunchKernel", l); // 8
+    r.call("sync", "stream_synchronize", "cuStreamSynchronize", json!({"ret": 0, "duration_us": 3.0, "stream": "0x0"})); // 9: ends at 12000
+    r
+}
+
+#[test]
+fn launch_to_sync_spans() {
+    let r = rec();
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let t = report::recorded_time(&rec.trace, &p);
+    assert_eq!((t.source.as_str(), t.busy_ns, t.span_ns), ("launch_to_sync", 2500 + 4000, 7000));
+}
+
+#[test]
+fn gpu_lines_and_prediction() {
+    let r = rec();
+    let dir = r.write_with(|lines| {
+        let g = |op: &str, name: &str, ts: u64, end: u64| {
+            json!({"ts": ts, "end_ts": end, "pid": 7, "tid": 0, "type": "gpu", "op": op, "name": name, "source": "cupti"}).to_string()
+        };
+        let footer = lines.pop().unwrap();
+        lines.push(g("kernel", "k_pointers", 100, 200));
+        lines.push(g("kernel", "k_pointers", 150, 300));
+        lines.push(g("memcpy", "memcpy_dtoh", 400, 450));
+        lines.push(json!({"ts": 0, "end_ts": 10_000, "pid": 99, "tid": 0, "type": "gpu", "op": "kernel", "name": "other_process"}).to_string());
+        lines.push(footer);
+    });
+    let rec = Recording::open(&dir).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let t = report::recorded_time(&rec.trace, &p);
+    assert_eq!((t.source.as_str(), t.busy_ns, t.span_ns, t.kernels_ns, t.copies_ns), ("gpu_lines", 250, 350, 250, 50));
+    assert_eq!(t.per_kernel.get("k_pointers"), Some(&(2, 250)));
+
+    let keys = report::distinct_keys(&p);
+    let k_launch = "kernel k_pointers load0 grid [1, 1, 1] block [1, 1, 1] smem 0".to_owned();
+    let k_copy = "copy D2h 64".to_owned();
+    assert_eq!(keys.keys().cloned().collect::<Vec<_>>(), vec![k_copy.clone(), k_launch.clone()]);
+    assert_eq!(keys[&k_launch], (0, 3)); // first op 0 (the launch of line 5), 3 launches
+    let iso: BTreeMap<String, f64> = [(k_launch, 2.0), (k_copy, 1.0)].into();
+    let (pred, fam, top) = report::predict(&p, &iso, &t);
+    assert_eq!(pred, 7.0);
+    assert_eq!(
+        fam,
+        vec![
+            FamilyRow {
+                family: "copy".into(),
+                ops: 1,
+                predicted_us: 1.0,
+                recorded_us: Some(0.05),
+                error_pct: Some(1900.0)
+            },
+            FamilyRow {
+                family: "other".into(),
+                ops: 3,
+                predicted_us: 6.0,
+                recorded_us: Some(0.25),
+                error_pct: Some(2300.0)
+            },
+        ]
+    );
+    assert_eq!(
+        (top.len(), top[0].kernel.as_str(), top[0].launches, top[0].shapes, top[0].predicted_us),
+        (1, "k_pointers", 3, 1, 6.0)
+    );
+}
+
+#[test]
+fn durations_file_in_the_calibration_format() {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.call(
+        "module",
+        "module_load_data",
+        "cuModuleLoadData",
+        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+    );
+    r.call(
+        "module",
+        "module_get_function",
+        "cuModuleGetFunction",
+        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
+    );
+    let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
+    for _ in 0..3 {
+        r.call("kernel", "launch", "cuLaunchKernel", l.clone());
+    }
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 64}),
+    );
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyDtoH_v2",
+        json!({"ret": 0, "direction": "d2h", "dst": "0x1000", "src": "0x7f0000000000", "size": 2097152}),
+    );
+    r.call(
+        "memset",
+        "set",
+        "cuMemsetD8Async",
+        json!({"ret": 0, "args": {"dstDevice": "0x7f0000000000", "uc": 0, "N": 64}, "stream": "0x0"}),
+    );
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let samples: BTreeMap<String, Vec<f64>> = [
+        (
+            "kernel k_pointers load0 grid [2, 1, 1] block [64, 1, 1] smem 0".to_owned(),
+            vec![0.002, 0.003, 0.004, 0.005, 0.010],
+        ),
+        ("copy D2h 64".to_owned(), vec![0.0078125]),
+        ("copy D2h 2097152".to_owned(), vec![0.125]),
+        ("set 64x1".to_owned(), vec![0.001]),
+    ]
+    .into();
+    let d = report::durations_file(&p, &samples, Some("NVIDIA H100 80GB HBM3"));
+    assert_eq!(
+        d,
+        json!({"format": "tracer-kernel-durations", "version": 1, "source": "replay isolated", "gpu": "NVIDIA H100 80GB HBM3",
+            "kernels": [{"kernel": "k_pointers", "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 0,
+                         "count": 3, "median_ns": 4000, "p10_ns": 2000, "p90_ns": 10000}],
+            // memset: only small sets measured, so no per-byte figure: left out.
+            "copies": [{"kind": "d2h", "count": 2, "base_ns": 7813, "ns_per_byte": 117187.5 / 2097152.0}]})
+    );
+    assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
+    assert_eq!(report::nearest_rank(&[1.0, 2.0, 3.0, 4.0], 0.0), 1.0);
+}
+
+#[test]
+fn text_of_a_report() {
+    let r = json!({
+        "recording": "x.rec", "device": "NVIDIA H100 80GB HBM3 (0000:00:06.0)",
+        "coverage": {"launches": 6, "launches_replayed": 3, "percent": 50.0, "skipped_by_reason": {"no params recorded": 3}},
+        "memory": {"summary": "2 windows, 1 at the recorded address, 1 relocated"},
+        "recorded": {"source": "gpu_lines", "busy_us": 100.0, "span_us": 400.0},
+        "modes": [
+            {"mode": "sequence", "mean_us": 110.0, "min_us": 105.0, "gpu_ms": [0.11, 0.11], "reference": "busy", "error_pct": 10.0},
+            {"mode": "timed", "mean_us": 404.0, "min_us": 402.0, "gpu_ms": [0.404], "reference": "span", "error_pct": 1.0, "note": "paced"}
+        ],
+        "output_checks": [{"line": 28, "size": 256, "matches": true}, {"line": 29, "size": 8, "matches": false, "mismatched_bytes": 2, "first_mismatch": 3}],
+        "durations_file": "x.rec/kernel-durations.json",
+        "notes": ["window moved"]
+    });
+    assert_eq!(
+        report::text(&r),
+        "replay report: x.rec\n\
+         device: NVIDIA H100 80GB HBM3 (0000:00:06.0)\n\
+         coverage: 3 of 6 launches replayed (50.0%)\n  skipped 3: no params recorded\n\
+         memory: 2 windows, 1 at the recorded address, 1 relocated\n\
+         recorded GPU time (gpu_lines): busy 100.0 us, span 400.0 us\n  \
+         sequence  mean 110.0 us, min 105.0 us per iteration (2 iterations), error vs recorded busy 10.0 %\n  \
+         timed     mean 404.0 us, min 402.0 us per iteration (1 iterations), error vs recorded span 1.0 % (paced)\n\
+         output check: line 28: 256 bytes: bit-for-bit identical\n\
+         output check: line 29: 8 bytes: 2 bytes differ (first at 3)\n\
+         kernel durations (for tracer gaps/report/export --durations): x.rec/kernel-durations.json\n\
+         note: window moved\n"
+    );
+}
