@@ -96,6 +96,8 @@ pub struct Session {
     expected: HashMap<usize, (String, usize)>,
     pub setup_notes: Vec<String>,
     pub setup_s: f64,
+    /// Per op index: its trace.jsonl line (for error messages).
+    op_lines: Vec<usize>,
 }
 
 #[derive(Clone, Copy)]
@@ -340,6 +342,7 @@ impl Session {
             fill,
             scratch,
             expected,
+            op_lines: plan.ops.iter().map(|o| o.line).collect(),
             setup_notes: notes,
             setup_s: t0.elapsed().as_secs_f64(),
         })
@@ -357,7 +360,7 @@ impl Session {
     /// Submit op `i`; `on` overrides its stream (graph capture, isolated timing).
     pub fn submit(&self, i: usize, on: Option<CUstream>) -> Result<()> {
         let st = |s: usize| on.unwrap_or(self.streams[s]);
-        let what = || format!("op {i}");
+        let what = || format!("op {i} (trace.jsonl line {})", self.op_lines.get(i).copied().unwrap_or(0));
         // SAFETY: every handle comes from setup; buffers outlive the call
         // (parameters are copied by the driver at launch).
         unsafe {

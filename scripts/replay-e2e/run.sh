@@ -1,0 +1,58 @@
+#!/bin/bash
+# End to end on the GPU machine: programs recorded by the real recorder
+# (`tracer record --replayable --capture-data --gpu-timestamps`), then
+# re-executed by `replay`, outputs compared with the recorded device-to-host
+# bytes. BIN: folder with tracer, libtracer_cupti.so and replay; OUT: results.
+#   BIN=.device-bin OUT=$OUT bash scripts/replay-e2e/run.sh
+set -uo pipefail
+BIN=${BIN:-.device-bin}
+OUT=${OUT:-/tmp/replay-e2e}
+T="$BIN/tracer"
+R="$BIN/replay"
+mkdir -p "$OUT"
+work=$(mktemp -d)
+nvcc -O2 -arch=sm_90 -o "$work/replay_check" examples/replay_check/replay_check.cu || exit 1
+rec() { # NAME TIMEOUT CMD...: record with every replayable option; prints the coverage
+    local name=$1 limit=$2; shift 2
+    timeout "$limit" "$T" -q --force --replayable --capture-data --gpu-timestamps \
+        --cupti-injection "$BIN/libtracer_cupti.so" -o "$work/$name.rec" -- "$@"
+    local rc=$?
+    echo "record $name: exit $rc"
+    if [ $rc -eq 124 ]; then
+        # Still running: where is it?
+        for p in $(pgrep -f "$1"); do grep -H State /proc/$p/status; done
+        tail -c 2000 "$work/$name.rec/trace.jsonl"
+        pkill -CONT -f python3; pkill -9 -f "$T"
+    fi
+    "$T" summary "$work/$name.rec" 2>&1 | grep -E "replayable|records:|launches"
+    du -sh "$work/$name.rec" "$work/$name.rec/images" "$work/$name.rec/data"
+}
+# 1. replay_check once (2^20 elements): coverage and outputs bit for bit.
+mkdir -p "$work/hand1" "$work/hand2"  # where replay_check writes its own (hand-made) recording
+rec replay_check 120 "$work/replay_check" "$work/hand1" 1 20
+"$R" "$work/replay_check.rec" --mode sequence,isolated,graph --iterations 3 --warmup 1 \
+    --report "$OUT/replay_check.json" 2>&1 | tail -40
+echo "replay exit: $?"
+# 2. replay_check 2000x on 2^24 elements: timing and energy against the recording.
+rec replay_check_long 180 "$work/replay_check" "$work/hand2" 2000 24
+"$R" "$work/replay_check_long.rec" --mode sequence,isolated --iterations 2 --warmup 1 --energy-seconds 3 \
+    --report "$OUT/replay_check_long.json" 2>&1 | tail -30
+echo "replay exit: $?"
+# 3. PyTorch: simple_inference, then GPT-2 generation (1 iteration), both
+#    recorded and replayed with ASLR off (setarch -R) so that the address
+#    windows can land where they were recorded; launches synchronous in the
+#    replay so that a failing kernel is named.
+rec simple 200 setarch "$(uname -m)" -R python3 examples/simple_inference.py
+CUDA_LAUNCH_BLOCKING=1 timeout 120 setarch "$(uname -m)" -R "$R" "$work/simple.rec" --mode sequence,isolated \
+    --iterations 2 --warmup 1 --report "$OUT/simple.json" 2>&1 | grep -v Assertion | tail -40
+echo "replay exit: $?"
+rec gpt2 300 setarch "$(uname -m)" -R python3 examples/transformer_inference.py --iterations 1
+"$R" plan "$work/gpt2.rec" 2>&1 | tail -8
+CUDA_LAUNCH_BLOCKING=1 timeout 200 setarch "$(uname -m)" -R "$R" "$work/gpt2.rec" --mode sequence,isolated \
+    --iterations 2 --warmup 1 --report "$OUT/gpt2.json" > "$work/gpt2.replay.log" 2>&1
+echo "replay exit: $?"
+grep -v Assertion "$work/gpt2.replay.log" | tail -40
+# The op that failed, if any: its trace line.
+for n in $(grep -o "trace.jsonl line [0-9]*" "$work/gpt2.replay.log" | awk '{print $3}' | head -2); do
+    sed -n "${n}p" "$work/gpt2.rec/trace.jsonl" | cut -c1-1500
+done
