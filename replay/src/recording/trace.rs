@@ -236,6 +236,25 @@ impl Trace {
             "process" if obj.get("op").and_then(|v| v.as_str()) == Some("exec") => {
                 self.execs.push((line, ts, pid));
             }
+            // --capture-data: the bytes of an asynchronous device-to-host
+            // copy, read at the synchronization after it: they belong to
+            // the copy's own line (docs/recording-format.md).
+            "copy_data" => {
+                let copy = obj.get("copy").with_context(|| format!("{}: copy_data line without \"copy\"", here()))?;
+                let (Some(ctid), Some(cts)) =
+                    (copy.get("tid").and_then(|v| v.as_u64()), copy.get("ts").and_then(|v| v.as_u64()))
+                else {
+                    bail!("{}: copy_data: \"copy\" needs integer tid and ts", here());
+                };
+                let Some(call) = self.calls.iter_mut().rev().find(|c| c.tid as u64 == ctid && c.ts == cts) else {
+                    bail!("{}: copy_data refers to a copy (tid {ctid}, ts {cts}) no earlier line has", here());
+                };
+                for k in ["data", "data_error"] {
+                    if let Some(v) = obj.get(k) {
+                        call.obj.insert(k.to_string(), v.clone());
+                    }
+                }
+            }
             t if CALL_TYPES.contains(&t) => {
                 let name = obj
                     .get("name")
@@ -266,5 +285,24 @@ impl Trace {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_data_lines_complete_their_copy() {
+        let text = r#"{"type":"memcpy","name":"cuMemcpyDtoHAsync_v2","op":"copy","ts":10,"pid":1,"tid":2,"direction":"d2h","dst":"0x10","src":"0x20","size":4}
+{"type":"sync","name":"cuStreamSynchronize","op":"stream_synchronize","ts":20,"pid":1,"tid":2}
+{"type":"copy_data","op":"d2h","ts":21,"pid":1,"tid":2,"copy":{"name":"cuMemcpyDtoHAsync_v2","tid":2,"ts":10},"size":4,"data":"ab"}
+"#;
+        let t = Trace::from_reader(std::io::Cursor::new(text), Path::new("t.jsonl")).unwrap();
+        assert_eq!(t.calls.len(), 2);
+        assert_eq!(t.calls[0].str_field("data"), Some("ab"));
+        let bad = text.replace("\"ts\":10}", "\"ts\":11}");
+        let e = Trace::from_reader(std::io::Cursor::new(bad), Path::new("t.jsonl")).unwrap_err().to_string();
+        assert!(e.contains("t.jsonl:3") && e.contains("no earlier line has"), "{e}");
     }
 }
