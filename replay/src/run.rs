@@ -63,6 +63,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 let mut wall = Vec::new();
                 for it in 0..a.warmup + a.iterations {
                     progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
+                    s.reset_memory()?;
                     let (g, w, _) = s.pass(pace.as_deref(), None)?;
                     if it >= a.warmup {
                         gpu.push(g);
@@ -110,7 +111,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     if j % 16 == 0 {
                         progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
                     }
-                    let samples = s.time_alone(*op, st, 3, a.repeats)?;
+                    let samples = s.time_alone(*op, &prologue(&p, *op), st, 3, a.repeats)?;
                     let ms = report::nearest_rank(&samples, 50.0);
                     isolated_us.insert(k.clone(), ms * 1e3);
                     isolated_samples.insert(k.clone(), samples.clone());
@@ -204,7 +205,12 @@ fn energy(s: &Session, rec: &Recording, p: &plan::Plan, secs: f64) -> Result<Val
     progress(&format!("energy: idle baseline ({secs:.0} s)"));
     let idle_mw = m.idle_mw(secs)?;
     progress(&format!("energy: sequence repeated for >= {secs:.0} s"));
-    let w = m.window(secs, || s.pass(None, None).map(|_| ()))?;
+    // Each repetition from the initial memory, like the timed passes (the
+    // reset's memset, a fraction of a millisecond, is inside the window).
+    let w = m.window(secs, || {
+        s.reset_memory()?;
+        s.pass(None, None).map(|_| ())
+    })?;
     eprintln!();
     let net = w.energy_mj - idle_mw * w.seconds;
     let per_it = net / w.iterations as f64;
@@ -232,4 +238,27 @@ fn energy(s: &Session, rec: &Recording, p: &plan::Plan, secs: f64) -> Result<Val
         "replay_mj_per_token": if tokens > 0 { Some(per_it / tokens as f64) } else { None },
         "recorded_mj_per_token": if tokens > 0 { recorded.map(|r| r / tokens as f64) } else { None },
     }))
+}
+
+/// The memsets submitted on the same stream right before op `i` (at most
+/// 4, nearest last), which a kernel may depend on (zeroed counters).
+fn prologue(p: &replay::plan::Plan, i: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    if !matches!(p.ops[i].kind, replay::plan::OpKind::Launch(_)) {
+        return v;
+    }
+    let stream = p.ops[i].stream;
+    for j in (0..i).rev() {
+        let o = &p.ops[j];
+        if !o.is_work() || o.stream != stream {
+            continue;
+        }
+        if matches!(o.kind, replay::plan::OpKind::Set(_)) && v.len() < 4 {
+            v.push(j);
+        } else {
+            break;
+        }
+    }
+    v.reverse();
+    v
 }

@@ -490,6 +490,20 @@ impl Session {
     /// submission offsets (ns from the first op) to wait for (timed mode).
     /// Returns GPU ms (first submission to the last stream's end, CUDA events)
     /// and wall ms.
+    /// Puts device memory back in its initial state (zeros, as set up) so
+    /// that every pass starts from the same memory as the first: a pass
+    /// leaves the values of its last iteration behind, and a kernel that
+    /// reads memory its recorded run found fresh (an index or counter never
+    /// written before it) would otherwise read them. Not timed.
+    pub fn reset_memory(&self) -> Result<()> {
+        for w in self.map.windows.iter().filter(|w| w.kind == "device") {
+            // SAFETY: the window is mapped read/write for this context.
+            ck(unsafe { sys::cuMemsetD8_v2(w.actual, 0, w.size as usize) }, "cuMemsetD8 (reset)")?;
+        }
+        // SAFETY: plain call on the current context.
+        ck(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize (reset)")
+    }
+
     pub fn pass(&self, pace: Option<&[u64]>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
         self.ctx.sync()?;
         let start = Event::new()?;
@@ -569,13 +583,30 @@ impl Session {
     }
 
     /// Time op `i` alone on `stream`: `warmup` untimed, then `reps` each between two events; the ms, sorted.
-    pub fn time_alone(&self, i: usize, stream: CUstream, warmup: u32, reps: u32) -> Result<Vec<f64>> {
+    /// Times op `i` alone, `reps` times after `warmup` runs. `prologue`: ops
+    /// submitted (untimed) before each run: the memsets that prepared it in
+    /// the recording, e.g. the zeroed semaphores of a split-K GEMM, which
+    /// otherwise waits forever for counters its previous run left behind.
+    pub fn time_alone(
+        &self,
+        i: usize,
+        prologue: &[usize],
+        stream: CUstream,
+        warmup: u32,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
         for _ in 0..warmup {
+            for &j in prologue {
+                self.submit(j, Some(stream))?;
+            }
             self.submit(i, Some(stream))?;
         }
         let pairs: Vec<(Event, Event)> =
             (0..reps.max(1)).map(|_| Ok((Event::new()?, Event::new()?))).collect::<Result<_>>()?;
         for (a, b) in &pairs {
+            for &j in prologue {
+                self.submit(j, Some(stream))?;
+            }
             a.record(stream)?;
             self.submit(i, Some(stream))?;
             b.record(stream)?;
