@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use tracer_common::event::{EventKind, PATH_CAP, ProcExec, ProcExit, ProcFork, counter};
 
-use crate::maps::{EVENTS, TRACED, bump, current, header, is_traced, submit_flags};
+use crate::maps::{EVENTS, TRACED, bump, current, header, is_traced, submit_flags, traced_changed};
 
 #[unsafe(no_mangle)]
 static FORK_CHILD_PID_OFF: u32 = 20;
@@ -41,8 +41,12 @@ pub fn sched_fork(ctx: TracePointContext) -> u32 {
     // A new process is traced from its first instruction. Thread ids are
     // inserted too (harmless: lookups are by tgid) and removed at their exit,
     // so a recycled tid never marks an unrelated process.
-    if TRACED.insert(&child, &1, 0).is_err() && global(&LOG_ENABLED) != 0 {
-        aya_log_ebpf::warn!(&ctx, "traced-task map full: task {} (child of {}) is not traced", child, pid);
+    match TRACED.insert(&child, &1, 0) {
+        Ok(()) => traced_changed(),
+        Err(_) if global(&LOG_ENABLED) != 0 => {
+            aya_log_ebpf::warn!(&ctx, "traced-task map full: task {} (child of {}) is not traced", child, pid)
+        }
+        Err(_) => {}
     }
     let hdr = header(EventKind::ProcFork as u16, 0, pid, tid);
     match EVENTS.reserve::<ProcFork>(0) {
@@ -106,11 +110,11 @@ pub fn sched_exit(ctx: TracePointContext) -> u32 {
     };
     // Forget this task id. The process's own entry (tgid) goes when its
     // group is dead, so late threads of an exiting process are still seen.
-    if tid != pid {
-        let _ = TRACED.remove(&tid);
+    if tid != pid && TRACED.remove(&tid).is_ok() {
+        traced_changed();
     }
-    if group_dead == 1 {
-        let _ = TRACED.remove(&pid);
+    if group_dead == 1 && TRACED.remove(&pid).is_ok() {
+        traced_changed();
     }
     let hdr = header(EventKind::ProcExit as u16, 0, pid, tid);
     match EVENTS.reserve::<ProcExit>(0) {

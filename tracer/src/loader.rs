@@ -59,6 +59,9 @@ pub struct Loaded {
     pub logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     pub counters: PerCpuArray<MapData, u64>,
     pub traced: BpfHashMap<MapData, u32, u8>,
+    /// Generation of `traced` (slot 1 is userspace's): bumped after every
+    /// change made here, so the programs' per-CPU verdict caches refresh.
+    pub traced_gen: aya::maps::Array<MapData, u64>,
     /// (tgid << 32 | fd) -> NVIDIA device kind, for fds opened before attach.
     pub nvfds: BpfHashMap<MapData, u64, u32>,
     pub report: ProbeReport,
@@ -206,8 +209,20 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
     let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map")?)?;
     let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
+    let traced_gen = aya::maps::Array::try_from(ebpf.take_map("TRACED_GEN").context("TRACED_GEN map")?)?;
     let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
-    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, nvfds, report })
+    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, traced_gen, nvfds, report })
+}
+
+impl Loaded {
+    /// Marks a process traced (its threads and children follow in the
+    /// kernel) and tells the programs' caches.
+    pub fn mark_traced(&mut self, pid: u32) -> anyhow::Result<()> {
+        self.traced.insert(pid, 1, 0).with_context(|| format!("marking process {pid} traced"))?;
+        let g = self.traced_gen.get(&1, 0).unwrap_or(0);
+        self.traced_gen.set(1, g.wrapping_add(1), 0).context("updating TRACED_GEN")?;
+        Ok(())
+    }
 }
 
 /// How ioctls on NVIDIA devices are captured.

@@ -288,12 +288,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         (None, Some(pid)) => pid,
         (None, None) => unreachable!("clap requires a command or -p"),
     };
-    loaded.traced.insert(root_pid, 1, 0).context("marking the traced process")?;
+    loaded.mark_traced(root_pid)?;
     if args.pid.is_some() {
         let mut procs = descendants(root_pid);
         procs.push(root_pid);
         for &d in &procs {
-            loaded.traced.insert(d, 1, 0).context("marking a child process traced")?;
+            loaded.mark_traced(d)?;
             // NVIDIA files the process opened before we attached.
             for (fd, dev) in nvidia_fds(d) {
                 let _ = loaded.nvfds.insert(nvdev::fd_key(d, fd), dev, 0);
