@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::fasthash::FxHashMap;
+
 /// Sentinel for "no stream / no handle".
 pub const NONE: u64 = u64::MAX;
 /// Sentinel for "no interned string".
@@ -22,7 +24,7 @@ pub const NO_STR: u32 = u32::MAX;
 /// Interned strings (function, kernel, ioctl names).
 #[derive(Default, Debug, Clone)]
 pub struct Strings {
-    map: HashMap<Box<str>, u32>,
+    map: FxHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
 }
 
@@ -42,6 +44,10 @@ impl Strings {
     }
     pub fn lookup(&self, s: &str) -> Option<u32> {
         self.map.get(s).copied()
+    }
+    /// Every string, by id.
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
     }
 }
 
@@ -88,6 +94,9 @@ impl Kind {
 
     /// Classifies a call line by its `type` and exported-function `name`.
     pub fn classify(ty: &str, op: &str, name: &str) -> Kind {
+        if ty == "kernel" && op == "launch" {
+            return Kind::Launch; // most lines: before the name is looked at
+        }
         let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
         match ty {
             "kernel" if op == "launch" => Kind::Launch,
@@ -477,7 +486,7 @@ pub fn parse_handle(s: &str) -> Option<u64> {
 }
 
 /// A field that is a string on some lines and a number on others.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, PartialEq)]
 #[serde(untagged)]
 pub(crate) enum StrOrNum<'a> {
     Num(u64),
@@ -496,87 +505,90 @@ impl StrOrNum<'_> {
     }
 }
 
-#[derive(Deserialize, Debug, Default)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawArgs<'a> {
     #[serde(rename = "Flags", borrow)]
-    flags: Option<StrOrNum<'a>>,
+    pub(super) flags: Option<StrOrNum<'a>>,
     #[serde(rename = "phStream", borrow)]
-    ph_stream: Option<Cow<'a, str>>,
+    pub(super) ph_stream: Option<Cow<'a, str>>,
 }
 
 /// The fields any line may carry; everything else is ignored.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawLine<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    ts: Option<u64>,
-    end_ts: Option<u64>,
-    pid: Option<u32>,
-    tid: Option<u32>,
+    pub(super) ty: Option<Cow<'a, str>>,
+    pub(super) ts: Option<u64>,
+    pub(super) end_ts: Option<u64>,
+    pub(super) pid: Option<u32>,
+    pub(super) tid: Option<u32>,
     #[serde(borrow)]
-    op: Option<Cow<'a, str>>,
+    pub(super) op: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    duration_us: Option<f64>,
-    ret: Option<i64>,
-    incomplete: Option<bool>,
-    entry_lost: Option<bool>,
+    pub(super) name: Option<Cow<'a, str>>,
+    pub(super) duration_us: Option<f64>,
+    pub(super) ret: Option<i64>,
+    pub(super) incomplete: Option<bool>,
+    pub(super) entry_lost: Option<bool>,
     #[serde(borrow)]
-    error: Option<Cow<'a, str>>,
+    pub(super) error: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    kernel: Option<Cow<'a, str>>,
-    grid: Option<[u32; 3]>,
-    block: Option<[u32; 3]>,
-    shared_mem: Option<u32>,
+    pub(super) kernel: Option<Cow<'a, str>>,
+    pub(super) grid: Option<[u32; 3]>,
+    pub(super) block: Option<[u32; 3]>,
+    pub(super) shared_mem: Option<u32>,
     #[serde(borrow)]
-    stream: Option<Cow<'a, str>>,
-    size: Option<u64>,
+    pub(super) stream: Option<Cow<'a, str>>,
+    pub(super) size: Option<u64>,
     #[serde(borrow)]
-    direction: Option<Cow<'a, str>>,
+    pub(super) direction: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    event: Option<Cow<'a, str>>,
-    cpu: Option<u32>,
-    seq: Option<u64>,
-    exit_cpu: Option<u32>,
-    exit_seq: Option<u64>,
-    child: Option<u32>,
+    pub(super) event: Option<Cow<'a, str>>,
+    pub(super) cpu: Option<u32>,
+    pub(super) seq: Option<u64>,
+    pub(super) exit_cpu: Option<u32>,
+    pub(super) exit_seq: Option<u64>,
+    pub(super) child: Option<u32>,
     #[serde(borrow)]
-    filename: Option<Cow<'a, str>>,
+    pub(super) filename: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    args: Option<RawArgs<'a>>,
+    pub(super) args: Option<RawArgs<'a>>,
     // ioctl
     #[serde(borrow)]
-    cuda_call: Option<Cow<'a, str>>,
-    status: Option<u64>,
+    pub(super) cuda_call: Option<Cow<'a, str>>,
+    pub(super) status: Option<u64>,
     #[serde(borrow)]
-    errno: Option<Cow<'a, str>>,
+    pub(super) errno: Option<Cow<'a, str>>,
     // marker
     #[serde(borrow)]
-    label: Option<StrOrNum<'a>>,
-    tokens: Option<u64>,
+    pub(super) label: Option<StrOrNum<'a>>,
+    pub(super) tokens: Option<u64>,
     // power
-    gpu: Option<u32>,
-    energy_mj: Option<u64>,
-    power_mw: Option<u64>,
-    sm_clock_mhz: Option<u32>,
-    mem_clock_mhz: Option<u32>,
-    util_gpu_pct: Option<u32>,
-    util_mem_pct: Option<u32>,
-    temp_c: Option<u32>,
+    pub(super) gpu: Option<u32>,
+    pub(super) energy_mj: Option<u64>,
+    pub(super) power_mw: Option<u64>,
+    pub(super) sm_clock_mhz: Option<u32>,
+    pub(super) mem_clock_mhz: Option<u32>,
+    pub(super) util_gpu_pct: Option<u32>,
+    pub(super) util_mem_pct: Option<u32>,
+    pub(super) temp_c: Option<u32>,
     // gpu
     #[serde(borrow)]
-    device: Option<StrOrNum<'a>>,
-    stream_id: Option<u64>,
-    correlation_id: Option<u64>,
+    pub(super) device: Option<StrOrNum<'a>>,
+    pub(super) stream_id: Option<u64>,
+    pub(super) correlation_id: Option<u64>,
 }
 
 /// Builds a [`Trace`] line by line; [`TraceBuilder::finish`] sorts and scans.
 #[derive(Default)]
 pub struct TraceBuilder {
     t: Trace,
-    geom_ids: HashMap<Geom, u32>,
+    geom_ids: FxHashMap<Geom, u32>,
     seqs: BTreeMap<u32, Vec<u64>>,
     line: u64,
+    /// Every line through serde_json (the reference the fast scanner of
+    /// scan.rs is checked against).
+    pub(crate) reference: bool,
 }
 
 impl TraceBuilder {
@@ -604,7 +616,10 @@ impl TraceBuilder {
     pub fn add_line(&mut self, line: u64, bytes: &[u8]) -> anyhow::Result<()> {
         self.line = line;
         self.t.lines += 1;
-        let raw: RawLine = serde_json::from_slice(bytes).map_err(|e| self.err(format_args!("{e}")))?;
+        let mut raw = RawLine::default();
+        if self.reference || !super::scan::scan_into(bytes, &mut raw) {
+            raw = serde_json::from_slice::<RawLine>(bytes).map_err(|e| self.err(format_args!("{e}")))?;
+        }
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
         match ty {
             "header" | "footer" => {
