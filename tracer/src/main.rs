@@ -33,6 +33,7 @@ mod sysinfo;
 mod uprobe_multi;
 mod usage;
 mod writer;
+mod zstd_out;
 
 use clap::Parser as _;
 

@@ -9,12 +9,17 @@ use serde_json::Value;
 
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     let f = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(f))
-    } else {
-        Box::new(f)
-    };
-    Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
+    Ok(Box::new(BufReader::with_capacity(1 << 20, decompressed(path, f)?)))
+}
+
+/// The file's text: gunzipped (.gz), zstd-decoded (.zst) or as is.
+fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<dyn Read>> {
+    Ok(match path.extension().and_then(|e| e.to_str()) {
+        Some("gz") => Box::new(flate2::read::MultiGzDecoder::new(f)),
+        Some("zst") => crate::zstd_out::decoder(f, path.display().to_string())
+            .with_context(|| format!("{}: cannot start the zstd decoder", path.display()))?,
+        _ => Box::new(f),
+    })
 }
 
 /// The longest line a reader accepts. tracer's own lines are at most a few
@@ -129,12 +134,7 @@ pub fn for_each_raw(
     f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(u64, bool)> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    let counted = Counted { inner: file, n: read_bytes };
-    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(counted))
-    } else {
-        Box::new(counted)
-    };
+    let r = decompressed(path, Counted { inner: file, n: read_bytes })?;
     let name = path.display().to_string();
     let read = lines_in_place(r, &name, MAX_LINE_BYTES, f)?;
     if let Some(n) = read.partial_line {

@@ -144,9 +144,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let run_as = spawn::invoking_user(args.as_root)?;
     let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let out_path = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("trace_{}.jsonl", sysinfo::compact_utc(started.as_secs()))));
+        .compress
+        .output_path(args.output.as_deref(), &sysinfo::compact_utc(started.as_secs()))
+        .map_err(UsageError)?;
     let mode = if args.private { 0o600 } else { 0o644 };
     let file = spawn::create_output_file(&out_path, args.force, run_as.as_ref(), mode)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
@@ -268,6 +268,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
     asm.set_entry_only(|id| !returns_probed(args.returns(), id));
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    let file = crate::zstd_out::TraceFile::new(file, &out_path, args.compress == crate::zstd_out::Compress::Zstd)
+        .context("starting the zstd stream")?;
     let mut col = Collector::new(asm, TraceWriter::new(file));
     col.side = side.receiver();
     col.emit(header);

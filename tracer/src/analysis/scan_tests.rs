@@ -124,12 +124,7 @@ fn edge_cases_the_scanner_reads() {
 #[test]
 fn edge_cases_left_to_serde() {
     // Valid for serde, but the scanner does not read them itself.
-    let valid = [
-        r#"{"ts":1,"name":"a\"b"}"#,
-        r#"{"t\u0079pe":"kernel"}"#,
-        r#"{"label":1.5}"#,
-        r#"{"label":-2}"#,
-    ];
+    let valid = [r#"{"ts":1,"name":"a\"b"}"#, r#"{"t\u0079pe":"kernel"}"#, r#"{"label":1.5}"#, r#"{"label":-2}"#];
     for l in valid {
         assert!(serde_line(l.as_bytes()).is_some(), "serde reads {l}");
         assert_eq!(raw_line(l.as_bytes()), None, "{l}");
@@ -202,8 +197,27 @@ fn corrupted_lines_are_never_read_differently() {
     };
     assert!(seeds.len() >= 6, "{}", seeds.len());
     const PIECES: &[&[u8]] = &[
-        b"\"", b"\\", b",", b":", b"{", b"}", b"[", b"]", b"-", b".", b"e", b"0", b"9", b"null", b"true", b" ", b"\x01",
-        b"\xc3", b"1.5", b"\"ts\":1,", b"\"type\":\"x\",",
+        b"\"",
+        b"\\",
+        b",",
+        b":",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b"-",
+        b".",
+        b"e",
+        b"0",
+        b"9",
+        b"null",
+        b"true",
+        b" ",
+        b"\x01",
+        b"\xc3",
+        b"1.5",
+        b"\"ts\":1,",
+        b"\"type\":\"x\",",
     ];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut rnd = |n: usize| {
