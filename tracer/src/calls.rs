@@ -13,6 +13,7 @@ use tracer_common::{
 
 use crate::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
 use crate::cuda_names;
+use crate::fastcall::CallLine;
 use crate::fastline::{LaunchLine, Line, Returned};
 
 struct Pending {
@@ -161,6 +162,9 @@ impl Assembler {
                     if let Some(l) = self.fast_launch(&p, None) {
                         out(Line::Launch(l));
                         self.stats.calls += 1;
+                    } else if let Some(l) = self.fast_call(&p, None) {
+                        out(Line::Call(l));
+                        self.stats.calls += 1;
                     } else if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
                         out(Line::Value(v));
                     }
@@ -181,6 +185,9 @@ impl Assembler {
                 }
                 if let Some(l) = entry.as_ref().and_then(|e| self.fast_launch(e, Some(x))) {
                     out(Line::Launch(l));
+                    self.stats.calls += 1;
+                } else if let Some(l) = entry.as_ref().and_then(|e| self.fast_call(e, Some(x))) {
+                    out(Line::Call(l));
                     self.stats.calls += 1;
                 } else if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
                     out(Line::Value(v));
@@ -232,6 +239,77 @@ impl Assembler {
             args: p.args,
             kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+        })
+    }
+
+    /// A plain 1-D copy, set or cuLaunchKernelEx line, built without a JSON
+    /// value (see fastcall.rs); None for everything else, which takes
+    /// `call_line`. The fields are those `normalize` gives these classes.
+    fn fast_call(&self, p: &Pending, x: Option<&CallExit>) -> Option<CallLine<'_>> {
+        use crate::fastcall::{ConfigArg, Norm};
+        let id = FuncId(p.hdr.func);
+        let spec = id.spec()?;
+        if self.reference_lines || x.is_some_and(|x| x.ret as u32 != 0) || !crate::fastcall::eligible(spec) {
+            return None;
+        }
+        let a = |n: &str| param(spec, n).map(|i| p.args[i]);
+        let pid = p.hdr.pid;
+        let norm = match spec.class {
+            Class::Copy => {
+                let (dst, src) =
+                    (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
+                // As `normalize` (the variant suffixes contain none of these).
+                let n = spec.name;
+                let direction = if n.contains("HtoD") {
+                    "h2d"
+                } else if n.contains("DtoH") {
+                    "d2h"
+                } else if n.contains("DtoD") {
+                    "d2d"
+                } else if n.starts_with("cuMemcpyPeer") {
+                    "peer"
+                } else {
+                    let (s, d) = (self.side(pid, src), self.side(pid, dst));
+                    let guess =
+                        |x: Side, other: Side| if x == Side::Unknown && other == Side::Device { Side::Host } else { x };
+                    args::direction(guess(s, d), guess(d, s))
+                };
+                Norm::Copy { size: a("ByteCount").unwrap_or(0), direction, dst, src }
+            }
+            Class::Set => {
+                let elem: u64 = if spec.name.contains("D16") {
+                    2
+                } else if spec.name.contains("D32") {
+                    4
+                } else {
+                    1
+                };
+                let count = match (a("N"), a("Width"), a("Height")) {
+                    (Some(n), _, _) => n,
+                    (None, Some(w), Some(h)) => w.saturating_mul(h),
+                    _ => 0,
+                };
+                Norm::Set { size: count.saturating_mul(elem), dst: p.args[0] }
+            }
+            _ => {
+                let f = p.args[1];
+                let (cfg, config_arg) = match p.blob.as_deref() {
+                    Some(b) => match LaunchConfig::parse(b, p.nattrs) {
+                        Some(c) => (Some(c), ConfigArg::Parsed),
+                        None => (None, ConfigArg::Null),
+                    },
+                    None => (None, ConfigArg::NotRead(p.args[0])),
+                };
+                Norm::LaunchEx { f, kernel: self.names.get(&(pid, f)).map(|n| &**n), cfg, config_arg }
+            }
+        };
+        Some(CallLine {
+            hdr: p.hdr,
+            spec,
+            variant: id.variant(),
+            args: p.args,
+            returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+            norm,
         })
     }
 

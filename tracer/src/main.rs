@@ -8,6 +8,9 @@ mod cli;
 mod collector;
 mod cuda_names;
 mod cudaimage;
+mod fastcall;
+#[cfg(test)]
+mod fastcall_tests;
 mod fastline;
 #[cfg(test)]
 mod fuzz;

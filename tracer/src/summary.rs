@@ -208,6 +208,25 @@ impl Summary {
                 self.call(l.name, Some(l.hdr.ts), l.duration_us());
                 self.launch(l.kernel);
             }
+            Line::Call(l) => {
+                self.processes.insert(l.hdr.pid as u64);
+                let (ty, op) = l.type_op();
+                let name = l.name();
+                self.add_call(&CallView {
+                    ty: Some(Cow::Borrowed(ty)),
+                    op: Some(Cow::Borrowed(op)),
+                    name: Some(Cow::Borrowed(&name)),
+                    pid: None,
+                    ts: Some(l.hdr.ts),
+                    duration_us: l.duration_us(),
+                    incomplete: None,
+                    error: None,
+                    size: l.size(),
+                    direction: l.direction().map(Cow::Borrowed),
+                    kernel: l.kernel().map(Cow::Borrowed),
+                    ret: l.returned.map(|_| 0),
+                });
+            }
         }
     }
 

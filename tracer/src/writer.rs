@@ -77,6 +77,7 @@ impl<W: Output> TraceWriter<W> {
         match l {
             Line::Value(v) => self.write(v),
             Line::Launch(l) => self.put(|b| l.write(b)),
+            Line::Call(l) => self.put(|b| l.write(b)),
         }
     }
 

@@ -289,6 +289,7 @@ fn run_records(bytes: &[u8]) -> String {
                     match &l {
                         crate::fastline::Line::Value(v) => serde_json::to_writer(&mut out, v).unwrap(),
                         crate::fastline::Line::Launch(x) => x.write(&mut out),
+                        crate::fastline::Line::Call(x) => x.write(&mut out),
                     }
                 });
             }
