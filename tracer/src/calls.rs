@@ -256,8 +256,7 @@ impl Assembler {
         let pid = p.hdr.pid;
         let norm = match spec.class {
             Class::Copy => {
-                let (dst, src) =
-                    (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
+                let (dst, src) = (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
                 // As `normalize` (the variant suffixes contain none of these).
                 let n = spec.name;
                 let direction = if n.contains("HtoD") {

@@ -18,10 +18,23 @@ use crate::fastline::Returned;
 
 /// What the line adds for its class (the general path's `normalize`).
 pub enum Norm<'a> {
-    Copy { size: u64, direction: &'static str, dst: u64, src: u64 },
-    Set { size: u64, dst: u64 },
+    Copy {
+        size: u64,
+        direction: &'static str,
+        dst: u64,
+        src: u64,
+    },
+    Set {
+        size: u64,
+        dst: u64,
+    },
     /// `cfg`: the captured CUlaunchConfig, if it was read and parsed.
-    LaunchEx { f: u64, kernel: Option<&'a str>, cfg: Option<LaunchConfig>, config_arg: ConfigArg },
+    LaunchEx {
+        f: u64,
+        kernel: Option<&'a str>,
+        cfg: Option<LaunchConfig>,
+        config_arg: ConfigArg,
+    },
 }
 
 /// The `config` parameter's value in `args` when there is no parsed config.
@@ -68,8 +81,7 @@ pub fn eligible(spec: &FuncSpec) -> bool {
     match spec.class {
         Class::Copy | Class::Set => spec.params.iter().all(|p| scalar(p.kind)),
         Class::Launch => {
-            spec.name == "cuLaunchKernelEx"
-                && spec.params.iter().all(|p| scalar(p.kind) || p.kind == Arg::LaunchConfig)
+            spec.name == "cuLaunchKernelEx" && spec.params.iter().all(|p| scalar(p.kind) || p.kind == Arg::LaunchConfig)
         }
         _ => false,
     }

@@ -187,7 +187,10 @@ fn hand_built_copies_sets_and_launch_ex() {
     assert_eq!(v[5]["direction"], "h2d");
     assert_eq!(v[6]["direction"], "default");
     assert_eq!(v[7]["direction"], "peer");
-    assert_eq!((v[8]["size"].as_u64(), v[9]["size"].as_u64(), v[10]["size"].as_u64()), (Some(25_344), Some(40), Some(600)));
+    assert_eq!(
+        (v[8]["size"].as_u64(), v[9]["size"].as_u64(), v[10]["size"].as_u64()),
+        (Some(25_344), Some(40), Some(600))
+    );
     assert_eq!(v[9]["args"]["ui"], u32::MAX);
     let x = &v[11];
     assert_eq!(x["kernel"], "k<\"q\">é");

@@ -825,6 +825,55 @@ impl TraceBuilder {
         Ok(())
     }
 
+    /// Appends what `next` read from the lines that follow this builder's
+    /// (the parallel loader: each thread reads a part of the file). The
+    /// result is what one builder reading all the lines in order gives:
+    /// `next`'s names and geometries take ids after this builder's, in the
+    /// order `next` met them, and `finish` sorts stably.
+    pub fn absorb(&mut self, next: TraceBuilder) {
+        let TraceBuilder { t: n, geom_ids: _, seqs, line: _, reference: _ } = next;
+        let t = &mut self.t;
+        let names: Vec<u32> = n.strings.names.iter().map(|s| t.strings.intern(s)).collect();
+        let name = |i: u32| if i == NO_STR { NO_STR } else { names[i as usize] };
+        let geoms: Vec<u32> = n.geoms.iter().map(|g| self.geom(*g)).collect();
+        let geom = |i: u32| geoms.get(i as usize).copied().unwrap_or(u32::MAX);
+        let t = &mut self.t;
+        t.calls.extend(n.calls.into_iter().map(|mut c| {
+            c.func = name(c.func);
+            c.kernel = name(c.kernel);
+            c.geom = geom(c.geom);
+            c
+        }));
+        t.procs.extend(n.procs);
+        t.ioctls.extend(n.ioctls.into_iter().map(|mut i| {
+            i.name = name(i.name);
+            i.cuda_call = name(i.cuda_call);
+            i
+        }));
+        t.markers.extend(n.markers);
+        t.power.extend(n.power);
+        t.gpu.extend(n.gpu.into_iter().map(|mut g| {
+            g.name = name(g.name);
+            g.geom = geom(g.geom);
+            g
+        }));
+        t.nonblocking_streams.extend(n.nonblocking_streams);
+        t.lines += n.lines;
+        for (k, v) in n.unknown_types {
+            *t.unknown_types.entry(k).or_default() += v;
+        }
+        t.truncated |= n.truncated;
+        if n.header.is_some() {
+            t.header = n.header;
+        }
+        if n.footer.is_some() {
+            t.footer = n.footer;
+        }
+        for (cpu, v) in seqs {
+            self.seqs.entry(cpu).or_default().extend(v);
+        }
+    }
+
     /// Marks the trace as cut off (partial last line skipped).
     pub fn set_truncated(&mut self) {
         self.t.truncated = true;

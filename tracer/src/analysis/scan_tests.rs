@@ -90,6 +90,31 @@ fn the_model_of_every_recording_is_the_reference_model() {
     }
 }
 
+/// The parallel loader (parts of a plain file read by several threads, then
+/// joined) gives the reference model too.
+#[test]
+fn read_in_parts_every_recording_gives_the_reference_model() {
+    let dir = std::env::temp_dir().join(format!("tracer-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for p in recordings() {
+        let plain = dir.join("t.jsonl");
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&p).unwrap()), &mut text)
+            .unwrap();
+        std::fs::write(&plain, &text).unwrap();
+        let mut reference = load(&p, true);
+        reference.path = plain.display().to_string();
+        for parts in [2, 3, 7] {
+            // The parallel path itself (load_with falls back to one pass on errors).
+            let mut pr = super::progress::Progress::new(0, "");
+            let t = super::load::load_parts(&plain, text.len() as u64, parts, &mut pr).unwrap().finish();
+            assert_eq!(t.path, reference.path);
+            assert_same(&t, &reference);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn edge_cases_the_scanner_reads() {
     let ok = [
