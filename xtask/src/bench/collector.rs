@@ -113,8 +113,11 @@ pub fn run(o: &Opts) -> Result<()> {
     if fs::create_dir_all(shm).is_ok() {
         targets.push(("tmpfs", shm.to_path_buf(), "jsonl"));
     }
-    for (&rate, (medium, dir, ext)) in o.rates.iter().flat_map(|r| targets.iter().map(move |t| (r, t))) {
-        let (mut v, trace) = run_ceiling(&env, dir, ext, rate, o.seconds)?;
+    for (run, (&rate, (medium, dir, ext))) in
+        o.rates.iter().flat_map(|r| targets.iter().map(move |t| (r, t))).enumerate()
+    {
+        // One name per run: a rate may be given several times (repetitions).
+        let (mut v, trace) = run_ceiling(&env, dir, &format!("{run}.{ext}"), rate, o.seconds)?;
         v["medium"] = json!(medium);
         if *medium != "disk" {
             let _ = fs::remove_file(trace);
@@ -336,8 +339,9 @@ fn rss_anon_kib(pid: u32) -> Option<u64> {
 
 /// The producer at `rate` records/s for `seconds`; returns the figures and
 /// the trace (left on disk for the readers).
-fn run_ceiling(env: &Env, dir: &Path, ext: &str, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
-    let trace = dir.join(format!("ceiling_{rate}.{ext}"));
+/// `suffix`: the rest of the trace's name (run number and extension).
+fn run_ceiling(env: &Env, dir: &Path, suffix: &str, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
+    let trace = dir.join(format!("ceiling_{rate}_{suffix}"));
     let mut c = tracer_cmd(env, &trace, &["--bench-producer"]);
     c.arg(&env.bench).args(["getppid", &rate.to_string(), &seconds.to_string()]);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
