@@ -211,11 +211,25 @@ impl<R: io::Read> io::Read for CutTolerant<R> {
     }
 }
 
+/// The largest zstd window a reader accepts (log2 bytes): 16 MiB. tracer's
+/// own traces use 512 KiB (level 1), `zstd -19` 8 MiB; a file asking for more
+/// (`zstd --long`, or a hostile one) is an error instead of that much memory.
+pub const WINDOW_LOG_MAX: u32 = 24;
+
 /// Reads a .zst trace: the decoded stream (several frames in a row are one
 /// stream, as `zstd -d` reads them).
 pub fn decoder<R: io::Read + 'static>(r: R, name: String) -> io::Result<Box<dyn io::Read>> {
-    let d = zstd::stream::read::Decoder::new(r)?;
-    Ok(Box::new(CutTolerant::new(d, name)))
+    Ok(Box::new(bounded_decoder(r, name)?))
+}
+
+/// [`decoder`] without boxing (any lifetime).
+pub fn bounded_decoder<R: io::Read>(
+    r: R,
+    name: String,
+) -> io::Result<CutTolerant<zstd::stream::read::Decoder<'static, io::BufReader<R>>>> {
+    let mut d = zstd::stream::read::Decoder::new(r)?;
+    d.window_log_max(WINDOW_LOG_MAX)?;
+    Ok(CutTolerant::new(d, name))
 }
 
 #[cfg(test)]
