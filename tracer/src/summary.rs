@@ -140,6 +140,32 @@ impl Summary {
     /// fields the summary uses (no JSON value built), the other line types
     /// through [`Summary::add`]. `file` and `n` name the line in errors.
     pub fn add_json(&mut self, file: &str, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        // The loader's scanner first (analysis/scan.rs): when it reads the
+        // line, serde_json would read the same values into a CallView.
+        let mut raw = crate::analysis::model::RawLine::default();
+        if crate::analysis::scan::scan_into(bytes, &mut raw)
+            && raw.ret.is_none_or(|r| r >= 0)
+            && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+        {
+            if let Some(p) = raw.pid {
+                self.processes.insert(u64::from(p));
+            }
+            self.add_call(&CallView {
+                ty: raw.ty,
+                op: raw.op,
+                name: raw.name,
+                pid: None,
+                ts: raw.ts,
+                duration_us: raw.duration_us,
+                incomplete: raw.incomplete,
+                error: raw.error,
+                size: raw.size,
+                direction: raw.direction,
+                kernel: raw.kernel,
+                ret: raw.ret.map(|r| r as u64),
+            });
+            return Ok(());
+        }
         if let Ok(c) = serde_json::from_slice::<CallView>(bytes)
             && c.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
         {

@@ -33,7 +33,7 @@ pub mod progress;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
-mod scan;
+pub(crate) mod scan;
 #[cfg(test)]
 mod scan_tests;
 pub mod stats;

@@ -508,75 +508,75 @@ impl StrOrNum<'_> {
 #[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawArgs<'a> {
     #[serde(rename = "Flags", borrow)]
-    pub(super) flags: Option<StrOrNum<'a>>,
+    pub(crate) flags: Option<StrOrNum<'a>>,
     #[serde(rename = "phStream", borrow)]
-    pub(super) ph_stream: Option<Cow<'a, str>>,
+    pub(crate) ph_stream: Option<Cow<'a, str>>,
 }
 
 /// The fields any line may carry; everything else is ignored.
 #[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawLine<'a> {
     #[serde(rename = "type", borrow)]
-    pub(super) ty: Option<Cow<'a, str>>,
-    pub(super) ts: Option<u64>,
-    pub(super) end_ts: Option<u64>,
-    pub(super) pid: Option<u32>,
-    pub(super) tid: Option<u32>,
+    pub(crate) ty: Option<Cow<'a, str>>,
+    pub(crate) ts: Option<u64>,
+    pub(crate) end_ts: Option<u64>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     #[serde(borrow)]
-    pub(super) op: Option<Cow<'a, str>>,
+    pub(crate) op: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    pub(super) name: Option<Cow<'a, str>>,
-    pub(super) duration_us: Option<f64>,
-    pub(super) ret: Option<i64>,
-    pub(super) incomplete: Option<bool>,
-    pub(super) entry_lost: Option<bool>,
+    pub(crate) name: Option<Cow<'a, str>>,
+    pub(crate) duration_us: Option<f64>,
+    pub(crate) ret: Option<i64>,
+    pub(crate) incomplete: Option<bool>,
+    pub(crate) entry_lost: Option<bool>,
     #[serde(borrow)]
-    pub(super) error: Option<Cow<'a, str>>,
+    pub(crate) error: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    pub(super) kernel: Option<Cow<'a, str>>,
-    pub(super) grid: Option<[u32; 3]>,
-    pub(super) block: Option<[u32; 3]>,
-    pub(super) shared_mem: Option<u32>,
+    pub(crate) kernel: Option<Cow<'a, str>>,
+    pub(crate) grid: Option<[u32; 3]>,
+    pub(crate) block: Option<[u32; 3]>,
+    pub(crate) shared_mem: Option<u32>,
     #[serde(borrow)]
-    pub(super) stream: Option<Cow<'a, str>>,
-    pub(super) size: Option<u64>,
+    pub(crate) stream: Option<Cow<'a, str>>,
+    pub(crate) size: Option<u64>,
     #[serde(borrow)]
-    pub(super) direction: Option<Cow<'a, str>>,
+    pub(crate) direction: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    pub(super) event: Option<Cow<'a, str>>,
-    pub(super) cpu: Option<u32>,
-    pub(super) seq: Option<u64>,
-    pub(super) exit_cpu: Option<u32>,
-    pub(super) exit_seq: Option<u64>,
-    pub(super) child: Option<u32>,
+    pub(crate) event: Option<Cow<'a, str>>,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) seq: Option<u64>,
+    pub(crate) exit_cpu: Option<u32>,
+    pub(crate) exit_seq: Option<u64>,
+    pub(crate) child: Option<u32>,
     #[serde(borrow)]
-    pub(super) filename: Option<Cow<'a, str>>,
+    pub(crate) filename: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    pub(super) args: Option<RawArgs<'a>>,
+    pub(crate) args: Option<RawArgs<'a>>,
     // ioctl
     #[serde(borrow)]
-    pub(super) cuda_call: Option<Cow<'a, str>>,
-    pub(super) status: Option<u64>,
+    pub(crate) cuda_call: Option<Cow<'a, str>>,
+    pub(crate) status: Option<u64>,
     #[serde(borrow)]
-    pub(super) errno: Option<Cow<'a, str>>,
+    pub(crate) errno: Option<Cow<'a, str>>,
     // marker
     #[serde(borrow)]
-    pub(super) label: Option<StrOrNum<'a>>,
-    pub(super) tokens: Option<u64>,
+    pub(crate) label: Option<StrOrNum<'a>>,
+    pub(crate) tokens: Option<u64>,
     // power
-    pub(super) gpu: Option<u32>,
-    pub(super) energy_mj: Option<u64>,
-    pub(super) power_mw: Option<u64>,
-    pub(super) sm_clock_mhz: Option<u32>,
-    pub(super) mem_clock_mhz: Option<u32>,
-    pub(super) util_gpu_pct: Option<u32>,
-    pub(super) util_mem_pct: Option<u32>,
-    pub(super) temp_c: Option<u32>,
+    pub(crate) gpu: Option<u32>,
+    pub(crate) energy_mj: Option<u64>,
+    pub(crate) power_mw: Option<u64>,
+    pub(crate) sm_clock_mhz: Option<u32>,
+    pub(crate) mem_clock_mhz: Option<u32>,
+    pub(crate) util_gpu_pct: Option<u32>,
+    pub(crate) util_mem_pct: Option<u32>,
+    pub(crate) temp_c: Option<u32>,
     // gpu
     #[serde(borrow)]
-    pub(super) device: Option<StrOrNum<'a>>,
-    pub(super) stream_id: Option<u64>,
-    pub(super) correlation_id: Option<u64>,
+    pub(crate) device: Option<StrOrNum<'a>>,
+    pub(crate) stream_id: Option<u64>,
+    pub(crate) correlation_id: Option<u64>,
 }
 
 /// Builds a [`Trace`] line by line; [`TraceBuilder::finish`] sorts and scans.
