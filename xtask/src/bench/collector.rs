@@ -11,7 +11,7 @@
 //!    --bench-producer`: each getppid() of the traced program is a launch
 //!    record) at fixed rates: records to JSONL on disk, loss, the
 //!    collector's CPU and its memory sampled during the run.
-//! 3. Readers: `tracer summary` (and report/export where they exist) on the
+//! 3. Readers: `tracer summary` (and report/gaps/export where they exist) on the
 //!    largest trace of step 2: lines/s and MB/s.
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -417,6 +417,7 @@ fn run_readers(env: &Env, trace: &Path) -> Result<Vec<Value>> {
     let candidates: Vec<(&str, Vec<String>)> = vec![
         ("summary", vec![]),
         ("report", vec![]),
+        ("gaps", vec![]),
         ("export", vec!["--format".into(), "perfetto".into(), "-o".into(), out.display().to_string()]),
     ];
     for (sub, extra) in candidates {
