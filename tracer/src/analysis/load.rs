@@ -182,6 +182,38 @@ mod tests {
     }
 
     #[test]
+    fn parts_start_at_line_starts_also_around_a_long_line() {
+        let dir = std::env::temp_dir().join(format!("tracer-load-parts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("long.jsonl");
+        let line = |ts: u64, pad: usize| {
+            format!(
+                "{{\"ts\":{ts},\"pid\":1,\"tid\":1,\"type\":\"init\",\"op\":\"init\",\"name\":\"cuInit\",\"pad\":\"{}\"}}\n",
+                "x".repeat(pad)
+            )
+        };
+        // A line longer than a part in the middle, short ones around it.
+        let mut text = String::new();
+        for i in 0..40 {
+            text += &line(i, if i == 17 { 5000 } else { i as usize });
+        }
+        std::fs::write(&p, &text).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        let total = text.len() as u64;
+        for parts in [2, 5, 9, 40, 200] {
+            let starts = part_starts(&f, total, parts).unwrap();
+            assert_eq!((starts[0], *starts.last().unwrap()), (0, total));
+            assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+            assert!(starts[1..starts.len() - 1].iter().all(|&s| text.as_bytes()[s as usize - 1] == b'\n'));
+            let mut pr = Progress::new(0, "");
+            let t = load_parts(&p, total, parts, &mut pr).unwrap().finish();
+            assert_eq!((t.lines, t.calls.len()), (40, 40), "{parts} parts");
+            assert_eq!(t.calls.iter().map(|c| c.ts).collect::<Vec<_>>(), (0..40).collect::<Vec<u64>>());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn partial_last_line_is_skipped_and_flagged() {
         let dir = std::env::temp_dir().join(format!("tracer-load-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
