@@ -13,6 +13,7 @@ use tracer_common::{
 
 use crate::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
 use crate::cuda_names;
+use crate::fastcall::CallLine;
 use crate::fastline::{LaunchLine, Line, Returned};
 use crate::replayable::params::CapturedParams;
 
@@ -51,6 +52,8 @@ pub struct Assembler {
     entry_only: Vec<bool>,
     /// Every line through `call_line` (tests compare it with the fast path).
     pub reference_lines: bool,
+    /// Copy lines as JSON values (`--capture-data` adds fields to them).
+    pub value_copy_lines: bool,
     /// NVIDIA device-file events (ioctls in flight).
     pub ioctls: crate::ioctls::Ioctls,
     pending: HashMap<u32, Vec<Pending>>,
@@ -166,6 +169,9 @@ impl Assembler {
                     if let Some(l) = self.fast_launch(&p, None) {
                         out(Line::Launch(l));
                         self.stats.calls += 1;
+                    } else if let Some(l) = self.fast_call(&p, None) {
+                        out(Line::Call(l));
+                        self.stats.calls += 1;
                     } else if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
                         out(Line::Value(v));
                     }
@@ -186,6 +192,9 @@ impl Assembler {
                 }
                 if let Some(l) = entry.as_ref().and_then(|e| self.fast_launch(e, Some(x))) {
                     out(Line::Launch(l));
+                    self.stats.calls += 1;
+                } else if let Some(l) = entry.as_ref().and_then(|e| self.fast_call(e, Some(x))) {
+                    out(Line::Call(l));
                     self.stats.calls += 1;
                 } else if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
                     out(Line::Value(v));
@@ -238,6 +247,82 @@ impl Assembler {
             kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
             params: p.params.as_ref(),
+        })
+    }
+
+    /// A plain 1-D copy, set or cuLaunchKernelEx line, built without a JSON
+    /// value (see fastcall.rs); None for everything else, which takes
+    /// `call_line`. The fields are those `normalize` gives these classes.
+    fn fast_call(&self, p: &Pending, x: Option<&CallExit>) -> Option<CallLine<'_>> {
+        use crate::fastcall::{ConfigArg, Norm};
+        let id = FuncId(p.hdr.func);
+        let spec = id.spec()?;
+        if self.reference_lines || x.is_some_and(|x| x.ret as u32 != 0) || !crate::fastcall::eligible(spec) {
+            return None;
+        }
+        // --replayable: launches with parameter bytes, and with
+        // --capture-data copies (which get `data` fields), take the general
+        // path, where those fields are added.
+        if p.params.is_some() || (self.value_copy_lines && spec.class == Class::Copy) {
+            return None;
+        }
+        let a = |n: &str| param(spec, n).map(|i| p.args[i]);
+        let pid = p.hdr.pid;
+        let norm = match spec.class {
+            Class::Copy => {
+                let (dst, src) = (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
+                // As `normalize` (the variant suffixes contain none of these).
+                let n = spec.name;
+                let direction = if n.contains("HtoD") {
+                    "h2d"
+                } else if n.contains("DtoH") {
+                    "d2h"
+                } else if n.contains("DtoD") {
+                    "d2d"
+                } else if n.starts_with("cuMemcpyPeer") {
+                    "peer"
+                } else {
+                    let (s, d) = (self.side(pid, src), self.side(pid, dst));
+                    let guess =
+                        |x: Side, other: Side| if x == Side::Unknown && other == Side::Device { Side::Host } else { x };
+                    args::direction(guess(s, d), guess(d, s))
+                };
+                Norm::Copy { size: a("ByteCount").unwrap_or(0), direction, dst, src }
+            }
+            Class::Set => {
+                let elem: u64 = if spec.name.contains("D16") {
+                    2
+                } else if spec.name.contains("D32") {
+                    4
+                } else {
+                    1
+                };
+                let count = match (a("N"), a("Width"), a("Height")) {
+                    (Some(n), _, _) => n,
+                    (None, Some(w), Some(h)) => w.saturating_mul(h),
+                    _ => 0,
+                };
+                Norm::Set { size: count.saturating_mul(elem), dst: p.args[0] }
+            }
+            _ => {
+                let f = p.args[1];
+                let (cfg, config_arg) = match p.blob.as_deref() {
+                    Some(b) => match LaunchConfig::parse(b, p.nattrs) {
+                        Some(c) => (Some(c), ConfigArg::Parsed),
+                        None => (None, ConfigArg::Null),
+                    },
+                    None => (None, ConfigArg::NotRead(p.args[0])),
+                };
+                Norm::LaunchEx { f, kernel: self.names.get(&(pid, f)).map(|n| &**n), cfg, config_arg }
+            }
+        };
+        Some(CallLine {
+            hdr: p.hdr,
+            spec,
+            variant: id.variant(),
+            args: p.args,
+            returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+            norm,
         })
     }
 
@@ -793,6 +878,31 @@ mod tests {
         assert_eq!(v[3]["error"], "CUDA_ERROR_INVALID_VALUE");
         assert_eq!(v[4]["entry_lost"], true);
         assert_eq!(v[7]["incomplete"], true);
+    }
+
+    #[test]
+    fn replayable_lines_take_the_general_path() {
+        let lines = |value_copy_lines: bool, recs: &[Record]| {
+            let mut a = Assembler { value_copy_lines, ..Assembler::default() };
+            a.set_entry_only(|_| true);
+            let mut out = Vec::new();
+            for r in recs {
+                a.push(r, &mut |l| {
+                    out.push(match l {
+                        Line::Value(v) => v["params_from"].as_str().unwrap_or("value").to_string(),
+                        Line::Call(_) => "fast".to_string(),
+                        Line::Launch(_) => "launch".to_string(),
+                    })
+                });
+            }
+            out
+        };
+        let ex = enter("cuLaunchKernelEx", 5, &[0, 0xf1, 0, 0x7000], None);
+        let ex_params = with_params(enter("cuLaunchKernelEx", 6, &[0, 0xf1, 0, 0x7000], None), 2, b"\x01\x02");
+        assert_eq!(lines(false, &[ex, ex_params]), ["fast", "extra"]);
+        let copy = enter("cuMemcpyHtoDAsync_v2", 7, &[0x7f00_0000_0000, 0x1000, 64, 0], None);
+        assert_eq!(lines(false, std::slice::from_ref(&copy)), ["fast"]);
+        assert_eq!(lines(true, &[copy]), ["value"]);
     }
 
     #[test]

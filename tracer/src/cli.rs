@@ -145,6 +145,10 @@ pub struct RecordArgs {
     /// Make the output file readable by its owner only (mode 0600; default 0644).
     #[arg(long)]
     pub private: bool,
+    /// Compress the trace with zstd (also chosen by an output name ending in
+    /// .zst): ~10-40× fewer bytes, for high call rates on slow disks.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = crate::zstd_out::Compress::None)]
+    pub compress: crate::zstd_out::Compress,
     /// Trace this running process (and the children it creates from now on).
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,

@@ -14,6 +14,8 @@ use tracer_common::event::Header;
 pub enum Line<'a> {
     Value(Value),
     Launch(LaunchLine<'a>),
+    /// A copy, set or cuLaunchKernelEx line (fastcall.rs).
+    Call(crate::fastcall::CallLine<'a>),
 }
 
 impl Line<'_> {
@@ -26,6 +28,11 @@ impl Line<'_> {
                 let mut b = Vec::new();
                 l.write(&mut b);
                 serde_json::from_slice(&b).expect("a launch line is valid JSON")
+            }
+            Line::Call(l) => {
+                let mut b = Vec::new();
+                l.write(&mut b);
+                serde_json::from_slice(&b).expect("a fast call line is valid JSON")
             }
         }
     }

@@ -8,6 +8,9 @@ mod cli;
 mod collector;
 mod cuda_names;
 mod cudaimage;
+mod fastcall;
+#[cfg(test)]
+mod fastcall_tests;
 mod fastline;
 #[cfg(test)]
 mod fuzz;
@@ -34,6 +37,7 @@ mod sysinfo;
 mod uprobe_multi;
 mod usage;
 mod writer;
+mod zstd_out;
 
 use clap::Parser as _;
 

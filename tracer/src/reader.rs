@@ -10,12 +10,17 @@ use serde_json::Value;
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     let path = &*crate::replayable::open::trace_path(path)?;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(f))
-    } else {
-        Box::new(f)
-    };
-    Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
+    Ok(Box::new(BufReader::with_capacity(1 << 20, decompressed(path, f)?)))
+}
+
+/// The file's text: gunzipped (.gz), zstd-decoded (.zst) or as is.
+fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<dyn Read>> {
+    Ok(match path.extension().and_then(|e| e.to_str()) {
+        Some("gz") => Box::new(flate2::read::MultiGzDecoder::new(f)),
+        Some("zst") => crate::zstd_out::decoder(f, path.display().to_string())
+            .with_context(|| format!("{}: cannot start the zstd decoder", path.display()))?,
+        _ => Box::new(f),
+    })
 }
 
 /// The longest line a reader accepts. tracer's own lines are at most a few
@@ -127,39 +132,85 @@ impl<R: Read> Read for Counted<R> {
 pub fn for_each_raw(
     path: &Path,
     read_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+    f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(u64, bool)> {
     let path = &*crate::replayable::open::trace_path(path)?;
     let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    let counted = Counted { inner: file, n: read_bytes };
-    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(counted))
-    } else {
-        Box::new(counted)
-    };
-    let mut r = BufReader::with_capacity(1 << 20, r);
-    let mut buf = Vec::new();
+    let r = decompressed(path, Counted { inner: file, n: read_bytes })?;
+    let name = path.display().to_string();
+    let read = lines_in_place(r, &name, MAX_LINE_BYTES, f)?;
+    if let Some(n) = read.partial_line {
+        eprintln!("warning: {name}: line {n} is incomplete (the recording was cut off); skipped");
+        return Ok((n - 1, true));
+    }
+    Ok((read.lines, false))
+}
+
+/// The loop of [`for_each_raw`] on any reader: lines are handed out where
+/// they lie in one large buffer (no copy per line); only the partial line at
+/// the end of a chunk moves to the front before the next read. Lines of
+/// whitespace only are counted but not handed out; a line longer than
+/// `max_line` is an error (memory stays bounded).
+pub fn lines_in_place(
+    mut r: impl Read,
+    name: &str,
+    max_line: usize,
+    mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<ReadStats> {
+    const CHUNK: usize = 1 << 20;
+    let mut buf = vec![0u8; CHUNK];
+    // buf[start..end]: bytes read, not yet handed out.
+    let (mut start, mut end) = (0usize, 0usize);
     let mut n = 0u64;
+    let mut eof = false;
     loop {
-        buf.clear();
-        let got =
-            r.read_until(b'\n', &mut buf).with_context(|| format!("{}: read error after line {n}", path.display()))?;
-        if got == 0 {
-            return Ok((n, false));
-        }
-        n += 1;
-        if buf.last() != Some(&b'\n') {
-            // A last line without newline: complete if it parses as JSON.
-            if serde_json::from_slice::<serde::de::IgnoredAny>(&buf).is_err() {
-                eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
-                return Ok((n - 1, true));
+        // Every complete line in the buffer.
+        while let Some(k) = memchr::memchr(b'\n', &buf[start..end]) {
+            let line = &buf[start..start + k + 1];
+            start += k + 1;
+            n += 1;
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                f(n, line)?;
             }
         }
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            continue;
+        if eof {
+            break;
         }
-        f(n, &buf)?;
+        if end - start > max_line {
+            bail!("{name}: line {} is longer than {max_line} bytes: not a tracer trace", n + 1);
+        }
+        // Make room: move the partial line to the front, grow for a long one.
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+        }
+        if end == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let got = loop {
+            match r.read(&mut buf[end..]) {
+                Ok(k) => break k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).with_context(|| format!("{name}: read error after line {n}")),
+            }
+        };
+        end += got;
+        eof = got == 0;
     }
+    // A last line without newline: complete if it parses as JSON.
+    let last = &buf[start..end];
+    if last.is_empty() {
+        return Ok(ReadStats { lines: n, partial_line: None });
+    }
+    n += 1;
+    if serde_json::from_slice::<serde::de::IgnoredAny>(last).is_err() {
+        return Ok(ReadStats { lines: n, partial_line: Some(n) });
+    }
+    if !last.iter().all(u8::is_ascii_whitespace) {
+        f(n, last)?;
+    }
+    Ok(ReadStats { lines: n, partial_line: None })
 }
 
 #[cfg(test)]
@@ -193,5 +244,59 @@ mod tests {
         let e = for_each(&dir.join("missing.jsonl"), |_| {}).unwrap_err().to_string();
         assert!(e.contains("cannot open trace"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Hands out at most 7 bytes per read, so lines cross every boundary.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let k = self.1.min(buf.len()).min(self.0.len());
+            buf[..k].copy_from_slice(&self.0[..k]);
+            self.0 = &self.0[k..];
+            Ok(k)
+        }
+    }
+
+    fn lines(input: &[u8], max: usize) -> anyhow::Result<(Vec<(u64, String)>, ReadStats)> {
+        let mut v = Vec::new();
+        let st = lines_in_place(Trickle(input, 0), "in", max, |n, b| {
+            v.push((n, String::from_utf8_lossy(b).into_owned()));
+            Ok(())
+        })?;
+        Ok((v, st))
+    }
+
+    #[test]
+    fn lines_in_place_numbers_skips_and_flags_like_read_until() {
+        let (v, st) = lines(b"{\"a\":1}\n  \n{\"a\":2}\n{\"a\":3}", 100).unwrap();
+        let want = [(1, "{\"a\":1}\n"), (3, "{\"a\":2}\n"), (4, "{\"a\":3}")];
+        assert_eq!(v, want.map(|(n, s)| (n, s.to_string())));
+        assert_eq!(st, ReadStats { lines: 4, partial_line: None });
+        let (v, st) = lines(b"{\"a\":1}\n{\"a\"", 100).unwrap();
+        assert_eq!((v.len(), st), (1, ReadStats { lines: 2, partial_line: Some(2) }));
+        let (v, st) = lines(b"", 100).unwrap();
+        assert_eq!((v.len(), st), (0, ReadStats { lines: 0, partial_line: None }));
+        // Whitespace without a newline at the end is a cut line, as before.
+        let (_, st) = lines(b"{}\n  ", 100).unwrap();
+        assert_eq!(st, ReadStats { lines: 2, partial_line: Some(2) });
+        let e = lines(b"{}\n{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n", 16).unwrap_err();
+        assert_eq!(e.to_string(), "in: line 2 is longer than 16 bytes: not a tracer trace");
+        // Lines longer than the 1 MiB chunk grow the buffer; errors stop the loop.
+        let long = format!("{{\"k\":\"{}\"}}\n", "x".repeat(3 << 20));
+        let input = format!("{long}{{}}\n{long}");
+        let mut seen = Vec::new();
+        let st = lines_in_place(input.as_bytes(), "in", 8 << 20, |n, b| {
+            seen.push((n, b.len()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [(1, long.len()), (2, 3), (3, long.len())]);
+        assert_eq!(st.lines, 3);
+        let e = lines_in_place(input.as_bytes(), "in", 8 << 20, |n, _| {
+            anyhow::ensure!(n < 2, "stop at {n}");
+            Ok(())
+        });
+        assert_eq!(e.unwrap_err().to_string(), "stop at 2");
     }
 }

@@ -146,20 +146,34 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
     let run_as = spawn::invoking_user(args.as_root)?;
     let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let ext = if args.replayable { "rec" } else { "jsonl" };
-    let out_arg = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("trace_{}.{ext}", sysinfo::compact_utc(started.as_secs()))));
+    if args.replayable && args.compress == crate::zstd_out::Compress::Zstd {
+        return Err(UsageError(
+            "--compress zstd cannot be combined with --replayable (the recording's trace.jsonl is read by replay)"
+                .into(),
+        )
+        .into());
+    }
     // --replayable: a directory, the trace inside it.
     let store = match args.replayable {
-        true => Some(
-            crate::replayable::store::Store::create(&out_arg, args.force, run_as.as_ref(), args.private)
-                .map_err(|e| UsageError(crate::one_line(&e)))?,
-        ),
+        true => {
+            let dir = args
+                .output
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("trace_{}.rec", sysinfo::compact_utc(started.as_secs()))));
+            Some(
+                crate::replayable::store::Store::create(&dir, args.force, run_as.as_ref(), args.private)
+                    .map_err(|e| UsageError(crate::one_line(&e)))?,
+            )
+        }
         false => None,
     };
-    let out_path = store.as_ref().map_or_else(|| out_arg.clone(), |s| s.trace_path());
+    let out_path = match &store {
+        Some(s) => s.trace_path(),
+        None => args
+            .compress
+            .output_path(args.output.as_deref(), &sysinfo::compact_utc(started.as_secs()))
+            .map_err(UsageError)?,
+    };
     let mode = if args.private { 0o600 } else { 0o644 };
     let file = spawn::create_output_file(&out_path, args.force || store.is_some(), run_as.as_ref(), mode)
         .map_err(|e| UsageError(crate::one_line(&e)))?;
@@ -306,6 +320,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     header["gpu_timestamps"] = gpu.as_ref().map_or_else(crate::gpu_timestamps::header_off, |g| g.header());
     let mut asm = Assembler::with_string_reader(Box::new(read_proc_string));
     asm.set_entry_only(|id| !probed_return(&args, id));
+    asm.value_copy_lines = args.capture_data;
     asm.ioctls = crate::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
     if args.replayable {
         header["replayable"] = json!({
@@ -315,6 +330,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         });
     }
     let header_copy = recorder.as_ref().map(|_| header.clone());
+    let file = crate::zstd_out::TraceFile::new(file, &out_path, args.compress == crate::zstd_out::Compress::Zstd)
+        .context("starting the zstd stream")?;
     let mut col = Collector::new(asm, TraceWriter::new(file));
     col.side = side.receiver();
     col.replay = recorder;

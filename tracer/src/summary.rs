@@ -141,6 +141,32 @@ impl Summary {
     /// fields the summary uses (no JSON value built), the other line types
     /// through [`Summary::add`]. `file` and `n` name the line in errors.
     pub fn add_json(&mut self, file: &str, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        // The loader's scanner first (analysis/scan.rs): when it reads the
+        // line, serde_json would read the same values into a CallView.
+        let mut raw = crate::analysis::model::RawLine::default();
+        if crate::analysis::scan::scan_into(bytes, &mut raw)
+            && raw.ret.is_none_or(|r| r >= 0)
+            && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+        {
+            if let Some(p) = raw.pid {
+                self.processes.insert(u64::from(p));
+            }
+            self.add_call(&CallView {
+                ty: raw.ty,
+                op: raw.op,
+                name: raw.name,
+                pid: None,
+                ts: raw.ts,
+                duration_us: raw.duration_us,
+                incomplete: raw.incomplete,
+                error: raw.error,
+                size: raw.size,
+                direction: raw.direction,
+                kernel: raw.kernel,
+                ret: raw.ret.map(|r| r as u64),
+            });
+            return Ok(());
+        }
         if let Ok(c) = serde_json::from_slice::<CallView>(bytes)
             && c.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
         {
@@ -208,6 +234,25 @@ impl Summary {
                 self.processes.insert(l.hdr.pid as u64);
                 self.call(l.name, Some(l.hdr.ts), l.duration_us());
                 self.launch(l.kernel);
+            }
+            Line::Call(l) => {
+                self.processes.insert(l.hdr.pid as u64);
+                let (ty, op) = l.type_op();
+                let name = l.name();
+                self.add_call(&CallView {
+                    ty: Some(Cow::Borrowed(ty)),
+                    op: Some(Cow::Borrowed(op)),
+                    name: Some(Cow::Borrowed(&name)),
+                    pid: None,
+                    ts: Some(l.hdr.ts),
+                    duration_us: l.duration_us(),
+                    incomplete: None,
+                    error: None,
+                    size: l.size(),
+                    direction: l.direction().map(Cow::Borrowed),
+                    kernel: l.kernel().map(Cow::Borrowed),
+                    ret: l.returned.map(|_| 0),
+                });
             }
         }
     }

@@ -15,6 +15,15 @@ pub trait Output: Write {
     /// Cuts the output back to `len` bytes.
     fn set_len(&self, len: u64) -> std::io::Result<()>;
     fn sync_all(&self) -> std::io::Result<()>;
+    /// Whether the part of a failed write that was stored is readable (a
+    /// plain file: yes; a compressed stream: only up to its last flush).
+    fn partial_writes_kept(&self) -> bool {
+        true
+    }
+    /// Ends the output (a compressed stream writes its end mark).
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Output for File {
@@ -26,7 +35,7 @@ impl Output for File {
     }
 }
 
-pub struct TraceWriter<W: Output = File> {
+pub struct TraceWriter<W: Output = crate::zstd_out::TraceFile> {
     /// `None` once a write failed.
     out: Option<BufWriter<W>>,
     scratch: Vec<u8>,
@@ -45,9 +54,9 @@ pub struct TraceWriter<W: Output = File> {
 }
 
 impl<W: Output> TraceWriter<W> {
-    pub fn new(file: W) -> Self {
+    pub fn new(file: impl Into<W>) -> Self {
         TraceWriter {
-            out: Some(BufWriter::with_capacity(1 << 20, file)),
+            out: Some(BufWriter::with_capacity(1 << 20, file.into())),
             scratch: Vec::with_capacity(4096),
             lines: 0,
             bytes: 0,
@@ -68,6 +77,7 @@ impl<W: Output> TraceWriter<W> {
         match l {
             Line::Value(v) => self.write(v),
             Line::Launch(l) => self.put(|b| l.write(b)),
+            Line::Call(l) => self.put(|b| l.write(b)),
         }
     }
 
@@ -127,6 +137,9 @@ impl<W: Output> TraceWriter<W> {
             let (file, rest) = out.into_parts();
             let unwritten = rest.map_or(self.buffered_bytes, |b| b.len() as u64);
             let mut written = self.buffered_bytes.saturating_sub(unwritten);
+            if !file.partial_writes_kept() {
+                written = 0;
+            }
             for &len in &self.buffered_lens {
                 if u64::from(len) > written {
                     break;
@@ -151,6 +164,11 @@ impl<W: Output> TraceWriter<W> {
     /// that cannot be synced, such as `-o /dev/null`, is not an error.)
     pub fn finish(&mut self) -> Option<&std::io::Error> {
         self.flush();
+        if let Some(out) = self.out.as_mut()
+            && let Err(e) = out.get_mut().finish()
+        {
+            self.fail(e);
+        }
         if let Some(out) = self.out.as_ref()
             && let Err(e) = out.get_ref().sync_all()
             && e.raw_os_error() != Some(libc::EINVAL)
@@ -172,7 +190,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tracer-writer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("t.jsonl");
-        let mut w = TraceWriter::new(File::create(&p).unwrap());
+        let mut w = TraceWriter::<File>::new(File::create(&p).unwrap());
         w.write(&json!({"type":"header"}));
         w.write(&json!({"a":1}));
         assert!(w.finish().is_none());
@@ -181,7 +199,7 @@ mod tests {
         assert_eq!(w.lines, 2);
         // /dev/full: every write fails with ENOSPC; lines are counted as dropped
         if let Ok(f) = File::options().write(true).open("/dev/full") {
-            let mut w = TraceWriter::new(f);
+            let mut w = TraceWriter::<File>::new(f);
             for i in 0..3 {
                 w.write(&json!({ "i": i, "pad": "x".repeat(600_000) }));
             }
@@ -224,7 +242,7 @@ mod tests {
 
     #[test]
     fn dev_null_is_not_a_write_error() {
-        let mut w = TraceWriter::new(File::options().write(true).open("/dev/null").unwrap());
+        let mut w = TraceWriter::<File>::new(File::options().write(true).open("/dev/null").unwrap());
         w.write(&json!({"type": "header"}));
         assert!(w.finish().is_none(), "{:?}", w.error);
         assert_eq!((w.lines, w.dropped), (1, 0));
@@ -236,7 +254,7 @@ mod tests {
         let line = |i: u64| json!({ "i": i, "pad": "x".repeat(299_985 - i.to_string().len()) });
         assert_eq!(serde_json::to_vec(&line(0)).unwrap().len() + 1, 300_001);
         let data = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let mut w = TraceWriter::new(Filling { data: data.clone(), room: 5 * 300_001 + 150_000 });
+        let mut w = TraceWriter::<Filling>::new(Filling { data: data.clone(), room: 5 * 300_001 + 150_000 });
         for i in 0..3 {
             w.write(&line(i));
         }

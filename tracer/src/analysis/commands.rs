@@ -192,7 +192,7 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
 /// run.jsonl.gz -> run.perfetto.json
 pub fn default_export_path(trace: &Path) -> PathBuf {
     let name = trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let stem = name.strip_suffix(".gz").unwrap_or(&name);
+    let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
     trace.with_file_name(format!("{stem}.perfetto.json"))
 }
@@ -277,5 +277,6 @@ mod tests {
     fn export_path() {
         assert_eq!(default_export_path(Path::new("a/run.jsonl.gz")), PathBuf::from("a/run.perfetto.json"));
         assert_eq!(default_export_path(Path::new("run.jsonl")), PathBuf::from("run.perfetto.json"));
+        assert_eq!(default_export_path(Path::new("run.jsonl.zst")), PathBuf::from("run.perfetto.json"));
     }
 }

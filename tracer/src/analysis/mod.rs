@@ -23,6 +23,7 @@ pub mod commands;
 pub mod compare;
 pub mod durations;
 pub mod energy;
+mod fasthash;
 pub mod gaps;
 pub mod load;
 pub mod model;
@@ -32,6 +33,9 @@ pub mod progress;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
+pub(crate) mod scan;
+#[cfg(test)]
+mod scan_tests;
 pub mod stats;
 pub mod timeline;
 

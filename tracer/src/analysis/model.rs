@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::fasthash::FxHashMap;
+
 /// Sentinel for "no stream / no handle".
 pub const NONE: u64 = u64::MAX;
 /// Sentinel for "no interned string".
@@ -22,7 +24,7 @@ pub const NO_STR: u32 = u32::MAX;
 /// Interned strings (function, kernel, ioctl names).
 #[derive(Default, Debug, Clone)]
 pub struct Strings {
-    map: HashMap<Box<str>, u32>,
+    map: FxHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
 }
 
@@ -42,6 +44,10 @@ impl Strings {
     }
     pub fn lookup(&self, s: &str) -> Option<u32> {
         self.map.get(s).copied()
+    }
+    /// Every string, by id.
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
     }
 }
 
@@ -88,6 +94,9 @@ impl Kind {
 
     /// Classifies a call line by its `type` and exported-function `name`.
     pub fn classify(ty: &str, op: &str, name: &str) -> Kind {
+        if ty == "kernel" && op == "launch" {
+            return Kind::Launch; // most lines: before the name is looked at
+        }
         let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
         match ty {
             "kernel" if op == "launch" => Kind::Launch,
@@ -477,7 +486,7 @@ pub fn parse_handle(s: &str) -> Option<u64> {
 }
 
 /// A field that is a string on some lines and a number on others.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, PartialEq)]
 #[serde(untagged)]
 pub(crate) enum StrOrNum<'a> {
     Num(u64),
@@ -496,87 +505,90 @@ impl StrOrNum<'_> {
     }
 }
 
-#[derive(Deserialize, Debug, Default)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawArgs<'a> {
     #[serde(rename = "Flags", borrow)]
-    flags: Option<StrOrNum<'a>>,
+    pub(crate) flags: Option<StrOrNum<'a>>,
     #[serde(rename = "phStream", borrow)]
-    ph_stream: Option<Cow<'a, str>>,
+    pub(crate) ph_stream: Option<Cow<'a, str>>,
 }
 
 /// The fields any line may carry; everything else is ignored.
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub(crate) struct RawLine<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    ts: Option<u64>,
-    end_ts: Option<u64>,
-    pid: Option<u32>,
-    tid: Option<u32>,
+    pub(crate) ty: Option<Cow<'a, str>>,
+    pub(crate) ts: Option<u64>,
+    pub(crate) end_ts: Option<u64>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     #[serde(borrow)]
-    op: Option<Cow<'a, str>>,
+    pub(crate) op: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    duration_us: Option<f64>,
-    ret: Option<i64>,
-    incomplete: Option<bool>,
-    entry_lost: Option<bool>,
+    pub(crate) name: Option<Cow<'a, str>>,
+    pub(crate) duration_us: Option<f64>,
+    pub(crate) ret: Option<i64>,
+    pub(crate) incomplete: Option<bool>,
+    pub(crate) entry_lost: Option<bool>,
     #[serde(borrow)]
-    error: Option<Cow<'a, str>>,
+    pub(crate) error: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    kernel: Option<Cow<'a, str>>,
-    grid: Option<[u32; 3]>,
-    block: Option<[u32; 3]>,
-    shared_mem: Option<u32>,
+    pub(crate) kernel: Option<Cow<'a, str>>,
+    pub(crate) grid: Option<[u32; 3]>,
+    pub(crate) block: Option<[u32; 3]>,
+    pub(crate) shared_mem: Option<u32>,
     #[serde(borrow)]
-    stream: Option<Cow<'a, str>>,
-    size: Option<u64>,
+    pub(crate) stream: Option<Cow<'a, str>>,
+    pub(crate) size: Option<u64>,
     #[serde(borrow)]
-    direction: Option<Cow<'a, str>>,
+    pub(crate) direction: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    event: Option<Cow<'a, str>>,
-    cpu: Option<u32>,
-    seq: Option<u64>,
-    exit_cpu: Option<u32>,
-    exit_seq: Option<u64>,
-    child: Option<u32>,
+    pub(crate) event: Option<Cow<'a, str>>,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) seq: Option<u64>,
+    pub(crate) exit_cpu: Option<u32>,
+    pub(crate) exit_seq: Option<u64>,
+    pub(crate) child: Option<u32>,
     #[serde(borrow)]
-    filename: Option<Cow<'a, str>>,
+    pub(crate) filename: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    args: Option<RawArgs<'a>>,
+    pub(crate) args: Option<RawArgs<'a>>,
     // ioctl
     #[serde(borrow)]
-    cuda_call: Option<Cow<'a, str>>,
-    status: Option<u64>,
+    pub(crate) cuda_call: Option<Cow<'a, str>>,
+    pub(crate) status: Option<u64>,
     #[serde(borrow)]
-    errno: Option<Cow<'a, str>>,
+    pub(crate) errno: Option<Cow<'a, str>>,
     // marker
     #[serde(borrow)]
-    label: Option<StrOrNum<'a>>,
-    tokens: Option<u64>,
+    pub(crate) label: Option<StrOrNum<'a>>,
+    pub(crate) tokens: Option<u64>,
     // power
-    gpu: Option<u32>,
-    energy_mj: Option<u64>,
-    power_mw: Option<u64>,
-    sm_clock_mhz: Option<u32>,
-    mem_clock_mhz: Option<u32>,
-    util_gpu_pct: Option<u32>,
-    util_mem_pct: Option<u32>,
-    temp_c: Option<u32>,
+    pub(crate) gpu: Option<u32>,
+    pub(crate) energy_mj: Option<u64>,
+    pub(crate) power_mw: Option<u64>,
+    pub(crate) sm_clock_mhz: Option<u32>,
+    pub(crate) mem_clock_mhz: Option<u32>,
+    pub(crate) util_gpu_pct: Option<u32>,
+    pub(crate) util_mem_pct: Option<u32>,
+    pub(crate) temp_c: Option<u32>,
     // gpu
     #[serde(borrow)]
-    device: Option<StrOrNum<'a>>,
-    stream_id: Option<u64>,
-    correlation_id: Option<u64>,
+    pub(crate) device: Option<StrOrNum<'a>>,
+    pub(crate) stream_id: Option<u64>,
+    pub(crate) correlation_id: Option<u64>,
 }
 
 /// Builds a [`Trace`] line by line; [`TraceBuilder::finish`] sorts and scans.
 #[derive(Default)]
 pub struct TraceBuilder {
     t: Trace,
-    geom_ids: HashMap<Geom, u32>,
+    geom_ids: FxHashMap<Geom, u32>,
     seqs: BTreeMap<u32, Vec<u64>>,
     line: u64,
+    /// Every line through serde_json (the reference the fast scanner of
+    /// scan.rs is checked against).
+    pub(crate) reference: bool,
 }
 
 impl TraceBuilder {
@@ -604,7 +616,10 @@ impl TraceBuilder {
     pub fn add_line(&mut self, line: u64, bytes: &[u8]) -> anyhow::Result<()> {
         self.line = line;
         self.t.lines += 1;
-        let raw: RawLine = serde_json::from_slice(bytes).map_err(|e| self.err(format_args!("{e}")))?;
+        let mut raw = RawLine::default();
+        if self.reference || !super::scan::scan_into(bytes, &mut raw) {
+            raw = serde_json::from_slice::<RawLine>(bytes).map_err(|e| self.err(format_args!("{e}")))?;
+        }
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
         match ty {
             "header" | "footer" => {
@@ -811,6 +826,55 @@ impl TraceBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Appends what `next` read from the lines that follow this builder's
+    /// (the parallel loader: each thread reads a part of the file). The
+    /// result is what one builder reading all the lines in order gives:
+    /// `next`'s names and geometries take ids after this builder's, in the
+    /// order `next` met them, and `finish` sorts stably.
+    pub fn absorb(&mut self, next: TraceBuilder) {
+        let TraceBuilder { t: n, geom_ids: _, seqs, line: _, reference: _ } = next;
+        let t = &mut self.t;
+        let names: Vec<u32> = n.strings.names.iter().map(|s| t.strings.intern(s)).collect();
+        let name = |i: u32| if i == NO_STR { NO_STR } else { names[i as usize] };
+        let geoms: Vec<u32> = n.geoms.iter().map(|g| self.geom(*g)).collect();
+        let geom = |i: u32| geoms.get(i as usize).copied().unwrap_or(u32::MAX);
+        let t = &mut self.t;
+        t.calls.extend(n.calls.into_iter().map(|mut c| {
+            c.func = name(c.func);
+            c.kernel = name(c.kernel);
+            c.geom = geom(c.geom);
+            c
+        }));
+        t.procs.extend(n.procs);
+        t.ioctls.extend(n.ioctls.into_iter().map(|mut i| {
+            i.name = name(i.name);
+            i.cuda_call = name(i.cuda_call);
+            i
+        }));
+        t.markers.extend(n.markers);
+        t.power.extend(n.power);
+        t.gpu.extend(n.gpu.into_iter().map(|mut g| {
+            g.name = name(g.name);
+            g.geom = geom(g.geom);
+            g
+        }));
+        t.nonblocking_streams.extend(n.nonblocking_streams);
+        t.lines += n.lines;
+        for (k, v) in n.unknown_types {
+            *t.unknown_types.entry(k).or_default() += v;
+        }
+        t.truncated |= n.truncated;
+        if n.header.is_some() {
+            t.header = n.header;
+        }
+        if n.footer.is_some() {
+            t.footer = n.footer;
+        }
+        for (cpu, v) in seqs {
+            self.seqs.entry(cpu).or_default().extend(v);
+        }
     }
 
     /// Marks the trace as cut off (partial last line skipped).

@@ -50,6 +50,19 @@ fn run_trace_gz(bytes: &[u8]) -> String {
     }
 }
 
+fn run_trace_zst(bytes: &[u8]) -> String {
+    // What reader::open does for .zst files (bounded window, cut streams end).
+    let mut d = match crate::zstd_out::bounded_decoder(bytes, "fuzz".into()) {
+        Ok(d) => d,
+        Err(e) => return format!("zstd: {e}"),
+    };
+    let mut out = Vec::new();
+    match (&mut d).take(1 << 20).read_to_end(&mut out) {
+        Ok(_) => run_trace(&out),
+        Err(e) => format!("zstd: {e}"),
+    }
+}
+
 /// Lines of the committed traces: the header, the footer, and the first line
 /// of every (type, op, name) seen in the first 20,000 lines.
 fn trace_seeds() -> Vec<Vec<u8>> {
@@ -243,6 +256,44 @@ pub const TRACE: Target = Target {
     budget: default_budget,
 };
 
+fn zst(bytes: &[u8]) -> Vec<u8> {
+    zstd::stream::encode_all(bytes, crate::zstd_out::LEVEL).unwrap()
+}
+
+fn trace_zst_seeds() -> Vec<Vec<u8>> {
+    trace_seeds().iter().take(6).map(|s| zst(s)).collect()
+}
+
+/// A mutated trace, compressed; or the compressed bytes themselves mutated.
+fn mutate_trace_zst(rng: &mut Rng, bytes: &[u8]) -> Option<Vec<u8>> {
+    if rng.chance(3) {
+        let mut b = bytes.to_vec();
+        for _ in 0..1 + rng.below(4) {
+            if !b.is_empty() {
+                let i = rng.below(b.len());
+                b[i] ^= 1 << rng.below(8);
+            }
+        }
+        if rng.chance(4) {
+            b.truncate(rng.below(b.len() + 1));
+        }
+        return Some(b);
+    }
+    let mut plain = Vec::new();
+    zstd::stream::read::Decoder::new(bytes).ok()?.take(1 << 20).read_to_end(&mut plain).ok()?;
+    Some(zst(&mutate_trace(rng, &plain)?))
+}
+
+pub const TRACE_ZST: Target = Target {
+    name: "trace_jsonl_zst",
+    run: run_trace_zst,
+    seeds: trace_zst_seeds,
+    generate: None,
+    mutate: Some(mutate_trace_zst),
+    // Up to 1 MiB decompressed, a window of at most 16 MiB and its buffers.
+    budget: |len| default_budget(len) + 128 * (1 << 20),
+};
+
 pub const TRACE_GZ: Target = Target {
     name: "trace_jsonl_gz",
     run: run_trace_gz,
@@ -289,6 +340,7 @@ fn run_records(bytes: &[u8]) -> String {
                     match &l {
                         crate::fastline::Line::Value(v) => serde_json::to_writer(&mut out, v).unwrap(),
                         crate::fastline::Line::Launch(x) => x.write(&mut out),
+                        crate::fastline::Line::Call(x) => x.write(&mut out),
                     }
                 });
             }
@@ -860,7 +912,7 @@ pub const ANALYSIS: Target = Target {
     budget: |len| default_budget(len) + 1024 * len,
 };
 
-pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE, &ANALYSIS];
+pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &TRACE_ZST, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE, &ANALYSIS];
 
 #[test]
 fn fuzz_analysis() {
@@ -878,6 +930,11 @@ fn fuzz_trace_jsonl() {
 #[test]
 fn fuzz_trace_jsonl_gz() {
     fuzz(&TRACE_GZ, seconds());
+}
+
+#[test]
+fn fuzz_trace_jsonl_zst() {
+    fuzz(&TRACE_ZST, seconds());
 }
 
 #[test]

@@ -123,9 +123,12 @@ pub fn write_all(data: &input::PlotData, dir: &Path, stem: &str, o: &Opts) -> an
     Ok(out)
 }
 
-/// The file name without `.jsonl`, `.jsonl.gz`, `.json`, `.gz`.
+/// The file name without `.jsonl`, `.jsonl.gz`, `.jsonl.zst`, `.json`, `.gz`, `.zst`.
 pub fn stem(trace: &Path) -> String {
     let mut s = trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
+    if let Some(t) = s.strip_suffix(".zst") {
+        s = t.to_string();
+    }
     for ext in [".gz", ".jsonl", ".json"] {
         if let Some(t) = s.strip_suffix(ext) {
             s = t.to_string();

@@ -338,6 +338,17 @@ impl Recorder {
                 self.count_params(l.params.map(|p| p.outcome()));
             }
             Line::Value(v) => self.annotate_value(v),
+            // Fast-path lines (copies, sets, launches without parameter
+            // bytes): counted only.
+            Line::Call(c) => match &c.norm {
+                crate::fastcall::Norm::Copy { direction: "h2d", .. } => self.cov.h2d_copies += 1,
+                crate::fastcall::Norm::Copy { direction: "d2h", .. } => self.cov.d2h_copies += 1,
+                crate::fastcall::Norm::LaunchEx { .. } => {
+                    self.cov.launches += 1;
+                    self.count_params(None);
+                }
+                _ => {}
+            },
         }
     }
 

@@ -11,7 +11,7 @@
 //!    --bench-producer`: each getppid() of the traced program is a launch
 //!    record) at fixed rates: records to JSONL on disk, loss, the
 //!    collector's CPU and its memory sampled during the run.
-//! 3. Readers: `tracer summary` (and report/export where they exist) on the
+//! 3. Readers: `tracer summary` (and report/gaps/export where they exist) on the
 //!    largest trace of step 2: lines/s and MB/s.
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -107,13 +107,17 @@ pub fn run(o: &Opts) -> Result<()> {
     let mut biggest: Option<(PathBuf, u64)> = None;
     // To the disk (what users get; this VM's page cache takes ~220 MB/s)
     // and to tmpfs (the collector's own ceiling).
+    // And zstd-compressed to disk (`-o TRACE.jsonl.zst`).
     let shm = Path::new("/dev/shm/tracer-bench");
-    let mut targets = vec![("disk", env.dir.clone())];
+    let mut targets = vec![("disk", env.dir.clone(), "jsonl"), ("disk, zstd", env.dir.clone(), "jsonl.zst")];
     if fs::create_dir_all(shm).is_ok() {
-        targets.push(("tmpfs", shm.to_path_buf()));
+        targets.push(("tmpfs", shm.to_path_buf(), "jsonl"));
     }
-    for (&rate, (medium, dir)) in o.rates.iter().flat_map(|r| targets.iter().map(move |t| (r, t))) {
-        let (mut v, trace) = run_ceiling(&env, dir, rate, o.seconds)?;
+    for (run, (&rate, (medium, dir, ext))) in
+        o.rates.iter().flat_map(|r| targets.iter().map(move |t| (r, t))).enumerate()
+    {
+        // One name per run: a rate may be given several times (repetitions).
+        let (mut v, trace) = run_ceiling(&env, dir, &format!("{run}.{ext}"), rate, o.seconds)?;
         v["medium"] = json!(medium);
         if *medium != "disk" {
             let _ = fs::remove_file(trace);
@@ -206,10 +210,24 @@ fn last_json_line(text: &str) -> Option<Value> {
     text.lines().rev().find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(Value::is_object))
 }
 
-/// The last line of a trace (read from its end: traces here reach GBs).
+/// The last line of a trace (read from its end: traces here reach GBs; a
+/// .zst one is decoded whole).
 fn footer(trace: &Path) -> Result<Value> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
+    use std::io::{BufRead as _, Read as _, Seek as _, SeekFrom};
     let mut f = fs::File::open(trace).with_context(|| format!("reading {}", trace.display()))?;
+    if trace.extension().is_some_and(|e| e == "zst") {
+        let mut r = std::io::BufReader::with_capacity(1 << 20, zstd::stream::read::Decoder::new(f)?);
+        let (mut line, mut last) = (Vec::new(), Vec::new());
+        while r.read_until(b'\n', &mut line)? > 0 {
+            std::mem::swap(&mut line, &mut last);
+            line.clear();
+        }
+        let v: Value = serde_json::from_slice(&last).with_context(|| format!("last line of {}", trace.display()))?;
+        if v["type"] != "footer" {
+            bail!("{} has no footer", trace.display());
+        }
+        return Ok(v);
+    }
     let len = f.metadata()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(1 << 20)))?;
     let mut tail = String::new();
@@ -321,8 +339,9 @@ fn rss_anon_kib(pid: u32) -> Option<u64> {
 
 /// The producer at `rate` records/s for `seconds`; returns the figures and
 /// the trace (left on disk for the readers).
-fn run_ceiling(env: &Env, dir: &Path, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
-    let trace = dir.join(format!("ceiling_{rate}.jsonl"));
+/// `suffix`: the rest of the trace's name (run number and extension).
+fn run_ceiling(env: &Env, dir: &Path, suffix: &str, rate: u64, seconds: f64) -> Result<(Value, PathBuf)> {
+    let trace = dir.join(format!("ceiling_{rate}_{suffix}"));
     let mut c = tracer_cmd(env, &trace, &["--bench-producer"]);
     c.arg(&env.bench).args(["getppid", &rate.to_string(), &seconds.to_string()]);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -398,6 +417,7 @@ fn run_readers(env: &Env, trace: &Path) -> Result<Vec<Value>> {
     let candidates: Vec<(&str, Vec<String>)> = vec![
         ("summary", vec![]),
         ("report", vec![]),
+        ("gaps", vec![]),
         ("export", vec!["--format".into(), "perfetto".into(), "-o".into(), out.display().to_string()]),
     ];
     for (sub, extra) in candidates {
@@ -472,7 +492,7 @@ fn markdown(r: &Value) -> String {
             .unwrap_or_default();
         s += &format!("| {} | {} | {} |\n", b["func"].as_str().unwrap_or(""), b["mode"].as_str().unwrap_or(""), progs);
     }
-    s += "\nCollector ceiling (launch records from a getppid() producer, to JSONL on disk):\n\n";
+    s += "\nCollector ceiling (launch records from a getppid() producer, to JSONL on disk, to .jsonl.zst on disk, to JSONL on tmpfs):\n\n";
     s += "| to | target/s | produced/s | recorded | lost | drain after producer | collector CPU share | MB/s | anon RSS 1 s → end (max), KiB | max RSS incl. ring mapping (KiB) |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for c in r["ceiling"].as_array().into_iter().flatten() {
         s += &format!(
