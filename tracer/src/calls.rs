@@ -38,6 +38,9 @@ pub struct AssemblyStats {
     pub entry_lost: u64,
     pub records_by_cpu: BTreeMap<u32, u64>,
     pub bad_records: u64,
+    /// Records stamped after detaching began (see `Assembler::cut_after`):
+    /// entries dropped, and returns whose entry is not there.
+    pub after_detach: u64,
 }
 
 /// Reads a NUL-terminated string from a traced process when the kernel side
@@ -54,6 +57,12 @@ pub struct Assembler {
     pub reference_lines: bool,
     /// Copy lines as JSON values (`--capture-data` adds fields to them).
     pub value_copy_lines: bool,
+    /// When detaching began (CLOCK_MONOTONIC ns): entry and return probes
+    /// come off one after the other, so calls made meanwhile would show as
+    /// half calls. The recording ends there: later entries are dropped, and
+    /// later returns without their entry too (a return of a call entered
+    /// before is kept).
+    pub cut_after: Option<u64>,
     /// NVIDIA device-file events (ioctls in flight).
     pub ioctls: crate::ioctls::Ioctls,
     pending: HashMap<u32, Vec<Pending>>,
@@ -148,6 +157,15 @@ impl Assembler {
         };
         *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
         match *rec {
+            Record::Enter { hdr, .. } if self.cut_after.is_some_and(|c| hdr.ts > c) => {
+                self.stats.after_detach += 1;
+            }
+            Record::Exit { ref x, .. }
+                if self.cut_after.is_some_and(|c| x.hdr.ts > c)
+                    && !self.pending.get(&x.hdr.tid).is_some_and(|s| s.iter().any(|p| p.hdr.func == x.hdr.func)) =>
+            {
+                self.stats.after_detach += 1;
+            }
             Record::Enter { hdr, args, string, string_truncated, blob, nattrs, params } => {
                 let mut string = string.map(|s| String::from_utf8_lossy(s).into_owned());
                 let mut string_truncated = string_truncated;
@@ -878,6 +896,26 @@ mod tests {
         assert_eq!(v[3]["error"], "CUDA_ERROR_INVALID_VALUE");
         assert_eq!(v[4]["entry_lost"], true);
         assert_eq!(v[7]["incomplete"], true);
+    }
+
+    #[test]
+    fn calls_after_the_detach_cut_are_dropped() {
+        let mut a = Assembler { cut_after: Some(100), ..Assembler::default() };
+        let mut v = Vec::new();
+        for r in [
+            enter("cuCtxSetCurrent", 90, &[1], None),
+            exit("cuCtxSetCurrent", 101, 0, [0, 0], 0), // entered before the cut: kept
+            exit("cuCtxSetCurrent", 102, 0, [0, 0], 0), // entry after the cut (its probe came off first)
+            enter("cuCtxSetCurrent", 103, &[2], None),  // entry after the cut
+        ] {
+            a.push(&r, &mut |l| v.push(l.into_value()));
+        }
+        a.finish(&mut |l| v.push(l.into_value()));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0]["args"]["ctx"], "0x1");
+        assert!(v[0].get("entry_lost").is_none() && v[0].get("incomplete").is_none());
+        assert_eq!((a.stats.after_detach, a.stats.entry_lost, a.stats.incomplete), (2, 0, 0));
+        assert_eq!(a.stats.records_by_cpu.values().sum::<u64>(), 4, "every record is counted as received");
     }
 
     #[test]

@@ -489,6 +489,7 @@ async fn collect(
     let programs = loader::program_stats(loaded);
     // Detach every program, then take what is still in the buffer: after
     // this nothing new can arrive and the counters are final.
+    col.asm.cut_after = Some(sysinfo::clock_ns(libc::CLOCK_MONOTONIC));
     loader::detach_all(std::mem::take(&mut loaded.links));
     drop(loaded.ebpf.take());
     if let Some(l) = loaded.logger.as_mut() {
@@ -591,6 +592,7 @@ fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, e
         "calls_by_function": by_type,
         "incomplete_calls": st.incomplete,
         "entry_lost_calls": st.entry_lost,
+        "records_after_detach": st.after_detach,
         "records": received,
         "records_attempted": k.attempted.iter().sum::<u64>(),
         "lost": {
