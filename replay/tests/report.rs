@@ -75,6 +75,10 @@ fn gpu_lines_and_prediction() {
     let k_copy = "copy D2h 64".to_owned();
     assert_eq!(keys.keys().cloned().collect::<Vec<_>>(), vec![k_copy.clone(), k_launch.clone()]);
     assert_eq!(keys[&k_launch], (0, 3)); // first op 0 (the launch of line 5), 3 launches
+    // Isolated mode meets the keys in recorded order: the launch (op 0) before the copy.
+    let copy_op = keys[&k_copy].0;
+    assert!(copy_op > 0);
+    assert_eq!(report::in_recorded_order(&keys), vec![(k_launch.clone(), 0), (k_copy.clone(), copy_op)]);
     let iso: BTreeMap<String, f64> = [(k_launch, 2.0), (k_copy, 1.0)].into();
     let (pred, fam, top) = report::predict(&p, &iso, &t);
     assert_eq!(pred, 7.0);

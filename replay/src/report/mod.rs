@@ -45,6 +45,14 @@ pub fn distinct_keys(plan: &Plan) -> BTreeMap<String, (usize, usize)> {
     m
 }
 
+/// The keys of `distinct_keys` by their first op, in recorded order (the
+/// order isolated mode meets them in a pass).
+pub fn in_recorded_order(keys: &BTreeMap<String, (usize, usize)>) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = keys.iter().map(|(k, (op, _))| (k.clone(), *op)).collect();
+    v.sort_by_key(|x| x.1);
+    v
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FamilyRow {
     pub family: String,
