@@ -127,7 +127,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 let order = report::in_recorded_order(&keys);
                 let targets: Vec<(usize, Vec<usize>)> = order.iter().map(|(_, op)| (*op, prologue(&p, *op))).collect();
                 let show = |j: usize| {
-                    if j % 16 == 0 {
+                    if j.is_multiple_of(16) {
                         progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
                     }
                 };
@@ -316,4 +316,28 @@ fn prologue(p: &replay::plan::Plan, i: usize) -> Vec<usize> {
     }
     v.reverse();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chk(line: usize, matches: bool, bad: u64) -> OutputCheck {
+        OutputCheck { line, size: 1, matches, mismatched_bytes: bad, first_mismatch: (!matches).then_some(0) }
+    }
+
+    #[test]
+    fn pass_check_summary() {
+        let r = pass_check_row("sequence", 3, &[chk(10, true, 0), chk(20, false, 1), chk(30, false, 4)]);
+        assert_eq!(
+            r,
+            json!({"mode": "sequence", "pass": 3, "checked": 3, "identical": 1, "first_difference_line": 20, "different_bytes": 5})
+        );
+        assert_eq!(
+            pass_check_line(&r),
+            "checks sequence pass 3: 1/3 device-to-host copies identical, first difference at trace.jsonl line 20"
+        );
+        let ok = pass_check_row("first", 0, &[chk(10, true, 0)]);
+        assert_eq!(pass_check_line(&ok), "checks first pass 0: 1/1 device-to-host copies identical");
+    }
 }

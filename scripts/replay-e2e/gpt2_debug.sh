@@ -5,6 +5,11 @@
 # on the embedding lookups' index tensors. BIN: tracer, libtracer_cupti.so,
 # replay and gpt2_probe_args.py; OUT: results; EX: the example script.
 #   BIN=.dev-G OUT=$OUT EX=examples/transformer_inference.py bash gpt2_debug.sh
+# The committed outputs (docs/replay/gpt2_2026-11-22/call1_diagnosis/) were
+# made by a build that also had --pre-reserve (host placeholders over the
+# recorded windows while the context is created: e4 and e6 used it; it moved
+# more windows, 13/14 instead of 4/14, and was removed) and whose isolated
+# mode was what --isolated-out-of-context does now (e6).
 set -uo pipefail
 BIN=${BIN:-.}
 OUT=${OUT:-/tmp/gpt2-debug}
@@ -36,12 +41,12 @@ E="--mode sequence --iterations 4 --warmup 0 --check-every-pass"
 run e1_zero 40 $E $P
 run e2_ff 40 $E --fill 0xff $P
 CUDA_LAUNCH_BLOCKING=1 run e3_ff_blocking 40 $E --fill 0xff $P
-run e4_prereserve_ff 40 $E --fill 0xff --pre-reserve $P
 CUDA_LAUNCH_BLOCKING=1 run e5_forcereloc_ff_blocking 40 $E --fill 0xff --force-relocation $P
 wait $scanpid
 head -40 "$OUT/logs/scan.txt" | cut -c1-250
-run e6_prereserve_full 70 --pre-reserve --mode sequence,graph,isolated --iterations 3 --warmup 1 --energy-seconds 3 --check-every-pass
-tr '\r' '\n' < "$OUT/logs/e6_prereserve_full.log" | grep -vE "Assertion|^\s*$|iteration [0-9]|isolated: [0-9]" | tail -40 | cut -c1-250
+run e6_full 70 --isolated-out-of-context --mode sequence,graph,isolated --iterations 3 --warmup 1 --energy-seconds 3 --check-every-pass
+tr '\r' '\n' < "$OUT/logs/e6_full.log" | grep -vE "Assertion|^\s*$|iteration [0-9]|isolated: [0-9]" | tail -40 | cut -c1-250
+
 gzip -c "$work/gpt2.rec/manifest.json" > "$OUT/logs/manifest.json.gz"
 tar czf "$OUT/gpt2_debug_logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
 ls -la "$OUT"

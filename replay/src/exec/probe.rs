@@ -47,7 +47,7 @@ impl std::str::FromStr for Probe {
 /// The probed bytes as text: little-endian i64 values when the length is a
 /// multiple of 8 (index tensors, counters), else hex; at most 32 values.
 pub fn render(bytes: &[u8]) -> String {
-    if bytes.len() % 8 == 0 {
+    if bytes.len().is_multiple_of(8) {
         let v: Vec<String> =
             bytes.chunks_exact(8).take(32).map(|c| i64::from_le_bytes(c.try_into().unwrap()).to_string()).collect();
         let more = if bytes.len() > 256 { " …" } else { "" };
