@@ -62,6 +62,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let mut isolated_us: BTreeMap<String, f64> = BTreeMap::new();
     let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut isolated_rows = Vec::new();
+    let mut in_context = false;
     for m in &a.mode {
         match m {
             Mode::Sequence | Mode::Timed => {
@@ -131,15 +132,30 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                         progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
                     }
                 };
-                let all: Vec<Vec<f64>> = if a.isolated_out_of_context {
+                // In context needs a snapshot of the windows; without the memory for one, out of context.
+                let snap = if a.isolated_out_of_context {
+                    None
+                } else {
+                    match s.snapshot() {
+                        Ok(x) => Some(x),
+                        Err(e) => {
+                            notes.push(format!(
+                                "isolated mode timed out of context (a data-dependent kernel may misbehave): no device memory for the snapshot: {e:#}"
+                            ));
+                            None
+                        }
+                    }
+                };
+                in_context = snap.is_some();
+                let all: Vec<Vec<f64>> = if let Some(snap) = &snap {
+                    s.time_in_context(snap, &targets, st, 3, a.repeats, show).context("isolated mode (in context)")?
+                } else {
                     let mut v = Vec::new();
                     for (j, (op, pro)) in targets.iter().enumerate() {
                         show(j);
                         v.push(s.time_alone(*op, pro, st, 3, a.repeats)?);
                     }
                     v
-                } else {
-                    s.time_in_context(&targets, st, 3, a.repeats, show).context("isolated mode (in context)")?
                 };
                 for ((k, _), samples) in order.iter().zip(all) {
                     let (op, count) = &keys[k];
@@ -213,7 +229,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
             .with_context(|| format!("{}: cannot write", dpath.display()))?;
         out["durations_file"] = json!(dpath.display().to_string());
     }
-    out["isolated_in_context"] = json!(!a.isolated_out_of_context);
+    if !isolated_us.is_empty() {
+        out["isolated_in_context"] = json!(in_context);
+    }
     if a.energy_seconds > 0.0 {
         match energy(&s, &rec, &p, a.energy_seconds) {
             Ok(e) => out["energy"] = e,

@@ -198,5 +198,20 @@ fn text_of_a_report() {
          output check: line 29: 8 bytes: 2 bytes differ (first at 3)\n\
          kernel durations (for tracer gaps/report/export --durations): x.rec/kernel-durations.json\n\
          note: window moved\n"
+    ); // The prediction line says how isolated mode timed the kernels.
+    let mut r2 = r.clone();
+    r2["predicted_us"] = json!(120.0);
+    r2["predicted_error_pct"] = json!(20.0);
+    r2["families"] = json!([]);
+    r2["isolated_in_context"] = json!(true);
+    let line = |r: &serde_json::Value| report::text(r).lines().find(|l| l.contains("predicted")).unwrap().to_owned();
+    assert_eq!(
+        line(&r2),
+        "  predicted (sum of isolated durations, timed in context) 120.0 us, error vs recorded busy 20.0 %"
+    );
+    r2["isolated_in_context"] = json!(false);
+    assert_eq!(
+        line(&r2),
+        "  predicted (sum of isolated durations, timed out of context) 120.0 us, error vs recorded busy 20.0 %"
     );
 }

@@ -686,13 +686,13 @@ impl Session {
     /// `progress(k)` is called before the k-th target.
     pub fn time_in_context(
         &self,
+        snap: &Snapshot,
         targets: &[(usize, Vec<usize>)],
         stream: CUstream,
         warmup: u32,
         reps: u32,
         mut progress: impl FnMut(usize),
     ) -> Result<Vec<Vec<f64>>> {
-        let snap = Snapshot::new(&self.map)?;
         self.reset_memory()?;
         let mut out = Vec::with_capacity(targets.len());
         let mut next = 0;
@@ -715,6 +715,12 @@ impl Session {
         Ok(out)
     }
 
+    /// Device memory to save the windows into for `time_in_context` (their
+    /// total size once more); an error when the device has not that much free.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Snapshot::new(&self.map)
+    }
+
     pub fn new_stream(&self) -> Result<CUstream> {
         let mut s: CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer valid.
@@ -729,7 +735,7 @@ impl Session {
 
 /// A device-memory copy of every device window (same sizes), to save and put
 /// back the replay's memory around an isolated timing.
-struct Snapshot {
+pub struct Snapshot {
     /// (window address, copy address, bytes)
     bufs: Vec<(u64, u64, usize)>,
 }

@@ -264,7 +264,12 @@ pub fn text(r: &serde_json::Value) -> String {
     if !r["predicted_us"].is_null() {
         let _ = writeln!(
             s,
-            "  predicted (sum of isolated durations) {} us, error vs recorded busy {} %",
+            "  predicted (sum of isolated durations{}) {} us, error vs recorded busy {} %",
+            match r["isolated_in_context"].as_bool() {
+                Some(true) => ", timed in context",
+                Some(false) => ", timed out of context",
+                None => "",
+            },
             f(&r["predicted_us"]),
             f(&r["predicted_error_pct"])
         );
