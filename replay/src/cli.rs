@@ -120,3 +120,19 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Run(a) => crate::run::run(&a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_byte;
+
+    #[test]
+    fn fill_byte() {
+        assert_eq!(parse_byte("0xff"), Ok(255));
+        assert_eq!(parse_byte("7"), Ok(7));
+        assert_eq!(
+            parse_byte("256"),
+            Err("\"256\": expected a byte (0..255 or 0x00..0xff): number too large to fit in target type".into())
+        );
+        assert!(parse_byte("0xg1").is_err());
+    }
+}
