@@ -69,9 +69,30 @@ pub struct RunArgs {
     /// Never map recorded addresses: always relocate pointer parameters (for testing the fallback)
     #[arg(long)]
     pub force_relocation: bool,
+    /// Isolated mode: time each kernel on the memory left by the end of the run instead of the memory
+    /// its recorded run found (faster, no snapshot; data-dependent kernels may then misbehave)
+    #[arg(long)]
+    pub isolated_out_of_context: bool,
     /// Write the report here instead of NAME.rec/replay-report.json
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Compare the recorded device-to-host bytes in every sequence/timed pass, not only the first
+    #[arg(long)]
+    pub check_every_pass: bool,
+    /// Byte the device windows hold at the start of every pass (0; 0xff shows reads of memory no op wrote)
+    #[arg(long, default_value = "0", value_parser = parse_byte)]
+    pub fill: u8,
+    /// LINE:ADDR:LEN: print LEN bytes at recorded address ADDR before the op of trace line LINE, every pass
+    #[arg(long)]
+    pub probe: Vec<replay::exec::probe::Probe>,
+}
+
+fn parse_byte(s: &str) -> Result<u8, String> {
+    let r = match s.strip_prefix("0x") {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse::<u8>(),
+    };
+    r.map_err(|e| format!("{s:?}: expected a byte (0..255 or 0x00..0xff): {e}"))
 }
 
 pub fn main() -> Result<ExitCode> {
@@ -97,5 +118,21 @@ pub fn main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Run(a) => crate::run::run(&a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_byte;
+
+    #[test]
+    fn fill_byte() {
+        assert_eq!(parse_byte("0xff"), Ok(255));
+        assert_eq!(parse_byte("7"), Ok(7));
+        assert_eq!(
+            parse_byte("256"),
+            Err("\"256\": expected a byte (0..255 or 0x00..0xff): number too large to fit in target type".into())
+        );
+        assert!(parse_byte("0xg1").is_err());
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::cli::{Mode, RunArgs};
-use replay::exec::Session;
+use replay::exec::{OutputCheck, Session, SessionOpts};
 use replay::plan;
 use replay::recording::Recording;
 use replay::report;
@@ -39,7 +39,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let busy_us = recorded.busy_ns as f64 / 1e3;
     let span_us = recorded.span_ns as f64 / 1e3;
 
-    let s = Session::new(&rec, &p, a.device, a.force_relocation)?;
+    let opts = SessionOpts { force_relocation: a.force_relocation, fill: a.fill, probes: a.probe.clone() };
+    let s = Session::new(&rec, &p, a.device, &opts)?;
     eprintln!(
         "setup: {} images loaded, {} windows mapped ({} at their recorded address) in {:.2} s",
         s.loaded_images(),
@@ -47,13 +48,21 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         s.map.windows.iter().filter(|w| w.at_recorded_address).count(),
         s.setup_s
     );
+    for w in s.map.windows.iter().filter(|w| !w.at_recorded_address) {
+        eprintln!("moved: {} window {:#x}+{:#x} at {:#x}", w.kind, w.recorded, w.size, w.actual);
+    }
     let mut notes: Vec<String> = s.setup_notes.clone();
     // First pass: checks the outputs whose bytes the recording holds.
     let (_, _, checks) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
+    let mut pass_checks = vec![pass_check_row("first", 0, &checks)];
+    if a.check_every_pass {
+        eprintln!("{}", pass_check_line(&pass_checks[0]));
+    }
     let mut modes = Vec::new();
     let mut isolated_us: BTreeMap<String, f64> = BTreeMap::new();
     let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut isolated_rows = Vec::new();
+    let mut in_context = false;
     for m in &a.mode {
         match m {
             Mode::Sequence | Mode::Timed => {
@@ -64,7 +73,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 for it in 0..a.warmup + a.iterations {
                     progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
                     s.reset_memory()?;
-                    let (g, w, _) = s.pass(pace.as_deref(), None)?;
+                    let chk = a.check_every_pass.then_some(&rec);
+                    let (g, w, c) = s
+                        .pass(pace.as_deref(), chk)
+                        .with_context(|| format!("{m:?} pass {}", it + 1).to_lowercase())?;
+                    if a.check_every_pass {
+                        let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c);
+                        eprintln!("\n{}", pass_check_line(&row));
+                        pass_checks.push(row);
+                    }
                     if it >= a.warmup {
                         gpu.push(g);
                         wall.push(w);
@@ -107,11 +124,41 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 let keys = report::distinct_keys(&p);
                 let st = s.new_stream()?;
                 let n = keys.len();
-                for (j, (k, (op, count))) in keys.iter().enumerate() {
-                    if j % 16 == 0 {
+                // Each key's first occurrence, in recorded order, with the memsets that prepared it.
+                let order = report::in_recorded_order(&keys);
+                let targets: Vec<(usize, Vec<usize>)> = order.iter().map(|(_, op)| (*op, prologue(&p, *op))).collect();
+                let show = |j: usize| {
+                    if j.is_multiple_of(16) {
                         progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
                     }
-                    let samples = s.time_alone(*op, &prologue(&p, *op), st, 3, a.repeats)?;
+                };
+                // In context needs a snapshot of the windows; without the memory for one, out of context.
+                let snap = if a.isolated_out_of_context {
+                    None
+                } else {
+                    match s.snapshot() {
+                        Ok(x) => Some(x),
+                        Err(e) => {
+                            notes.push(format!(
+                                "isolated mode timed out of context (a data-dependent kernel may misbehave): no device memory for the snapshot: {e:#}"
+                            ));
+                            None
+                        }
+                    }
+                };
+                in_context = snap.is_some();
+                let all: Vec<Vec<f64>> = if let Some(snap) = &snap {
+                    s.time_in_context(snap, &targets, st, 3, a.repeats, show).context("isolated mode (in context)")?
+                } else {
+                    let mut v = Vec::new();
+                    for (j, (op, pro)) in targets.iter().enumerate() {
+                        show(j);
+                        v.push(s.time_alone(*op, pro, st, 3, a.repeats)?);
+                    }
+                    v
+                };
+                for ((k, _), samples) in order.iter().zip(all) {
+                    let (op, count) = &keys[k];
                     let ms = report::nearest_rank(&samples, 50.0);
                     isolated_us.insert(k.clone(), ms * 1e3);
                     isolated_samples.insert(k.clone(), samples.clone());
@@ -162,6 +209,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         },
         "modes": modes,
         "output_checks": checks,
+        "pass_checks": pass_checks,
         "setup_s": s.setup_s,
     });
     if !isolated_us.is_empty() {
@@ -180,6 +228,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         std::fs::write(&dpath, serde_json::to_string_pretty(&d)? + "\n")
             .with_context(|| format!("{}: cannot write", dpath.display()))?;
         out["durations_file"] = json!(dpath.display().to_string());
+    }
+    if !isolated_us.is_empty() {
+        out["isolated_in_context"] = json!(in_context);
     }
     if a.energy_seconds > 0.0 {
         match energy(&s, &rec, &p, a.energy_seconds) {
@@ -240,6 +291,28 @@ fn energy(s: &Session, rec: &Recording, p: &plan::Plan, secs: f64) -> Result<Val
     }))
 }
 
+/// One pass's output checks, summarized: how many, how many identical, the first line that differed.
+fn pass_check_row(mode: &str, pass: u32, c: &[OutputCheck]) -> Value {
+    let bad: Vec<&OutputCheck> = c.iter().filter(|x| !x.matches).collect();
+    json!({"mode": mode, "pass": pass, "checked": c.len(), "identical": c.len() - bad.len(),
+        "first_difference_line": bad.first().map(|x| x.line),
+        "different_bytes": bad.iter().map(|x| x.mismatched_bytes).sum::<u64>()})
+}
+
+fn pass_check_line(r: &Value) -> String {
+    format!(
+        "checks {} pass {}: {}/{} device-to-host copies identical{}",
+        r["mode"].as_str().unwrap_or(""),
+        r["pass"],
+        r["identical"],
+        r["checked"],
+        match r["first_difference_line"].as_u64() {
+            Some(l) => format!(", first difference at trace.jsonl line {l}"),
+            None => String::new(),
+        }
+    )
+}
+
 /// The memsets submitted on the same stream right before op `i` (at most
 /// 4, nearest last), which a kernel may depend on (zeroed counters).
 fn prologue(p: &replay::plan::Plan, i: usize) -> Vec<usize> {
@@ -261,4 +334,28 @@ fn prologue(p: &replay::plan::Plan, i: usize) -> Vec<usize> {
     }
     v.reverse();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chk(line: usize, matches: bool, bad: u64) -> OutputCheck {
+        OutputCheck { line, size: 1, matches, mismatched_bytes: bad, first_mismatch: (!matches).then_some(0) }
+    }
+
+    #[test]
+    fn pass_check_summary() {
+        let r = pass_check_row("sequence", 3, &[chk(10, true, 0), chk(20, false, 1), chk(30, false, 4)]);
+        assert_eq!(
+            r,
+            json!({"mode": "sequence", "pass": 3, "checked": 3, "identical": 1, "first_difference_line": 20, "different_bytes": 5})
+        );
+        assert_eq!(
+            pass_check_line(&r),
+            "checks sequence pass 3: 1/3 device-to-host copies identical, first difference at trace.jsonl line 20"
+        );
+        let ok = pass_check_row("first", 0, &[chk(10, true, 0)]);
+        assert_eq!(pass_check_line(&ok), "checks first pass 0: 1/1 device-to-host copies identical");
+    }
 }

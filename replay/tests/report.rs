@@ -75,6 +75,10 @@ fn gpu_lines_and_prediction() {
     let k_copy = "copy D2h 64".to_owned();
     assert_eq!(keys.keys().cloned().collect::<Vec<_>>(), vec![k_copy.clone(), k_launch.clone()]);
     assert_eq!(keys[&k_launch], (0, 3)); // first op 0 (the launch of line 5), 3 launches
+    // Isolated mode meets the keys in recorded order: the launch (op 0) before the copy.
+    let copy_op = keys[&k_copy].0;
+    assert!(copy_op > 0);
+    assert_eq!(report::in_recorded_order(&keys), vec![(k_launch.clone(), 0), (k_copy.clone(), copy_op)]);
     let iso: BTreeMap<String, f64> = [(k_launch, 2.0), (k_copy, 1.0)].into();
     let (pred, fam, top) = report::predict(&p, &iso, &t);
     assert_eq!(pred, 7.0);
@@ -194,5 +198,20 @@ fn text_of_a_report() {
          output check: line 29: 8 bytes: 2 bytes differ (first at 3)\n\
          kernel durations (for tracer gaps/report/export --durations): x.rec/kernel-durations.json\n\
          note: window moved\n"
+    ); // The prediction line says how isolated mode timed the kernels.
+    let mut r2 = r.clone();
+    r2["predicted_us"] = json!(120.0);
+    r2["predicted_error_pct"] = json!(20.0);
+    r2["families"] = json!([]);
+    r2["isolated_in_context"] = json!(true);
+    let line = |r: &serde_json::Value| report::text(r).lines().find(|l| l.contains("predicted")).unwrap().to_owned();
+    assert_eq!(
+        line(&r2),
+        "  predicted (sum of isolated durations, timed in context) 120.0 us, error vs recorded busy 20.0 %"
+    );
+    r2["isolated_in_context"] = json!(false);
+    assert_eq!(
+        line(&r2),
+        "  predicted (sum of isolated durations, timed out of context) 120.0 us, error vs recorded busy 20.0 %"
     );
 }

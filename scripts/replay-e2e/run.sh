@@ -5,6 +5,9 @@
 # bytes. BIN: folder with tracer, libtracer_cupti.so and replay; OUT: results.
 #   BIN=.device-bin OUT=$OUT bash scripts/replay-e2e/run.sh
 set -uo pipefail
+# Replay logs: progress lines end in \r; split them before filtering, or a device
+# assertion message glued to a progress line hides it (it hid that GPT-2's
+# assertion came from isolated mode, not from a sequence pass).
 BIN=${BIN:-.device-bin}
 OUT=${OUT:-/tmp/replay-e2e}
 T="$BIN/tracer"
@@ -38,12 +41,14 @@ rec simple 200 python3 examples/simple_inference.py
 timeout 150 "$R" "$work/simple.rec" --mode sequence,isolated --iterations 3 --warmup 1 \
     --report "$OUT/simple.json" > "$work/simple.replay.log" 2>&1
 echo "replay exit: $?"
-grep -v Assertion "$work/simple.replay.log" | tail -30
+echo "device assertion lines: $(grep -c Assertion "$work/simple.replay.log")"
+tr '\r' '\n' < "$work/simple.replay.log" | grep -v Assertion | tail -30
 rec gpt2 300 python3 examples/transformer_inference.py --iterations 3
 timeout 240 "$R" "$work/gpt2.rec" --mode sequence,isolated --iterations 3 --warmup 1 --energy-seconds 3 \
     --report "$OUT/gpt2.json" > "$work/gpt2.replay.log" 2>&1
 echo "replay exit: $?"
-grep -v Assertion "$work/gpt2.replay.log" | tail -45
+echo "device assertion lines: $(grep -c Assertion "$work/gpt2.replay.log")"
+tr '\r' '\n' < "$work/gpt2.replay.log" | grep -v Assertion | tail -45
 # The op that failed, if any: its trace line.
 for n in $(grep -o "trace.jsonl line [0-9]*" "$work/gpt2.replay.log" | awk '{print $3}' | head -2); do
     sed -n "${n}p" "$work/gpt2.rec/trace.jsonl" | cut -c1-3000

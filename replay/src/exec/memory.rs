@@ -58,7 +58,7 @@ impl AddressMap {
         self.windows.sort_by_key(|w| w.recorded);
     }
 
-    pub fn build(ranges: &[AddrRange], dev: CUdevice, force_relocation: bool) -> Result<AddressMap> {
+    pub fn build(ranges: &[AddrRange], dev: CUdevice, force_relocation: bool, fill: u8) -> Result<AddressMap> {
         let mut m = AddressMap::default();
         // SAFETY: zeroed POD struct, then fields set as the API documents.
         let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
@@ -102,8 +102,8 @@ impl AddressMap {
                 desc.location.id = dev;
                 desc.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
                 ck(sys::cuMemSetAccess(ptr, size as usize, &desc, 1), "cuMemSetAccess")?;
-                // Deterministic initial content: zeros.
-                ck(sys::cuMemsetD8_v2(ptr, 0, size as usize), "cuMemsetD8")?;
+                // Deterministic initial content: zeros (or the --fill byte).
+                ck(sys::cuMemsetD8_v2(ptr, fill, size as usize), "cuMemsetD8")?;
             }
             m.windows.push(Window {
                 recorded: start,

@@ -3,6 +3,7 @@
 
 pub mod cuda;
 pub mod memory;
+pub mod probe;
 pub mod session;
 
-pub use session::{Graph, OutputCheck, Session};
+pub use session::{Graph, OutputCheck, Session, SessionOpts};

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::cuda::{self, CUfunction, CUstream, Context, Event, Pinned, ck};
 use super::memory::AddressMap;
+use super::probe::Probe;
 use crate::plan::{Direction, LaunchApi, LaunchAttr, OpKind, Plan, RangeKind, StreamKind};
 use crate::recording::Recording;
 
@@ -82,6 +83,18 @@ pub struct OutputCheck {
     pub first_mismatch: Option<u64>,
 }
 
+/// How the session sets up memory, and what it reports while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOpts {
+    /// Never ask for the recorded addresses (tests the relocation path).
+    pub force_relocation: bool,
+    /// Byte every device window holds initially and after each reset (0 by
+    /// default; e.g. 0xff makes a read of memory no replayed op wrote show).
+    pub fill: u8,
+    /// Memory read back before given ops, in every pass (stderr).
+    pub probes: Vec<Probe>,
+}
+
 pub struct Session {
     pub ctx: Context,
     pub map: AddressMap,
@@ -98,6 +111,10 @@ pub struct Session {
     pub setup_s: f64,
     /// Per op index: its trace.jsonl line (for error messages).
     op_lines: Vec<usize>,
+    fill_byte: u8,
+    /// (op index, probe), sorted by op.
+    probes: Vec<(usize, Probe)>,
+    passes: std::cell::Cell<u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -112,11 +129,19 @@ fn cstr(s: &str) -> Result<CString> {
 }
 
 impl Session {
-    pub fn new(rec: &Recording, plan: &Plan, device: i32, force_relocation: bool) -> Result<Session> {
+    pub fn new(rec: &Recording, plan: &Plan, device: i32, opts: &SessionOpts) -> Result<Session> {
         let t0 = Instant::now();
+        let mut probes = Vec::new();
+        for p in &opts.probes {
+            let Some(i) = plan.ops.iter().position(|o| o.line == p.line) else {
+                bail!("--probe {}:{:#x}:{}: no replayed op at trace.jsonl line {}", p.line, p.addr, p.len, p.line);
+            };
+            probes.push((i, *p));
+        }
+        probes.sort_by_key(|x| x.0);
         let ctx = Context::new(device)?;
         // Memory first: before the images' own allocations can take the recorded addresses.
-        let mut map = AddressMap::build(&plan.ranges, ctx.dev, force_relocation)?;
+        let mut map = AddressMap::build(&plan.ranges, ctx.dev, opts.force_relocation, opts.fill)?;
         let mut notes = map.notes.clone();
         let mut modules = vec![ModuleHandle::None; plan.loads.len()];
         let used: std::collections::BTreeSet<usize> = plan.kernels_used().iter().map(|k| k.0).collect();
@@ -343,6 +368,9 @@ impl Session {
             scratch,
             expected,
             op_lines: plan.ops.iter().map(|o| o.line).collect(),
+            fill_byte: opts.fill,
+            probes,
+            passes: std::cell::Cell::new(0),
             setup_notes: notes,
             setup_s: t0.elapsed().as_secs_f64(),
         })
@@ -498,7 +526,7 @@ impl Session {
     pub fn reset_memory(&self) -> Result<()> {
         for w in self.map.windows.iter().filter(|w| w.kind == "device") {
             // SAFETY: the window is mapped read/write for this context.
-            ck(unsafe { sys::cuMemsetD8_v2(w.actual, 0, w.size as usize) }, "cuMemsetD8 (reset)")?;
+            ck(unsafe { sys::cuMemsetD8_v2(w.actual, self.fill_byte, w.size as usize) }, "cuMemsetD8 (reset)")?;
         }
         // SAFETY: plain call on the current context.
         ck(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize (reset)")
@@ -506,6 +534,9 @@ impl Session {
 
     pub fn pass(&self, pace: Option<&[u64]>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
         self.ctx.sync()?;
+        let pass_no = self.passes.get() + 1;
+        self.passes.set(pass_no);
+        let mut next_probe = 0;
         let start = Event::new()?;
         let t0 = Instant::now();
         start.record(std::ptr::null_mut())?;
@@ -515,6 +546,14 @@ impl Session {
                 let due = Duration::from_nanos(p[i]);
                 while t0.elapsed() < due {
                     std::hint::spin_loop();
+                }
+            }
+            while let Some(&(op, p)) = self.probes.get(next_probe)
+                && op <= i
+            {
+                next_probe += 1;
+                if op == i {
+                    self.probe(pass_no, &p)?;
                 }
             }
             self.submit(i, None)?;
@@ -549,6 +588,21 @@ impl Session {
         }
         self.ctx.sync()?;
         Ok((gpu_ms, t0.elapsed().as_secs_f64() * 1e3, checks))
+    }
+
+    /// Read a probe's bytes after everything submitted so far completed.
+    fn probe(&self, pass_no: u32, p: &Probe) -> Result<()> {
+        self.ctx.sync().with_context(|| format!("before the probe at line {}", p.line))?;
+        let at = self.map.translate(p.addr);
+        let mut buf = vec![0u8; p.len];
+        // SAFETY: buf has len bytes; a bad address is reported by the driver.
+        let r = unsafe { sys::cuMemcpyDtoH_v2(buf.as_mut_ptr() as *mut c_void, at, p.len) };
+        let text = if r == sys::CUresult::CUDA_SUCCESS { super::probe::render(&buf) } else { cuda::error_name(r) };
+        eprintln!(
+            "\nprobe: pass {pass_no} before line {} {:#x} (replay {at:#x}) {} bytes: {text}",
+            p.line, p.addr, p.len
+        );
+        Ok(())
     }
 
     /// Capture every GPU op, in recorded order, on one stream into a CUDA graph
@@ -620,6 +674,53 @@ impl Session {
         Ok(v)
     }
 
+    /// Isolated timing *in context*: one pass in recorded order from the
+    /// initial memory; at each target op (sorted by op index), everything
+    /// before it has run, so the op finds the memory its recorded run found
+    /// (index tensors, counters, cache positions). The device windows are
+    /// saved, the op is timed alone (`time_alone`), the windows are put back
+    /// and the pass goes on. Out of context, a gather or embedding lookup
+    /// reads whatever the end of the run left in its index buffer (which the
+    /// program's allocator had reused): GPT-2's `indexSelectSmallIndex` then
+    /// fails its `srcIndex < srcSelectDimSize` device assertion.
+    /// `progress(k)` is called before the k-th target.
+    pub fn time_in_context(
+        &self,
+        snap: &Snapshot,
+        targets: &[(usize, Vec<usize>)],
+        stream: CUstream,
+        warmup: u32,
+        reps: u32,
+        mut progress: impl FnMut(usize),
+    ) -> Result<Vec<Vec<f64>>> {
+        self.reset_memory()?;
+        let mut out = Vec::with_capacity(targets.len());
+        let mut next = 0;
+        for i in 0..self.prep.len() {
+            while next < targets.len() && targets[next].0 == i {
+                progress(next);
+                self.ctx.sync()?;
+                snap.save()?;
+                out.push(self.time_alone(i, &targets[next].1, stream, warmup, reps)?);
+                self.ctx.sync()?;
+                snap.restore()?;
+                next += 1;
+            }
+            self.submit(i, None)?;
+        }
+        self.ctx.sync()?;
+        if next < targets.len() {
+            bail!("isolated target op {} is not in the plan ({} ops)", targets[next].0, self.prep.len());
+        }
+        Ok(out)
+    }
+
+    /// Device memory to save the windows into for `time_in_context` (their
+    /// total size once more); an error when the device has not that much free.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Snapshot::new(&self.map)
+    }
+
     pub fn new_stream(&self) -> Result<CUstream> {
         let mut s: CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer valid.
@@ -629,6 +730,54 @@ impl Session {
 
     pub fn loaded_images(&self) -> usize {
         self.modules.iter().filter(|m| !matches!(m, ModuleHandle::None)).count()
+    }
+}
+
+/// A device-memory copy of every device window (same sizes), to save and put
+/// back the replay's memory around an isolated timing.
+pub struct Snapshot {
+    /// (window address, copy address, bytes)
+    bufs: Vec<(u64, u64, usize)>,
+}
+
+impl Snapshot {
+    fn new(map: &AddressMap) -> Result<Snapshot> {
+        let mut s = Snapshot { bufs: Vec::new() };
+        for w in map.windows.iter().filter(|w| w.kind == "device") {
+            let mut p: sys::CUdeviceptr = 0;
+            // SAFETY: out-pointer valid; freed in Drop.
+            ck(
+                unsafe { sys::cuMemAlloc_v2(&mut p, w.size as usize) },
+                &format!("cuMemAlloc({}) for the memory snapshot", w.size),
+            )?;
+            s.bufs.push((w.actual, p, w.size as usize));
+        }
+        Ok(s)
+    }
+    fn save(&self) -> Result<()> {
+        for &(w, c, n) in &self.bufs {
+            // SAFETY: both ranges are mapped device memory of n bytes.
+            ck(unsafe { sys::cuMemcpyDtoD_v2(c, w, n) }, "cuMemcpyDtoD (snapshot)")?;
+        }
+        // SAFETY: plain call on the current context.
+        ck(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize (snapshot)")
+    }
+    fn restore(&self) -> Result<()> {
+        for &(w, c, n) in &self.bufs {
+            // SAFETY: as in save.
+            ck(unsafe { sys::cuMemcpyDtoD_v2(w, c, n) }, "cuMemcpyDtoD (restore)")?;
+        }
+        // SAFETY: plain call on the current context.
+        ck(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize (restore)")
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        for &(_, c, _) in &self.bufs {
+            // SAFETY: allocated in new().
+            unsafe { sys::cuMemFree_v2(c) };
+        }
     }
 }
 

@@ -45,6 +45,14 @@ pub fn distinct_keys(plan: &Plan) -> BTreeMap<String, (usize, usize)> {
     m
 }
 
+/// The keys of `distinct_keys` by their first op, in recorded order (the
+/// order isolated mode meets them in a pass).
+pub fn in_recorded_order(keys: &BTreeMap<String, (usize, usize)>) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = keys.iter().map(|(k, (op, _))| (k.clone(), *op)).collect();
+    v.sort_by_key(|x| x.1);
+    v
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FamilyRow {
     pub family: String,
@@ -256,7 +264,12 @@ pub fn text(r: &serde_json::Value) -> String {
     if !r["predicted_us"].is_null() {
         let _ = writeln!(
             s,
-            "  predicted (sum of isolated durations) {} us, error vs recorded busy {} %",
+            "  predicted (sum of isolated durations{}) {} us, error vs recorded busy {} %",
+            match r["isolated_in_context"].as_bool() {
+                Some(true) => ", timed in context",
+                Some(false) => ", timed out of context",
+                None => "",
+            },
             f(&r["predicted_us"]),
             f(&r["predicted_error_pct"])
         );
