@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// LINE:ADDR:LEN: print LEN bytes at recorded address ADDR before the op of trace line LINE, every pass
     #[arg(long)]
     pub probe: Vec<replay::exec::probe::Probe>,
+    /// Copies from/to page-locked host buffers even where the recorded host memory was pageable
+    /// (default: the recorded kind, so that copy times compare)
+    #[arg(long)]
+    pub pinned_copies: bool,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

@@ -39,7 +39,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let busy_us = recorded.busy_ns as f64 / 1e3;
     let span_us = recorded.span_ns as f64 / 1e3;
 
-    let opts = SessionOpts { force_relocation: a.force_relocation, fill: a.fill, probes: a.probe.clone() };
+    let opts = SessionOpts {
+        force_relocation: a.force_relocation,
+        fill: a.fill,
+        probes: a.probe.clone(),
+        pinned_copies: a.pinned_copies,
+    };
     let s = Session::new(&rec, &p, a.device, &opts)?;
     eprintln!(
         "setup: {} images loaded, {} windows mapped ({} at their recorded address) in {:.2} s",

@@ -96,16 +96,36 @@ pub fn kernel_set_attribute(k: sys::CUkernel, attrib: i32, value: i32, dev: CUde
 pub struct Pinned {
     pub ptr: *mut u8,
     pub len: usize,
+    /// false: ordinary (pageable) memory, for copies that were recorded
+    /// from or to pageable memory (the driver stages those, which is
+    /// slower than DMA from page-locked memory: replay keeps the cost).
+    pub locked: bool,
 }
 
+const PAGEABLE_ALIGN: usize = 4096;
+
 impl Pinned {
+    /// Zeroed pageable memory of `len` bytes.
+    pub fn pageable(len: usize) -> Result<Pinned> {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), PAGEABLE_ALIGN)?;
+        // SAFETY: non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            anyhow::bail!("out of host memory ({len} bytes)");
+        }
+        Ok(Pinned { ptr: p, len, locked: false })
+    }
+    /// Page-locked (`locked`) or pageable memory.
+    pub fn with(len: usize, locked: bool) -> Result<Pinned> {
+        if locked { Pinned::new(len) } else { Pinned::pageable(len) }
+    }
     pub fn new(len: usize) -> Result<Pinned> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: out-pointer valid; len > 0 enforced.
         ck(unsafe { sys::cuMemAllocHost_v2(&mut p, len.max(1)) }, &format!("cuMemAllocHost({len})"))?;
         // SAFETY: fresh allocation of len bytes.
         unsafe { std::ptr::write_bytes(p as *mut u8, 0, len.max(1)) };
-        Ok(Pinned { ptr: p as *mut u8, len })
+        Ok(Pinned { ptr: p as *mut u8, len, locked: true })
     }
     pub fn slice(&self) -> &[u8] {
         // SAFETY: allocated with len bytes, alive while self is.
@@ -119,6 +139,16 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
+        if !self.locked {
+            // SAFETY: allocated by `pageable` with this layout.
+            unsafe {
+                std::alloc::dealloc(
+                    self.ptr,
+                    std::alloc::Layout::from_size_align_unchecked(self.len.max(1), PAGEABLE_ALIGN),
+                )
+            };
+            return;
+        }
         // SAFETY: allocated by cuMemAllocHost.
         unsafe {
             sys::cuMemFreeHost(self.ptr as *mut c_void);

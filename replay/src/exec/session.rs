@@ -66,10 +66,10 @@ pub enum Prep {
 pub enum HostBuf {
     /// Index into the session's data buffers (recorded bytes).
     Data(usize),
-    /// The zero-filled source buffer.
-    Fill,
-    /// The shared device-to-host destination.
-    Scratch,
+    /// The zero-filled source buffer (0: page-locked, 1: pageable).
+    Fill(usize),
+    /// The shared device-to-host destination (0: page-locked, 1: pageable).
+    Scratch(usize),
     None,
 }
 
@@ -93,6 +93,9 @@ pub struct SessionOpts {
     pub fill: u8,
     /// Memory read back before given ops, in every pass (stderr).
     pub probes: Vec<Probe>,
+    /// Copy from/to page-locked buffers even where the recorded host side
+    /// was pageable (faster copies than recorded).
+    pub pinned_copies: bool,
 }
 
 pub struct Session {
@@ -103,8 +106,9 @@ pub struct Session {
     events: Vec<sys::CUevent>,
     pub prep: Vec<Prep>,
     data: Vec<Pinned>,
-    fill: Pinned,
-    scratch: Pinned,
+    /// Zero-filled sources and D2H destinations: [page-locked, pageable].
+    fill: [Pinned; 2],
+    scratch: [Pinned; 2],
     /// Per op index: recorded bytes expected from a D2H copy (data file sha).
     expected: HashMap<usize, (String, usize)>,
     pub setup_notes: Vec<String>,
@@ -267,18 +271,22 @@ impl Session {
             events.push(h);
         }
         // Host buffers: recorded H2D bytes (pinned), one zero-filled source, one D2H scratch.
+        // Host memory of the recorded kind: a copy from pageable memory
+        // is staged by the driver (synchronous for the host, slower), one
+        // from page-locked memory is DMA (unless --pinned-copies).
+        let locked = |c: &crate::plan::Copy| c.host_pinned || opts.pinned_copies;
         let mut data: Vec<Pinned> = Vec::new();
-        let mut data_idx: HashMap<String, usize> = HashMap::new();
+        let mut data_idx: HashMap<(String, bool), usize> = HashMap::new();
         let (mut max_fill, mut max_scratch) = (1usize, 1usize);
         let mut expected = HashMap::new();
         for (i, op) in plan.ops.iter().enumerate() {
             if let OpKind::Copy(c) = &op.kind {
                 match (c.direction, &c.data) {
-                    (Direction::H2d, Some(sha)) if !data_idx.contains_key(sha) => {
+                    (Direction::H2d, Some(sha)) if !data_idx.contains_key(&(sha.clone(), locked(c))) => {
                         let b = rec.data_bytes(sha, c.size)?;
-                        let mut p = Pinned::new(b.len())?;
+                        let mut p = Pinned::with(b.len(), locked(c))?;
                         p.slice_mut().copy_from_slice(&b);
-                        data_idx.insert(sha.clone(), data.len());
+                        data_idx.insert((sha.clone(), locked(c)), data.len());
                         data.push(p);
                     }
                     (Direction::H2d, None) => max_fill = max_fill.max(c.size as usize),
@@ -292,8 +300,8 @@ impl Session {
                 }
             }
         }
-        let fill = Pinned::new(max_fill)?;
-        let scratch = Pinned::new(max_scratch)?;
+        let fill = [Pinned::new(max_fill)?, Pinned::pageable(max_fill)?];
+        let scratch = [Pinned::new(max_scratch)?, Pinned::pageable(max_scratch)?];
         // Prepared ops.
         let reloc: HashMap<usize, Vec<(u32, u64)>> = plan.relocations.iter().fold(HashMap::new(), |mut m, c| {
             m.entry(c.op).or_default().push((c.offset, c.value));
@@ -326,8 +334,12 @@ impl Session {
                 }
                 OpKind::Copy(c) => {
                     let host = match c.direction {
-                        Direction::H2d => c.data.as_ref().map(|s| HostBuf::Data(data_idx[s])).unwrap_or(HostBuf::Fill),
-                        Direction::D2h => HostBuf::Scratch,
+                        Direction::H2d => c
+                            .data
+                            .as_ref()
+                            .map(|s| HostBuf::Data(data_idx[&(s.clone(), locked(c))]))
+                            .unwrap_or(HostBuf::Fill(!locked(c) as usize)),
+                        Direction::D2h => HostBuf::Scratch(!locked(c) as usize),
                         Direction::D2d => HostBuf::None,
                     };
                     Prep::Copy {
@@ -379,8 +391,8 @@ impl Session {
     fn host_ptr(&self, h: HostBuf) -> *mut c_void {
         match h {
             HostBuf::Data(i) => self.data[i].ptr as *mut c_void,
-            HostBuf::Fill => self.fill.ptr as *mut c_void,
-            HostBuf::Scratch => self.scratch.ptr as *mut c_void,
+            HostBuf::Fill(k) => self.fill[k & 1].ptr as *mut c_void,
+            HostBuf::Scratch(k) => self.scratch[k & 1].ptr as *mut c_void,
             HostBuf::None => std::ptr::null_mut(),
         }
     }
@@ -559,12 +571,13 @@ impl Session {
             self.submit(i, None)?;
             if let Some(rec) = check
                 && let Some((sha, line)) = self.expected.get(&i)
-                && let Prep::Copy { size, stream, .. } = &self.prep[i]
+                && let Prep::Copy { size, stream, host, .. } = &self.prep[i]
             {
                 // SAFETY: valid stream.
                 ck(unsafe { sys::cuStreamSynchronize(self.streams[*stream]) }, "cuStreamSynchronize")?;
                 let want = rec.data_bytes(sha, *size as u64)?;
-                let got = &self.scratch.slice()[..*size];
+                let k = if let HostBuf::Scratch(k) = host { *k & 1 } else { 0 };
+                let got = &self.scratch[k].slice()[..*size];
                 let bad: Vec<usize> = (0..*size).filter(|&k| got[k] != want[k]).collect();
                 checks.push(OutputCheck {
                     line: *line,
