@@ -9,19 +9,7 @@ use serde_json::json;
 
 fn base() -> (Rec, String) {
     let mut r = Rec::new();
-    let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
-    ); // 2
-    r.call(
-        "module",
-        "module_get_function",
-        "cuModuleGetFunction",
-        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
-    ); // 3
+    let cubin = r.cubin_function("k_pointers"); // lines 2-3
     (r, cubin)
 }
 

@@ -20,19 +20,7 @@ fn replay(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn plan_prints_coverage_and_summary() {
     let mut r = Rec::new();
-    let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
-    );
-    r.call(
-        "module",
-        "module_get_function",
-        "cuModuleGetFunction",
-        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
-    );
+    r.cubin_function("k_pointers");
     r.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "ptr": "0x7f0000000000", "size": 4096}));
     let p = params(20, &[(0, &0x7f00_0000_0000u64.to_le_bytes())]);
     r.call("kernel", "launch", "cuLaunchKernel", json!({"func": "0xf1", "kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "stream": "0x0", "params": p, "params_from": "layout"}));

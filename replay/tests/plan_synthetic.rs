@@ -198,19 +198,7 @@ fn exact_plan_of_a_synthetic_recording() {
 #[test]
 fn legacy_default_stream_synchronizes_with_blocking_streams() {
     let mut r = Rec::new();
-    let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
-    );
-    r.call(
-        "module",
-        "module_get_function",
-        "cuModuleGetFunction",
-        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_noparams"}, "handle": "0xf1", "kernel": "k_noparams"}),
-    );
+    r.cubin_function("k_noparams");
     r.call(
         "stream",
         "stream_create",

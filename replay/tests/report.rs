@@ -13,19 +13,7 @@ use serde_json::json;
 
 fn rec() -> Rec {
     let mut r = Rec::new();
-    let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
-    ); // 2
-    r.call(
-        "module",
-        "module_get_function",
-        "cuModuleGetFunction",
-        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
-    ); // 3
+    r.cubin_function("k_pointers"); // lines 2-3
     r.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "ptr": "0x7f0000000000", "size": 4096})); // 4
     let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
     r.call("kernel", "launch", "cuLaunchKernel", l.clone()); // 5 (ts 5000)
@@ -110,19 +98,7 @@ fn gpu_lines_and_prediction() {
 #[test]
 fn durations_file_in_the_calibration_format() {
     let mut r = Rec::new();
-    let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
-    );
-    r.call(
-        "module",
-        "module_get_function",
-        "cuModuleGetFunction",
-        json!({"ret": 0, "args": {"hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"}),
-    );
+    r.cubin_function("k_pointers");
     let l = json!({"func": "0xf1", "kernel": "k_pointers", "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 0, "stream": "0x0", "params": params(20, &[]), "params_from": "layout"});
     for _ in 0..3 {
         r.call("kernel", "launch", "cuLaunchKernel", l.clone());

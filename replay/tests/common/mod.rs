@@ -53,6 +53,26 @@ impl Rec {
         s
     }
     /// A call line: `ts` = 1000 × (its line number), pid 7, tid 7.
+    /// Two lines: `cuModuleLoadData` of the sm_90 fixture cubin into module
+    /// 0xa00, then `cuModuleGetFunction` of `kernel` as 0xf1. Returns the
+    /// image's hash.
+    pub fn cubin_function(&mut self, kernel: &str) -> String {
+        let cubin = self.image("kernels.sm_90.cubin", "cubin");
+        self.call(
+            "module",
+            "module_load_data",
+            "cuModuleLoadData",
+            json!({"ret": 0, "args": {"module": "0xa00"}, "image": cubin}),
+        );
+        self.call(
+            "module",
+            "module_get_function",
+            "cuModuleGetFunction",
+            json!({"ret": 0, "args": {"hmod": "0xa00", "name": kernel}, "handle": "0xf1", "kernel": kernel}),
+        );
+        cubin
+    }
+
     pub fn call(&mut self, ty: &str, op: &str, name: &str, mut fields: Value) {
         let line = self.lines.len() + 2; // line 1 is the header
         let o = fields.as_object_mut().unwrap();
