@@ -11,9 +11,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tracer_common::decode::Record;
 use tracer_common::funcs::{Arg, FuncId, lookup};
-use tracer_common::params::Layout;
+use tracer_common::params::{Layout, status};
 
-use super::params::{CapturedParams, Outcome};
 use super::probes::{self, LAUNCHES};
 use super::registry::Registry;
 use super::store::Store;
@@ -335,7 +334,7 @@ impl Recorder {
         match line {
             Line::Launch(l) => {
                 self.cov.launches += 1;
-                self.count_params(l.params.map(|p| p.outcome()));
+                self.count_params(l.params.map(|p| p.status));
             }
             Line::Value(v) => self.annotate_value(v),
             // Fast-path lines (copies, sets, launches without parameter
@@ -352,15 +351,17 @@ impl Recorder {
         }
     }
 
-    fn count_params(&mut self, o: Option<Outcome>) {
-        match o {
-            Some(Outcome::Bytes { from, .. }) => {
+    /// Counts a launch by its capture status (None: no parameter record;
+    /// [`UNKNOWN_ERROR`]: an error text that is none of ours).
+    fn count_params(&mut self, st: Option<u32>) {
+        match st {
+            Some(status::LAYOUT | status::EXTRA) => {
                 self.cov.params_exact += 1;
-                self.cov.params_from_extra += (from == "extra") as u64;
+                self.cov.params_from_extra += (st == Some(status::EXTRA)) as u64;
             }
-            Some(Outcome::Error(e)) => {
+            Some(s) => {
                 self.cov.params_missing += 1;
-                let key = super::params::status_of_error(e).and_then(super::params::reason_key).unwrap_or("other");
+                let key = if s == UNKNOWN_ERROR { "other" } else { super::params::reason_key(s).unwrap_or("other") };
                 *self.cov.params_missing_reasons.entry(key.to_string()).or_default() += 1;
             }
             None => {
@@ -376,14 +377,15 @@ impl Recorder {
         let key = || Some((v.get("tid")?.as_u64()? as u32, v.get("ts")?.as_u64()?));
         if LAUNCHES.iter().any(|l| l.0 == base) {
             self.cov.launches += 1;
-            let o = if let Some(p) = v.get("params").and_then(Value::as_str) {
-                let from =
-                    if v.get("params_from").and_then(Value::as_str) == Some("extra") { "extra" } else { "layout" };
-                Some(Outcome::Bytes { data: p.as_bytes(), from })
+            let st = if v.get("params").and_then(Value::as_str).is_some() {
+                let extra = v.get("params_from").and_then(Value::as_str) == Some("extra");
+                Some(if extra { status::EXTRA } else { status::LAYOUT })
             } else {
-                v.get("params_error").and_then(Value::as_str).map(|e| Outcome::Error(known_reason(e)))
+                v.get("params_error")
+                    .and_then(Value::as_str)
+                    .map(|e| super::params::status_of_error(e).unwrap_or(UNKNOWN_ERROR))
             };
-            self.count_params(o);
+            self.count_params(st);
         } else if base == "cuGraphLaunch" {
             self.cov.graph_launches += 1;
         } else if probes::is_load(id) {
@@ -521,15 +523,5 @@ impl Recorder {
     }
 }
 
-/// The static reason text for a `params_error` read back from a line.
-fn known_reason(e: &str) -> &'static str {
-    for status in 0..=8 {
-        let p = CapturedParams { status, layout: 0, data: vec![] };
-        if let Outcome::Error(r) = p.outcome()
-            && r == e
-        {
-            return r;
-        }
-    }
-    "other"
-}
+/// A `params_error` text that is none of the recorder's (counted as "other").
+const UNKNOWN_ERROR: u32 = u32::MAX;
