@@ -8,14 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+
+mod common;
+use common::replayable::sha256_hex;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/replay_check.rec")
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]
@@ -37,7 +35,7 @@ fn recording_parts_agree() {
         for e in std::fs::read_dir(d.join(sub)).unwrap() {
             let e = e.unwrap();
             let b = std::fs::read(e.path()).unwrap();
-            assert_eq!(hex(&Sha256::digest(&b)), e.file_name().to_string_lossy(), "{sub}");
+            assert_eq!(sha256_hex(&b), e.file_name().to_string_lossy(), "{sub}");
         }
     }
     // Kernel layouts from the image, by name.
