@@ -93,14 +93,17 @@ impl Registry {
             Err(e) => (Vec::new(), Some(e)),
         };
         let mut up = MapUpdates::default();
-        let mut keys: HashMap<u64, usize> = HashMap::new();
+        // Each name hashed once (C++ names run to kilobytes, images to
+        // thousands of kernels, and the loading process waits meanwhile).
+        let keys: Vec<u64> = kernels.iter().map(|k| layout_key(id, k.name.as_bytes())).collect();
+        let mut first: HashMap<u64, usize> = HashMap::new();
         let mut collided = vec![false; kernels.len()];
-        for (i, k) in kernels.iter().enumerate() {
-            if let Some(&j) = keys.get(&layout_key(id, k.name.as_bytes())) {
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&j) = first.get(&key) {
                 collided[i] = true;
                 collided[j] = true;
             } else {
-                keys.insert(layout_key(id, k.name.as_bytes()), i);
+                first.insert(key, i);
             }
         }
         let mut key_collisions = Vec::new();
@@ -116,7 +119,7 @@ impl Registry {
                 up.layouts.push((next, enc));
                 next
             });
-            up.names.push((layout_key(id, k.name.as_bytes()), lid));
+            up.names.push((keys[i], lid));
         }
         self.images.push(ImageInfo {
             id,
