@@ -26,7 +26,7 @@ pub enum Mode {
     Sequence,
     /// Honour the recorded gaps between submissions
     Timed,
-    /// Each distinct kernel+shape alone, repeated, timed with CUDA events
+    /// Each distinct kernel+shape alone, repeated, timed with CUPTI (CUDA events without it)
     Isolated,
     /// The sequence captured into a CUDA graph
     Graph,
@@ -63,7 +63,8 @@ pub struct RunArgs {
     /// Isolated mode: timed repetitions of each distinct kernel+shape
     #[arg(long, default_value_t = 20)]
     pub repeats: u32,
-    /// Measure energy with NVML (idle baseline, then the sequence repeated for >= this many seconds)
+    /// Measure energy with NVML (idle baseline, then the sequence repeated for >= this many seconds;
+    /// with --mode timed also timed passes, which keep the recorded idle gaps)
     #[arg(long, default_value_t = 0.0)]
     pub energy_seconds: f64,
     /// Never map recorded addresses: always relocate pointer parameters (for testing the fallback)
@@ -89,6 +90,12 @@ pub struct RunArgs {
     /// (default: the recorded kind, so that copy times compare)
     #[arg(long)]
     pub pinned_copies: bool,
+    /// Do not measure the replay's GPU time with CUPTI (CUDA events only)
+    #[arg(long)]
+    pub no_cupti: bool,
+    /// The libcupti to load (default: $CUDA_HOME, /usr/local/cuda*, the loader's path)
+    #[arg(long, value_name = "PATH")]
+    pub cupti_lib: Option<String>,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

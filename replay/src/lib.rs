@@ -8,10 +8,12 @@
 //!   relocation candidates, coverage);
 //! - [`exec`]: execution with the CUDA driver API (cudarc, libcuda loaded at run time);
 //! - [`report`]: the validation report (JSON and text);
-//! - [`energy`]: NVML energy windows.
+//! - [`energy`]: NVML energy windows;
+//! - [`gpu_time`]: the replay's GPU time from CUPTI records (like the recording's).
 
 pub mod energy;
 pub mod exec;
+pub mod gpu_time;
 pub mod plan;
 pub mod recording;
 pub mod report;

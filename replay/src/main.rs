@@ -1,6 +1,7 @@
 //! `replay`: re-execute a replayable recording (docs/replay.md).
 
 mod cli;
+mod measure;
 mod run;
 
 fn main() -> std::process::ExitCode {

@@ -13,6 +13,7 @@ use replay::exec::{OutputCheck, Session, SessionOpts};
 use replay::plan;
 use replay::recording::Recording;
 use replay::report;
+use tracer_cupti::collect::monotonic_ns;
 
 fn stats(v: &[f64]) -> (f64, f64) {
     let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
@@ -39,6 +40,24 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let busy_us = recorded.busy_ns as f64 / 1e3;
     let span_us = recorded.span_ns as f64 / 1e3;
 
+    // CUPTI before the first CUDA call, so that the context is covered.
+    let mut early_notes = Vec::new();
+    let cupti = if a.no_cupti {
+        None
+    } else {
+        match tracer_cupti::collect::start(a.cupti_lib.as_deref()) {
+            Ok(c) => {
+                eprintln!("cupti: {} (version {}, clock {})", c.library(), c.version(), c.clock());
+                Some(c)
+            }
+            Err(e) => {
+                early_notes.push(format!(
+                    "the replay's GPU time is not measured with CUPTI ({e}): CUDA events only, which time tiny kernels long"
+                ));
+                None
+            }
+        }
+    };
     let opts = SessionOpts {
         force_relocation: a.force_relocation,
         fill: a.fill,
@@ -56,9 +75,16 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     for w in s.map.windows.iter().filter(|w| !w.at_recorded_address) {
         eprintln!("moved: {} window {:#x}+{:#x} at {:#x}", w.kind, w.recorded, w.size, w.actual);
     }
-    let mut notes: Vec<String> = s.setup_notes.clone();
+    let mut notes: Vec<String> = early_notes;
+    notes.extend(s.setup_notes.iter().cloned());
     // First pass: checks the outputs whose bytes the recording holds.
     let (_, _, checks) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
+    if let Some(c) = &cupti {
+        c.take(); // the checking pass (its synchronizations for the checks) is not measured
+    }
+    let sub = s.submitted(&p);
+    // CUPTI figures of sequence, then timed passes: (mode, what they measured).
+    let mut measured: Vec<(Mode, crate::measure::ModeGpu)> = Vec::new();
     let mut pass_checks = vec![pass_check_row("first", 0, &checks)];
     if a.check_every_pass {
         eprintln!("{}", pass_check_line(&pass_checks[0]));
@@ -68,6 +94,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut isolated_rows = Vec::new();
     let mut in_context = false;
+    let mut isolated_timer = "events";
     for m in &a.mode {
         match m {
             Mode::Sequence | Mode::Timed => {
@@ -75,13 +102,18 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     (*m == Mode::Timed).then(|| p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect());
                 let mut gpu = Vec::new();
                 let mut wall = Vec::new();
+                let mut windows = Vec::new();
                 for it in 0..a.warmup + a.iterations {
                     progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
                     s.reset_memory()?;
                     let chk = a.check_every_pass.then_some(&rec);
+                    let t0 = monotonic_ns();
                     let (g, w, c) = s
                         .pass(pace.as_deref(), chk)
                         .with_context(|| format!("{m:?} pass {}", it + 1).to_lowercase())?;
+                    if it >= a.warmup {
+                        windows.push((t0, monotonic_ns()));
+                    }
                     if a.check_every_pass {
                         let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c);
                         eprintln!("\n{}", pass_check_line(&row));
@@ -96,29 +128,48 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 let (mean, min) = stats(&gpu);
                 // `timed` keeps the recorded idle gaps: compared with the recorded span, not the busy time.
                 let (reference, ref_us) = if *m == Mode::Timed { ("span", span_us) } else { ("busy", busy_us) };
-                modes.push(json!({
+                let mut row = json!({
                     "mode": format!("{m:?}").to_lowercase(), "gpu_ms": gpu, "wall_ms": wall,
                     "mean_us": mean * 1e3, "min_us": min * 1e3,
                     "reference": reference,
                     "error_pct": report::error_pct(mean * 1e3, ref_us),
                     "note": if *m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
-                }));
+                });
+                if let Some(c) = &cupti {
+                    let g = crate::measure::mode_gpu(&p, &sub, c.take(), &windows, &recorded);
+                    row["cupti"] = g.json.clone();
+                    measured.push((*m, g));
+                }
+                modes.push(row);
             }
             Mode::Graph => match s.graph() {
                 Ok(g) => {
                     let mut gpu = Vec::new();
+                    let mut windows = Vec::new();
                     for it in 0..a.warmup + a.iterations {
+                        let t0 = monotonic_ns();
                         let t = g.launch_timed()?;
                         if it >= a.warmup {
                             gpu.push(t);
+                            windows.push((t0, monotonic_ns()));
                         }
                     }
                     let (mean, min) = stats(&gpu);
-                    modes.push(json!({
+                    let mut row = json!({
                         "mode": "graph", "gpu_ms": gpu, "mean_us": mean * 1e3, "min_us": min * 1e3,
                         "error_pct": report::error_pct(mean * 1e3, busy_us),
                         "note": "captured on one stream in recorded order (recorded concurrency not kept; host syncs dropped)",
-                    }));
+                    });
+                    if let Some(c) = &cupti {
+                        // A graph's records do not pair with the stream ops (one stream): totals only.
+                        let mut gm = crate::measure::mode_gpu(&p, &[], c.take(), &windows, &recorded).json;
+                        if let Some(o) = gm.as_object_mut() {
+                            o.remove("pairing_errors");
+                            o.remove("paired_passes");
+                        }
+                        row["cupti"] = gm;
+                    }
+                    modes.push(row);
                 }
                 Err(e) => {
                     notes.push(format!("graph mode failed: {e:#}"));
@@ -152,7 +203,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     }
                 };
                 in_context = snap.is_some();
-                let all: Vec<Vec<f64>> = if let Some(snap) = &snap {
+                if let Some(c) = &cupti {
+                    c.take(); // what ran before (not isolated timing)
+                }
+                let all: Vec<replay::exec::Timed> = if let Some(snap) = &snap {
                     s.time_in_context(snap, &targets, st, 3, a.repeats, show).context("isolated mode (in context)")?
                 } else {
                     let mut v = Vec::new();
@@ -162,15 +216,37 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     }
                     v
                 };
-                for ((k, _), samples) in order.iter().zip(all) {
+                let windows: Vec<(u64, u64)> = all.iter().map(|t| t.window).collect();
+                let by_cupti: Vec<Option<Vec<f64>>> = match &cupti {
+                    Some(c) => {
+                        let ops: Vec<usize> = order.iter().map(|x| x.1).collect();
+                        crate::measure::isolated_durations(&p, &ops, &windows, c.take(), a.repeats)
+                    }
+                    None => vec![None; all.len()],
+                };
+                let fell_back = cupti.is_some() && by_cupti.iter().any(|x| x.is_none());
+                if fell_back {
+                    notes.push(format!(
+                        "isolated: {} of {} keys timed with CUDA events (CUPTI's records of their runs were not {} per key)",
+                        by_cupti.iter().filter(|x| x.is_none()).count(),
+                        by_cupti.len(),
+                        a.repeats
+                    ));
+                }
+                isolated_timer = if cupti.is_some() { "cupti" } else { "events" };
+                for (((k, _), timed), cupti_ms) in order.iter().zip(all).zip(by_cupti) {
                     let (op, count) = &keys[k];
+                    let event_median_ms = report::nearest_rank(&timed.ms, 50.0);
+                    let timer = if cupti_ms.is_some() { "cupti" } else { "events" };
+                    let samples = cupti_ms.unwrap_or(timed.ms);
                     let ms = report::nearest_rank(&samples, 50.0);
                     isolated_us.insert(k.clone(), ms * 1e3);
                     isolated_samples.insert(k.clone(), samples.clone());
                     let o = &p.ops[*op];
                     let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3,
                         "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
-                        "total_us": ms * 1e3 * *count as f64, "first_line": o.line});
+                        "total_us": ms * 1e3 * *count as f64, "first_line": o.line,
+                        "timer": timer, "event_median_us": event_median_ms * 1e3});
                     if let Some(l) = o.launch() {
                         row["kernel"] = json!(l.kernel);
                         row["grid"] = json!(l.grid);
@@ -236,9 +312,54 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     if !isolated_us.is_empty() {
         out["isolated_in_context"] = json!(in_context);
+        out["isolated_timer"] = json!(isolated_timer);
+    }
+    if let Some(c) = &cupti {
+        out["cupti"] = json!({"library": c.library(), "version": c.version(), "clock": c.clock()});
+    }
+    // Recorded vs replayed per family, kernel and segment, from the sequence passes (else the timed ones).
+    let pick = measured.iter().find(|x| x.0 == Mode::Sequence).or_else(|| measured.first());
+    if let Some((mode, g)) = pick {
+        let (fams, kernels) = crate::measure::families_and_kernels(&g.passes, &recorded, 20);
+        out["measured"] = json!({"mode": format!("{mode:?}").to_lowercase(), "families": fams, "top_kernels": kernels});
+        let end = rec.trace.gpu.iter().map(|x| x.end_ts).chain(p.ops.iter().map(|o| o.ts)).max().unwrap_or(0);
+        let segs = replay::gpu_time::segments::segments(&rec.trace.markers, end);
+        if !segs.is_empty() && !g.matched.is_empty() {
+            let op_ts: Vec<u64> = p.ops.iter().map(|o| o.ts).collect();
+            let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
+            let recorded_iv: Vec<(u64, u64, replay::gpu_time::Op)> = rec
+                .trace
+                .gpu
+                .iter()
+                .filter(|x| pids.contains(&x.pid))
+                .map(|x| {
+                    let op = match x.op.as_str() {
+                        "kernel" => replay::gpu_time::Op::Kernel,
+                        "memcpy" => replay::gpu_time::Op::Memcpy,
+                        _ => replay::gpu_time::Op::Memset,
+                    };
+                    (x.ts, x.end_ts, op)
+                })
+                .collect();
+            let rows = replay::gpu_time::segments::compare(&segs, &op_ts, &recorded_iv, &g.matched);
+            out["measured"]["segments"] = json!(rows);
+        }
+        if let Some((acts, lines)) = &g.last {
+            let tpath = a
+                .report
+                .as_ref()
+                .map(|r| r.with_extension("timeline.jsonl"))
+                .unwrap_or_else(|| rec.dir.join("replay-timeline.jsonl"));
+            match write_timeline(&tpath, &rec, &p, &s, *mode, acts, lines, c_lib(&cupti), g.passes.len()) {
+                Ok(()) => out["timeline_file"] = json!(tpath.display().to_string()),
+                Err(e) => notes.push(format!("replayed timeline not written: {e:#}")),
+            }
+        }
     }
     if a.energy_seconds > 0.0 {
-        match energy(&s, &rec, &p, a.energy_seconds) {
+        let pace: Option<Vec<u64>> =
+            a.mode.contains(&Mode::Timed).then(|| p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect());
+        match energy(&s, &rec, &p, a.energy_seconds, pace.as_deref(), &cupti) {
             Ok(e) => out["energy"] = e,
             Err(e) => notes.push(format!("energy not measured: {e:#}")),
         }
@@ -252,48 +373,140 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     Ok(if checks.iter().all(|c| c.matches) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn energy(s: &Session, rec: &Recording, p: &plan::Plan, secs: f64) -> Result<Value> {
-    use replay::energy::{Meter, recorded_energy_mj};
+fn c_lib(c: &Option<tracer_cupti::collect::Collector>) -> String {
+    c.as_ref().map(|c| c.library().to_owned()).unwrap_or_default()
+}
+
+/// `replay-timeline.jsonl`: the last measured pass, shifted so that it starts
+/// where the recorded GPU work started (the recording's first `gpu` line,
+/// else its first GPU op's submission).
+#[allow(clippy::too_many_arguments)]
+fn write_timeline(
+    path: &std::path::Path,
+    rec: &Recording,
+    p: &plan::Plan,
+    s: &Session,
+    mode: Mode,
+    acts: &[replay::gpu_time::Activity],
+    lines: &[Option<usize>],
+    lib: String,
+    pass: usize,
+) -> Result<()> {
+    use replay::gpu_time::timeline_file::{Header, lines as timeline_lines};
+    let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
+    let rec_start = rec
+        .trace
+        .gpu
+        .iter()
+        .filter(|g| pids.contains(&g.pid))
+        .map(|g| g.ts)
+        .min()
+        .or_else(|| p.ops.iter().find(|o| o.is_work()).map(|o| o.ts))
+        .unwrap_or(0);
+    let first = acts.first().map_or(rec_start, |x| x.start);
+    let shift = rec_start as i64 - first as i64;
+    let pid = pids.iter().next().copied().unwrap_or(0);
+    let h = Header {
+        recording: &rec.dir.display().to_string(),
+        command: std::env::args().collect(),
+        gpu_model: &s.ctx.name,
+        gpu_bus: &s.ctx.pci_bus_id,
+        mode: &format!("{mode:?}").to_lowercase(),
+        pass,
+        cupti_library: &lib,
+    };
+    let mut out = String::new();
+    for v in timeline_lines(&h, acts, lines, shift, pid, &rec.trace.markers) {
+        out.push_str(&serde_json::to_string(&v)?);
+        out.push('\n');
+    }
+    std::fs::write(path, out).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// NVML energy: the sequence repeated back to back (GPU busy: energy per
+/// iteration of the kernels themselves), and with `pace` (timed mode) timed
+/// passes, which keep the recorded idle gaps and so compare with the
+/// recording's own energy over its span even for a launch-bound program.
+fn energy(
+    s: &Session,
+    rec: &Recording,
+    p: &plan::Plan,
+    secs: f64,
+    pace: Option<&[u64]>,
+    cupti: &Option<tracer_cupti::collect::Collector>,
+) -> Result<Value> {
+    use replay::energy::{Meter, recorded_energy_mj, recorded_net_mj};
     let secs = secs.max(2.0);
     let m = Meter::new(&s.ctx.pci_bus_id)?;
     progress("energy: counter update period (1 s)");
     let period = m.update_period(1.0)?;
     progress(&format!("energy: idle baseline ({secs:.0} s)"));
     let idle_mw = m.idle_mw(secs)?;
-    progress(&format!("energy: sequence repeated for >= {secs:.0} s"));
     // Each repetition from the initial memory, like the timed passes (the
-    // reset's memset, a fraction of a millisecond, is inside the window).
-    let w = m.window(secs, || {
+    // reset's memset, a fraction of a millisecond, is inside the window);
+    // CUPTI's records are dropped as they come.
+    let one = |pace: Option<&[u64]>| -> Result<()> {
         s.reset_memory()?;
-        s.pass(None, None).map(|_| ())
-    })?;
+        s.pass(pace, None)?;
+        if let Some(c) = cupti {
+            c.take();
+        }
+        Ok(())
+    };
+    progress(&format!("energy: sequence repeated for >= {secs:.0} s"));
+    let w = m.window(secs, || one(None))?;
     eprintln!();
     let net = w.energy_mj - idle_mw * w.seconds;
     let per_it = net / w.iterations as f64;
     // Counter steps: up to one update period of energy at the window's power at each end.
-    let unc_pct = 100.0 * 2.0 * (period.median_ms / 1e3) / w.seconds;
+    let unc = |seconds: f64| 100.0 * 2.0 * (period.median_ms / 1e3) / seconds;
     // The recording: its power lines over the GPU work's span, less the same idle baseline.
     let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
     let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
     let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
-    let recorded = match (t0, t1) {
-        (Some(a), Some(b)) if b > a => {
-            recorded_energy_mj(&rec.trace, 0, a, b).map(|e| e - idle_mw * (b - a) as f64 / 1e9)
-        }
-        _ => None,
+    let (recorded, not_measured) = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => match recorded_net_mj(&rec.trace, 0, a, b, idle_mw, 2.0) {
+            Ok(e) => (Some(e), None),
+            Err(why) => (None, Some(why)),
+        },
+        _ => (None, Some("no GPU work in the recording".to_owned())),
     };
     let tokens: u64 = rec.trace.markers.iter().filter_map(|m| m.tokens).sum();
-    Ok(json!({
+    let mut out = json!({
         "update_period_ms": period.median_ms, "update_changes": period.changes,
         "idle_mw": idle_mw, "replay_window_s": w.seconds, "replay_iterations": w.iterations,
         "replay_mj_total": w.energy_mj, "replay_mj_per_iteration": per_it,
-        "replay_uncertainty_pct": unc_pct,
+        "replay_uncertainty_pct": unc(w.seconds),
         "recorded_mj": recorded,
+        "recorded_not_measured": not_measured,
         "error_pct": recorded.and_then(|r| report::error_pct(per_it, r)),
         "tokens": if tokens > 0 { Some(tokens) } else { None },
         "replay_mj_per_token": if tokens > 0 { Some(per_it / tokens as f64) } else { None },
         "recorded_mj_per_token": if tokens > 0 { recorded.map(|r| r / tokens as f64) } else { None },
-    }))
+    });
+    if let (Some(pace), Some(a), Some(b)) = (pace, t0, t1) {
+        progress(&format!("energy: timed passes for >= {secs:.0} s"));
+        let tw = m.window(secs, || one(Some(pace)))?;
+        eprintln!();
+        let per_pass = tw.energy_mj / tw.iterations as f64;
+        let pass_s = tw.seconds / tw.iterations as f64;
+        let net_pass = per_pass - idle_mw * pass_s;
+        let span_s = (b - a) as f64 / 1e9;
+        let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
+        let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
+        out["timed"] = json!({
+            "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "recorded_span_s": span_s,
+            "replay_mj_per_pass": per_pass, "replay_net_mj_per_pass": net_pass,
+            "recorded_mj": rec_gross, "recorded_net_mj": rec_net,
+            "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
+            "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
+            "uncertainty_pct": unc(tw.seconds),
+            "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
+            "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
+            "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },
+        });
+    }
+    Ok(out)
 }
 
 /// One pass's output checks, summarized: how many, how many identical, the first line that differed.

@@ -26,7 +26,7 @@ use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::cupti::{self, Api};
+use crate::cupti::{self, Api, measure_offset, monotonic_ns};
 use crate::records::{self, kind};
 use crate::sink::Sink;
 use crate::wire::{ClockMethod, Msg};
@@ -62,30 +62,6 @@ static STATE: OnceLock<State> = OnceLock::new();
 fn pid() -> u32 {
     // SAFETY: getpid has no preconditions.
     unsafe { libc::getpid() as u32 }
-}
-
-extern "C" fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes into a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// CLOCK_MONOTONIC − CUPTI clock: cuptiGetTimestamp bracketed by two
-/// monotonic reads, the tightest of 5 brackets, midpoint.
-fn measure_offset(api: &Api) -> i64 {
-    let mut best = (u64::MAX, 0i64);
-    for _ in 0..5 {
-        let a = monotonic_ns();
-        let mut c = 0u64;
-        // SAFETY: CUPTI writes one u64.
-        unsafe { (api.get_timestamp)(&mut c) };
-        let b = monotonic_ns();
-        if b - a < best.0 {
-            best = (b - a, (a / 2 + b / 2) as i64 - c as i64);
-        }
-    }
-    best.1
 }
 
 fn lock() -> Option<std::sync::MutexGuard<'static, Out>> {

@@ -11,8 +11,10 @@
 pub mod records;
 pub mod wire;
 
-#[cfg(feature = "injection")]
-mod cupti;
+#[cfg(feature = "collect")]
+pub mod collect;
+#[cfg(any(feature = "injection", feature = "collect"))]
+pub mod cupti;
 #[cfg(feature = "injection")]
 mod inject;
 #[cfg(feature = "injection")]

@@ -87,6 +87,23 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
 }
 
+/// CUpti_ActivityMemcpyKind → (line name, direction as in call lines: `h2d`, `d2h`, `d2d`, `h2h`, `peer`).
+pub fn copy_kind(k: u8) -> (&'static str, &'static str) {
+    match k {
+        1 => ("memcpy_htod", "h2d"),
+        2 => ("memcpy_dtoh", "d2h"),
+        3 => ("memcpy_htoa", "h2d"),
+        4 => ("memcpy_atoh", "d2h"),
+        5 => ("memcpy_atoa", "d2d"),
+        6 => ("memcpy_atod", "d2d"),
+        7 => ("memcpy_dtoa", "d2d"),
+        8 => ("memcpy_dtod", "d2d"),
+        9 => ("memcpy_htoh", "h2h"),
+        10 => ("memcpy_ptop", "peer"),
+        _ => ("memcpy_unknown", "unknown"),
+    }
+}
+
 /// Adds a signed clock offset (0 when CUPTI already stamps with our clock).
 pub fn shift(ts: u64, offset_ns: i64) -> u64 {
     if ts == 0 {

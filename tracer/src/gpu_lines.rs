@@ -39,22 +39,7 @@ pub struct GpuLines {
     pub warnings: Vec<String>,
 }
 
-/// CUpti_ActivityMemcpyKind → (line name, direction as in call lines).
-pub fn copy_kind(k: u8) -> (&'static str, &'static str) {
-    match k {
-        1 => ("memcpy_htod", "h2d"),
-        2 => ("memcpy_dtoh", "d2h"),
-        3 => ("memcpy_htoa", "h2d"),
-        4 => ("memcpy_atoh", "d2h"),
-        5 => ("memcpy_atoa", "d2d"),
-        6 => ("memcpy_atod", "d2d"),
-        7 => ("memcpy_dtoa", "d2d"),
-        8 => ("memcpy_dtod", "d2d"),
-        9 => ("memcpy_htoh", "h2h"),
-        10 => ("memcpy_ptop", "peer"),
-        _ => ("memcpy_unknown", "unknown"),
-    }
-}
+pub use tracer_cupti::records::copy_kind;
 
 fn hex(h: u64) -> String {
     format!("{h:#x}")

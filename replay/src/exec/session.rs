@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::time::{Duration, Instant};
 
+use tracer_cupti::collect::monotonic_ns;
+
 use anyhow::{Context as _, Result, bail};
 use cudarc::driver::sys;
 use serde::Serialize;
@@ -509,6 +511,27 @@ impl Session {
         }
     }
 
+    /// The GPU ops a pass submits, in order, with the stream each goes to
+    /// (the legacy default stream, where synchronous copies also run, as 0),
+    /// for pairing CUPTI's records with them (`gpu_time::matching`).
+    pub fn submitted(&self, plan: &Plan) -> Vec<crate::gpu_time::matching::Submitted> {
+        use crate::gpu_time::{Op, matching::Submitted};
+        let key = |s: usize| self.streams[s] as u64;
+        self.prep
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let (stream, kind) = match p {
+                    Prep::Launch { stream, .. } => (key(*stream), Op::Kernel),
+                    Prep::Copy { stream, is_async, .. } => (if *is_async { key(*stream) } else { 0 }, Op::Memcpy),
+                    Prep::Set { stream, .. } => (key(*stream), Op::Memset),
+                    _ => return None,
+                };
+                Some(Submitted { op: i, stream, kind, kernel: plan.ops[i].launch().map(|l| l.kernel.clone()) })
+            })
+            .collect()
+    }
+
     /// Streams the ops use (for the end-of-run events).
     fn used_streams(&self) -> Vec<CUstream> {
         let mut v: Vec<CUstream> = Vec::new();
@@ -649,25 +672,21 @@ impl Session {
         }
     }
 
-    /// Time op `i` alone on `stream`: `warmup` untimed, then `reps` each between two events; the ms, sorted.
-    /// Times op `i` alone, `reps` times after `warmup` runs. `prologue`: ops
+    /// Times op `i` alone, `reps` times after `warmup` runs (then synchronized:
+    /// the returned window holds the timed runs only). `prologue`: ops
     /// submitted (untimed) before each run: the memsets that prepared it in
     /// the recording, e.g. the zeroed semaphores of a split-K GEMM, which
     /// otherwise waits forever for counters its previous run left behind.
-    pub fn time_alone(
-        &self,
-        i: usize,
-        prologue: &[usize],
-        stream: CUstream,
-        warmup: u32,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
+    pub fn time_alone(&self, i: usize, prologue: &[usize], stream: CUstream, warmup: u32, reps: u32) -> Result<Timed> {
         for _ in 0..warmup {
             for &j in prologue {
                 self.submit(j, Some(stream))?;
             }
             self.submit(i, Some(stream))?;
         }
+        // The warm-ups are done before the window opens.
+        self.ctx.sync()?;
+        let t0 = monotonic_ns();
         let pairs: Vec<(Event, Event)> =
             (0..reps.max(1)).map(|_| Ok((Event::new()?, Event::new()?))).collect::<Result<_>>()?;
         for (a, b) in &pairs {
@@ -684,7 +703,7 @@ impl Session {
             v.push(b.since(a)?);
         }
         v.sort_by(f64::total_cmp);
-        Ok(v)
+        Ok(Timed { ms: v, window: (t0, monotonic_ns()) })
     }
 
     /// Isolated timing *in context*: one pass in recorded order from the
@@ -705,7 +724,7 @@ impl Session {
         warmup: u32,
         reps: u32,
         mut progress: impl FnMut(usize),
-    ) -> Result<Vec<Vec<f64>>> {
+    ) -> Result<Vec<Timed>> {
         self.reset_memory()?;
         let mut out = Vec::with_capacity(targets.len());
         let mut next = 0;
@@ -744,6 +763,14 @@ impl Session {
     pub fn loaded_images(&self) -> usize {
         self.modules.iter().filter(|m| !matches!(m, ModuleHandle::None)).count()
     }
+}
+
+/// An op timed alone: the event-measured ms of each run, sorted, and the
+/// CLOCK_MONOTONIC window the timed runs (and their prologues) ran in, from
+/// which CUPTI's records of the same runs are taken.
+pub struct Timed {
+    pub ms: Vec<f64>,
+    pub window: (u64, u64),
 }
 
 /// A device-memory copy of every device window (same sizes), to save and put

@@ -260,15 +260,81 @@ pub fn text(r: &serde_json::Value) -> String {
             f(&m["error_pct"]),
             m["note"].as_str().map(|n| format!(" ({n})")).unwrap_or_default()
         );
+        let c = &m["cupti"];
+        if c.is_object() {
+            let _ = writeln!(
+                s,
+                "            CUPTI: busy {} us ({} %), span {} us; kernels {} us ({} %), copies {} us ({} %), sets {} us ({} %){}",
+                f(&c["busy_us"]),
+                f(&c["busy_error_pct"]),
+                f(&c["span_us"]),
+                f(&c["kernels_us"]),
+                f(&c["kernels_error_pct"]),
+                f(&c["copies_us"]),
+                f(&c["copies_error_pct"]),
+                f(&c["sets_us"]),
+                f(&c["sets_error_pct"]),
+                match (c["paired_passes"].as_u64(), c["passes"].as_array().map(|p| p.len())) {
+                    (Some(k), Some(n)) if k as usize != n => format!("; records paired with ops in {k} of {n} passes"),
+                    _ => String::new(),
+                }
+            );
+            for e in c["pairing_errors"].as_array().into_iter().flatten().take(2) {
+                let _ = writeln!(s, "            pairing: {}", e.as_str().unwrap_or(""));
+            }
+        }
+    }
+    let me = &r["measured"];
+    if me.is_object() {
+        let _ = writeln!(
+            s,
+            "measured by CUPTI, recorded vs replayed ({}, mean per pass):",
+            me["mode"].as_str().unwrap_or("")
+        );
+        let _ = writeln!(s, "  family             recorded us     replayed us   error %");
+        for x in me["families"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:>13} {:>15} {:>9}",
+                x["family"].as_str().unwrap_or(""),
+                f(&x["recorded_us"]),
+                f(&x["replayed_us"]),
+                f(&x["error_pct"])
+            );
+        }
+        let segs = me["segments"].as_array().map(|v| v.as_slice()).unwrap_or(&[]);
+        if !segs.is_empty() {
+            let _ = writeln!(
+                s,
+                "  segment (markers)          ops   recorded busy us   replayed busy us   error %   kernels error %"
+            );
+            for x in segs {
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:>6} {:>18} {:>18} {:>9} {:>17}",
+                    format!("{} {}", x["op"].as_str().unwrap_or(""), x["label"].as_str().unwrap_or("")),
+                    x["ops"],
+                    f(&x["recorded_busy_us"]),
+                    f(&x["replayed_busy_us"]),
+                    f(&x["busy_error_pct"]),
+                    f(&x["kernels_error_pct"])
+                );
+            }
+        }
     }
     if !r["predicted_us"].is_null() {
         let _ = writeln!(
             s,
-            "  predicted (sum of isolated durations{}) {} us, error vs recorded busy {} %",
+            "  predicted (sum of isolated durations{}{}) {} us, error vs recorded busy {} %",
             match r["isolated_in_context"].as_bool() {
                 Some(true) => ", timed in context",
                 Some(false) => ", timed out of context",
                 None => "",
+            },
+            match r["isolated_timer"].as_str() {
+                Some("cupti") => " by CUPTI",
+                Some("events") => " by CUDA events",
+                _ => "",
             },
             f(&r["predicted_us"]),
             f(&r["predicted_error_pct"])
@@ -315,6 +381,26 @@ pub fn text(r: &serde_json::Value) -> String {
         if let Some(why) = e["recorded_not_measured"].as_str() {
             let _ = writeln!(s, "  recorded energy not measured: {why}");
         }
+        let t = &e["timed"];
+        if t.is_object() {
+            let _ = writeln!(
+                s,
+                "  timed passes (recorded idle gaps kept): replay {} mJ per pass ({} s each, {} passes, ±{} %), recorded {} mJ over its {} s span: error {} %; above idle: {} vs {} mJ, error {} %",
+                f(&t["replay_mj_per_pass"]),
+                f(&t["pass_s"]),
+                t["passes"],
+                f(&t["uncertainty_pct"]),
+                f(&t["recorded_mj"]),
+                f(&t["recorded_span_s"]),
+                f(&t["error_pct"]),
+                f(&t["replay_net_mj_per_pass"]),
+                f(&t["recorded_net_mj"]),
+                f(&t["net_error_pct"])
+            );
+            if let Some(n) = t["note"].as_str() {
+                let _ = writeln!(s, "  {n}");
+            }
+        }
     }
     for ch in r["output_checks"].as_array().into_iter().flatten() {
         let _ = writeln!(
@@ -328,6 +414,9 @@ pub fn text(r: &serde_json::Value) -> String {
                 format!("{} bytes differ (first at {})", ch["mismatched_bytes"], ch["first_mismatch"])
             }
         );
+    }
+    if let Some(t) = r["timeline_file"].as_str() {
+        let _ = writeln!(s, "replayed timeline (tracer plot RECORDING --compare {t}): {t}");
     }
     if let Some(d) = r["durations_file"].as_str() {
         let _ = writeln!(s, "kernel durations (for tracer gaps/report/export --durations): {d}");

@@ -1,0 +1,174 @@
+//! `replay run`'s CUPTI side: the records of each measured pass turned into
+//! the report's figures (per mode, per family, per kernel, per segment), the
+//! isolated durations, and the replayed timeline file. The arithmetic is in
+//! `replay::gpu_time` (pure, tested); this is the glue.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use replay::gpu_time::segments::Measured;
+use replay::gpu_time::{Activity, Op, Totals, matching, mean, split};
+use replay::plan::{Plan, family::family};
+use replay::report::{RecordedTime, error_pct};
+use tracer_cupti::collect::Taken;
+
+/// What one mode's passes measured.
+pub struct ModeGpu {
+    pub json: Value,
+    /// The measured ops of every pass whose records paired with its ops.
+    pub matched: Vec<Vec<Measured>>,
+    /// The last pass: its records sorted by start, and the recording's line
+    /// of the op each measured (when paired).
+    pub last: Option<(Vec<Activity>, Vec<Option<usize>>)>,
+    /// Every measured pass's records, sorted by start.
+    pub passes: Vec<Vec<Activity>>,
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1e3
+}
+
+/// Figures of one mode from the records `taken` after its passes; `windows`:
+/// each measured pass's CLOCK_MONOTONIC window (warm-ups left out).
+pub fn mode_gpu(
+    plan: &Plan,
+    sub: &[matching::Submitted],
+    taken: Taken,
+    windows: &[(u64, u64)],
+    rec: &RecordedTime,
+) -> ModeGpu {
+    let (passes, outside, no_ts) = split(taken.activities, windows);
+    let totals: Vec<Totals> = passes.iter().map(|p| Totals::of(p)).collect();
+    let m = |f: fn(&Totals) -> u64| us(mean(totals.iter().map(f)));
+    let (busy, span, kern, copies, sets) =
+        (m(|t| t.busy_ns), m(|t| t.span_ns), m(|t| t.kernels_ns), m(|t| t.copies_ns), m(|t| t.sets_ns));
+    let gpu_lines = rec.source == "gpu_lines";
+    let vs = |x: f64, r: u64| if gpu_lines { error_pct(x, us(r as f64)) } else { None };
+    let mut matched = Vec::new();
+    let mut match_errors = Vec::new();
+    let mut last = None;
+    for (k, p) in passes.iter().enumerate() {
+        match matching::match_ops(sub, p) {
+            Ok(pairs) => {
+                if k + 1 == passes.len() {
+                    let mut lines = vec![None; p.len()];
+                    for &(op, i) in &pairs {
+                        lines[i] = Some(plan.ops[op].line);
+                    }
+                    last = Some((p.clone(), lines));
+                }
+                matched.push(pairs.iter().map(|&(op, i)| (op, p[i].start, p[i].end, p[i].op)).collect());
+            }
+            Err(e) => {
+                match_errors.push(format!("pass {}: {e}", k + 1));
+                if k + 1 == passes.len() {
+                    last = Some((p.clone(), vec![None; p.len()]));
+                }
+            }
+        }
+    }
+    let expected = |op| sub.iter().filter(|s| s.kind == op).count();
+    let json = json!({
+        "source": "cupti",
+        "busy_us": busy, "span_us": span, "kernels_us": kern, "copies_us": copies, "sets_us": sets,
+        "busy_error_pct": error_pct(busy, us(rec.busy_ns as f64)),
+        "kernels_error_pct": vs(kern, rec.kernels_ns), "copies_error_pct": vs(copies, rec.copies_ns),
+        "sets_error_pct": vs(sets, rec.sets_ns),
+        "passes": totals.iter().map(|t| json!({"busy_us": us(t.busy_ns as f64), "span_us": us(t.span_ns as f64),
+            "kernels_us": us(t.kernels_ns as f64), "copies_us": us(t.copies_ns as f64), "sets_us": us(t.sets_ns as f64),
+            "kernels": t.kernels, "copies": t.copies, "sets": t.sets})).collect::<Vec<_>>(),
+        "expected_per_pass": {"kernels": expected(Op::Kernel), "copies": expected(Op::Memcpy), "sets": expected(Op::Memset)},
+        "paired_passes": matched.len(),
+        "pairing_errors": match_errors,
+        "records_outside_passes": outside, "records_without_timestamp": no_ts, "dropped_by_cupti": taken.dropped,
+    });
+    ModeGpu { json, matched, last, passes }
+}
+
+fn family_of(a: &Activity) -> &'static str {
+    match a.op {
+        Op::Kernel => family(a.name.as_deref().unwrap_or("")),
+        Op::Memcpy => "copy",
+        Op::Memset => "set",
+    }
+}
+
+/// Recorded vs replayed (CUPTI, mean per pass) time per family and per
+/// kernel name (top `top` by recorded time, then replayed).
+pub fn families_and_kernels(last_passes: &[Vec<Activity>], rec: &RecordedTime, top: usize) -> (Value, Value) {
+    let n = last_passes.len().max(1) as f64;
+    let mut fam: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut ker: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for p in last_passes {
+        for a in p {
+            let d = (a.end - a.start) as f64;
+            *fam.entry(family_of(a)).or_default() += d;
+            if a.op == Op::Kernel {
+                let e = ker.entry(a.name.as_deref().unwrap_or("").to_owned()).or_default();
+                e.0 += 1;
+                e.1 += d;
+            }
+        }
+    }
+    let mut rec_fam: BTreeMap<&'static str, f64> = BTreeMap::new();
+    for (name, (_, ns)) in &rec.per_kernel {
+        *rec_fam.entry(family(name)).or_default() += *ns as f64;
+    }
+    *rec_fam.entry("copy").or_default() += rec.copies_ns as f64;
+    *rec_fam.entry("set").or_default() += rec.sets_ns as f64;
+    let fams: Vec<Value> = replay::plan::family::FAMILIES
+        .iter()
+        .filter(|f| fam.contains_key(**f) || rec_fam.get(**f).is_some_and(|x| *x > 0.0))
+        .map(|f| {
+            let (r, p) = (us(rec_fam.get(f).copied().unwrap_or(0.0)), us(fam.get(f).copied().unwrap_or(0.0) / n));
+            json!({"family": f, "recorded_us": r, "replayed_us": p, "error_pct": error_pct(p, r)})
+        })
+        .collect();
+    let mut names: Vec<&String> = ker.keys().chain(rec.per_kernel.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut rows: Vec<(f64, f64, Value)> = names
+        .into_iter()
+        .map(|k| {
+            let (rn, rns) = rec.per_kernel.get(k).copied().unwrap_or((0, 0));
+            let (pn, pns) = ker.get(k).copied().unwrap_or((0, 0.0));
+            let (r, p) = (us(rns as f64), us(pns / n));
+            (r, p, json!({"kernel": k, "family": family(k), "recorded_launches": rn, "replayed_launches_per_pass": pn as f64 / n,
+                "recorded_us": r, "replayed_us": p, "error_pct": error_pct(p, r)}))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    (Value::Array(fams), Value::Array(rows.into_iter().take(top).map(|x| x.2).collect()))
+}
+
+/// CUPTI's durations (ms, sorted) of each isolated target's timed runs:
+/// the records of the target's kind inside its window; None where their
+/// number is not `reps` (the caller keeps the event timing and says so).
+pub fn isolated_durations(
+    plan: &Plan,
+    targets: &[usize],
+    windows: &[(u64, u64)],
+    taken: Taken,
+    reps: u32,
+) -> Vec<Option<Vec<f64>>> {
+    let (per, _, _) = split(taken.activities, windows);
+    targets
+        .iter()
+        .zip(per)
+        .map(|(&op, acts)| {
+            let kind = match &plan.ops[op].kind {
+                replay::plan::OpKind::Launch(_) => Op::Kernel,
+                replay::plan::OpKind::Copy(_) => Op::Memcpy,
+                _ => Op::Memset,
+            };
+            let mut v: Vec<f64> =
+                acts.iter().filter(|a| a.op == kind).map(|a| (a.end - a.start) as f64 / 1e6).collect();
+            if v.len() != reps.max(1) as usize {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            Some(v)
+        })
+        .collect()
+}
