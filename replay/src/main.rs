@@ -1,7 +1,6 @@
 //! `replay`: re-execute a replayable recording (docs/replay.md).
 
 mod cli;
-mod measure;
 mod run;
 
 fn main() -> std::process::ExitCode {

@@ -84,7 +84,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     let sub = s.submitted(&p);
     // CUPTI figures of sequence, then timed passes: (mode, what they measured).
-    let mut measured: Vec<(Mode, crate::measure::ModeGpu)> = Vec::new();
+    let mut measured: Vec<(Mode, replay::gpu_time::figures::ModeGpu)> = Vec::new();
     let mut pass_checks = vec![pass_check_row("first", 0, &checks)];
     if a.check_every_pass {
         eprintln!("{}", pass_check_line(&pass_checks[0]));
@@ -136,8 +136,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     "note": if *m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
                 });
                 if let Some(c) = &cupti {
-                    let g = crate::measure::mode_gpu(&p, &sub, c.take(), &windows, &recorded);
+                    let g = replay::gpu_time::figures::mode_gpu(&p, &sub, c.take(), &windows, &recorded);
                     row["cupti"] = g.json.clone();
+                    if let Some(rows) = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched) {
+                        row["cupti"]["segments"] = rows;
+                    }
                     measured.push((*m, g));
                 }
                 modes.push(row);
@@ -162,7 +165,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     });
                     if let Some(c) = &cupti {
                         // A graph's records do not pair with the stream ops (one stream): totals only.
-                        let mut gm = crate::measure::mode_gpu(&p, &[], c.take(), &windows, &recorded).json;
+                        let mut gm = replay::gpu_time::figures::mode_gpu(&p, &[], c.take(), &windows, &recorded).json;
                         if let Some(o) = gm.as_object_mut() {
                             o.remove("pairing_errors");
                             o.remove("paired_passes");
@@ -220,7 +223,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                 let by_cupti: Vec<Option<Vec<f64>>> = match &cupti {
                     Some(c) => {
                         let ops: Vec<usize> = order.iter().map(|x| x.1).collect();
-                        crate::measure::isolated_durations(&p, &ops, &windows, c.take(), a.repeats)
+                        replay::gpu_time::figures::isolated_durations(&p, &ops, &windows, c.take(), a.repeats)
                     }
                     None => vec![None; all.len()],
                 };
@@ -320,29 +323,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     // Recorded vs replayed per family, kernel and segment, from the sequence passes (else the timed ones).
     let pick = measured.iter().find(|x| x.0 == Mode::Sequence).or_else(|| measured.first());
     if let Some((mode, g)) = pick {
-        let (fams, kernels) = crate::measure::families_and_kernels(&g.passes, &recorded, 20);
+        let (fams, kernels) = replay::gpu_time::figures::families_and_kernels(&g.passes, &recorded, 20);
         out["measured"] = json!({"mode": format!("{mode:?}").to_lowercase(), "families": fams, "top_kernels": kernels});
-        let end = rec.trace.gpu.iter().map(|x| x.end_ts).chain(p.ops.iter().map(|o| o.ts)).max().unwrap_or(0);
-        let segs = replay::gpu_time::segments::segments(&rec.trace.markers, end);
-        if !segs.is_empty() && !g.matched.is_empty() {
-            let op_ts: Vec<u64> = p.ops.iter().map(|o| o.ts).collect();
-            let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
-            let recorded_iv: Vec<(u64, u64, replay::gpu_time::Op)> = rec
-                .trace
-                .gpu
-                .iter()
-                .filter(|x| pids.contains(&x.pid))
-                .map(|x| {
-                    let op = match x.op.as_str() {
-                        "kernel" => replay::gpu_time::Op::Kernel,
-                        "memcpy" => replay::gpu_time::Op::Memcpy,
-                        _ => replay::gpu_time::Op::Memset,
-                    };
-                    (x.ts, x.end_ts, op)
-                })
-                .collect();
-            let rows = replay::gpu_time::segments::compare(&segs, &op_ts, &recorded_iv, &g.matched);
-            out["measured"]["segments"] = json!(rows);
+        if let Some(rows) = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched) {
+            out["measured"]["segments"] = rows;
         }
         if let Some((acts, lines)) = &g.last {
             let tpath = a
@@ -435,13 +419,16 @@ fn energy(
     pace: Option<&[u64]>,
     cupti: &Option<tracer_cupti::collect::Collector>,
 ) -> Result<Value> {
-    use replay::energy::{Meter, recorded_energy_mj, recorded_net_mj};
+    use replay::energy::{
+        Meter, idle_uncertainty_mw, recorded_energy_mj, recorded_net_mj, recorded_uncertainty_mj, window_uncertainty_mj,
+    };
     let secs = secs.max(2.0);
     let m = Meter::new(&s.ctx.pci_bus_id)?;
     progress("energy: counter update period (1 s)");
     let period = m.update_period(1.0)?;
     progress(&format!("energy: idle baseline ({secs:.0} s)"));
     let idle_mw = m.idle_mw(secs)?;
+    let idle_unc_mw = idle_uncertainty_mw(&period, idle_mw, secs);
     // Each repetition from the initial memory, like the timed passes (the
     // reset's memset, a fraction of a millisecond, is inside the window);
     // CUPTI's records are dropped as they come.
@@ -454,30 +441,37 @@ fn energy(
         Ok(())
     };
     progress(&format!("energy: sequence repeated for >= {secs:.0} s"));
-    let w = m.window(secs, || one(None))?;
+    let w = m.window(secs, idle_mw, || one(None))?;
     eprintln!();
-    let net = w.energy_mj - idle_mw * w.seconds;
-    let per_it = net / w.iterations as f64;
-    // Counter steps: up to one update period of energy at the window's power at each end.
-    let unc = |seconds: f64| 100.0 * 2.0 * (period.median_ms / 1e3) / seconds;
+    let n = w.iterations as f64;
+    let unc_w = window_uncertainty_mj(&period, w.energy_mj / w.seconds, idle_mw, w.tail_s);
+    let per_it = (w.energy_mj - idle_mw * w.seconds) / n;
+    let per_it_unc = (unc_w + idle_unc_mw * w.seconds) / n;
     // The recording: its power lines over the GPU work's span, less the same idle baseline.
     let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
     let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
     let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
-    let (recorded, not_measured) = match (t0, t1) {
+    let span_s = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let rec_unc = |gross_mj: f64| recorded_uncertainty_mj(&rec.trace, 0, &period, gross_mj / span_s.max(1e-9));
+    let (recorded, recorded_unc, not_measured) = match (t0, t1) {
         (Some(a), Some(b)) if b > a => match recorded_net_mj(&rec.trace, 0, a, b, idle_mw, 2.0) {
-            Ok(e) => (Some(e), None),
-            Err(why) => (None, Some(why)),
+            Ok(e) => (Some(e), Some(rec_unc(e + idle_mw * span_s) + idle_unc_mw * span_s), None),
+            Err(why) => (None, None, Some(why)),
         },
-        _ => (None, Some("no GPU work in the recording".to_owned())),
+        _ => (None, None, Some("no GPU work in the recording".to_owned())),
     };
     let tokens: u64 = rec.trace.markers.iter().filter_map(|m| m.tokens).sum();
+    let pct = |u: f64, x: f64| (x.abs() > 0.0).then(|| 100.0 * u / x.abs());
     let mut out = json!({
-        "update_period_ms": period.median_ms, "update_changes": period.changes,
-        "idle_mw": idle_mw, "replay_window_s": w.seconds, "replay_iterations": w.iterations,
+        "update_period_ms": period.median_ms, "update_jitter_ms": period.jitter_ms, "update_changes": period.changes,
+        "idle_mw": idle_mw, "idle_uncertainty_mw": idle_unc_mw,
+        "replay_window_s": w.seconds, "replay_iterations": w.iterations, "replay_tail_s": w.tail_s,
         "replay_mj_total": w.energy_mj, "replay_mj_per_iteration": per_it,
-        "replay_uncertainty_pct": unc(w.seconds),
-        "recorded_mj": recorded,
+        "replay_uncertainty_mj": per_it_unc, "replay_uncertainty_pct": pct(per_it_unc, per_it),
+        "recorded_mj": recorded, "recorded_uncertainty_mj": recorded_unc,
         "recorded_not_measured": not_measured,
         "error_pct": recorded.and_then(|r| report::error_pct(per_it, r)),
         "tokens": if tokens > 0 { Some(tokens) } else { None },
@@ -486,21 +480,33 @@ fn energy(
     });
     if let (Some(pace), Some(a), Some(b)) = (pace, t0, t1) {
         progress(&format!("energy: timed passes for >= {secs:.0} s"));
-        let tw = m.window(secs, || one(Some(pace)))?;
+        let tw = m.window(secs, idle_mw, || one(Some(pace)))?;
         eprintln!();
-        let per_pass = tw.energy_mj / tw.iterations as f64;
-        let pass_s = tw.seconds / tw.iterations as f64;
+        let n = tw.iterations as f64;
+        let per_pass = tw.energy_mj / n;
+        let pass_s = tw.seconds / n;
+        let unc = window_uncertainty_mj(&period, tw.energy_mj / tw.seconds, idle_mw, tw.tail_s) / n;
         let net_pass = per_pass - idle_mw * pass_s;
-        let span_s = (b - a) as f64 / 1e9;
+        let net_unc = unc + idle_unc_mw * pass_s;
         let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
+        let rec_gross_unc = rec_gross.map(rec_unc);
         let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
+        let rec_net_unc = rec_gross_unc.map(|u| u + idle_unc_mw * span_s);
+        // Relative uncertainty of a ratio: the sum of both sides' relative uncertainties.
+        let err_unc = |x: f64, ux: f64, r: Option<f64>, ur: Option<f64>| match (r, ur) {
+            (Some(r), Some(ur)) if x != 0.0 && r != 0.0 => Some(100.0 * (ux / x.abs() + ur / r.abs()) * (x / r).abs()),
+            _ => None,
+        };
         out["timed"] = json!({
-            "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "recorded_span_s": span_s,
-            "replay_mj_per_pass": per_pass, "replay_net_mj_per_pass": net_pass,
-            "recorded_mj": rec_gross, "recorded_net_mj": rec_net,
+            "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "tail_s": tw.tail_s, "recorded_span_s": span_s,
+            "replay_mj_per_pass": per_pass, "replay_uncertainty_mj": unc,
+            "recorded_mj": rec_gross, "recorded_uncertainty_mj": rec_gross_unc,
             "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
+            "error_uncertainty_pct": err_unc(per_pass, unc, rec_gross, rec_gross_unc),
+            "replay_net_mj_per_pass": net_pass, "replay_net_uncertainty_mj": net_unc,
+            "recorded_net_mj": rec_net, "recorded_net_uncertainty_mj": rec_net_unc,
             "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
-            "uncertainty_pct": unc(tw.seconds),
+            "net_error_uncertainty_pct": err_unc(net_pass, net_unc, rec_net, rec_net_unc),
             "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
             "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
             "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },

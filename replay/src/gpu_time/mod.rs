@@ -5,10 +5,12 @@
 //!
 //! Pure functions over [`Activity`] records; the collection itself is
 //! `tracer_cupti::collect` (started by `run`).
+//! - [`figures`]: the report's figures from the records of measured passes;
 //! - [`matching`]: which record measured which replayed op;
 //! - [`segments`]: per phase/iteration (the recording's markers);
 //! - [`timeline_file`]: the replayed pass as a tracer trace (`replay-timeline.jsonl`).
 
+pub mod figures;
 pub mod matching;
 pub mod segments;
 pub mod timeline_file;

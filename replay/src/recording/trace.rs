@@ -90,6 +90,10 @@ pub struct GpuActivity {
     /// `kernel`, `memcpy` or `memset`.
     pub op: String,
     pub name: Option<String>,
+    /// CUPTI's stream id (0 when absent).
+    pub stream_id: u32,
+    /// Copies and sets: bytes.
+    pub size: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -218,6 +222,8 @@ impl Trace {
                     pid,
                     op: obj.get("op").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
                     name: obj.get("name").and_then(|v| v.as_str()).map(str::to_owned),
+                    stream_id: obj.get("stream_id").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
+                    size: obj.get("size").and_then(|v| v.as_u64()).unwrap_or(0),
                 });
             }
             "marker" => self.markers.push(Marker {

@@ -368,14 +368,20 @@ pub fn text(r: &serde_json::Value) -> String {
     if e.is_object() {
         let _ = writeln!(
             s,
-            "energy: counter update period {} ms; idle {} mW; replay {} mJ per iteration ({} s window, {} iterations, ±{} %); recorded {} mJ; error {} %",
+            "energy: counter update period {} ms (jitter {} ms); idle {} mW",
             f(&e["update_period_ms"]),
-            f(&e["idle_mw"]),
+            f(&e["update_jitter_ms"]),
+            f(&e["idle_mw"])
+        );
+        let _ = writeln!(
+            s,
+            "  sequence back to back, above idle: replay {} ± {} mJ per iteration ({} s window, {} iterations); recorded {} ± {} mJ over its GPU span; error {} %",
             f(&e["replay_mj_per_iteration"]),
+            f(&e["replay_uncertainty_mj"]),
             f(&e["replay_window_s"]),
             e["replay_iterations"],
-            f(&e["replay_uncertainty_pct"]),
             f(&e["recorded_mj"]),
+            f(&e["recorded_uncertainty_mj"]),
             f(&e["error_pct"])
         );
         if let Some(why) = e["recorded_not_measured"].as_str() {
@@ -385,17 +391,26 @@ pub fn text(r: &serde_json::Value) -> String {
         if t.is_object() {
             let _ = writeln!(
                 s,
-                "  timed passes (recorded idle gaps kept): replay {} mJ per pass ({} s each, {} passes, ±{} %), recorded {} mJ over its {} s span: error {} %; above idle: {} vs {} mJ, error {} %",
+                "  timed passes (recorded idle gaps kept): replay {} ± {} mJ per pass ({} s each, {} passes), recorded {} ± {} mJ over its {} s span: error {} ± {} %",
                 f(&t["replay_mj_per_pass"]),
+                f(&t["replay_uncertainty_mj"]),
                 f(&t["pass_s"]),
                 t["passes"],
-                f(&t["uncertainty_pct"]),
                 f(&t["recorded_mj"]),
+                f(&t["recorded_uncertainty_mj"]),
                 f(&t["recorded_span_s"]),
                 f(&t["error_pct"]),
+                f(&t["error_uncertainty_pct"])
+            );
+            let _ = writeln!(
+                s,
+                "    above idle: replay {} ± {} mJ, recorded {} ± {} mJ: error {} ± {} %",
                 f(&t["replay_net_mj_per_pass"]),
+                f(&t["replay_net_uncertainty_mj"]),
                 f(&t["recorded_net_mj"]),
-                f(&t["net_error_pct"])
+                f(&t["recorded_net_uncertainty_mj"]),
+                f(&t["net_error_pct"]),
+                f(&t["net_error_uncertainty_pct"])
             );
             if let Some(n) = t["note"].as_str() {
                 let _ = writeln!(s, "  {n}");

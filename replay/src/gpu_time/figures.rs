@@ -1,16 +1,15 @@
-//! `replay run`'s CUPTI side: the records of each measured pass turned into
-//! the report's figures (per mode, per family, per kernel, per segment), the
-//! isolated durations, and the replayed timeline file. The arithmetic is in
-//! `replay::gpu_time` (pure, tested); this is the glue.
+//! The report's CUPTI figures: the records of each measured pass turned into
+//! per-mode totals (paired with the ops), per family, per kernel and per
+//! segment, and the isolated durations.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use replay::gpu_time::segments::Measured;
-use replay::gpu_time::{Activity, Op, Totals, matching, mean, split};
-use replay::plan::{Plan, family::family};
-use replay::report::{RecordedTime, error_pct};
+use super::segments::Measured;
+use super::{Activity, Op, Totals, matching, mean, split};
+use crate::plan::{Plan, family::family};
+use crate::report::{RecordedTime, error_pct};
 use tracer_cupti::collect::Taken;
 
 /// What one mode's passes measured.
@@ -117,7 +116,7 @@ pub fn families_and_kernels(last_passes: &[Vec<Activity>], rec: &RecordedTime, t
     }
     *rec_fam.entry("copy").or_default() += rec.copies_ns as f64;
     *rec_fam.entry("set").or_default() += rec.sets_ns as f64;
-    let fams: Vec<Value> = replay::plan::family::FAMILIES
+    let fams: Vec<Value> = crate::plan::family::FAMILIES
         .iter()
         .filter(|f| fam.contains_key(**f) || rec_fam.get(**f).is_some_and(|x| *x > 0.0))
         .map(|f| {
@@ -158,8 +157,8 @@ pub fn isolated_durations(
         .zip(per)
         .map(|(&op, acts)| {
             let kind = match &plan.ops[op].kind {
-                replay::plan::OpKind::Launch(_) => Op::Kernel,
-                replay::plan::OpKind::Copy(_) => Op::Memcpy,
+                crate::plan::OpKind::Launch(_) => Op::Kernel,
+                crate::plan::OpKind::Copy(_) => Op::Memcpy,
                 _ => Op::Memset,
             };
             let mut v: Vec<f64> =
@@ -171,4 +170,33 @@ pub fn isolated_durations(
             Some(v)
         })
         .collect()
+}
+
+/// Recorded vs replayed busy time per phase and iteration (the recording's
+/// markers), over the passes whose records paired with their ops; None
+/// without markers or paired passes.
+pub fn segment_rows(rec: &crate::recording::Recording, p: &Plan, matched: &[Vec<Measured>]) -> Option<Value> {
+    use super::segments;
+    let end = rec.trace.gpu.iter().map(|x| x.end_ts).chain(p.ops.iter().map(|o| o.ts)).max().unwrap_or(0);
+    let segs = segments::segments(&rec.trace.markers, end);
+    if segs.is_empty() || matched.is_empty() {
+        return None;
+    }
+    let op_ts: Vec<u64> = p.ops.iter().map(|o| o.ts).collect();
+    let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
+    let recorded: Vec<(u64, u64, Op)> = rec
+        .trace
+        .gpu
+        .iter()
+        .filter(|x| pids.contains(&x.pid))
+        .map(|x| {
+            let op = match x.op.as_str() {
+                "kernel" => Op::Kernel,
+                "memcpy" => Op::Memcpy,
+                _ => Op::Memset,
+            };
+            (x.ts, x.end_ts, op)
+        })
+        .collect();
+    Some(json!(segments::compare(&segs, &op_ts, &recorded, matched)))
 }
