@@ -27,7 +27,7 @@ play() { # NAME TIMEOUT ARGS...
     # Progress lines end in \r: split them, drop them, keep everything else.
     tr '\r' '\n' < "$work/$name.replay.log" | grep -v "^$\|: iteration [0-9]*/\|^isolated: [0-9]*/\|energy: \|Assertion" | head -120
     echo "device assertion lines: $(grep -c Assertion "$work/$name.replay.log")"
-    [ -f "$OUT/cupti/$name.timeline.jsonl" ] && gzip -f "$OUT/cupti/$name.timeline.jsonl"
+    for f in "$OUT/cupti/$name".timeline*.jsonl; do [ -f "$f" ] && gzip -f "$f"; done
     cp "$work/$name.replay.log" "$OUT/cupti/$name.replay.log"
 }
 for w in $which; do
@@ -37,12 +37,23 @@ for w in $which; do
         mkdir -p "$work/hand"
         rec check2000 120 "$work/replay_check" "$work/hand" 2000 24
         play check2000 240 --mode sequence,timed,graph,isolated --iterations 3 --warmup 1 --energy-seconds 3 ;;
+    check6000) # long enough (~3 s of GPU work) for the recording's own energy
+        nvcc -O2 -arch=sm_90 -o "$work/replay_check" examples/replay_check/replay_check.cu || exit 1
+        mkdir -p "$work/hand6"
+        rec check6000 120 "$work/replay_check" "$work/hand6" 6000 24
+        play check6000 300 --mode sequence,timed,isolated --iterations 3 --warmup 1 --energy-seconds 3 ;;
     simple)
         rec simple 200 python3 examples/simple_inference.py
         play simple 150 --mode sequence,timed,graph,isolated --iterations 3 --warmup 1 ;;
     gpt2)
         rec gpt2 300 python3 examples/transformer_inference.py --iterations 3
         play gpt2 400 --mode sequence,timed,graph,isolated --iterations 3 --warmup 1 --energy-seconds 3 ;;
+    gpt2-copies) # copies from pageable memory, back to back vs paced: timed first, then sequence; then page-locked
+        [ -d "$work/gpt2.rec" ] || rec gpt2 300 python3 examples/transformer_inference.py --iterations 3
+        ln -sfn "$work/gpt2.rec" "$work/gpt2b.rec"
+        play gpt2b 200 --mode timed,sequence --iterations 2 --warmup 1
+        ln -sfn "$work/gpt2.rec" "$work/gpt2c.rec"
+        play gpt2c 200 --mode sequence,timed --iterations 2 --warmup 1 --pinned-copies ;;
     esac
 done
 tar czf "$OUT/cupti-$(echo $which | tr ' ' '-').tgz" -C "$OUT" cupti && rm -rf "$OUT/cupti"
