@@ -328,16 +328,28 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         if let Some(rows) = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched) {
             out["measured"]["segments"] = rows;
         }
-        if let Some((acts, lines)) = &g.last {
-            let tpath = a
-                .report
-                .as_ref()
-                .map(|r| r.with_extension("timeline.jsonl"))
-                .unwrap_or_else(|| rec.dir.join("replay-timeline.jsonl"));
-            match write_timeline(&tpath, &rec, &p, &s, *mode, acts, lines, c_lib(&cupti), g.passes.len()) {
-                Ok(()) => out["timeline_file"] = json!(tpath.display().to_string()),
-                Err(e) => notes.push(format!("replayed timeline not written: {e:#}")),
+    }
+    // The last measured pass of each mode as a tracer trace: the chosen mode's
+    // as replay-timeline.jsonl, the others' as replay-timeline-MODE.jsonl.
+    let chosen = pick.map(|x| x.0);
+    for (mode, g) in &measured {
+        let Some((acts, lines)) = &g.last else { continue };
+        let name = format!("{mode:?}").to_lowercase();
+        let main = Some(*mode) == chosen;
+        let tpath = match (&a.report, main) {
+            (Some(r), true) => r.with_extension("timeline.jsonl"),
+            (Some(r), false) => r.with_extension(format!("timeline-{name}.jsonl")),
+            (None, true) => rec.dir.join("replay-timeline.jsonl"),
+            (None, false) => rec.dir.join(format!("replay-timeline-{name}.jsonl")),
+        };
+        match write_timeline(&tpath, &rec, &p, &s, *mode, acts, lines, c_lib(&cupti), g.passes.len()) {
+            Ok(()) => {
+                if main {
+                    out["timeline_file"] = json!(tpath.display().to_string());
+                }
+                out["timeline_files"][&name] = json!(tpath.display().to_string());
             }
+            Err(e) => notes.push(format!("replayed {name} timeline not written: {e:#}")),
         }
     }
     if a.energy_seconds > 0.0 {
