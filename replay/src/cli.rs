@@ -74,6 +74,10 @@ pub struct RunArgs {
     /// its recorded run found (faster, no snapshot; data-dependent kernels may then misbehave)
     #[arg(long)]
     pub isolated_out_of_context: bool,
+    /// Isolated mode: do not flush the L2 cache before each timed run (by default the prediction uses
+    /// runs that start with a cold L2, and the warm figures are reported beside it)
+    #[arg(long)]
+    pub isolated_warm_l2: bool,
     /// Write the report here instead of NAME.rec/replay-report.json
     #[arg(long)]
     pub report: Option<PathBuf>,

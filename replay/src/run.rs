@@ -15,6 +15,9 @@ use replay::recording::Recording;
 use replay::report;
 use tracer_cupti::collect::monotonic_ns;
 
+/// CUPTI's sorted ms of one isolated key's runs, when all were seen.
+type Samples = Option<Vec<f64>>;
+
 fn stats(v: &[f64]) -> (f64, f64) {
     let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
     (mean, v.iter().copied().fold(f64::INFINITY, f64::min))
@@ -95,6 +98,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let mut isolated_rows = Vec::new();
     let mut in_context = false;
     let mut isolated_timer = "events";
+    let mut isolated_l2 = "warm";
+    let mut isolated_warm_us: BTreeMap<String, f64> = BTreeMap::new();
     for m in &a.mode {
         match m {
             Mode::Sequence | Mode::Timed => {
@@ -206,42 +211,96 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     }
                 };
                 in_context = snap.is_some();
+                // A cold L2 before each timed run (--isolated-warm-l2: none); both are timed in context.
+                let flush = if a.isolated_warm_l2 {
+                    None
+                } else {
+                    match replay::exec::L2Flush::new(&s.ctx) {
+                        Ok(f) => Some(f),
+                        Err(e) => {
+                            notes.push(format!("isolated: L2 not flushed before each run: {e:#}"));
+                            None
+                        }
+                    }
+                };
                 if let Some(c) = &cupti {
                     c.take(); // what ran before (not isolated timing)
                 }
-                let all: Vec<replay::exec::Timed> = if let Some(snap) = &snap {
-                    s.time_in_context(snap, &targets, st, 3, a.repeats, show).context("isolated mode (in context)")?
+                let all: Vec<(replay::exec::Timed, Option<replay::exec::Timed>)> = if let Some(snap) = &snap {
+                    s.time_in_context(snap, &targets, st, 3, a.repeats, flush.as_ref(), show)
+                        .context("isolated mode (in context)")?
                 } else {
                     let mut v = Vec::new();
                     for (j, (op, pro)) in targets.iter().enumerate() {
                         show(j);
-                        v.push(s.time_alone(*op, pro, st, 3, a.repeats)?);
+                        let warm = s.time_alone(*op, pro, st, 3, a.repeats, None)?;
+                        let cold = match &flush {
+                            Some(f) => Some(s.time_alone(*op, pro, st, 0, a.repeats, Some(f))?),
+                            None => None,
+                        };
+                        v.push((warm, cold));
                     }
                     v
                 };
-                let windows: Vec<(u64, u64)> = all.iter().map(|t| t.window).collect();
-                let by_cupti: Vec<Option<Vec<f64>>> = match &cupti {
+                let ops: Vec<usize> = order.iter().map(|x| x.1).collect();
+                let flush_bytes = flush.as_ref().map(|f| f.bytes as u64);
+                let (by_cupti_warm, by_cupti_cold): (Vec<Samples>, Vec<Samples>) = match &cupti {
                     Some(c) => {
-                        let ops: Vec<usize> = order.iter().map(|x| x.1).collect();
-                        replay::gpu_time::figures::isolated_durations(&p, &ops, &windows, c.take(), a.repeats)
+                        let taken = c.take();
+                        let mut windows: Vec<(u64, u64)> = Vec::new();
+                        for (w, cold) in &all {
+                            windows.push(w.window);
+                            if let Some(cold) = cold {
+                                windows.push(cold.window);
+                            }
+                        }
+                        let mut ops2 = Vec::new();
+                        for (op, (_, cold)) in ops.iter().zip(&all) {
+                            ops2.push(*op);
+                            if cold.is_some() {
+                                ops2.push(*op);
+                            }
+                        }
+                        let d = replay::gpu_time::figures::isolated_durations(
+                            &p,
+                            &ops2,
+                            &windows,
+                            taken,
+                            a.repeats,
+                            flush_bytes,
+                        );
+                        let mut it = d.into_iter();
+                        let (mut w, mut c) = (Vec::new(), Vec::new());
+                        for (_, cold) in &all {
+                            w.push(it.next().flatten());
+                            c.push(if cold.is_some() { it.next().flatten() } else { None });
+                        }
+                        (w, c)
                     }
-                    None => vec![None; all.len()],
+                    None => (vec![None; all.len()], vec![None; all.len()]),
                 };
-                let fell_back = cupti.is_some() && by_cupti.iter().any(|x| x.is_none());
-                if fell_back {
+                let missing = by_cupti_warm.iter().chain(&by_cupti_cold).filter(|x| x.is_none()).count()
+                    - if flush.is_some() { 0 } else { all.len() };
+                if cupti.is_some() && missing > 0 {
                     notes.push(format!(
-                        "isolated: {} of {} keys timed with CUDA events (CUPTI's records of their runs were not {} per key)",
-                        by_cupti.iter().filter(|x| x.is_none()).count(),
-                        by_cupti.len(),
+                        "isolated: {missing} timings of {} keys by CUDA events (CUPTI's records of their runs were not {} per key)",
+                        all.len(),
                         a.repeats
                     ));
                 }
                 isolated_timer = if cupti.is_some() { "cupti" } else { "events" };
-                for (((k, _), timed), cupti_ms) in order.iter().zip(all).zip(by_cupti) {
+                isolated_l2 = if flush.is_some() { "flushed" } else { "warm" };
+                for ((((k, _), (warm, cold)), cw), cc) in order.iter().zip(all).zip(by_cupti_warm).zip(by_cupti_cold) {
                     let (op, count) = &keys[k];
-                    let event_median_ms = report::nearest_rank(&timed.ms, 50.0);
-                    let timer = if cupti_ms.is_some() { "cupti" } else { "events" };
-                    let samples = cupti_ms.unwrap_or(timed.ms);
+                    let event_median_ms = report::nearest_rank(&warm.ms, 50.0);
+                    let warm_samples = cw.unwrap_or(warm.ms);
+                    let cold_samples = match cold {
+                        Some(t) => Some(cc.unwrap_or(t.ms)),
+                        None => None,
+                    };
+                    let warm_ms = report::nearest_rank(&warm_samples, 50.0);
+                    isolated_warm_us.insert(k.clone(), warm_ms * 1e3);
+                    let samples = cold_samples.clone().unwrap_or(warm_samples);
                     let ms = report::nearest_rank(&samples, 50.0);
                     isolated_us.insert(k.clone(), ms * 1e3);
                     isolated_samples.insert(k.clone(), samples.clone());
@@ -249,7 +308,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3,
                         "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
                         "total_us": ms * 1e3 * *count as f64, "first_line": o.line,
-                        "timer": timer, "event_median_us": event_median_ms * 1e3});
+                        "l2": isolated_l2, "warm_l2_median_us": warm_ms * 1e3,
+                        "event_median_us": event_median_ms * 1e3});
                     if let Some(l) = o.launch() {
                         row["kernel"] = json!(l.kernel);
                         row["grid"] = json!(l.grid);
@@ -316,6 +376,14 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if !isolated_us.is_empty() {
         out["isolated_in_context"] = json!(in_context);
         out["isolated_timer"] = json!(isolated_timer);
+        out["isolated_l2"] = json!(isolated_l2);
+        if isolated_l2 == "flushed" {
+            // The same kernels with the L2 left warm by their previous run.
+            let (pred, fam, _) = report::predict(&p, &isolated_warm_us, &recorded);
+            out["predicted_warm_l2_us"] = json!(pred);
+            out["predicted_warm_l2_error_pct"] = json!(report::error_pct(pred, busy_us));
+            out["families_warm_l2"] = json!(fam);
+        }
     }
     if let Some(c) = &cupti {
         out["cupti"] = json!({"library": c.library(), "version": c.version(), "clock": c.clock()});

@@ -166,6 +166,7 @@ fn isolated_durations_from_the_records_of_each_window() {
         &[(900, 6_000), (9_000, 20_000)],
         Taken { activities: acts.clone(), dropped: 0 },
         2,
+        None,
     );
     assert_eq!(d, vec![Some(vec![0.001, 0.002]), Some(vec![0.001, 0.004])]);
     // Three runs expected, two seen: no CUPTI figure for that key.
@@ -173,8 +174,19 @@ fn isolated_durations_from_the_records_of_each_window() {
         &p,
         &[launch, copy],
         &[(900, 6_000), (9_000, 20_000)],
-        Taken { activities: acts, dropped: 0 },
+        Taken { activities: acts.clone(), dropped: 0 },
         3,
+        None,
     );
     assert_eq!(d, vec![None, None]);
+    // A memset timed after L2 flushes (memsets of 100 MiB in the same window): the flushes are not its runs.
+    let set = p.ops.iter().position(|o| matches!(o.kind, OpKind::Set(_))).unwrap();
+    let flush = 100u64 << 20;
+    let m = |s: u64, e: u64, bytes: u64| Activity { op: Op::Memset, bytes, ..k(s, e) };
+    let acts = vec![m(100, 900, flush), m(1_000, 1_100, 262_144), m(1_200, 2_000, flush), m(2_100, 2_400, 262_144)];
+    let d =
+        isolated_durations(&p, &[set], &[(0, 3_000)], Taken { activities: acts.clone(), dropped: 0 }, 2, Some(flush));
+    assert_eq!(d, vec![Some(vec![0.0001, 0.0003])]);
+    let d = isolated_durations(&p, &[set], &[(0, 3_000)], Taken { activities: acts, dropped: 0 }, 2, None);
+    assert_eq!(d, vec![None]); // without excluding them: four memsets, not two
 }

@@ -6,4 +6,4 @@ pub mod memory;
 pub mod probe;
 pub mod session;
 
-pub use session::{Graph, OutputCheck, Session, SessionOpts, Timed};
+pub use session::{Graph, L2Flush, OutputCheck, Session, SessionOpts, Timed};

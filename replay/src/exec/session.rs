@@ -677,7 +677,15 @@ impl Session {
     /// submitted (untimed) before each run: the memsets that prepared it in
     /// the recording, e.g. the zeroed semaphores of a split-K GEMM, which
     /// otherwise waits forever for counters its previous run left behind.
-    pub fn time_alone(&self, i: usize, prologue: &[usize], stream: CUstream, warmup: u32, reps: u32) -> Result<Timed> {
+    pub fn time_alone(
+        &self,
+        i: usize,
+        prologue: &[usize],
+        stream: CUstream,
+        warmup: u32,
+        reps: u32,
+        flush: Option<&L2Flush>,
+    ) -> Result<Timed> {
         for _ in 0..warmup {
             for &j in prologue {
                 self.submit(j, Some(stream))?;
@@ -689,7 +697,10 @@ impl Session {
         let t0 = monotonic_ns();
         let pairs: Vec<(Event, Event)> =
             (0..reps.max(1)).map(|_| Ok((Event::new()?, Event::new()?))).collect::<Result<_>>()?;
-        for (a, b) in &pairs {
+        for (k, (a, b)) in pairs.iter().enumerate() {
+            if let Some(f) = flush {
+                f.submit(stream, k as u8)?;
+            }
             for &j in prologue {
                 self.submit(j, Some(stream))?;
             }
@@ -716,6 +727,7 @@ impl Session {
     /// program's allocator had reused): GPT-2's `indexSelectSmallIndex` then
     /// fails its `srcIndex < srcSelectDimSize` device assertion.
     /// `progress(k)` is called before the k-th target.
+    #[allow(clippy::too_many_arguments)]
     pub fn time_in_context(
         &self,
         snap: &Snapshot,
@@ -723,8 +735,9 @@ impl Session {
         stream: CUstream,
         warmup: u32,
         reps: u32,
+        flush: Option<&L2Flush>,
         mut progress: impl FnMut(usize),
-    ) -> Result<Vec<Timed>> {
+    ) -> Result<Vec<(Timed, Option<Timed>)>> {
         self.reset_memory()?;
         let mut out = Vec::with_capacity(targets.len());
         let mut next = 0;
@@ -733,7 +746,12 @@ impl Session {
                 progress(next);
                 self.ctx.sync()?;
                 snap.save()?;
-                out.push(self.time_alone(i, &targets[next].1, stream, warmup, reps)?);
+                let warm = self.time_alone(i, &targets[next].1, stream, warmup, reps, None)?;
+                let cold = match flush {
+                    Some(f) => Some(self.time_alone(i, &targets[next].1, stream, 0, reps, Some(f))?),
+                    None => None,
+                };
+                out.push((warm, cold));
                 self.ctx.sync()?;
                 snap.restore()?;
                 next += 1;
@@ -762,6 +780,47 @@ impl Session {
 
     pub fn loaded_images(&self) -> usize {
         self.modules.iter().filter(|m| !matches!(m, ModuleHandle::None)).count()
+    }
+}
+
+/// A device buffer twice the size of the L2 cache, written before each timed
+/// run of an isolated op so that the op starts with a cold L2, as nvbench and
+/// Triton's do_bench time kernels: in the recorded run a kernel rarely finds
+/// its inputs in L2 (other kernels' data evicted them), while the same kernel
+/// repeated alone would find them there every time after the first.
+pub struct L2Flush {
+    ptr: u64,
+    pub bytes: usize,
+    pub l2_bytes: usize,
+}
+
+impl L2Flush {
+    pub fn new(ctx: &super::cuda::Context) -> Result<L2Flush> {
+        let mut l2: i32 = 0;
+        // SAFETY: out-pointer valid, device from the context.
+        ck(
+            unsafe {
+                sys::cuDeviceGetAttribute(&mut l2, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx.dev)
+            },
+            "cuDeviceGetAttribute(L2_CACHE_SIZE)",
+        )?;
+        let bytes = (l2.max(1) as usize) * 2;
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: out-pointer valid.
+        ck(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, &format!("cuMemAlloc({bytes}) for the L2 flush"))?;
+        Ok(L2Flush { ptr, bytes, l2_bytes: l2 as usize })
+    }
+
+    fn submit(&self, stream: CUstream, value: u8) -> Result<()> {
+        // SAFETY: the buffer is ours, `bytes` long.
+        ck(unsafe { sys::cuMemsetD8Async(self.ptr, value, self.bytes, stream) }, "cuMemsetD8Async (L2 flush)")
+    }
+}
+
+impl Drop for L2Flush {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new.
+        unsafe { sys::cuMemFree_v2(self.ptr) };
     }
 }
 

@@ -142,14 +142,16 @@ pub fn families_and_kernels(last_passes: &[Vec<Activity>], rec: &RecordedTime, t
 }
 
 /// CUPTI's durations (ms, sorted) of each isolated target's timed runs:
-/// the records of the target's kind inside its window; None where their
-/// number is not `reps` (the caller keeps the event timing and says so).
+/// the records of the target's kind inside its window, less those of
+/// `exclude_bytes` (the L2 flush's memsets); None where their number is not
+/// `reps` (the caller keeps the event timing and says so).
 pub fn isolated_durations(
     plan: &Plan,
     targets: &[usize],
     windows: &[(u64, u64)],
     taken: Taken,
     reps: u32,
+    exclude_bytes: Option<u64>,
 ) -> Vec<Option<Vec<f64>>> {
     let (per, _, _) = split(taken.activities, windows);
     targets
@@ -161,8 +163,11 @@ pub fn isolated_durations(
                 crate::plan::OpKind::Copy(_) => Op::Memcpy,
                 _ => Op::Memset,
             };
-            let mut v: Vec<f64> =
-                acts.iter().filter(|a| a.op == kind).map(|a| (a.end - a.start) as f64 / 1e6).collect();
+            let mut v: Vec<f64> = acts
+                .iter()
+                .filter(|a| a.op == kind && (a.op == Op::Kernel || Some(a.bytes) != exclude_bytes))
+                .map(|a| (a.end - a.start) as f64 / 1e6)
+                .collect();
             if v.len() != reps.max(1) as usize {
                 return None;
             }

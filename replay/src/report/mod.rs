@@ -339,6 +339,14 @@ pub fn text(r: &serde_json::Value) -> String {
             f(&r["predicted_us"]),
             f(&r["predicted_error_pct"])
         );
+        if !r["predicted_warm_l2_us"].is_null() {
+            let _ = writeln!(
+                s,
+                "  (each run above started with the L2 cache flushed; with the L2 warm from the previous run: {} us, error {} %)",
+                f(&r["predicted_warm_l2_us"]),
+                f(&r["predicted_warm_l2_error_pct"])
+            );
+        }
         let _ = writeln!(s, "by family:            ops    predicted us     recorded us   error %");
         for x in r["families"].as_array().into_iter().flatten() {
             let _ = writeln!(
