@@ -20,7 +20,6 @@ use crate::records::{self, kind};
 use crate::wire::Msg;
 
 const BUFFER_SIZE: usize = 8 << 20;
-const BUFFER_ALIGN: usize = 8;
 
 /// What a record measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,15 +145,8 @@ impl Collector {
 }
 
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    let layout = std::alloc::Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN).expect("valid layout");
-    // SAFETY: non-zero size; CUPTI gives the buffer back in buffer_completed.
-    let p = unsafe { std::alloc::alloc(layout) };
-    // SAFETY: CUPTI passes valid out-pointers; a null buffer makes CUPTI drop (and count) records.
-    unsafe {
-        *buffer = p;
-        *size = if p.is_null() { 0 } else { BUFFER_SIZE };
-        *max_records = 0;
-    }
+    // SAFETY: CUPTI's out-pointers.
+    unsafe { cupti::give_buffer(buffer, size, max_records, BUFFER_SIZE) }
 }
 
 extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
@@ -163,11 +155,8 @@ extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, s
             drain(st, ctx, stream, buffer, valid);
         }
     });
-    if !buffer.is_null() && size > 0 {
-        let layout = std::alloc::Layout::from_size_align(size, BUFFER_ALIGN).expect("valid layout");
-        // SAFETY: allocated in buffer_requested with this size and alignment.
-        unsafe { std::alloc::dealloc(buffer, layout) };
-    }
+    // SAFETY: a buffer of ours, `size` bytes (buffer_requested).
+    unsafe { cupti::free_buffer(buffer, size) }
 }
 
 fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usize) {
@@ -179,32 +168,24 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
         None => 0,
     };
     let mut store = st.store.lock().unwrap_or_else(|e| e.into_inner());
-    let mut rec: *mut u8 = std::ptr::null_mut();
-    if !buffer.is_null() && valid > 0 {
-        // SAFETY: CUPTI walks its own buffer; rec points at a record in it.
-        while unsafe { (st.api.get_next_record)(buffer, valid, &mut rec) } == 0 {
-            // SAFETY: every record starts with its u32 kind.
-            let k = unsafe { (rec as *const u32).read_unaligned() };
-            let Some(n) = records::min_len(k) else { continue };
-            // SAFETY: a record of this kind is at least `n` bytes (see records.rs).
-            let bytes = unsafe { std::slice::from_raw_parts(rec as *const u8, n) };
-            let Some(d) = records::decode(k, bytes, offset) else { continue };
-            let name = (d.name_ptr != 0).then(|| {
-                store
-                    .names
-                    .entry(d.name_ptr)
-                    .or_insert_with(|| {
-                        // SAFETY: CUPTI's kernel name: a NUL-terminated string it keeps alive.
-                        let s = unsafe { CStr::from_ptr(d.name_ptr as *const std::ffi::c_char) };
-                        Arc::from(s.to_string_lossy().as_ref())
-                    })
-                    .clone()
-            });
-            if let Some(a) = activity(d.msg, name) {
-                store.acts.push(a);
-            }
+    let on_record = |d: records::Decoded| {
+        let name = (d.name_ptr != 0).then(|| {
+            store
+                .names
+                .entry(d.name_ptr)
+                .or_insert_with(|| {
+                    // SAFETY: CUPTI's kernel name: a NUL-terminated string it keeps alive.
+                    let s = unsafe { CStr::from_ptr(d.name_ptr as *const std::ffi::c_char) };
+                    Arc::from(s.to_string_lossy().as_ref())
+                })
+                .clone()
+        });
+        if let Some(a) = activity(d.msg, name) {
+            store.acts.push(a);
         }
-    }
+    };
+    // SAFETY: CUPTI completed `valid` bytes of records in `buffer`.
+    unsafe { cupti::walk(&st.api, buffer, valid, offset, on_record) };
     let mut dropped = 0usize;
     // SAFETY: CUPTI writes one usize.
     if unsafe { (st.api.get_num_dropped)(ctx, stream, &mut dropped) } == 0 {

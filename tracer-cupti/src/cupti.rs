@@ -244,6 +244,67 @@ pub fn measure_offset(api: &Api) -> i64 {
     best.1
 }
 
+const BUFFER_ALIGN: usize = 8;
+
+/// Answers CUPTI's buffer request with a new `bytes`-long buffer (a null one,
+/// which makes CUPTI drop and count records, when there is no memory).
+///
+/// # Safety
+/// The pointers are CUPTI's out-pointers of its buffer-requested callback.
+pub unsafe fn give_buffer(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize, bytes: usize) {
+    let layout = std::alloc::Layout::from_size_align(bytes, BUFFER_ALIGN).expect("valid layout");
+    // SAFETY: non-zero size; the buffer comes back to free_buffer.
+    let p = unsafe { std::alloc::alloc(layout) };
+    // SAFETY: valid out-pointers (the caller's contract).
+    unsafe {
+        *buffer = p;
+        *size = if p.is_null() { 0 } else { bytes };
+        *max_records = 0;
+    }
+}
+
+/// Frees a buffer CUPTI completed (`size`: its size as given by [`give_buffer`]).
+///
+/// # Safety
+/// `buffer` was allocated by [`give_buffer`] with `size` bytes, or is null.
+pub unsafe fn free_buffer(buffer: *mut u8, size: usize) {
+    if !buffer.is_null() && size > 0 {
+        let layout = std::alloc::Layout::from_size_align(size, BUFFER_ALIGN).expect("valid layout");
+        // SAFETY: allocated in give_buffer with this size and alignment.
+        unsafe { std::alloc::dealloc(buffer, layout) };
+    }
+}
+
+/// Every record of a completed buffer that we read, decoded (timestamps
+/// shifted by `offset_ns`), in CUPTI's order.
+///
+/// # Safety
+/// `buffer` holds `valid` bytes of records CUPTI completed.
+pub unsafe fn walk(
+    api: &Api,
+    buffer: *mut u8,
+    valid: usize,
+    offset_ns: i64,
+    mut f: impl FnMut(crate::records::Decoded),
+) {
+    if buffer.is_null() || valid == 0 {
+        return;
+    }
+    let mut rec: *mut u8 = std::ptr::null_mut();
+    // SAFETY: CUPTI walks its own buffer; rec points at a record in it.
+    while unsafe { (api.get_next_record)(buffer, valid, &mut rec) } == 0 {
+        // SAFETY: every record starts with its u32 kind.
+        let k = unsafe { (rec as *const u32).read_unaligned() };
+        let Some(n) = crate::records::min_len(k) else { continue };
+        // SAFETY: a record of this kind is at least `n` bytes (the struct's
+        // leading fields, checked against cupti_activity.h).
+        let bytes = unsafe { std::slice::from_raw_parts(rec as *const u8, n) };
+        if let Some(d) = crate::records::decode(k, bytes, offset_ns) {
+            f(d);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

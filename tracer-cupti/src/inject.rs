@@ -32,7 +32,6 @@ use crate::sink::Sink;
 use crate::wire::{ClockMethod, Msg};
 
 const BUFFER_SIZE: usize = 4 << 20;
-const BUFFER_ALIGN: usize = 8;
 /// Default period of the flush thread (TRACER_CUPTI_FLUSH_MS).
 const FLUSH_PERIOD_MS: u64 = 100;
 
@@ -228,16 +227,8 @@ extern "C" fn at_exit() {
 }
 
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    let layout = std::alloc::Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN).expect("valid layout");
-    // SAFETY: non-zero size; CUPTI gets the buffer back in buffer_completed.
-    let p = unsafe { std::alloc::alloc(layout) };
-    // SAFETY: CUPTI passes valid out-pointers. A null buffer makes CUPTI drop
-    // records (counted by it), which is the right answer to no memory.
-    unsafe {
-        *buffer = p;
-        *size = if p.is_null() { 0 } else { BUFFER_SIZE };
-        *max_records = 0;
-    }
+    // SAFETY: CUPTI's out-pointers.
+    unsafe { cupti::give_buffer(buffer, size, max_records, BUFFER_SIZE) }
 }
 
 extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
@@ -246,11 +237,8 @@ extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, s
             drain(st, ctx, stream, buffer, valid);
         }
     });
-    if !buffer.is_null() && size > 0 {
-        let layout = std::alloc::Layout::from_size_align(size, BUFFER_ALIGN).expect("valid layout");
-        // SAFETY: allocated in buffer_requested with this size and alignment.
-        unsafe { std::alloc::dealloc(buffer, layout) };
-    }
+    // SAFETY: a buffer of ours, `size` bytes (buffer_requested).
+    unsafe { cupti::free_buffer(buffer, size) }
 }
 
 fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usize) {
@@ -261,25 +249,16 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
     let offset = st.offset_ns.load(Ordering::Relaxed);
     o.buffers += 1;
     send_streams(st, &mut o);
-    let mut rec: *mut u8 = std::ptr::null_mut();
-    if !buffer.is_null() && valid > 0 {
-        // SAFETY: CUPTI walks its own buffer; rec points at a record in it.
-        while unsafe { (st.api.get_next_record)(buffer, valid, &mut rec) } == 0 {
-            // SAFETY: every record starts with its u32 kind.
-            let k = unsafe { (rec as *const u32).read_unaligned() };
-            let Some(n) = records::min_len(k) else { continue };
-            // SAFETY: a record of this kind is at least `n` bytes (the
-            // struct's leading fields, checked against cupti_activity.h).
-            let bytes = unsafe { std::slice::from_raw_parts(rec as *const u8, n) };
-            let Some(d) = records::decode(k, bytes, offset) else { continue };
-            let mut msg = d.msg;
-            if let Msg::Kernel { name_id, .. } = &mut msg {
-                *name_id = intern(&mut o, st.pid, d.name_ptr);
-            }
-            o.records += 1;
-            o.sink.push(st.pid, &msg);
+    let on_record = |d: records::Decoded| {
+        let mut msg = d.msg;
+        if let Msg::Kernel { name_id, .. } = &mut msg {
+            *name_id = intern(&mut o, st.pid, d.name_ptr);
         }
-    }
+        o.records += 1;
+        o.sink.push(st.pid, &msg);
+    };
+    // SAFETY: CUPTI completed `valid` bytes of records in `buffer`.
+    unsafe { cupti::walk(&st.api, buffer, valid, offset, on_record) };
     let mut dropped = 0usize;
     // SAFETY: CUPTI writes one usize.
     if unsafe { (st.api.get_num_dropped)(ctx, stream, &mut dropped) } == 0 && dropped > 0 {

@@ -30,21 +30,7 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
     let acts: Vec<_> = trace.gpu.iter().filter(|g| pids.is_empty() || pids.contains(&g.pid)).collect();
     if !acts.is_empty() {
         let mut iv: Vec<(u64, u64)> = acts.iter().map(|g| (g.ts, g.end_ts)).collect();
-        iv.sort_unstable();
-        let (mut busy, mut cur): (u64, Option<(u64, u64)>) = (0, None);
-        for (s, e) in iv.iter().copied() {
-            cur = match cur {
-                Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-                Some((cs, ce)) => {
-                    busy += ce - cs;
-                    Some((s, e))
-                }
-                None => Some((s, e)),
-            };
-        }
-        if let Some((cs, ce)) = cur {
-            busy += ce - cs;
-        }
+        let busy = crate::gpu_time::union_ns(&mut iv);
         let mut r = RecordedTime { source: "gpu_lines".into(), busy_ns: busy, ..Default::default() };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;
         for g in &acts {
