@@ -420,6 +420,15 @@ pub fn text(r: &serde_json::Value) -> String {
                 f(&t["net_error_pct"]),
                 f(&t["net_error_uncertainty_pct"])
             );
+            if t["replay_mj_per_token"].is_number() {
+                let _ = writeln!(
+                    s,
+                    "    per token ({} tokens): replay {} mJ, recorded {} mJ (whole energy, idle included)",
+                    e["tokens"],
+                    f(&t["replay_mj_per_token"]),
+                    f(&t["recorded_mj_per_token"])
+                );
+            }
             if let Some(n) = t["note"].as_str() {
                 let _ = writeln!(s, "  {n}");
             }
