@@ -19,11 +19,22 @@ pub enum Kind {
     GpuMeasured,
     /// GPU: an interval inferred from launch times and kernel durations.
     GpuInferred,
+    /// GPU: an interval measured while `replay` re-executed a recording
+    /// (`tracer plot --compare`).
+    GpuReplayed,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] =
-        [Kind::Launch, Kind::Sync, Kind::Copy, Kind::Memory, Kind::OtherCall, Kind::GpuMeasured, Kind::GpuInferred];
+    pub const ALL: [Kind; 8] = [
+        Kind::Launch,
+        Kind::Sync,
+        Kind::Copy,
+        Kind::Memory,
+        Kind::OtherCall,
+        Kind::GpuMeasured,
+        Kind::GpuInferred,
+        Kind::GpuReplayed,
+    ];
     pub const COUNT: usize = Self::ALL.len();
 
     pub fn index(self) -> usize {
@@ -39,6 +50,7 @@ impl Kind {
             Kind::OtherCall => "other call",
             Kind::GpuMeasured => "GPU busy (measured)",
             Kind::GpuInferred => "GPU busy (inferred)",
+            Kind::GpuReplayed => "GPU busy (replayed)",
         }
     }
 }
@@ -112,6 +124,27 @@ pub struct Timeline {
     pub power: Vec<PowerSeries>,
     /// Lines printed under the title (where the data came from, what is missing).
     pub notes: Vec<String>,
+    /// When not empty, drawn instead of the CPU and GPU sections (`threads`
+    /// and `gpu` are then not drawn): `tracer plot --compare`.
+    pub sections: Vec<Section>,
+    /// The time axis's caption before its unit; None: "time since start of trace".
+    pub axis_label: Option<String>,
+}
+
+/// A titled group of rows with its own markers band (one per trace in
+/// `tracer plot --compare`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Section {
+    pub title: String,
+    /// Rows always shown, first (the union "busy" rows).
+    pub pinned: Vec<Track>,
+    /// Rows shown after them, the busiest `max_gpu_rows - 1` and the rest
+    /// folded into one, like GPU streams.
+    pub tracks: Vec<Track>,
+    /// Drawn in a band under the title when not empty.
+    pub marks: Vec<Mark>,
+    /// Said in the empty row when there are no rows at all.
+    pub empty: String,
 }
 
 /// Figure 2: idle gaps, in ns.

@@ -43,6 +43,7 @@ pub fn kind_color(k: Kind) -> RGBColor {
         Kind::OtherCall => RGBColor(140, 140, 140),
         Kind::GpuMeasured => RGBColor(26, 135, 70),
         Kind::GpuInferred => RGBColor(222, 170, 20),
+        Kind::GpuReplayed => RGBColor(0, 128, 160),
     }
 }
 

@@ -103,6 +103,7 @@ pub fn timeline(events: usize, threads: usize) -> (Timeline, Gaps) {
         marks,
         power: vec![PowerSeries { label: "GPU 0 (synthetic)".into(), samples: power }],
         notes: vec!["synthetic input".into()],
+        ..Default::default()
     };
     (tl, Gaps { title: "GPU idle gaps — synthetic".into(), notes: vec![], gaps_ns: gaps })
 }
