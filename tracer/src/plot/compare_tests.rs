@@ -1,0 +1,310 @@
+//! `tracer plot --compare` on two hand-built traces (exact figures, rows,
+//! alignment, images, errors) and on a committed recording compared with itself.
+use std::path::{Path, PathBuf};
+
+use super::compare::*;
+use super::compare_kernels::FamilyRow;
+use super::input::{Kind, Mark, Section, Slice};
+use super::*;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracer-compare-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A recording: two overlapping kernels on streams 7 and 13 (union 3 µs), a
+/// copy, a set given by `duration_us` only, two markers, and lines the
+/// comparison ignores.
+const RECORDED: &str = r#"{"type":"header","format":"tracer-jsonl","format_version":1,"command":["python3","x.py"]}
+{"ts":1000000500,"pid":5,"tid":5,"type":"marker","op":"iteration","name":"marker","label":"0"}
+{"ts":1000000600,"pid":5,"tid":5,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":3.0}
+{"ts":1000001000,"end_ts":1000003000,"pid":5,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":7,"name":"nvjet_sm90_hsh_64x8_64x16_4x2_h_bz_bias_NNT"}
+{"ts":1000002500,"end_ts":1000004000,"pid":5,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":13,"name":"_ZN2at6native29vectorized_elementwise_kernelILi4E"}
+{"ts":1000010000,"end_ts":1000011000,"pid":5,"tid":0,"type":"gpu","op":"memcpy","source":"cupti","device":0,"stream_id":7,"name":"memcpy_htod","size":4096}
+{"ts":1000015000,"pid":5,"tid":5,"type":"marker","op":"mark","name":"marker","label":"sampled"}
+{"ts":1000020000,"duration_us":0.25,"pid":5,"tid":0,"type":"gpu","op":"memset","source":"cupti","device":0,"stream_id":7,"name":"memset"}
+{"type":"footer"}
+"#;
+
+/// Its replay: the GEMM 10 % slower, everything on two other streams, the
+/// idle time shorter, one line without an end.
+const REPLAYED: &str = r#"{"type":"header","format":"tracer-jsonl","format_version":1,"source":"replay","recording":"x.rec","command":["replay","x.rec"],"gpus":[{"bus":"0000:00:06.0","model":"H100"}],"replay":{"mode":"sequence","pass":3,"shift_ns":-5}}
+{"ts":5000000000,"end_ts":5000002200,"duration_us":2.2,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"nvjet_sm90_hsh_64x8_64x16_4x2_h_bz_bias_NNT","line":4}
+{"ts":5000002200,"end_ts":5000003700,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"_ZN2at6native29vectorized_elementwise_kernelILi4E","line":5}
+{"ts":5000004000,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"k"}
+{"ts":5000009000,"end_ts":5000010000,"pid":9,"tid":0,"type":"gpu","op":"memcpy","source":"cupti","device":0,"stream_id":21,"name":"memcpy_htod","size":4096,"line":6}
+{"ts":5000010000,"end_ts":5000010250,"pid":9,"tid":0,"type":"gpu","op":"memset","source":"cupti","device":0,"stream_id":21,"name":"memset","line":8}
+{"ts":1000000500,"pid":5,"tid":5,"type":"marker","op":"iteration","name":"marker","label":"0"}
+{"type":"footer"}
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn pair(dir: &Path) -> (PathBuf, PathBuf, Pair) {
+    let (r, o) = (write(dir, "rec.jsonl", RECORDED), write(dir, "replay-timeline.jsonl", REPLAYED));
+    let p = Pair { recorded: load(&r, "RECORDED").unwrap(), other: load(&o, "OTHER").unwrap() };
+    (r, o, p)
+}
+
+fn t(count: u64, ns: u64) -> Tally {
+    Tally { count, ns }
+}
+
+#[test]
+fn exact_figures_of_both_traces() {
+    let dir = tmpdir("figures");
+    let (_, _, p) = pair(&dir);
+    assert_eq!((p.recorded.skipped, p.other.skipped), (0, 1));
+    assert_eq!(p.other.replay.as_deref(), Some("mode sequence, pass 3"));
+    assert_eq!(p.other_label(), "replayed");
+    let r = stats(&p.recorded.ops);
+    assert_eq!((r.first_ns, r.last_ns, r.span_ns()), (1_000_001_000, 1_000_020_250, 19_250));
+    // [1000, 4000) ∪ [10000, 11000) ∪ [20000, 20250): the kernels overlap by 500 ns.
+    assert_eq!(r.busy_ns, 4_250);
+    assert_eq!((r.kernels, r.copies, r.sets), (t(2, 3_500), t(1, 1_000), t(1, 250)));
+    // gemm, attention, elementwise, reduction, copy, set, other.
+    assert_eq!(r.families, [t(1, 2_000), t(0, 0), t(1, 1_500), t(0, 0), t(1, 1_000), t(1, 250), t(0, 0)]);
+    let o = stats(&p.other.ops);
+    assert_eq!((o.first_ns, o.span_ns(), o.busy_ns), (5_000_000_000, 10_250, 4_950));
+    assert_eq!(o.families, [t(1, 2_200), t(0, 0), t(1, 1_500), t(0, 0), t(1, 1_000), t(1, 250), t(0, 0)]);
+    assert_eq!(diff_pct(r.busy_ns, o.busy_ns), Some(700.0 / 4_250.0 * 100.0));
+    assert_eq!(fmt_pct(diff_pct(r.busy_ns, o.busy_ns)), "+16.5 %");
+    assert_eq!((diff_pct(0, 0), diff_pct(0, 5), diff_pct(2_000, 2_200)), (Some(0.0), None, Some(10.0)));
+    let k = kernel_bars(&p);
+    assert_eq!(
+        k.rows,
+        vec![
+            FamilyRow { family: "gemm", recorded: t(1, 2_000), other: t(1, 2_200) },
+            FamilyRow { family: "elementwise", recorded: t(1, 1_500), other: t(1, 1_500) },
+            FamilyRow { family: "copy", recorded: t(1, 1_000), other: t(1, 1_000) },
+            FamilyRow { family: "set", recorded: t(1, 250), other: t(1, 250) },
+        ]
+    );
+    assert_eq!(k.other_label, "replayed");
+    let s = summary(&p);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[1],
+        "          GPU busy 4.25 µs in a 19.2 µs span (22 %); 2 kernels 3.50 µs, 1 copy 1.00 µs, 1 set 250 ns"
+    );
+    assert_eq!(
+        lines[4],
+        "replayed / recorded: GPU busy ×1.165 (+16.5 %), span ×0.532 (-46.8 %), kernel time ×1.057 (+5.7 %)"
+    );
+    assert_eq!(lines[5], "note: replayed: 1 gpu line without a start or an end left out");
+    assert_eq!(lines[8], "gemm                      2.00 µs (1)              2.20 µs (1)    +10.0 %");
+    assert_eq!(lines[11], "set                        250 ns (1)               250 ns (1)     +0.0 %");
+    assert_eq!(lines.len(), 12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rows_labels_and_aligned_starts() {
+    let dir = tmpdir("rows");
+    let (r, o, p) = pair(&dir);
+    let tl = timeline(&p);
+    // The later start is time 0; the recording is shifted forward onto it.
+    assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (5_000_000_000, 5_000_000_000, 5_000_019_250));
+    let shift = 5_000_000_000 - 1_000_001_000;
+    let [rec, rep] = &tl.sections[..] else { panic!("{} sections", tl.sections.len()) };
+    assert_eq!(rec.title, format!("recorded: {}", r.display()));
+    assert_eq!(rep.title, format!("replayed: {} (replay, mode sequence, pass 3)", o.display()));
+    let labels = |s: &Section| -> Vec<String> { s.pinned.iter().chain(&s.tracks).map(|t| t.label.clone()).collect() };
+    assert_eq!(labels(rec), ["recorded · GPU 0 busy", "GPU 0 · stream 7", "GPU 0 · stream 13"]);
+    assert_eq!(labels(rep), ["replayed · GPU 0 busy", "GPU 0 · stream 20", "GPU 0 · stream 21"]);
+    let sl = |a: u64, b: u64, kind| Slice { start_ns: a, end_ns: b, kind };
+    let m = Kind::GpuMeasured;
+    // Both busy rows start exactly at the origin.
+    assert_eq!(
+        rec.pinned[0].slices,
+        vec![
+            sl(5_000_000_000, 5_000_003_000, m),
+            sl(5_000_009_000, 5_000_010_000, m),
+            sl(5_000_019_000, 5_000_019_250, m)
+        ]
+    );
+    let rp = Kind::GpuReplayed;
+    assert_eq!(rep.pinned[0].slices, vec![sl(5_000_000_000, 5_000_003_700, rp), sl(5_000_009_000, 5_000_010_250, rp)]);
+    assert_eq!(rec.tracks[1].slices, vec![sl(5_000_001_500, 5_000_003_000, m)]);
+    assert_eq!(
+        rec.marks,
+        vec![
+            Mark { ts_ns: 1_000_000_500 + shift, label: "0".into(), iteration: true },
+            Mark { ts_ns: 1_000_015_000 + shift, label: "sampled".into(), iteration: false }
+        ]
+    );
+    // The replay's markers (copied from the recording) move with the replay (not at all here).
+    assert_eq!(rep.marks, vec![Mark { ts_ns: 1_000_000_500, label: "0".into(), iteration: true }]);
+    assert_eq!(
+        tl.notes[3],
+        "Starts aligned: time 0 is each trace's first GPU interval (the replayed one began +4.00 s from the recorded \
+         one on the clock)."
+    );
+    assert_eq!(tl.notes[4], "replayed: 1 gpu line without a start or an end left out");
+    assert_eq!(timeline::kinds_present(&tl), vec![Kind::GpuMeasured, Kind::GpuReplayed]);
+    // --from/--to count from the aligned start.
+    let mut z = tl.clone();
+    zoom(&mut z, Some(0.000_009), Some(0.000_011)).unwrap();
+    assert_eq!((z.t0_ns, z.t1_ns), (5_000_009_000, 5_000_011_000));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SVG text contents.
+fn svg_texts(p: &Path) -> Vec<String> {
+    let s = std::fs::read_to_string(p).unwrap();
+    let doc = roxmltree::Document::parse(&s).unwrap_or_else(|e| panic!("{}: not XML: {e}", p.display()));
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .map(|n| n.children().filter_map(|t| t.text()).collect::<String>().trim().to_string())
+        .collect()
+}
+
+fn png_size(p: &Path) -> (u32, u32) {
+    let b = std::fs::read(p).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "{}", p.display());
+    (u32::from_be_bytes(b[16..20].try_into().unwrap()), u32::from_be_bytes(b[20..24].try_into().unwrap()))
+}
+
+#[test]
+fn images_written() {
+    let dir = tmpdir("images");
+    let (r, o, p) = pair(&dir);
+    let out = dir.join("plots");
+    let opts = Opts { format: Format::Both, width: 1200, max_threads: 12, from_s: None, to_s: None };
+    // OTHER given as the recording directory holding replay-timeline.jsonl.
+    let paths = compare::run(&r, &dir, &out, &opts).unwrap();
+    assert_eq!(other_path(&dir), o);
+    let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["compare_timeline.png", "compare_kernels.png", "compare_timeline.svg", "compare_kernels.svg"]);
+    let tl = timeline(&p);
+    let tl_opts = timeline::Opts { width: 1200, ..Default::default() };
+    assert_eq!(png_size(&paths[0]), timeline::size(&tl, &tl_opts));
+    assert_eq!(png_size(&paths[1]), compare_kernels::size(&kernel_bars(&p), 1200));
+    let texts = svg_texts(&paths[2]);
+    for want in [
+        "recorded · GPU 0 busy",
+        "replayed · GPU 0 busy",
+        "GPU 0 · stream 7",
+        "GPU 0 · stream 13",
+        "GPU 0 · stream 20",
+        "GPU 0 · stream 21",
+        "iterations, marks",
+        "iterations",
+        "sampled",
+        "GPU busy (measured)",
+        "GPU busy (replayed)",
+        "time since each trace's first GPU interval (µs)",
+        "0",
+        "18",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want:?} not in {texts:?}");
+    }
+    assert!(texts.contains(&format!("replayed: {} (replay, mode sequence, pass 3)", o.display())), "{texts:?}");
+    let texts = svg_texts(&paths[3]);
+    for want in [
+        "gemm",
+        "elementwise",
+        "copy",
+        "set",
+        "recorded",
+        "replayed",
+        "2.00 µs, 1 kernel",
+        "2.20 µs, 1 kernel (+10.0 %)",
+        "250 ns, 1 set (+0.0 %)",
+        "GPU time (µs)",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want:?} not in {texts:?}");
+    }
+    // Zoomed: a separate file name, the window on the shared axis.
+    let zoomed = Opts { format: Format::Svg, from_s: Some(0.000_009), ..opts };
+    let paths = compare::run(&r, &o, &out, &zoomed).unwrap();
+    assert_eq!(paths[0].file_name().unwrap(), "compare_timeline_0.000009-s.svg");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn traces_without_gpu_intervals_are_refused() {
+    let dir = tmpdir("errors");
+    let (r, _, _) = pair(&dir);
+    let bare = write(
+        &dir,
+        "calls.jsonl",
+        &RECORDED.lines().filter(|l| !l.contains(r#""type":"gpu""#)).collect::<Vec<_>>().join("\n"),
+    );
+    let e = compare::run(
+        &r,
+        &bare,
+        &dir,
+        &Opts { format: Format::Png, width: 800, max_threads: 4, from_s: None, to_s: None },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "OTHER {} has no measured GPU intervals: make it with `replay` (which writes \
+             NAME.rec/replay-timeline.jsonl) or `tracer record --gpu-timestamps`",
+            bare.display()
+        )
+    );
+    let e = load(&bare, "RECORDED").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "RECORDED {} has no measured GPU intervals: record it with `tracer record --gpu-timestamps`",
+            bare.display()
+        )
+    );
+    // Not a trace at all: the reader's error, naming the file and line.
+    let junk = write(&dir, "junk.jsonl", "{\"type\":\"header\"}\nnot json\n");
+    let e = format!("{:#}", load(&junk, "OTHER").unwrap_err());
+    assert!(e.contains("junk.jsonl") && e.contains("line 2"), "{e}");
+    assert!(!dir.join("compare_timeline.png").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn committed(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces").join(name)
+}
+
+/// A committed H100 recording compared with itself: equal busy time, 0.0 %
+/// in every family, both starts at the origin.
+#[test]
+fn committed_trace_against_itself() {
+    let path = committed("simple_inference_gpu.jsonl.gz");
+    let p = Pair { recorded: load(&path, "RECORDED").unwrap(), other: load(&path, "OTHER").unwrap() };
+    assert_eq!(p.other_label(), "compared");
+    let (a, b) = (stats(&p.recorded.ops), stats(&p.other.ops));
+    assert_eq!(a, b);
+    assert_eq!((a.kernels.count, a.copies.count, a.sets.count), (88, 10, 44));
+    assert_eq!((a.busy_ns, a.span_ns()), (BUSY, SPAN));
+    let k = kernel_bars(&p);
+    let fams: Vec<_> = k.rows.iter().map(|r| (r.family, r.recorded.count)).collect();
+    assert_eq!(fams, [("gemm", 44), ("elementwise", 44), ("copy", 10), ("set", 44)]);
+    for r in &k.rows {
+        assert_eq!(r.recorded, r.other);
+        assert_eq!(diff_pct(r.recorded.ns, r.other.ns), Some(0.0), "{}", r.family);
+    }
+    assert!(summary(&p).contains("compared / recorded: GPU busy ×1.000 (+0.0 %), span ×1.000 (+0.0 %)"));
+    let tl = timeline(&p);
+    assert_eq!(tl.origin_ns, a.first_ns);
+    assert_eq!(
+        tl.sections[0].pinned,
+        tl.sections[1]
+            .pinned
+            .iter()
+            .map(|t| input::Track { label: t.label.replace("compared", "recorded"), ..t.clone() })
+            .collect::<Vec<_>>()
+    );
+    // A recording directory (NAME.rec) is read through its trace.jsonl.
+    let rec = load(&committed("replay_check.rec"), "RECORDED").unwrap();
+    assert_eq!(rec.ops.len(), 9);
+}
+
+const BUSY: u64 = 2_161_740;
+const SPAN: u64 = 120_896_703;
