@@ -29,14 +29,30 @@ pub enum Op {
     Set,
 }
 
+/// Which stream an interval ran on: CUPTI's stream id, else the CUstream
+/// handle, else unknown (rows in this order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stream {
+    Id(u64),
+    Handle(u64),
+    Unknown,
+}
+
+impl std::fmt::Display for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stream::Id(id) => write!(f, "stream {id}"),
+            Stream::Handle(h) => write!(f, "stream {h:#x}"),
+            Stream::Unknown => f.write_str("stream ?"),
+        }
+    }
+}
+
 /// One measured GPU interval `[start_ns, end_ns)`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GpuOp {
     pub device: u64,
-    /// CUPTI's stream id, if the line has one.
-    pub stream_id: Option<u64>,
-    /// "stream 7" (CUPTI's stream id), or the handle when there is no id.
-    pub stream: String,
+    pub stream: Stream,
     pub start_ns: u64,
     pub end_ns: u64,
     pub op: Op,
@@ -113,10 +129,14 @@ impl Side {
                     self.skipped += 1;
                     return;
                 }
-                let stream = match (u(v, "stream_id"), v.get("stream").and_then(Value::as_str)) {
-                    (Some(id), _) => format!("stream {id}"),
-                    (None, Some(h)) => format!("stream {h}"),
-                    _ => "stream ?".to_string(),
+                let handle = || {
+                    let h = v.get("stream").and_then(Value::as_str)?;
+                    u64::from_str_radix(h.strip_prefix("0x")?, 16).ok()
+                };
+                let stream = match (u(v, "stream_id"), handle()) {
+                    (Some(id), _) => Stream::Id(id),
+                    (None, Some(h)) => Stream::Handle(h),
+                    _ => Stream::Unknown,
                 };
                 let opname = s(v, "op");
                 let op = match opname {
@@ -126,7 +146,6 @@ impl Side {
                 };
                 self.ops.push(GpuOp {
                     device: u(v, "device").unwrap_or(0),
-                    stream_id: u(v, "stream_id"),
                     stream,
                     start_ns: start,
                     end_ns: end,
@@ -174,6 +193,8 @@ pub struct Stats {
     pub sets: Tally,
     /// Per family, in [`family::FAMILIES`] order.
     pub families: [Tally; 7],
+    /// The idle gaps between the busy intervals of each GPU, in order.
+    pub gaps_ns: Vec<u64>,
 }
 
 impl Stats {
@@ -197,7 +218,9 @@ pub fn stats(ops: &[GpuOp]) -> Stats {
         last_ns: ops.iter().map(|o| o.end_ns).max().unwrap_or(0),
         ..Default::default()
     };
-    st.busy_ns = busy_by_device(ops).values().flatten().map(|(a, b)| b - a).sum();
+    let busy = busy_by_device(ops);
+    st.busy_ns = busy.values().flatten().map(|(a, b)| b - a).sum();
+    st.gaps_ns = busy.values().flat_map(|iv| iv.windows(2).map(|w| w[1].0 - w[0].1)).collect();
     for o in ops {
         let d = o.end_ns - o.start_ns;
         match o.op {
@@ -266,17 +289,35 @@ pub fn stat_line(st: &Stats) -> String {
     )
 }
 
+/// "idle gaps: 141, 119 ms in all; median 3.10 µs, p90 1.20 ms, longest 40.1 ms".
+pub fn gap_line(st: &Stats) -> String {
+    match super::gap_hist::gap_stats(&st.gaps_ns) {
+        None => "no idle gaps".to_string(),
+        Some(g) => format!(
+            "idle gaps: {}, {} in all; median {}, p90 {}, p99 {}, longest {}",
+            thousands(g.count),
+            fmt_ns(g.total_ns as f64),
+            fmt_ns(g.median_ns as f64),
+            fmt_ns(g.p90_ns as f64),
+            fmt_ns(g.p99_ns as f64),
+            fmt_ns(g.max_ns as f64)
+        ),
+    }
+}
+
 /// "replayed / recorded: GPU busy ×0.987 (-1.3 %), span ×1.002 (+0.2 %),
 /// kernel time ×1.000 (+0.0 %)".
 pub fn ratio_line(label: &str, a: &Stats, b: &Stats) -> String {
     let r = |x: u64, y: u64| {
         if x == 0 { "n/a".to_string() } else { format!("×{:.3} ({})", y as f64 / x as f64, fmt_pct(diff_pct(x, y))) }
     };
+    let idle = |s: &Stats| s.gaps_ns.iter().sum::<u64>();
     format!(
-        "{label} / recorded: GPU busy {}, span {}, kernel time {}",
+        "{label} / recorded: GPU busy {}, span {}, kernel time {}, idle {}",
         r(a.busy_ns, b.busy_ns),
         r(a.span_ns(), b.span_ns()),
-        r(a.kernels.ns, b.kernels.ns)
+        r(a.kernels.ns, b.kernels.ns),
+        r(idle(a), idle(b))
     )
 }
 
@@ -313,15 +354,13 @@ pub fn timeline(p: &Pair) -> Timeline {
                 slices: iv.iter().map(|&(a, b)| sl(a, b)).collect(),
             })
             .collect();
-        // Rows by device, then stream id in numeric order (streams without one last).
-        let mut streams: BTreeMap<(u64, u64, &str), Vec<Slice>> = BTreeMap::new();
+        let mut streams: BTreeMap<(u64, Stream), Vec<Slice>> = BTreeMap::new();
         for o in &sides[i].ops {
-            let key = (o.device, o.stream_id.unwrap_or(u64::MAX), o.stream.as_str());
-            streams.entry(key).or_default().push(sl(o.start_ns, o.end_ns));
+            streams.entry((o.device, o.stream)).or_default().push(sl(o.start_ns, o.end_ns));
         }
         let tracks = streams
             .into_iter()
-            .map(|((dev, _, stream), slices)| Track { label: format!("GPU {dev} · {stream}"), slices })
+            .map(|((dev, stream), slices)| Track { label: format!("GPU {dev} · {stream}"), slices })
             .collect();
         let marks = sides[i].marks.iter().map(|m| Mark { ts_ns: m.ts_ns + shift, ..m.clone() }).collect();
         let what = sides[i].replay.as_ref().map(|r| format!(" (replay, {r})")).unwrap_or_default();
@@ -336,7 +375,9 @@ pub fn timeline(p: &Pair) -> Timeline {
     let offset = st[1].first_ns as i128 - st[0].first_ns as i128;
     let mut notes = vec![
         format!("recorded: {}", stat_line(&st[0])),
+        format!("recorded {}", gap_line(&st[0])),
         format!("{}: {}", labels[1], stat_line(&st[1])),
+        format!("{} {}", labels[1], gap_line(&st[1])),
         ratio_line(labels[1], &st[0], &st[1]),
         format!(
             "Starts aligned: time 0 is each trace's first GPU interval (the {} one began {} from the recorded one \
@@ -407,7 +448,13 @@ pub fn summary(p: &Pair) -> String {
     let mut out = String::new();
     for i in 0..2 {
         let what = p.sides()[i].replay.as_ref().map(|r| format!(" (replay, {r})")).unwrap_or_default();
-        out += &format!("{:<9} {}{what}\n          {}\n", labels[i], p.sides()[i].name, stat_line(&st[i]));
+        out += &format!(
+            "{:<9} {}{what}\n          {}\n          {}\n",
+            labels[i],
+            p.sides()[i].name,
+            stat_line(&st[i]),
+            gap_line(&st[i])
+        );
     }
     out += &ratio_line(labels[1], &st[0], &st[1]);
     out += "\n";

@@ -70,9 +70,11 @@ fn exact_figures_of_both_traces() {
     assert_eq!((r.kernels, r.copies, r.sets), (t(2, 3_500), t(1, 1_000), t(1, 250)));
     // gemm, attention, elementwise, reduction, copy, set, other.
     assert_eq!(r.families, [t(1, 2_000), t(0, 0), t(1, 1_500), t(0, 0), t(1, 1_000), t(1, 250), t(0, 0)]);
+    assert_eq!(r.gaps_ns, [6_000, 9_000]);
     let o = stats(&p.other.ops);
     assert_eq!((o.first_ns, o.span_ns(), o.busy_ns), (5_000_000_000, 10_250, 4_950));
     assert_eq!(o.families, [t(1, 2_200), t(0, 0), t(1, 1_500), t(0, 0), t(1, 1_000), t(1, 250), t(0, 0)]);
+    assert_eq!(o.gaps_ns, [5_300]);
     assert_eq!(diff_pct(r.busy_ns, o.busy_ns), Some(700.0 / 4_250.0 * 100.0));
     assert_eq!(fmt_pct(diff_pct(r.busy_ns, o.busy_ns)), "+16.5 %");
     assert_eq!((diff_pct(0, 0), diff_pct(0, 5), diff_pct(2_000, 2_200)), (Some(0.0), None, Some(10.0)));
@@ -94,13 +96,18 @@ fn exact_figures_of_both_traces() {
         "          GPU busy 4.25 µs in a 19.2 µs span (22 %); 2 kernels 3.50 µs, 1 copy 1.00 µs, 1 set 250 ns"
     );
     assert_eq!(
-        lines[4],
-        "replayed / recorded: GPU busy ×1.165 (+16.5 %), span ×0.532 (-46.8 %), kernel time ×1.057 (+5.7 %)"
+        lines[2],
+        "          idle gaps: 2, 15.0 µs in all; median 6.00 µs, p90 9.00 µs, p99 9.00 µs, longest 9.00 µs"
     );
-    assert_eq!(lines[5], "note: replayed: 1 gpu line without a start or an end left out");
-    assert_eq!(lines[8], "gemm                      2.00 µs (1)              2.20 µs (1)    +10.0 %");
-    assert_eq!(lines[11], "set                        250 ns (1)               250 ns (1)     +0.0 %");
-    assert_eq!(lines.len(), 12);
+    assert_eq!(
+        lines[6],
+        "replayed / recorded: GPU busy ×1.165 (+16.5 %), span ×0.532 (-46.8 %), kernel time ×1.057 (+5.7 %), idle \
+         ×0.353 (-64.7 %)"
+    );
+    assert_eq!(lines[7], "note: replayed: 1 gpu line without a start or an end left out");
+    assert_eq!(lines[10], "gemm                      2.00 µs (1)              2.20 µs (1)    +10.0 %");
+    assert_eq!(lines[13], "set                        250 ns (1)               250 ns (1)     +0.0 %");
+    assert_eq!(lines.len(), 14);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -143,10 +150,14 @@ fn rows_labels_and_aligned_starts() {
     assert_eq!(rep.marks, vec![Mark { ts_ns: 1_000_000_500, label: "0".into(), iteration: true }]);
     assert_eq!(
         tl.notes[3],
+        "replayed idle gaps: 1, 5.30 µs in all; median 5.30 µs, p90 5.30 µs, p99 5.30 µs, longest 5.30 µs"
+    );
+    assert_eq!(
+        tl.notes[5],
         "Starts aligned: time 0 is each trace's first GPU interval (the replayed one began +4.00 s from the recorded \
          one on the clock)."
     );
-    assert_eq!(tl.notes[4], "replayed: 1 gpu line without a start or an end left out");
+    assert_eq!(tl.notes[6], "replayed: 1 gpu line without a start or an end left out");
     assert_eq!(timeline::kinds_present(&tl), vec![Kind::GpuMeasured, Kind::GpuReplayed]);
     // --from/--to count from the aligned start.
     let mut z = tl.clone();
@@ -308,3 +319,50 @@ fn committed_trace_against_itself() {
 
 const BUSY: u64 = 2_161_740;
 const SPAN: u64 = 120_896_703;
+
+#[test]
+fn streams_by_id_then_handle_and_lines_left_out() {
+    let mut side = Side::new("x");
+    let line = |extra: &str| -> serde_json::Value {
+        serde_json::from_str(&format!(r#"{{"ts":10,"end_ts":20,"type":"gpu","op":"kernel","name":"k"{extra}}}"#))
+            .unwrap()
+    };
+    for extra in [
+        r#","stream":"0x1a""#,
+        r#","stream_id":9,"stream":"0x1a""#,
+        r#","stream":null"#,
+        r#","stream_id":10,"device":1"#,
+        r#","stream_id":2,"source":"inferred""#,
+    ] {
+        side.add(&line(extra));
+    }
+    side.add(&serde_json::json!({"ts":30,"type":"gpu","op":"memset"}));
+    side.add(&serde_json::json!({"ts":30,"end_ts":29,"type":"gpu","op":"memset"}));
+    let side = side.finish();
+    assert_eq!((side.ops.len(), side.skipped, side.inferred), (4, 2, 1));
+    let p = Pair { recorded: side.clone(), other: side };
+    let tl = timeline(&p);
+    let labels: Vec<_> = tl.sections[1].pinned.iter().chain(&tl.sections[1].tracks).map(|t| t.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "compared · GPU 0 busy",
+            "compared · GPU 1 busy",
+            "GPU 0 · stream 9",
+            "GPU 0 · stream 0x1a",
+            "GPU 0 · stream ?",
+            "GPU 1 · stream 10"
+        ]
+    );
+    // Busy is per GPU: the same 10 ns on two GPUs is 20 ns of GPU time.
+    assert_eq!(stats(&p.recorded.ops).busy_ns, 20);
+    assert_eq!(
+        tl.notes[tl.notes.len() - 4..],
+        [
+            "recorded: 2 gpu lines without a start or an end left out",
+            "recorded: 1 inferred gpu line (not measured) left out",
+            "compared: 2 gpu lines without a start or an end left out",
+            "compared: 1 inferred gpu line (not measured) left out"
+        ]
+    );
+}
