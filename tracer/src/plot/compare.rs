@@ -399,6 +399,38 @@ pub fn timeline(p: &Pair) -> Timeline {
     }
 }
 
+/// GPU busy time of a section's busy rows (the union per GPU) within the
+/// timeline's window.
+pub fn window_busy_ns(tl: &Timeline, section: usize) -> u64 {
+    tl.sections[section]
+        .pinned
+        .iter()
+        .flat_map(|t| &t.slices)
+        .map(|s| s.end_ns.min(tl.t1_ns).saturating_sub(s.start_ns.max(tl.t0_ns)))
+        .sum()
+}
+
+/// The note for a zoomed timeline: busy time of each trace in the window.
+pub fn window_note(tl: &Timeline) -> String {
+    let w = tl.t1_ns - tl.t0_ns;
+    let b: Vec<u64> = (0..tl.sections.len()).map(|i| window_busy_ns(tl, i)).collect();
+    let part = |i: usize| {
+        let label = tl.sections[i].title.split(':').next().unwrap_or("");
+        format!("{label} {} ({:.0} %)", fmt_ns(b[i] as f64), b[i] as f64 / w as f64 * 100.0)
+    };
+    format!(
+        "In this {} window: GPU busy {}, {}; ratio {}",
+        fmt_ns(w as f64),
+        part(0),
+        part(1),
+        if b[0] > 0 {
+            format!("×{:.3} ({})", b[1] as f64 / b[0] as f64, fmt_pct(diff_pct(b[0], b[1])))
+        } else {
+            "n/a".into()
+        }
+    )
+}
+
 /// Notes on `gpu` lines left out, if any.
 fn skipped_notes(p: &Pair) -> Vec<String> {
     let mut out = vec![];
@@ -517,6 +549,9 @@ pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow
     let pair = Pair { recorded: load(recorded, "RECORDED")?, other: load(&other, "OTHER")? };
     let mut tl = timeline(&pair);
     super::zoom(&mut tl, o.from_s, o.to_s).map_err(|e| crate::UsageError(e.to_string()))?;
+    if o.from_s.is_some() || o.to_s.is_some() {
+        tl.notes.push(window_note(&tl));
+    }
     let bars = kernel_bars(&pair);
     let read_s = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
@@ -544,6 +579,9 @@ pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow
         paths.push(p);
     }
     print!("{}", summary(&pair));
+    if o.from_s.is_some() || o.to_s.is_some() {
+        println!("{}", window_note(&tl));
+    }
     println!();
     for p in &paths {
         println!("{}", p.display());

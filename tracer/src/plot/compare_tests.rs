@@ -163,6 +163,12 @@ fn rows_labels_and_aligned_starts() {
     let mut z = tl.clone();
     zoom(&mut z, Some(0.000_009), Some(0.000_011)).unwrap();
     assert_eq!((z.t0_ns, z.t1_ns), (5_000_009_000, 5_000_011_000));
+    // Recorded: its copy [9000, 10000); replayed: copy and set [9000, 10250).
+    assert_eq!((window_busy_ns(&z, 0), window_busy_ns(&z, 1)), (1_000, 1_250));
+    assert_eq!(
+        window_note(&z),
+        "In this 2.00 µs window: GPU busy recorded 1.00 µs (50 %), replayed 1.25 µs (62 %); ratio ×1.250 (+25.0 %)"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
