@@ -8,7 +8,7 @@
 //! (`timeline.rs`: one section per trace), [`kernel_bars`] gives the second
 //! figure's input (`compare_kernels.rs`) and [`summary`] the text. [`run`] is
 //! the only part that reads or writes files.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -57,6 +57,8 @@ pub struct GpuOp {
     pub end_ns: u64,
     pub op: Op,
     pub family: &'static str,
+    /// A replay's link: the recording's trace line of the op this measured.
+    pub line: Option<u64>,
 }
 
 /// One trace's measured GPU intervals and markers.
@@ -74,6 +76,9 @@ pub struct Side {
     pub skipped: u64,
     /// `gpu` lines that were inferred, not measured: skipped.
     pub inferred: u64,
+    /// The `ts` of the lines asked for by [`load`]'s `wanted` (the lines a
+    /// replay's `gpu` lines link to), by line number.
+    pub line_ts: HashMap<u64, u64>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -151,6 +156,7 @@ impl Side {
                     end_ns: end,
                     op,
                     family: family::of_op(opname, s(v, "name")),
+                    line: u(v, "line"),
                 });
             }
             _ => {}
@@ -163,6 +169,38 @@ impl Side {
         self.marks.sort_by_key(|m| m.ts_ns);
         self
     }
+}
+
+/// Where the replay reached each marker: a replay's timeline carries the
+/// recording's markers with their recorded times, and its `gpu` lines the
+/// recording's line of the op each measured (`line`). A marker is placed at
+/// the replayed start of the first op the recording submitted at or after
+/// it (ops in recorded submission order; a marker after the last op at the
+/// replay's last end). None when no `gpu` line links to a line of
+/// `recorded` whose time is known.
+pub fn replayed_marks(recorded: &Side, replay: &Side) -> Option<Vec<Mark>> {
+    let mut links: Vec<(u64, u64)> =
+        replay.ops.iter().filter_map(|o| Some((*recorded.line_ts.get(&o.line?)?, o.start_ns))).collect();
+    if links.is_empty() {
+        return None;
+    }
+    links.sort_unstable();
+    let last_end = replay.ops.iter().map(|o| o.end_ns).max().unwrap_or(0);
+    let mut out: Vec<Mark> = replay
+        .marks
+        .iter()
+        .map(|m| {
+            let i = links.partition_point(|l| l.0 < m.ts_ns);
+            Mark { ts_ns: links.get(i).map_or(last_end, |l| l.1), ..m.clone() }
+        })
+        .collect();
+    out.sort_by_key(|m| m.ts_ns);
+    Some(out)
+}
+
+/// The lines of the recording a replay's `gpu` lines link to.
+pub fn linked_lines(replay: &Side) -> HashSet<u64> {
+    replay.ops.iter().filter_map(|o| o.line).collect()
 }
 
 /// Count and summed duration (ns) of a set of intervals.
@@ -342,6 +380,7 @@ pub fn timeline(p: &Pair) -> Timeline {
     let origin = st[0].first_ns.max(st[1].first_ns);
     let span = st[0].span_ns().max(st[1].span_ns());
     let kinds = [Kind::GpuMeasured, if labels[1] == "replayed" { Kind::GpuReplayed } else { Kind::GpuMeasured }];
+    let other_marks = replayed_marks(&p.recorded, &p.other);
     let mut sections = Vec::new();
     for i in 0..2 {
         let shift = origin - st[i].first_ns;
@@ -362,7 +401,9 @@ pub fn timeline(p: &Pair) -> Timeline {
             .into_iter()
             .map(|((dev, stream), slices)| Track { label: format!("GPU {dev} · {stream}"), slices })
             .collect();
-        let marks = sides[i].marks.iter().map(|m| Mark { ts_ns: m.ts_ns + shift, ..m.clone() }).collect();
+        let own = if i == 1 { other_marks.as_ref() } else { None };
+        let marks =
+            own.unwrap_or(&sides[i].marks).iter().map(|m| Mark { ts_ns: m.ts_ns + shift, ..m.clone() }).collect();
         let what = sides[i].replay.as_ref().map(|r| format!(" (replay, {r})")).unwrap_or_default();
         sections.push(Section {
             title: format!("{}: {}{what}", labels[i], sides[i].name),
@@ -386,6 +427,17 @@ pub fn timeline(p: &Pair) -> Timeline {
             fmt_signed_ns(offset)
         ),
     ];
+    if !p.other.marks.is_empty() {
+        notes.push(if other_marks.is_some() {
+            format!(
+                "{} markers: where the replay started the first GPU op the recording submitted after each marker \
+                 (linked by the gpu lines' `line`); recorded markers: when the program marked them.",
+                labels[1]
+            )
+        } else {
+            format!("{} markers: at their times in that trace (its gpu lines have no `line` links).", labels[1])
+        });
+    }
     notes.extend(skipped_notes(p));
     Timeline {
         title: format!("Recorded vs {} GPU timeline — {} vs {}", labels[1], sides[0].name, sides[1].name),
@@ -505,23 +557,33 @@ pub fn summary(p: &Pair) -> String {
     out
 }
 
-/// Reads one trace's GPU intervals and markers; an error when it has no
+/// Reads one trace's GPU intervals and markers, and the `ts` of the `wanted`
+/// line numbers (1-based, as a replay's `line`); an error when it has no
 /// measured GPU intervals (`role`: "RECORDED" or "OTHER", as in the usage).
-pub fn load(path: &Path, role: &str) -> anyhow::Result<Side> {
+pub fn load(path: &Path, role: &str, wanted: &HashSet<u64>) -> anyhow::Result<Side> {
     let name = path.display().to_string();
     let mut side = Side::new(&name);
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let start = std::time::Instant::now();
-    let mut n = 0u64;
-    crate::reader::for_each(path, |v| {
-        side.add(v);
-        n += 1;
+    let lines = crate::reader::for_each_line(path, |n, buf| {
+        let v = match serde_json::from_slice::<Value>(buf) {
+            Ok(v) if v.is_object() => v,
+            Ok(_) => anyhow::bail!("{name}: line {n}: expected a JSON object"),
+            Err(e) => anyhow::bail!("{name}: line {n}: not valid JSON ({e})"),
+        };
+        side.add(&v);
+        if wanted.contains(&n)
+            && let Some(ts) = u(&v, "ts")
+        {
+            side.line_ts.insert(n, ts);
+        }
         if tty && n.is_multiple_of(100_000) && start.elapsed().as_secs() >= 1 {
             eprint!("\rreading {name}: {} lines", thousands(n));
         }
+        Ok(())
     })?;
     if tty && start.elapsed().as_secs() >= 1 {
-        eprintln!("\rreading {name}: {} lines", thousands(n));
+        eprintln!("\rreading {name}: {} lines", thousands(lines));
     }
     if side.ops.is_empty() {
         let how = if role == "OTHER" {
@@ -546,7 +608,9 @@ pub fn other_path(other: &Path) -> PathBuf {
 pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow::Result<Vec<PathBuf>> {
     let t = std::time::Instant::now();
     let other = other_path(other);
-    let pair = Pair { recorded: load(recorded, "RECORDED")?, other: load(&other, "OTHER")? };
+    // OTHER first: the recording's lines its `gpu` lines link to are read with RECORDED.
+    let other = load(&other, "OTHER", &HashSet::new())?;
+    let pair = Pair { recorded: load(recorded, "RECORDED", &linked_lines(&other))?, other };
     let mut tl = timeline(&pair);
     super::zoom(&mut tl, o.from_s, o.to_s).map_err(|e| crate::UsageError(e.to_string()))?;
     if o.from_s.is_some() || o.to_s.is_some() {

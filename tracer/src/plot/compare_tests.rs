@@ -1,5 +1,6 @@
 //! `tracer plot --compare` on two hand-built traces (exact figures, rows,
 //! alignment, images, errors) and on a committed recording compared with itself.
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::compare::*;
@@ -15,28 +16,33 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 /// A recording: two overlapping kernels on streams 7 and 13 (union 3 µs), a
-/// copy, a set given by `duration_us` only, two markers, and lines the
-/// comparison ignores.
+/// copy, a set given by `duration_us` only, the calls that submitted them,
+/// two markers.
 const RECORDED: &str = r#"{"type":"header","format":"tracer-jsonl","format_version":1,"command":["python3","x.py"]}
 {"ts":1000000500,"pid":5,"tid":5,"type":"marker","op":"iteration","name":"marker","label":"0"}
-{"ts":1000000600,"pid":5,"tid":5,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":3.0}
+{"ts":1000000600,"pid":5,"tid":5,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":0.05}
+{"ts":1000000700,"pid":5,"tid":5,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":0.05}
 {"ts":1000001000,"end_ts":1000003000,"pid":5,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":7,"name":"nvjet_sm90_hsh_64x8_64x16_4x2_h_bz_bias_NNT"}
 {"ts":1000002500,"end_ts":1000004000,"pid":5,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":13,"name":"_ZN2at6native29vectorized_elementwise_kernelILi4E"}
+{"ts":1000009000,"pid":5,"tid":5,"type":"memcpy","op":"htod","name":"cuMemcpyHtoDAsync_v2","duration_us":0.5}
 {"ts":1000010000,"end_ts":1000011000,"pid":5,"tid":0,"type":"gpu","op":"memcpy","source":"cupti","device":0,"stream_id":7,"name":"memcpy_htod","size":4096}
 {"ts":1000015000,"pid":5,"tid":5,"type":"marker","op":"mark","name":"marker","label":"sampled"}
+{"ts":1000019500,"pid":5,"tid":5,"type":"memset","op":"memset","name":"cuMemsetD8Async","duration_us":0.5}
 {"ts":1000020000,"duration_us":0.25,"pid":5,"tid":0,"type":"gpu","op":"memset","source":"cupti","device":0,"stream_id":7,"name":"memset"}
 {"type":"footer"}
 "#;
 
 /// Its replay: the GEMM 10 % slower, everything on two other streams, the
-/// idle time shorter, one line without an end.
+/// idle time shorter, one line without an end; `line`: the recording's line
+/// of the call that submitted the op; the recording's markers.
 const REPLAYED: &str = r#"{"type":"header","format":"tracer-jsonl","format_version":1,"source":"replay","recording":"x.rec","command":["replay","x.rec"],"gpus":[{"bus":"0000:00:06.0","model":"H100"}],"replay":{"mode":"sequence","pass":3,"shift_ns":-5}}
-{"ts":5000000000,"end_ts":5000002200,"duration_us":2.2,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"nvjet_sm90_hsh_64x8_64x16_4x2_h_bz_bias_NNT","line":4}
-{"ts":5000002200,"end_ts":5000003700,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"_ZN2at6native29vectorized_elementwise_kernelILi4E","line":5}
+{"ts":5000000000,"end_ts":5000002200,"duration_us":2.2,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"nvjet_sm90_hsh_64x8_64x16_4x2_h_bz_bias_NNT","line":3}
+{"ts":5000002200,"end_ts":5000003700,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"_ZN2at6native29vectorized_elementwise_kernelILi4E","line":4}
 {"ts":5000004000,"pid":9,"tid":0,"type":"gpu","op":"kernel","source":"cupti","device":0,"stream_id":20,"name":"k"}
-{"ts":5000009000,"end_ts":5000010000,"pid":9,"tid":0,"type":"gpu","op":"memcpy","source":"cupti","device":0,"stream_id":21,"name":"memcpy_htod","size":4096,"line":6}
-{"ts":5000010000,"end_ts":5000010250,"pid":9,"tid":0,"type":"gpu","op":"memset","source":"cupti","device":0,"stream_id":21,"name":"memset","line":8}
-{"ts":1000000500,"pid":5,"tid":5,"type":"marker","op":"iteration","name":"marker","label":"0"}
+{"ts":5000009000,"end_ts":5000010000,"pid":9,"tid":0,"type":"gpu","op":"memcpy","source":"cupti","device":0,"stream_id":21,"name":"memcpy_htod","size":4096,"line":7}
+{"ts":5000010000,"end_ts":5000010250,"pid":9,"tid":0,"type":"gpu","op":"memset","source":"cupti","device":0,"stream_id":21,"name":"memset","line":10}
+{"ts":1000000500,"pid":5,"tid":0,"type":"marker","op":"iteration","label":"0"}
+{"ts":1000015000,"pid":5,"tid":0,"type":"marker","op":"mark","label":"sampled"}
 {"type":"footer"}
 "#;
 
@@ -48,7 +54,8 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 fn pair(dir: &Path) -> (PathBuf, PathBuf, Pair) {
     let (r, o) = (write(dir, "rec.jsonl", RECORDED), write(dir, "replay-timeline.jsonl", REPLAYED));
-    let p = Pair { recorded: load(&r, "RECORDED").unwrap(), other: load(&o, "OTHER").unwrap() };
+    let other = load(&o, "OTHER", &HashSet::new()).unwrap();
+    let p = Pair { recorded: load(&r, "RECORDED", &linked_lines(&other)).unwrap(), other };
     (r, o, p)
 }
 
@@ -146,8 +153,20 @@ fn rows_labels_and_aligned_starts() {
             Mark { ts_ns: 1_000_015_000 + shift, label: "sampled".into(), iteration: false }
         ]
     );
-    // The replay's markers (copied from the recording) move with the replay (not at all here).
-    assert_eq!(rep.marks, vec![Mark { ts_ns: 1_000_000_500, label: "0".into(), iteration: true }]);
+    // The replay's markers (the recording's): where the replay started the
+    // first op submitted after each, found through the `line` links: the
+    // GEMM (line 3, after "0") and the memset (line 10, after "sampled").
+    assert_eq!(
+        p.recorded.line_ts,
+        [(3, 1_000_000_600), (4, 1_000_000_700), (7, 1_000_009_000), (10, 1_000_019_500)].into()
+    );
+    assert_eq!(
+        rep.marks,
+        vec![
+            Mark { ts_ns: 5_000_000_000, label: "0".into(), iteration: true },
+            Mark { ts_ns: 5_000_010_000, label: "sampled".into(), iteration: false }
+        ]
+    );
     assert_eq!(
         tl.notes[3],
         "replayed idle gaps: 1, 5.30 µs in all; median 5.30 µs, p90 5.30 µs, p99 5.30 µs, longest 5.30 µs"
@@ -157,7 +176,12 @@ fn rows_labels_and_aligned_starts() {
         "Starts aligned: time 0 is each trace's first GPU interval (the replayed one began +4.00 s from the recorded \
          one on the clock)."
     );
-    assert_eq!(tl.notes[6], "replayed: 1 gpu line without a start or an end left out");
+    assert_eq!(
+        tl.notes[6],
+        "replayed markers: where the replay started the first GPU op the recording submitted after each marker \
+         (linked by the gpu lines' `line`); recorded markers: when the program marked them."
+    );
+    assert_eq!(tl.notes[7], "replayed: 1 gpu line without a start or an end left out");
     assert_eq!(timeline::kinds_present(&tl), vec![Kind::GpuMeasured, Kind::GpuReplayed]);
     // --from/--to count from the aligned start.
     let mut z = tl.clone();
@@ -211,9 +235,6 @@ fn images_written() {
         "GPU 0 · stream 13",
         "GPU 0 · stream 20",
         "GPU 0 · stream 21",
-        "iterations, marks",
-        "iterations",
-        "sampled",
         "GPU busy (measured)",
         "GPU busy (replayed)",
         "time since each trace's first GPU interval (µs)",
@@ -223,6 +244,10 @@ fn images_written() {
         assert!(texts.iter().any(|t| t == want), "{want:?} not in {texts:?}");
     }
     assert!(texts.contains(&format!("replayed: {} (replay, mode sequence, pass 3)", o.display())), "{texts:?}");
+    // A markers band in each section, the free mark labelled in both.
+    for want in ["iterations, marks", "sampled"] {
+        assert_eq!(texts.iter().filter(|t| *t == want).count(), 2, "{want:?} in {texts:?}");
+    }
     let texts = svg_texts(&paths[3]);
     for want in [
         "gemm",
@@ -269,7 +294,7 @@ fn traces_without_gpu_intervals_are_refused() {
             bare.display()
         )
     );
-    let e = load(&bare, "RECORDED").unwrap_err();
+    let e = load(&bare, "RECORDED", &HashSet::new()).unwrap_err();
     assert_eq!(
         e.to_string(),
         format!(
@@ -279,7 +304,7 @@ fn traces_without_gpu_intervals_are_refused() {
     );
     // Not a trace at all: the reader's error, naming the file and line.
     let junk = write(&dir, "junk.jsonl", "{\"type\":\"header\"}\nnot json\n");
-    let e = format!("{:#}", load(&junk, "OTHER").unwrap_err());
+    let e = format!("{:#}", load(&junk, "OTHER", &HashSet::new()).unwrap_err());
     assert!(e.contains("junk.jsonl") && e.contains("line 2"), "{e}");
     assert!(!dir.join("compare_timeline.png").exists());
     std::fs::remove_dir_all(&dir).unwrap();
@@ -294,7 +319,8 @@ fn committed(name: &str) -> PathBuf {
 #[test]
 fn committed_trace_against_itself() {
     let path = committed("simple_inference_gpu.jsonl.gz");
-    let p = Pair { recorded: load(&path, "RECORDED").unwrap(), other: load(&path, "OTHER").unwrap() };
+    let none = HashSet::new();
+    let p = Pair { recorded: load(&path, "RECORDED", &none).unwrap(), other: load(&path, "OTHER", &none).unwrap() };
     assert_eq!(p.other_label(), "compared");
     let (a, b) = (stats(&p.recorded.ops), stats(&p.other.ops));
     assert_eq!(a, b);
@@ -319,7 +345,7 @@ fn committed_trace_against_itself() {
             .collect::<Vec<_>>()
     );
     // A recording directory (NAME.rec) is read through its trace.jsonl.
-    let rec = load(&committed("replay_check.rec"), "RECORDED").unwrap();
+    let rec = load(&committed("replay_check.rec"), "RECORDED", &none).unwrap();
     assert_eq!(rec.ops.len(), 9);
 }
 
@@ -371,4 +397,32 @@ fn streams_by_id_then_handle_and_lines_left_out() {
             "compared: 1 inferred gpu line (not measured) left out"
         ]
     );
+}
+
+#[test]
+fn replayed_marks_follow_the_linked_ops() {
+    let op = |start: u64, line: Option<u64>| GpuOp {
+        device: 0,
+        stream: Stream::Id(1),
+        start_ns: start,
+        end_ns: start + 10,
+        op: Op::Kernel,
+        family: "other",
+        line,
+    };
+    let mark = |ts: u64, label: &str| Mark { ts_ns: ts, label: label.into(), iteration: false };
+    let mut rec = Side::new("rec");
+    rec.line_ts = [(10, 100), (11, 200), (12, 300)].into();
+    let mut rep = Side::new("rep");
+    // Replayed out of recorded order (two streams); line 13 is not in the recording's map.
+    rep.ops = vec![op(1_000, Some(10)), op(1_500, Some(12)), op(1_200, Some(11)), op(1_700, Some(13)), op(1_800, None)];
+    rep.marks =
+        vec![mark(50, "before all"), mark(150, "a"), mark(200, "at 11"), mark(250, "b"), mark(301, "after all")];
+    let got: Vec<(u64, String)> = replayed_marks(&rec, &rep).unwrap().into_iter().map(|m| (m.ts_ns, m.label)).collect();
+    let want = [(1_000, "before all"), (1_200, "a"), (1_200, "at 11"), (1_500, "b"), (1_810, "after all")];
+    assert_eq!(got, want.map(|(t, l)| (t, l.to_string())));
+    assert_eq!(linked_lines(&rep), [10, 11, 12, 13].into());
+    // No link resolves: None (the markers stay where the trace put them).
+    rec.line_ts.clear();
+    assert_eq!(replayed_marks(&rec, &rep), None);
 }
