@@ -596,10 +596,22 @@ pub fn load(path: &Path, role: &str, wanted: &HashSet<u64>) -> anyhow::Result<Si
     Ok(side.finish())
 }
 
-/// OTHER as given, or the replay timeline inside a recording directory.
-pub fn other_path(other: &Path) -> PathBuf {
+/// OTHER as given, or the replay timeline inside a recording directory (a
+/// directory without one is an error: its own trace would be the recording).
+pub fn other_path(other: &Path) -> anyhow::Result<PathBuf> {
+    if !other.is_dir() {
+        return Ok(other.to_path_buf());
+    }
     let inner = other.join("replay-timeline.jsonl");
-    if other.is_dir() && inner.is_file() { inner } else { other.to_path_buf() }
+    if !inner.is_file() {
+        anyhow::bail!(
+            "OTHER {} is a directory without replay-timeline.jsonl: run `replay {}` first (it writes it there), or \
+             name a trace file",
+            other.display(),
+            other.display()
+        );
+    }
+    Ok(inner)
 }
 
 /// `tracer plot RECORDED --compare OTHER`: writes `compare_timeline.<ext>`
@@ -607,7 +619,7 @@ pub fn other_path(other: &Path) -> PathBuf {
 /// into `dir`, prints the summary and the paths.
 pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow::Result<Vec<PathBuf>> {
     let t = std::time::Instant::now();
-    let other = other_path(other);
+    let other = other_path(other)?;
     // OTHER first: the recording's lines its `gpu` lines link to are read with RECORDED.
     let other = load(&other, "OTHER", &HashSet::new())?;
     let pair = Pair { recorded: load(recorded, "RECORDED", &linked_lines(&other))?, other };

@@ -220,7 +220,8 @@ fn images_written() {
     let opts = Opts { format: Format::Both, width: 1200, max_threads: 12, from_s: None, to_s: None };
     // OTHER given as the recording directory holding replay-timeline.jsonl.
     let paths = compare::run(&r, &dir, &out, &opts).unwrap();
-    assert_eq!(other_path(&dir), o);
+    assert_eq!(other_path(&dir).unwrap(), o);
+    assert_eq!(other_path(&o).unwrap(), o);
     let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["compare_timeline.png", "compare_kernels.png", "compare_timeline.svg", "compare_kernels.svg"]);
     let tl = timeline(&p);
@@ -300,6 +301,17 @@ fn traces_without_gpu_intervals_are_refused() {
         format!(
             "RECORDED {} has no measured GPU intervals: record it with `tracer record --gpu-timestamps`",
             bare.display()
+        )
+    );
+    // A recording directory without a replay's timeline.
+    let rec = committed("replay_check.rec");
+    assert_eq!(
+        other_path(&rec).unwrap_err().to_string(),
+        format!(
+            "OTHER {} is a directory without replay-timeline.jsonl: run `replay {}` first (it writes it there), or \
+             name a trace file",
+            rec.display(),
+            rec.display()
         )
     );
     // Not a trace at all: the reader's error, naming the file and line.
