@@ -367,7 +367,7 @@ fn draw_section<DB: DrawingBackend>(a: &Area<DB>, l: &Layout, grid: &Grid, s: &L
 where
     DB::ErrorType: 'static,
 {
-    text(a, s.title, (12, s.y + SECTION_H / 2), 13.5, TEXT, LEFT)?;
+    text(a, &elide(&font(13.5), s.title, (l.width - 24) as u32), (12, s.y + SECTION_H / 2), 13.5, TEXT, LEFT)?;
     if !s.marks.is_empty() {
         draw_marks(a, l, grid, s.y + SECTION_H, s.marks)?;
     }
