@@ -213,7 +213,7 @@ pub struct Tally {
 impl Tally {
     fn add(&mut self, ns: u64) {
         self.count += 1;
-        self.ns += ns;
+        self.ns = self.ns.saturating_add(ns);
     }
 }
 
@@ -257,7 +257,7 @@ pub fn stats(ops: &[GpuOp]) -> Stats {
         ..Default::default()
     };
     let busy = busy_by_device(ops);
-    st.busy_ns = busy.values().flatten().map(|(a, b)| b - a).sum();
+    st.busy_ns = busy.values().flatten().fold(0u64, |acc, (a, b)| acc.saturating_add(b - a));
     st.gaps_ns = busy.values().flat_map(|iv| iv.windows(2).map(|w| w[1].0 - w[0].1)).collect();
     for o in ops {
         let d = o.end_ns - o.start_ns;
@@ -385,7 +385,7 @@ pub fn timeline(p: &Pair) -> Timeline {
     for i in 0..2 {
         let shift = origin - st[i].first_ns;
         let kind = kinds[i];
-        let sl = |a: u64, b: u64| Slice { start_ns: a + shift, end_ns: b + shift, kind };
+        let sl = |a: u64, b: u64| Slice { start_ns: a.saturating_add(shift), end_ns: b.saturating_add(shift), kind };
         let pinned = busy_by_device(&sides[i].ops)
             .into_iter()
             .map(|(dev, iv)| Track {
@@ -402,8 +402,11 @@ pub fn timeline(p: &Pair) -> Timeline {
             .map(|((dev, stream), slices)| Track { label: format!("GPU {dev} · {stream}"), slices })
             .collect();
         let own = if i == 1 { other_marks.as_ref() } else { None };
-        let marks =
-            own.unwrap_or(&sides[i].marks).iter().map(|m| Mark { ts_ns: m.ts_ns + shift, ..m.clone() }).collect();
+        let marks = own
+            .unwrap_or(&sides[i].marks)
+            .iter()
+            .map(|m| Mark { ts_ns: m.ts_ns.saturating_add(shift), ..m.clone() })
+            .collect();
         let what = sides[i].replay.as_ref().map(|r| format!(" (replay, {r})")).unwrap_or_default();
         sections.push(Section {
             title: format!("{}: {}{what}", labels[i], sides[i].name),
@@ -443,7 +446,7 @@ pub fn timeline(p: &Pair) -> Timeline {
         title: format!("Recorded vs {} GPU timeline — {} vs {}", labels[1], sides[0].name, sides[1].name),
         origin_ns: origin,
         t0_ns: origin,
-        t1_ns: origin + span.max(1),
+        t1_ns: origin.saturating_add(span.max(1)),
         notes,
         sections,
         axis_label: Some("time since each trace's first GPU interval".to_string()),

@@ -438,3 +438,42 @@ fn replayed_marks_follow_the_linked_ops() {
     rec.line_ts.clear();
     assert_eq!(replayed_marks(&rec, &rep), None);
 }
+
+/// Extreme times (a corrupt or hostile trace) give figures, not a panic.
+#[test]
+fn extreme_times_do_not_panic() {
+    let mut a = Side::new("a");
+    for v in [
+        serde_json::json!({"ts": 0u64, "end_ts": u64::MAX, "type": "gpu", "op": "kernel", "name": "k"}),
+        serde_json::json!({"ts": 0u64, "end_ts": u64::MAX, "type": "gpu", "op": "kernel", "name": "k", "device": 1}),
+        serde_json::json!({"ts": u64::MAX, "type": "marker", "op": "mark", "label": "x"}),
+        serde_json::json!({"ts": -5, "duration_us": 1e300, "type": "gpu", "op": "memset"}),
+    ] {
+        a.add(&v);
+    }
+    let mut b = Side::new("b");
+    b.add(&serde_json::json!({"ts": 1_000u64, "end_ts": 2_000u64, "type": "gpu", "op": "memcpy", "line": u64::MAX}));
+    b.add(&serde_json::json!({"ts": 5u64, "type": "marker", "op": "iteration", "label": "0"}));
+    let p = Pair { recorded: a.finish(), other: b.finish() };
+    assert_eq!(p.recorded.skipped, 1);
+    let st = stats(&p.recorded.ops);
+    assert_eq!((st.busy_ns, st.kernels.ns), (u64::MAX, u64::MAX));
+    let tl = timeline(&p);
+    assert_eq!(tl.t1_ns, u64::MAX);
+    assert_eq!(tl.sections[0].marks[0].ts_ns, u64::MAX);
+    let dir = tmpdir("extreme");
+    let png = dir.join("t.png");
+    let o = timeline::Opts::default();
+    save(&png, timeline::size(&tl, &o), |a| timeline::draw(a, &tl, &o), |a| timeline::draw(a, &tl, &o)).unwrap();
+    let k = kernel_bars(&p);
+    let png = dir.join("k.png");
+    save(
+        &png,
+        compare_kernels::size(&k, 800),
+        |a| compare_kernels::draw(a, &k, 800),
+        |a| compare_kernels::draw(a, &k, 800),
+    )
+    .unwrap();
+    assert!(summary(&p).contains("n/a"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
