@@ -69,8 +69,9 @@ pub enum Command {
         to: Option<f64>,
         /// Compare TRACE's measured GPU timeline with OTHER's (a replay's
         /// NAME.rec/replay-timeline.jsonl, or a NAME.rec directory holding
-        /// one): compare_timeline and compare_kernels images, a summary on
-        /// stdout; --from/--to count from each trace's first GPU interval.
+        /// one): compare_timeline, compare_kernels and compare_gaps images, a
+        /// summary on stdout; --from/--to count from each trace's first GPU
+        /// interval.
         #[arg(long, value_name = "OTHER")]
         compare: Option<PathBuf>,
     },

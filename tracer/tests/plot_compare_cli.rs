@@ -1,5 +1,5 @@
 //! `tracer plot RECORDED --compare OTHER` as a user runs it: a committed
-//! H100 recording against itself (summary on stdout, the four files), a
+//! H100 recording against itself (summary on stdout, the six files), a
 //! trace without GPU intervals (exit 1, the message), a reversed window
 //! (exit 2).
 use std::path::Path;
@@ -40,14 +40,14 @@ fn compare_committed_recording_with_itself() {
     assert_eq!(families, [("gemm", "%"), ("elementwise", "%"), ("copy", "%"), ("set", "%")]);
     assert!(lines[9..13].iter().all(|l| l.ends_with("+0.0 %")), "{stdout}");
     let files: Vec<String> = lines[14..].iter().map(|s| s.to_string()).collect();
-    let want: Vec<String> =
-        ["compare_timeline.png", "compare_kernels.png", "compare_timeline.svg", "compare_kernels.svg"]
-            .iter()
-            .map(|f| dir.join(f).display().to_string())
-            .collect();
+    let want: Vec<String> = ["timeline.png", "kernels.png", "gaps.png", "timeline.svg", "kernels.svg", "gaps.svg"]
+        .iter()
+        .map(|f| dir.join(format!("compare_{f}")).display().to_string())
+        .collect();
     assert_eq!(files, want);
     assert_eq!(png_size(&dir.join("compare_timeline.png")).0, 1000);
     assert_eq!(png_size(&dir.join("compare_kernels.png")).0, 1000);
+    assert_eq!(png_size(&dir.join("compare_gaps.png")).0, 1000);
     let svg = std::fs::read_to_string(dir.join("compare_timeline.svg")).unwrap();
     for label in ["recorded · GPU 0 busy", "compared · GPU 0 busy", "GPU 0 · stream 7"] {
         assert!(svg.contains(label), "{label} missing");

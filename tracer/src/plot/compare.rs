@@ -528,6 +528,22 @@ pub fn kernel_bars(p: &Pair) -> KernelBars {
     }
 }
 
+/// The third figure's input: both traces' idle gaps in one histogram.
+pub fn gap_bars(p: &Pair) -> Gaps {
+    let labels = p.labels();
+    let st = p.sides().map(|s| stats(&s.ops));
+    Gaps {
+        title: format!("GPU idle gaps, recorded vs {} — {} vs {}", labels[1], p.recorded.name, p.other.name),
+        notes: vec![
+            "Periods in which no stream of a GPU was busy, between its first and last interval (measured); each \
+             bucket's bar split in two, the recorded trace left."
+                .to_string(),
+        ],
+        gaps_ns: st[0].gaps_ns.clone(),
+        compare: Some(GapSeries { labels: labels.map(str::to_string), gaps_ns: st[1].gaps_ns.clone() }),
+    }
+}
+
 /// The text printed on stdout: the stat lines and a table per family.
 pub fn summary(p: &Pair) -> String {
     let labels = p.labels();
@@ -618,8 +634,8 @@ pub fn other_path(other: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// `tracer plot RECORDED --compare OTHER`: writes `compare_timeline.<ext>`
-/// (`compare_timeline_<from>-<to>s.<ext>` zoomed) and `compare_kernels.<ext>`
-/// into `dir`, prints the summary and the paths.
+/// (`compare_timeline_<from>-<to>s.<ext>` zoomed), `compare_kernels.<ext>`
+/// and `compare_gaps.<ext>` into `dir`, prints the summary and the paths.
 pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow::Result<Vec<PathBuf>> {
     let t = std::time::Instant::now();
     let other = other_path(other)?;
@@ -632,6 +648,7 @@ pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow
         tl.notes.push(window_note(&tl));
     }
     let bars = kernel_bars(&pair);
+    let gaps = gap_bars(&pair);
     let read_s = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
@@ -655,6 +672,10 @@ pub fn run(recorded: &Path, other: &Path, dir: &Path, o: &super::Opts) -> anyhow
             |a| super::compare_kernels::draw(a, &bars, w),
             |a| super::compare_kernels::draw(a, &bars, w),
         )?;
+        paths.push(p);
+        let p = dir.join(format!("compare_gaps.{ext}"));
+        let size = super::gap_hist::size(&gaps, w);
+        super::save(&p, size, |a| super::gap_hist::draw(a, &gaps, w), |a| super::gap_hist::draw(a, &gaps, w))?;
         paths.push(p);
     }
     print!("{}", summary(&pair));

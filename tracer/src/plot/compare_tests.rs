@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::compare::*;
 use super::compare_kernels::FamilyRow;
-use super::input::{Kind, Mark, Section, Slice};
+use super::input::{Gaps, Kind, Mark, Section, Slice};
 use super::*;
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -206,6 +206,16 @@ fn svg_texts(p: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Decodes a PNG: (width, height, RGB bytes).
+fn read_png_rgb(p: &Path) -> (u32, u32, Vec<u8>) {
+    let mut dec = png::Decoder::new(std::io::Cursor::new(std::fs::read(p).unwrap())).read_info().unwrap();
+    let mut buf = vec![0; dec.output_buffer_size()];
+    let info = dec.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
 fn png_size(p: &Path) -> (u32, u32) {
     let b = std::fs::read(p).unwrap();
     assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "{}", p.display());
@@ -223,12 +233,44 @@ fn images_written() {
     assert_eq!(other_path(&dir).unwrap(), o);
     assert_eq!(other_path(&o).unwrap(), o);
     let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(names, ["compare_timeline.png", "compare_kernels.png", "compare_timeline.svg", "compare_kernels.svg"]);
+    assert_eq!(
+        names,
+        [
+            "compare_timeline.png",
+            "compare_kernels.png",
+            "compare_gaps.png",
+            "compare_timeline.svg",
+            "compare_kernels.svg",
+            "compare_gaps.svg"
+        ]
+    );
     let tl = timeline(&p);
     let tl_opts = timeline::Opts { width: 1200, ..Default::default() };
     assert_eq!(png_size(&paths[0]), timeline::size(&tl, &tl_opts));
     assert_eq!(png_size(&paths[1]), compare_kernels::size(&kernel_bars(&p), 1200));
-    let texts = svg_texts(&paths[2]);
+    let gaps = gap_bars(&p);
+    assert_eq!(gaps.gaps_ns, [6_000, 9_000]);
+    assert_eq!(gaps.compare.as_ref().unwrap().gaps_ns, [5_300]);
+    assert_eq!(png_size(&paths[2]), gap_hist::size(&gaps, 1200));
+    // Two series: one more stats line and a legend line than one series.
+    let one = Gaps { compare: None, ..gaps.clone() };
+    assert_eq!(gap_hist::size(&gaps, 1200).1, gap_hist::size(&one, 1200).1 + 17 + 24);
+    let texts = svg_texts(&paths[5]);
+    for want in [
+        "recorded: 2 gaps, 15.0 µs in total; median 6.00 µs, p90 9.00 µs, p99 9.00 µs, longest 9.00 µs",
+        "replayed: 1 gap, 5.30 µs in total; median 5.30 µs, p90 5.30 µs, p99 5.30 µs, longest 5.30 µs",
+        "recorded",
+        "replayed",
+        "gap length (log scale; buckets 1-2-5 per decade)",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want:?} not in {texts:?}");
+    }
+    // Both series' bars in their colours (all three gaps fall in the 5-10 µs bucket).
+    let (_, _, rgb) = read_png_rgb(&paths[2]);
+    for c in [compare_kernels::recorded_color(), compare_kernels::other_color()] {
+        assert!(rgb.chunks(3).any(|px| px == [c.0, c.1, c.2]), "{c:?} not drawn");
+    }
+    let texts = svg_texts(&paths[3]);
     for want in [
         "recorded · GPU 0 busy",
         "replayed · GPU 0 busy",
@@ -249,7 +291,7 @@ fn images_written() {
     for want in ["iterations, marks", "sampled"] {
         assert_eq!(texts.iter().filter(|t| *t == want).count(), 2, "{want:?} in {texts:?}");
     }
-    let texts = svg_texts(&paths[3]);
+    let texts = svg_texts(&paths[4]);
     for want in [
         "gemm",
         "elementwise",

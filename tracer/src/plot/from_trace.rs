@@ -270,6 +270,7 @@ impl Builder {
                         .to_string(),
                 ],
                 gaps_ns: idle_gaps(&mut iv),
+                compare: None,
             }
         } else {
             let mut by_dev: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
@@ -301,6 +302,7 @@ impl Builder {
                     }
                 )],
                 gaps_ns: all,
+                compare: None,
             }
         };
 

@@ -153,6 +153,17 @@ pub struct Gaps {
     pub title: String,
     pub notes: Vec<String>,
     pub gaps_ns: Vec<u64>,
+    /// A second set of gaps drawn beside these (`tracer plot --compare`).
+    pub compare: Option<GapSeries>,
+}
+
+/// The second series of a two-series gap histogram: each bucket's bar is
+/// split in two, `Gaps::gaps_ns` on the left, these on the right.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GapSeries {
+    /// Legend names of the first and of this series ("recorded", "replayed").
+    pub labels: [String; 2],
+    pub gaps_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
