@@ -379,7 +379,7 @@ pub fn timeline(p: &Pair) -> Timeline {
     // The later of the two starts: shifting the other trace forward keeps every time ≥ 0.
     let origin = st[0].first_ns.max(st[1].first_ns);
     let span = st[0].span_ns().max(st[1].span_ns());
-    let kinds = [Kind::GpuMeasured, if labels[1] == "replayed" { Kind::GpuReplayed } else { Kind::GpuMeasured }];
+    let kinds = [Kind::GpuMeasured, if labels[1] == "replayed" { Kind::GpuReplayed } else { Kind::GpuCompared }];
     let other_marks = replayed_marks(&p.recorded, &p.other);
     let mut sections = Vec::new();
     for i in 0..2 {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::compare::*;
 use super::compare_kernels::FamilyRow;
 use super::input::{Gaps, Kind, Mark, Section, Slice};
+use super::style::kind_color;
 use super::*;
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -390,14 +391,16 @@ fn committed_trace_against_itself() {
     assert!(summary(&p).contains("compared / recorded: GPU busy ×1.000 (+0.0 %), span ×1.000 (+0.0 %)"));
     let tl = timeline(&p);
     assert_eq!(tl.origin_ns, a.first_ns);
-    assert_eq!(
-        tl.sections[0].pinned,
-        tl.sections[1]
-            .pinned
-            .iter()
-            .map(|t| input::Track { label: t.label.replace("compared", "recorded"), ..t.clone() })
-            .collect::<Vec<_>>()
-    );
+    // Not a replay: the second trace's rows are "compared", in the same blue.
+    assert_eq!(timeline::kinds_present(&tl), vec![Kind::GpuMeasured, Kind::GpuCompared]);
+    assert_eq!(kind_color(Kind::GpuCompared), kind_color(Kind::GpuReplayed));
+    // The same busy intervals at the same places on the axis.
+    let spans = |k: usize| -> Vec<(u64, u64)> {
+        tl.sections[k].pinned.iter().flat_map(|t| &t.slices).map(|s| (s.start_ns, s.end_ns)).collect()
+    };
+    assert_eq!(spans(0), spans(1));
+    // 142 intervals that never overlap: 142 busy intervals, 141 gaps between them.
+    assert_eq!((spans(0).len(), a.gaps_ns.len()), (142, 141));
     // A recording directory (NAME.rec) is read through its trace.jsonl.
     let rec = load(&committed("replay_check.rec"), "RECORDED", &none).unwrap();
     assert_eq!(rec.ops.len(), 9);

@@ -22,10 +22,13 @@ pub enum Kind {
     /// GPU: an interval measured while `replay` re-executed a recording
     /// (`tracer plot --compare`).
     GpuReplayed,
+    /// GPU: a measured interval of the second trace of `tracer plot
+    /// --compare` when that is not a replay.
+    GpuCompared,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Launch,
         Kind::Sync,
         Kind::Copy,
@@ -34,6 +37,7 @@ impl Kind {
         Kind::GpuMeasured,
         Kind::GpuInferred,
         Kind::GpuReplayed,
+        Kind::GpuCompared,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -51,6 +55,7 @@ impl Kind {
             Kind::GpuMeasured => "GPU busy (measured)",
             Kind::GpuInferred => "GPU busy (inferred)",
             Kind::GpuReplayed => "GPU busy (replayed)",
+            Kind::GpuCompared => "GPU busy (compared)",
         }
     }
 }
