@@ -522,3 +522,36 @@ fn extreme_times_do_not_panic() {
     assert!(summary(&p).contains("n/a"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The lines `replay` writes to replay-timeline.jsonl, as in its own test
+/// (replay/src/gpu_time/timeline_file.rs): read as the contract says.
+#[test]
+fn reads_the_replay_writers_lines() {
+    let text = [
+        r#"{"type":"header","ts":100,"pid":5,"tid":0,"format":"tracer-jsonl","format_version":1,"source":"replay","recording":"x.rec","command":["replay","x.rec"],"gpus":[{"bus":"0000:00:06.0","model":"H100"}],"gpu_timestamps":{"enabled":true,"library":"/l/libcupti.so.13","clock":"CLOCK_MONOTONIC ns of the replay, shifted by replay.shift_ns"},"replay":{"mode":"sequence","pass":2,"shift_ns":-900}}"#,
+        r#"{"block":[32,1,1],"context_id":1,"correlation_id":0,"device":0,"duration_us":0.5,"end_ts":600,"grid":[1,1,1],"line":42,"name":"_Z1kv","op":"kernel","pid":5,"shared_mem":0,"source":"cupti","stream":null,"stream_id":13,"tid":0,"ts":100,"type":"gpu"}"#,
+        r#"{"context_id":1,"correlation_id":0,"device":0,"direction":"h2d","duration_us":0.1,"end_ts":800,"name":"memcpy_htod","op":"memcpy","pid":5,"size":4096,"source":"cupti","stream":null,"stream_id":7,"tid":0,"ts":700,"type":"gpu"}"#,
+        r#"{"ts":90,"pid":5,"tid":0,"type":"marker","op":"iteration","label":"0","tokens":20}"#,
+        r#"{"type":"footer","ts":800,"pid":5,"tid":0,"gpu_records":2}"#,
+    ];
+    let mut side = Side::new("replay-timeline.jsonl");
+    for l in text {
+        side.add(&serde_json::from_str(l).unwrap());
+    }
+    let side = side.finish();
+    assert_eq!(side.source.as_deref(), Some("replay"));
+    assert_eq!(side.replay.as_deref(), Some("mode sequence, pass 2"));
+    let k = |start_ns, end_ns, stream, op, family, line| GpuOp {
+        device: 0,
+        stream: Stream::Id(stream),
+        start_ns,
+        end_ns,
+        op,
+        family,
+        line,
+    };
+    assert_eq!(side.ops, [k(100, 600, 13, Op::Kernel, "other", Some(42)), k(700, 800, 7, Op::Copy, "copy", None)]);
+    assert_eq!(side.marks, [Mark { ts_ns: 90, label: "0".into(), iteration: true }]);
+    assert_eq!((side.skipped, side.inferred), (0, 0));
+    assert_eq!(linked_lines(&side), [42].into());
+}
