@@ -44,7 +44,8 @@ pub enum Command {
     /// architectures and each kernel's parameter layout.
     Image(crate::image_cmd::ImageArgs),
     /// Draw a trace: timeline (calls per thread, GPU busy per stream, phases,
-    /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG).
+    /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG);
+    /// with --compare, recorded vs replayed GPU timelines side by side.
     Plot {
         /// Trace file.
         trace: PathBuf,
@@ -66,6 +67,13 @@ pub enum Command {
         /// Timeline up to this many seconds after the start of the trace.
         #[arg(long, value_name = "S")]
         to: Option<f64>,
+        /// Compare TRACE's measured GPU timeline with OTHER's (a replay's
+        /// NAME.rec/replay-timeline.jsonl, or a NAME.rec directory holding
+        /// one): compare_timeline, compare_kernels and compare_gaps images, a
+        /// summary on stdout; --from/--to count from each trace's first GPU
+        /// interval.
+        #[arg(long, value_name = "OTHER")]
+        compare: Option<PathBuf>,
     },
     /// GPU idle gaps per GPU and per process: count, share of wall time,
     /// histogram, percentiles, long gaps and what the CPU did meanwhile, the

@@ -70,9 +70,12 @@ fn main() {
         Some(cli::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(cli::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(cli::Command::Image(a)) => image_cmd::run(&a).map(|_| 0),
-        Some(cli::Command::Plot { trace, output, format, width, threads, from, to }) => {
-            plot::run(&trace, &output, &plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to })
-                .map(|_| 0)
+        Some(cli::Command::Plot { trace, output, format, width, threads, from, to, compare }) => {
+            let o = plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to };
+            match compare {
+                Some(other) => plot::compare::run(&trace, &other, &output, &o).map(|_| 0),
+                None => plot::run(&trace, &output, &o).map(|_| 0),
+            }
         }
         Some(cli::Command::Gaps(a)) => analysis::commands::gaps_cmd(&a).map(|_| 0),
         Some(cli::Command::Report(a)) => analysis::commands::report_cmd(&a).map(|_| 0),

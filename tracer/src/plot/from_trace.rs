@@ -270,6 +270,7 @@ impl Builder {
                         .to_string(),
                 ],
                 gaps_ns: idle_gaps(&mut iv),
+                compare: None,
             }
         } else {
             let mut by_dev: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
@@ -301,6 +302,7 @@ impl Builder {
                     }
                 )],
                 gaps_ns: all,
+                compare: None,
             }
         };
 
@@ -316,6 +318,7 @@ impl Builder {
                 marks: self.marks,
                 power,
                 notes: tl_notes,
+                ..Default::default()
             },
             gaps,
             phases: PhaseBars { title: format!("Time and energy per phase — {file}"), notes: phase_notes, bars },
@@ -636,7 +639,7 @@ mod committed_traces {
         // Calls per colour: launches, synchronize, memcpy/memset, alloc/free, other.
         let kinds: Vec<_> =
             Kind::ALL.iter().map(|k| tl.threads[0].slices.iter().filter(|s| s.kind == *k).count()).collect();
-        assert_eq!(kinds, vec![22_758, 328, 1_114, 24, 5_066, 0, 0]);
+        assert_eq!(kinds, vec![22_758, 328, 1_114, 24, 5_066, 0, 0, 0, 0]);
         let p: Vec<_> = tl.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
         assert_eq!(
             p,

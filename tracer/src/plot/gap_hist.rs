@@ -1,11 +1,13 @@
 //! Figure 2: idle-gap histogram. Buckets 1-2-5 per decade from 1 µs to 10 s
 //! on a log time axis (plus "< 1 µs" and "≥ 10 s" at the ends); the upper
-//! panel counts gaps (log scale), the lower one adds up their time.
+//! panel counts gaps (log scale), the lower one adds up their time. With a
+//! second series (`Gaps::compare`, `tracer plot --compare`) each bucket's
+//! bar is split in two, the first series left, the second right.
 use plotters::prelude::*;
 
 use super::bins::{Bucket, gap_histogram};
 use super::draw::*;
-use super::input::Gaps;
+use super::input::{Gaps, Kind};
 use super::style::*;
 
 const LEFT_W: i32 = 110;
@@ -44,8 +46,30 @@ pub fn size(g: &Gaps, width: u32) -> (u32, u32) {
     (width.clamp(500, 20_000), (header_h(g) + 2 * PANEL_H + 120) as u32)
 }
 
+/// Notes, one stats line per series, and a legend line with two series.
 fn header_h(g: &Gaps) -> i32 {
-    34 + 17 * (g.notes.len() as i32 + 1) + 10
+    match g.compare {
+        None => 34 + 17 * (g.notes.len() as i32 + 1) + 10,
+        Some(_) => 34 + 17 * (g.notes.len() as i32 + 2) + 10 + LEGEND_H,
+    }
+}
+
+const LEGEND_H: i32 = 24;
+
+/// "12 gaps, 3.00 ms in total; median …, p90 …, p99 …, longest …" or "no gaps".
+pub fn stats_line(gaps: &[u64]) -> String {
+    match gap_stats(gaps) {
+        None => "no gaps".to_string(),
+        Some(s) => format!(
+            "{}, {} in total; median {}, p90 {}, p99 {}, longest {}",
+            super::from_trace::plural(s.count, "gap"),
+            fmt_ns(s.total_ns as f64),
+            fmt_ns(s.median_ns as f64),
+            fmt_ns(s.p90_ns as f64),
+            fmt_ns(s.p99_ns as f64),
+            fmt_ns(s.max_ns as f64)
+        ),
+    }
 }
 
 pub fn draw<DB: DrawingBackend>(a: &Area<DB>, g: &Gaps, width: u32) -> anyhow::Result<()>
@@ -58,23 +82,32 @@ where
     let (x0, x1) = (LEFT_W, w as i32 - RIGHT_M);
     text(a, &elide(&font(18.0), &g.title, w - 24), (12, 8), 18.0, TEXT, TOP_LEFT)?;
     let mut notes = g.notes.clone();
-    notes.push(match gap_stats(&g.gaps_ns) {
-        None => "no gaps".to_string(),
-        Some(s) => format!(
-            "{} gaps, {} in total; median {}, p90 {}, p99 {}, longest {}",
-            thousands(s.count),
-            fmt_ns(s.total_ns as f64),
-            fmt_ns(s.median_ns as f64),
-            fmt_ns(s.p90_ns as f64),
-            fmt_ns(s.p99_ns as f64),
-            fmt_ns(s.max_ns as f64)
-        ),
-    });
+    match &g.compare {
+        None => notes.push(stats_line(&g.gaps_ns)),
+        Some(c) => {
+            notes.push(format!("{}: {}", c.labels[0], stats_line(&g.gaps_ns)));
+            notes.push(format!("{}: {}", c.labels[1], stats_line(&c.gaps_ns)));
+        }
+    }
     for (i, n) in notes.iter().enumerate() {
         let s = elide(&font(12.5), n, w - 24);
         text(a, &s, (12, 34 + 17 * i as i32), 12.5, MUTED, TOP_LEFT)?;
     }
-    let buckets = gap_histogram(&g.gaps_ns);
+    // Each series: its buckets, and the colours of its bars in the two panels.
+    let mut series = vec![(gap_histogram(&g.gaps_ns), RGBColor(55, 110, 170), RGBColor(200, 95, 40))];
+    if let Some(c) = &g.compare {
+        let (first, second) = (kind_color(Kind::GpuMeasured), kind_color(Kind::GpuReplayed));
+        series = vec![(gap_histogram(&g.gaps_ns), first, first), (gap_histogram(&c.gaps_ns), second, second)];
+        let y = header_h(g) - LEGEND_H / 2 - 6;
+        let x = legend_item(a, x0, y, first, &c.labels[0])?;
+        legend_item(a, x, y, second, &c.labels[1])?;
+    }
+    let n_series = series.len() as i32;
+    // The part of bucket `b`'s bar that series `k` draws.
+    let part = |(xa, xb): (i32, i32), k: usize| -> (i32, i32) {
+        let wdt = (xb - xa) as f64 / n_series as f64;
+        (xa + (wdt * k as f64).round() as i32, xa + (wdt * (k + 1) as f64).round() as i32)
+    };
     // x in log10(ns); the end buckets get a fixed width beyond 1 µs and 10 s.
     let (lo, hi) = (3.0 - END_W, 10.0 + END_W);
     let px = |l: f64| x0 + ((l - lo) / (hi - lo) * (x1 - x0) as f64).round() as i32;
@@ -82,7 +115,8 @@ where
     let top2 = top1 + PANEL_H + 34;
 
     // Counts, log scale.
-    let max_count = buckets.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let all = || series.iter().flat_map(|s| s.0.iter());
+    let max_count = all().map(|b| b.count).max().unwrap_or(0).max(1);
     let decades = (max_count as f64).log10().floor() as i32 + 1;
     let (ylo, yhi) = (-0.3f64, decades as f64 + 0.2);
     let py1 = |c: f64| top1 + PANEL_H - (((c.log10() - ylo) / (yhi - ylo)) * PANEL_H as f64).round() as i32;
@@ -95,21 +129,24 @@ where
     text(a, "gaps", (12, top1 + PANEL_H / 2 - 9), 13.5, TEXT, LEFT)?;
     text(a, "(count,", (12, top1 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
     text(a, "log scale)", (12, top1 + PANEL_H / 2 + 24), 12.0, MUTED, LEFT)?;
-    let bar_color = RGBColor(55, 110, 170);
     let mut bars = Vec::new();
-    for b in &buckets {
-        if b.count == 0 {
-            continue;
+    for (k, (buckets, bar_color, _)) in series.iter().enumerate() {
+        for b in buckets {
+            if b.count == 0 {
+                continue;
+            }
+            let (xa, xb) = part(bucket_px(b, &px), k);
+            let y = py1(b.count as f64);
+            let (l, r) = if n_series == 1 { (xa + 1, xb - 1) } else { (xa + (k == 0) as i32, xb - (k == 1) as i32) };
+            fill(a, l, y, r, top1 + PANEL_H, end_color(b, *bar_color))?;
+            bars.push((xa, xb, y, thousands(b.count)));
         }
-        let (xa, xb) = bucket_px(b, &px);
-        let y = py1(b.count as f64);
-        fill(a, xa + 1, y, xb - 1, top1 + PANEL_H, end_color(b, bar_color))?;
-        bars.push((xa, xb, y, thousands(b.count)));
     }
+    bars.sort_by_key(|b| b.0);
     bar_labels(a, &bars, top1)?;
 
     // Time per bucket, linear.
-    let max_t = buckets.iter().map(|b| b.total_ns).max().unwrap_or(0);
+    let max_t = all().map(|b| b.total_ns).max().unwrap_or(0);
     let (unit, div) = time_unit(max_t);
     let top_val = (max_t as f64 / div * 1.15).max(1e-9);
     let (step, _) = super::axis::nice_ticks(0.0, top_val, 4);
@@ -125,17 +162,20 @@ where
     }
     text(a, "time in gaps", (12, top2 + PANEL_H / 2 - 9), 13.5, TEXT, LEFT)?;
     text(a, &format!("({unit})"), (12, top2 + PANEL_H / 2 + 8), 12.0, MUTED, LEFT)?;
-    let time_color = RGBColor(200, 95, 40);
     let mut bars = Vec::new();
-    for b in &buckets {
-        if b.total_ns == 0 {
-            continue;
+    for (k, (buckets, _, time_color)) in series.iter().enumerate() {
+        for b in buckets {
+            if b.total_ns == 0 {
+                continue;
+            }
+            let (xa, xb) = part(bucket_px(b, &px), k);
+            let y = py2(b.total_ns as f64 / div).min(top2 + PANEL_H - 1);
+            let (l, r) = if n_series == 1 { (xa + 1, xb - 1) } else { (xa + (k == 0) as i32, xb - (k == 1) as i32) };
+            fill(a, l, y, r, top2 + PANEL_H, end_color(b, *time_color))?;
+            bars.push((xa, xb, y, fmt_ns(b.total_ns as f64)));
         }
-        let (xa, xb) = bucket_px(b, &px);
-        let y = py2(b.total_ns as f64 / div).min(top2 + PANEL_H - 1);
-        fill(a, xa + 1, y, xb - 1, top2 + PANEL_H, end_color(b, time_color))?;
-        bars.push((xa, xb, y, fmt_ns(b.total_ns as f64)));
     }
+    bars.sort_by_key(|b| b.0);
     bar_labels(a, &bars, top2)?;
 
     // The shared x axis under the lower panel.

@@ -19,11 +19,26 @@ pub enum Kind {
     GpuMeasured,
     /// GPU: an interval inferred from launch times and kernel durations.
     GpuInferred,
+    /// GPU: an interval measured while `replay` re-executed a recording
+    /// (`tracer plot --compare`).
+    GpuReplayed,
+    /// GPU: a measured interval of the second trace of `tracer plot
+    /// --compare` when that is not a replay.
+    GpuCompared,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] =
-        [Kind::Launch, Kind::Sync, Kind::Copy, Kind::Memory, Kind::OtherCall, Kind::GpuMeasured, Kind::GpuInferred];
+    pub const ALL: [Kind; 9] = [
+        Kind::Launch,
+        Kind::Sync,
+        Kind::Copy,
+        Kind::Memory,
+        Kind::OtherCall,
+        Kind::GpuMeasured,
+        Kind::GpuInferred,
+        Kind::GpuReplayed,
+        Kind::GpuCompared,
+    ];
     pub const COUNT: usize = Self::ALL.len();
 
     pub fn index(self) -> usize {
@@ -39,6 +54,8 @@ impl Kind {
             Kind::OtherCall => "other call",
             Kind::GpuMeasured => "GPU busy (measured)",
             Kind::GpuInferred => "GPU busy (inferred)",
+            Kind::GpuReplayed => "GPU busy (replayed)",
+            Kind::GpuCompared => "GPU busy (compared)",
         }
     }
 }
@@ -112,6 +129,27 @@ pub struct Timeline {
     pub power: Vec<PowerSeries>,
     /// Lines printed under the title (where the data came from, what is missing).
     pub notes: Vec<String>,
+    /// When not empty, drawn instead of the CPU and GPU sections (`threads`
+    /// and `gpu` are then not drawn): `tracer plot --compare`.
+    pub sections: Vec<Section>,
+    /// The time axis's caption before its unit; None: "time since start of trace".
+    pub axis_label: Option<String>,
+}
+
+/// A titled group of rows with its own markers band (one per trace in
+/// `tracer plot --compare`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Section {
+    pub title: String,
+    /// Rows always shown, first (the union "busy" rows).
+    pub pinned: Vec<Track>,
+    /// Rows shown after them, the busiest `max_gpu_rows - 1` and the rest
+    /// folded into one, like GPU streams.
+    pub tracks: Vec<Track>,
+    /// Drawn in a band under the title when not empty.
+    pub marks: Vec<Mark>,
+    /// Said in the empty row when there are no rows at all.
+    pub empty: String,
 }
 
 /// Figure 2: idle gaps, in ns.
@@ -119,6 +157,17 @@ pub struct Timeline {
 pub struct Gaps {
     pub title: String,
     pub notes: Vec<String>,
+    pub gaps_ns: Vec<u64>,
+    /// A second set of gaps drawn beside these (`tracer plot --compare`).
+    pub compare: Option<GapSeries>,
+}
+
+/// The second series of a two-series gap histogram: each bucket's bar is
+/// split in two, `Gaps::gaps_ns` on the left, these on the right.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GapSeries {
+    /// Legend names of the first and of this series ("recorded", "replayed").
+    pub labels: [String; 2],
     pub gaps_ns: Vec<u64>,
 }
 

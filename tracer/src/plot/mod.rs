@@ -2,9 +2,16 @@
 //! `input` holds the plain data the figures are drawn from, `from_trace`
 //! fills it from a trace file, `timeline`, `gap_hist` and `phase_bars` draw,
 //! `bins` reduces any number of events to pixel columns and buckets.
+//! `compare` (`--compare`): two traces' GPU timelines on one axis and their
+//! GPU time per kernel family (`compare_kernels`, `family`).
 pub mod axis;
 pub mod bins;
+pub mod compare;
+pub mod compare_kernels;
+#[cfg(test)]
+mod compare_tests;
 pub mod draw;
+pub mod family;
 pub mod from_trace;
 pub mod gap_hist;
 pub mod input;

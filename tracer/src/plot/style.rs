@@ -43,6 +43,8 @@ pub fn kind_color(k: Kind) -> RGBColor {
         Kind::OtherCall => RGBColor(140, 140, 140),
         Kind::GpuMeasured => RGBColor(26, 135, 70),
         Kind::GpuInferred => RGBColor(222, 170, 20),
+        // The second trace of `--compare`, in all three of its figures.
+        Kind::GpuReplayed | Kind::GpuCompared => RGBColor(0, 128, 160),
     }
 }
 

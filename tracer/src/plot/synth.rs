@@ -103,8 +103,9 @@ pub fn timeline(events: usize, threads: usize) -> (Timeline, Gaps) {
         marks,
         power: vec![PowerSeries { label: "GPU 0 (synthetic)".into(), samples: power }],
         notes: vec!["synthetic input".into()],
+        ..Default::default()
     };
-    (tl, Gaps { title: "GPU idle gaps — synthetic".into(), notes: vec![], gaps_ns: gaps })
+    (tl, Gaps { title: "GPU idle gaps — synthetic".into(), notes: vec![], gaps_ns: gaps, compare: None })
 }
 
 pub fn slice_count(tl: &Timeline) -> usize {

@@ -2,13 +2,15 @@
 //! thread (CUDA driver calls), a row per GPU stream (busy intervals, measured
 //! or inferred), the power curve underneath. Every row is reduced to one
 //! column of values per pixel first (`bins::coverage`), so the drawing cost
-//! does not depend on the number of events.
+//! does not depend on the number of events. A timeline with `sections`
+//! (`tracer plot --compare`) draws those, each with its own markers band,
+//! instead of the CPU and GPU sections.
 use plotters::prelude::*;
 
 use super::axis::nice_ticks;
 use super::bins::{Grid, Row, coverage, power_columns, select_rows, value_at};
 use super::draw::*;
-use super::input::{Kind, Mark, Timeline};
+use super::input::{Kind, Mark, Timeline, Track};
 use super::style::*;
 
 #[derive(Clone, Copy, Debug)]
@@ -43,18 +45,39 @@ const POWER_H: i32 = 170;
 const AXIS_H: i32 = 48;
 const LEGEND_LINE_H: i32 = 22;
 
+/// One titled group of rows as laid out.
+struct LSection<'a> {
+    title: &'a str,
+    /// Said in the single empty row when there are no rows.
+    empty: &'a str,
+    rows: Vec<Row<'a>>,
+    /// The section's own markers band (under its title) when not empty.
+    marks: &'a [Mark],
+    /// y of the section's title.
+    y: i32,
+}
+
+impl LSection<'_> {
+    /// y of the first row.
+    fn y_rows(&self) -> i32 {
+        self.y + SECTION_H + if self.marks.is_empty() { 0 } else { MARK_H + 4 }
+    }
+
+    fn bottom(&self) -> i32 {
+        self.y_rows() + self.rows.len().max(1) as i32 * (ROW_H + ROW_GAP)
+    }
+}
+
 struct Layout<'a> {
     width: i32,
     x0: i32,
     x1: i32,
     title_h: i32,
-    cpu_rows: Vec<Row<'a>>,
-    gpu_rows: Vec<Row<'a>>,
-    /// y of: phase band, marks band, CPU section, GPU section, power panel, axis, legend.
+    /// CPU threads and GPU streams, or the timeline's own `sections`.
+    sections: Vec<LSection<'a>>,
+    /// y of: phase band, marks band, power panel, axis, legend.
     y_phase: i32,
     y_marks: i32,
-    y_cpu: i32,
-    y_gpu: i32,
     y_power: i32,
     y_axis: i32,
     y_legend: i32,
@@ -65,15 +88,17 @@ struct Layout<'a> {
 
 fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
     let width = o.width.clamp(400, 20_000) as i32;
-    let cpu_rows = select_rows(&tl.threads, o.max_threads, "threads");
-    let gpu_rows = select_rows(&tl.gpu, o.max_gpu_rows, "streams");
     let title_h = 34 + 17 * tl.notes.len() as i32 + 6;
     let y_phase = title_h;
     let y_marks = y_phase + if tl.phases.is_empty() { 0 } else { PHASE_H + 4 };
-    let y_cpu = y_marks + if tl.marks.is_empty() { 0 } else { MARK_H + 4 };
-    let rows_h = |n: usize| SECTION_H + n.max(1) as i32 * (ROW_H + ROW_GAP);
-    let y_gpu = y_cpu + rows_h(cpu_rows.len());
-    let y_power = y_gpu + rows_h(gpu_rows.len()) + 6;
+    let mut y = y_marks + if tl.marks.is_empty() { 0 } else { MARK_H + 4 };
+    let mut sections = Vec::new();
+    for (title, empty, rows, marks) in section_rows(tl, o) {
+        let s = LSection { title, empty, rows, marks, y };
+        y = s.bottom();
+        sections.push(s);
+    }
+    let y_power = y + 6;
     let y_axis = y_power + if tl.power.is_empty() { 0 } else { POWER_H + 8 };
     let y_legend = y_axis + AXIS_H;
     let legend = legend_lines(&kinds_present(tl), width - 24);
@@ -82,12 +107,9 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
         x0: label_w(width),
         x1: width - RIGHT_M,
         title_h,
-        cpu_rows,
-        gpu_rows,
+        sections,
         y_phase,
         y_marks,
-        y_cpu,
-        y_gpu,
         y_power,
         y_axis,
         y_legend,
@@ -96,10 +118,50 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
     }
 }
 
+type SectionRows<'a> = (&'a str, &'a str, Vec<Row<'a>>, &'a [Mark]);
+
+/// (title, empty text, rows, markers) of each section drawn.
+fn section_rows<'a>(tl: &'a Timeline, o: &Opts) -> Vec<SectionRows<'a>> {
+    if tl.sections.is_empty() {
+        return vec![
+            (
+                "CPU: CUDA driver calls per thread",
+                "no driver calls in this trace",
+                select_rows(&tl.threads, o.max_threads, "threads"),
+                &[],
+            ),
+            (
+                "GPU: busy per device and stream",
+                "no GPU intervals: record with --gpu-timestamps for measured ones",
+                select_rows(&tl.gpu, o.max_gpu_rows, "streams"),
+                &[],
+            ),
+        ];
+    }
+    tl.sections
+        .iter()
+        .map(|s| {
+            let mut rows: Vec<Row> =
+                s.pinned.iter().map(|t| Row { label: t.label.clone(), parts: vec![&t.slices[..]] }).collect();
+            rows.extend(select_rows(&s.tracks, o.max_gpu_rows, "streams"));
+            (s.title.as_str(), s.empty.as_str(), rows, &s.marks[..])
+        })
+        .collect()
+}
+
+/// Every track a timeline draws rows from.
+fn all_tracks(tl: &Timeline) -> Box<dyn Iterator<Item = &Track> + '_> {
+    if tl.sections.is_empty() {
+        Box::new(tl.threads.iter().chain(tl.gpu.iter()))
+    } else {
+        Box::new(tl.sections.iter().flat_map(|s| s.pinned.iter().chain(s.tracks.iter())))
+    }
+}
+
 /// The kinds of the slices that overlap the drawn window, in legend order.
 pub fn kinds_present(tl: &Timeline) -> Vec<Kind> {
     let mut seen = [false; Kind::COUNT];
-    for t in tl.threads.iter().chain(tl.gpu.iter()) {
+    for t in all_tracks(tl) {
         for s in &t.slices {
             if s.end_ns > tl.t0_ns && s.start_ns < tl.t1_ns && s.end_ns > s.start_ns {
                 seen[s.kind.index()] = true;
@@ -145,10 +207,7 @@ where
     let origin = tl.origin_ns.min(grid.t0);
     let (unit, ns_per_unit) = axis_unit(grid.t1 - origin);
     let (lo_s, hi_s) = ((grid.t0 - origin) as f64 / ns_per_unit, (grid.t1 - origin) as f64 / ns_per_unit);
-    let px = |t_ns: u64| -> i32 {
-        let t = t_ns.clamp(grid.t0, grid.t1) - grid.t0;
-        l.x0 + ((t as f64 / (grid.t1 - grid.t0) as f64) * (l.x1 - l.x0) as f64).round() as i32
-    };
+    let px = |t_ns: u64| x_at(&l, &grid, t_ns);
     let px_s = |s: f64| -> i32 { l.x0 + ((s - lo_s) / (hi_s - lo_s) * (l.x1 - l.x0) as f64).round() as i32 };
 
     // Title and notes.
@@ -196,68 +255,13 @@ where
 
     // Marks: iteration starts as ticks, free marks as labelled triangles.
     if !tl.marks.is_empty() {
-        let y = l.y_marks;
-        let n_iter = tl.marks.iter().filter(|m| m.iteration).count();
-        let n_mark = tl.marks.len() - n_iter;
-        let what = match (n_iter > 0, n_mark > 0) {
-            (true, true) => "iterations, marks",
-            (true, false) => "iterations",
-            _ => "marks",
-        };
-        text(a, what, (l.x0 - 10, y + MARK_H / 2), 13.0, TEXT, RIGHT)?;
-        fill(a, l.x0, y, l.x1, y + MARK_H, ROW_BG)?;
-        let mut last_tick = i32::MIN;
-        let visible = |m: &&Mark| m.ts_ns >= grid.t0 && m.ts_ns < grid.t1;
-        for m in tl.marks.iter().filter(|m| m.iteration).filter(visible) {
-            let x = px(m.ts_ns);
-            if x != last_tick {
-                vline(a, x, y + MARK_LABEL_H + 1, y + MARK_H - 1, RGBColor(60, 60, 60))?;
-                last_tick = x;
-            }
-        }
-        // Triangles first; a label goes right of its triangle only where it
-        // reaches neither the next triangle nor the previous label.
-        let f = font(12.0);
-        let xs: Vec<(i32, &str)> =
-            tl.marks.iter().filter(|m| !m.iteration).filter(visible).map(|m| (px(m.ts_ns), m.label.as_str())).collect();
-        let mut last_x = i32::MIN;
-        for &(x, _) in &xs {
-            if x == last_x {
-                continue; // one triangle per pixel column
-            }
-            last_x = x;
-            a.draw(&Polygon::new(vec![(x - 4, y + 1), (x + 4, y + 1), (x, y + 8)], RGBColor(200, 30, 30).filled()))?;
-        }
-        let mut free_from = i32::MIN;
-        for (i, &(x, label)) in xs.iter().enumerate() {
-            let w = text_width(&f, label) as i32;
-            let next = xs.get(i + 1).map_or(l.x1, |n| n.0 - 5);
-            if x + 6 >= free_from && x + 6 + w <= next {
-                text(a, label, (x + 6, y + MARK_LABEL_H / 2 + 1), 12.0, TEXT, LEFT)?;
-                free_from = x + 6 + w + 8;
-            }
-        }
+        draw_marks(a, &l, &grid, l.y_marks, &tl.marks)?;
     }
 
     // Rows.
-    draw_section(
-        a,
-        &l,
-        &grid,
-        l.y_cpu,
-        "CPU: CUDA driver calls per thread",
-        &l.cpu_rows,
-        "no driver calls in this trace",
-    )?;
-    draw_section(
-        a,
-        &l,
-        &grid,
-        l.y_gpu,
-        "GPU: busy per device and stream",
-        &l.gpu_rows,
-        "no GPU intervals: record with --gpu-timestamps for measured ones",
-    )?;
+    for s in &l.sections {
+        draw_section(a, &l, &grid, s)?;
+    }
 
     // Power.
     if !tl.power.is_empty() {
@@ -273,7 +277,8 @@ where
         vline(a, x, ya - 4, ya + 1, TEXT)?;
         text(a, &format!("{t:.dec$}"), (x, ya + 4), 12.0, TEXT, TOP_CENTER)?;
     }
-    text(a, &format!("time since start of trace ({unit})"), ((l.x0 + l.x1) / 2, ya + 24), 13.0, TEXT, TOP_CENTER)?;
+    let caption = tl.axis_label.as_deref().unwrap_or("time since start of trace");
+    text(a, &format!("{caption} ({unit})"), ((l.x0 + l.x1) / 2, ya + 24), 13.0, TEXT, TOP_CENTER)?;
 
     // Legend: at the plot's left edge when it fits in one line, else from the figure's edge.
     let x_start = if l.legend.len() <= 1 { l.x0 } else { 12 };
@@ -302,29 +307,79 @@ pub fn axis_unit(end_ns: u64) -> (&'static str, f64) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw_section<DB: DrawingBackend>(
-    a: &Area<DB>,
-    l: &Layout,
-    grid: &Grid,
-    y0: i32,
-    title: &str,
-    rows: &[Row],
-    empty: &str,
-) -> anyhow::Result<()>
+/// The x of time `t_ns` (clamped to the window).
+fn x_at(l: &Layout, grid: &Grid, t_ns: u64) -> i32 {
+    let t = t_ns.clamp(grid.t0, grid.t1) - grid.t0;
+    l.x0 + ((t as f64 / (grid.t1 - grid.t0) as f64) * (l.x1 - l.x0) as f64).round() as i32
+}
+
+/// A markers band at `y`: iteration starts as ticks along its bottom, free
+/// marks as red triangles with their label where it fits.
+fn draw_marks<DB: DrawingBackend>(a: &Area<DB>, l: &Layout, grid: &Grid, y: i32, marks: &[Mark]) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
-    text(a, title, (12, y0 + SECTION_H / 2), 13.5, TEXT, LEFT)?;
+    let px = |t: u64| x_at(l, grid, t);
+    let n_iter = marks.iter().filter(|m| m.iteration).count();
+    let n_mark = marks.len() - n_iter;
+    let what = match (n_iter > 0, n_mark > 0) {
+        (true, true) => "iterations, marks",
+        (true, false) => "iterations",
+        _ => "marks",
+    };
+    text(a, what, (l.x0 - 10, y + MARK_H / 2), 13.0, TEXT, RIGHT)?;
+    fill(a, l.x0, y, l.x1, y + MARK_H, ROW_BG)?;
+    let mut last_tick = i32::MIN;
+    let visible = |m: &&Mark| m.ts_ns >= grid.t0 && m.ts_ns < grid.t1;
+    for m in marks.iter().filter(|m| m.iteration).filter(visible) {
+        let x = px(m.ts_ns);
+        if x != last_tick {
+            vline(a, x, y + MARK_LABEL_H + 1, y + MARK_H - 1, RGBColor(60, 60, 60))?;
+            last_tick = x;
+        }
+    }
+    // Triangles first; a label goes right of its triangle only where it
+    // reaches neither the next triangle nor the previous label.
+    let f = font(12.0);
+    let xs: Vec<(i32, &str)> =
+        marks.iter().filter(|m| !m.iteration).filter(visible).map(|m| (px(m.ts_ns), m.label.as_str())).collect();
+    let mut last_x = i32::MIN;
+    for &(x, _) in &xs {
+        if x == last_x {
+            continue; // one triangle per pixel column
+        }
+        last_x = x;
+        a.draw(&Polygon::new(vec![(x - 4, y + 1), (x + 4, y + 1), (x, y + 8)], RGBColor(200, 30, 30).filled()))?;
+    }
+    let mut free_from = i32::MIN;
+    for (i, &(x, label)) in xs.iter().enumerate() {
+        let w = text_width(&f, label) as i32;
+        let next = xs.get(i + 1).map_or(l.x1, |n| n.0 - 5);
+        if x + 6 >= free_from && x + 6 + w <= next {
+            text(a, label, (x + 6, y + MARK_LABEL_H / 2 + 1), 12.0, TEXT, LEFT)?;
+            free_from = x + 6 + w + 8;
+        }
+    }
+    Ok(())
+}
+
+fn draw_section<DB: DrawingBackend>(a: &Area<DB>, l: &Layout, grid: &Grid, s: &LSection) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    text(a, &elide(&font(13.5), s.title, (l.width - 24) as u32), (12, s.y + SECTION_H / 2), 13.5, TEXT, LEFT)?;
+    if !s.marks.is_empty() {
+        draw_marks(a, l, grid, s.y + SECTION_H, s.marks)?;
+    }
     let label_font = font(12.5);
-    if rows.is_empty() {
-        let y = y0 + SECTION_H;
+    if s.rows.is_empty() {
+        let y = s.y_rows();
         fill(a, l.x0, y, l.x1, y + ROW_H, ROW_BG)?;
-        text(a, empty, (l.x0 + 8, y + ROW_H / 2), 12.0, MUTED, LEFT)?;
+        text(a, s.empty, (l.x0 + 8, y + ROW_H / 2), 12.0, MUTED, LEFT)?;
         return Ok(());
     }
-    for (i, row) in rows.iter().enumerate() {
-        let y = y0 + SECTION_H + i as i32 * (ROW_H + ROW_GAP);
+    for (i, row) in s.rows.iter().enumerate() {
+        let y = s.y_rows() + i as i32 * (ROW_H + ROW_GAP);
         let label = elide(&label_font, &row.label, (l.x0 - 20) as u32);
         text(a, &label, (l.x0 - 10, y + ROW_H / 2), 12.5, TEXT, RIGHT)?;
         fill(a, l.x0, y, l.x1, y + ROW_H, ROW_BG)?;
