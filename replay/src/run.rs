@@ -452,7 +452,7 @@ fn write_timeline(
     s: &Session,
     mode: Mode,
     acts: &[replay::gpu_time::Activity],
-    lines: &[Option<usize>],
+    lines: &[Option<(usize, u64)>],
     lib: String,
     pass: usize,
 ) -> Result<()> {

@@ -88,7 +88,9 @@ fn the_recording_measured_against_itself() {
         ["Memcpy", "rc_fill", "rc_axpy", "Memset", "rc_struct", "rc_block_sum", "rc_cluster", "Memcpy", "Memcpy"]
     );
     for (a, l) in last.iter().zip(lines) {
-        let op = p.ops.iter().find(|o| o.line == l.unwrap()).unwrap();
+        let (line, ts) = l.unwrap();
+        let op = p.ops.iter().find(|o| o.line == line).unwrap();
+        assert_eq!(op.ts, ts);
         match (&op.kind, a.op) {
             (OpKind::Launch(x), Op::Kernel) => assert_eq!(Some(x.kernel.as_str()), a.name.as_deref()),
             (OpKind::Copy(c), Op::Memcpy) => assert_eq!(c.size, a.bytes),

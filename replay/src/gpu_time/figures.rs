@@ -12,6 +12,9 @@ use crate::plan::{Plan, family::family};
 use crate::report::{RecordedTime, error_pct};
 use tracer_cupti::collect::Taken;
 
+/// The recording's trace line of an op and the recorded time of its call.
+pub type OpLink = (usize, u64);
+
 /// What one mode's passes measured.
 pub struct ModeGpu {
     pub json: Value,
@@ -19,7 +22,7 @@ pub struct ModeGpu {
     pub matched: Vec<Vec<Measured>>,
     /// The last pass: its records sorted by start, and the recording's line
     /// of the op each measured (when paired).
-    pub last: Option<(Vec<Activity>, Vec<Option<usize>>)>,
+    pub last: Option<(Vec<Activity>, Vec<Option<OpLink>>)>,
     /// Every measured pass's records, sorted by start.
     pub passes: Vec<Vec<Activity>>,
 }
@@ -53,7 +56,7 @@ pub fn mode_gpu(
                 if k + 1 == passes.len() {
                     let mut lines = vec![None; p.len()];
                     for &(op, i) in &pairs {
-                        lines[i] = Some(plan.ops[op].line);
+                        lines[i] = Some((plan.ops[op].line, plan.ops[op].ts));
                     }
                     last = Some((p.clone(), lines));
                 }

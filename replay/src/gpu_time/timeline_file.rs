@@ -21,13 +21,15 @@ pub struct Header<'a> {
     pub cupti_library: &'a str,
 }
 
-/// The lines. `acts`: the pass's records (sorted by start); `lines[i]`: the
-/// recording's trace line of the op record i measured, when known; `shift`:
+/// The lines. `acts`: the pass's records (sorted by start); `op_lines[i]`:
+/// the recording's trace line of the op record i measured and the recorded
+/// time of that call, when known (`line`, `recorded_call_ts`: where each
+/// marker fell among the ops, without the recording at hand); `shift`:
 /// ns added to every timestamp; `pid`: the recorded process the ops came from.
 pub fn lines(
     h: &Header,
     acts: &[Activity],
-    op_lines: &[Option<usize>],
+    op_lines: &[Option<(usize, u64)>],
     shift: i64,
     pid: u32,
     markers: &[Marker],
@@ -69,8 +71,9 @@ pub fn lines(
                 v["size"] = json!(a.bytes);
             }
         }
-        if let Some(Some(l)) = op_lines.get(i) {
+        if let Some(Some((l, ts))) = op_lines.get(i) {
             v["line"] = json!(l);
+            v["recorded_call_ts"] = json!(ts);
         }
         out.push(v);
     }
@@ -104,13 +107,13 @@ mod tests {
         };
         let acts = vec![act(Op::Kernel, 1000, 1500, 13, Some("_Z1kv")), act(Op::Memcpy, 1600, 1700, 7, None)];
         let ms = vec![Marker { ts: 90, pid: 5, op: "iteration".into(), label: "0".into(), tokens: Some(20) }];
-        let l = lines(&h, &acts, &[Some(42), None], -900, 5, &ms);
+        let l = lines(&h, &acts, &[Some((42, 77)), None], -900, 5, &ms);
         assert_eq!(l.len(), 5);
         assert_eq!(l[0]["replay"], json!({"mode": "sequence", "pass": 2, "shift_ns": -900}));
         assert_eq!(l[0]["ts"], json!(100));
         assert_eq!(
             serde_json::to_string(&l[1]).unwrap(),
-            r#"{"block":[32,1,1],"context_id":1,"correlation_id":0,"device":0,"duration_us":0.5,"end_ts":600,"grid":[1,1,1],"line":42,"name":"_Z1kv","op":"kernel","pid":5,"shared_mem":0,"source":"cupti","stream":null,"stream_id":13,"tid":0,"ts":100,"type":"gpu"}"#
+            r#"{"block":[32,1,1],"context_id":1,"correlation_id":0,"device":0,"duration_us":0.5,"end_ts":600,"grid":[1,1,1],"line":42,"name":"_Z1kv","op":"kernel","pid":5,"recorded_call_ts":77,"shared_mem":0,"source":"cupti","stream":null,"stream_id":13,"tid":0,"ts":100,"type":"gpu"}"#
         );
         assert_eq!(
             serde_json::to_string(&l[2]).unwrap(),

@@ -59,6 +59,8 @@ pub struct GpuOp {
     pub family: &'static str,
     /// A replay's link: the recording's trace line of the op this measured.
     pub line: Option<u64>,
+    /// A replay's link: the recorded time of that op's call (`recorded_call_ts`).
+    pub call_ts: Option<u64>,
 }
 
 /// One trace's measured GPU intervals and markers.
@@ -157,6 +159,7 @@ impl Side {
                     op,
                     family: family::of_op(opname, s(v, "name")),
                     line: u(v, "line"),
+                    call_ts: u(v, "recorded_call_ts"),
                 });
             }
             _ => {}
@@ -179,8 +182,11 @@ impl Side {
 /// replay's last end). None when no `gpu` line links to a line of
 /// `recorded` whose time is known.
 pub fn replayed_marks(recorded: &Side, replay: &Side) -> Option<Vec<Mark>> {
-    let mut links: Vec<(u64, u64)> =
-        replay.ops.iter().filter_map(|o| Some((*recorded.line_ts.get(&o.line?)?, o.start_ns))).collect();
+    let mut links: Vec<(u64, u64)> = replay
+        .ops
+        .iter()
+        .filter_map(|o| Some((o.call_ts.or_else(|| recorded.line_ts.get(&o.line?).copied())?, o.start_ns)))
+        .collect();
     if links.is_empty() {
         return None;
     }

@@ -466,6 +466,7 @@ fn replayed_marks_follow_the_linked_ops() {
         op: Op::Kernel,
         family: "other",
         line,
+        call_ts: None,
     };
     let mark = |ts: u64, label: &str| Mark { ts_ns: ts, label: label.into(), iteration: false };
     let mut rec = Side::new("rec");
@@ -482,6 +483,15 @@ fn replayed_marks_follow_the_linked_ops() {
     // No link resolves: None (the markers stay where the trace put them).
     rec.line_ts.clear();
     assert_eq!(replayed_marks(&rec, &rep), None);
+    // The replay's own `recorded_call_ts` (the timeline file carries it) needs no recording lines.
+    rep.ops = vec![
+        GpuOp { call_ts: Some(100), ..op(1_000, Some(10)) },
+        GpuOp { call_ts: Some(300), ..op(1_500, Some(12)) },
+        GpuOp { call_ts: Some(200), ..op(1_200, Some(11)) },
+    ];
+    let got: Vec<(u64, String)> = replayed_marks(&rec, &rep).unwrap().into_iter().map(|m| (m.ts_ns, m.label)).collect();
+    let want = [(1_000, "before all"), (1_200, "a"), (1_200, "at 11"), (1_500, "b"), (1_510, "after all")];
+    assert_eq!(got, want.map(|(t, l)| (t, l.to_string())));
 }
 
 /// Extreme times (a corrupt or hostile trace) give figures, not a panic.
@@ -529,7 +539,7 @@ fn extreme_times_do_not_panic() {
 fn reads_the_replay_writers_lines() {
     let text = [
         r#"{"type":"header","ts":100,"pid":5,"tid":0,"format":"tracer-jsonl","format_version":1,"source":"replay","recording":"x.rec","command":["replay","x.rec"],"gpus":[{"bus":"0000:00:06.0","model":"H100"}],"gpu_timestamps":{"enabled":true,"library":"/l/libcupti.so.13","clock":"CLOCK_MONOTONIC ns of the replay, shifted by replay.shift_ns"},"replay":{"mode":"sequence","pass":2,"shift_ns":-900}}"#,
-        r#"{"block":[32,1,1],"context_id":1,"correlation_id":0,"device":0,"duration_us":0.5,"end_ts":600,"grid":[1,1,1],"line":42,"name":"_Z1kv","op":"kernel","pid":5,"shared_mem":0,"source":"cupti","stream":null,"stream_id":13,"tid":0,"ts":100,"type":"gpu"}"#,
+        r#"{"block":[32,1,1],"context_id":1,"correlation_id":0,"device":0,"duration_us":0.5,"end_ts":600,"grid":[1,1,1],"line":42,"name":"_Z1kv","op":"kernel","pid":5,"recorded_call_ts":77,"shared_mem":0,"source":"cupti","stream":null,"stream_id":13,"tid":0,"ts":100,"type":"gpu"}"#,
         r#"{"context_id":1,"correlation_id":0,"device":0,"direction":"h2d","duration_us":0.1,"end_ts":800,"name":"memcpy_htod","op":"memcpy","pid":5,"size":4096,"source":"cupti","stream":null,"stream_id":7,"tid":0,"ts":700,"type":"gpu"}"#,
         r#"{"ts":90,"pid":5,"tid":0,"type":"marker","op":"iteration","label":"0","tokens":20}"#,
         r#"{"type":"footer","ts":800,"pid":5,"tid":0,"gpu_records":2}"#,
@@ -541,7 +551,7 @@ fn reads_the_replay_writers_lines() {
     let side = side.finish();
     assert_eq!(side.source.as_deref(), Some("replay"));
     assert_eq!(side.replay.as_deref(), Some("mode sequence, pass 2"));
-    let k = |start_ns, end_ns, stream, op, family, line| GpuOp {
+    let k = |start_ns, end_ns, stream, op, family, line: Option<u64>| GpuOp {
         device: 0,
         stream: Stream::Id(stream),
         start_ns,
@@ -549,6 +559,7 @@ fn reads_the_replay_writers_lines() {
         op,
         family,
         line,
+        call_ts: line.map(|_| 77),
     };
     assert_eq!(side.ops, [k(100, 600, 13, Op::Kernel, "other", Some(42)), k(700, 800, 7, Op::Copy, "copy", None)]);
     assert_eq!(side.marks, [Mark { ts_ns: 90, label: "0".into(), iteration: true }]);
