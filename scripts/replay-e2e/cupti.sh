@@ -27,6 +27,11 @@ play() { # NAME TIMEOUT ARGS...
     # Progress lines end in \r: split them, drop them, keep everything else.
     tr '\r' '\n' < "$work/$name.replay.log" | grep -v "^$\|: iteration [0-9]*/\|^isolated: [0-9]*/\|energy: \|Assertion" | head -120
     echo "device assertion lines: $(grep -c Assertion "$work/$name.replay.log")"
+    # Recorded vs replayed timelines (sequence, timed), drawn from the whole recording.
+    for m in "" -timed; do
+        f="$OUT/cupti/$name.timeline$m.jsonl"
+        [ -f "$f" ] && "$T" plot "$work/$name.rec" --compare "$f" -o "$OUT/cupti/plots_$name$m" > "$OUT/cupti/plots_$name$m.txt" 2>&1
+    done
     for f in "$OUT/cupti/$name".timeline*.jsonl; do [ -f "$f" ] && gzip -f "$f"; done
     cp "$work/$name.replay.log" "$OUT/cupti/$name.replay.log"
 }
