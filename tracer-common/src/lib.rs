@@ -9,6 +9,7 @@
 
 pub mod cookie;
 pub mod event;
+pub mod family;
 pub mod funcs;
 pub mod params;
 
