@@ -1,3 +1,3 @@
 //! Kernel families for `tracer plot --compare`'s second figure: the shared
 //! classification of tracer-common (also `replay`'s report's).
-pub use tracer_common::family::{FAMILIES, family, index, of_op};
+pub use tracer_common::family::{FAMILIES, index, of_op};
