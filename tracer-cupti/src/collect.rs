@@ -96,7 +96,7 @@ pub fn start(lib: Option<&str>) -> Result<Collector, String> {
     let store = Mutex::new(Store { acts: Vec::new(), names: HashMap::new(), dropped: 0 });
     let state = STATE.get_or_init(|| State { api, offset_ns, store });
     // SAFETY: registering our extern "C" callbacks.
-    let r = unsafe { (state.api.register_callbacks)(buffer_requested, buffer_completed) };
+    let r = unsafe { (state.api.register_callbacks)(cupti::buffer_requested::<BUFFER_SIZE>, buffer_completed) };
     if r != 0 {
         return Err(format!("cuptiActivityRegisterCallbacks failed: {}", state.api.err(r)));
     }
@@ -142,11 +142,6 @@ impl Collector {
         let mut st = self.state.store.lock().unwrap_or_else(|e| e.into_inner());
         Taken { activities: std::mem::take(&mut st.acts), dropped: std::mem::take(&mut st.dropped) }
     }
-}
-
-extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    // SAFETY: CUPTI's out-pointers.
-    unsafe { cupti::give_buffer(buffer, size, max_records, BUFFER_SIZE) }
 }
 
 extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize) {

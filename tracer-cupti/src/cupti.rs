@@ -246,31 +246,32 @@ pub fn measure_offset(api: &Api) -> i64 {
 
 const BUFFER_ALIGN: usize = 8;
 
-/// Answers CUPTI's buffer request with a new `bytes`-long buffer (a null one,
-/// which makes CUPTI drop and count records, when there is no memory).
-///
-/// # Safety
-/// The pointers are CUPTI's out-pointers of its buffer-requested callback.
-pub unsafe fn give_buffer(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize, bytes: usize) {
-    let layout = std::alloc::Layout::from_size_align(bytes, BUFFER_ALIGN).expect("valid layout");
+/// CUPTI's buffer-requested callback: a new `BYTES`-long buffer (a null
+/// one, which makes CUPTI drop and count records, when there is no memory).
+pub(crate) extern "C" fn buffer_requested<const BYTES: usize>(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let layout = std::alloc::Layout::from_size_align(BYTES, BUFFER_ALIGN).expect("valid layout");
     // SAFETY: non-zero size; the buffer comes back to free_buffer.
     let p = unsafe { std::alloc::alloc(layout) };
-    // SAFETY: valid out-pointers (the caller's contract).
+    // SAFETY: CUPTI passes valid out-pointers.
     unsafe {
         *buffer = p;
-        *size = if p.is_null() { 0 } else { bytes };
+        *size = if p.is_null() { 0 } else { BYTES };
         *max_records = 0;
     }
 }
 
-/// Frees a buffer CUPTI completed (`size`: its size as given by [`give_buffer`]).
+/// Frees a buffer CUPTI completed (`size`: its size as given by [`buffer_requested`]).
 ///
 /// # Safety
-/// `buffer` was allocated by [`give_buffer`] with `size` bytes, or is null.
+/// `buffer` was allocated by [`buffer_requested`] with `size` bytes, or is null.
 pub unsafe fn free_buffer(buffer: *mut u8, size: usize) {
     if !buffer.is_null() && size > 0 {
         let layout = std::alloc::Layout::from_size_align(size, BUFFER_ALIGN).expect("valid layout");
-        // SAFETY: allocated in give_buffer with this size and alignment.
+        // SAFETY: allocated in buffer_requested with this size and alignment.
         unsafe { std::alloc::dealloc(buffer, layout) };
     }
 }

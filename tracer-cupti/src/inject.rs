@@ -116,7 +116,7 @@ fn init() -> c_int {
     };
     let offset = if clock == ClockMethod::Offset { measure_offset(&api) } else { 0 };
     // SAFETY: registering our extern "C" callbacks.
-    let r = unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) };
+    let r = unsafe { (api.register_callbacks)(cupti::buffer_requested::<BUFFER_SIZE>, buffer_completed) };
     if r != 0 {
         return fail(&mut sink, format!("cuptiActivityRegisterCallbacks failed: {}", api.err(r)));
     }
@@ -224,11 +224,6 @@ extern "C" fn at_exit() {
             o.sink.flush();
         }
     });
-}
-
-extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    // SAFETY: CUPTI's out-pointers.
-    unsafe { cupti::give_buffer(buffer, size, max_records, BUFFER_SIZE) }
 }
 
 extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
