@@ -233,60 +233,47 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     let mut v = Vec::new();
                     for (j, (op, pro)) in targets.iter().enumerate() {
                         show(j);
-                        let warm = s.time_alone(*op, pro, st, 3, a.repeats, None)?;
-                        let cold = match &flush {
-                            Some(f) => Some(s.time_alone(*op, pro, st, 0, a.repeats, Some(f))?),
-                            None => None,
-                        };
-                        v.push((warm, cold));
+                        v.push(s.time_warm_and_cold(*op, pro, st, 3, a.repeats, flush.as_ref())?);
                     }
                     v
                 };
-                let ops: Vec<usize> = order.iter().map(|x| x.1).collect();
-                let flush_bytes = flush.as_ref().map(|f| f.bytes as u64);
-                let (by_cupti_warm, by_cupti_cold): (Vec<Samples>, Vec<Samples>) = match &cupti {
-                    Some(c) => {
-                        let taken = c.take();
-                        let mut windows: Vec<(u64, u64)> = Vec::new();
-                        for (w, cold) in &all {
-                            windows.push(w.window);
-                            if let Some(cold) = cold {
-                                windows.push(cold.window);
-                            }
-                        }
-                        let mut ops2 = Vec::new();
-                        for (op, (_, cold)) in ops.iter().zip(&all) {
-                            ops2.push(*op);
-                            if cold.is_some() {
-                                ops2.push(*op);
-                            }
-                        }
-                        let d = replay::gpu_time::figures::isolated_durations(
-                            &p,
-                            &ops2,
-                            &windows,
-                            taken,
-                            a.repeats,
-                            flush_bytes,
-                        );
-                        let mut it = d.into_iter();
-                        let (mut w, mut c) = (Vec::new(), Vec::new());
-                        for (_, cold) in &all {
-                            w.push(it.next().flatten());
-                            c.push(if cold.is_some() { it.next().flatten() } else { None });
-                        }
-                        (w, c)
+                // Every timed window in time order: (key index, after an L2 flush?, window).
+                let mut runs: Vec<(usize, bool, (u64, u64))> = Vec::new();
+                for (j, (warm, cold)) in all.iter().enumerate() {
+                    runs.push((j, false, warm.window));
+                    if let Some(cold) = cold {
+                        runs.push((j, true, cold.window));
                     }
-                    None => (vec![None; all.len()], vec![None; all.len()]),
-                };
-                let missing = by_cupti_warm.iter().chain(&by_cupti_cold).filter(|x| x.is_none()).count()
-                    - if flush.is_some() { 0 } else { all.len() };
-                if cupti.is_some() && missing > 0 {
-                    notes.push(format!(
-                        "isolated: {missing} timings of {} keys by CUDA events (CUPTI's records of their runs were not {} per key)",
-                        all.len(),
-                        a.repeats
-                    ));
+                }
+                let (mut by_cupti_warm, mut by_cupti_cold): (Vec<Samples>, Vec<Samples>) =
+                    (vec![None; all.len()], vec![None; all.len()]);
+                if let Some(c) = &cupti {
+                    let ops: Vec<usize> = runs.iter().map(|r| order[r.0].1).collect();
+                    let windows: Vec<(u64, u64)> = runs.iter().map(|r| r.2).collect();
+                    let flush_bytes = flush.as_ref().map(|f| f.bytes as u64);
+                    let d = replay::gpu_time::figures::isolated_durations(
+                        &p,
+                        &ops,
+                        &windows,
+                        c.take(),
+                        a.repeats,
+                        flush_bytes,
+                    );
+                    let missing = d.iter().filter(|x| x.is_none()).count();
+                    if missing > 0 {
+                        notes.push(format!(
+                            "isolated: {missing} timings of {} keys by CUDA events (CUPTI's records of their runs were not {} per key)",
+                            all.len(),
+                            a.repeats
+                        ));
+                    }
+                    for (&(j, cold, _), x) in runs.iter().zip(d) {
+                        if cold {
+                            by_cupti_cold[j] = x;
+                        } else {
+                            by_cupti_warm[j] = x;
+                        }
+                    }
                 }
                 isolated_timer = if cupti.is_some() { "cupti" } else { "events" };
                 isolated_l2 = if flush.is_some() { "flushed" } else { "warm" };

@@ -717,6 +717,25 @@ impl Session {
         Ok(Timed { ms: v, window: (t0, monotonic_ns()) })
     }
 
+    /// Times op `i` alone with the L2 left warm by its previous run, then,
+    /// with `flush`, after an L2 flush before each run (no more warm-ups).
+    pub fn time_warm_and_cold(
+        &self,
+        i: usize,
+        prologue: &[usize],
+        stream: CUstream,
+        warmup: u32,
+        reps: u32,
+        flush: Option<&L2Flush>,
+    ) -> Result<(Timed, Option<Timed>)> {
+        let warm = self.time_alone(i, prologue, stream, warmup, reps, None)?;
+        let cold = match flush {
+            Some(f) => Some(self.time_alone(i, prologue, stream, 0, reps, Some(f))?),
+            None => None,
+        };
+        Ok((warm, cold))
+    }
+
     /// Isolated timing *in context*: one pass in recorded order from the
     /// initial memory; at each target op (sorted by op index), everything
     /// before it has run, so the op finds the memory its recorded run found
@@ -746,12 +765,7 @@ impl Session {
                 progress(next);
                 self.ctx.sync()?;
                 snap.save()?;
-                let warm = self.time_alone(i, &targets[next].1, stream, warmup, reps, None)?;
-                let cold = match flush {
-                    Some(f) => Some(self.time_alone(i, &targets[next].1, stream, 0, reps, Some(f))?),
-                    None => None,
-                };
-                out.push((warm, cold));
+                out.push(self.time_warm_and_cold(i, &targets[next].1, stream, warmup, reps, flush)?);
                 self.ctx.sync()?;
                 snap.restore()?;
                 next += 1;
