@@ -141,10 +141,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     "note": if *m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
                 });
                 if let Some(c) = &cupti {
-                    let g = replay::gpu_time::figures::mode_gpu(&p, &sub, c.take(), &windows, &recorded);
+                    let mut g = replay::gpu_time::figures::mode_gpu(&p, Some(&sub), c.take(), &windows, &recorded);
+                    g.segments = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched);
                     row["cupti"] = g.json.clone();
-                    if let Some(rows) = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched) {
-                        row["cupti"]["segments"] = rows;
+                    if let Some(rows) = &g.segments {
+                        row["cupti"]["segments"] = rows.clone();
                     }
                     measured.push((*m, g));
                 }
@@ -170,12 +171,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
                     });
                     if let Some(c) = &cupti {
                         // A graph's records do not pair with the stream ops (one stream): totals only.
-                        let mut gm = replay::gpu_time::figures::mode_gpu(&p, &[], c.take(), &windows, &recorded).json;
-                        if let Some(o) = gm.as_object_mut() {
-                            o.remove("pairing_errors");
-                            o.remove("paired_passes");
-                        }
-                        row["cupti"] = gm;
+                        row["cupti"] =
+                            replay::gpu_time::figures::mode_gpu(&p, None, c.take(), &windows, &recorded).json;
                     }
                     modes.push(row);
                 }
@@ -380,15 +377,16 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if let Some((mode, g)) = pick {
         let (fams, kernels) = replay::gpu_time::figures::families_and_kernels(&g.passes, &recorded, 20);
         out["measured"] = json!({"mode": format!("{mode:?}").to_lowercase(), "families": fams, "top_kernels": kernels});
-        if let Some(rows) = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched) {
-            out["measured"]["segments"] = rows;
+        if let Some(rows) = &g.segments {
+            out["measured"]["segments"] = rows.clone();
         }
     }
     // The last measured pass of each mode as a tracer trace: the chosen mode's
     // as replay-timeline.jsonl, the others' as replay-timeline-MODE.jsonl.
     let chosen = pick.map(|x| x.0);
     for (mode, g) in &measured {
-        let Some((acts, lines)) = &g.last else { continue };
+        let Some(acts) = g.passes.last() else { continue };
+        let lines = &g.last_links;
         let name = format!("{mode:?}").to_lowercase();
         let main = Some(*mode) == chosen;
         let tpath = match (&a.report, main) {

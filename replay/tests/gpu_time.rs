@@ -69,7 +69,7 @@ fn the_recording_measured_against_itself() {
     let acts = recorded_as_measured(&rec);
     let window = (acts.iter().map(|a| a.start).min().unwrap(), acts.iter().map(|a| a.end).max().unwrap());
     let sub = submitted(&p);
-    let g = mode_gpu(&p, &sub, Taken { activities: acts, dropped: 0 }, &[window], &rt);
+    let g = mode_gpu(&p, Some(&sub), Taken { activities: acts, dropped: 0 }, &[window], &rt);
     let j = &g.json;
     assert_eq!(j["pairing_errors"], serde_json::json!([]), "{j}");
     assert_eq!(j["paired_passes"], 1);
@@ -80,7 +80,7 @@ fn the_recording_measured_against_itself() {
     assert_eq!(j["busy_us"].as_f64().unwrap(), rt.busy_ns as f64 / 1e3);
     assert_eq!(j["passes"][0]["kernels"], 5);
     // Each record paired with its op: the recorded trace lines, in time order.
-    let (last, lines) = g.last.as_ref().unwrap();
+    let (last, lines) = (g.passes.last().unwrap(), &g.last_links);
     let names: Vec<String> =
         last.iter().map(|a| a.name.as_deref().map(str::to_owned).unwrap_or_else(|| format!("{:?}", a.op))).collect();
     assert_eq!(
@@ -121,7 +121,7 @@ fn the_recording_measured_against_itself() {
     // A missing record: pairing fails for the pass, totals are still there.
     let mut short = recorded_as_measured(&rec);
     short.retain(|a| a.name.as_deref() != Some("rc_struct"));
-    let g = mode_gpu(&p, &sub, Taken { activities: short, dropped: 2 }, &[window], &rt);
+    let g = mode_gpu(&p, Some(&sub), Taken { activities: short, dropped: 2 }, &[window], &rt);
     assert_eq!(g.json["paired_passes"], 0);
     assert_eq!(g.json["dropped_by_cupti"], 2);
     assert!(

@@ -20,11 +20,13 @@ pub struct ModeGpu {
     pub json: Value,
     /// The measured ops of every pass whose records paired with its ops.
     pub matched: Vec<Vec<Measured>>,
-    /// The last pass: its records sorted by start, and the recording's line
-    /// of the op each measured (when paired).
-    pub last: Option<(Vec<Activity>, Vec<Option<OpLink>>)>,
+    /// For each record of the last pass (`passes.last()`), the recording's
+    /// line and call time of the op it measured (None where not paired).
+    pub last_links: Vec<Option<OpLink>>,
     /// Every measured pass's records, sorted by start.
     pub passes: Vec<Vec<Activity>>,
+    /// Per phase and iteration ([`segment_rows`] of `matched`), when the caller has them.
+    pub segments: Option<Value>,
 }
 
 fn us(ns: f64) -> f64 {
@@ -32,10 +34,12 @@ fn us(ns: f64) -> f64 {
 }
 
 /// Figures of one mode from the records `taken` after its passes; `windows`:
-/// each measured pass's CLOCK_MONOTONIC window (warm-ups left out).
+/// each measured pass's CLOCK_MONOTONIC window (warm-ups left out); `sub`:
+/// the ops each pass submitted, to pair the records with (None: a graph's
+/// passes, whose records do not follow the ops' streams: totals only).
 pub fn mode_gpu(
     plan: &Plan,
-    sub: &[matching::Submitted],
+    sub: Option<&[matching::Submitted]>,
     taken: Taken,
     windows: &[(u64, u64)],
     rec: &RecordedTime,
@@ -49,29 +53,23 @@ pub fn mode_gpu(
     let vs = |x: f64, r: u64| if gpu_lines { error_pct(x, us(r as f64)) } else { None };
     let mut matched = Vec::new();
     let mut match_errors = Vec::new();
-    let mut last = None;
-    for (k, p) in passes.iter().enumerate() {
-        match matching::match_ops(sub, p) {
-            Ok(pairs) => {
-                if k + 1 == passes.len() {
-                    let mut lines = vec![None; p.len()];
-                    for &(op, i) in &pairs {
-                        lines[i] = Some((plan.ops[op].line, plan.ops[op].ts));
+    let mut last_links = passes.last().map_or(vec![], |p| vec![None; p.len()]);
+    if let Some(sub) = sub {
+        for (k, p) in passes.iter().enumerate() {
+            match matching::match_ops(sub, p) {
+                Ok(pairs) => {
+                    if k + 1 == passes.len() {
+                        for &(op, i) in &pairs {
+                            last_links[i] = Some((plan.ops[op].line, plan.ops[op].ts));
+                        }
                     }
-                    last = Some((p.clone(), lines));
+                    matched.push(pairs.iter().map(|&(op, i)| (op, p[i].start, p[i].end, p[i].op)).collect());
                 }
-                matched.push(pairs.iter().map(|&(op, i)| (op, p[i].start, p[i].end, p[i].op)).collect());
-            }
-            Err(e) => {
-                match_errors.push(format!("pass {}: {e}", k + 1));
-                if k + 1 == passes.len() {
-                    last = Some((p.clone(), vec![None; p.len()]));
-                }
+                Err(e) => match_errors.push(format!("pass {}: {e}", k + 1)),
             }
         }
     }
-    let expected = |op| sub.iter().filter(|s| s.kind == op).count();
-    let json = json!({
+    let mut json = json!({
         "source": "cupti",
         "busy_us": busy, "span_us": span, "kernels_us": kern, "copies_us": copies, "sets_us": sets,
         "busy_error_pct": error_pct(busy, us(rec.busy_ns as f64)),
@@ -80,12 +78,16 @@ pub fn mode_gpu(
         "passes": totals.iter().map(|t| json!({"busy_us": us(t.busy_ns as f64), "span_us": us(t.span_ns as f64),
             "kernels_us": us(t.kernels_ns as f64), "copies_us": us(t.copies_ns as f64), "sets_us": us(t.sets_ns as f64),
             "kernels": t.kernels, "copies": t.copies, "sets": t.sets})).collect::<Vec<_>>(),
-        "expected_per_pass": {"kernels": expected(Op::Kernel), "copies": expected(Op::Memcpy), "sets": expected(Op::Memset)},
-        "paired_passes": matched.len(),
-        "pairing_errors": match_errors,
         "records_outside_passes": outside, "records_without_timestamp": no_ts, "dropped_by_cupti": taken.dropped,
     });
-    ModeGpu { json, matched, last, passes }
+    if let Some(sub) = sub {
+        let expected = |op| sub.iter().filter(|s| s.kind == op).count();
+        json["expected_per_pass"] =
+            json!({"kernels": expected(Op::Kernel), "copies": expected(Op::Memcpy), "sets": expected(Op::Memset)});
+        json["paired_passes"] = json!(matched.len());
+        json["pairing_errors"] = json!(match_errors);
+    }
+    ModeGpu { json, matched, last_links, passes, segments: None }
 }
 
 fn family_of(a: &Activity) -> &'static str {
