@@ -115,17 +115,12 @@ pub fn families_and_kernels(last_passes: &[Vec<Activity>], rec: &RecordedTime, t
             }
         }
     }
-    let mut rec_fam: BTreeMap<&'static str, f64> = BTreeMap::new();
-    for (name, (_, ns)) in &rec.per_kernel {
-        *rec_fam.entry(family(name)).or_default() += *ns as f64;
-    }
-    *rec_fam.entry("copy").or_default() += rec.copies_ns as f64;
-    *rec_fam.entry("set").or_default() += rec.sets_ns as f64;
+    let rec_fam = rec.per_family_ns();
     let fams: Vec<Value> = crate::plan::family::FAMILIES
         .iter()
-        .filter(|f| fam.contains_key(**f) || rec_fam.get(**f).is_some_and(|x| *x > 0.0))
+        .filter(|f| fam.contains_key(**f) || rec_fam.get(**f).is_some_and(|x| *x > 0))
         .map(|f| {
-            let (r, p) = (us(rec_fam.get(f).copied().unwrap_or(0.0)), us(fam.get(f).copied().unwrap_or(0.0) / n));
+            let (r, p) = (us(rec_fam.get(f).copied().unwrap_or(0) as f64), us(fam.get(f).copied().unwrap_or(0.0) / n));
             json!({"family": f, "recorded_us": r, "replayed_us": p, "error_pct": error_pct(p, r)})
         })
         .collect();

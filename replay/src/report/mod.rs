@@ -104,18 +104,11 @@ pub fn predict(
         }
     }
     let have = rec.source == "gpu_lines";
-    let mut rec_fam: BTreeMap<&'static str, f64> = BTreeMap::new();
-    if have {
-        for (name, (_, ns)) in &rec.per_kernel {
-            *rec_fam.entry(family(name)).or_default() += *ns as f64 / 1e3;
-        }
-        *rec_fam.entry("copy").or_default() += rec.copies_ns as f64 / 1e3;
-        *rec_fam.entry("set").or_default() += rec.sets_ns as f64 / 1e3;
-    }
+    let rec_fam = rec.per_family_ns();
     let families = fam
         .into_iter()
         .map(|(f, (n, t))| {
-            let r = have.then(|| rec_fam.get(f).copied().unwrap_or(0.0));
+            let r = have.then(|| rec_fam.get(f).copied().unwrap_or(0) as f64 / 1e3);
             FamilyRow {
                 family: f.into(),
                 ops: n,

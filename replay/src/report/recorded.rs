@@ -25,6 +25,20 @@ pub struct RecordedTime {
     pub per_kernel: BTreeMap<String, (u64, u64)>,
 }
 
+impl RecordedTime {
+    /// gpu lines only: summed durations (ns) per kernel family (`copy` and
+    /// `set` for copies and sets).
+    pub fn per_family_ns(&self) -> BTreeMap<&'static str, u64> {
+        let mut m: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for (name, (_, ns)) in &self.per_kernel {
+            *m.entry(crate::plan::family::family(name)).or_default() += ns;
+        }
+        *m.entry("copy").or_default() += self.copies_ns;
+        *m.entry("set").or_default() += self.sets_ns;
+        m
+    }
+}
+
 pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
     let pids: std::collections::BTreeSet<u32> = plan.ops.iter().map(|o| o.pid).collect();
     let acts: Vec<_> = trace.gpu.iter().filter(|g| pids.is_empty() || pids.contains(&g.pid)).collect();
