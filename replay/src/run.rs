@@ -18,6 +18,11 @@ use tracer_cupti::collect::monotonic_ns;
 /// CUPTI's sorted ms of one isolated key's runs, when all were seen.
 type Samples = Option<Vec<f64>>;
 
+/// Timed mode's pacing: each op's recorded offset (ns) from the first one.
+fn recorded_offsets(p: &plan::Plan) -> Vec<u64> {
+    p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect()
+}
+
 fn stats(v: &[f64]) -> (f64, f64) {
     let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
     (mean, v.iter().copied().fold(f64::INFINITY, f64::min))
@@ -103,8 +108,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     for m in &a.mode {
         match m {
             Mode::Sequence | Mode::Timed => {
-                let pace: Option<Vec<u64>> =
-                    (*m == Mode::Timed).then(|| p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect());
+                let pace: Option<Vec<u64>> = (*m == Mode::Timed).then(|| recorded_offsets(&p));
                 let mut gpu = Vec::new();
                 let mut wall = Vec::new();
                 let mut windows = Vec::new();
@@ -406,8 +410,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         }
     }
     if a.energy_seconds > 0.0 {
-        let pace: Option<Vec<u64>> =
-            a.mode.contains(&Mode::Timed).then(|| p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect());
+        let pace: Option<Vec<u64>> = a.mode.contains(&Mode::Timed).then(|| recorded_offsets(&p));
         match energy(&s, &rec, &p, a.energy_seconds, pace.as_deref(), &cupti) {
             Ok(e) => out["energy"] = e,
             Err(e) => notes.push(format!("energy not measured: {e:#}")),
