@@ -1,5 +1,9 @@
 //! `tracer plot` on a committed recording: the six files, valid and of the
 //! expected sizes; a zoom gets its own timeline file; misuse is exit code 2.
+//! `tracer plot RECORDED --compare OTHER` as a user runs it: a committed
+//! H100 recording against itself (summary on stdout, the six files), a
+//! trace without GPU intervals (exit 1, the message), a reversed window
+//! (exit 2).
 use std::path::Path;
 use std::process::Command;
 
@@ -46,6 +50,74 @@ fn plot_simple_recording() {
 
     let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
         .args(["plot", trace, "--from", "6", "--to", "5", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from must be before --to"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_committed_recording_with_itself() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/simple_inference_gpu.jsonl.gz");
+    let dir = std::env::temp_dir().join(format!("tracer-plot-compare-cli-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["plot", trace, "--compare", trace, "--width", "1000", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[1],
+        "          GPU busy 2.16 ms in a 121 ms span (2 %); 88 kernels 659 µs, 10 copies 1.47 ms, 44 sets 33.3 µs"
+    );
+    assert_eq!(lines[1], lines[4]);
+    assert_eq!(
+        lines[6],
+        "compared / recorded: GPU busy ×1.000 (+0.0 %), span ×1.000 (+0.0 %), kernel time ×1.000 (+0.0 %), idle \
+         ×1.000 (+0.0 %)"
+    );
+    let families: Vec<(&str, &str)> = lines[9..13]
+        .iter()
+        .map(|l| (l.split_whitespace().next().unwrap(), l.split_whitespace().last().unwrap()))
+        .collect();
+    assert_eq!(families, [("gemm", "%"), ("elementwise", "%"), ("copy", "%"), ("set", "%")]);
+    assert!(lines[9..13].iter().all(|l| l.ends_with("+0.0 %")), "{stdout}");
+    let files: Vec<String> = lines[14..].iter().map(|s| s.to_string()).collect();
+    let want: Vec<String> = ["timeline.png", "kernels.png", "gaps.png", "timeline.svg", "kernels.svg", "gaps.svg"]
+        .iter()
+        .map(|f| dir.join(format!("compare_{f}")).display().to_string())
+        .collect();
+    assert_eq!(files, want);
+    assert_eq!(png_size(&dir.join("compare_timeline.png")).0, 1000);
+    assert_eq!(png_size(&dir.join("compare_kernels.png")).0, 1000);
+    assert_eq!(png_size(&dir.join("compare_gaps.png")).0, 1000);
+    let svg = std::fs::read_to_string(dir.join("compare_timeline.svg")).unwrap();
+    for label in ["recorded · GPU 0 busy", "compared · GPU 0 busy", "GPU 0 · stream 7"] {
+        assert!(svg.contains(label), "{label} missing");
+    }
+
+    // OTHER without measured GPU intervals: exit 1, the reason and the remedy.
+    let calls_only = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/simple_inference.jsonl.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["plot", trace, "--compare", calls_only, "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("OTHER ")
+            && err.contains("simple_inference.jsonl.gz has no measured GPU intervals: make it with `replay`"),
+        "{err}"
+    );
+
+    // A reversed window: a usage error.
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["plot", trace, "--compare", trace, "--from", "0.1", "--to", "0.05", "-o"])
         .arg(&dir)
         .output()
         .unwrap();
