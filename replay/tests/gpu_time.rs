@@ -22,24 +22,17 @@ fn recorded_as_measured(rec: &Recording) -> Vec<Activity> {
     rec.trace
         .gpu
         .iter()
-        .map(|g| Activity {
-            op: match g.op.as_str() {
+        .map(|g| {
+            let op = match g.op.as_str() {
                 "kernel" => Op::Kernel,
                 "memcpy" => Op::Memcpy,
                 _ => Op::Memset,
-            },
-            start: g.ts,
-            end: g.end_ts,
-            device: 0,
-            context: 1,
-            stream: g.stream_id,
-            correlation: 0,
-            name: if g.op == "kernel" { g.name.as_deref().map(std::sync::Arc::from) } else { None },
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
-            shared_mem: 0,
-            bytes: g.size,
-            copy_kind: 0,
+            };
+            Activity {
+                name: if g.op == "kernel" { g.name.as_deref().map(std::sync::Arc::from) } else { None },
+                bytes: g.size,
+                ..Activity::new(op, g.ts, g.end_ts, g.stream_id)
+            }
         })
         .collect()
 }
@@ -140,21 +133,7 @@ fn isolated_durations_from_the_records_of_each_window() {
     let (_, p) = open();
     let launch = p.ops.iter().position(|o| o.launch().is_some()).unwrap();
     let copy = p.ops.iter().position(|o| matches!(o.kind, OpKind::Copy(_))).unwrap();
-    let k = |s: u64, e: u64| Activity {
-        op: Op::Kernel,
-        start: s,
-        end: e,
-        device: 0,
-        context: 1,
-        stream: 20,
-        correlation: 0,
-        name: None,
-        grid: [1; 3],
-        block: [1; 3],
-        shared_mem: 0,
-        bytes: 0,
-        copy_kind: 0,
-    };
+    let k = |s: u64, e: u64| Activity::new(Op::Kernel, s, e, 20);
     let acts = vec![
         k(1_000, 3_000),
         Activity { op: Op::Memset, ..k(3_100, 3_200) }, // a prologue memset: not the kernel's
@@ -162,25 +141,13 @@ fn isolated_durations_from_the_records_of_each_window() {
         Activity { op: Op::Memcpy, ..k(10_000, 14_000) },
         Activity { op: Op::Memcpy, ..k(15_000, 16_000) },
     ];
-    let d = isolated_durations(
-        &p,
-        &[launch, copy],
-        &[(900, 6_000), (9_000, 20_000)],
-        Taken { activities: acts.clone(), dropped: 0 },
-        2,
-        None,
-    );
-    assert_eq!(d, vec![Some(vec![0.001, 0.002]), Some(vec![0.001, 0.004])]);
+    let two = |acts: &Vec<Activity>, reps| {
+        let taken = Taken { activities: acts.clone(), dropped: 0 };
+        isolated_durations(&p, &[launch, copy], &[(900, 6_000), (9_000, 20_000)], taken, reps, None)
+    };
+    assert_eq!(two(&acts, 2), vec![Some(vec![0.001, 0.002]), Some(vec![0.001, 0.004])]);
     // Three runs expected, two seen: no CUPTI figure for that key.
-    let d = isolated_durations(
-        &p,
-        &[launch, copy],
-        &[(900, 6_000), (9_000, 20_000)],
-        Taken { activities: acts.clone(), dropped: 0 },
-        3,
-        None,
-    );
-    assert_eq!(d, vec![None, None]);
+    assert_eq!(two(&acts, 3), vec![None, None]);
     // A memset timed after L2 flushes (memsets of 100 MiB in the same window): the flushes are not its runs.
     let set = p.ops.iter().position(|o| matches!(o.kind, OpKind::Set(_))).unwrap();
     let flush = 100u64 << 20;

@@ -52,6 +52,27 @@ pub struct Activity {
     pub copy_kind: u8,
 }
 
+impl Activity {
+    /// A record of `op` on `stream` over `[start, end]`, every other field 0 / none.
+    pub fn new(op: Op, start: u64, end: u64, stream: u32) -> Activity {
+        Activity {
+            op,
+            start,
+            end,
+            device: 0,
+            context: 0,
+            stream,
+            correlation: 0,
+            name: None,
+            grid: [0; 3],
+            block: [0; 3],
+            shared_mem: 0,
+            bytes: 0,
+            copy_kind: 0,
+        }
+    }
+}
+
 /// Records handed over by [`Collector::take`].
 #[derive(Debug, Default)]
 pub struct Taken {
@@ -191,19 +212,10 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
 /// A decoded wire message as an [`Activity`] (None for other messages).
 pub fn activity(m: Msg, name: Option<Arc<str>>) -> Option<Activity> {
     let blank = |op, span: crate::wire::Span| Activity {
-        op,
-        start: span.start,
-        end: span.end,
         device: span.device,
         context: span.context,
-        stream: span.stream,
         correlation: span.correlation,
-        name: None,
-        grid: [0; 3],
-        block: [0; 3],
-        shared_mem: 0,
-        bytes: 0,
-        copy_kind: 0,
+        ..Activity::new(op, span.start, span.end, span.stream)
     };
     Some(match m {
         Msg::Kernel { span, grid, block, shared_mem, .. } => {

@@ -103,19 +103,13 @@ pub(crate) mod tests {
 
     pub fn act(op: Op, start: u64, end: u64, stream: u32, name: Option<&str>) -> Activity {
         Activity {
-            op,
-            start,
-            end,
-            device: 0,
             context: 1,
-            stream,
-            correlation: 0,
             name: name.map(std::sync::Arc::from),
             grid: [1, 1, 1],
             block: [32, 1, 1],
-            shared_mem: 0,
             bytes: if op == Op::Kernel { 0 } else { 4096 },
             copy_kind: if op == Op::Memcpy { 1 } else { 0 },
+            ..Activity::new(op, start, end, stream)
         }
     }
 
