@@ -445,19 +445,15 @@ fn write_timeline(
     pass: usize,
 ) -> Result<()> {
     use replay::gpu_time::timeline_file::{Header, lines as timeline_lines};
-    let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
-    let rec_start = rec
-        .trace
-        .gpu
+    let rec_start = replay::report::recorded::plan_gpu_lines(&rec.trace, p)
         .iter()
-        .filter(|g| pids.contains(&g.pid))
         .map(|g| g.ts)
         .min()
         .or_else(|| p.ops.iter().find(|o| o.is_work()).map(|o| o.ts))
         .unwrap_or(0);
     let first = acts.first().map_or(rec_start, |x| x.start);
     let shift = rec_start as i64 - first as i64;
-    let pid = pids.iter().next().copied().unwrap_or(0);
+    let pid = p.ops.iter().map(|o| o.pid).min().unwrap_or(0);
     let h = Header {
         recording: &rec.dir.display().to_string(),
         command: std::env::args().collect(),

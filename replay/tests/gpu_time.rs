@@ -22,17 +22,10 @@ fn recorded_as_measured(rec: &Recording) -> Vec<Activity> {
     rec.trace
         .gpu
         .iter()
-        .map(|g| {
-            let op = match g.op.as_str() {
-                "kernel" => Op::Kernel,
-                "memcpy" => Op::Memcpy,
-                _ => Op::Memset,
-            };
-            Activity {
-                name: if g.op == "kernel" { g.name.as_deref().map(std::sync::Arc::from) } else { None },
-                bytes: g.size,
-                ..Activity::new(op, g.ts, g.end_ts, g.stream_id)
-            }
+        .map(|g| Activity {
+            name: if g.op == "kernel" { g.name.as_deref().map(std::sync::Arc::from) } else { None },
+            bytes: g.size,
+            ..Activity::new(g.measured_op(), g.ts, g.end_ts, g.stream_id)
         })
         .collect()
 }

@@ -188,20 +188,9 @@ pub fn segment_rows(rec: &crate::recording::Recording, p: &Plan, matched: &[Vec<
         return None;
     }
     let op_ts: Vec<u64> = p.ops.iter().map(|o| o.ts).collect();
-    let pids: std::collections::BTreeSet<u32> = p.ops.iter().map(|o| o.pid).collect();
-    let recorded: Vec<(u64, u64, Op)> = rec
-        .trace
-        .gpu
+    let recorded: Vec<(u64, u64, Op)> = crate::report::recorded::plan_gpu_lines(&rec.trace, p)
         .iter()
-        .filter(|x| pids.contains(&x.pid))
-        .map(|x| {
-            let op = match x.op.as_str() {
-                "kernel" => Op::Kernel,
-                "memcpy" => Op::Memcpy,
-                _ => Op::Memset,
-            };
-            (x.ts, x.end_ts, op)
-        })
+        .map(|x| (x.ts, x.end_ts, x.measured_op()))
         .collect();
     Some(json!(segments::compare(&segs, &op_ts, &recorded, matched)))
 }

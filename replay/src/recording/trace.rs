@@ -96,6 +96,18 @@ pub struct GpuActivity {
     pub size: u64,
 }
 
+impl GpuActivity {
+    /// What was measured, as CUPTI's collector names it.
+    pub fn measured_op(&self) -> tracer_cupti::collect::Op {
+        use tracer_cupti::collect::Op;
+        match self.op.as_str() {
+            "kernel" => Op::Kernel,
+            "memcpy" => Op::Memcpy,
+            _ => Op::Memset,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Marker {
     pub ts: u64,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::plan::{OpKind, Plan};
-use crate::recording::Trace;
+use crate::recording::{GpuActivity, Trace};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RecordedTime {
@@ -39,9 +39,14 @@ impl RecordedTime {
     }
 }
 
-pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
+/// The recording's `gpu` lines of the processes the plan replays.
+pub fn plan_gpu_lines<'a>(trace: &'a Trace, plan: &Plan) -> Vec<&'a GpuActivity> {
     let pids: std::collections::BTreeSet<u32> = plan.ops.iter().map(|o| o.pid).collect();
-    let acts: Vec<_> = trace.gpu.iter().filter(|g| pids.is_empty() || pids.contains(&g.pid)).collect();
+    trace.gpu.iter().filter(|g| pids.is_empty() || pids.contains(&g.pid)).collect()
+}
+
+pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
+    let acts = plan_gpu_lines(trace, plan);
     if !acts.is_empty() {
         let mut iv: Vec<(u64, u64)> = acts.iter().map(|g| (g.ts, g.end_ts)).collect();
         let busy = crate::gpu_time::union_ns(&mut iv);
