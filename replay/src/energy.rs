@@ -92,7 +92,7 @@ impl Meter {
     pub fn next_update(&self) -> Result<(u64, Instant)> {
         let (e0, t0) = (self.energy_mj()?, Instant::now());
         loop {
-            std::thread::sleep(Duration::from_micros(250));
+            std::thread::sleep(Duration::from_micros(POLL_US));
             let e = self.energy_mj()?;
             if e != e0 || t0.elapsed() > Duration::from_secs(1) {
                 return Ok((e, Instant::now()));
@@ -130,9 +130,20 @@ impl Meter {
     }
 }
 
+/// How often [`Meter::next_update`] polls the counter (µs).
+const POLL_US: u64 = 250;
+
+impl UpdatePeriod {
+    /// How precisely (s) a window's end placed on a change of the counter
+    /// is known: the poll interval plus half the update jitter.
+    pub fn edge_s(&self) -> f64 {
+        (POLL_US as f64 / 1e3 + self.jitter_ms.max(0.0) / 2.0) / 1e3
+    }
+}
+
 /// Uncertainty (mW) of an idle power measured over `secs` between two changes.
 pub fn idle_uncertainty_mw(p: &UpdatePeriod, idle_mw: f64, secs: f64) -> f64 {
-    2.0 * (0.25 + p.jitter_ms.max(0.0) / 2.0) / 1e3 * idle_mw / secs.max(1e-9)
+    2.0 * p.edge_s() * idle_mw / secs.max(1e-9)
 }
 
 /// Uncertainty (mJ) of the recording's energy over an interval at `power_mw`:
@@ -158,8 +169,7 @@ pub fn recorded_uncertainty_mj(trace: &Trace, gpu: u32, p: &UpdatePeriod, power_
 /// (0.25 ms) plus half the update jitter; the tail after the last iteration,
 /// counted at idle power, may have drawn up to the window's power.
 pub fn window_uncertainty_mj(p: &UpdatePeriod, power_mw: f64, idle_mw: f64, tail_s: f64) -> f64 {
-    let edge_s = (0.25 + p.jitter_ms.max(0.0) / 2.0) / 1e3;
-    2.0 * edge_s * power_mw + tail_s * (power_mw - idle_mw).max(0.0)
+    2.0 * p.edge_s() * power_mw + tail_s * (power_mw - idle_mw).max(0.0)
 }
 
 /// Energy (mJ) the recording's power lines show between `t0` and `t1`
