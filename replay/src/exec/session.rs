@@ -804,8 +804,8 @@ impl Session {
 /// repeated alone would find them there every time after the first.
 pub struct L2Flush {
     ptr: u64,
+    /// Twice the L2's size.
     pub bytes: usize,
-    pub l2_bytes: usize,
 }
 
 impl L2Flush {
@@ -822,7 +822,7 @@ impl L2Flush {
         let mut ptr: sys::CUdeviceptr = 0;
         // SAFETY: out-pointer valid.
         ck(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }, &format!("cuMemAlloc({bytes}) for the L2 flush"))?;
-        Ok(L2Flush { ptr, bytes, l2_bytes: l2 as usize })
+        Ok(L2Flush { ptr, bytes })
     }
 
     fn submit(&self, stream: CUstream, value: u8) -> Result<()> {
