@@ -588,8 +588,7 @@ pub fn summary(p: &Pair) -> String {
 pub fn load(path: &Path, role: &str, wanted: &HashSet<u64>) -> anyhow::Result<Side> {
     let name = path.display().to_string();
     let mut side = Side::new(&name);
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let start = std::time::Instant::now();
+    let progress = super::ReadProgress::new(name.clone());
     let lines = crate::reader::for_each_line(path, |n, buf| {
         let v = match serde_json::from_slice::<Value>(buf) {
             Ok(v) if v.is_object() => v,
@@ -602,14 +601,10 @@ pub fn load(path: &Path, role: &str, wanted: &HashSet<u64>) -> anyhow::Result<Si
         {
             side.line_ts.insert(n, ts);
         }
-        if tty && n.is_multiple_of(100_000) && start.elapsed().as_secs() >= 1 {
-            eprint!("\rreading {name}: {} lines", thousands(n));
-        }
+        progress.line(n);
         Ok(())
     })?;
-    if tty && start.elapsed().as_secs() >= 1 {
-        eprintln!("\rreading {name}: {} lines", thousands(lines));
-    }
+    progress.done(lines);
     if side.ops.is_empty() {
         let how = if role == "OTHER" {
             "make it with `replay` (which writes NAME.rec/replay-timeline.jsonl) or `tracer record --gpu-timestamps`"

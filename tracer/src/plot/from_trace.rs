@@ -445,20 +445,14 @@ pub fn integrate_power(samples: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
 pub fn load(path: &Path) -> anyhow::Result<PlotData> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut b = Builder::new(&name);
-    // On a terminal, a line count once the reading takes over a second.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let start = std::time::Instant::now();
+    let progress = super::ReadProgress::new(path.display().to_string());
     let mut n = 0u64;
     crate::reader::for_each(path, |v| {
         b.add(v);
         n += 1;
-        if tty && n.is_multiple_of(100_000) && start.elapsed().as_secs() >= 1 {
-            eprint!("\rreading {}: {} lines", path.display(), thousands(n));
-        }
+        progress.line(n);
     })?;
-    if tty && start.elapsed().as_secs() >= 1 {
-        eprintln!("\rreading {}: {} lines", path.display(), thousands(n));
-    }
+    progress.done(n);
     if b.gpu.is_empty() {
         // No measured GPU activity: draw the timeline the analysis bounds
         // by synchronization (docs/analysis.md), labelled as such.

@@ -69,6 +69,37 @@ pub fn save(
     Ok(())
 }
 
+/// "reading NAME: N lines" on a terminal, once reading a trace takes over a second.
+pub struct ReadProgress {
+    name: String,
+    tty: bool,
+    start: std::time::Instant,
+}
+
+impl ReadProgress {
+    pub fn new(name: String) -> Self {
+        ReadProgress {
+            name,
+            tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// After line `n` (shown every 100,000 lines).
+    pub fn line(&self, n: u64) {
+        if self.tty && n.is_multiple_of(100_000) && self.start.elapsed().as_secs() >= 1 {
+            eprint!("\rreading {}: {} lines", self.name, gap_hist::thousands(n));
+        }
+    }
+
+    /// The end, `n` lines read.
+    pub fn done(&self, n: u64) {
+        if self.tty && self.start.elapsed().as_secs() >= 1 {
+            eprintln!("\rreading {}: {} lines", self.name, gap_hist::thousands(n));
+        }
+    }
+}
+
 pub struct Opts {
     pub format: Format,
     pub width: u32,
