@@ -41,10 +41,6 @@ pub struct GpuLines {
 
 pub use tracer_cupti::records::copy_kind;
 
-fn hex(h: u64) -> String {
-    format!("{h:#x}")
-}
-
 impl GpuLines {
     /// One message from process `pid`; returns the trace line it makes, if any.
     pub fn push(&mut self, pid: u32, m: Result<Msg, WireError>) -> Option<Value> {
@@ -149,7 +145,7 @@ impl GpuLines {
             "device": s.device,
             "context_id": s.context,
             "stream_id": s.stream,
-            "stream": stream.map(hex),
+            "stream": stream.map(crate::args::hex),
             "correlation_id": s.correlation,
         }))
     }

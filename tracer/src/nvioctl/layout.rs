@@ -231,9 +231,7 @@ pub(crate) fn le64(b: &[u8]) -> u64 {
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
-pub(crate) fn hex(v: u64) -> Value {
-    Value::String(format!("{v:#x}"))
-}
+pub(crate) use crate::args::hex;
 
 pub(crate) fn handle(v: u32) -> Value {
     Value::String(format!("{v:#010x}"))
