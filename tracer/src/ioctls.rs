@@ -204,7 +204,8 @@ pub fn file_line(r: &NvFileOp, path: &[u8], cuda_call: Option<(String, u64)>) ->
         nvop::OPEN => {
             m.insert("ret".into(), json!(r.ret));
             m.insert("flags".into(), hex(r.flags));
-            if r.ret < 0 {
+            // A failed syscall returns -errno (-4095..-1); anything lower is not an errno.
+            if (-4095..0).contains(&r.ret) {
                 m.insert("errno".into(), json!(errno_name(-r.ret as i32)));
             }
         }
