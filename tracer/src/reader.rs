@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
-    let path = &*crate::replayable::open::trace_path(path)?;
+    let path = &*crate::collect::replayable::open::trace_path(path)?;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
     Ok(Box::new(BufReader::with_capacity(1 << 20, decompressed(path, f)?)))
 }
@@ -17,7 +17,7 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
 fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<dyn Read>> {
     Ok(match path.extension().and_then(|e| e.to_str()) {
         Some("gz") => Box::new(flate2::read::MultiGzDecoder::new(f)),
-        Some("zst") => crate::zstd_out::decoder(f, path.display().to_string())
+        Some("zst") => crate::collect::zstd_out::decoder(f, path.display().to_string())
             .with_context(|| format!("{}: cannot start the zstd decoder", path.display()))?,
         _ => Box::new(f),
     })
@@ -134,7 +134,7 @@ pub fn for_each_raw(
     read_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
     f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(u64, bool)> {
-    let path = &*crate::replayable::open::trace_path(path)?;
+    let path = &*crate::collect::replayable::open::trace_path(path)?;
     let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
     let r = decompressed(path, Counted { inner: file, n: read_bytes })?;
     let name = path.display().to_string();

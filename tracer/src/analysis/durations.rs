@@ -7,7 +7,6 @@
 //! "memset"|…,"count","base_ns","ns_per_byte"}]}`. `copies` is optional
 //! (an addition of ours; producers that only know kernels leave it out).
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
@@ -110,11 +109,6 @@ impl Durations {
         }
         let copies = f.copies.iter().map(|c| (c.kind.clone(), c.clone())).collect();
         Durations { file: Some(f), by_name, copies }
-    }
-
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("{}", path.display()))
     }
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {

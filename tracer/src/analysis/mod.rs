@@ -1,8 +1,11 @@
-//! Offline analysis of recorded traces: pure functions over a parsed
-//! [`model::Trace`], plus the thin commands in [`commands`].
+//! The analysis layer: pure functions over a parsed [`model::Trace`] and
+//! over trace lines. No file access, no printing, no command line: the
+//! commands that read files and print are in `crate::cli` (`cli::analysis`,
+//! `cli::load`), the renderers that write files in `crate::export`.
 //!
 //! For other modules (plots, reports) the entry points are:
-//! - [`load::load`] (file → `Trace`), [`model::parse_str`] (text → `Trace`);
+//! - [`model::parse_str`] (text → `Trace`), [`model::TraceBuilder`] (lines
+//!   → `Trace`; `crate::cli::load` feeds it from a file);
 //! - [`phases::phases`] → per-process phases and iterations;
 //! - [`timeline::gpu_intervals`] → per-device/stream GPU intervals
 //!   (`Timeline.streams[i].intervals`, each stream labelled measured /
@@ -14,29 +17,30 @@
 //! - [`energy::series`] → power / energy / clock series per GPU,
 //!   [`energy::energy_between`] → energy of an interval;
 //! - [`report::build`] → per-phase / per-iteration time, counts and energy;
-//! - [`perfetto::export`], [`durations::calibrate`], [`compare::compare`].
+//! - [`durations::calibrate`], [`compare::compare`];
+//! - [`summary::Summary`] (the end-of-run summary, live and from a file),
+//!   [`ioctl_report::IoctlReport`] (`tracer ioctls`).
 //!
 //! Methods: docs/analysis.md and docs/gaps.md.
 // Public API for the plot and replay code too; not all of it is used by the commands yet.
 #![allow(dead_code)]
-pub mod commands;
 pub mod compare;
 pub mod durations;
 pub mod energy;
 mod fasthash;
 pub mod gaps;
-pub mod load;
+pub mod ioctl_report;
 pub mod model;
-pub mod perfetto;
 pub mod phases;
-pub mod progress;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
 pub(crate) mod scan;
 #[cfg(test)]
 mod scan_tests;
+pub mod side_summary;
 pub mod stats;
+pub mod summary;
 pub mod timeline;
 
 /// One CPU slice: a driver call on a thread.

@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 use super::gaps::{self, GapOptions};
 use super::model::{Kind, Trace};
 use super::timeline::{self, Source};
-use super::{load, perfetto, phases, report};
+use super::{phases, report};
+use crate::cli::load;
+use crate::export::perfetto;
 
 fn trace(name: &str) -> &'static Trace {
     static SIMPLE: OnceLock<Trace> = OnceLock::new();

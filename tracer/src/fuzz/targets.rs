@@ -14,8 +14,11 @@ use tracer_common::event::{
 use tracer_common::funcs::{FUNCS, FuncId};
 
 use super::{Rng, Target, default_budget, fuzz, seconds};
-use crate::nvioctl::{self, Device};
-use crate::{calls, ioctl_report, libcuda, reader, summary};
+use crate::decode::nvioctl::{self, Device};
+use crate::analysis::{ioctl_report, summary};
+use crate::collect::libcuda;
+use crate::decode::calls;
+use crate::reader;
 
 // ---------------------------------------------------------------------------
 // JSONL traces: reader.rs, summary.rs, ioctl_report.rs
@@ -52,7 +55,7 @@ fn run_trace_gz(bytes: &[u8]) -> String {
 
 fn run_trace_zst(bytes: &[u8]) -> String {
     // What reader::open does for .zst files (bounded window, cut streams end).
-    let mut d = match crate::zstd_out::bounded_decoder(bytes, "fuzz".into()) {
+    let mut d = match crate::collect::zstd_out::bounded_decoder(bytes, "fuzz".into()) {
         Ok(d) => d,
         Err(e) => return format!("zstd: {e}"),
     };
@@ -257,7 +260,7 @@ pub const TRACE: Target = Target {
 };
 
 fn zst(bytes: &[u8]) -> Vec<u8> {
-    zstd::stream::encode_all(bytes, crate::zstd_out::LEVEL).unwrap()
+    zstd::stream::encode_all(bytes, crate::collect::zstd_out::LEVEL).unwrap()
 }
 
 fn trace_zst_seeds() -> Vec<Vec<u8>> {
@@ -325,7 +328,7 @@ fn split_records(bytes: &[u8]) -> Vec<&[u8]> {
 
 fn run_records(bytes: &[u8]) -> String {
     let mut asm = calls::Assembler::with_string_reader(Box::new(|_, addr| (addr % 3 == 0).then(|| "s".repeat(9))));
-    asm.ioctls = crate::ioctls::Ioctls::new("tracepoint");
+    asm.ioctls = crate::decode::ioctls::Ioctls::new("tracepoint");
     let mut s = summary::Summary::default();
     let mut out = Vec::new();
     let mut kinds = 0u32;
@@ -338,9 +341,9 @@ fn run_records(bytes: &[u8]) -> String {
                     s.add_line(&l);
                     out.clear();
                     match &l {
-                        crate::fastline::Line::Value(v) => serde_json::to_writer(&mut out, v).unwrap(),
-                        crate::fastline::Line::Launch(x) => x.write(&mut out),
-                        crate::fastline::Line::Call(x) => x.write(&mut out),
+                        crate::decode::fastline::Line::Value(v) => serde_json::to_writer(&mut out, v).unwrap(),
+                        crate::decode::fastline::Line::Launch(x) => x.write(&mut out),
+                        crate::decode::fastline::Line::Call(x) => x.write(&mut out),
                     }
                 });
             }
@@ -637,7 +640,7 @@ fn run_ioctl(bytes: &[u8]) -> String {
     }
     let _ = nvioctl::status_offset(device, request);
     let _ = nvioctl::xfer_inner(request, entry);
-    let _ = crate::ioctls::device_path(u32::from_le_bytes(bytes[1..5].try_into().unwrap()));
+    let _ = crate::decode::ioctls::device_path(u32::from_le_bytes(bytes[1..5].try_into().unwrap()));
     format!("{:?} {} known {} truncated {}", device, d.escape.unwrap_or("?"), d.known, d.truncated)
 }
 
@@ -883,7 +886,8 @@ pub const LD_CACHE: Target = Target {
 // ---------------------------------------------------------------------------
 
 fn run_analysis(bytes: &[u8]) -> String {
-    use crate::analysis::{durations, gaps, model, perfetto, phases, report, timeline};
+    use crate::analysis::{durations, gaps, model, phases, report, timeline};
+    use crate::export::perfetto;
     let text = String::from_utf8_lossy(bytes);
     let t = match model::parse_str("fuzz.jsonl", &text) {
         Ok(t) => t,

@@ -1,0 +1,471 @@
+//! The end-of-run summary: calls per function with time, launches and top
+//! kernels, bytes moved per direction, allocations, synchronization time,
+//! errors and loss. Built from trace lines, so the same code serves a live
+//! recording and `tracer summary FILE`.
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::decode::fastline::Line;
+
+#[derive(Default, Debug, Clone)]
+pub struct FuncStat {
+    pub calls: u64,
+    pub total_us: f64,
+    pub max_us: f64,
+    /// Calls with a duration (entry-only functions have none).
+    pub timed: u64,
+    pub errors: u64,
+}
+
+#[derive(Default, Debug)]
+pub struct Summary {
+    pub funcs: BTreeMap<String, FuncStat>,
+    pub kernels: HashMap<String, u64>,
+    pub launches: u64,
+    pub launches_unnamed: u64,
+    pub copy_bytes: BTreeMap<String, (u64, u64)>,
+    pub alloc_bytes: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub sync_us: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub processes: std::collections::BTreeSet<u64>,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+    pub incomplete: u64,
+    /// ioctls on NVIDIA device files by escape name: (count, total us, NV errors).
+    pub ioctls: BTreeMap<String, (u64, f64, u64)>,
+    pub ioctls_unknown: u64,
+    /// open/close/mmap/munmap of NVIDIA device files.
+    pub nv_file_ops: BTreeMap<String, u64>,
+    pub header: Option<Value>,
+    pub footer: Option<Value>,
+    /// Markers and NVML samples (side_summary.rs).
+    pub side: crate::analysis::side_summary::SideSummary,
+}
+
+/// Line types that are not driver calls (read through [`Summary::add`]).
+const NOT_CALLS: &[&str] =
+    &["header", "footer", "power", "marker", "process", "gpu", "ioctl", "nvidia_fd", "copy_data"];
+
+/// The fields of a call line the summary reads, borrowed from the line.
+#[derive(Deserialize, Default)]
+struct CallView<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    op: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    pid: Option<u64>,
+    ts: Option<u64>,
+    duration_us: Option<f64>,
+    incomplete: Option<bool>,
+    #[serde(borrow)]
+    error: Option<Cow<'a, str>>,
+    size: Option<u64>,
+    #[serde(borrow)]
+    direction: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kernel: Option<Cow<'a, str>>,
+    ret: Option<u64>,
+}
+
+impl Summary {
+    pub fn add(&mut self, v: &Value) {
+        let ty = v["type"].as_str().unwrap_or("");
+        match ty {
+            "header" => {
+                self.header = Some(v.clone());
+                return;
+            }
+            "footer" => {
+                self.footer = Some(v.clone());
+                return;
+            }
+            // NVML samples and phase markers are not calls.
+            "power" | "marker" => {
+                self.side.add(v);
+                return;
+            }
+            _ => {}
+        }
+        if let Some(p) = v["pid"].as_u64() {
+            self.processes.insert(p);
+        }
+        match ty {
+            "process" => return,
+            "gpu" => return, // measured GPU activity (--gpu-timestamps), not driver calls
+            "ioctl" => {
+                let e = self.ioctls.entry(v["name"].as_str().unwrap_or("?").to_string()).or_default();
+                e.0 += 1;
+                e.1 += v["duration_us"].as_f64().unwrap_or(0.0);
+                if crate::analysis::ioctl_report::failed(v) {
+                    e.2 += 1;
+                }
+                if v["known"] == false {
+                    self.ioctls_unknown += 1;
+                }
+                return;
+            }
+            "nvidia_fd" => {
+                *self.nv_file_ops.entry(v["op"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+                return;
+            }
+            _ => {}
+        }
+        // (pid was counted above.)
+        let s = |k: &str| v[k].as_str().map(Cow::Borrowed);
+        self.add_call(&CallView {
+            ty: Some(Cow::Borrowed(ty)),
+            op: s("op"),
+            name: s("name"),
+            pid: None,
+            ts: v["ts"].as_u64(),
+            duration_us: v["duration_us"].as_f64(),
+            incomplete: v["incomplete"].as_bool(),
+            error: s("error"),
+            size: v["size"].as_u64(),
+            direction: s("direction"),
+            kernel: s("kernel"),
+            ret: v["ret"].as_u64(),
+        });
+    }
+
+    /// A call line of a trace file: parsed into a borrowed view of the
+    /// fields the summary uses (no JSON value built), the other line types
+    /// through [`Summary::add`]. `file` and `n` name the line in errors.
+    pub fn add_json(&mut self, file: &str, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        // The loader's scanner first (analysis/scan.rs): when it reads the
+        // line, serde_json would read the same values into a CallView.
+        let mut raw = crate::analysis::model::RawLine::default();
+        if crate::analysis::scan::scan_into(bytes, &mut raw)
+            && raw.ret.is_none_or(|r| r >= 0)
+            && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+        {
+            if let Some(p) = raw.pid {
+                self.processes.insert(u64::from(p));
+            }
+            self.add_call(&CallView {
+                ty: raw.ty,
+                op: raw.op,
+                name: raw.name,
+                pid: None,
+                ts: raw.ts,
+                duration_us: raw.duration_us,
+                incomplete: raw.incomplete,
+                error: raw.error,
+                size: raw.size,
+                direction: raw.direction,
+                kernel: raw.kernel,
+                ret: raw.ret.map(|r| r as u64),
+            });
+            return Ok(());
+        }
+        if let Ok(c) = serde_json::from_slice::<CallView>(bytes)
+            && c.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+        {
+            if let Some(p) = c.pid {
+                self.processes.insert(p);
+            }
+            self.add_call(&c);
+            return Ok(());
+        }
+        // Other line types, and call lines whose fields have unexpected
+        // types (read leniently, as before).
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) if v.is_object() => {
+                self.add(&v);
+                Ok(())
+            }
+            Ok(_) => anyhow::bail!("{file}: line {n}: expected a JSON object"),
+            Err(e) => anyhow::bail!("{file}: line {n}: not valid JSON ({e})"),
+        }
+    }
+
+    fn add_call(&mut self, v: &CallView) {
+        let ty = v.ty.as_deref().unwrap_or("");
+        let name = v.name.as_deref().unwrap_or("?");
+        let dur = v.duration_us;
+        if v.incomplete == Some(true) {
+            self.incomplete += 1;
+        }
+        let f = self.call(name, v.ts, dur);
+        if let Some(e) = v.error.as_deref() {
+            // Not-ready answers to queries are status, not failures.
+            if !(e == "CUDA_ERROR_NOT_READY" && name.contains("Query")) {
+                f.errors += 1;
+                *self.errors.entry(format!("{name}: {e}")).or_default() += 1;
+            }
+        }
+        let size = v.size.unwrap_or(0);
+        match (ty, v.op.as_deref().unwrap_or("")) {
+            ("kernel", "launch") => self.launch(v.kernel.as_deref()),
+            ("memcpy", _) => {
+                let d = v.direction.as_deref().unwrap_or("default");
+                if !self.copy_bytes.contains_key(d) {
+                    self.copy_bytes.insert(d.to_string(), (0, 0));
+                }
+                let e = self.copy_bytes.get_mut(d).expect("inserted above");
+                e.0 += 1;
+                e.1 = e.1.saturating_add(size);
+            }
+            ("memory", "alloc") if v.ret == Some(0) => {
+                self.allocs += 1;
+                self.alloc_bytes = self.alloc_bytes.saturating_add(size);
+            }
+            ("memory", "free") if v.ret == Some(0) => self.frees += 1,
+            ("sync", _) => self.sync_us += dur.unwrap_or(0.0),
+            _ => {}
+        }
+    }
+
+    /// Adds a line of the collector's fast path (the same as `add` of its
+    /// JSON value).
+    pub fn add_line(&mut self, l: &Line) {
+        match l {
+            Line::Value(v) => self.add(v),
+            Line::Launch(l) => {
+                self.processes.insert(l.hdr.pid as u64);
+                self.call(l.name, Some(l.hdr.ts), l.duration_us());
+                self.launch(l.kernel);
+            }
+            Line::Call(l) => {
+                self.processes.insert(l.hdr.pid as u64);
+                let (ty, op) = l.type_op();
+                let name = l.name();
+                self.add_call(&CallView {
+                    ty: Some(Cow::Borrowed(ty)),
+                    op: Some(Cow::Borrowed(op)),
+                    name: Some(Cow::Borrowed(&name)),
+                    pid: None,
+                    ts: Some(l.hdr.ts),
+                    duration_us: l.duration_us(),
+                    incomplete: None,
+                    error: None,
+                    size: l.size(),
+                    direction: l.direction().map(Cow::Borrowed),
+                    kernel: l.kernel().map(Cow::Borrowed),
+                    ret: l.returned.map(|_| 0),
+                });
+            }
+        }
+    }
+
+    /// Counts a call of `name` (looked up before inserting: no allocation
+    /// per line).
+    fn call(&mut self, name: &str, ts: Option<u64>, dur_us: Option<f64>) -> &mut FuncStat {
+        let dur = dur_us.unwrap_or(0.0);
+        if let Some(ts) = ts {
+            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+            let end = ts.saturating_add((dur * 1000.0) as u64);
+            self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
+        }
+        if !self.funcs.contains_key(name) {
+            self.funcs.insert(name.to_string(), FuncStat::default());
+        }
+        let f = self.funcs.get_mut(name).expect("inserted above");
+        f.calls += 1;
+        f.timed += dur_us.is_some() as u64;
+        f.total_us += dur;
+        f.max_us = f.max_us.max(dur);
+        f
+    }
+
+    fn launch(&mut self, kernel: Option<&str>) {
+        self.launches += 1;
+        match kernel {
+            Some(k) => match self.kernels.get_mut(k) {
+                Some(n) => *n += 1,
+                None => {
+                    self.kernels.insert(k.to_string(), 1);
+                }
+            },
+            None => self.launches_unnamed += 1,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
+        let span = match (self.first_ts, self.last_ts) {
+            (Some(a), Some(b)) => (b.saturating_sub(a)) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let _ = writeln!(s, "── tracer summary ──");
+        let _ = writeln!(s, "{calls} driver calls in {} process(es) over {span:.3} s", self.processes.len());
+        let _ = writeln!(
+            s,
+            "{} kernel launches ({} distinct kernels{}), {} allocations ({}), {} frees, {:.3} ms blocked in synchronization",
+            self.launches,
+            self.kernels.len(),
+            if self.launches_unnamed > 0 {
+                format!(", {} launches of unnamed handles", self.launches_unnamed)
+            } else {
+                String::new()
+            },
+            self.allocs,
+            bytes(self.alloc_bytes),
+            self.frees,
+            self.sync_us / 1000.0
+        );
+        for (d, (n, b)) in &self.copy_bytes {
+            let _ = writeln!(s, "copies {d}: {n} ({})", bytes(*b));
+        }
+        let mut top: Vec<_> = self.funcs.iter().collect();
+        top.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", "function", "calls", "total ms", "max us", "errors");
+        for (name, f) in top.iter().take(20) {
+            // Entry-only functions (launches by default) have no duration.
+            let (total, max) = match f.timed {
+                0 => ("–".to_string(), "–".to_string()),
+                _ => (format!("{:.3}", f.total_us / 1000.0), format!("{:.1}", f.max_us)),
+            };
+            let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", name, f.calls, total, max, f.errors);
+        }
+        if top.len() > 20 {
+            let _ = writeln!(s, "… {} more functions", top.len() - 20);
+        }
+        let mut k: Vec<_> = self.kernels.iter().collect();
+        k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        if !k.is_empty() {
+            let _ = writeln!(s, "top kernels by launches:");
+            for (name, n) in k.iter().take(10) {
+                let short: String = name.chars().take(100).collect();
+                let _ = writeln!(s, "  {n:>8}  {short}");
+            }
+        }
+        if !self.ioctls.is_empty() || !self.nv_file_ops.is_empty() {
+            let n: u64 = self.ioctls.values().map(|e| e.0).sum();
+            let files: Vec<String> = self.nv_file_ops.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            let _ = writeln!(
+                s,
+                "{n} ioctls on NVIDIA devices ({} undecoded); device files: {}",
+                self.ioctls_unknown,
+                files.join(", ")
+            );
+            let mut top: Vec<_> = self.ioctls.iter().collect();
+            top.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+            for (name, (c, us, errs)) in top.iter().take(8) {
+                let _ = writeln!(s, "  {name:<40} {c:>8} {:>10.3} ms {errs:>6} failed", us / 1000.0);
+            }
+        }
+        for (e, n) in &self.errors {
+            let _ = writeln!(s, "error: {e} x{n}");
+        }
+        if self.incomplete > 0 {
+            let _ = writeln!(s, "{} call(s) still in progress when the trace ended", self.incomplete);
+        }
+        self.side.render(&mut s);
+        if let Some(f) = &self.footer {
+            let lost = &f["lost"];
+            let _ = writeln!(
+                s,
+                "records: {} received, {} lost (ring buffer full: {}){}",
+                f["records"],
+                lost["total"],
+                lost["ring_buffer_full"],
+                if lost["total"].as_u64().unwrap_or(0) > 0 { "  ← increase --buffer-size" } else { "" }
+            );
+            if let Some(r) = f.get("replay").filter(|r| r.is_object()) {
+                let n = |k: &str| r[k].as_u64().unwrap_or(0);
+                let _ = writeln!(
+                    s,
+                    "replayable: {} of {} image loads captured; {} of {} launches with exact parameters ({} from extra), {} missing{}",
+                    n("images_captured"),
+                    n("image_loads"),
+                    n("params_exact"),
+                    n("launches"),
+                    n("params_from_extra"),
+                    n("params_missing"),
+                    if n("h2d_copies") > 0 {
+                        format!("; {} of {} host-to-device copies stored", n("h2d_captured"), n("h2d_copies"))
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        } else if self.header.is_some() {
+            let _ = writeln!(s, "no footer: the recording was cut short (tracer killed?)");
+        }
+        s
+    }
+}
+
+fn bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 { format!("{b} B") } else { format!("{x:.1} {}", U[i]) }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The typed reader of trace files gives the same summary as reading
+    /// each line as a JSON value, on every committed recording.
+    #[test]
+    fn typed_reader_equals_value_reader_on_the_recordings() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if !p.to_string_lossy().ends_with(".jsonl.gz") {
+                continue;
+            }
+            let (mut a, mut b) = (Summary::default(), Summary::default());
+            crate::reader::for_each(&p, |v| a.add(v)).unwrap();
+            crate::reader::for_each_line(&p, |k, bytes| b.add_json("t", k, bytes)).unwrap();
+            assert_eq!(a.render(), b.render(), "{}", p.display());
+            n += 1;
+        }
+        assert!(n >= 8, "{n} recordings");
+        // A call line whose fields have unexpected types is read leniently.
+        let mut s = Summary::default();
+        s.add_json("t", 1, br#"{"type":"sync","name":"cuStreamSynchronize","ts":"x","duration_us":2.0,"pid":1}"#)
+            .unwrap();
+        assert_eq!((s.funcs["cuStreamSynchronize"].calls, s.sync_us), (1, 2.0));
+        let e = s.add_json("t.jsonl", 7, b"{oops").unwrap_err().to_string();
+        assert!(e.starts_with("t.jsonl: line 7: not valid JSON"), "{e}");
+    }
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_and_render() {
+        let mut s = Summary::default();
+        for v in [
+            json!({"type":"header"}),
+            json!({"ts":1000,"pid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k1","duration_us":2.0,"ret":0}),
+            json!({"ts":2000,"pid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k1","duration_us":4.0,"ret":0}),
+            json!({"ts":3000,"pid":1,"type":"memcpy","op":"copy","name":"cuMemcpyHtoD_v2","size":4096,"direction":"h2d","duration_us":1.0,"ret":0}),
+            json!({"ts":4000,"pid":1,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":100,"duration_us":1.0,"ret":0}),
+            json!({"ts":5000,"pid":2,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","size":1,"duration_us":1.0,"ret":2,"error":"CUDA_ERROR_OUT_OF_MEMORY"}),
+            json!({"ts":6000,"pid":2,"type":"sync","op":"stream_query","name":"cuStreamQuery","duration_us":1.0,"ret":600,"error":"CUDA_ERROR_NOT_READY"}),
+            json!({"type":"footer","records":12,"lost":{"total":0,"ring_buffer_full":0}}),
+        ] {
+            s.add(&v);
+        }
+        assert_eq!(s.launches, 2);
+        assert_eq!(s.kernels["k1"], 2);
+        assert_eq!(s.copy_bytes["h2d"], (1, 4096));
+        assert_eq!((s.allocs, s.alloc_bytes), (1, 100));
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.funcs["cuLaunchKernel"].total_us, 6.0);
+        assert_eq!(s.processes.len(), 2);
+        let r = s.render();
+        assert!(r.contains("6 driver calls in 2 process(es)"), "{r}");
+        assert!(r.contains("error: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY x1"), "{r}");
+        assert!(r.contains("12 received, 0 lost"), "{r}");
+        assert_eq!(bytes(1536), "1.5 KiB");
+    }
+}

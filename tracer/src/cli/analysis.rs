@@ -1,0 +1,290 @@
+//! The analysis subcommands: `tracer gaps | report | export | calibrate |
+//! compare`. Thin: load, call the pure functions, print.
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, ValueEnum};
+
+use crate::analysis::durations::Durations;
+use crate::cli::progress::Progress;
+use crate::analysis::timeline::{self, Timeline};
+use crate::analysis::{compare, gaps, phases, report};
+use crate::cli::load;
+use crate::export::perfetto;
+
+#[derive(ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TimelineArg {
+    /// measured if the trace has `gpu` lines, else inferred with --durations, else bound
+    #[default]
+    Auto,
+    /// the trace's `gpu` lines (CUPTI, --gpu-timestamps)
+    Measured,
+    /// launches + calibrated kernel durations, simulated per stream (needs --durations)
+    Inferred,
+    /// no durations: possibly-busy stretches up to each synchronization's return (certain idle time)
+    Bound,
+}
+
+/// Options shared by the commands that need a GPU timeline.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TimelineOpts {
+    /// Kernel duration calibration file (`tracer calibrate`) for the inferred GPU timeline.
+    #[arg(long, value_name = "FILE")]
+    pub durations: Option<PathBuf>,
+    /// Which GPU timeline to use.
+    #[arg(long, value_enum, default_value_t = TimelineArg::Auto)]
+    pub timeline: TimelineArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GapsArgs {
+    /// Trace file (.jsonl or .jsonl.gz).
+    pub trace: PathBuf,
+    /// JSON instead of text tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Gaps at least this long are "long": counted, summed and attributed to CPU activity.
+    #[arg(long, value_name = "US", default_value_t = 100.0)]
+    pub threshold_us: f64,
+    /// Context-switch costs for the "time a second tenant could use" table.
+    #[arg(long, value_name = "US,US,...", value_delimiter = ',', default_values_t = [5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 1000.0])]
+    pub switch_cost_us: Vec<f64>,
+    /// Longest gaps listed one by one.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// With --json: also every gap's [start, end] (ns), per scope.
+    #[arg(long, requires = "json")]
+    pub list: bool,
+    #[command(flatten)]
+    pub tl: TimelineOpts,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Trace file (.jsonl or .jsonl.gz).
+    pub trace: PathBuf,
+    /// JSON instead of text tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub tl: TimelineOpts,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)
+    Perfetto,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Trace file (.jsonl or .jsonl.gz).
+    pub trace: PathBuf,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
+    pub format: ExportFormat,
+    /// Output file (default: TRACE with .perfetto.json instead of .jsonl[.gz]; "-" for stdout).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub tl: TimelineOpts,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CalibrateArgs {
+    /// Trace recorded with --gpu-timestamps (has `gpu` lines).
+    pub trace: PathBuf,
+    /// Where to write the kernel-durations JSON.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Trace recorded with --gpu-timestamps (has `gpu` lines).
+    pub trace: PathBuf,
+    /// Calibration for the inferred timeline (default: calibrated from this
+    /// trace's own gpu lines, which flatters the inference).
+    #[arg(long, value_name = "FILE")]
+    pub durations: Option<PathBuf>,
+    /// Gaps at least this long are matched one by one.
+    #[arg(long, value_name = "US", default_value_t = 100.0)]
+    pub threshold_us: f64,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A kernel-durations file (`tracer calibrate`'s output).
+fn load_durations(path: &Path) -> anyhow::Result<Durations> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Durations::parse(&text).with_context(|| format!("{}", path.display()))
+}
+
+fn us_to_ns(x: f64) -> anyhow::Result<u64> {
+    if !(x.is_finite() && x >= 0.0) {
+        bail!(crate::error::UsageError(format!("{x} µs is not a non-negative duration")));
+    }
+    Ok((x * 1000.0).round() as u64)
+}
+
+/// Rejects option combinations before any work is done.
+fn check(o: &TimelineOpts) -> anyhow::Result<()> {
+    if o.timeline == TimelineArg::Inferred && o.durations.is_none() {
+        bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into()));
+    }
+    Ok(())
+}
+
+/// Builds the timeline the options ask for.
+pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyhow::Result<Timeline> {
+    let d = o.durations.as_deref().map(load_durations).transpose()?;
+    Ok(match o.timeline {
+        TimelineArg::Auto => timeline::gpu_intervals(t, d.as_ref()),
+        TimelineArg::Measured => {
+            if t.gpu.is_empty() {
+                bail!(crate::error::UsageError(format!(
+                    "{}: no measured GPU activity in this trace (record with --gpu-timestamps)",
+                    t.path
+                )));
+            }
+            timeline::measured(t)
+        }
+        TimelineArg::Inferred => match &d {
+            Some(d) => timeline::inferred(t, d),
+            None => bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into())),
+        },
+        TimelineArg::Bound => timeline::bound(t),
+    })
+}
+
+pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
+    let opts = gaps::GapOptions {
+        threshold_ns: us_to_ns(a.threshold_us)?,
+        switch_costs_ns: a.switch_cost_us.iter().map(|&x| us_to_ns(x)).collect::<anyhow::Result<_>>()?,
+        top: a.top,
+    };
+    let t = load::load(&a.trace)?;
+    let tl = timeline_for(&t, &a.tl)?;
+    if tl.interval_count() == 0 {
+        bail!("{}: no GPU work (launches, copies, sets) in this trace", a.trace.display());
+    }
+    let ph = phases::phases(&t);
+    let mut r = gaps::analyze(&t, &tl, &ph, &opts);
+    if a.json {
+        if !a.list {
+            r.scopes.iter_mut().for_each(|s| s.gaps.clear());
+        }
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", gaps::render(&r));
+    }
+    Ok(())
+}
+
+pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
+    let t = load::load(&a.trace)?;
+    let tl = timeline_for(&t, &a.tl)?;
+    let ph = phases::phases(&t);
+    let r = report::build(&t, &ph, &tl);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", report::render(&r));
+    }
+    Ok(())
+}
+
+/// run.jsonl.gz -> run.perfetto.json
+pub fn default_export_path(trace: &Path) -> PathBuf {
+    let name = trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
+    let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
+    trace.with_file_name(format!("{stem}.perfetto.json"))
+}
+
+pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
+    check(&a.tl)?;
+    let t = load::load(&a.trace)?;
+    let tl = timeline_for(&t, &a.tl)?;
+    let ph = phases::phases(&t);
+    let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
+    let mut progress = Progress::new(perfetto::estimated_events(&t, &tl), "writing");
+    let mut tick = |n: u64| progress.set(n);
+    let n = if out.as_os_str() == "-" {
+        let stdout = std::io::stdout().lock();
+        perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout), &mut tick)?
+    } else {
+        let f = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+        let n = perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, f), &mut tick)
+            .with_context(|| format!("writing {}", out.display()))?;
+        eprintln!(
+            "wrote {} ({n} events, GPU timeline: {}); open it in ui.perfetto.dev",
+            out.display(),
+            tl.source.as_str()
+        );
+        n
+    };
+    let _ = n;
+    progress.finish();
+    Ok(())
+}
+
+pub fn calibrate_cmd(a: &CalibrateArgs) -> anyhow::Result<()> {
+    let t = load::load(&a.trace)?;
+    let f = crate::analysis::durations::calibrate(&t)?;
+    let mut w = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    serde_json::to_writer_pretty(&mut w, &f)?;
+    writeln!(w)?;
+    eprintln!(
+        "wrote {}: {} kernel configurations ({} measured kernels), {} copy kinds",
+        a.output.display(),
+        f.kernels.len(),
+        f.kernels.iter().map(|k| k.count).sum::<u64>(),
+        f.copies.len()
+    );
+    Ok(())
+}
+
+pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
+    let t = load::load(&a.trace)?;
+    if t.gpu.is_empty() {
+        bail!("{}: no measured GPU activity (record with --gpu-timestamps)", a.trace.display());
+    }
+    let (d, label) = match &a.durations {
+        Some(p) => (load_durations(p)?, "inferred"),
+        None => (Durations::new(crate::analysis::durations::calibrate(&t)?), "inferred (self-calibrated)"),
+    };
+    let th = us_to_ns(a.threshold_us)?;
+    let measured = timeline::measured(&t);
+    let inferred = timeline::inferred(&t, &d);
+    let inferred_entry = timeline::inferred_with(&t, &d, timeline::SubmitAt::Entry);
+    let bound = timeline::bound(&t);
+    let ci = compare::compare(&t, &inferred, &measured, th);
+    let ce = compare::compare(&t, &inferred_entry, &measured, th);
+    let cb = compare::compare(&t, &bound, &measured, th);
+    if a.json {
+        let v = serde_json::json!({"inferred": ci, "inferred_diagnostics": inferred.diag,
+            "inferred_submit_at_entry": ce, "bound": cb, "self_calibrated": a.durations.is_none()});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", compare::render(&ci, label));
+        print!("{}", compare::render(&ce, &format!("{label}, work may start at the launch call's entry")));
+        print!("{}", compare::render(&cb, "bound"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_path() {
+        assert_eq!(default_export_path(Path::new("a/run.jsonl.gz")), PathBuf::from("a/run.perfetto.json"));
+        assert_eq!(default_export_path(Path::new("run.jsonl")), PathBuf::from("run.perfetto.json"));
+        assert_eq!(default_export_path(Path::new("run.jsonl.zst")), PathBuf::from("run.perfetto.json"));
+    }
+}

@@ -1,0 +1,298 @@
+//! Command-line interface. `tracer [OPTIONS] -- CMD` is short for
+//! `tracer record [OPTIONS] -- CMD`; other subcommands read traces.
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracer",
+    version,
+    about = "Record every CUDA driver call of a process tree with eBPF",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command (or attach to a process) and record its CUDA driver calls.
+    Record(RecordArgs),
+    /// Print the summary of a recorded trace (.jsonl or .jsonl.gz).
+    Summary {
+        /// Trace file.
+        trace: PathBuf,
+    },
+    /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
+    /// escape, RM control command, class, CUDA call and phase; errors.
+    Ioctls {
+        /// Trace file.
+        trace: PathBuf,
+        /// JSON instead of text tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode a CUDA code image: a fatbin, cubin or PTX file, or a host
+    /// library/executable with a .nv_fatbin section, or an image in a
+    /// running process's memory (--pid, --addr). Lists the entries and
+    /// architectures and each kernel's parameter layout.
+    Image(crate::cli::image::ImageArgs),
+    /// Draw a trace: timeline (calls per thread, GPU busy per stream, phases,
+    /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG);
+    /// with --compare, recorded vs replayed GPU timelines side by side.
+    Plot {
+        /// Trace file.
+        trace: PathBuf,
+        /// Directory for the images (created if missing).
+        #[arg(short, long, value_name = "DIR", default_value = ".")]
+        output: PathBuf,
+        /// Image format.
+        #[arg(long, value_enum, default_value_t = crate::export::plot::Format::Both)]
+        format: crate::export::plot::Format,
+        /// Width of the images in pixels.
+        #[arg(long, value_name = "PX", default_value_t = 1600)]
+        width: u32,
+        /// Thread rows in the timeline: the busiest, the others folded into one row.
+        #[arg(long, value_name = "N", default_value_t = 12)]
+        threads: usize,
+        /// Timeline from this many seconds after the start of the trace.
+        #[arg(long, value_name = "S")]
+        from: Option<f64>,
+        /// Timeline up to this many seconds after the start of the trace.
+        #[arg(long, value_name = "S")]
+        to: Option<f64>,
+        /// Compare TRACE's measured GPU timeline with OTHER's (a replay's
+        /// NAME.rec/replay-timeline.jsonl, or a NAME.rec directory holding
+        /// one): compare_timeline, compare_kernels and compare_gaps images, a
+        /// summary on stdout; --from/--to count from each trace's first GPU
+        /// interval.
+        #[arg(long, value_name = "OTHER")]
+        compare: Option<PathBuf>,
+    },
+    /// GPU idle gaps per GPU and per process: count, share of wall time,
+    /// histogram, percentiles, long gaps and what the CPU did meanwhile, the
+    /// time a second tenant could use (docs/gaps.md).
+    Gaps(crate::cli::analysis::GapsArgs),
+    /// Time, calls, kernels, synchronization, memory and energy per phase and
+    /// iteration; top kernels by count and GPU time; loss.
+    Report(crate::cli::analysis::ReportArgs),
+    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON).
+    Export(crate::cli::analysis::ExportArgs),
+    /// Derive a kernel-durations file from a trace's measured GPU activity.
+    Calibrate(crate::cli::analysis::CalibrateArgs),
+    /// Compare the inferred and bound GPU timelines with the measured one.
+    Compare(crate::cli::analysis::CompareArgs),
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wakeup {
+    #[default]
+    Batched,
+    Every,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Returns {
+    #[default]
+    Default,
+    All,
+    None,
+}
+
+impl Returns {
+    pub fn name(self) -> &'static str {
+        match self {
+            Returns::Default => "default",
+            Returns::All => "all",
+            Returns::None => "none",
+        }
+    }
+}
+
+impl RecordArgs {
+    /// `--returns`, with the hidden `--no-return-probes` alias applied.
+    pub fn returns(&self) -> Returns {
+        if self.no_return_probes { Returns::None } else { self.returns }
+    }
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchProbe {
+    /// An empty entry program on each probed function.
+    Empty,
+    /// Empty entry and return programs.
+    EmptyReturn,
+    /// The traced-task filter and the cookie only.
+    Filter,
+    /// The filter, a header and an empty record through the ring buffer.
+    Ring,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IoctlPathArg {
+    #[default]
+    Auto,
+    Kprobe,
+    Tracepoint,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RecordArgs {
+    /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Make the output file readable by its owner only (mode 0600; default 0644).
+    #[arg(long)]
+    pub private: bool,
+    /// Compress the trace with zstd (also chosen by an output name ending in
+    /// .zst): ~10-40× fewer bytes, for high call rates on slow disks.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = crate::collect::zstd_out::Compress::None)]
+    pub compress: crate::collect::zstd_out::Compress,
+    /// Trace this running process (and the children it creates from now on).
+    #[arg(short, long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// The libcuda to probe (default: the one the dynamic loader would pick).
+    #[arg(long, value_name = "PATH")]
+    pub libcuda: Option<PathBuf>,
+    /// Run the command as root even when tracer was started with sudo.
+    #[arg(long)]
+    pub as_root: bool,
+    /// Ring buffer size in MiB (a power of two).
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub buffer_size: u32,
+    /// Also probe the state getters that the CUDA runtime calls several times
+    /// per launch (cuDevicePrimaryCtxGetState, cuCtxGetCurrent, ...): complete,
+    /// but it roughly doubles the tracing cost on launch-bound programs.
+    #[arg(long)]
+    pub all_functions: bool,
+    /// Print the eBPF programs' own diagnostics (aya-log; see RUST_LOG).
+    #[arg(long)]
+    pub ebpf_log: bool,
+    /// When the kernel side wakes the collector: `batched` (when an eighth of
+    /// the ring buffer is filled; the collector also polls every 10 ms) or
+    /// `every` record (costs the traced thread a wakeup per call).
+    #[arg(long, value_enum, default_value_t = Wakeup::Batched)]
+    pub wakeup: Wakeup,
+    /// Which calls get a return probe (a second trap per call, for the return
+    /// code, out-parameters and duration): `default`: all but launches and
+    /// the other calls that never block (listed in the header as
+    /// `entry_only_functions`; they are most calls of a launch-bound
+    /// program); `all`: every call; `none`: entry only (out-parameters such
+    /// as allocated addresses and handles, hence kernel names, stay unknown).
+    #[arg(long, value_enum, default_value_t = Returns::Default)]
+    pub returns: Returns,
+    /// Same as `--returns none`.
+    #[arg(long, hide = true)]
+    pub no_return_probes: bool,
+    /// Benchmarks only (cargo xtask bench collector): attach empty programs
+    /// instead of tracer's, to measure the probe mechanism's floor.
+    #[arg(long, value_enum, hide = true)]
+    pub bench_probe: Option<BenchProbe>,
+    /// Have the kernel time every run of tracer's eBPF programs and put the
+    /// count and mean time per program in the footer (`bpf_stats`): where the
+    /// probe cost goes. Adds ~20-50 ns per run.
+    #[arg(long)]
+    pub bpf_stats: bool,
+    /// Benchmarks only: every getppid() of the traced processes emits a
+    /// launch record (a producer that is not trap-bound).
+    #[arg(long, hide = true)]
+    pub bench_producer: bool,
+    /// Make a replayable recording (docs/recording-format.md): a directory
+    /// (-o NAME.rec) with the trace, every code image the program loads and
+    /// the parameter bytes of every kernel launch, for `replay`.
+    #[arg(long)]
+    pub replayable: bool,
+    /// With --replayable: also store the host bytes of host-to-device copies
+    /// (deduplicated), so that replay can rebuild the device memory.
+    #[arg(long, requires = "replayable")]
+    pub capture_data: bool,
+    /// With --capture-data: store at most this many MiB of copy data; copies
+    /// beyond it are listed as not captured.
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub data_cap_mib: u64,
+    /// Also record the syscalls the traced processes make on NVIDIA device
+    /// files (open, close, ioctl with its decoded parameters, mmap, munmap).
+    #[arg(long)]
+    pub ioctls: bool,
+    /// How ioctls are captured with --ioctls: `kprobe` on the driver's ioctl
+    /// entry points (stock kernels), `tracepoint` on the ioctl syscall (works
+    /// everywhere), or `auto`: kprobe, else tracepoint (the header says which
+    /// was used and why the others were refused).
+    #[arg(long, value_enum, default_value_t = IoctlPathArg::Auto)]
+    pub ioctl_path: IoctlPathArg,
+    /// Kernel function kprobed for /dev/nvidiactl and /dev/nvidiaN ioctls
+    /// (its arguments must be (struct file *, unsigned int cmd, unsigned long arg)).
+    #[arg(long, value_name = "FUNCTION", default_value = "nvidia_unlocked_ioctl")]
+    pub kprobe_function: String,
+    /// Kernel function kprobed for /dev/nvidia-uvm ioctls ("" to skip).
+    #[arg(long, value_name = "FUNCTION", default_value = "uvm_unlocked_ioctl_entry")]
+    pub kprobe_uvm_function: String,
+    /// Also record when each kernel, copy and memset ran on the GPU (start and
+    /// end, measured by CUPTI's activity API, injected into the command through
+    /// CUDA_INJECTION64_PATH): `type: "gpu"` lines. Costs the command extra
+    /// time (docs/gpu-timestamps.md).
+    #[arg(long, conflicts_with = "pid")]
+    pub gpu_timestamps: bool,
+    /// The injection library for --gpu-timestamps (default: libtracer_cupti.so
+    /// next to the tracer executable).
+    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    pub cupti_injection: Option<PathBuf>,
+    /// The libcupti the command loads for --gpu-timestamps (default: one it
+    /// already loaded, else $CUDA_HOME, /usr/local/cuda*, the loader's path).
+    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    pub cupti_lib: Option<PathBuf>,
+    /// Do not print the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Do not sample GPU power, energy, clocks, utilization and temperature
+    /// through NVML (docs/power.md).
+    #[arg(long)]
+    pub no_power: bool,
+    /// NVML sampling interval.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub power_interval_ms: u64,
+    /// Do not give the command a marker FIFO (TRACER_MARKER_FIFO, docs/markers.md).
+    #[arg(long)]
+    pub no_markers: bool,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "pid")]
+    pub command: Vec<OsString>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn gpu_timestamps_command_line() {
+        use clap::Parser as _;
+        let parse = |a: &[&str]| Cli::try_parse_from(a.iter().copied()).map(|c| c.record);
+        let r = parse(&["tracer", "--gpu-timestamps", "--cupti-lib", "/x/libcupti.so", "--", "python3"]).unwrap();
+        assert!(r.gpu_timestamps);
+        assert_eq!(r.cupti_lib.as_deref(), Some(Path::new("/x/libcupti.so")));
+        assert_eq!(r.cupti_injection, None);
+        let err = |a: &[&str]| parse(a).unwrap_err().kind();
+        // Injection goes through the environment: not with -p.
+        assert_eq!(err(&["tracer", "--gpu-timestamps", "-p", "1"]), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(
+            err(&["tracer", "--cupti-lib", "/x", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            err(&["tracer", "--cupti-injection", "/x", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+    }
+
+}

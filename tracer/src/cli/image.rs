@@ -1,0 +1,105 @@
+//! `tracer image FILE` / `tracer image --pid PID --addr ADDR`: decode a CUDA
+//! code image (see docs/cuda-images.md).
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::decode::cudaimage::{capture, layouts, report};
+use crate::collect::procmem::ProcMem;
+
+#[derive(Args, Debug, Clone)]
+pub struct ImageArgs {
+    /// Image file.
+    #[arg(required_unless_present = "pid", conflicts_with = "pid")]
+    pub file: Option<PathBuf>,
+    /// Read the image from this process's memory (at --addr).
+    #[arg(long, value_name = "PID", requires = "addr")]
+    pub pid: Option<u32>,
+    /// Address of the image (or of its fatbin wrapper) in that process, e.g.
+    /// the `code`/`image` argument of a recorded cuLibraryLoadData/cuModuleLoadData.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, requires = "pid")]
+    pub addr: Option<u64>,
+    /// Also write the image bytes read from the process to this file.
+    #[arg(long, value_name = "FILE", requires = "pid")]
+    pub save: Option<PathBuf>,
+    /// Print only each kernel's parameter layout (`NAME size=N offset:size ...`),
+    /// from the entry the driver would load on --arch.
+    #[arg(long)]
+    pub layouts: bool,
+    /// SM version of the GPU for --layouts (90 for H100; default: newest cubin).
+    #[arg(long, value_name = "SM", requires = "layouts")]
+    pub arch: Option<u32>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_addr(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("`{s}` is not an address (decimal or 0x-hex)"))
+}
+
+pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
+    let (bytes, name) = match (&a.file, a.pid, a.addr) {
+        (Some(path), _, _) => {
+            (std::fs::read(path).with_context(|| format!("reading {}", path.display()))?, path.display().to_string())
+        }
+        (None, Some(pid), Some(addr)) => {
+            let mut mem = ProcMem::open(pid).with_context(|| format!("opening /proc/{pid}/mem"))?;
+            let c = capture::capture(&mut mem, addr).with_context(|| format!("process {pid}"))?;
+            let name = match c.wrapper {
+                Some(_) => format!("pid {pid} wrapper {addr:#x} -> {:#x}", c.addr),
+                None => format!("pid {pid} {addr:#x}"),
+            };
+            if let Some(out) = &a.save {
+                std::fs::write(out, &c.bytes).with_context(|| format!("writing {}", out.display()))?;
+            }
+            (c.bytes, name)
+        }
+        _ => anyhow::bail!(crate::error::UsageError("give an image FILE, or --pid and --addr".into())),
+    };
+    if a.layouts {
+        let l = layouts::kernel_layouts(&bytes, a.arch).with_context(|| name.clone())?;
+        let text = if a.json { serde_json::to_string_pretty(&l)? + "\n" } else { layouts_text(&l) };
+        return write_out(&text);
+    }
+    let r = report::inspect(&bytes).with_context(|| name.clone())?;
+    let text = if a.json { serde_json::to_string_pretty(&r)? + "\n" } else { report::render_text(&r, &name) };
+    write_out(&text)?;
+    // Partial results were printed; the exit code still says the image is damaged.
+    let failed = r.errors.len() + r.totals.failed_entries;
+    if failed > 0 {
+        anyhow::bail!(
+            "{name}: {failed} part(s) could not be decoded ({} container errors, {} entries), see above",
+            r.errors.len(),
+            r.totals.failed_entries
+        );
+    }
+    Ok(())
+}
+
+fn write_out(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        // `tracer image lib.so | head` is fine.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// One line per kernel: `NAME size=N [offset:size ...] (source)`.
+fn layouts_text(l: &layouts::Layouts) -> String {
+    let mut out = String::new();
+    for (name, k) in &l.kernels {
+        let slots: Vec<String> = k.params.iter().map(|p| format!("{}:{}", p.offset, p.size)).collect();
+        out += &format!("{name} size={} [{}] ({})\n", k.size, slots.join(" "), k.source);
+    }
+    for c in &l.conflicts {
+        out += &format!("conflict: {c}\n");
+    }
+    out
+}

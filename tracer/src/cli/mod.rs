@@ -1,0 +1,84 @@
+//! The cli layer: `tracer`'s command line ([`args`]) and its commands. Each
+//! command reads files, calls the layers below (`crate::collect` to record,
+//! `crate::analysis` and `crate::export` to read) and prints; file creation,
+//! progress bars and clap live here and nowhere below.
+//!
+//! - [`record`]: `tracer record` / `tracer -- CMD`;
+//! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
+//!   [`load`] (file → trace model, with [`progress`]);
+//! - [`image`]: `tracer image`; `summary` and `ioctls` below;
+//! - [`usage`]: command-line errors as one line, exit code 2.
+pub mod analysis;
+pub mod args;
+pub mod image;
+pub mod load;
+pub mod progress;
+pub mod record;
+pub mod usage;
+
+use clap::Parser as _;
+
+use crate::error::{CommandNotFound, UsageError, one_line};
+
+/// `tracer`'s entry point: parses the command line, runs the command, exits
+/// with its code (2 for misuse, 127 when the command is not found).
+pub fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = args::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
+    let result = match cli.command {
+        Some(args::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
+        Some(args::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
+        Some(args::Command::Image(a)) => image::run(&a).map(|_| 0),
+        Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare }) => {
+            let o = crate::export::plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to };
+            match compare {
+                Some(other) => crate::export::plot::compare::run(&trace, &other, &output, &o).map(|_| 0),
+                None => crate::export::plot::run(&trace, &output, &o, load::load).map(|_| 0),
+            }
+        }
+        Some(args::Command::Gaps(a)) => analysis::gaps_cmd(&a).map(|_| 0),
+        Some(args::Command::Report(a)) => analysis::report_cmd(&a).map(|_| 0),
+        Some(args::Command::Export(a)) => analysis::export_cmd(&a).map(|_| 0),
+        Some(args::Command::Calibrate(a)) => analysis::calibrate_cmd(&a).map(|_| 0),
+        Some(args::Command::Compare(a)) => analysis::compare_cmd(&a).map(|_| 0),
+        Some(args::Command::Record(r)) => record::run(r),
+        None => record::run(cli.record),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            let code = if e.downcast_ref::<UsageError>().is_some() {
+                2
+            } else if e.downcast_ref::<CommandNotFound>().is_some() {
+                127
+            } else {
+                1
+            };
+            eprintln!("tracer: {}", one_line(&e));
+            std::process::exit(code);
+        }
+    }
+}
+
+fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
+    let mut s = crate::analysis::summary::Summary::default();
+    let name = path.display().to_string();
+    crate::reader::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
+    print!("{}", s.render());
+    Ok(())
+}
+
+fn ioctls_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let mut lines = Vec::new();
+    crate::reader::for_each(path, |v| lines.push(v.clone()))?;
+    let r = crate::analysis::ioctl_report::IoctlReport::build(&lines);
+    if r.total == 0 && r.ioctl_path.is_none() {
+        anyhow::bail!("{}: no ioctls recorded (record with `tracer --ioctls -- CMD`)", path.display());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r.to_json())?);
+    } else {
+        print!("{}", r.render());
+    }
+    Ok(())
+}

@@ -1,0 +1,682 @@
+//! `tracer record`: load probes, start (or attach to) the traced program,
+//! collect until it ends, then write the footer and the summary.
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use tracer_common::event::nvdev;
+use tracer_common::funcs::FuncId;
+
+use crate::decode::calls::Assembler;
+use crate::cli::args::{RecordArgs, Returns};
+use crate::collect::collector::Collector;
+use crate::collect::gpu_timestamps::GpuSession;
+use crate::collect::loader::{self, KernelCounters};
+use crate::collect::spawn;
+use crate::collect::writer::TraceWriter;
+use crate::collect::{libcuda, sysinfo};
+use crate::error::UsageError;
+
+/// Trace format version written in the header.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Capability numbers (linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Which of the capabilities tracer needs are missing from `cap_eff`.
+pub fn missing_caps(cap_eff: u64) -> Vec<&'static str> {
+    let has = |c: u32| cap_eff & (1u64 << c) != 0;
+    if has(CAP_SYS_ADMIN) && has(CAP_PERFMON) || has(CAP_BPF) && has(CAP_PERFMON) {
+        return vec![];
+    }
+    let mut v = vec![];
+    if !has(CAP_BPF) && !has(CAP_SYS_ADMIN) {
+        v.push("CAP_BPF");
+    }
+    if !has(CAP_PERFMON) && !has(CAP_SYS_ADMIN) {
+        v.push("CAP_PERFMON");
+    }
+    v
+}
+
+fn check_privileges() -> anyhow::Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    let missing = missing_caps(eff);
+    if !missing.is_empty() {
+        bail!("tracer needs root (or CAP_BPF and CAP_PERFMON); missing {}: run it with sudo", missing.join(" and "));
+    }
+    Ok(())
+}
+
+/// The LD_LIBRARY_PATH the traced program sees.
+fn target_ld_library_path(pid: Option<u32>) -> Option<String> {
+    match pid {
+        None => std::env::var("LD_LIBRARY_PATH").ok(),
+        Some(p) => {
+            let env = std::fs::read(format!("/proc/{p}/environ")).ok()?;
+            env.split(|&b| b == 0)
+                .find_map(|kv| kv.strip_prefix(b"LD_LIBRARY_PATH="))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        }
+    }
+}
+
+/// For `-p`: the libcuda the process has already mapped, if any.
+fn mapped_libcuda(pid: u32) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| Path::new(p).file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcuda.so")))
+        .map(|p| PathBuf::from(format!("/proc/{pid}/root{p}")))
+}
+
+/// Open NVIDIA device files of `pid`, from /proc/PID/fd.
+fn nvidia_fds(pid: u32) -> Vec<(u32, u32)> {
+    let mut v = vec![];
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return v };
+    for e in rd.flatten() {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(target) = std::fs::read_link(e.path()) else { continue };
+        if let Some(dev) = crate::decode::ioctls::nvdev_of(crate::decode::nvioctl::device_from_path(&target.to_string_lossy())) {
+            v.push((fd, dev));
+        }
+    }
+    v
+}
+
+/// The traced process tree's existing descendants of `pid` (for `-p`).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::<u32, u32>::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+                // pid (comm) state ppid ...
+                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1)
+                    && let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
+                {
+                    parent.insert(p, pp);
+                }
+            }
+        }
+    }
+    let mut out = vec![];
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (&c, &pp) in &parent {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
+    if let Some(pid) = args.pid
+        && !Path::new(&format!("/proc/{pid}")).exists()
+    {
+        return Err(UsageError(format!("-p {pid}: no such process")).into());
+    }
+    if args.buffer_size == 0 || !args.buffer_size.is_power_of_two() || args.buffer_size > 4096 {
+        return Err(UsageError(format!(
+            "--buffer-size {}: must be a power of two between 1 and 4096 MiB",
+            args.buffer_size
+        ))
+        .into());
+    }
+    if args.replayable && args.bench_probe.is_some() {
+        return Err(UsageError("--replayable cannot be combined with --bench-probe".into()).into());
+    }
+    check_privileges()?;
+    // Signal handlers exist before the command does, so an early Ctrl-C
+    // cannot kill tracer and leave the command running untraced.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
+    let run_as = spawn::invoking_user(args.as_root)?;
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    if args.replayable && args.compress == crate::collect::zstd_out::Compress::Zstd {
+        return Err(UsageError(
+            "--compress zstd cannot be combined with --replayable (the recording's trace.jsonl is read by replay)"
+                .into(),
+        )
+        .into());
+    }
+    // --replayable: a directory, the trace inside it.
+    let store = match args.replayable {
+        true => {
+            let dir = args
+                .output
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("trace_{}.rec", sysinfo::compact_utc(started.as_secs()))));
+            Some(
+                crate::collect::replayable::store::Store::create(&dir, args.force, run_as.as_ref(), args.private)
+                    .map_err(|e| UsageError(crate::error::one_line(&e)))?,
+            )
+        }
+        false => None,
+    };
+    let out_path = match &store {
+        Some(s) => s.trace_path(),
+        None => args
+            .compress
+            .output_path(args.output.as_deref(), &sysinfo::compact_utc(started.as_secs()))
+            .map_err(UsageError)?,
+    };
+    let mode = if args.private { 0o600 } else { 0o644 };
+    let file = spawn::create_output_file(&out_path, args.force || store.is_some(), run_as.as_ref(), mode)
+        .map_err(|e| UsageError(crate::error::one_line(&e)))?;
+    // Marker FIFO (its path goes into the command's environment) and NVML.
+    let side_opts = crate::collect::side::SideOptions {
+        no_markers: args.no_markers,
+        attached: args.pid.is_some(),
+        no_power: args.no_power,
+        power_interval_ms: args.power_interval_ms,
+    };
+    let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
+    // --gpu-timestamps: the FIFO and the command's environment, before the command exists.
+    let mut gpu = match args.gpu_timestamps {
+        true => Some(
+            GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as.as_ref())
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&out_path);
+                })?,
+        ),
+        false => None,
+    };
+    if args.private && file.metadata().is_ok_and(|m| m.is_file()) {
+        // An existing file (--force) keeps its mode on open: set it (never
+        // on a device such as `--force -o /dev/null`).
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {} private", out_path.display()))?;
+    }
+
+    // Create the command first (stopped before exec), so that a command that
+    // does not exist is reported before anything else; it exits without
+    // running if setting up the probes fails.
+    let suspended = match args.pid {
+        Some(_) => None,
+        None => Some(
+            spawn::spawn_suspended_with_env(&args.command, run_as.as_ref(), &side.env())
+                .map_err(|e| crate::error::CommandNotFound(crate::error::one_line(&e)))?,
+        ),
+    };
+    // Until the header is written, a failure removes the (empty) file we
+    // created, so no trace that is not one is left behind.
+    let cleanup = |e: anyhow::Error| {
+        let _ = std::fs::remove_file(&out_path);
+        if let Some(s) = &store {
+            let _ = std::fs::remove_dir_all(&s.dir);
+        }
+        e
+    };
+    let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
+        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
+        (None, Some(mapped)) => Ok(mapped),
+        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
+    }
+    .map_err(cleanup)?;
+    let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
+    // BPF statistics stay on while this fd is open (until tracer exits).
+    let _stats = match args.bpf_stats {
+        true => Some(
+            aya::sys::enable_stats(aya::sys::Stats::RunTime)
+                .context("enabling BPF run-time statistics (--bpf-stats)")
+                .map_err(cleanup)?,
+        ),
+        false => None,
+    };
+    side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &libcuda_path);
+    let mut loaded = loader::load(&loader::Options {
+        libcuda: &libcuda_path,
+        symbols: &symbols,
+        ebpf_log: args.ebpf_log,
+        ioctls: args.ioctls.then(|| loader::IoctlOptions {
+            path: match args.ioctl_path {
+                crate::cli::args::IoctlPathArg::Auto => loader::IoctlPath::Auto,
+                crate::cli::args::IoctlPathArg::Kprobe => loader::IoctlPath::Kprobe,
+                crate::cli::args::IoctlPathArg::Tracepoint => loader::IoctlPath::Tracepoint,
+            },
+            frontend_fn: &args.kprobe_function,
+            uvm_fn: &args.kprobe_uvm_function,
+        }),
+        return_probe: &|id| probed_return(&args, id),
+        programs: match args.bench_probe {
+            None => loader::Programs::Tracer,
+            Some(b) => {
+                use crate::cli::args::BenchProbe as B;
+                let (entry, ret) = match b {
+                    B::Empty => ("cu_empty", None),
+                    B::EmptyReturn => ("cu_empty", Some("cu_empty_ret")),
+                    B::Filter => ("cu_bench_filter", None),
+                    B::Ring => ("cu_bench_ring", None),
+                };
+                loader::Programs::Bench { entry, ret }
+            }
+        },
+        bench_producer: args
+            .bench_producer
+            .then(|| tracer_common::funcs::lookup("cuLaunchKernel").expect("in the table")),
+        wakeup_bytes: match args.wakeup {
+            crate::cli::args::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
+            crate::cli::args::Wakeup::Every => 0,
+        },
+        select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
+        ring_bytes: args.buffer_size * 1024 * 1024,
+        replay: crate::collect::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data },
+    })
+    .map_err(cleanup)?;
+    let recorder = match store {
+        Some(st) => {
+            let maps = match loaded.ebpf.as_mut() {
+                Some(e) => crate::collect::replayable::recorder::KernelMaps::take(e),
+                None => Err(anyhow::anyhow!("eBPF object gone")),
+            };
+            let maps = match maps {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&st.dir);
+                    return Err(e);
+                }
+            };
+            Some(crate::collect::replayable::recorder::Recorder::new(
+                st,
+                Some(maps),
+                args.capture_data,
+                args.data_cap_mib.saturating_mul(1 << 20),
+            ))
+        }
+        None => None,
+    };
+
+    // The command was started stopped before exec; mark it traced, then let
+    // it run: nothing it does after exec can be missed.
+    let root_pid = match (&suspended, args.pid) {
+        (Some(s), _) => s.pid,
+        (None, Some(pid)) => pid,
+        (None, None) => unreachable!("clap requires a command or -p"),
+    };
+    loaded.mark_traced(root_pid)?;
+    if args.pid.is_some() {
+        let mut procs = descendants(root_pid);
+        procs.push(root_pid);
+        for &d in &procs {
+            loaded.mark_traced(d)?;
+            // NVIDIA files the process opened before we attached.
+            for (fd, dev) in nvidia_fds(d) {
+                let _ = loaded.nvfds.insert(nvdev::fd_key(d, fd), dev, 0);
+            }
+        }
+    }
+
+    let mut header = header(&args, &loaded.report, root_pid, started);
+    side.header(&mut header);
+    header["gpu_timestamps"] = gpu.as_ref().map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
+    let mut asm = Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
+    asm.set_entry_only(|id| !probed_return(&args, id));
+    asm.value_copy_lines = args.capture_data;
+    asm.ioctls = crate::decode::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    if args.replayable {
+        header["replayable"] = json!({
+            "capture_data": args.capture_data,
+            "data_cap_bytes": args.data_cap_mib.saturating_mul(1 << 20),
+            "schema_version": crate::collect::replayable::recorder::SCHEMA_VERSION,
+        });
+    }
+    let header_copy = recorder.as_ref().map(|_| header.clone());
+    let file = crate::collect::zstd_out::TraceFile::new(file, &out_path, args.compress == crate::collect::zstd_out::Compress::Zstd)
+        .context("starting the zstd stream")?;
+    let mut col = Collector::new(asm, TraceWriter::new(file));
+    col.side = side.receiver();
+    col.replay = recorder;
+    col.emit(header);
+    col.writer.flush();
+    if !args.quiet {
+        eprintln!(
+            "tracer: probing {} driver functions in {}; writing {}",
+            loaded.report.probed.len(),
+            libcuda_path.display(),
+            out_path.display()
+        );
+        if !loaded.report.single_stepped.is_empty() {
+            eprintln!(
+                "tracer: warning: {} probed functions do not start with `push %rbp` (each call costs ~10x more): {}",
+                loaded.report.single_stepped.len(),
+                loaded.report.single_stepped.join(", ")
+            );
+        }
+    }
+
+    let t0 = Instant::now();
+    let (exit, counters) =
+        rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
+    let mut side_footer = side.finish(&mut col, args.quiet);
+    let mut footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
+    footer["power"] = side_footer["power"].take();
+    footer["markers"] = side_footer["markers"].take();
+    if let Some(g) = gpu.as_mut() {
+        footer["gpu_timestamps"] = g.finish(&mut col);
+    }
+    if let Some(r) = &col.replay {
+        footer["replay"] = r.footer();
+    }
+    // (The file already belongs to the invoking user: create_output_file.)
+    col.emit(footer);
+    let write_err = col.writer.finish().map(|e| e.to_string());
+    // The manifest last: it describes the finished recording.
+    let manifest = match (&col.replay, &header_copy) {
+        (Some(r), Some(h)) => match r.write_manifest(h) {
+            Ok(p) => Some(crate::collect::replayable::summary_line(r, &p)),
+            Err(e) => {
+                eprintln!("tracer: writing the recording's manifest failed: {e:#}");
+                None
+            }
+        },
+        _ => None,
+    };
+    if !args.quiet {
+        eprint!("{}", col.summary.render());
+        if let Some(g) = &gpu {
+            eprintln!("{}", g.lines.summary_line());
+        }
+        eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
+        if let Some(m) = manifest {
+            eprintln!("{m}");
+        }
+    }
+    if let Some(e) = write_err {
+        eprintln!(
+            "tracer: writing {} failed ({e}): {} lines written are complete and valid, {} were not written",
+            out_path.display(),
+            col.writer.lines,
+            col.writer.dropped
+        );
+        return Ok(exit.map(|e| e.exit_code()).filter(|&c| c != 0).unwrap_or(1));
+    }
+    Ok(exit.map(|e| e.exit_code()).unwrap_or(0))
+}
+
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Timed work of the collection loop: file flush and eBPF log.
+fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut Instant) {
+    for k in col.stale_fds.drain(..) {
+        let _ = loaded.nvfds.remove(&k);
+    }
+    col.drain_side();
+    if last_flush.elapsed() >= FLUSH_INTERVAL {
+        col.writer.flush();
+        *last_flush = Instant::now();
+    }
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
+}
+
+type Collected = (Option<spawn::ExitInfo>, KernelCounters);
+
+async fn collect(
+    loaded: &mut loader::Loaded,
+    col: &mut Collector,
+    suspended: Option<spawn::Suspended>,
+    attach_pid: Option<u32>,
+    signals: &mut spawn::StopSignals,
+    mut gpu: Option<&mut GpuSession>,
+) -> anyhow::Result<Collected> {
+    let ring = loaded.ring.take().context("ring buffer already taken")?;
+    // SAFETY: the ring buffer owns its fd and outlives the registration
+    // (into_inner below deregisters before it is used synchronously).
+    let mut afd =
+        unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
+    // Records are mostly submitted without waking us: poll often.
+    let mut tick = tokio::time::interval(POLL_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_flush = Instant::now();
+    // What ends the recording: the command's exit, or with -p a stop signal
+    // or the process being gone.
+    let mut stop: std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Option<spawn::ExitInfo>>> + '_>> =
+        match suspended {
+            Some(s) => {
+                let child = s.release()?;
+                Box::pin(async move {
+                    spawn::wait_forwarding_signals_with(child, signals, |sig| {
+                        log::info!("forwarded signal {sig} to the command")
+                    })
+                    .await
+                    .map(Some)
+                })
+            }
+            None => {
+                let pid = attach_pid.expect("pid mode");
+                Box::pin(async move {
+                    let mut check = tokio::time::interval(Duration::from_millis(100));
+                    loop {
+                        tokio::select! {
+                            _ = signals.recv() => return Ok(None),
+                            _ = check.tick() => if !Path::new(&format!("/proc/{pid}")).exists() {
+                                return Ok(None);
+                            },
+                        }
+                    }
+                })
+            }
+        };
+    let exit = loop {
+        tokio::select! {
+            r = &mut stop => break r?,
+            g = afd.readable_mut() => {
+                let mut g = g?;
+                col.drain(g.get_inner_mut());
+                g.clear_ready();
+            }
+            _ = tick.tick() => {
+                col.drain(afd.get_mut());
+                if let Some(g) = gpu.as_deref_mut() {
+                    g.drain(col);
+                }
+                periodic(col, loaded, &mut last_flush);
+            }
+        }
+    };
+    drop(stop);
+    let programs = loader::program_stats(loaded);
+    // Detach every program, then take what is still in the buffer: after
+    // this nothing new can arrive and the counters are final.
+    col.asm.cut_after = Some(sysinfo::clock_ns(libc::CLOCK_MONOTONIC));
+    loader::detach_all(std::mem::take(&mut loaded.links));
+    drop(loaded.ebpf.take());
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
+    let mut ring = afd.into_inner();
+    while col.drain(&mut ring) > 0 {}
+    col.finish_calls();
+    let mut counters = loader::read_counters(&loaded.counters)?;
+    counters.programs = programs;
+    Ok((exit, counters))
+}
+
+fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, started: Duration) -> Value {
+    let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let driver = sysinfo::driver_version();
+    json!({
+        "type": "header",
+        "format": "tracer-jsonl",
+        "format_version": FORMAT_VERSION,
+        "tracer_version": env!("CARGO_PKG_VERSION"),
+        "command": command,
+        "attach_pid": args.pid,
+        "pid": root_pid,
+        "host": sysinfo::hostname(),
+        "os_kernel": sysinfo::kernel_release(),
+        "driver": driver,
+        "gpus": sysinfo::gpus(),
+        "libcuda": report.libcuda.display().to_string(),
+        "libcuda_exported_functions": report.exported_functions,
+        "libcuda_push_rbp_functions": report.exported_push_rbp,
+        "probed_functions": report.probed.len(),
+        "single_stepped_functions": report.single_stepped,
+        "not_probed_functions": report.not_probed,
+        "uprobe_attach": report.attach_mode,
+        "return_probes": args.returns().name(),
+        "entry_only_functions": entry_only_functions(|id| probed_return(args, id), &report.probed),
+        "ioctl_path": report.ioctl_path,
+        "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
+        "started_at": sysinfo::iso_utc(started.as_secs()),
+        // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns
+        "clock": {
+            "ts": "CLOCK_MONOTONIC ns (bpf_ktime_get_ns)",
+            "monotonic_ns": sysinfo::clock_ns(libc::CLOCK_MONOTONIC),
+            "realtime_ns": sysinfo::clock_ns(libc::CLOCK_REALTIME),
+        },
+        "ring_buffer_bytes": args.buffer_size as u64 * 1024 * 1024,
+    })
+}
+
+/// Whether a probed function gets the return probe.
+fn returns_probed(mode: Returns, id: FuncId) -> bool {
+    match mode {
+        Returns::All => true,
+        Returns::None => false,
+        Returns::Default => !tracer_common::funcs::is_entry_only_by_default(id),
+    }
+}
+
+/// Whether a probed function gets the return probe in this recording: the
+/// `--returns` choice, and under `--replayable` always for the loads and
+/// GetFunction calls (rare; the layout chain needs their results).
+fn probed_return(args: &RecordArgs, id: FuncId) -> bool {
+    let m = crate::collect::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data };
+    returns_probed(args.returns(), id) || crate::collect::replayable::probes::needs_return(id, m)
+}
+
+/// The probed symbols whose lines have no return code nor duration.
+fn entry_only_functions(probed_return: impl Fn(FuncId) -> bool, probed: &[String]) -> Vec<String> {
+    probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !probed_return(id))).cloned().collect()
+}
+
+/// Exact loss per CPU: records the kernel side numbered minus records received.
+pub fn loss_by_cpu(
+    attempted: &[u64],
+    received: &std::collections::BTreeMap<u32, u64>,
+) -> std::collections::BTreeMap<u32, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for (cpu, &a) in attempted.iter().enumerate() {
+        let got = received.get(&(cpu as u32)).copied().unwrap_or(0);
+        if a > got {
+            m.insert(cpu as u32, a - got);
+        }
+    }
+    m
+}
+
+fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, elapsed: Duration) -> Value {
+    let st = &col.asm.stats;
+    let received: u64 = st.records_by_cpu.values().sum();
+    let lost = loss_by_cpu(&k.attempted, &st.records_by_cpu);
+    let lost_total: u64 = lost.values().sum();
+    let mut by_type = serde_json::Map::new();
+    for (name, f) in &col.summary.funcs {
+        by_type.insert(name.clone(), json!(f.calls));
+    }
+    json!({
+        "type": "footer",
+        "calls": st.calls,
+        "calls_by_function": by_type,
+        "incomplete_calls": st.incomplete,
+        "entry_lost_calls": st.entry_lost,
+        "records_after_detach": st.after_detach,
+        "records": received,
+        "records_attempted": k.attempted.iter().sum::<u64>(),
+        "lost": {
+            "total": lost_total,
+            "ring_buffer_full": k.ring_full,
+            "out_param_saves_failed": k.save_failed,
+            "undecodable": st.bad_records,
+            "by_cpu": lost,
+        },
+        "lines_not_written": col.writer.dropped,
+        "duration_s": elapsed.as_secs_f64(),
+        "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
+        "collector": collector_usage(),
+        "bpf_stats": bpf_stats(&k.programs),
+    })
+}
+
+/// Per-program cost measured by the kernel (with --bpf-stats; null without).
+fn bpf_stats(p: &std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats>) -> Value {
+    if p.is_empty() {
+        return Value::Null;
+    }
+    let m: serde_json::Map<String, Value> = p
+        .iter()
+        .map(|(name, s)| {
+            (
+                name.clone(),
+                json!({
+                    "runs": s.run_cnt,
+                    "run_time_ns": s.run_time_ns,
+                    "ns_per_run": s.run_time_ns as f64 / s.run_cnt as f64,
+                }),
+            )
+        })
+        .collect();
+    Value::Object(m)
+}
+
+/// CPU time and peak memory of tracer itself (the collector), for the
+/// footer: what tracing cost besides the probes in the traced threads.
+fn collector_usage() -> Value {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Value::Null;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    // VmHWM, not ru_maxrss: the latter survives execve, so it would report
+    // the peak of whatever process started tracer.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    json!({
+        "cpu_user_s": secs(ru.ru_utime),
+        "cpu_system_s": secs(ru.ru_stime),
+        "max_rss_kib": kib("VmHWM:"),
+        "rss_anon_kib": kib("RssAnon:"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities() {
+        assert!(missing_caps(u64::MAX).is_empty());
+        assert_eq!(missing_caps(0), vec!["CAP_BPF", "CAP_PERFMON"]);
+        assert!(missing_caps((1 << CAP_BPF) | (1 << CAP_PERFMON)).is_empty());
+        assert_eq!(missing_caps(1 << CAP_BPF), vec!["CAP_PERFMON"]);
+    }
+
+    #[test]
+    fn loss_is_exact_per_cpu() {
+        let received = [(0u32, 10u64), (1, 5)].into_iter().collect();
+        let lost = loss_by_cpu(&[10, 8, 2], &received);
+        assert_eq!(lost.into_iter().collect::<Vec<_>>(), vec![(1, 3), (2, 2)]);
+    }
+}

@@ -1,0 +1,600 @@
+//! Loads the eBPF object, attaches the sched tracepoints and the uprobes on
+//! libcuda, and hands out the maps the collector needs.
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
+    programs::{
+        KProbe, TracePoint, UProbe,
+        kprobe::KProbeLink,
+        trace_point::TracePointLink,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLink, UProbeScope},
+    },
+};
+use tracer_common::{
+    event::counter,
+    funcs::{Arg, FUNCS, FuncId, VARIANTS},
+};
+
+use crate::collect::libcuda::ExportedSymbols;
+use crate::collect::uprobe_multi::{self, MultiLink};
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The eBPF object built by build.rs from tracer-ebpf.
+static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+
+/// What got attached, for the header and the summary.
+#[derive(Debug, Default, Clone)]
+pub struct ProbeReport {
+    pub libcuda: PathBuf,
+    pub exported_functions: usize,
+    /// Exported functions whose first instruction is `push %rbp`.
+    pub exported_push_rbp: usize,
+    /// Probed symbols (entry + return each).
+    pub probed: Vec<String>,
+    /// Probed symbols whose first instruction is not `push %rbp` (slow path).
+    pub single_stepped: Vec<String>,
+    /// Exported table functions left out by the selection (--all-functions).
+    pub not_probed: Vec<String>,
+    /// How NVIDIA ioctls are captured ("kprobe" or "tracepoint"), None when off.
+    pub ioctl_path: Option<&'static str>,
+    /// Paths tried before, with the reason each was refused.
+    pub ioctl_path_refusals: Vec<(&'static str, String)>,
+    /// "uprobe_multi" (one link per program) or "perf" (one per function).
+    pub attach_mode: &'static str,
+}
+
+pub struct Loaded {
+    /// Owns the programs; the links are in `links`.
+    pub ebpf: Option<Ebpf>,
+    /// Every attachment, owned here so [`detach_all`] can close them
+    /// concurrently.
+    pub links: Links,
+    /// Taken by the collector.
+    pub ring: Option<RingBuf<MapData>>,
+    /// aya-log reader when --ebpf-log is given.
+    pub logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    pub counters: PerCpuArray<MapData, u64>,
+    pub traced: BpfHashMap<MapData, u32, u8>,
+    /// Generation of `traced` (slot 1 is userspace's): bumped after every
+    /// change made here, so the programs' per-CPU verdict caches refresh.
+    pub traced_gen: aya::maps::Array<MapData, u64>,
+    /// (tgid << 32 | fd) -> NVIDIA device kind, for fds opened before attach.
+    pub nvfds: BpfHashMap<MapData, u64, u32>,
+    pub report: ProbeReport,
+}
+
+/// Reads a field offset from a tracepoint's format file.
+fn field_offset(format: &str, field: &str) -> Option<u32> {
+    format.lines().find_map(|l| {
+        let l = l.trim();
+        let decl = l.strip_prefix("field:")?.split(';').next()?;
+        let name = decl.split_whitespace().last()?.trim_start_matches('*');
+        let name = name.split('[').next()?;
+        if name != field {
+            return None;
+        }
+        let off = l.split("offset:").nth(1)?.split(';').next()?;
+        off.trim().parse().ok()
+    })
+}
+
+fn tp_offset(category: &str, name: &str, field: &str) -> anyhow::Result<Option<u32>> {
+    let path = format!("{TRACEFS}/events/{category}/{name}/format");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    Ok(field_offset(&text, field))
+}
+
+/// Mounts tracefs if it is missing (we are root); a clear error otherwise.
+pub fn ensure_tracefs() -> anyhow::Result<()> {
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    let st = std::process::Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status();
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    bail!(
+        "tracefs is not mounted at {TRACEFS} and mounting it failed ({}): run `mount -t tracefs nodev {TRACEFS}` as root",
+        match st {
+            Ok(s) => s.to_string(),
+            Err(e) => e.to_string(),
+        }
+    )
+}
+
+pub struct Options<'a> {
+    pub libcuda: &'a Path,
+    /// Unconsumed ring-buffer bytes that make a record wake the collector
+    /// (0: every record wakes it).
+    pub wakeup_bytes: u64,
+    /// Capture syscalls on NVIDIA device files, and how.
+    pub ioctls: Option<IoctlOptions<'a>>,
+    /// Which probed functions also get the return probe (results, durations).
+    pub return_probe: &'a dyn Fn(FuncId) -> bool,
+    /// Benchmarks: which programs go on the probed functions.
+    pub programs: Programs,
+    /// Benchmarks: emit a record of this function at every getppid() of a
+    /// traced process.
+    pub bench_producer: Option<FuncId>,
+    /// Enable the eBPF programs' aya-log diagnostics.
+    pub ebpf_log: bool,
+    /// Which table functions to probe.
+    pub select: &'a dyn Fn(FuncId) -> bool,
+    pub symbols: &'a ExportedSymbols,
+    pub ring_bytes: u32,
+    /// `--replayable` / `--capture-data`.
+    pub replay: crate::collect::replayable::probes::Mode,
+}
+
+/// The programs attached to the probed functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Programs {
+    /// tracer's entry and return programs.
+    Tracer,
+    /// Benchmarks: programs of tracer-ebpf/src/bench.rs (the empty ones give
+    /// the probe mechanism's floor), at entry and optionally at return.
+    Bench { entry: &'static str, ret: Option<&'static str> },
+}
+
+pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
+    ensure_tracefs()?;
+    let need = |c, n, f| -> anyhow::Result<u32> {
+        tp_offset(c, n, f)?.with_context(|| format!("tracepoint {c}/{n} has no field {f}: unsupported kernel"))
+    };
+    let fork_child = need("sched", "sched_process_fork", "child_pid")?;
+    let exec_file = need("sched", "sched_process_exec", "filename")?;
+    let exit_pid = need("sched", "sched_process_exit", "pid")?;
+    let exit_group_dead = tp_offset("sched", "sched_process_exit", "group_dead")?.unwrap_or(0);
+
+    let log_enabled = opts.ebpf_log as u32;
+    let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
+    let mut loader = EbpfLoader::new();
+    loader
+        .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
+        .override_global("EXEC_FILENAME_OFF", &exec_file, true)
+        .override_global("EXIT_PID_OFF", &exit_pid, true)
+        .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
+        .override_global("LOG_ENABLED", &log_enabled, true)
+        .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
+        .override_global("BENCH_FUNC", &bench_func, true)
+        .map_max_entries("EVENTS", opts.ring_bytes);
+    if opts.replay.replayable {
+        // Sizes of the layout maps (docs/recording-format.md); the launch
+        // scratch record needs one slot per possible CPU.
+        let cpus = aya::util::nr_cpus().map_err(|(_, e)| e).context("counting CPUs")? as u32;
+        for (map, n) in [
+            // 268 bytes each, preallocated (an array): 4.4 MB.
+            ("LAYOUTS", 1 << 14),
+            ("LAYOUT_BY_NAME", 1 << 20),
+            ("LAYOUT_BY_HANDLE", 1 << 18),
+            ("MODULE_IMAGE", 1 << 16),
+            ("PENDING_IMAGE", 1 << 14),
+            ("ROLE_ARGS", 1 << 16),
+            ("SCRATCH", cpus),
+        ] {
+            loader.map_max_entries(map, n);
+        }
+    }
+    let mut ebpf = loader.load(EBPF_OBJECT).context("loading the eBPF programs failed")?;
+
+    let mut links = Links::default();
+    for (prog, tp) in [
+        ("sched_fork", "sched_process_fork"),
+        ("sched_exec", "sched_process_exec"),
+        ("sched_exit", "sched_process_exit"),
+    ] {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+        let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
+        links.tracepoints.push(p.take_link(id)?);
+    }
+
+    let mut report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    if opts.bench_producer.is_some() {
+        attach_tps(&mut ebpf, &mut links, &[("bench_producer", "sys_enter_getppid")])?;
+    }
+    if let Some(o) = &opts.ioctls {
+        attach_nvfile(&mut ebpf, &mut links, o, &mut report)?;
+    }
+    let logger = if opts.ebpf_log {
+        Some(aya_log::EbpfLogger::init(&mut ebpf).context("starting the eBPF logger")?)
+    } else {
+        None
+    };
+
+    let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
+    let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map")?)?;
+    let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
+    let traced_gen = aya::maps::Array::try_from(ebpf.take_map("TRACED_GEN").context("TRACED_GEN map")?)?;
+    let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
+    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, traced_gen, nvfds, report })
+}
+
+impl Loaded {
+    /// Marks a process traced (its threads and children follow in the
+    /// kernel) and tells the programs' caches.
+    pub fn mark_traced(&mut self, pid: u32) -> anyhow::Result<()> {
+        self.traced.insert(pid, 1, 0).with_context(|| format!("marking process {pid} traced"))?;
+        let g = self.traced_gen.get(&1, 0).unwrap_or(0);
+        self.traced_gen.set(1, g.wrapping_add(1), 0).context("updating TRACED_GEN")?;
+        Ok(())
+    }
+}
+
+/// How ioctls on NVIDIA devices are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoctlPath {
+    /// kprobe, else tracepoints.
+    Auto,
+    Kprobe,
+    Tracepoint,
+}
+
+pub struct IoctlOptions<'a> {
+    pub path: IoctlPath,
+    /// Function kprobed for /dev/nvidiactl and /dev/nvidiaN ioctls.
+    pub frontend_fn: &'a str,
+    /// Function kprobed for /dev/nvidia-uvm ioctls ("" to skip).
+    pub uvm_fn: &'a str,
+}
+
+/// Attaches the syscall tracepoints for NVIDIA device files, then captures
+/// ioctls through kprobes on the driver's ioctl entry points where the
+/// kernel allows it, else through the ioctl syscall tracepoints. Fills the
+/// UVM capture table. Records every path tried and why it was refused.
+fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions, report: &mut ProbeReport) -> anyhow::Result<()> {
+    {
+        // Values are UvmCapture {size, tail_off, tail_len, pad} as [u32; 4]
+        // (aya's Pod trait cannot be implemented for the shared type here).
+        let mut uvm: BpfHashMap<_, u32, [u32; 4]> =
+            BpfHashMap::try_from(ebpf.map_mut("UVM_SIZES").context("UVM_SIZES map")?)?;
+        for (num, _) in crate::decode::nvioctl::uvm_ioctls() {
+            let size = crate::decode::nvioctl::uvm_param_size(num as u64).unwrap_or(0) as u32;
+            let (tail_off, tail_len) = crate::decode::ioctls::uvm_tail(size);
+            uvm.insert(num, [size, tail_off, tail_len, 0], 0)?;
+        }
+    }
+    attach_tps(
+        ebpf,
+        links,
+        &[
+            ("nv_openat_enter", "sys_enter_openat"),
+            ("nv_openat_exit", "sys_exit_openat"),
+            ("nv_close_enter", "sys_enter_close"),
+            ("nv_dup_enter", "sys_enter_dup2"),
+            ("nv_dup_enter", "sys_enter_dup3"),
+            ("nv_mmap_enter", "sys_enter_mmap"),
+            ("nv_mmap_exit", "sys_exit_mmap"),
+            ("nv_munmap_enter", "sys_enter_munmap"),
+        ],
+    )?;
+    if o.path != IoctlPath::Tracepoint {
+        match attach_kprobes(ebpf, links, o) {
+            Ok(()) => {
+                report.ioctl_path = Some("kprobe");
+                return Ok(());
+            }
+            Err(e) if o.path == IoctlPath::Kprobe => return Err(e),
+            Err(e) => {
+                report.ioctl_path_refusals.push(("kprobe", format!("{e:#}")));
+                // fentry/fexit on a module function needs the module's BTF
+                // object fd at load time, which aya 0.14 cannot pass
+                // (upstream aya issues #300/#301); on our machines fentry
+                // loads are refused with EPERM anyway.
+                report.ioctl_path_refusals.push((
+                    "fentry",
+                    "not attempted: aya 0.14 cannot attach fentry/fexit to module functions (no split-BTF / attach_btf_obj_fd support)".to_string(),
+                ));
+            }
+        }
+    }
+    attach_tps(ebpf, links, &[("nv_ioctl_enter", "sys_enter_ioctl"), ("nv_ioctl_exit", "sys_exit_ioctl")])?;
+    report.ioctl_path = Some("tracepoint");
+    Ok(())
+}
+
+/// Attaches syscall tracepoint programs (a program may serve several).
+fn attach_tps(ebpf: &mut Ebpf, links: &mut Links, list: &[(&str, &str)]) -> anyhow::Result<()> {
+    for &(prog, tp) in list {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog.to_string())?.try_into()?;
+        if p.fd().is_err() {
+            p.load().with_context(|| format!("loading {prog}"))?;
+        }
+        let id = p.attach("syscalls", tp).with_context(|| format!("attaching to syscalls/{tp}"))?;
+        links.tracepoints.push(p.take_link(id)?);
+    }
+    Ok(())
+}
+
+fn attach_kprobes(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions) -> anyhow::Result<()> {
+    let mut attached = Vec::new();
+    let mut targets = vec![("nv_kp_frontend", o.frontend_fn)];
+    if !o.uvm_fn.is_empty() {
+        targets.push(("nv_kp_uvm", o.uvm_fn));
+    }
+    for (i, (prog, func)) in targets.into_iter().enumerate() {
+        let r = kprobe(ebpf, prog, func, "kprobe").and_then(|entry| {
+            attached.push(entry);
+            attached.push(kprobe(ebpf, "nv_krp_ioctl", func, "kretprobe")?);
+            Ok(())
+        });
+        match r {
+            Ok(()) => {}
+            // The frontend entry point is required; UVM's is optional
+            // (nvidia_uvm may not be loaded).
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => log::warn!("UVM ioctls not captured by kprobe: {e:#}"),
+        }
+    }
+    links.kprobes.extend(attached);
+    Ok(())
+}
+
+/// Loads program `prog` (once: it may serve several functions) and attaches
+/// it to kernel function `func`.
+fn kprobe(ebpf: &mut Ebpf, prog: &str, func: &str, what: &str) -> anyhow::Result<KProbeLink> {
+    let p: &mut KProbe = ebpf.program_mut(prog).context(prog.to_string())?.try_into()?;
+    if p.fd().is_err() {
+        p.load().with_context(|| format!("loading {prog}"))?;
+    }
+    let id = p.attach(func, 0).with_context(|| format!("{what} on {func}"))?;
+    Ok(p.take_link(id)?)
+}
+
+/// Which entry program captures what a function needs.
+fn entry_program(opts: &Options, id: FuncId) -> &'static str {
+    let spec = id.spec().expect("table entry");
+    let plain = if spec.params.iter().any(|p| p.kind == Arg::Str) {
+        "cu_enter_str"
+    } else if spec.params.iter().any(|p| p.kind.blob_size() > 0) {
+        "cu_enter_blob"
+    } else {
+        "cu_enter"
+    };
+    crate::collect::replayable::probes::entry_program(id, opts.replay, plain)
+}
+
+/// The symbols of `syms` that the table covers, with their ids.
+pub fn probe_targets(syms: &ExportedSymbols) -> Vec<(FuncId, String, u64)> {
+    let mut v = Vec::new();
+    for (i, spec) in FUNCS.iter().enumerate() {
+        for (k, suffix) in VARIANTS.iter().enumerate() {
+            let name = format!("{}{}", spec.name, suffix);
+            if let Some(off) = syms.offset(&name) {
+                v.push((FuncId::new(i, k), name, off));
+            }
+        }
+    }
+    v
+}
+
+fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow::Result<ProbeReport> {
+    let (targets, skipped): (Vec<_>, Vec<_>) =
+        probe_targets(opts.symbols).into_iter().partition(|(id, _, _)| (opts.select)(*id));
+    if targets.is_empty() {
+        bail!(
+            "{} exports none of the CUDA driver functions tracer probes: is it really libcuda? pass --libcuda PATH",
+            opts.libcuda.display()
+        );
+    }
+    let mut report = ProbeReport {
+        libcuda: opts.libcuda.to_path_buf(),
+        exported_functions: opts.symbols.len(),
+        exported_push_rbp: opts.symbols.push_rbp_count(),
+        not_probed: skipped.into_iter().map(|(_, n, _)| n).collect(),
+        ..Default::default()
+    };
+    for (_, name, _) in &targets {
+        if !opts.symbols.prologue(name).is_some_and(crate::collect::libcuda::starts_with_push_rbp) {
+            report.single_stepped.push(name.clone());
+        }
+        report.probed.push(name.clone());
+    }
+    match attach_multi(ebpf, opts, &targets) {
+        Ok(multi) => {
+            links.multi = multi;
+            report.attach_mode = "uprobe_multi";
+        }
+        Err(e) => {
+            log::warn!(
+                "uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)"
+            );
+            attach_perf(ebpf, opts, &targets, links)?;
+            report.attach_mode = "perf";
+        }
+    }
+    Ok(report)
+}
+
+const ENTRY_PROGRAMS: [&str; 4] = ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_launch"];
+
+/// The attach cookie of a probed table function.
+fn cookie(opts: &Options, id: FuncId) -> u64 {
+    crate::collect::replayable::probes::cookie(id, opts.replay).0
+}
+
+fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
+    if let Programs::Bench { entry, ret } = opts.programs {
+        let names: Vec<&str> = std::iter::once(entry).chain(ret).collect();
+        let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) =
+            targets.iter().map(|(id, _, off)| (*off, cookie(opts, *id))).unzip();
+        let mut links = vec![progs.attach(entry, opts.libcuda, &offsets, &cookies, false)?];
+        if let Some(r) = ret {
+            links.push(progs.attach(r, opts.libcuda, &offsets, &cookies, true)?);
+        }
+        return Ok(links);
+    }
+    let mut names = vec!["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"];
+    if opts.replay.replayable {
+        names.push("cu_launch");
+    }
+    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
+    let mut links = Vec::new();
+    for prog in ENTRY_PROGRAMS {
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
+            .iter()
+            .filter(|(id, _, _)| entry_program(opts, *id) == prog)
+            .map(|(id, _, off)| (*off, cookie(opts, *id)))
+            .unzip();
+        if !offsets.is_empty() {
+            links.push(progs.attach(prog, opts.libcuda, &offsets, &cookies, false)?);
+        }
+    }
+    let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
+        .iter()
+        .filter(|(id, _, _)| (opts.return_probe)(*id))
+        .map(|(id, _, off)| (*off, cookie(opts, *id)))
+        .unzip();
+    if !offsets.is_empty() {
+        links.push(progs.attach("cu_exit", opts.libcuda, &offsets, &cookies, true)?);
+    }
+    Ok(links)
+}
+
+fn attach_perf(
+    ebpf: &mut Ebpf,
+    opts: &Options,
+    targets: &[(FuncId, String, u64)],
+    links: &mut Links,
+) -> anyhow::Result<()> {
+    if opts.programs != Programs::Tracer {
+        bail!("the benchmark's empty programs need uprobe_multi (Linux 6.6 or later)");
+    }
+    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit", "cu_launch"] {
+        if prog == "cu_launch" && !opts.replay.replayable {
+            continue;
+        }
+        let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+    }
+    for (id, name, off) in targets {
+        let cookie = cookie(opts, *id);
+        let progs: &[&str] =
+            if (opts.return_probe)(*id) { &[entry_program(opts, *id), "cu_exit"] } else { &[entry_program(opts, *id)] };
+        for &prog in progs {
+            let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
+            let point =
+                UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(*off), cookie: Some(cookie) };
+            let id = p
+                .attach(point, opts.libcuda, UProbeScope::AllProcesses)
+                .with_context(|| format!("attaching {prog} to {name} in {}", opts.libcuda.display()))?;
+            links.uprobes.push(p.take_link(id)?);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+pub struct Links {
+    pub tracepoints: Vec<TracePointLink>,
+    pub kprobes: Vec<KProbeLink>,
+    pub uprobes: Vec<UProbeLink>,
+    pub multi: Vec<MultiLink>,
+}
+
+/// Detaches every probe. Each perf-event close waits for an RCU grace period
+/// inside the kernel (~0.2 s on our VMs), so closing 350 probes one after the
+/// other takes over a minute; closed from concurrent threads the waits
+/// overlap and the whole detach takes about one grace period.
+pub fn detach_all(links: Links) {
+    let Links { tracepoints, kprobes, uprobes, multi } = links;
+    std::thread::scope(|s| {
+        let spawn = |f: Box<dyn FnOnce() + Send>| {
+            let b = std::thread::Builder::new().stack_size(64 * 1024);
+            if let Err(e) = b.spawn_scoped(s, f) {
+                // Out of threads: the closure was dropped, so the link was
+                // closed right here instead.
+                log::debug!("detach thread: {e}");
+            }
+        };
+        for l in uprobes {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in multi {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in kprobes {
+            spawn(Box::new(move || drop(l)));
+        }
+        for l in tracepoints {
+            spawn(Box::new(move || drop(l)));
+        }
+    });
+}
+
+/// Per-CPU totals of the kernel-side counters.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KernelCounters {
+    /// Records attempted, per CPU (the next sequence number).
+    pub attempted: Vec<u64>,
+    pub ring_full: u64,
+    pub save_failed: u64,
+    /// Run count and time per program (non-zero while BPF stats are on).
+    pub programs: std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats>,
+}
+
+/// Run statistics of every attached program, by program name (uprobe_multi
+/// links of one program summed).
+pub fn program_stats(loaded: &Loaded) -> std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats> {
+    let mut m: std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats> = Default::default();
+    for (name, st) in loaded.links.multi.iter().filter_map(|l| l.stats()) {
+        let e = m.entry(name).or_default();
+        e.run_cnt += st.run_cnt;
+        e.run_time_ns += st.run_time_ns;
+    }
+    if let Some(ebpf) = &loaded.ebpf {
+        for (name, p) in ebpf.programs() {
+            if let Ok(info) = p.info() {
+                let e = m.entry(name.to_string()).or_default();
+                e.run_cnt += info.run_count();
+                e.run_time_ns += info.run_time().as_nanos() as u64;
+            }
+        }
+    }
+    m.retain(|_, s| s.run_cnt > 0);
+    m
+}
+
+pub fn read_counters(c: &PerCpuArray<MapData, u64>) -> anyhow::Result<KernelCounters> {
+    let seq = c.get(&counter::SEQ, 0)?;
+    let full = c.get(&counter::RB_FULL, 0)?;
+    let saves = c.get(&counter::SAVE_FAILED, 0)?;
+    Ok(KernelCounters {
+        attempted: seq.iter().copied().collect(),
+        ring_full: full.iter().sum(),
+        save_failed: saves.iter().sum(),
+        programs: Default::default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORK: &str = "name: sched_process_fork
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;
+";
+    const OLD_FORK: &str = "\tfield:char parent_comm[16];\toffset:8;\tsize:16;\tsigned:1;
+\tfield:pid_t parent_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:char child_comm[16];\toffset:28;\tsize:16;\tsigned:1;
+\tfield:pid_t child_pid;\toffset:44;\tsize:4;\tsigned:1;";
+
+    #[test]
+    fn format_offsets() {
+        assert_eq!(field_offset(FORK, "child_pid"), Some(20));
+        assert_eq!(field_offset(FORK, "parent_comm"), Some(8));
+        assert_eq!(field_offset(OLD_FORK, "child_pid"), Some(44));
+        assert_eq!(field_offset(OLD_FORK, "child_comm"), Some(28));
+        assert_eq!(field_offset(FORK, "group_dead"), None);
+    }
+}

@@ -1,0 +1,27 @@
+//! The collect layer: everything `tracer record` does while the command
+//! runs. Finding and probing libcuda ([`libcuda`], [`loader`],
+//! [`uprobe_multi`]), starting the command ([`spawn`]), draining the ring
+//! buffer ([`collector`]) through the decoders of `crate::decode` into the
+//! trace file ([`writer`], [`zstd_out`]); the lines that come from elsewhere
+//! ([`side`]: NVML [`power`] samples and phase [`markers`];
+//! [`gpu_timestamps`]: CUPTI through an injection library); replayable
+//! recordings ([`replayable`]); facts about the machine ([`sysinfo`]) and
+//! other processes' memory ([`procmem`]).
+//!
+//! Takes plain options, never the command line: `crate::cli::record` turns
+//! `tracer record`'s arguments into them.
+pub mod collector;
+pub mod gpu_timestamps;
+pub mod libcuda;
+pub mod loader;
+pub mod markers;
+pub mod output;
+pub mod power;
+pub mod procmem;
+pub mod replayable;
+pub mod side;
+pub mod spawn;
+pub mod sysinfo;
+pub mod uprobe_multi;
+pub mod writer;
+pub mod zstd_out;

@@ -1,0 +1,527 @@
+//! The collector's side of `--replayable`: at a stopped load it copies the
+//! image out of the process, stores it, gives its layouts to the eBPF maps
+//! and resumes the process; it adds `image`/`data` fields to load and copy
+//! lines, counts what launches carry, and writes the manifest.
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use aya::Pod;
+use aya::maps::{HashMap as BpfHashMap, MapData};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tracer_common::decode::Record;
+use tracer_common::funcs::{Arg, FuncId, lookup};
+use tracer_common::params::{Layout, status};
+
+use super::probes::{self, LAUNCHES};
+use super::registry::Registry;
+use super::store::Store;
+use crate::decode::cudaimage::{self, Format, capture::Memory as _};
+use crate::decode::fastline::Line;
+use crate::collect::procmem::ProcMem;
+
+/// The recording format version (manifest.json `schema_version`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `Layout` as an aya map value (the orphan rule keeps `Pod` off the
+/// shared type itself).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct PodLayout(pub Layout);
+// SAFETY: repr(C) integers only, no padding (size asserted in tracer-common).
+unsafe impl Pod for PodLayout {}
+
+/// The eBPF maps userspace fills.
+pub struct KernelMaps {
+    pub layouts: aya::maps::Array<MapData, PodLayout>,
+    pub by_name: BpfHashMap<MapData, u64, u32>,
+    pub pending: BpfHashMap<MapData, u32, u32>,
+}
+
+impl KernelMaps {
+    pub fn take(ebpf: &mut aya::Ebpf) -> anyhow::Result<KernelMaps> {
+        use anyhow::Context as _;
+        let mut map = |n: &str| ebpf.take_map(n).with_context(|| format!("{n} map"));
+        Ok(KernelMaps {
+            layouts: aya::maps::Array::try_from(map("LAYOUTS")?)?,
+            by_name: BpfHashMap::try_from(map("LAYOUT_BY_NAME")?)?,
+            pending: BpfHashMap::try_from(map("PENDING_IMAGE")?)?,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub image_loads: u64,
+    pub images_captured: u64,
+    pub image_errors: u64,
+    pub launches: u64,
+    /// Launches whose parameter bytes are exact (from the layout or from
+    /// `extra`).
+    pub params_exact: u64,
+    /// Of those, the ones taken from `extra`.
+    pub params_from_extra: u64,
+    pub params_missing: u64,
+    pub params_missing_reasons: BTreeMap<String, u64>,
+    pub graph_launches: u64,
+    pub h2d_copies: u64,
+    pub h2d_captured: u64,
+    /// Device-to-host copies, and those whose destination bytes were
+    /// stored (`--capture-data`).
+    pub d2h_copies: u64,
+    pub d2h_captured: u64,
+    /// Map updates the kernel refused (map full): their kernels' launches
+    /// show up as missing.
+    pub map_update_errors: u64,
+}
+
+pub struct Recorder {
+    pub store: Store,
+    pub maps: Option<KernelMaps>,
+    pub reg: Registry,
+    pub cov: Coverage,
+    pub capture_data: bool,
+    /// Most bytes stored in data/ (--data-cap-mib).
+    pub data_cap: u64,
+    /// Bytes stored in data/ (each content once).
+    pub data_bytes: u64,
+    pub data_skipped_over_cap: u64,
+    /// Send SIGCONT after handling a stopping call (off in unit tests,
+    /// which are not stopped).
+    pub resume: bool,
+    /// Processes stopped at a load or copy, resumed once the records
+    /// available now are handled (see [`Recorder::resume_stopped`]).
+    to_resume: Vec<u32>,
+    /// (tid, entry ts) of a load -> image hash or why there is none.
+    loads: HashMap<(u32, u64), Result<String, String>>,
+    /// (tid, entry ts) of a copy -> data hash or why not.
+    copies: HashMap<(u32, u64), Result<String, String>>,
+    /// Device-to-host copies entered and not returned yet, per thread.
+    d2h_open: HashMap<u32, Vec<D2h>>,
+    /// Asynchronous device-to-host copies returned, per process, waiting
+    /// for a synchronization to complete them.
+    d2h_async: HashMap<u32, Vec<D2h>>,
+    /// Lines to write after the current one (`copy_data`).
+    pub extra_lines: Vec<Value>,
+}
+
+/// A device-to-host copy whose destination is to be read.
+#[derive(Clone, Debug)]
+struct D2h {
+    func: FuncId,
+    tid: u32,
+    ts: u64,
+    dst: u64,
+    size: u64,
+}
+
+fn arg_index(id: FuncId, kinds: &[Arg]) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| kinds.contains(&p.kind))
+}
+
+fn arg_named(id: FuncId, name: &str) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| p.name == name)
+}
+
+fn kind_name(f: Format) -> &'static str {
+    match f {
+        Format::Fatbin | Format::FatbinWrapper => "fatbin",
+        Format::Cubin => "cubin",
+        Format::Ptx => "ptx",
+        Format::HostElf => "host_elf",
+    }
+}
+
+/// A file a process names, seen from here: relative to its cwd, absolute
+/// within its root (containers, chroots).
+fn process_path(pid: u32, p: &str) -> PathBuf {
+    match p.strip_prefix('/') {
+        Some(rest) => PathBuf::from(format!("/proc/{pid}/root")).join(rest),
+        None => PathBuf::from(format!("/proc/{pid}/cwd")).join(p),
+    }
+}
+
+impl Recorder {
+    pub fn new(store: Store, maps: Option<KernelMaps>, capture_data: bool, data_cap: u64) -> Self {
+        Recorder {
+            store,
+            maps,
+            reg: Registry::default(),
+            cov: Coverage::default(),
+            capture_data,
+            data_cap,
+            data_bytes: 0,
+            data_skipped_over_cap: 0,
+            resume: true,
+            to_resume: Vec::new(),
+            loads: HashMap::new(),
+            copies: HashMap::new(),
+            d2h_open: HashMap::new(),
+            d2h_async: HashMap::new(),
+            extra_lines: Vec::new(),
+        }
+    }
+
+    /// Called for every record before it is assembled into lines.
+    pub fn before(&mut self, rec: &Record) {
+        if let Record::Exit { x, .. } = rec {
+            if self.capture_data {
+                self.at_exit(x);
+            }
+            return;
+        }
+        let Record::Enter { hdr, args, string, .. } = *rec else { return };
+        if self.capture_data && probes::is_d2h_copy(FuncId(hdr.func)) {
+            let id = FuncId(hdr.func);
+            if let (Some(d), Some(n)) = (arg_named(id, "dstHost"), arg_named(id, "ByteCount")) {
+                let c = D2h { func: id, tid: hdr.tid, ts: hdr.ts, dst: args[d], size: args[n] };
+                self.d2h_open.entry(hdr.tid).or_default().push(c);
+            }
+        }
+        let id = FuncId(hdr.func);
+        let stopped = if probes::is_load(id) {
+            let r = self.load(id, hdr.pid, hdr.tid, &args, string);
+            if let Err(e) = &r {
+                log::warn!("{}: image not captured: {e}", crate::decode::calls::func_name(id));
+            }
+            self.loads.insert((hdr.tid, hdr.ts), r);
+            true
+        } else if self.capture_data && probes::is_h2d_copy(id) {
+            let r = self.copy_source(id, hdr.pid, &args);
+            self.copies.insert((hdr.tid, hdr.ts), r);
+            true
+        } else {
+            false
+        };
+        if stopped {
+            self.to_resume.push(hdr.pid);
+        }
+    }
+
+    /// The return of a device-to-host copy or a synchronization
+    /// (`--capture-data`; the thread is stopped): reads what is complete.
+    fn at_exit(&mut self, x: &tracer_common::event::CallExit) {
+        let id = FuncId(x.hdr.func);
+        let (pid, tid) = (x.hdr.pid, x.hdr.tid);
+        if probes::is_d2h_copy(id) {
+            self.to_resume.push(pid);
+            let open = self.d2h_open.entry(tid).or_default();
+            let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
+            let c = open.remove(i);
+            if x.ret as u32 != 0 {
+                return;
+            }
+            if id.spec().is_some_and(|s| s.name.contains("Async")) {
+                self.d2h_async.entry(pid).or_default().push(c);
+            } else {
+                let r = self.read_data(pid, c.dst, c.size);
+                self.copies.insert((c.tid, c.ts), r);
+            }
+        } else if probes::is_sync(id) {
+            self.to_resume.push(pid);
+            if x.ret as u32 != 0 {
+                return;
+            }
+            for c in self.d2h_async.remove(&pid).unwrap_or_default() {
+                let r = self.read_data(pid, c.dst, c.size);
+                let mut m = json!({
+                    "type": "copy_data",
+                    "op": "d2h",
+                    "ts": x.hdr.ts,
+                    "pid": pid,
+                    "tid": tid,
+                    "synchronized_by": crate::decode::calls::func_name(id),
+                    "copy": { "name": crate::decode::calls::func_name(c.func), "tid": c.tid, "ts": c.ts },
+                    "dst": format!("{:#x}", c.dst),
+                    "size": c.size,
+                });
+                match r {
+                    Ok(sha) => {
+                        self.cov.d2h_captured += 1;
+                        m["data"] = json!(sha);
+                    }
+                    Err(e) => m["data_error"] = json!(e),
+                }
+                self.extra_lines.push(m);
+            }
+        }
+    }
+
+    /// Reads `size` bytes at `addr` of `pid` into data/ (within the cap).
+    fn read_data(&mut self, pid: u32, addr: u64, size: u64) -> Result<String, String> {
+        if self.data_bytes.saturating_add(size) > self.data_cap {
+            self.data_skipped_over_cap += 1;
+            return Err(format!("not captured: the {} MiB data cap is reached (--data-cap-mib)", self.data_cap >> 20));
+        }
+        let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
+        let b = mem.read(addr, size as usize).map_err(|e| format!("reading {size} bytes at {addr:#x}: {e}"))?;
+        if (b.len() as u64) < size {
+            return Err(format!("only {} of {size} bytes at {addr:#x} are readable", b.len()));
+        }
+        let (sha, new) = self.store.put("data", &b).map_err(|e| format!("{e:#}"))?;
+        if new {
+            self.data_bytes += size;
+        }
+        Ok(sha)
+    }
+
+    /// Resumes the processes stopped by the records handled so far. Called
+    /// after the collector has drained what the ring buffer holds, so that
+    /// two threads stopping at once are both handled before either runs on
+    /// (a SIGCONT also cancels a SIGSTOP still pending for another thread).
+    pub fn resume_stopped(&mut self) {
+        self.to_resume.sort_unstable();
+        self.to_resume.dedup();
+        for pid in self.to_resume.drain(..) {
+            if self.resume {
+                // SAFETY: plain syscall. The probe's SIGSTOP group-stopped
+                // the process; this resumes it.
+                unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            }
+        }
+    }
+
+    fn load(&mut self, id: FuncId, pid: u32, tid: u32, args: &[u64], string: Option<&[u8]>) -> Result<String, String> {
+        let (bytes, format) = if let Some(i) = arg_index(id, &[Arg::Str]) {
+            let name = match string {
+                Some(s) => String::from_utf8_lossy(s).into_owned(),
+                None => crate::collect::procmem::read_proc_string(pid, args[i]).ok_or("the file name could not be read")?,
+            };
+            let path = process_path(pid, &name);
+            let b = std::fs::read(&path).map_err(|e| format!("reading {name}: {e}"))?;
+            let f = cudaimage::detect(&b).ok_or_else(|| format!("{name} is not a fatbin, cubin or PTX file"))?;
+            (b, f)
+        } else {
+            let i = arg_index(id, &[Arg::Ptr]).ok_or("no image argument")?;
+            let mut mem = ProcMem::open(pid).map_err(|e| format!("opening /proc/{pid}/mem: {e}"))?;
+            let mut c = cudaimage::capture::capture(&mut mem, args[i]).map_err(|e| e.to_string())?;
+            // PTX is stored as its text, like a .ptx file: without the NUL
+            // the call needs (replay adds it back).
+            if c.format == Format::Ptx && c.bytes.last() == Some(&0) {
+                c.bytes.pop();
+            }
+            (c.bytes, c.format)
+        };
+        let (sha, _) = self.store.put("images", &bytes).map_err(|e| format!("{e:#}"))?;
+        let (image, updates) = self.reg.add(&sha, bytes.len() as u64, kind_name(format), || {
+            cudaimage::layouts::kernel_layouts(&bytes, None).map_err(|e| e.to_string())
+        });
+        if let Some(m) = self.maps.as_mut() {
+            let mut failed = 0;
+            if let Some(up) = updates {
+                for (lid, l) in up.layouts {
+                    failed += m.layouts.set(lid, PodLayout(l), 0).is_err() as u64;
+                }
+                for (key, lid) in up.names {
+                    failed += m.by_name.insert(key, lid, 0).is_err() as u64;
+                }
+            }
+            failed += m.pending.insert(tid, image, 0).is_err() as u64;
+            self.cov.map_update_errors += failed;
+        }
+        Ok(sha)
+    }
+
+    fn copy_source(&mut self, id: FuncId, pid: u32, args: &[u64]) -> Result<String, String> {
+        let (Some(s), Some(n)) = (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) else {
+            return Err("not a host-to-device copy".into());
+        };
+        self.read_data(pid, args[s], args[n])
+    }
+
+    /// Called for every line before it is written.
+    pub fn annotate(&mut self, line: &mut Line) {
+        match line {
+            Line::Launch(l) => {
+                self.cov.launches += 1;
+                self.count_params(l.params.map(|p| p.status));
+            }
+            Line::Value(v) => self.annotate_value(v),
+            // Fast-path lines (copies, sets, launches without parameter
+            // bytes): counted only.
+            Line::Call(c) => match &c.norm {
+                crate::decode::fastcall::Norm::Copy { direction: "h2d", .. } => self.cov.h2d_copies += 1,
+                crate::decode::fastcall::Norm::Copy { direction: "d2h", .. } => self.cov.d2h_copies += 1,
+                crate::decode::fastcall::Norm::LaunchEx { .. } => {
+                    self.cov.launches += 1;
+                    self.count_params(None);
+                }
+                _ => {}
+            },
+        }
+    }
+
+    /// Counts a launch by its capture status (None: no parameter record;
+    /// [`UNKNOWN_ERROR`]: an error text that is none of ours).
+    fn count_params(&mut self, st: Option<u32>) {
+        match st {
+            Some(status::LAYOUT | status::EXTRA) => {
+                self.cov.params_exact += 1;
+                self.cov.params_from_extra += (st == Some(status::EXTRA)) as u64;
+            }
+            Some(s) => {
+                self.cov.params_missing += 1;
+                let key = if s == UNKNOWN_ERROR { "other" } else { crate::decode::params::reason_key(s).unwrap_or("other") };
+                *self.cov.params_missing_reasons.entry(key.to_string()).or_default() += 1;
+            }
+            None => {
+                self.cov.params_missing += 1;
+                *self.cov.params_missing_reasons.entry("no parameter record".into()).or_default() += 1;
+            }
+        }
+    }
+
+    fn annotate_value(&mut self, v: &mut Value) {
+        let Some(id) = v.get("name").and_then(Value::as_str).and_then(lookup) else { return };
+        let base = id.spec().map_or("", |s| s.name);
+        let key = || Some((v.get("tid")?.as_u64()? as u32, v.get("ts")?.as_u64()?));
+        if LAUNCHES.iter().any(|l| l.0 == base) {
+            self.cov.launches += 1;
+            let st = if v.get("params").and_then(Value::as_str).is_some() {
+                let extra = v.get("params_from").and_then(Value::as_str) == Some("extra");
+                Some(if extra { status::EXTRA } else { status::LAYOUT })
+            } else {
+                v.get("params_error")
+                    .and_then(Value::as_str)
+                    .map(|e| crate::decode::params::status_of_error(e).unwrap_or(UNKNOWN_ERROR))
+            };
+            self.count_params(st);
+        } else if base == "cuGraphLaunch" {
+            self.cov.graph_launches += 1;
+        } else if probes::is_load(id) {
+            self.cov.image_loads += 1;
+            let r = key().and_then(|k| self.loads.remove(&k));
+            let m = v.as_object_mut().expect("a line is an object");
+            match r {
+                Some(Ok(sha)) => {
+                    self.cov.images_captured += 1;
+                    m.insert("image".into(), json!(sha));
+                }
+                Some(Err(e)) => {
+                    self.cov.image_errors += 1;
+                    m.insert("image_error".into(), json!(e));
+                }
+                None => {
+                    self.cov.image_errors += 1;
+                    m.insert("image_error".into(), json!("the load's entry record was not seen"));
+                }
+            }
+        } else if v.get("direction").and_then(Value::as_str) == Some("d2h") {
+            self.cov.d2h_copies += 1;
+            if !self.capture_data || !probes::is_d2h_copy(id) {
+                return;
+            }
+            // Synchronous: read at its return. Asynchronous: a `copy_data`
+            // line follows the synchronization that completed it.
+            if let Some(r) = key().and_then(|k| self.copies.remove(&k)) {
+                let m = v.as_object_mut().expect("a line is an object");
+                match r {
+                    Ok(sha) => {
+                        self.cov.d2h_captured += 1;
+                        m.insert("data".into(), json!(sha));
+                    }
+                    Err(e) => {
+                        m.insert("data_error".into(), json!(e));
+                    }
+                }
+            }
+        } else if v.get("direction").and_then(Value::as_str) == Some("h2d") {
+            self.cov.h2d_copies += 1;
+            if !self.capture_data {
+                return;
+            }
+            let r = if probes::is_h2d_copy(id) { key().and_then(|k| self.copies.remove(&k)) } else { None };
+            let m = v.as_object_mut().expect("a line is an object");
+            match r {
+                Some(Ok(sha)) => {
+                    self.cov.h2d_captured += 1;
+                    m.insert("data".into(), json!(sha));
+                }
+                Some(Err(e)) => {
+                    m.insert("data_error".into(), json!(e));
+                }
+                None => {
+                    let why = if probes::is_h2d_copy(id) {
+                        "the copy's entry record was not seen"
+                    } else {
+                        "not captured: only cuMemcpyHtoD and cuMemcpyHtoDAsync sources are read"
+                    };
+                    m.insert("data_error".into(), json!(why));
+                }
+            }
+        }
+    }
+
+    /// The footer's `replay` object.
+    pub fn footer(&self) -> Value {
+        serde_json::to_value(&self.cov).expect("plain struct")
+    }
+
+    pub fn manifest(&self, header: &Value) -> Value {
+        let images: Vec<Value> = self
+            .reg
+            .images
+            .iter()
+            .map(|i| {
+                let kernels: Vec<Value> = i
+                    .kernels
+                    .iter()
+                    .map(|k| {
+                        json!({
+                            "name": k.name,
+                            "param_size": k.param_size,
+                            "params": k.params.iter().map(|&(o, s)| json!([o, s])).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                let mut m = json!({
+                    "sha256": i.sha256,
+                    "file": format!("images/{}", i.sha256),
+                    "bytes": i.bytes,
+                    "kind": i.kind,
+                    "loads": i.loads,
+                    "kernels": kernels,
+                });
+                if let Some(e) = &i.layout_error {
+                    m["layout_error"] = json!(e);
+                }
+                if !i.key_collisions.is_empty() {
+                    m["key_collisions"] = json!(i.key_collisions);
+                }
+                m
+            })
+            .collect();
+        let files = std::fs::read_dir(self.store.dir.join("data")).map(|d| d.count()).unwrap_or(0);
+        json!({
+            "format": "tracer-recording",
+            "schema_version": SCHEMA_VERSION,
+            "tracer_version": env!("CARGO_PKG_VERSION"),
+            "trace": "trace.jsonl",
+            "command": header.get("command"),
+            "started_at": header.get("started_at"),
+            "gpus": header.get("gpus"),
+            "driver": header.get("driver"),
+            "capture_data": self.capture_data,
+            "images": images,
+            "layouts": self.reg.layout_count(),
+            "data": {
+                "files": files,
+                "bytes": self.data_bytes,
+                "skipped_over_cap": self.data_skipped_over_cap,
+                "cap_bytes": self.data_cap,
+            },
+            "coverage": self.footer(),
+        })
+    }
+
+    pub fn write_manifest(&self, header: &Value) -> anyhow::Result<PathBuf> {
+        let path = self.store.dir.join("manifest.json");
+        let mut text = serde_json::to_vec_pretty(&self.manifest(header))?;
+        text.push(b'\n');
+        self.store.write_atomic(&path, &text)?;
+        Ok(path)
+    }
+}
+
+/// A `params_error` text that is none of the recorder's (counted as "other").
+const UNKNOWN_ERROR: u32 = u32::MAX;

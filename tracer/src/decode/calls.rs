@@ -1,0 +1,963 @@
+//! Turns the record stream into trace lines: pairs each entry with its exit
+//! (per thread, innermost first), resolves function handles to kernel names,
+//! classifies copy directions, and reports process events. Pure: no I/O.
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use serde_json::{Map, Value, json};
+use tracer_common::{
+    decode::Record,
+    event::{CallExit, Header},
+    funcs::{Arg, Class, FuncId, FuncSpec, VARIANTS},
+};
+
+use crate::decode::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
+use crate::decode::cuda_names;
+use crate::decode::fastcall::CallLine;
+use crate::decode::event_line::base;
+use crate::decode::fastcall::Returned;
+use crate::decode::fastline::{LaunchLine, Line};
+use crate::decode::params::CapturedParams;
+
+struct Pending {
+    hdr: Header,
+    args: [u64; tracer_common::event::MAX_ARGS],
+    string: Option<String>,
+    string_truncated: bool,
+    blob: Option<Vec<u8>>,
+    nattrs: u32,
+    /// A launch's parameter bytes (`--replayable`).
+    params: Option<CapturedParams>,
+}
+
+/// Counts the assembler keeps for the footer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssemblyStats {
+    pub calls: u64,
+    /// Calls whose exit never arrived (trace ended mid-call, thread died).
+    pub incomplete: u64,
+    /// Exits whose entry record was lost.
+    pub entry_lost: u64,
+    pub records_by_cpu: BTreeMap<u32, u64>,
+    pub bad_records: u64,
+    /// Records stamped after detaching began (see `Assembler::cut_after`):
+    /// entries dropped, and returns whose entry is not there.
+    pub after_detach: u64,
+}
+
+/// Reads a NUL-terminated string from a traced process when the kernel side
+/// could not (the page was not resident yet: probes cannot fault pages in).
+pub type StringReader = Box<dyn FnMut(u32, u64) -> Option<String>>;
+
+#[derive(Default)]
+pub struct Assembler {
+    read_string: Option<StringReader>,
+    /// Indexed by FuncId: functions without a return probe, whose entry is
+    /// a complete line (see `set_entry_only`).
+    entry_only: Vec<bool>,
+    /// Every line through `call_line` (tests compare it with the fast path).
+    pub reference_lines: bool,
+    /// Copy lines as JSON values (`--capture-data` adds fields to them).
+    pub value_copy_lines: bool,
+    /// When detaching began (CLOCK_MONOTONIC ns): entry and return probes
+    /// come off one after the other, so calls made meanwhile would show as
+    /// half calls. The recording ends there: later entries are dropped, and
+    /// later returns without their entry too (a return of a call entered
+    /// before is kept).
+    pub cut_after: Option<u64>,
+    /// NVIDIA device-file events (ioctls in flight).
+    pub ioctls: crate::decode::ioctls::Ioctls,
+    pending: HashMap<u32, Vec<Pending>>,
+    /// (pid, CUfunction or CUkernel) -> kernel name.
+    names: HashMap<(u32, u64), Rc<str>>,
+    /// pid -> start -> (end, side): known device and pinned-host ranges.
+    ranges: HashMap<u32, BTreeMap<u64, (u64, Side)>>,
+    pub stats: AssemblyStats,
+}
+
+pub fn func_name(id: FuncId) -> String {
+    match id.spec() {
+        Some(s) => format!("{}{}", s.name, VARIANTS[id.variant()]),
+        None => format!("func#{}", id.0),
+    }
+}
+
+/// `cuStreamSynchronize_ptsz` -> `stream_synchronize`.
+fn snake(name: &str) -> String {
+    let base = name.strip_prefix("cu").unwrap_or(name);
+    let base = base.split("_v").next().unwrap_or(base);
+    let mut s = String::new();
+    for (i, ch) in base.chars().enumerate() {
+        if ch.is_ascii_uppercase() {
+            if i > 0 {
+                s.push('_');
+            }
+            s.push(ch.to_ascii_lowercase());
+        } else {
+            s.push(ch);
+        }
+    }
+    s
+}
+
+fn type_op(spec: &FuncSpec) -> (&'static str, String) {
+    let op = match spec.class {
+        Class::Launch if spec.name == "cuLaunchHostFunc" => "host_func".to_string(),
+        Class::Launch => "launch".to_string(),
+        Class::Alloc => "alloc".to_string(),
+        Class::Free => "free".to_string(),
+        Class::Copy => "copy".to_string(),
+        Class::Set => "set".to_string(),
+        _ => snake(spec.name),
+    };
+    let ty = match spec.class {
+        Class::Init => "init",
+        Class::Device => "device",
+        Class::Context => "context",
+        Class::Module => "module",
+        Class::Launch => "kernel",
+        Class::Graph => "graph",
+        Class::Alloc | Class::Free | Class::Memory => "memory",
+        Class::Copy => "memcpy",
+        Class::Set => "memset",
+        Class::Sync => "sync",
+        Class::Stream => "stream",
+        Class::Event => "event",
+        Class::Other => "other",
+    };
+    (ty, op)
+}
+
+fn str_param(id: FuncId) -> Option<usize> {
+    id.spec()?.params.iter().position(|p| p.kind == Arg::Str)
+}
+
+fn param(spec: &FuncSpec, name: &str) -> Option<usize> {
+    spec.params.iter().position(|p| p.name == name)
+}
+
+impl Assembler {
+    #[cfg(test)]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_string_reader(read_string: StringReader) -> Self {
+        Assembler { read_string: Some(read_string), ..Self::default() }
+    }
+
+    /// Feeds one record; completed lines go to `out`.
+    pub fn push(&mut self, rec: &Record, out: &mut impl FnMut(Line)) {
+        let hdr = match rec {
+            Record::Enter { hdr, .. } | Record::Exec { hdr, .. } => *hdr,
+            Record::Exit { x, .. } => x.hdr,
+            Record::Fork(f) => f.hdr,
+            Record::ProcExit(e) => e.hdr,
+            Record::IoctlEnter { r, .. } => r.hdr,
+            Record::IoctlExit { r, .. } => r.hdr,
+            Record::NvFile { r, .. } => r.hdr,
+        };
+        *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
+        match *rec {
+            Record::Enter { hdr, .. } if self.cut_after.is_some_and(|c| hdr.ts > c) => {
+                self.stats.after_detach += 1;
+            }
+            Record::Exit { ref x, .. }
+                if self.cut_after.is_some_and(|c| x.hdr.ts > c)
+                    && !self.pending.get(&x.hdr.tid).is_some_and(|s| s.iter().any(|p| p.hdr.func == x.hdr.func)) =>
+            {
+                self.stats.after_detach += 1;
+            }
+            Record::Enter { hdr, args, string, string_truncated, blob, nattrs, params } => {
+                let mut string = string.map(|s| String::from_utf8_lossy(s).into_owned());
+                let mut string_truncated = string_truncated;
+                // Not readable in the probe, or possibly cut at the capture
+                // size: read it whole from the process while it still runs.
+                if (string.is_none() || string_truncated)
+                    && let (Some(i), Some(read)) = (str_param(FuncId(hdr.func)), self.read_string.as_mut())
+                    && args[i] != 0
+                    && let Some(full) = read(hdr.pid, args[i])
+                    && string.as_deref().is_none_or(|p| full.starts_with(p))
+                {
+                    string = Some(full);
+                    string_truncated = false;
+                }
+                let params =
+                    params.map(|p| CapturedParams { status: p.status, layout: p.layout, data: p.data.to_vec() });
+                let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs, params };
+                if self.is_entry_only(hdr.func) {
+                    if let Some(l) = self.fast_launch(&p, None) {
+                        out(Line::Launch(l));
+                        self.stats.calls += 1;
+                    } else if let Some(l) = self.fast_call(&p, None) {
+                        out(Line::Call(l));
+                        self.stats.calls += 1;
+                    } else if let Some(v) = self.call_line(FuncId(hdr.func), Some(&p), None) {
+                        out(Line::Value(v));
+                    }
+                } else {
+                    self.pending.entry(hdr.tid).or_default().push(p);
+                }
+            }
+            Record::Exit { ref x, string, string_truncated } => {
+                let stack = self.pending.entry(x.hdr.tid).or_default();
+                let mut entry = stack.iter().rposition(|p| p.hdr.func == x.hdr.func).map(|i| stack.remove(i));
+                match (&mut entry, string) {
+                    (None, _) => self.stats.entry_lost += 1,
+                    (Some(e), Some(s)) if e.string.is_none() => {
+                        e.string = Some(String::from_utf8_lossy(s).into_owned());
+                        e.string_truncated = string_truncated;
+                    }
+                    _ => {}
+                }
+                if let Some(l) = entry.as_ref().and_then(|e| self.fast_launch(e, Some(x))) {
+                    out(Line::Launch(l));
+                    self.stats.calls += 1;
+                } else if let Some(l) = entry.as_ref().and_then(|e| self.fast_call(e, Some(x))) {
+                    out(Line::Call(l));
+                    self.stats.calls += 1;
+                } else if let Some(v) = self.call_line(FuncId(x.hdr.func), entry.as_ref(), Some(x)) {
+                    out(Line::Value(v));
+                }
+            }
+            Record::Fork(f) => out(Line::Value(self.proc_line(&f.hdr, "fork", json!({ "child": f.child })))),
+            Record::Exec { hdr, filename } => {
+                // A new program image: its handles and ranges are gone.
+                self.forget_process(hdr.pid);
+                let f = String::from_utf8_lossy(filename).into_owned();
+                out(Line::Value(self.proc_line(&hdr, "exec", json!({ "filename": f }))))
+            }
+            Record::IoctlEnter { ref r, data, tail } => {
+                let call = self.current_call(r.hdr.tid);
+                self.ioctls.enter(r, data, tail, call);
+            }
+            Record::IoctlExit { ref r, data, tail } => out(Line::Value(self.ioctls.exit(r, data, tail))),
+            Record::NvFile { ref r, path } => {
+                out(Line::Value(crate::decode::ioctls::file_line(r, path, self.current_call(r.hdr.tid))))
+            }
+            Record::ProcExit(e) => {
+                if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {
+                    out(Line::Value(v));
+                }
+                self.flush_thread(e.hdr.tid, out);
+                let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
+                if e.group_dead == 1 {
+                    self.forget_process(e.hdr.pid);
+                }
+                out(Line::Value(self.proc_line(&e.hdr, op, json!({}))))
+            }
+        }
+    }
+
+    /// A plain cuLaunchKernel line, built without a JSON value (see
+    /// fastline.rs); None for everything else, which takes `call_line`.
+    fn fast_launch<'a>(&'a self, p: &'a Pending, x: Option<&CallExit>) -> Option<LaunchLine<'a>> {
+        const NAMES: [&str; 3] = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernel_ptds"];
+        static INDEX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let index =
+            *INDEX.get_or_init(|| tracer_common::funcs::lookup("cuLaunchKernel").expect("in the table").index());
+        let id = FuncId(p.hdr.func);
+        if self.reference_lines || id.index() != index || x.is_some_and(|x| x.ret as u32 != 0) {
+            return None;
+        }
+        Some(LaunchLine {
+            hdr: p.hdr,
+            name: NAMES.get(id.variant())?,
+            args: p.args,
+            kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
+            returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+            params: p.params.as_ref(),
+        })
+    }
+
+    /// A plain 1-D copy, set or cuLaunchKernelEx line, built without a JSON
+    /// value (see fastcall.rs); None for everything else, which takes
+    /// `call_line`. The fields are those `normalize` gives these classes.
+    fn fast_call(&self, p: &Pending, x: Option<&CallExit>) -> Option<CallLine<'_>> {
+        use crate::decode::fastcall::{ConfigArg, Norm};
+        let id = FuncId(p.hdr.func);
+        let spec = id.spec()?;
+        if self.reference_lines || x.is_some_and(|x| x.ret as u32 != 0) || !crate::decode::fastcall::eligible(spec) {
+            return None;
+        }
+        // --replayable: launches with parameter bytes, and with
+        // --capture-data copies (which get `data` fields), take the general
+        // path, where those fields are added.
+        if p.params.is_some() || (self.value_copy_lines && spec.class == Class::Copy) {
+            return None;
+        }
+        let a = |n: &str| param(spec, n).map(|i| p.args[i]);
+        let pid = p.hdr.pid;
+        let norm = match spec.class {
+            Class::Copy => {
+                let (dst, src) = (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
+                // As `normalize` (the variant suffixes contain none of these).
+                let n = spec.name;
+                let direction = if n.contains("HtoD") {
+                    "h2d"
+                } else if n.contains("DtoH") {
+                    "d2h"
+                } else if n.contains("DtoD") {
+                    "d2d"
+                } else if n.starts_with("cuMemcpyPeer") {
+                    "peer"
+                } else {
+                    let (s, d) = (self.side(pid, src), self.side(pid, dst));
+                    let guess =
+                        |x: Side, other: Side| if x == Side::Unknown && other == Side::Device { Side::Host } else { x };
+                    args::direction(guess(s, d), guess(d, s))
+                };
+                Norm::Copy { size: a("ByteCount").unwrap_or(0), direction, dst, src }
+            }
+            Class::Set => {
+                let elem: u64 = if spec.name.contains("D16") {
+                    2
+                } else if spec.name.contains("D32") {
+                    4
+                } else {
+                    1
+                };
+                let count = match (a("N"), a("Width"), a("Height")) {
+                    (Some(n), _, _) => n,
+                    (None, Some(w), Some(h)) => w.saturating_mul(h),
+                    _ => 0,
+                };
+                Norm::Set { size: count.saturating_mul(elem), dst: p.args[0] }
+            }
+            _ => {
+                let f = p.args[1];
+                let (cfg, config_arg) = match p.blob.as_deref() {
+                    Some(b) => match LaunchConfig::parse(b, p.nattrs) {
+                        Some(c) => (Some(c), ConfigArg::Parsed),
+                        None => (None, ConfigArg::Null),
+                    },
+                    None => (None, ConfigArg::NotRead(p.args[0])),
+                };
+                Norm::LaunchEx { f, kernel: self.names.get(&(pid, f)).map(|n| &**n), cfg, config_arg }
+            }
+        };
+        Some(CallLine {
+            hdr: p.hdr,
+            spec,
+            variant: id.variant(),
+            args: p.args,
+            returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
+            norm,
+        })
+    }
+
+    /// Declares which functions are probed without a return probe.
+    pub fn set_entry_only(&mut self, f: impl Fn(FuncId) -> bool) {
+        self.entry_only = (0..tracer_common::funcs::FUNCS.len() * 4).map(|i| f(FuncId(i as u16))).collect();
+    }
+
+    fn is_entry_only(&self, id: u16) -> bool {
+        self.entry_only.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// Emits the calls still in progress (as `incomplete`).
+    pub fn finish(&mut self, out: &mut impl FnMut(Line)) {
+        for v in self.ioctls.finish() {
+            out(Line::Value(v));
+        }
+        let mut tids: Vec<u32> = self.pending.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            self.flush_thread(tid, out);
+        }
+    }
+
+    /// The driver call in progress on `tid` (innermost), if any: its name
+    /// and entry timestamp (with the tid, the call's line's key).
+    fn current_call(&self, tid: u32) -> Option<(String, u64)> {
+        self.pending.get(&tid).and_then(|s| s.last()).map(|p| (func_name(FuncId(p.hdr.func)), p.hdr.ts))
+    }
+
+    fn flush_thread(&mut self, tid: u32, out: &mut impl FnMut(Line)) {
+        if let Some(stack) = self.pending.remove(&tid) {
+            for p in stack {
+                if let Some(v) = self.call_line(FuncId(p.hdr.func), Some(&p), None) {
+                    out(Line::Value(v));
+                }
+            }
+        }
+    }
+
+    fn forget_process(&mut self, pid: u32) {
+        self.names.retain(|(p, _), _| *p != pid);
+        self.ranges.remove(&pid);
+    }
+
+    fn proc_line(&self, hdr: &Header, op: &str, extra: Value) -> Value {
+        let mut m = base(hdr, "process", op, "process");
+        if let Value::Object(e) = extra {
+            m.extend(e);
+        }
+        Value::Object(m)
+    }
+
+    fn side(&self, pid: u32, addr: u64) -> Side {
+        self.ranges
+            .get(&pid)
+            .and_then(|r| r.range(..=addr).next_back())
+            .filter(|(_, (end, _))| addr < *end)
+            .map(|(_, (_, s))| *s)
+            .unwrap_or(Side::Unknown)
+    }
+
+    fn call_line(&mut self, id: FuncId, entry: Option<&Pending>, exit: Option<&CallExit>) -> Option<Value> {
+        let spec = id.spec()?;
+        let hdr = entry.map(|e| e.hdr).or(exit.map(|x| x.hdr))?;
+        let name = func_name(id);
+        let (ty, op) = type_op(spec);
+        let mut m = base(&hdr, ty, &op, &name);
+        let zero = [0u64; tracer_common::event::MAX_ARGS];
+        let outs = exit.map(|x| Outs { values: x.out, ok: if x.ret as u32 == 0 { x.out_ok } else { 0 } });
+        let cap = Captured {
+            args: entry.map(|e| &e.args[..]).unwrap_or(&zero),
+            string: entry.and_then(|e| e.string.as_deref()),
+            string_truncated: entry.is_some_and(|e| e.string_truncated),
+            blob: entry.and_then(|e| e.blob.as_deref()),
+            nattrs: entry.map_or(0, |e| e.nattrs),
+            outs,
+        };
+        let ret = exit.map(|x| x.ret as u32);
+        match exit {
+            Some(x) => {
+                m.insert("ret".into(), json!(x.ret as u32));
+                if x.ret as u32 != 0 {
+                    m.insert("error".into(), json!(cuda_names::cu_result_name(x.ret as u32)));
+                }
+                if let Some(e) = entry {
+                    let ns = x.hdr.ts.saturating_sub(e.hdr.ts);
+                    m.insert("duration_us".into(), json!(ns as f64 / 1000.0));
+                } else {
+                    m.insert("ts".into(), json!(x.hdr.ts));
+                    m.insert("entry_lost".into(), json!(true));
+                }
+                m.insert("exit_cpu".into(), json!(x.hdr.cpu));
+                m.insert("exit_seq".into(), json!(x.hdr.seq));
+            }
+            None if self.is_entry_only(id.0) => {}
+            None => {
+                m.insert("incomplete".into(), json!(true));
+            }
+        }
+        if entry.is_none() {
+            m.remove("cpu");
+            m.remove("seq");
+        }
+        self.stats.calls += 1;
+        if exit.is_none() && !self.is_entry_only(id.0) {
+            self.stats.incomplete += 1;
+        }
+        if entry.is_some() {
+            self.normalize(spec, &name, hdr.pid, &cap, ret, &mut m);
+            m.insert("args".into(), Value::Object(args::decode_args(spec, &cap)));
+            if let Some(p) = entry.and_then(|e| e.params.as_ref()) {
+                p.insert_fields(&mut m);
+            }
+        }
+        Some(Value::Object(m))
+    }
+
+    /// Adds the fields simple consumers look for (kernel, grid, size,
+    /// direction, stream, ptr) and learns handles and address ranges.
+    fn normalize(
+        &mut self,
+        spec: &FuncSpec,
+        name: &str,
+        pid: u32,
+        c: &Captured,
+        ret: Option<u32>,
+        m: &mut Map<String, Value>,
+    ) {
+        let a = |n: &str| param(spec, n).map(|i| c.args[i]);
+        let ok = ret == Some(0);
+        if let Some(s) = a("hStream") {
+            m.insert("stream".into(), hex(s));
+        }
+        match spec.class {
+            Class::Launch if spec.name == "cuLaunchKernelEx" => {
+                let f = c.args[1];
+                self.put_kernel(pid, f, m);
+                if let Some(cfg) = c.blob.and_then(|b| LaunchConfig::parse(b, c.nattrs)) {
+                    m.insert("grid".into(), json!(cfg.grid));
+                    m.insert("block".into(), json!(cfg.block));
+                    m.insert("shared_mem".into(), json!(cfg.shared_mem));
+                    m.insert("stream".into(), hex(cfg.stream));
+                }
+            }
+            Class::Launch if spec.name != "cuLaunchHostFunc" => {
+                self.put_kernel(pid, c.args[0], m);
+                m.insert("grid".into(), json!([c.args[1] as u32, c.args[2] as u32, c.args[3] as u32]));
+                m.insert("block".into(), json!([c.args[4] as u32, c.args[5] as u32, c.args[6] as u32]));
+                m.insert("shared_mem".into(), json!(c.args[7] as u32));
+            }
+            Class::Module => {
+                let out0 = c.outs.and_then(|o| o.get(0));
+                match spec.name {
+                    "cuModuleGetFunction" | "cuLibraryGetKernel" => {
+                        if let Some(s) = c.string {
+                            m.insert("kernel".into(), json!(s));
+                            if let (true, Some(h)) = (ok, out0) {
+                                self.names.insert((pid, h), Rc::from(s));
+                                m.insert("handle".into(), hex(h));
+                            }
+                        }
+                    }
+                    "cuKernelGetFunction" => {
+                        let k = c.args[1];
+                        let known = self.names.get(&(pid, k)).cloned();
+                        if let Some(n) = &known {
+                            m.insert("kernel".into(), json!(&**n));
+                        }
+                        if let (true, Some(h), Some(n)) = (ok, out0, known) {
+                            self.names.insert((pid, h), n);
+                            m.insert("handle".into(), hex(h));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Class::Alloc => {
+                let size = match spec.name {
+                    "cuMemAllocPitch_v2" => {
+                        let pitch = c.outs.and_then(|o| o.get(1)).unwrap_or(c.args[2]);
+                        pitch.saturating_mul(c.args[3])
+                    }
+                    _ => a("bytesize").or(a("size")).unwrap_or(0),
+                };
+                m.insert("size".into(), json!(size));
+                let (ptr, side) = match spec.name {
+                    "cuMemHostRegister_v2" => (Some(c.args[0]), Side::Host),
+                    "cuMemAllocHost_v2" | "cuMemHostAlloc" => (c.outs.and_then(|o| o.get(0)), Side::Host),
+                    "cuMemCreate" => (None, Side::Device),
+                    _ => (c.outs.and_then(|o| o.get(0)), Side::Device),
+                };
+                if let Some(p) = ptr {
+                    m.insert("ptr".into(), hex(p));
+                    if ok && size > 0 {
+                        self.ranges.entry(pid).or_default().insert(p, (p.saturating_add(size), side));
+                    }
+                }
+                if spec.name == "cuMemCreate"
+                    && let Some(h) = c.outs.and_then(|o| o.get(0))
+                {
+                    m.insert("handle".into(), hex(h));
+                }
+            }
+            Class::Free => {
+                let p = c.args[0];
+                if spec.name != "cuMemRelease" {
+                    m.insert("ptr".into(), hex(p));
+                }
+                if ok && let Some(r) = self.ranges.get_mut(&pid) {
+                    r.remove(&p);
+                }
+            }
+            Class::Copy => {
+                let (size, dir, dst, src) = match spec.params[0].kind {
+                    Arg::Memcpy2D | Arg::Memcpy3D => match c.blob.and_then(|b| Copy2D3D::parse(spec.params[0].kind, b))
+                    {
+                        Some(cp) => (cp.bytes(), cp.direction(), cp.dst, cp.src),
+                        None => (0, "default", 0, 0),
+                    },
+                    _ => {
+                        let size = a("ByteCount").unwrap_or(0);
+                        let dst = c.args[0];
+                        let src = if spec.name.starts_with("cuMemcpyPeer") { c.args[2] } else { c.args[1] };
+                        let dir = if name.contains("HtoD") {
+                            "h2d"
+                        } else if name.contains("DtoH") {
+                            "d2h"
+                        } else if name.contains("DtoD") {
+                            "d2d"
+                        } else if name.starts_with("cuMemcpyPeer") {
+                            "peer"
+                        } else {
+                            // Unified addressing: classify by the ranges seen.
+                            let (s, d) = (self.side(pid, src), self.side(pid, dst));
+                            let guess = |x: Side, other: Side| {
+                                if x == Side::Unknown && other == Side::Device { Side::Host } else { x }
+                            };
+                            args::direction(guess(s, d), guess(d, s))
+                        };
+                        (size, dir, dst, src)
+                    }
+                };
+                m.insert("size".into(), json!(size));
+                m.insert("direction".into(), json!(dir));
+                m.insert("dst".into(), hex(dst));
+                m.insert("src".into(), hex(src));
+            }
+            Class::Set => {
+                let elem: u64 = if name.contains("D16") {
+                    2
+                } else if name.contains("D32") {
+                    4
+                } else {
+                    1
+                };
+                let count = match (a("N"), a("Width"), a("Height")) {
+                    (Some(n), _, _) => n,
+                    (None, Some(w), Some(h)) => w.saturating_mul(h),
+                    _ => 0,
+                };
+                m.insert("size".into(), json!(count.saturating_mul(elem)));
+                m.insert("dst".into(), hex(c.args[0]));
+            }
+            Class::Graph if spec.name == "cuGraphLaunch" => {
+                m.insert("graph_exec".into(), hex(c.args[0]));
+            }
+            _ => {
+                if let Some(e) = a("hEvent") {
+                    m.insert("event".into(), hex(e));
+                }
+            }
+        }
+    }
+
+    fn put_kernel(&self, pid: u32, f: u64, m: &mut Map<String, Value>) {
+        m.insert("func".into(), hex(f));
+        m.insert(
+            "kernel".into(),
+            match self.names.get(&(pid, f)) {
+                Some(n) => json!(&**n),
+                None => Value::Null,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_common::event::{EventKind, MAX_ARGS};
+    use tracer_common::funcs::lookup;
+
+    fn hdr(kind: EventKind, name: &str, ts: u64, seq: u64) -> Header {
+        let func = if name.is_empty() { 0 } else { lookup(name).unwrap().0 };
+        Header { kind: kind as u16, func, cpu: 0, seq, ts, pid: 100, tid: 101 }
+    }
+    fn enter<'a>(name: &str, ts: u64, args: &[u64], s: Option<&'a [u8]>) -> Record<'a> {
+        let mut a = [0u64; MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        Record::Enter {
+            hdr: hdr(EventKind::CallEnter, name, ts, ts),
+            args: a,
+            string: s,
+            string_truncated: false,
+            blob: None,
+            nattrs: 0,
+            params: None,
+        }
+    }
+    fn with_params<'a>(r: Record<'a>, status: u32, data: &'a [u8]) -> Record<'a> {
+        match r {
+            Record::Enter { hdr, args, string, string_truncated, blob, nattrs, .. } => {
+                let params = Some(tracer_common::decode::Params { layout: 1, status, data });
+                Record::Enter { hdr, args, string, string_truncated, blob, nattrs, params }
+            }
+            other => other,
+        }
+    }
+    fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
+        Record::Exit {
+            x: CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 },
+            string: None,
+            string_truncated: false,
+        }
+    }
+    fn run(recs: &[Record]) -> Vec<Value> {
+        let mut a = Assembler::new();
+        let mut v = Vec::new();
+        for r in recs {
+            a.push(r, &mut |x| v.push(x.into_value()));
+        }
+        a.finish(&mut |x| v.push(x.into_value()));
+        v
+    }
+
+    #[test]
+    fn kernel_name_resolved_through_library_and_function() {
+        let v = run(&[
+            enter("cuLibraryGetKernel", 10, &[0x10, 0xaaa, 0x20], Some(b"my_kernel")),
+            exit("cuLibraryGetKernel", 20, 0, [0xbbb, 0], 1),
+            enter("cuKernelGetFunction", 30, &[0x30, 0xbbb], None),
+            exit("cuKernelGetFunction", 40, 0, [0xccc, 0], 1),
+            enter("cuLaunchKernel", 50, &[0xccc, 2, 3, 4, 128, 1, 1, 256, 0x5, 0x6, 0], None),
+            exit("cuLaunchKernel", 57, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[1]["kernel"], "my_kernel");
+        let l = &v[2];
+        assert_eq!(l["type"], "kernel");
+        assert_eq!(l["op"], "launch");
+        assert_eq!(l["kernel"], "my_kernel");
+        assert_eq!(l["grid"], json!([2, 3, 4]));
+        assert_eq!(l["block"], json!([128, 1, 1]));
+        assert_eq!(l["shared_mem"], 256);
+        assert_eq!(l["stream"], "0x5");
+        assert_eq!(l["duration_us"], json!(0.007));
+        assert_eq!(l["ret"], 0);
+    }
+
+    #[test]
+    fn alloc_copy_direction_and_errors() {
+        let v = run(&[
+            enter("cuMemAlloc_v2", 1, &[0x7ffe00, 4096], None),
+            exit("cuMemAlloc_v2", 2, 0, [0x10_0000, 0], 1),
+            enter("cuMemcpy", 3, &[0x10_0010, 0x5555_0000, 64], None),
+            exit("cuMemcpy", 4, 0, [0, 0], 0),
+            enter("cuMemcpy", 5, &[0x5555_0000, 0x10_0000, 64], None),
+            exit("cuMemcpy", 6, 0, [0, 0], 0),
+            enter("cuMemAlloc_v2", 7, &[0x7ffe00, 1 << 40], None),
+            exit("cuMemAlloc_v2", 8, 2, [0, 0], 0),
+            enter("cuMemsetD32Async", 9, &[0x10_0000, 7, 10, 0x9], None),
+            exit("cuMemsetD32Async", 10, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["size"], 4096);
+        assert_eq!(v[0]["ptr"], "0x100000");
+        assert_eq!(v[1]["direction"], "h2d");
+        assert_eq!(v[2]["direction"], "d2h");
+        assert_eq!(v[3]["error"], "CUDA_ERROR_OUT_OF_MEMORY");
+        assert_eq!(v[3]["args"]["dptr"], Value::Null);
+        assert_eq!(v[4]["size"], 40);
+        assert_eq!(v[4]["stream"], "0x9");
+    }
+
+    #[test]
+    fn nesting_lost_entries_and_incomplete_calls() {
+        let v = run(&[
+            enter("cuStreamSynchronize", 1, &[0], None),
+            exit("cuCtxSynchronize", 2, 0, [0, 0], 0),
+            enter("cuCtxSynchronize", 3, &[], None),
+        ]);
+        // exit without entry, then two calls in progress at the end
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0]["entry_lost"], true);
+        assert_eq!(v[0]["name"], "cuCtxSynchronize");
+        assert!(v[1..].iter().all(|l| l["incomplete"] == true));
+    }
+
+    #[test]
+    fn unreadable_strings_fall_back_to_the_reader() {
+        let mut a = Assembler::with_string_reader(Box::new(|pid, addr| {
+            (pid == 100 && addr == 0x20).then(|| "late".to_string())
+        }));
+        let mut v = Vec::new();
+        for r in [
+            enter("cuModuleGetFunction", 1, &[0x10, 0x11, 0x20], None),
+            exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1),
+        ] {
+            a.push(&r, &mut |x| v.push(x.into_value()));
+        }
+        assert_eq!(v[0]["kernel"], "late");
+        assert_eq!(v[0]["args"]["name"], "late");
+    }
+
+    #[test]
+    fn failed_calls_have_no_out_values_and_host_funcs_are_not_launches() {
+        let v = run(&[
+            enter("cuMemAlloc_v2", 1, &[0x7ffe00, 1 << 41], None),
+            exit("cuMemAlloc_v2", 2, 2, [0xdead_beef, 0], 1),
+            enter("cuLaunchHostFunc", 3, &[0x5, 0x6, 0x7], None),
+            exit("cuLaunchHostFunc", 4, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["args"]["dptr"], Value::Null);
+        assert!(v[0].get("ptr").is_none());
+        assert_eq!((v[1]["type"].as_str(), v[1]["op"].as_str()), (Some("kernel"), Some("host_func")));
+    }
+
+    #[test]
+    fn cut_strings_are_completed_from_the_process() {
+        let long = "k".repeat(2000);
+        let l2 = long.clone();
+        let mut a = Assembler::with_string_reader(Box::new(move |_, _| Some(l2.clone())));
+        let cut = &long.as_bytes()[..1023];
+        let mut v = Vec::new();
+        let mut args = [0u64; MAX_ARGS];
+        args[..3].copy_from_slice(&[0x10, 0x11, 0x20]);
+        let e = Record::Enter {
+            hdr: hdr(EventKind::CallEnterStr, "cuModuleGetFunction", 1, 1),
+            args,
+            string: Some(cut),
+            string_truncated: true,
+            blob: None,
+            nattrs: 0,
+            params: None,
+        };
+        a.push(&e, &mut |x| v.push(x.into_value()));
+        a.push(&exit("cuModuleGetFunction", 2, 0, [0xf0, 0], 1), &mut |x| v.push(x.into_value()));
+        assert_eq!(v[0]["kernel"].as_str().map(str::len), Some(2000));
+    }
+
+    #[test]
+    fn string_read_at_return_completes_the_entry() {
+        let x = CallExit {
+            hdr: hdr(EventKind::CallExitStr, "cuLibraryGetKernel", 2, 2),
+            ret: 0,
+            out: [0xabc, 0],
+            out_ok: 1,
+            _pad: 0,
+        };
+        let v = run(&[
+            enter("cuLibraryGetKernel", 1, &[0x10, 0x11, 0x20], None),
+            Record::Exit { x, string: Some(b"k_at_exit"), string_truncated: false },
+            enter("cuLaunchKernel", 3, &[0xabc, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel", 4, 0, [0, 0], 0),
+        ]);
+        assert_eq!(v[0]["args"]["name"], "k_at_exit");
+        assert_eq!(v[1]["kernel"], "k_at_exit");
+    }
+
+    #[test]
+    fn entry_only_mode_emits_at_entry() {
+        let mut a = Assembler::default();
+        a.set_entry_only(|_| true);
+        let mut v = Vec::new();
+        a.push(&enter("cuMemAlloc_v2", 1, &[0x10, 4096], None), &mut |x| v.push(x.into_value()));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0]["size"], 4096);
+        assert!(v[0].get("incomplete").is_none() && v[0].get("ret").is_none());
+        assert_eq!(a.stats.incomplete, 0);
+    }
+
+    /// The fast launch lines equal the general path's, field for field,
+    /// and give the same summary.
+    #[test]
+    fn fast_launch_lines_equal_the_reference_lines() {
+        let recs = [
+            enter("cuModuleGetFunction", 1, &[0x10, 0x20, 0x30], Some("k\"quoted\"\\ é\u{1}".as_bytes())),
+            exit("cuModuleGetFunction", 2, 0, [0xf1, 0], 1),
+            enter("cuLaunchKernel", 10, &[0xf1, 2, 3, 4, 128, 2, 1, 256, 0x5, 0x6, 0x7], None),
+            exit("cuLaunchKernel", 1_010_017, 0, [0, 0], 0),
+            enter("cuLaunchKernel_ptsz", 20, &[0xdead, u32::MAX as u64, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel_ptsz", 21, 0, [0, 0], 0),
+            // Errors, lost entries and unfinished calls take the general path.
+            enter("cuLaunchKernel", 30, &[0xf1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0], None),
+            exit("cuLaunchKernel", 31, 1, [0, 0], 0),
+            exit("cuLaunchKernel_ptds", 41, 0, [0, 0], 0),
+            enter("cuLaunchKernel", 50, &[0xf1, 9, 1, 1, 32, 1, 1, 0, 0x5, 0, 0], None),
+            // --replayable: parameter bytes, and a launch without them.
+            with_params(enter("cuLaunchKernel", 60, &[0xf1, 1, 1, 1, 1, 1, 1, 0, 0, 0x9, 0], None), 1, b"\x01\xab\x00"),
+            exit("cuLaunchKernel", 61, 0, [0, 0], 0),
+            with_params(enter("cuLaunchKernel", 70, &[0xf2, 1, 1, 1, 1, 1, 1, 0, 0, 0x9, 0], None), 3, b""),
+            exit("cuLaunchKernel", 71, 0, [0, 0], 0),
+        ];
+        let lines = |reference: bool, entry_only: bool| {
+            let mut a = Assembler { reference_lines: reference, ..Assembler::default() };
+            a.set_entry_only(|_| entry_only);
+            let mut sum = crate::analysis::summary::Summary::default();
+            let mut v = Vec::new();
+            let mut fast = 0;
+            let mut out = |l: Line| {
+                sum.add_line(&l);
+                fast += matches!(l, Line::Launch(_)) as usize;
+                v.push(l.into_value());
+            };
+            for r in &recs {
+                a.push(r, &mut out);
+            }
+            a.finish(&mut out);
+            (v, sum.render(), a.stats.clone(), fast)
+        };
+        for (entry_only, n_fast) in [(false, 4), (true, 6)] {
+            let (fast, fast_sum, fast_stats, n) = lines(false, entry_only);
+            let (slow, slow_sum, slow_stats, none) = lines(true, entry_only);
+            assert_eq!((n, none), (n_fast, 0), "lines taking the fast path");
+            assert_eq!(fast, slow, "entry_only={entry_only}");
+            assert_eq!(fast_sum, slow_sum);
+            assert_eq!(fast_stats, slow_stats);
+        }
+        let (v, _, _, _) = lines(false, false);
+        assert_eq!(v.len(), 8);
+        assert_eq!((&v[5]["params"], &v[5]["params_from"]), (&json!("01ab00"), &json!("layout")));
+        assert!(v[6]["params_error"].as_str().unwrap().starts_with("no parameter layout"));
+        assert!(v[6].get("params").is_none());
+        assert_eq!(v[1]["kernel"], "k\"quoted\"\\ é\u{1}");
+        assert_eq!(v[1]["duration_us"], 1010.007);
+        assert_eq!(v[1]["args"]["extra"], "0x7");
+        assert_eq!(v[2]["grid"], json!([u32::MAX, 1, 1]));
+        assert_eq!(v[2]["kernel"], Value::Null);
+        assert_eq!(v[3]["error"], "CUDA_ERROR_INVALID_VALUE");
+        assert_eq!(v[4]["entry_lost"], true);
+        assert_eq!(v[7]["incomplete"], true);
+    }
+
+    #[test]
+    fn calls_after_the_detach_cut_are_dropped() {
+        let mut a = Assembler { cut_after: Some(100), ..Assembler::default() };
+        let mut v = Vec::new();
+        for r in [
+            enter("cuCtxSetCurrent", 90, &[1], None),
+            exit("cuCtxSetCurrent", 101, 0, [0, 0], 0), // entered before the cut: kept
+            exit("cuCtxSetCurrent", 102, 0, [0, 0], 0), // entry after the cut (its probe came off first)
+            enter("cuCtxSetCurrent", 103, &[2], None),  // entry after the cut
+        ] {
+            a.push(&r, &mut |l| v.push(l.into_value()));
+        }
+        a.finish(&mut |l| v.push(l.into_value()));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0]["args"]["ctx"], "0x1");
+        assert!(v[0].get("entry_lost").is_none() && v[0].get("incomplete").is_none());
+        assert_eq!((a.stats.after_detach, a.stats.entry_lost, a.stats.incomplete), (2, 0, 0));
+        assert_eq!(a.stats.records_by_cpu.values().sum::<u64>(), 4, "every record is counted as received");
+    }
+
+    #[test]
+    fn replayable_lines_take_the_general_path() {
+        let lines = |value_copy_lines: bool, recs: &[Record]| {
+            let mut a = Assembler { value_copy_lines, ..Assembler::default() };
+            a.set_entry_only(|_| true);
+            let mut out = Vec::new();
+            for r in recs {
+                a.push(r, &mut |l| {
+                    out.push(match l {
+                        Line::Value(v) => v["params_from"].as_str().unwrap_or("value").to_string(),
+                        Line::Call(_) => "fast".to_string(),
+                        Line::Launch(_) => "launch".to_string(),
+                    })
+                });
+            }
+            out
+        };
+        let ex = enter("cuLaunchKernelEx", 5, &[0, 0xf1, 0, 0x7000], None);
+        let ex_params = with_params(enter("cuLaunchKernelEx", 6, &[0, 0xf1, 0, 0x7000], None), 2, b"\x01\x02");
+        assert_eq!(lines(false, &[ex, ex_params]), ["fast", "extra"]);
+        let copy = enter("cuMemcpyHtoDAsync_v2", 7, &[0x7f00_0000_0000, 0x1000, 64, 0], None);
+        assert_eq!(lines(false, std::slice::from_ref(&copy)), ["fast"]);
+        assert_eq!(lines(true, &[copy]), ["value"]);
+    }
+
+    #[test]
+    fn entry_only_launches_between_a_call_and_its_return() {
+        // Default mode: launches have no return probe, synchronization has.
+        let mut a = Assembler::default();
+        a.set_entry_only(tracer_common::funcs::is_entry_only_by_default);
+        let mut v = Vec::new();
+        a.push(&enter("cuStreamSynchronize", 1, &[0x5000], None), &mut |x| v.push(x.into_value()));
+        a.push(&enter("cuLaunchKernel", 2, &[0xf0, 8, 1, 1, 128, 1, 1, 0, 0x5000, 0, 0], None), &mut |x| {
+            v.push(x.into_value())
+        });
+        assert_eq!(v.len(), 1, "the launch is complete at entry");
+        assert_eq!(v[0]["op"], "launch");
+        assert_eq!(v[0]["grid"], json!([8, 1, 1]));
+        assert!(v[0].get("ret").is_none() && v[0].get("duration_us").is_none() && v[0].get("incomplete").is_none());
+        a.push(&exit("cuStreamSynchronize", 10, 0, [0, 0], 0), &mut |x| v.push(x.into_value()));
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1]["name"], "cuStreamSynchronize");
+        assert_eq!(v[1]["duration_us"], 0.009);
+        a.finish(&mut |x| v.push(x.into_value()));
+        assert_eq!(v.len(), 2);
+        assert_eq!((a.stats.calls, a.stats.incomplete, a.stats.entry_lost), (2, 0, 0));
+    }
+
+    #[test]
+    fn variant_names_and_ops() {
+        assert_eq!(func_name(lookup("cuStreamSynchronize_ptsz").unwrap()), "cuStreamSynchronize_ptsz");
+        assert_eq!(snake("cuStreamSynchronize"), "stream_synchronize");
+        assert_eq!(snake("cuCtxCreate_v4"), "ctx_create");
+    }
+}

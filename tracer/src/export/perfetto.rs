@@ -1,0 +1,568 @@
+//! `tracer export --format perfetto`: Chrome/Perfetto trace-event JSON
+//! (opens in ui.perfetto.dev and chrome://tracing), written as a stream.
+//!
+//! Layout: one process per traced pid (`process_name` metadata) with a track
+//! per thread: CUDA driver calls as complete (`X`) slices with their
+//! arguments, process events as instants; per thread that made ioctls, an
+//! "ioctls (tid N)" track; per process a "phases" and an "iterations" track
+//! (`X`) and a "markers" track (instants). One process per GPU ("GPU 0
+//! (measured|inferred|bound)") with a track per stream (its intervals as `X`
+//! slices, labelled with their source) and counter (`C`) tracks for power,
+//! energy, SM clock and utilization. Flow events (`s`/`f`) tie each launch
+//! call to its GPU interval when that link is known.
+//!
+//! Timestamps are µs (3 decimals) from the first event of the trace. Slices
+//! of one track are properly nested: a CPU slice that would end after its
+//! enclosing slice is cut at the enclosing slice's end (`args.clipped`), and
+//! GPU slices of one stream are made sequential. Synthetic thread ids start
+//! at 1,000,000,000 and GPU process ids at 2,000,000,000 (real ids are below
+//! 2^22).
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use crate::analysis::energy;
+use crate::analysis::model::{NO_STR, NONE, ProcOp, Trace};
+use crate::analysis::phases::Phases;
+use crate::analysis::timeline::{Source, Timeline, link_measured_to_launches};
+
+pub const SYN_TID_BASE: u64 = 1_000_000_000;
+pub const GPU_PID_BASE: u64 = 2_000_000_000;
+
+struct Out<'a, W: Write> {
+    w: W,
+    first: bool,
+    t0: u64,
+    n: u64,
+    tick: &'a mut dyn FnMut(u64),
+}
+
+impl<W: Write> Out<'_, W> {
+    fn ev(&mut self, v: &Value) -> std::io::Result<()> {
+        self.ev_with(|w| serde_json::to_writer(w, v).map_err(std::io::Error::other))
+    }
+    /// An event written by `f` straight to the output (the hot path: one
+    /// per driver call; building a JSON value each cost ~4x the time).
+    fn ev_with(&mut self, f: impl FnOnce(&mut W) -> std::io::Result<()>) -> std::io::Result<()> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        self.n += 1;
+        if self.n.is_multiple_of(65536) {
+            (self.tick)(self.n);
+        }
+        f(&mut self.w)
+    }
+    fn us(&self, ts: u64) -> f64 {
+        ts.saturating_sub(self.t0) as f64 / 1000.0
+    }
+    fn meta(&mut self, pid: u64, tid: Option<u64>, what: &str, name: &str) -> std::io::Result<()> {
+        let mut v = json!({"ph": "M", "pid": pid, "name": what, "args": {"name": name}});
+        if let Some(t) = tid {
+            v["tid"] = json!(t);
+        }
+        self.ev(&v)
+    }
+}
+
+fn dur_us(d: u64) -> f64 {
+    d as f64 / 1000.0
+}
+
+/// Keeps one track's slices properly nested.
+#[derive(Default)]
+struct Nest {
+    ends: Vec<u64>,
+}
+
+impl Nest {
+    /// Returns the end to use (≤ the enclosing slice's end).
+    fn push(&mut self, ts: u64, end: u64) -> (u64, bool) {
+        while self.ends.last().is_some_and(|&e| e <= ts) {
+            self.ends.pop();
+        }
+        let (end, clipped) = match self.ends.last() {
+            Some(&e) if end > e => (e, true),
+            _ => (end, false),
+        };
+        self.ends.push(end);
+        (end, clipped)
+    }
+}
+
+/// Writes the trace as trace-event JSON; returns the number of events.
+pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io::Result<u64> {
+    export_with_progress(t, ph, tl, w, &mut |_| {})
+}
+
+/// About how many events [`export`] writes (for progress).
+pub fn estimated_events(t: &Trace, tl: &Timeline) -> u64 {
+    (t.calls.len() + t.procs.len() + t.ioctls.len() + t.markers.len() + 4 * t.power.len() + 3 * tl.interval_count())
+        as u64
+}
+
+/// [`export`], calling `tick(events written)` every 65,536 events.
+pub fn export_with_progress<W: Write>(
+    t: &Trace,
+    ph: &Phases,
+    tl: &Timeline,
+    w: W,
+    tick: &mut dyn FnMut(u64),
+) -> std::io::Result<u64> {
+    let t0 = t.span().map_or(0, |s| s.0);
+    let mut o = Out { w, first: true, t0, n: 0, tick };
+    o.w.write_all(b"{\"traceEvents\":[\n")?;
+    // processes and threads
+    let mut threads: BTreeMap<u32, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for c in &t.calls {
+        threads.entry(c.pid).or_default().insert(c.tid);
+    }
+    for p in &t.procs {
+        threads.entry(p.pid).or_default().insert(p.tid);
+    }
+    for pid in t.pids() {
+        threads.entry(pid).or_default();
+    }
+    let mut syn = SYN_TID_BASE;
+    let mut next_syn = || {
+        syn += 1;
+        syn
+    };
+    for (&pid, tids) in &threads {
+        o.meta(pid as u64, None, "process_name", &format!("{} (pid {pid})", t.process_name(pid)))?;
+        for &tid in tids {
+            let n = if tid == pid { format!("main thread {tid}") } else { format!("thread {tid}") };
+            o.meta(pid as u64, Some(tid as u64), "thread_name", &n)?;
+        }
+    }
+    // CUDA calls
+    let mut nests: HashMap<(u32, u32), Nest> = HashMap::new();
+    for c in &t.calls {
+        let (end, clipped) = nests.entry((c.pid, c.tid)).or_default().push(c.ts, c.end());
+        let ts = o.us(c.ts);
+        o.ev_with(|w| {
+            let num = |w: &mut W, x: f64| serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other);
+            let text = |w: &mut W, x: &str| serde_json::to_writer(&mut *w, x).map_err(std::io::Error::other);
+            w.write_all(b"{\"ph\":\"X\",\"name\":")?;
+            text(w, t.name(c.func))?;
+            write!(w, ",\"cat\":\"cuda\",\"pid\":{},\"tid\":{},\"ts\":", c.pid, c.tid)?;
+            num(w, ts)?;
+            w.write_all(b",\"dur\":")?;
+            num(w, dur_us(end - c.ts))?;
+            w.write_all(b",\"args\":{")?;
+            let mut sep = "";
+            let mut key = |w: &mut W, k: &str| -> std::io::Result<()> {
+                write!(w, "{sep}\"{k}\":")?;
+                sep = ",";
+                Ok(())
+            };
+            if c.kernel != NO_STR {
+                key(w, "kernel")?;
+                text(w, t.name(c.kernel))?;
+            }
+            if let Some(g) = t.geom(c.geom) {
+                key(w, "grid")?;
+                write!(w, "[{},{},{}]", g.grid[0], g.grid[1], g.grid[2])?;
+                key(w, "block")?;
+                write!(w, "[{},{},{}]", g.block[0], g.block[1], g.block[2])?;
+                key(w, "shared_mem")?;
+                write!(w, "{}", g.shared_mem)?;
+            }
+            if c.stream != NONE {
+                key(w, "stream")?;
+                write!(w, "\"{:#x}\"", c.stream)?;
+            }
+            if c.size > 0 {
+                key(w, "size")?;
+                write!(w, "{}", c.size)?;
+            }
+            if c.dir != crate::analysis::model::Dir::None {
+                key(w, "direction")?;
+                text(w, c.dir.as_str())?;
+            }
+            if c.obj != NONE {
+                key(w, "handle")?;
+                write!(w, "\"{:#x}\"", c.obj)?;
+            }
+            for (flag, on) in [("failed", c.failed()), ("incomplete", c.incomplete()), ("clipped", clipped)] {
+                if on {
+                    key(w, flag)?;
+                    w.write_all(b"true")?;
+                }
+            }
+            w.write_all(b"}}")
+        })?;
+    }
+    for p in &t.procs {
+        let (name, args) = match p.op {
+            ProcOp::Fork => ("fork", json!({"child": p.child})),
+            ProcOp::Exec => ("exec", json!({"filename": p.filename})),
+            ProcOp::Exit => ("exit", json!({})),
+            ProcOp::ThreadExit => ("thread_exit", json!({})),
+        };
+        o.ev(&json!({"ph": "i", "s": "t", "name": name, "cat": "process", "pid": p.pid, "tid": p.tid, "ts": o.us(p.ts), "args": args}))?;
+    }
+    // ioctls, one track per thread
+    let mut ioctl_tracks: HashMap<(u32, u32), u64> = HashMap::new();
+    for i in &t.ioctls {
+        let tid = match ioctl_tracks.get(&(i.pid, i.tid)) {
+            Some(&x) => x,
+            None => {
+                let x = next_syn();
+                ioctl_tracks.insert((i.pid, i.tid), x);
+                o.meta(i.pid as u64, Some(x), "thread_name", &format!("ioctls (tid {})", i.tid))?;
+                x
+            }
+        };
+        let (end, clipped) = nests.entry((i.pid, tid as u32)).or_default().push(i.ts, i.ts + i.dur);
+        let mut args = json!({"failed": i.failed});
+        if i.cuda_call != NO_STR {
+            args["cuda_call"] = json!(t.name(i.cuda_call));
+        }
+        if clipped {
+            args["clipped"] = json!(true);
+        }
+        o.ev(&json!({"ph": "X", "name": t.name(i.name), "cat": if i.file_op { "nvidia_fd" } else { "ioctl" },
+            "pid": i.pid, "tid": tid, "ts": o.us(i.ts), "dur": dur_us(end - i.ts), "args": args}))?;
+    }
+    // phases, iterations, markers
+    for (&pid, v) in &ph.by_pid {
+        if v.is_empty() {
+            continue;
+        }
+        let tid = next_syn();
+        o.meta(pid as u64, Some(tid), "thread_name", "phases")?;
+        for p in v {
+            o.ev(&json!({"ph": "X", "name": p.name, "cat": "phase", "pid": pid, "tid": tid, "ts": o.us(p.start),
+                "dur": dur_us(p.end - p.start), "args": {"source": p.source}}))?;
+        }
+        let its: Vec<_> = ph.iterations.iter().filter(|i| i.pid == pid).collect();
+        if !its.is_empty() {
+            let tid = next_syn();
+            o.meta(pid as u64, Some(tid), "thread_name", "iterations")?;
+            for i in its {
+                o.ev(&json!({"ph": "X", "name": format!("iteration {}", i.label), "cat": "iteration", "pid": pid, "tid": tid,
+                    "ts": o.us(i.start), "dur": dur_us(i.end - i.start), "args": {"tokens": i.tokens}}))?;
+            }
+        }
+    }
+    let mut marker_tracks: HashMap<u32, u64> = HashMap::new();
+    for m in t.markers.iter().filter(|m| m.op == crate::analysis::model::MarkerOp::Mark || m.op == crate::analysis::model::MarkerOp::Phase)
+    {
+        if !threads.contains_key(&m.pid) {
+            continue;
+        }
+        let tid = match marker_tracks.get(&m.pid) {
+            Some(&x) => x,
+            None => {
+                let x = next_syn();
+                marker_tracks.insert(m.pid, x);
+                o.meta(m.pid as u64, Some(x), "thread_name", "markers")?;
+                x
+            }
+        };
+        o.ev(
+            &json!({"ph": "i", "s": "t", "name": m.label, "cat": "marker", "pid": m.pid, "tid": tid, "ts": o.us(m.ts)}),
+        )?;
+    }
+    // GPU tracks
+    let links: HashMap<(usize, usize), u32> = if tl.source == Source::Measured {
+        link_measured_to_launches(t, tl).into_iter().map(|(s, i, c)| ((s, i), c)).collect()
+    } else {
+        HashMap::new()
+    };
+    let mut named_gpu: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    let mut flow_id = 0u64;
+    for (si, s) in tl.streams.iter().enumerate() {
+        let gpid = GPU_PID_BASE + s.device as u64;
+        if named_gpu.insert(s.device) {
+            let model = t.gpu_model(s.device as usize).unwrap_or_default();
+            o.meta(gpid, None, "process_name", &format!("GPU {} {model} ({})", s.device, tl.source.as_str()))?;
+        }
+        let tid = next_syn();
+        o.meta(gpid, Some(tid), "thread_name", &format!("pid {} {} [{}]", s.key.pid, s.label, s.source.as_str()))?;
+        let mut prev_end = 0u64;
+        for (ii, iv) in s.intervals.iter().enumerate() {
+            let start = iv.start.max(prev_end);
+            let end = iv.end.max(start);
+            prev_end = end;
+            let name = if iv.kind == crate::analysis::timeline::WorkKind::Pending {
+                format!("≤{} ops pending", iv.ops)
+            } else if iv.name != NO_STR {
+                t.name(iv.name).to_string()
+            } else if iv.kind == crate::analysis::timeline::WorkKind::Memcpy
+                && let Some(c) = t.calls.get(iv.call as usize)
+            {
+                format!("memcpy {}", c.dir.as_str())
+            } else {
+                iv.kind.as_str().to_string()
+            };
+            let (ts, dur) = (o.us(start), dur_us(end - start));
+            let src = s.source.as_str();
+            o.ev_with(|w| {
+                w.write_all(b"{\"ph\":\"X\",\"name\":")?;
+                serde_json::to_writer(&mut *w, &name).map_err(std::io::Error::other)?;
+                write!(w, ",\"cat\":\"gpu_{src}\",\"pid\":{gpid},\"tid\":{tid},\"ts\":")?;
+                serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
+                w.write_all(b",\"dur\":")?;
+                serde_json::to_writer(&mut *w, &dur).map_err(std::io::Error::other)?;
+                write!(w, ",\"args\":{{\"source\":\"{src}\",\"kind\":\"{}\"", iv.kind.as_str())?;
+                if iv.approximate {
+                    w.write_all(b",\"approximate\":true")?;
+                }
+                if iv.ops > 1 {
+                    write!(w, ",\"ops\":{}", iv.ops)?;
+                }
+                w.write_all(b"}}")
+            })?;
+            let call = if tl.source == Source::Measured { links.get(&(si, ii)).copied() } else { Some(iv.call) };
+            if let Some(ci) = call
+                && let Some(c) = t.calls.get(ci as usize)
+                && c.kind == crate::analysis::model::Kind::Launch
+                && start >= c.ts
+            {
+                flow_id += 1;
+                let (ts_s, ts_f) = (o.us(c.ts), o.us(start));
+                for (ph, pid, tid, ts) in [("s", c.pid as u64, c.tid as u64, ts_s), ("f", gpid, tid, ts_f)] {
+                    o.ev_with(|w| {
+                        let bp = if ph == "f" { ",\"bp\":\"e\"" } else { "" };
+                        write!(
+                            w,
+                            "{{\"ph\":\"{ph}\"{bp},\"id\":{flow_id},\"name\":\"launch\",\"cat\":\"launch\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
+                        )?;
+                        serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
+                        w.write_all(b"}")
+                    })?;
+                }
+            }
+        }
+    }
+    // counters
+    for s in energy::series(t) {
+        let gpid = GPU_PID_BASE + s.gpu as u64;
+        if named_gpu.insert(s.gpu) {
+            let model = t.gpu_model(s.gpu as usize).unwrap_or_default();
+            o.meta(gpid, None, "process_name", &format!("GPU {} {model}", s.gpu))?;
+        }
+        let base = s.points.first().map_or(0.0, |p| p.1);
+        for (name, unit, pts, scale, off) in [
+            ("power", "W", &s.power, 1.0, 0.0),
+            ("energy", "J", &s.points, 1e-3, base),
+            ("SM clock", "MHz", &s.sm_clock, 1.0, 0.0),
+            ("GPU utilization", "%", &s.util, 1.0, 0.0),
+        ] {
+            for &(ts, v) in pts.iter() {
+                o.ev(&json!({"ph": "C", "name": format!("{name} ({unit})"), "pid": gpid, "ts": o.us(ts),
+                    "args": {unit: ((v - off) * scale * 1000.0).round() / 1000.0}}))?;
+            }
+        }
+    }
+    let n = o.n;
+    let other = json!({"trace": t.path, "gpu_timeline": tl.source.as_str(), "t0_monotonic_ns": t0,
+        "generator": format!("tracer {}", env!("CARGO_PKG_VERSION"))});
+    write!(o.w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{other}}}\n")?;
+    o.w.flush()?;
+    Ok(n)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::model::parse_str;
+    use crate::analysis::phases::phases;
+    use crate::analysis::timeline;
+    use std::collections::{BTreeSet, HashSet};
+
+    /// Checks the trace-event format's rules; returns the number of events per `ph`.
+    pub(crate) fn validate(text: &str) -> Result<BTreeMap<String, usize>, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let evs = v["traceEvents"].as_array().ok_or("no traceEvents array")?;
+        let mut by_ph: BTreeMap<String, usize> = BTreeMap::new();
+        let mut proc_named: HashSet<u64> = HashSet::new();
+        let mut thread_named: HashSet<(u64, u64)> = HashSet::new();
+        let mut used_pids: HashSet<u64> = HashSet::new();
+        let mut used_threads: HashSet<(u64, u64)> = HashSet::new();
+        let mut slices: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
+        let mut flows: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+        let id = |x: &Value, f: &str| -> Result<u64, String> {
+            let n = x[f].as_u64().ok_or(format!("{f} not a non-negative integer: {x}"))?;
+            if n >= 1 << 31 {
+                return Err(format!("{f} over 2^31: {x}"));
+            }
+            Ok(n)
+        };
+        for e in evs {
+            let ph = e["ph"].as_str().ok_or(format!("no ph: {e}"))?;
+            *by_ph.entry(ph.to_string()).or_default() += 1;
+            let pid = id(e, "pid")?;
+            e["name"].as_str().ok_or(format!("no name: {e}"))?;
+            let ts = || e["ts"].as_f64().ok_or(format!("no numeric ts: {e}"));
+            match ph {
+                "M" => {
+                    let what = e["name"].as_str().unwrap();
+                    let n = e["args"]["name"].as_str().ok_or(format!("metadata without args.name: {e}"))?;
+                    if n.is_empty() {
+                        return Err(format!("empty name: {e}"));
+                    }
+                    match what {
+                        "process_name" => {
+                            proc_named.insert(pid);
+                        }
+                        "thread_name" => {
+                            thread_named.insert((pid, id(e, "tid")?));
+                        }
+                        _ => return Err(format!("unknown metadata {what}")),
+                    }
+                }
+                "X" => {
+                    let tid = id(e, "tid")?;
+                    let d = e["dur"].as_f64().ok_or(format!("X without dur: {e}"))?;
+                    if d < 0.0 {
+                        return Err(format!("negative dur: {e}"));
+                    }
+                    let t = ts()?;
+                    if t < 0.0 {
+                        return Err(format!("negative ts: {e}"));
+                    }
+                    used_pids.insert(pid);
+                    used_threads.insert((pid, tid));
+                    slices.entry((pid, tid)).or_default().push((t, t + d));
+                }
+                "i" => {
+                    ts()?;
+                    let s = e["s"].as_str().ok_or(format!("instant without scope: {e}"))?;
+                    if !["g", "p", "t"].contains(&s) {
+                        return Err(format!("bad instant scope {s}"));
+                    }
+                    let tid = id(e, "tid")?;
+                    used_pids.insert(pid);
+                    used_threads.insert((pid, tid));
+                }
+                "C" => {
+                    ts()?;
+                    let a = e["args"].as_object().ok_or(format!("counter without args: {e}"))?;
+                    if a.is_empty() || !a.values().all(Value::is_number) {
+                        return Err(format!("counter args must be numbers: {e}"));
+                    }
+                    used_pids.insert(pid);
+                }
+                "s" | "f" => {
+                    ts()?;
+                    id(e, "tid")?;
+                    e["cat"].as_str().ok_or(format!("flow without cat: {e}"))?;
+                    let fid = e["id"].as_u64().ok_or(format!("flow without id: {e}"))?;
+                    let f = flows.entry(fid).or_default();
+                    if ph == "s" {
+                        f.0 += 1;
+                    } else {
+                        if e["bp"] != "e" {
+                            return Err(format!("flow end without bp=e: {e}"));
+                        }
+                        f.1 += 1;
+                    }
+                }
+                _ => return Err(format!("unexpected ph {ph}")),
+            }
+        }
+        for p in &used_pids {
+            if !proc_named.contains(p) {
+                return Err(format!("pid {p} has events but no process_name"));
+            }
+        }
+        for t in &used_threads {
+            if !thread_named.contains(t) {
+                return Err(format!("track {t:?} has events but no thread_name"));
+            }
+        }
+        for (k, v) in slices.iter_mut() {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            let mut stack: Vec<f64> = Vec::new();
+            for &(a, b) in v.iter() {
+                while stack.last().is_some_and(|&e| e <= a + 1e-9) {
+                    stack.pop();
+                }
+                if let Some(&e) = stack.last()
+                    && b > e + 1e-6
+                {
+                    return Err(format!("track {k:?}: slice [{a}, {b}] overlaps its parent ending at {e}"));
+                }
+                stack.push(b);
+            }
+        }
+        for (fid, (s, f)) in flows {
+            if s != 1 || f != 1 {
+                return Err(format!("flow {fid}: {s} starts, {f} ends"));
+            }
+        }
+        Ok(by_ph)
+    }
+
+    fn export_str(t: &Trace, tl: &Timeline) -> String {
+        let mut buf = Vec::new();
+        export(t, &phases(t), tl, &mut buf).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn structure_of_a_small_trace() {
+        let l = [
+            r#"{"type":"header","pid":1,"command":["python3"],"gpus":[{"model":"H100"}]}"#.to_string(),
+            r#"{"ts":500,"pid":1,"tid":1,"type":"process","op":"exec","name":"process","filename":"/usr/bin/python3"}"#.into(),
+            timeline::tests::launch(1000, 2.0, "kA", "0x0"),
+            // a call nested in the launch (the runtime calling the driver from a driver callback) and one overlapping its end
+            r#"{"ts":1500,"pid":1,"tid":1,"type":"init","op":"get_proc_address","name":"cuGetProcAddress_v2","duration_us":5.0,"ret":0}"#.into(),
+            r#"{"ts":1200,"pid":1,"tid":1,"type":"ioctl","op":"ioctl","name":"RM_CONTROL","device":"/dev/nvidiactl","duration_us":0.5,"status":0,"cuda_call":"cuLaunchKernel"}"#.into(),
+            timeline::tests::sync(4000, 10.0, "0x0"),
+            r#"{"ts":100,"pid":1,"tid":0,"type":"marker","op":"phase","name":"marker","label":"warmup"}"#.into(),
+            r#"{"ts":3000,"pid":1,"tid":0,"type":"marker","op":"iteration","name":"marker","label":"0","tokens":2}"#.into(),
+            r#"{"ts":3500,"pid":1,"tid":0,"type":"marker","op":"mark","name":"marker","label":"hello"}"#.into(),
+            r#"{"ts":900,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":1000,"power_mw":70000,"sm_clock_mhz":1980,"util_gpu_pct":50}"#.into(),
+            r#"{"ts":20000,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":1002,"power_mw":71000,"sm_clock_mhz":1980,"util_gpu_pct":40}"#.into(),
+        ];
+        let t = parse_str("p", &l.join("\n")).unwrap();
+        let tl = timeline::inferred(&t, &timeline::tests::durs(&[("kA", 1000)]));
+        let text = export_str(&t, &tl);
+        let by_ph = validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // X: 3 calls + 1 ioctl + 1 phase + 1 iteration + 1 GPU kernel; i: exec + 2 markers (phase, mark)
+        assert_eq!(by_ph["X"], 7);
+        assert_eq!(by_ph["i"], 3);
+        assert_eq!(by_ph["C"], 8);
+        assert_eq!((by_ph["s"], by_ph["f"]), (1, 1));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        let gp = evs.iter().find(|e| e["cat"] == "gpu_inferred").unwrap();
+        // launch 1000..3000 ns returns at 3 µs; t0 = 100 ns (the phase marker)
+        assert_eq!(
+            (gp["ts"].as_f64(), gp["dur"].as_f64(), gp["pid"].as_u64()),
+            (Some(2.9), Some(1.0), Some(GPU_PID_BASE))
+        );
+        let gpi = evs.iter().find(|e| e["cat"] == "cuda" && e["name"] == "cuGetProcAddress_v2").unwrap();
+        assert_eq!((gpi["dur"].as_f64(), gpi["args"]["clipped"].as_bool()), (Some(1.5), Some(true)));
+        let names: BTreeSet<&str> =
+            evs.iter().filter(|e| e["ph"] == "M").filter_map(|e| e["args"]["name"].as_str()).collect();
+        assert!(names.contains("python3 (pid 1)"), "{names:?}");
+        assert!(names.contains("GPU 0 H100 (inferred)"), "{names:?}");
+        assert!(names.contains("ioctls (tid 1)") && names.contains("phases") && names.contains("iterations"));
+        assert_eq!(v["otherData"]["gpu_timeline"], "inferred");
+        let power = evs.iter().find(|e| e["name"] == "power (W)").unwrap();
+        assert_eq!(power["args"]["W"], 70.0);
+        let en: Vec<f64> =
+            evs.iter().filter(|e| e["name"] == "energy (J)").map(|e| e["args"]["J"].as_f64().unwrap()).collect();
+        assert_eq!(en, [0.0, 0.002]);
+    }
+
+    #[test]
+    fn validator_rejects_broken_traces() {
+        let bad_nest = r#"{"traceEvents":[{"ph":"M","pid":1,"name":"process_name","args":{"name":"p"}},{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"t"}},
+            {"ph":"X","pid":1,"tid":1,"name":"a","ts":0,"dur":10},{"ph":"X","pid":1,"tid":1,"name":"b","ts":5,"dur":10}]}"#;
+        assert!(validate(bad_nest).unwrap_err().contains("overlaps its parent"));
+        let unnamed = r#"{"traceEvents":[{"ph":"X","pid":1,"tid":1,"name":"a","ts":0,"dur":10}]}"#;
+        assert!(validate(unnamed).unwrap_err().contains("no process_name"));
+        let flow = r#"{"traceEvents":[{"ph":"s","pid":1,"tid":1,"name":"a","cat":"c","id":3,"ts":0}]}"#;
+        assert!(validate(flow).unwrap_err().contains("flow 3: 1 starts, 0 ends"));
+        let tid = r#"{"traceEvents":[{"ph":"i","s":"t","pid":1,"tid":"x","name":"a","ts":0}]}"#;
+        assert!(validate(tid).unwrap_err().contains("tid not a non-negative integer"));
+    }
+}

@@ -1,0 +1,660 @@
+//! Fills the figures' inputs from a trace file, on its own: CUDA calls per
+//! thread (call lines with `ts` + `duration_us`), phase and iteration
+//! markers, NVML power samples and measured GPU intervals (`gpu` lines) when
+//! the trace has them (docs/trace-format.md). Without markers, phases are
+//! derived from the calls; without GPU intervals, the gap histogram shows the
+//! gaps between driver calls instead and says so.
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::bins::idle_gaps;
+use super::gap_hist::thousands;
+use super::input::*;
+
+/// (ts, value) pairs.
+type Samples = Vec<(u64, f64)>;
+
+/// Accumulates trace lines; `finish` builds the inputs.
+#[derive(Default)]
+pub struct Builder {
+    name: String,
+    command: Option<String>,
+    gpu_models: Vec<String>,
+    t_min: Option<u64>,
+    t_max: u64,
+    calls: u64,
+    /// (pid, tid) -> slices; incomplete calls have end u64::MAX until `finish`.
+    threads: BTreeMap<(u64, u64), Vec<Slice>>,
+    /// (device, stream) -> slices.
+    gpu: BTreeMap<(u64, String), Vec<Slice>>,
+    /// (pid, ts, label) of phase markers.
+    phase_marks: Vec<(u64, u64, String)>,
+    marks: Vec<Mark>,
+    /// gpu index -> (ts, watts) and (ts, energy mJ).
+    power: BTreeMap<u64, (Samples, Samples)>,
+    first_call: Option<u64>,
+    first_launch: Option<u64>,
+    last_launch_end: Option<u64>,
+    /// The GPU rows come from the analysis's bound timeline (no `gpu` lines).
+    gpu_bound: bool,
+}
+
+fn u(v: &Value, k: &str) -> Option<u64> {
+    v.get(k).and_then(Value::as_u64)
+}
+
+fn f(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The colour class of a CUDA call.
+pub fn call_kind(ty: &str, op: &str) -> Kind {
+    if op.contains("launch") && (ty == "kernel" || ty == "graph") {
+        Kind::Launch
+    } else if ty == "sync" || op.contains("synchronize") || op.contains("wait") {
+        Kind::Sync
+    } else if ty == "memcpy" || ty == "memset" {
+        Kind::Copy
+    } else if ty == "memory" {
+        Kind::Memory
+    } else {
+        Kind::OtherCall
+    }
+}
+
+impl Builder {
+    pub fn new(name: &str) -> Self {
+        Builder { name: name.to_string(), ..Default::default() }
+    }
+
+    fn see(&mut self, t: u64) {
+        self.t_min = Some(self.t_min.map_or(t, |m| m.min(t)));
+        self.t_max = self.t_max.max(t);
+    }
+
+    pub fn add(&mut self, v: &Value) {
+        let ty = s(v, "type");
+        match ty {
+            "header" => {
+                if let Some(c) = v.get("command").and_then(Value::as_array) {
+                    let parts: Vec<&str> = c.iter().filter_map(Value::as_str).collect();
+                    self.command = Some(parts.join(" "));
+                }
+                if let Some(g) = v.get("gpus").and_then(Value::as_array) {
+                    self.gpu_models = g.iter().map(|g| s(g, "model").to_string()).filter(|m| !m.is_empty()).collect();
+                }
+                return;
+            }
+            "footer" => return,
+            _ => {}
+        }
+        let Some(ts) = u(v, "ts") else { return };
+        self.see(ts);
+        let (pid, tid) = (u(v, "pid").unwrap_or(0), u(v, "tid").unwrap_or(0));
+        match ty {
+            "marker" => {
+                let label = s(v, "label").to_string();
+                match s(v, "op") {
+                    "phase" => self.phase_marks.push((pid, ts, label)),
+                    "iteration" => self.marks.push(Mark { ts_ns: ts, label, iteration: true }),
+                    _ => self.marks.push(Mark { ts_ns: ts, label, iteration: false }),
+                }
+            }
+            "power" => {
+                let e = self.power.entry(u(v, "gpu").unwrap_or(0)).or_default();
+                if let Some(mw) = f(v, "power_mw") {
+                    e.0.push((ts, mw / 1000.0));
+                }
+                if let Some(mj) = f(v, "energy_mj") {
+                    e.1.push((ts, mj));
+                }
+            }
+            "gpu" => {
+                let end = u(v, "end_ts").or_else(|| f(v, "duration_us").map(|d| ts + (d * 1000.0).round() as u64));
+                let Some(end) = end else { return };
+                self.see(end);
+                let stream = match (u(v, "stream_id"), v.get("stream").and_then(Value::as_str)) {
+                    (Some(id), _) => format!("stream {id}"),
+                    (None, Some(h)) => format!("stream {h}"),
+                    _ => "stream ?".to_string(),
+                };
+                let kind = if s(v, "source").contains("infer") { Kind::GpuInferred } else { Kind::GpuMeasured };
+                self.gpu.entry((u(v, "device").unwrap_or(0), stream)).or_default().push(Slice {
+                    start_ns: ts,
+                    end_ns: end,
+                    kind,
+                });
+            }
+            _ if s(v, "name").starts_with("cu") => {
+                if v.get("entry_lost").and_then(Value::as_bool) == Some(true) {
+                    return;
+                }
+                let end = if v.get("incomplete").and_then(Value::as_bool) == Some(true) {
+                    u64::MAX
+                } else {
+                    match f(v, "duration_us") {
+                        Some(d) => ts + (d * 1000.0).round() as u64,
+                        None => return, // recorded without return probes
+                    }
+                };
+                if end != u64::MAX {
+                    self.see(end);
+                }
+                let kind = call_kind(ty, s(v, "op"));
+                self.calls += 1;
+                self.first_call = Some(self.first_call.map_or(ts, |m| m.min(ts)));
+                if kind == Kind::Launch {
+                    self.first_launch = Some(self.first_launch.map_or(ts, |m| m.min(ts)));
+                    let e = if end == u64::MAX { ts } else { end };
+                    self.last_launch_end = Some(self.last_launch_end.map_or(e, |m| m.max(e)));
+                }
+                self.threads.entry((pid, tid)).or_default().push(Slice { start_ns: ts, end_ns: end, kind });
+            }
+            _ => {}
+        }
+    }
+
+    pub fn finish(mut self) -> PlotData {
+        let t0 = self.t_min.unwrap_or(0);
+        let t1 = self.t_max.max(t0 + 1);
+        for sl in self.threads.values_mut() {
+            for x in sl.iter_mut() {
+                if x.end_ns == u64::MAX {
+                    x.end_ns = t1;
+                }
+            }
+        }
+        let multi_pid = self.threads.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len() > 1;
+        let threads: Vec<Track> = std::mem::take(&mut self.threads)
+            .into_iter()
+            .map(|((pid, tid), slices)| {
+                let who = match (multi_pid, pid == tid) {
+                    (false, true) => format!("tid {tid} (main)"),
+                    (false, false) => format!("tid {tid}"),
+                    (true, true) => format!("pid {pid} main"),
+                    (true, false) => format!("pid {pid} tid {tid}"),
+                };
+                Track { label: format!("{who} · {}", plural(slices.len() as u64, "call")), slices }
+            })
+            .collect();
+        let n_gpu_intervals: usize = self.gpu.values().map(Vec::len).sum();
+        let gpu: Vec<Track> = std::mem::take(&mut self.gpu)
+            .into_iter()
+            .map(|((dev, stream), mut slices)| {
+                slices.sort_unstable_by_key(|x| x.start_ns);
+                Track { label: format!("GPU {dev} · {stream}"), slices }
+            })
+            .collect();
+        let (phases, derived) = self.phases(t0, t1);
+        let mut power = Vec::new();
+        let mut energy = Vec::new();
+        let mut n_samples = 0;
+        for (gpu_idx, (mut w, mut e)) in std::mem::take(&mut self.power) {
+            w.sort_unstable_by_key(|x| x.0);
+            e.sort_unstable_by_key(|x| x.0);
+            n_samples += w.len().max(e.len());
+            let model = self.gpu_models.get(gpu_idx as usize).map(|m| format!(" ({m})")).unwrap_or_default();
+            if !w.is_empty() {
+                power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}"), samples: w.clone() });
+            } else if e.len() >= 2 {
+                // No power readings: the energy counter's rate, at the middle of each interval.
+                let derived = power_from_energy(&e);
+                if !derived.is_empty() {
+                    power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}, from energy"), samples: derived });
+                }
+            }
+            energy.push((w, e));
+        }
+        self.marks.sort_by_key(|m| m.ts_ns);
+
+        let file = self.name.clone();
+        let command = self.command.clone().unwrap_or_default();
+        let mut tl_notes = vec![format!(
+            "{} on {}; {} on {}; {}; {}",
+            plural(self.calls, "CUDA call"),
+            plural(threads.len() as u64, "thread"),
+            plural(n_gpu_intervals as u64, "GPU interval"),
+            plural(gpu.len() as u64, "stream"),
+            plural(n_samples as u64, "power sample"),
+            plural((self.phase_marks.len() + self.marks.len()) as u64, "marker"),
+        )];
+        if derived {
+            tl_notes.push(
+                "No phase markers: phases derived from the calls (start-up | first driver call: CUDA set-up | first \
+                 launch: kernels | last launch: shutdown)."
+                    .to_string(),
+            );
+        }
+        let title_cmd = if command.is_empty() { String::new() } else { format!(": {command}") };
+
+        let bars: Vec<PhaseBar> = phases
+            .iter()
+            .map(|p| PhaseBar {
+                label: p.label.clone(),
+                seconds: (p.end_ns - p.start_ns) as f64 / 1e9,
+                joules: energy
+                    .iter()
+                    .map(|(w, e)| {
+                        energy_j(e, p.start_ns, p.end_ns).or_else(|| integrate_power(w, p.start_ns, p.end_ns))
+                    })
+                    .sum::<Option<f64>>()
+                    .filter(|_| !energy.is_empty()),
+            })
+            .collect();
+        let mut phase_notes = vec![];
+        if derived {
+            phase_notes.push("No phase markers in this trace: phases derived from the calls.".to_string());
+        }
+        phase_notes.push(if energy.is_empty() {
+            "Energy needs NVML power samples in the trace.".to_string()
+        } else {
+            "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated at the phase edges; \
+             power integrated where the counter is missing."
+                .to_string()
+        });
+
+        let gaps = if gpu.is_empty() {
+            let mut iv: Vec<(u64, u64)> =
+                threads.iter().flat_map(|t| t.slices.iter().map(|x| (x.start_ns, x.end_ns))).collect();
+            Gaps {
+                title: format!("Gaps between CUDA driver calls (CPU side) — {file}"),
+                notes: vec![
+                    "No GPU intervals in this trace (record with --gpu-timestamps): these are the periods in which no \
+                     traced thread was inside a CUDA driver call, not GPU idle time."
+                        .to_string(),
+                ],
+                gaps_ns: idle_gaps(&mut iv),
+                compare: None,
+            }
+        } else {
+            let mut by_dev: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+            for t in &gpu {
+                let dev = t.label.split(" · ").next().unwrap_or("").to_string();
+                by_dev.entry(dev).or_default().extend(t.slices.iter().map(|x| (x.start_ns, x.end_ns)));
+            }
+            let mut all = Vec::new();
+            for iv in by_dev.values_mut() {
+                all.extend(idle_gaps(iv));
+            }
+            let how = if self.gpu_bound {
+                "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
+                 stream counts as busy from a submission until the synchronization covering it returns and these \
+                 gaps are certain idle time, a lower bound"
+            } else if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
+                "measured"
+            } else {
+                "measured and inferred"
+            };
+            Gaps {
+                title: format!("GPU idle gaps — {file}"),
+                notes: vec![format!(
+                    "Periods in which no stream of the GPU was busy, between its first and last interval ({how}){}.",
+                    if by_dev.len() > 1 {
+                        format!("; the gaps of {} GPUs together", by_dev.len())
+                    } else {
+                        String::new()
+                    }
+                )],
+                gaps_ns: all,
+                compare: None,
+            }
+        };
+
+        PlotData {
+            timeline: Timeline {
+                title: format!("Timeline — {file}{title_cmd}"),
+                origin_ns: t0,
+                t0_ns: t0,
+                t1_ns: t1,
+                threads,
+                gpu,
+                phases: phases.clone(),
+                marks: self.marks,
+                power,
+                notes: tl_notes,
+                ..Default::default()
+            },
+            gaps,
+            phases: PhaseBars { title: format!("Time and energy per phase — {file}"), notes: phase_notes, bars },
+        }
+    }
+
+    /// Phases from the markers (per pid: each lasts until the next phase
+    /// marker of its pid, or the end; "end" only closes), else derived from
+    /// the calls. The bool says "derived".
+    fn phases(&self, t0: u64, t1: u64) -> (Vec<Phase>, bool) {
+        if !self.phase_marks.is_empty() {
+            let mut by_pid: HashMap<u64, Vec<(u64, &str)>> = HashMap::new();
+            for (pid, ts, l) in &self.phase_marks {
+                by_pid.entry(*pid).or_default().push((*ts, l));
+            }
+            let multi = by_pid.len() > 1;
+            let mut out = Vec::new();
+            for (pid, mut m) in by_pid {
+                m.sort_by_key(|x| x.0);
+                for (i, &(ts, l)) in m.iter().enumerate() {
+                    if l == "end" {
+                        continue;
+                    }
+                    let end = m.get(i + 1).map_or(t1, |x| x.0);
+                    let label = if multi { format!("{pid}: {l}") } else { l.to_string() };
+                    out.push(Phase { label, start_ns: ts, end_ns: end });
+                }
+            }
+            out.sort_by(|a, b| a.start_ns.cmp(&b.start_ns).then_with(|| a.label.cmp(&b.label)));
+            return (out, false);
+        }
+        let Some(first_call) = self.first_call else {
+            return (vec![Phase { label: "whole trace".into(), start_ns: t0, end_ns: t1 }], true);
+        };
+        let mut cuts = vec![(t0, "start-up (no driver calls)")];
+        match (self.first_launch, self.last_launch_end) {
+            (Some(fl), Some(ll)) => {
+                cuts.push((first_call, "CUDA set-up"));
+                cuts.push((fl, "kernels"));
+                cuts.push((ll, "shutdown"));
+            }
+            _ => cuts.push((first_call, "CUDA calls (no launches)")),
+        }
+        let mut out = Vec::new();
+        for (i, &(start, label)) in cuts.iter().enumerate() {
+            let end = cuts.get(i + 1).map_or(t1, |x| x.0);
+            if end > start {
+                out.push(Phase { label: label.to_string(), start_ns: start, end_ns: end });
+            }
+        }
+        (out, true)
+    }
+}
+
+/// Power (W) from a cumulative energy counter (mJ): the rate over each pair
+/// of samples whose counter changed, placed at the pair's midpoint. Pairs
+/// where the counter did not advance are merged into the next one (the
+/// counter updates less often than it is sampled on some GPUs).
+pub fn power_from_energy(e: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let mut out = Vec::new();
+    let Some(&(mut ta, mut ea)) = e.first() else { return out };
+    for &(tb, eb) in &e[1..] {
+        if eb != ea && tb > ta {
+            out.push((ta + (tb - ta) / 2, (eb - ea) / ((tb - ta) as f64 / 1e9) / 1000.0));
+            (ta, ea) = (tb, eb);
+        }
+    }
+    out
+}
+
+/// "1 call", "2,000 calls".
+pub fn plural(n: u64, what: &str) -> String {
+    format!("{} {what}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+/// Energy in J between `a` and `b` from a cumulative counter in mJ, linearly
+/// interpolated between samples, and extrapolated from the first or last two
+/// samples up to two sampling intervals beyond them (a phase that ends a few
+/// ms after the last sample); None if the samples do not cover [a, b].
+pub fn energy_j(counter: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
+    let n = counter.len();
+    let at = |t: u64| -> Option<f64> {
+        let i = counter.partition_point(|x| x.0 <= t);
+        if i > 0 && counter[i - 1].0 == t {
+            return Some(counter[i - 1].1);
+        }
+        if n < 2 {
+            return None;
+        }
+        // The segment to interpolate on (or extrapolate from).
+        let j = i.clamp(1, n - 1);
+        let ((ta, ea), (tb, eb)) = (counter[j - 1], counter[j]);
+        if tb <= ta {
+            return None;
+        }
+        let outside = if t < ta { ta - t } else { t.saturating_sub(tb) };
+        if outside > 2 * (tb - ta) {
+            return None;
+        }
+        Some(ea + (eb - ea) * (t as f64 - ta as f64) / (tb - ta) as f64)
+    };
+    Some((at(b)? - at(a)?) / 1000.0)
+}
+
+/// Energy in J between `a` and `b` by integrating power samples (W) with the
+/// trapezoid rule, the power interpolated at `a` and `b`; None if the samples
+/// do not cover [a, b].
+pub fn integrate_power(samples: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
+    if samples.len() < 2 || samples[0].0 > a || samples.last()?.0 < b || b < a {
+        return None;
+    }
+    let at = |t: u64| -> f64 {
+        let i = samples.partition_point(|x| x.0 <= t).clamp(1, samples.len() - 1);
+        let ((ta, pa), (tb, pb)) = (samples[i - 1], samples[i]);
+        if tb == ta { pa } else { pa + (pb - pa) * (t as f64 - ta as f64) / (tb - ta) as f64 }
+    };
+    let mut pts = vec![(a, at(a))];
+    pts.extend(samples.iter().copied().filter(|x| x.0 > a && x.0 < b));
+    pts.push((b, at(b)));
+    Some(pts.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e9 * (w[0].1 + w[1].1) / 2.0).sum())
+}
+
+/// Reads a trace file into the analysis model.
+pub type LoadTrace = fn(&Path) -> anyhow::Result<crate::analysis::model::Trace>;
+
+/// Reads a trace file into the figures' inputs; `load_trace` reads it into
+/// the analysis model when the bound timeline is needed (the caller's
+/// loader, with its progress: `crate::cli::load::load`).
+pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut b = Builder::new(&name);
+    let progress = super::ReadProgress::new(path.display().to_string());
+    let mut n = 0u64;
+    crate::reader::for_each(path, |v| {
+        b.add(v);
+        n += 1;
+        progress.line(n);
+    })?;
+    progress.done(n);
+    if b.gpu.is_empty() {
+        // No measured GPU activity: draw the timeline the analysis bounds
+        // by synchronization (docs/analysis.md), labelled as such.
+        let t = load_trace(path)?;
+        b.add_bound(&crate::analysis::timeline::bound(&t));
+    }
+    Ok(b.finish())
+}
+
+impl Builder {
+    /// GPU rows from the synchronization-bound timeline: a stream counts as
+    /// possibly busy from a submission until the synchronization covering it
+    /// returns, so the gaps between rows' intervals are certain idle time.
+    pub fn add_bound(&mut self, tl: &crate::analysis::timeline::Timeline) {
+        for st in &tl.streams {
+            let slices: Vec<Slice> = st
+                .intervals
+                .iter()
+                .filter(|i| i.end > i.start)
+                .map(|i| Slice { start_ns: i.start, end_ns: i.end, kind: Kind::GpuInferred })
+                .collect();
+            if slices.is_empty() {
+                continue;
+            }
+            self.gpu_bound = true;
+            self.gpu.entry((st.device as u64, format!("{} (bound)", st.label))).or_default().extend(slices);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn build(lines: &[Value]) -> PlotData {
+        let mut b = Builder::new("t.jsonl");
+        for l in lines {
+            b.add(l);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn calls_markers_power_and_gpu_lines() {
+        let lines = vec![
+            json!({"type":"header","command":["python3","x.py"],"gpus":[{"bus":"0","model":"H100"}]}),
+            json!({"ts":1_000,"pid":10,"tid":10,"type":"process","op":"exec","name":"process"}),
+            json!({"ts":2_000,"pid":10,"tid":10,"type":"marker","op":"phase","name":"marker","label":"load"}),
+            json!({"ts":3_000,"pid":10,"tid":10,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":1.5}),
+            json!({"ts":5_000,"pid":10,"tid":11,"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","duration_us":2.0}),
+            json!({"ts":6_000,"pid":10,"tid":10,"type":"marker","op":"phase","name":"marker","label":"run"}),
+            json!({"ts":6_500,"pid":10,"tid":10,"type":"marker","op":"iteration","name":"marker","label":"0"}),
+            json!({"ts":7_000,"pid":10,"tid":10,"type":"memory","op":"alloc","name":"cuMemAlloc_v2","incomplete":true}),
+            json!({"ts":3_500,"end_ts":4_500,"duration_us":1.0,"pid":10,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream_id":7}),
+            json!({"ts":5_500,"end_ts":6_000,"pid":10,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream_id":7}),
+            json!({"ts":4_000,"end_ts":4_200,"pid":10,"tid":0,"type":"gpu","op":"memcpy","name":"memcpy_htod","source":"cupti","device":0,"stream_id":8}),
+            json!({"ts":2_000,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":1000,"power_mw":100000}),
+            json!({"ts":8_000,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":1600,"power_mw":null}),
+            json!({"ts":10_000,"pid":10,"tid":10,"type":"marker","op":"phase","name":"marker","label":"end"}),
+            json!({"type":"footer"}),
+        ];
+        let d = build(&lines);
+        let tl = &d.timeline;
+        assert_eq!((tl.t0_ns, tl.t1_ns), (1_000, 10_000));
+        assert_eq!(tl.title, "Timeline — t.jsonl: python3 x.py");
+        let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, vec!["tid 10 (main) · 2 calls", "tid 11 · 1 call"]);
+        assert_eq!(
+            tl.threads[0].slices,
+            vec![
+                Slice { start_ns: 3_000, end_ns: 4_500, kind: Kind::Launch },
+                Slice { start_ns: 7_000, end_ns: 10_000, kind: Kind::Memory }
+            ]
+        );
+        assert_eq!(tl.threads[1].slices, vec![Slice { start_ns: 5_000, end_ns: 7_000, kind: Kind::Sync }]);
+        let g: Vec<_> = tl.gpu.iter().map(|t| (t.label.as_str(), t.slices.len())).collect();
+        assert_eq!(g, vec![("GPU 0 · stream 7", 2), ("GPU 0 · stream 8", 1)]);
+        let p: Vec<_> = tl.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
+        assert_eq!(p, vec![("load", 2_000, 6_000), ("run", 6_000, 10_000)]);
+        assert_eq!(tl.marks, vec![Mark { ts_ns: 6_500, label: "0".into(), iteration: true }]);
+        assert_eq!(tl.power, vec![PowerSeries { label: "GPU 0 (H100)".into(), samples: vec![(2_000, 100.0)] }]);
+        // Gaps of the union of GPU 0's streams: [3500,4500) [5500,6000) -> one gap of 1000 ns.
+        assert_eq!(d.gaps.gaps_ns, vec![1_000]);
+        assert!(d.gaps.title.starts_with("GPU idle gaps"));
+        // Energy: counter 1000 mJ at 2 µs, 1600 mJ at 8 µs: load (2..6 µs) 0.4 J, run (6..10 µs) 0.4 J
+        // (extrapolated 2 µs past the last sample, within two sampling intervals).
+        let bars: Vec<_> = d.phases.bars.iter().map(|b| (b.label.as_str(), b.seconds, b.joules)).collect();
+        assert_eq!(bars.len(), 2);
+        assert_eq!((bars[0].0, bars[0].1), ("load", 4e-6));
+        assert!((bars[0].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[0]);
+        assert_eq!((bars[1].0, bars[1].1), ("run", 4e-6));
+        assert!((bars[1].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[1]);
+    }
+
+    #[test]
+    fn derived_phases_and_cpu_gaps_without_markers() {
+        let lines = vec![
+            json!({"ts":0,"pid":1,"tid":1,"type":"process","op":"exec","name":"process"}),
+            json!({"ts":100,"pid":1,"tid":1,"type":"init","op":"init","name":"cuInit","duration_us":0.1}),
+            json!({"ts":300,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":0.05}),
+            json!({"ts":400,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","duration_us":0.05}),
+            json!({"ts":600,"pid":1,"tid":1,"type":"memory","op":"free","name":"cuMemFree_v2","duration_us":0.1}),
+            json!({"ts":800,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}),
+            json!({"ts":900,"pid":1,"tid":1,"type":"memory","op":"free","name":"cuMemFree_v2","entry_lost":true}),
+        ];
+        let d = build(&lines);
+        let p: Vec<_> = d.timeline.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
+        assert_eq!(
+            p,
+            vec![
+                ("start-up (no driver calls)", 0, 100),
+                ("CUDA set-up", 100, 300),
+                ("kernels", 300, 450),
+                ("shutdown", 450, 900)
+            ]
+        );
+        assert!(d.gaps.title.starts_with("Gaps between CUDA driver calls"));
+        // Calls [100,200) [300,350) [400,450) [600,700): gaps 100, 50, 150.
+        assert_eq!(d.gaps.gaps_ns, vec![100, 50, 150]);
+        assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
+    }
+
+    #[test]
+    fn power_derived_from_energy_counter() {
+        // 1 J over 10 ms = 100 W; a repeated reading is merged with the next.
+        let e = [(0, 5000.0), (10_000_000, 6000.0), (20_000_000, 6000.0), (30_000_000, 10000.0)];
+        assert_eq!(power_from_energy(&e), vec![(5_000_000, 100.0), (20_000_000, 200.0)]);
+        assert_eq!(power_from_energy(&[]), vec![]);
+        let d = build(&[
+            json!({"ts":0,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":1,"energy_mj":0,"power_mw":null}),
+            json!({"ts":1_000_000_000u64,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":1,"energy_mj":70000,"power_mw":null}),
+        ]);
+        assert_eq!(
+            d.timeline.power,
+            vec![PowerSeries { label: "GPU 1, from energy".into(), samples: vec![(500_000_000, 70.0)] }]
+        );
+    }
+
+    #[test]
+    fn energy_from_counter_and_power() {
+        let c = [(0, 0.0), (10, 1000.0), (20, 3000.0)];
+        assert_eq!(energy_j(&c, 0, 20), Some(3.0));
+        assert_eq!(energy_j(&c, 5, 15), Some(1.5));
+        assert_eq!(energy_j(&c, 5, 25), Some(3.5)); // 5 ns past the last sample: extrapolated
+        assert_eq!(energy_j(&c, 5, 41), None); // 21 ns past it: more than two intervals
+        assert_eq!(energy_j(&c[..1], 0, 5), None);
+        let p = [(0, 100.0), (1_000_000_000, 300.0)];
+        assert_eq!(integrate_power(&p, 0, 1_000_000_000), Some(200.0));
+        assert_eq!(integrate_power(&p, 500_000_000, 1_000_000_000), Some(125.0));
+        assert_eq!(integrate_power(&p, 0, 2_000_000_000), None);
+    }
+}
+
+#[cfg(test)]
+mod committed_traces {
+    use super::*;
+
+    fn trace(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces").join(name)
+    }
+
+    /// Stable figures of the committed GPT-2 recording (no markers, power or GPU lines).
+    #[test]
+    fn transformer_inference() {
+        let d = load(&trace("transformer_inference.jsonl.gz"), crate::cli::load::load).unwrap();
+        let tl = &d.timeline;
+        assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (32_839_643_988, 32_839_643_988, 56_565_059_521));
+        let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, vec!["tid 445 (main) · 29,290 calls"]);
+        assert!(tl.power.is_empty() && tl.marks.is_empty());
+        // No GPU lines: the rows of the analysis's synchronization-bound timeline.
+        let gpu: Vec<_> = tl.gpu.iter().map(|t| (t.label.as_str(), t.slices.len())).collect();
+        assert_eq!(
+            gpu,
+            vec![("GPU 0 · stream 0x0 (legacy default) (bound)", 328), ("GPU 0 · stream 0x3fe86510 (bound)", 2)]
+        );
+        // Calls per colour: launches, synchronize, memcpy/memset, alloc/free, other.
+        let kinds: Vec<_> =
+            Kind::ALL.iter().map(|k| tl.threads[0].slices.iter().filter(|s| s.kind == *k).count()).collect();
+        assert_eq!(kinds, vec![22_758, 328, 1_114, 24, 5_066, 0, 0, 0, 0]);
+        let p: Vec<_> = tl.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
+        assert_eq!(
+            p,
+            vec![
+                ("start-up (no driver calls)", 32_839_643_988, 47_426_297_489),
+                ("CUDA set-up", 47_426_297_489, 50_738_423_805),
+                ("kernels", 50_738_423_805, 55_277_940_286),
+                ("shutdown", 55_277_940_286, 56_565_059_521)
+            ]
+        );
+        // Without GPU lines: the gaps between driver calls (one thread, calls never overlap).
+        // Its gaps: the same figures as `tracer gaps` (docs/gaps.md: 327 gaps, 63.69 ms, longest 12.54 ms).
+        assert!(d.gaps.title.starts_with("GPU idle gaps"), "{}", d.gaps.title);
+        assert!(d.gaps.notes[0].contains("bounded by synchronization"), "{:?}", d.gaps.notes);
+        let g = &d.gaps.gaps_ns;
+        assert_eq!((g.len(), g.iter().sum::<u64>(), g.iter().max().copied()), (327, 63_688_686, Some(12_542_755)));
+        assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
+    }
+}
