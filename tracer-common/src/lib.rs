@@ -4,7 +4,8 @@
 //! type ids ([`event::EventKind`]) and compile-time size asserts, the table of
 //! probed libcuda functions ([`funcs`]) and the 64-bit attach cookie that tells
 //! the one generic uprobe program what to capture for each function
-//! ([`cookie::Cookie`]). The `user` feature adds decoding helpers.
+//! ([`cookie::Cookie`]). The `user` feature adds decoding helpers and the
+//! aya `Pod` impls of the map values (`user`), as kunai's `bpf_events/user.rs`.
 #![no_std]
 
 pub mod cookie;
@@ -15,3 +16,5 @@ pub mod params;
 
 #[cfg(feature = "user")]
 pub mod decode;
+#[cfg(feature = "user")]
+pub mod user;

@@ -14,7 +14,7 @@ use aya::{
     },
 };
 use tracer_common::{
-    event::counter,
+    event::{UvmCapture, counter},
     funcs::{Arg, FUNCS, FuncId, VARIANTS},
 };
 
@@ -248,14 +248,12 @@ pub struct IoctlOptions<'a> {
 /// UVM capture table. Records every path tried and why it was refused.
 fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions, report: &mut ProbeReport) -> anyhow::Result<()> {
     {
-        // Values are UvmCapture {size, tail_off, tail_len, pad} as [u32; 4]
-        // (aya's Pod trait cannot be implemented for the shared type here).
-        let mut uvm: BpfHashMap<_, u32, [u32; 4]> =
+        let mut uvm: BpfHashMap<_, u32, UvmCapture> =
             BpfHashMap::try_from(ebpf.map_mut("UVM_SIZES").context("UVM_SIZES map")?)?;
         for (num, _) in crate::decode::nvioctl::uvm_ioctls() {
             let size = crate::decode::nvioctl::uvm_param_size(num as u64).unwrap_or(0) as u32;
             let (tail_off, tail_len) = crate::decode::ioctls::uvm_tail(size);
-            uvm.insert(num, [size, tail_off, tail_len, 0], 0)?;
+            uvm.insert(num, UvmCapture { size, tail_off, tail_len, _pad: 0 }, 0)?;
         }
     }
     attach_tps(

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use aya::Pod;
 use aya::maps::{HashMap as BpfHashMap, MapData};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -23,17 +22,9 @@ use crate::collect::procmem::ProcMem;
 /// The recording format version (manifest.json `schema_version`).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// `Layout` as an aya map value (the orphan rule keeps `Pod` off the
-/// shared type itself).
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct PodLayout(pub Layout);
-// SAFETY: repr(C) integers only, no padding (size asserted in tracer-common).
-unsafe impl Pod for PodLayout {}
-
 /// The eBPF maps userspace fills.
 pub struct KernelMaps {
-    pub layouts: aya::maps::Array<MapData, PodLayout>,
+    pub layouts: aya::maps::Array<MapData, Layout>,
     pub by_name: BpfHashMap<MapData, u64, u32>,
     pub pending: BpfHashMap<MapData, u32, u32>,
 }
@@ -310,7 +301,7 @@ impl Recorder {
             let mut failed = 0;
             if let Some(up) = updates {
                 for (lid, l) in up.layouts {
-                    failed += m.layouts.set(lid, PodLayout(l), 0).is_err() as u64;
+                    failed += m.layouts.set(lid, l, 0).is_err() as u64;
                 }
                 for (key, lid) in up.names {
                     failed += m.by_name.insert(key, lid, 0).is_err() as u64;
