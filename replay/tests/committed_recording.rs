@@ -37,3 +37,46 @@ fn replay_check_recording_plans_completely() {
         }
     }
 }
+
+/// The same recording with its trace zstd-compressed (`tracer record
+/// --replayable --compress zstd`): `trace.jsonl.zst`, named by the manifest,
+/// gives the same trace and the same plan.
+#[test]
+fn replay_check_recording_compressed_with_zstd_plans_the_same() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/replay_check.rec");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("replay_check_zst.rec");
+    for sub in ["images", "data"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for e in std::fs::read_dir(src.join(sub)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.join(sub).join(e.file_name())).unwrap();
+        }
+    }
+    let text = std::fs::read(src.join("trace.jsonl")).unwrap();
+    // Two frames, the first ended by a flush as tracer's writer does every 100 ms.
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    enc.include_checksum(true).unwrap();
+    std::io::Write::write_all(&mut enc, &text[..text.len() / 2]).unwrap();
+    std::io::Write::flush(&mut enc).unwrap();
+    std::io::Write::write_all(&mut enc, &text[text.len() / 2..]).unwrap();
+    std::fs::write(dir.join("trace.jsonl.zst"), enc.finish().unwrap()).unwrap();
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(src.join("manifest.json")).unwrap()).unwrap();
+    m["trace"] = "trace.jsonl.zst".into();
+    std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+
+    let plain = Recording::open(&src).unwrap();
+    let zst = Recording::open(&dir).unwrap();
+    assert_eq!(zst.trace_path, dir.join("trace.jsonl.zst"));
+    assert_eq!(zst.trace_name(), "trace.jsonl.zst");
+    assert_eq!((zst.trace.lines, zst.trace.calls.len()), (plain.trace.lines, plain.trace.calls.len()));
+    assert_eq!(zst.trace.gpu, plain.trace.gpu);
+    assert_eq!(zst.trace.warnings, plain.trace.warnings);
+    assert_eq!(zst.trace.header, plain.trace.header);
+    assert_eq!(zst.trace.footer, plain.trace.footer);
+    let a = plan::build(&plain.manifest, &plain.trace, "trace.jsonl").unwrap();
+    let b = plan::build(&zst.manifest, &zst.trace, "trace.jsonl").unwrap();
+    zst.check_data(&b).unwrap();
+    assert_eq!(format!("{a:#?}"), format!("{b:#?}"));
+    assert_eq!(b.coverage.launches_replayed, 5);
+}

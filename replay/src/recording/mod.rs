@@ -3,19 +3,19 @@
 //! checks everything that can be checked without planning: the manifest's
 //! format and schema version, each image's presence, size and SHA-256, and
 //! every trace line's syntax. Errors name the file (and line) and what is wrong.
+//! The manifest, its schema check, the content addresses and the trace
+//! reader are tracer-format's, shared with tracer.
 
-pub mod hex;
-pub mod manifest;
 pub mod trace;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
+use tracer_format::digest::{sha256_file, sha256_hex};
+use tracer_format::recording::{MANIFEST, SCHEMA_VERSION};
 
-pub use manifest::{ImageEntry, KernelLayout, Manifest};
 pub use trace::{Call, GpuActivity, Marker, PowerSample, Trace};
+pub use tracer_format::recording::{ImageEntry, KernelLayout, Manifest};
 
 #[derive(Debug)]
 pub struct Recording {
@@ -30,9 +30,9 @@ impl Recording {
         if !dir.is_dir() {
             bail!("{}: not a directory (a recording is a NAME.rec/ directory)", dir.display());
         }
-        let mpath = dir.join("manifest.json");
+        let mpath = dir.join(MANIFEST);
         let text = std::fs::read_to_string(&mpath).with_context(|| format!("{}: cannot read", mpath.display()))?;
-        let manifest = Manifest::parse(&text, &mpath)?;
+        let manifest = Manifest::parse(&text, &mpath, "replay")?;
         for img in &manifest.images {
             let p = dir.join(&img.file);
             let what = || format!("{}: image {} ({})", mpath.display(), img.sha256, p.display());
@@ -47,18 +47,12 @@ impl Recording {
         }
         let trace_path = dir.join(&manifest.trace);
         let trace = Trace::read(&trace_path)?;
-        if let Some(v) = trace
-            .header
-            .as_ref()
-            .and_then(|h| h.get("replayable"))
-            .and_then(|r| r.get("schema_version"))
-            .and_then(|v| v.as_u64())
-            && v > manifest::SCHEMA_VERSION
+        if let Some(v) = trace.header.as_ref().and_then(|h| h.replayable_schema_version())
+            && v > SCHEMA_VERSION
         {
             bail!(
-                "{}:1: header replayable.schema_version {v} is newer than this replay understands (schema_version {})",
+                "{}:1: header replayable.schema_version {v} is newer than this replay understands (schema_version {SCHEMA_VERSION})",
                 trace_path.display(),
-                manifest::SCHEMA_VERSION
             );
         }
         Ok(Recording { dir: dir.to_owned(), manifest, trace_path, trace })
@@ -81,7 +75,7 @@ impl Recording {
     }
 
     pub fn data_path(&self, sha: &str) -> PathBuf {
-        self.dir.join("data").join(sha)
+        tracer_format::recording::data_path(&self.dir, sha)
     }
 
     /// The bytes of `data/<sha>`, checked against their name and the copy's size.
@@ -97,24 +91,6 @@ impl Recording {
         }
         Ok(b)
     }
-}
-
-pub fn sha256_hex(b: &[u8]) -> String {
-    hex::encode(&Sha256::digest(b))
-}
-
-pub fn sha256_file(p: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(p)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(&h.finalize()))
 }
 
 impl Recording {

@@ -1,14 +1,15 @@
-//! Reading `trace.jsonl` (docs/trace-format.md): the call lines replay needs,
-//! the measured GPU activity (`gpu`), markers and power samples. Every error
-//! names the file and the line.
+//! Reading `trace.jsonl` (docs/trace-format.md; or `.gz`, `.zst`): the call
+//! lines replay needs, the measured GPU activity (`gpu`), markers and power
+//! samples. Every error names the file and the line.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use serde::Deserialize as _;
 use serde_json::{Map, Value};
-
-use super::hex;
+use tracer_format::footer::Footer;
+use tracer_format::header::Header;
 
 /// One call line of a type replay looks at (module, kernel, graph, memory,
 /// memcpy, memset, sync, stream, event).
@@ -74,7 +75,7 @@ impl Call {
 
 pub fn as_addr(v: &Value) -> Option<u64> {
     match v {
-        Value::String(s) => hex::parse_addr(s),
+        Value::String(s) => tracer_format::hex::parse_addr(s),
         Value::Number(n) => n.as_u64(),
         _ => None,
     }
@@ -127,8 +128,8 @@ pub struct PowerSample {
 
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
-    pub header: Option<Value>,
-    pub footer: Option<Value>,
+    pub header: Option<Header>,
+    pub footer: Option<Footer>,
     pub calls: Vec<Call>,
     pub gpu: Vec<GpuActivity>,
     pub markers: Vec<Marker>,
@@ -143,51 +144,43 @@ pub struct Trace {
 const CALL_TYPES: &[&str] = &["module", "kernel", "graph", "memory", "memcpy", "memset", "sync", "stream", "event"];
 
 impl Trace {
-    /// Read a trace (plain, or gzip when the name ends in `.gz`).
+    /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
+    /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
         let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
-        if path.extension().is_some_and(|e| e == "gz") {
-            Trace::from_reader(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(f)), path)
-        } else {
-            Trace::from_reader(std::io::BufReader::with_capacity(1 << 20, f), path)
-        }
+        Trace::from_reader(tracer_format::read::decompressed(path, f)?, path)
     }
 
-    pub fn from_reader<R: BufRead>(mut r: R, path: &Path) -> Result<Trace> {
+    /// Lines come through tracer-format's reader; a bad line is an error
+    /// unless it is the last one of a trace without footer (the recording
+    /// was cut short): decided once the next line comes.
+    pub fn from_reader<R: Read>(r: R, path: &Path) -> Result<Trace> {
         let mut t = Trace::default();
-        let mut buf = String::new();
-        let mut lineno = 0usize;
-        // A bad line is an error unless it is the last one of a trace without
-        // footer (the recording was cut short): decided once the next line comes.
         let mut pending: Option<String> = None;
-        loop {
-            buf.clear();
-            let n = r.read_line(&mut buf).with_context(|| format!("{}:{}: read error", path.display(), lineno + 1))?;
-            if n == 0 {
-                break;
-            }
-            lineno += 1;
+        let name = path.display().to_string();
+        let stats = tracer_format::read::lines_in_place(r, &name, tracer_format::read::MAX_LINE_BYTES, |n, line| {
+            let lineno = n as usize;
             if let Some(e) = pending.take() {
                 bail!("{e}");
             }
-            let text = buf.trim_end_matches(['\n', '\r']);
-            if text.is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(obj)) => {
-                    t.add(obj, lineno, path)?;
-                }
-                Ok(_) => pending = Some(format!("{}:{lineno}: not a JSON object", path.display())),
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(obj)) => t.add(obj, lineno, path)?,
+                Ok(_) => pending = Some(format!("{name}:{lineno}: not a JSON object")),
                 Err(e) => {
-                    pending = Some(format!(
-                        "{}:{lineno}: not valid JSON ({e}); the line is truncated or corrupt",
-                        path.display()
-                    ))
+                    pending = Some(format!("{name}:{lineno}: not valid JSON ({e}); the line is truncated or corrupt"))
                 }
             }
+            Ok(())
+        })?;
+        t.lines = stats.lines as usize;
+        if let Some(n) = stats.partial_line {
+            // The last line, without newline, is not JSON: the same case.
+            if let Some(e) = pending.take() {
+                bail!("{e}");
+            }
+            pending =
+                Some(format!("{name}:{n}: not valid JSON (cut off before its end); the line is truncated or corrupt"));
         }
-        t.lines = lineno;
         if let Some(e) = pending {
             if t.footer.is_none() {
                 t.warnings
@@ -206,12 +199,23 @@ impl Trace {
         let ty = obj.get("type").and_then(|v| v.as_str()).unwrap_or("").to_owned();
         let here = || format!("{}:{line}", path.display());
         match ty.as_str() {
+            // Fields of unexpected types stay in `rest`, as the line is.
             "header" => {
-                self.header = Some(Value::Object(obj));
+                let v = Value::Object(obj);
+                self.header = Some(Header::deserialize(&v).unwrap_or_else(|_| Header {
+                    line_type: ty,
+                    rest: untyped(v),
+                    ..Header::default()
+                }));
                 return Ok(());
             }
             "footer" => {
-                self.footer = Some(Value::Object(obj));
+                let v = Value::Object(obj);
+                self.footer = Some(Footer::deserialize(&v).unwrap_or_else(|_| Footer {
+                    line_type: ty,
+                    rest: untyped(v),
+                    ..Footer::default()
+                }));
                 return Ok(());
             }
             _ => {}
@@ -281,9 +285,10 @@ impl Trace {
                     .to_owned();
                 let params = match obj.remove("params") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => {
-                        Some(hex::decode(&s).map_err(|e| anyhow::anyhow!("{}: {name}: \"params\": {e}", here()))?)
-                    }
+                    Some(Value::String(s)) => Some(
+                        tracer_format::hex::decode_bytes(&s)
+                            .map_err(|e| anyhow::anyhow!("{}: {name}: \"params\": {e}", here()))?,
+                    ),
                     Some(_) => bail!("{}: {name}: \"params\" is not a string", here()),
                 };
                 self.calls.push(Call {
@@ -304,6 +309,14 @@ impl Trace {
         }
         Ok(())
     }
+}
+
+/// A header or footer whose typed fields have other types: every field but
+/// `type`, as it is.
+fn untyped(v: Value) -> Map<String, Value> {
+    let Value::Object(mut m) = v else { return Map::new() };
+    m.remove("type");
+    m
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 pub fn sha(b: &[u8]) -> String {
-    replay::recording::sha256_hex(b)
+    tracer_format::digest::sha256_hex(b)
 }
 
 pub struct Rec {
@@ -104,7 +104,7 @@ impl Rec {
 }
 
 pub fn hex(b: &[u8]) -> String {
-    replay::recording::hex::encode(b)
+    tracer_format::hex::bytes(b)
 }
 
 /// Parameter bytes from (offset, bytes) pieces, zero padded to `size`.

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use tracer_format::footer::Footer;
 
 use super::stats::{median, range};
 use crate::{setup, util};
@@ -212,32 +213,8 @@ fn last_json_line(text: &str) -> Option<Value> {
 
 /// The last line of a trace (read from its end: traces here reach GBs; a
 /// .zst one is decoded whole).
-fn footer(trace: &Path) -> Result<Value> {
-    use std::io::{BufRead as _, Read as _, Seek as _, SeekFrom};
-    let mut f = fs::File::open(trace).with_context(|| format!("reading {}", trace.display()))?;
-    if trace.extension().is_some_and(|e| e == "zst") {
-        let mut r = std::io::BufReader::with_capacity(1 << 20, zstd::stream::read::Decoder::new(f)?);
-        let (mut line, mut last) = (Vec::new(), Vec::new());
-        while r.read_until(b'\n', &mut line)? > 0 {
-            std::mem::swap(&mut line, &mut last);
-            line.clear();
-        }
-        let v: Value = serde_json::from_slice(&last).with_context(|| format!("last line of {}", trace.display()))?;
-        if v["type"] != "footer" {
-            bail!("{} has no footer", trace.display());
-        }
-        return Ok(v);
-    }
-    let len = f.metadata()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(1 << 20)))?;
-    let mut tail = String::new();
-    f.read_to_string(&mut tail)?;
-    let last = tail.lines().last().unwrap_or("");
-    let v: Value = serde_json::from_str(last).with_context(|| format!("last line of {}", trace.display()))?;
-    if v["type"] != "footer" {
-        bail!("{} has no footer", trace.display());
-    }
-    Ok(v)
+fn footer(trace: &Path) -> Result<Footer> {
+    tracer_format::footer::read_last(trace)
 }
 
 fn tracer_cmd(env: &Env, out: &Path, opts: &[&str]) -> Command {
@@ -267,17 +244,17 @@ fn run_calls(env: &Env, func: &str, n: u64, threads: u32, opts: Option<&[&str]>)
     if let Some(o) = opts {
         let f = footer(&trace)?;
         let want = (n + 1000) * threads as u64;
-        let recorded = f["calls"].as_u64().unwrap_or(0);
-        let lost = f["lost"]["total"].as_u64().unwrap_or(u64::MAX);
+        let recorded = f.calls.unwrap_or(0);
+        let lost = f.lost_total().unwrap_or(u64::MAX);
         // The empty programs record nothing; tracer must record every call.
         if o.first() != Some(&"--bench-probe") && (recorded != want || lost != 0) {
-            bail!("recorded {recorded} of {want} calls, {lost} lost: {f}");
+            bail!("recorded {recorded} of {want} calls, {lost} lost: {}", json!(f));
         }
         v["recorded"] = json!(recorded);
         v["lost"] = json!(lost);
-        v["collector_cpu_s"] = json!(cpu(&f));
-        v["collector_max_rss_kib"] = f["collector"]["max_rss_kib"].clone();
-        v["bpf_stats"] = match f["bpf_stats"].as_object() {
+        v["collector_cpu_s"] = json!(f.collector_cpu_s());
+        v["collector_max_rss_kib"] = json!(max_rss_kib(&f));
+        v["bpf_stats"] = match &f.bpf_stats {
             Some(m) => m
                 .iter()
                 .filter(|(k, _)| k.starts_with("cu_"))
@@ -291,9 +268,8 @@ fn run_calls(env: &Env, func: &str, n: u64, threads: u32, opts: Option<&[&str]>)
     Ok(v)
 }
 
-fn cpu(footer: &Value) -> f64 {
-    footer["collector"]["cpu_user_s"].as_f64().unwrap_or(0.0)
-        + footer["collector"]["cpu_system_s"].as_f64().unwrap_or(0.0)
+fn max_rss_kib(footer: &Footer) -> Option<u64> {
+    footer.collector.as_ref()?.max_rss_kib
 }
 
 fn summarize_calls(func: &str, threads: u32, n: u64, samples: &[Vec<Value>]) -> Value {
@@ -363,7 +339,7 @@ fn run_ceiling(env: &Env, dir: &Path, suffix: &str, rate: u64, seconds: f64) -> 
     let b = last_json_line(&String::from_utf8_lossy(&out.stdout)).context("no result line from bench")?;
     let f = footer(&trace)?;
     let produced = b["syscalls"].as_u64().unwrap_or(0);
-    let recorded = f["calls"].as_u64().unwrap_or(0);
+    let recorded = f.calls.unwrap_or(0);
     let bytes = fs::metadata(&trace)?.len();
     let ran = b["seconds"].as_f64().unwrap_or(seconds);
     let ks: Vec<f64> = rss.iter().filter_map(|v| v[1].as_f64()).collect();
@@ -371,17 +347,17 @@ fn run_ceiling(env: &Env, dir: &Path, suffix: &str, rate: u64, seconds: f64) -> 
         "target_rate": rate,
         "produced": produced,
         "records": recorded,
-        "lost": f["lost"]["total"],
+        "lost": f.lost_total(),
         "produced_per_s": produced as f64 / ran,
         "recorded_per_s_while_producing": recorded as f64 / ran,
         "trace_mb_per_s": bytes as f64 / 1e6 / ran,
         // The footer's duration runs from the start of collection (probes
         // attached) to the end of the trace: past the producer's end, the
         // collector was still catching up.
-        "drain_after_producer_s": (f["duration_s"].as_f64().unwrap_or(wall) - ran).max(0.0),
-        "collector_cpu_s": cpu(&f),
-        "collector_cpu_share": cpu(&f) / f["duration_s"].as_f64().unwrap_or(wall),
-        "collector_max_rss_kib": f["collector"]["max_rss_kib"],
+        "drain_after_producer_s": (f.duration_s.unwrap_or(wall) - ran).max(0.0),
+        "collector_cpu_s": f.collector_cpu_s(),
+        "collector_cpu_share": f.collector_cpu_s() / f.duration_s.unwrap_or(wall),
+        "collector_max_rss_kib": max_rss_kib(&f),
         // Skip the first samples: tracer starting up (loading, before exec).
         "rss_anon_kib_first": ks.get(2).or(ks.last()),
         "rss_anon_kib_last": ks.last(),
@@ -391,8 +367,8 @@ fn run_ceiling(env: &Env, dir: &Path, suffix: &str, rate: u64, seconds: f64) -> 
     });
     println!(
         "ceiling {rate}/s: produced {produced}, recorded {recorded}, lost {}, collector cpu {:.2} s of {:.2} s",
-        f["lost"]["total"],
-        cpu(&f),
+        json!(f.lost_total()),
+        f.collector_cpu_s(),
         wall
     );
     Ok((v, trace))

@@ -1,0 +1,20 @@
+//! `tracer-format`: the files tracer writes and every reader reads, with no
+//! dependency on eBPF, the CUDA driver or a terminal.
+//!
+//! - [`hex`]: the one formatter and parser of `"0x…"` handles and addresses
+//!   and of lowercase hex byte strings (`params`);
+//! - [`digest`]: SHA-256 in hex, the content addresses of a recording;
+//! - [`read`]: the streaming trace reader (`.jsonl`, `.jsonl.gz`,
+//!   `.jsonl.zst`, or a recording directory), with its in-place fast path;
+//! - [`recording`]: the recording directory `NAME.rec/`
+//!   (docs/recording-format.md): the typed manifest, its schema check, where
+//!   its trace, images and data lie;
+//! - [`header`], [`footer`]: the first and last lines of a trace
+//!   (docs/trace-format.md), typed where readers look, every other field kept.
+
+pub mod digest;
+pub mod footer;
+pub mod header;
+pub mod hex;
+pub mod read;
+pub mod recording;
