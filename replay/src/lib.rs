@@ -9,7 +9,7 @@
 //! - [`exec`]: execution with the CUDA driver API (cudarc, libcuda loaded at run time);
 //! - [`report`]: the validation report (JSON and text);
 //! - [`energy`]: NVML energy windows;
-//! - [`gpu_time`]: the replay's GPU time from CUPTI records (like the recording's).
+//! - [`gpu_time`]: the replay's GPU time from CUPTI records, and the recording's own.
 
 pub mod energy;
 pub mod exec;

@@ -445,7 +445,7 @@ fn write_timeline(
     pass: usize,
 ) -> Result<()> {
     use replay::gpu_time::timeline_file::{Header, lines as timeline_lines};
-    let rec_start = replay::report::recorded::plan_gpu_lines(&rec.trace, p)
+    let rec_start = replay::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
         .iter()
         .map(|g| g.ts)
         .min()

@@ -2,14 +2,13 @@
 //! predicted from isolated kernel durations, per-family breakdown, top
 //! kernels, energy, output checks. JSON (`NAME.rec/replay-report.json`) and text.
 
-pub mod recorded;
-
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crate::gpu_time::error_pct;
+pub use crate::gpu_time::recorded::{self, RecordedTime, recorded_time};
 use crate::plan::{Direction, OpKind, Plan, family::family};
-pub use recorded::{RecordedTime, recorded_time};
 
 /// Key of an op for isolated timing: launches by kernel+shape, copies by
 /// direction+size, sets by size.
@@ -72,10 +71,6 @@ pub struct KernelRow {
     pub predicted_us: f64,
     pub recorded_us: Option<f64>,
     pub error_pct: Option<f64>,
-}
-
-pub fn error_pct(measured: f64, reference: f64) -> Option<f64> {
-    (reference > 0.0).then(|| 100.0 * (measured - reference) / reference)
 }
 
 /// Predicted time (µs) = sum over every GPU op of its key's isolated median;
