@@ -121,7 +121,7 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Plan { recording, json } => {
             let rec = Recording::open(&recording)?;
             let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-            rec.check_data(&p)?;
+            replay::data_check::check(&rec, &p)?;
             for w in &rec.trace.warnings {
                 eprintln!("warning: {w}");
             }

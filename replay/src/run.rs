@@ -39,7 +39,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-    rec.check_data(&p)?;
+    replay::data_check::check(&rec, &p)?;
     eprint!("{}", p.summary());
     if p.ops.iter().all(|o| !o.is_work()) {
         anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());
