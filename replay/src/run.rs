@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::cli::{Mode, RunArgs};
+use crate::options::{Mode, RunArgs};
 use replay::exec::{OutputCheck, Session, SessionOpts};
 use replay::plan;
 use replay::recording::Recording;
