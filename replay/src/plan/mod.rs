@@ -19,7 +19,7 @@ use serde::Serialize;
 pub use coverage::Coverage;
 pub use types::*;
 
-use crate::recording::{Call, Manifest, Trace};
+use crate::recording::{Call, KernelLayout, Manifest, Trace};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -140,6 +140,42 @@ struct Builder<'a> {
 
 const STREAM_LEGACY: u64 = 1;
 const STREAM_PER_THREAD: u64 = 2;
+
+/// The launch attributes of a cuLaunchKernelEx (none for cuLaunchKernel); Err: why the launch is skipped.
+fn launch_attrs(c: &Call, api: LaunchApi) -> std::result::Result<Vec<LaunchAttr>, String> {
+    let mut attrs = Vec::new();
+    if api == LaunchApi::KernelEx
+        && let Some(list) = c.arg("config").and_then(|cfg| cfg.get("attrs")).and_then(|a| a.as_array())
+    {
+        for a in list {
+            let id = a.get("id").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+            let val = a.get("value");
+            let int = val.and_then(|v| v.as_i64()).unwrap_or(0) as i32;
+            let attr = match id {
+                2 => LaunchAttr::Cooperative(int),
+                4 => {
+                    let d = val
+                        .and_then(|v| v.as_array())
+                        .map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
+                    match d.as_deref() {
+                        Some([x, y, z]) => LaunchAttr::ClusterDim([*x, *y, *z]),
+                        _ => return Err("CLUSTER_DIMENSION attribute without [x, y, z]".into()),
+                    }
+                }
+                5 => LaunchAttr::ClusterSchedulingPolicy(int),
+                6 => LaunchAttr::ProgrammaticStreamSerialization(int),
+                8 => LaunchAttr::Priority(int),
+                10 => LaunchAttr::MemSyncDomain(int),
+                _ => {
+                    let n = a.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                    return Err(format!("launch attribute {n} ({id}) not supported"));
+                }
+            };
+            attrs.push(attr);
+        }
+    }
+    Ok(attrs)
+}
 
 fn is_launch(name: &str) -> Option<LaunchApi> {
     let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
@@ -546,54 +582,16 @@ impl<'a> Builder<'a> {
         let layout = self.manifest.image(&sha).and_then(|i| i.kernels.iter().find(|k| k.name == kname)).cloned();
         let params_from = c.str_field("params_from").unwrap_or("layout").to_owned();
         if let Some(l) = &layout {
-            let ok = match params_from.as_str() {
-                "extra" => params.len() <= l.param_size as usize,
-                _ => params.len() == l.param_size as usize,
-            };
-            if !ok {
-                bail!(
-                    "{}: params are {} bytes but kernel {kname} of image {sha} has param_size {} (params_from {params_from})",
-                    self.at(c),
-                    params.len(),
-                    l.param_size
-                );
-            }
+            self.check_param_size(c, params.len(), l, &sha, &kname, &params_from)?;
         }
         let (grid, block, shared_mem) = match (c.dim3("grid"), c.dim3("block")) {
             (Some(g), Some(b)) => (g, b, c.u64_field("shared_mem").unwrap_or(0) as u32),
             _ => return skip(self, "no grid/block".into()),
         };
-        let mut attrs = Vec::new();
-        if api == LaunchApi::KernelEx
-            && let Some(list) = c.arg("config").and_then(|cfg| cfg.get("attrs")).and_then(|a| a.as_array())
-        {
-            for a in list {
-                let id = a.get("id").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
-                let val = a.get("value");
-                let int = val.and_then(|v| v.as_i64()).unwrap_or(0) as i32;
-                let attr = match id {
-                    2 => LaunchAttr::Cooperative(int),
-                    4 => {
-                        let d = val
-                            .and_then(|v| v.as_array())
-                            .map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
-                        match d.as_deref() {
-                            Some([x, y, z]) => LaunchAttr::ClusterDim([*x, *y, *z]),
-                            _ => return skip(self, "CLUSTER_DIMENSION attribute without [x, y, z]".into()),
-                        }
-                    }
-                    5 => LaunchAttr::ClusterSchedulingPolicy(int),
-                    6 => LaunchAttr::ProgrammaticStreamSerialization(int),
-                    8 => LaunchAttr::Priority(int),
-                    10 => LaunchAttr::MemSyncDomain(int),
-                    _ => {
-                        let n = a.get("name").and_then(|v| v.as_str()).unwrap_or("?");
-                        return skip(self, format!("launch attribute {n} ({id}) not supported"));
-                    }
-                };
-                attrs.push(attr);
-            }
-        }
+        let attrs = match launch_attrs(c, api) {
+            Ok(a) => a,
+            Err(why) => return skip(self, why),
+        };
         let stream_h = c.addr_field("stream").unwrap_or(0);
         let stream = self.stream(c, stream_h);
         let op_index = self.plan.ops.len();
@@ -615,6 +613,32 @@ impl<'a> Builder<'a> {
         };
         self.push(c, Some(stream), OpKind::Launch(l));
         self.plan.coverage.launches_replayed += 1;
+        Ok(())
+    }
+
+    /// The params' size against the kernel's `param_size` in the image's layout (with
+    /// `params_from` `extra`: at most that size); a mismatch is an error of the recording.
+    fn check_param_size(
+        &self,
+        c: &Call,
+        len: usize,
+        l: &KernelLayout,
+        sha: &str,
+        kname: &str,
+        params_from: &str,
+    ) -> Result<()> {
+        let ok = match params_from {
+            "extra" => len <= l.param_size as usize,
+            _ => len == l.param_size as usize,
+        };
+        if !ok {
+            bail!(
+                "{}: params are {} bytes but kernel {kname} of image {sha} has param_size {} (params_from {params_from})",
+                self.at(c),
+                len,
+                l.param_size
+            );
+        }
         Ok(())
     }
 
