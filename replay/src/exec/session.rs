@@ -496,51 +496,7 @@ impl Session {
         unsafe {
             match &self.prep[i] {
                 Prep::Launch { f, grid, block, shared_mem, stream, params, len, attrs, ex } => {
-                    let mut size = *len;
-                    let mut extra: [*mut c_void; 5] = [
-                        std::ptr::without_provenance_mut::<c_void>(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
-                        params.as_ptr() as *mut c_void,
-                        std::ptr::without_provenance_mut::<c_void>(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
-                        &mut size as *mut usize as *mut c_void,
-                        std::ptr::null_mut(),
-                    ];
-                    let extra_p = if *len == 0 { std::ptr::null_mut() } else { extra.as_mut_ptr() };
-                    if *ex || !attrs.is_empty() {
-                        let mut a: Vec<sys::CUlaunchAttribute> = attrs.iter().map(|x| launch_attr(*x)).collect();
-                        let cfg = sys::CUlaunchConfig {
-                            gridDimX: grid[0],
-                            gridDimY: grid[1],
-                            gridDimZ: grid[2],
-                            blockDimX: block[0],
-                            blockDimY: block[1],
-                            blockDimZ: block[2],
-                            sharedMemBytes: *shared_mem,
-                            hStream: st(*stream),
-                            attrs: a.as_mut_ptr(),
-                            numAttrs: a.len() as u32,
-                        };
-                        ck(
-                            sys::cuLaunchKernelEx(&cfg, *f, std::ptr::null_mut(), extra_p),
-                            &format!("{}: cuLaunchKernelEx", what()),
-                        )
-                    } else {
-                        ck(
-                            sys::cuLaunchKernel(
-                                *f,
-                                grid[0],
-                                grid[1],
-                                grid[2],
-                                block[0],
-                                block[1],
-                                block[2],
-                                *shared_mem,
-                                st(*stream),
-                                std::ptr::null_mut(),
-                                extra_p,
-                            ),
-                            &format!("{}: cuLaunchKernel", what()),
-                        )
-                    }
+                    launch(*f, *grid, *block, *shared_mem, st(*stream), params, *len, attrs, *ex, &what())
                 }
                 Prep::Copy { dir, dst, src, size, stream, is_async, host } => {
                     let h = self.host_ptr(*host);
@@ -997,6 +953,71 @@ impl Graph {
         b.record(self.stream)?;
         b.sync()?;
         b.since(&a)
+    }
+}
+
+/// One launch with its parameters as one buffer: cuLaunchKernelEx for a recorded
+/// cuLaunchKernelEx or a launch with attributes, else cuLaunchKernel.
+///
+/// # Safety
+/// `f` and `stream` are handles of the current context.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem: u32,
+    stream: CUstream,
+    params: &[u64],
+    len: usize,
+    attrs: &[LaunchAttr],
+    ex: bool,
+    what: &str,
+) -> Result<()> {
+    // SAFETY: the caller's handles; params and size outlive the call (the driver copies the parameters).
+    unsafe {
+        let mut size = len;
+        let mut extra: [*mut c_void; 5] = [
+            std::ptr::without_provenance_mut::<c_void>(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
+            params.as_ptr() as *mut c_void,
+            std::ptr::without_provenance_mut::<c_void>(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        ];
+        let extra_p = if len == 0 { std::ptr::null_mut() } else { extra.as_mut_ptr() };
+        if ex || !attrs.is_empty() {
+            let mut a: Vec<sys::CUlaunchAttribute> = attrs.iter().map(|x| launch_attr(*x)).collect();
+            let cfg = sys::CUlaunchConfig {
+                gridDimX: grid[0],
+                gridDimY: grid[1],
+                gridDimZ: grid[2],
+                blockDimX: block[0],
+                blockDimY: block[1],
+                blockDimZ: block[2],
+                sharedMemBytes: shared_mem,
+                hStream: stream,
+                attrs: a.as_mut_ptr(),
+                numAttrs: a.len() as u32,
+            };
+            ck(sys::cuLaunchKernelEx(&cfg, f, std::ptr::null_mut(), extra_p), &format!("{what}: cuLaunchKernelEx"))
+        } else {
+            ck(
+                sys::cuLaunchKernel(
+                    f,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shared_mem,
+                    stream,
+                    std::ptr::null_mut(),
+                    extra_p,
+                ),
+                &format!("{what}: cuLaunchKernel"),
+            )
+        }
     }
 }
 
