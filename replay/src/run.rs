@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::options::{Mode, RunArgs};
 use cudarc::driver::sys::CUstream;
+use replay::energy::{UpdatePeriod, Window, recorded_energy_mj, window_uncertainty_mj};
 use replay::exec::session::Snapshot;
 use replay::exec::{L2Flush, OutputCheck, Session, SessionOpts, Timed};
 use replay::gpu_time::figures::{self, ModeGpu};
@@ -665,9 +666,7 @@ fn energy(
     pace: Option<&[u64]>,
     cupti: &Option<tracer_cupti::collect::Collector>,
 ) -> Result<Value> {
-    use replay::energy::{
-        Meter, idle_uncertainty_mw, recorded_energy_mj, recorded_net_mj, recorded_uncertainty_mj, window_uncertainty_mj,
-    };
+    use replay::energy::{Meter, idle_uncertainty_mw, recorded_net_mj};
     let secs = secs.max(2.0);
     let m = Meter::new(&s.ctx.pci_bus_id)?;
     progress("energy: counter update period (1 s)");
@@ -694,14 +693,8 @@ fn energy(
     let per_it = (w.energy_mj - idle_mw * w.seconds) / n;
     let per_it_unc = (unc_w + idle_unc_mw * w.seconds) / n;
     // The recording: its power lines over the GPU work's span, less the same idle baseline.
-    let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
-    let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
-    let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
-    let span_s = match (t0, t1) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => 0.0,
-    };
-    let rec_unc = |gross_mj: f64| recorded_uncertainty_mj(&rec.trace, 0, &period, gross_mj / span_s.max(1e-9));
+    let (t0, t1, span_s) = recorded_work_span(rec, p);
+    let rec_unc = |gross_mj: f64| recorded_uncertainty(rec, &period, span_s, gross_mj);
     let (recorded, recorded_unc, not_measured) = match (t0, t1) {
         (Some(a), Some(b)) if b > a => match recorded_net_mj(&rec.trace, 0, a, b, idle_mw, 2.0) {
             Ok(e) => (Some(e), Some(rec_unc(e + idle_mw * span_s) + idle_unc_mw * span_s), None),
@@ -728,37 +721,71 @@ fn energy(
         progress(&format!("energy: timed passes for >= {secs:.0} s"));
         let tw = m.window(secs, idle_mw, || one(Some(pace)))?;
         eprintln!();
-        let n = tw.iterations as f64;
-        let per_pass = tw.energy_mj / n;
-        let pass_s = tw.seconds / n;
-        let unc = window_uncertainty_mj(&period, tw.energy_mj / tw.seconds, idle_mw, tw.tail_s) / n;
-        let net_pass = per_pass - idle_mw * pass_s;
-        let net_unc = unc + idle_unc_mw * pass_s;
-        let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
-        let rec_gross_unc = rec_gross.map(rec_unc);
-        let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
-        let rec_net_unc = rec_gross_unc.map(|u| u + idle_unc_mw * span_s);
-        // Relative uncertainty of a ratio: the sum of both sides' relative uncertainties.
-        let err_unc = |x: f64, ux: f64, r: Option<f64>, ur: Option<f64>| match (r, ur) {
-            (Some(r), Some(ur)) if x != 0.0 && r != 0.0 => Some(100.0 * (ux / x.abs() + ur / r.abs()) * (x / r).abs()),
-            _ => None,
-        };
-        out["timed"] = json!({
-            "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "tail_s": tw.tail_s, "recorded_span_s": span_s,
-            "replay_mj_per_pass": per_pass, "replay_uncertainty_mj": unc,
-            "recorded_mj": rec_gross, "recorded_uncertainty_mj": rec_gross_unc,
-            "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
-            "error_uncertainty_pct": err_unc(per_pass, unc, rec_gross, rec_gross_unc),
-            "replay_net_mj_per_pass": net_pass, "replay_net_uncertainty_mj": net_unc,
-            "recorded_net_mj": rec_net, "recorded_net_uncertainty_mj": rec_net_unc,
-            "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
-            "net_error_uncertainty_pct": err_unc(net_pass, net_unc, rec_net, rec_net_unc),
-            "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
-            "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
-            "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },
-        });
+        let idle = Idle { period: &period, mw: idle_mw, unc_mw: idle_unc_mw };
+        out["timed"] = timed_energy(&tw, rec, &idle, (a, b), span_s, tokens);
     }
     Ok(out)
+}
+
+/// The recording's GPU work span: its first work submission to its last work's end (its last gpu
+/// line's, when it has them), in ns, and its length in s (0 without work).
+fn recorded_work_span(rec: &Recording, p: &plan::Plan) -> (Option<u64>, Option<u64>, f64) {
+    let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
+    let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
+    let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
+    let span_s = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    (t0, t1, span_s)
+}
+
+/// The uncertainty (mJ) of the recording's `gross_mj` over its `span_s`, from its power lines.
+fn recorded_uncertainty(rec: &Recording, period: &UpdatePeriod, span_s: f64, gross_mj: f64) -> f64 {
+    replay::energy::recorded_uncertainty_mj(&rec.trace, 0, period, gross_mj / span_s.max(1e-9))
+}
+
+/// The idle baseline the energy figures are net of: the counter's update period, the idle power
+/// and its uncertainty (mW).
+struct Idle<'a> {
+    period: &'a UpdatePeriod,
+    mw: f64,
+    unc_mw: f64,
+}
+
+/// The timed passes' energy (recorded idle gaps kept) against the recording's over its work span
+/// `(a, b)`, gross and above idle.
+fn timed_energy(tw: &Window, rec: &Recording, idle: &Idle, (a, b): (u64, u64), span_s: f64, tokens: u64) -> Value {
+    let (idle_mw, idle_unc_mw) = (idle.mw, idle.unc_mw);
+    let n = tw.iterations as f64;
+    let per_pass = tw.energy_mj / n;
+    let pass_s = tw.seconds / n;
+    let unc = window_uncertainty_mj(idle.period, tw.energy_mj / tw.seconds, idle_mw, tw.tail_s) / n;
+    let net_pass = per_pass - idle_mw * pass_s;
+    let net_unc = unc + idle_unc_mw * pass_s;
+    let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
+    let rec_gross_unc = rec_gross.map(|g| recorded_uncertainty(rec, idle.period, span_s, g));
+    let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
+    let rec_net_unc = rec_gross_unc.map(|u| u + idle_unc_mw * span_s);
+    // Relative uncertainty of a ratio: the sum of both sides' relative uncertainties.
+    let err_unc = |x: f64, ux: f64, r: Option<f64>, ur: Option<f64>| match (r, ur) {
+        (Some(r), Some(ur)) if x != 0.0 && r != 0.0 => Some(100.0 * (ux / x.abs() + ur / r.abs()) * (x / r).abs()),
+        _ => None,
+    };
+    json!({
+        "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "tail_s": tw.tail_s, "recorded_span_s": span_s,
+        "replay_mj_per_pass": per_pass, "replay_uncertainty_mj": unc,
+        "recorded_mj": rec_gross, "recorded_uncertainty_mj": rec_gross_unc,
+        "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
+        "error_uncertainty_pct": err_unc(per_pass, unc, rec_gross, rec_gross_unc),
+        "replay_net_mj_per_pass": net_pass, "replay_net_uncertainty_mj": net_unc,
+        "recorded_net_mj": rec_net, "recorded_net_uncertainty_mj": rec_net_unc,
+        "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
+        "net_error_uncertainty_pct": err_unc(net_pass, net_unc, rec_net, rec_net_unc),
+        "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
+        "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
+        "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },
+    })
 }
 
 /// One pass's output checks, summarized: how many, how many identical, the first line that differed.
