@@ -190,10 +190,12 @@ fn write_report(a: &RunArgs, rec: &Recording, out: &Value) -> Result<()> {
 }
 
 impl Replay<'_> {
+    /// The recording's GPU busy time (µs).
     fn busy_us(&self) -> f64 {
         self.recorded.busy_ns as f64 / 1e3
     }
 
+    /// The recording's GPU span, first start to last end (µs).
     fn span_us(&self) -> f64 {
         self.recorded.span_ns as f64 / 1e3
     }

@@ -56,6 +56,7 @@ fn add(out: &mut Vec<Edge>, from: usize, to: usize, pred: Option<usize>, kind: E
 }
 
 impl<'a> Walk<'a> {
+    /// Before the first op: nothing seen.
     fn new(ops: &'a [Op], streams: &'a [StreamInfo]) -> Self {
         Walk {
             ops,
