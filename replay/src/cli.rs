@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
+use crate::options::RunArgs;
 use replay::plan;
 use replay::recording::Recording;
 
@@ -18,18 +19,6 @@ use replay::recording::Recording;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Whole run in recorded order, as fast as possible
-    Sequence,
-    /// Honour the recorded gaps between submissions
-    Timed,
-    /// Each distinct kernel+shape alone, repeated, timed with CUPTI (CUDA events without it)
-    Isolated,
-    /// The sequence captured into a CUDA graph
-    Graph,
 }
 
 #[derive(Subcommand)]
@@ -45,71 +34,6 @@ enum Cmd {
     Run(RunArgs),
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunArgs {
-    pub recording: PathBuf,
-    /// Modes to run, in order (comma separated)
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "sequence,isolated")]
-    pub mode: Vec<Mode>,
-    /// Timed iterations of each mode
-    #[arg(long, default_value_t = 3)]
-    pub iterations: u32,
-    /// Untimed iterations before
-    #[arg(long, default_value_t = 1)]
-    pub warmup: u32,
-    /// CUDA device ordinal
-    #[arg(long, default_value_t = 0)]
-    pub device: i32,
-    /// Isolated mode: timed repetitions of each distinct kernel+shape
-    #[arg(long, default_value_t = 20)]
-    pub repeats: u32,
-    /// Measure energy with NVML (idle baseline, then the sequence repeated for >= this many seconds;
-    /// with --mode timed also timed passes, which keep the recorded idle gaps)
-    #[arg(long, default_value_t = 0.0)]
-    pub energy_seconds: f64,
-    /// Never map recorded addresses: always relocate pointer parameters (for testing the fallback)
-    #[arg(long)]
-    pub force_relocation: bool,
-    /// Isolated mode: time each kernel on the memory left by the end of the run instead of the memory
-    /// its recorded run found (faster, no snapshot; data-dependent kernels may then misbehave)
-    #[arg(long)]
-    pub isolated_out_of_context: bool,
-    /// Isolated mode: do not flush the L2 cache before each timed run (by default the prediction uses
-    /// runs that start with a cold L2, and the warm figures are reported beside it)
-    #[arg(long)]
-    pub isolated_warm_l2: bool,
-    /// Write the report here instead of NAME.rec/replay-report.json
-    #[arg(long)]
-    pub report: Option<PathBuf>,
-    /// Compare the recorded device-to-host bytes in every sequence/timed pass, not only the first
-    #[arg(long)]
-    pub check_every_pass: bool,
-    /// Byte the device windows hold at the start of every pass (0; 0xff shows reads of memory no op wrote)
-    #[arg(long, default_value = "0", value_parser = parse_byte)]
-    pub fill: u8,
-    /// LINE:ADDR:LEN: print LEN bytes at recorded address ADDR before the op of trace line LINE, every pass
-    #[arg(long)]
-    pub probe: Vec<replay::exec::probe::Probe>,
-    /// Copies from/to page-locked host buffers even where the recorded host memory was pageable
-    /// (default: the recorded kind, so that copy times compare)
-    #[arg(long)]
-    pub pinned_copies: bool,
-    /// Do not measure the replay's GPU time with CUPTI (CUDA events only)
-    #[arg(long)]
-    pub no_cupti: bool,
-    /// The libcupti to load (default: $CUDA_HOME, /usr/local/cuda*, the loader's path)
-    #[arg(long, value_name = "PATH")]
-    pub cupti_lib: Option<String>,
-}
-
-fn parse_byte(s: &str) -> Result<u8, String> {
-    let r = match s.strip_prefix("0x") {
-        Some(h) => u8::from_str_radix(h, 16),
-        None => s.parse::<u8>(),
-    };
-    r.map_err(|e| format!("{s:?}: expected a byte (0..255 or 0x00..0xff): {e}"))
-}
-
 pub fn main() -> Result<ExitCode> {
     let mut args: Vec<String> = std::env::args().collect();
     // `replay RECORDING …` means `replay run RECORDING …`.
@@ -121,7 +45,7 @@ pub fn main() -> Result<ExitCode> {
         Cmd::Plan { recording, json } => {
             let rec = Recording::open(&recording)?;
             let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-            rec.check_data(&p)?;
+            replay::data_check::check(&rec, &p)?;
             for w in &rec.trace.warnings {
                 eprintln!("warning: {w}");
             }
@@ -133,21 +57,5 @@ pub fn main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Run(a) => crate::run::run(&a),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_byte;
-
-    #[test]
-    fn fill_byte() {
-        assert_eq!(parse_byte("0xff"), Ok(255));
-        assert_eq!(parse_byte("7"), Ok(7));
-        assert_eq!(
-            parse_byte("256"),
-            Err("\"256\": expected a byte (0..255 or 0x00..0xff): number too large to fit in target type".into())
-        );
-        assert!(parse_byte("0xg1").is_err());
     }
 }

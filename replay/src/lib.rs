@@ -6,11 +6,13 @@
 //! - [`recording`]: read and validate `NAME.rec/`;
 //! - [`plan`]: pure planning (handles, streams, dependencies, address ranges,
 //!   relocation candidates, coverage);
+//! - [`data_check`]: the data files a plan's copies need are in the recording;
 //! - [`exec`]: execution with the CUDA driver API (cudarc, libcuda loaded at run time);
 //! - [`report`]: the validation report (JSON and text);
 //! - [`energy`]: NVML energy windows;
-//! - [`gpu_time`]: the replay's GPU time from CUPTI records (like the recording's).
+//! - [`gpu_time`]: the replay's GPU time from CUPTI records, and the recording's own.
 
+pub mod data_check;
 pub mod energy;
 pub mod exec;
 pub mod gpu_time;

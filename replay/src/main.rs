@@ -1,6 +1,7 @@
 //! `replay`: re-execute a replayable recording (docs/replay.md).
 
 mod cli;
+mod options;
 mod run;
 
 fn main() -> std::process::ExitCode {

@@ -8,12 +8,17 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::cli::{Mode, RunArgs};
-use replay::exec::{OutputCheck, Session, SessionOpts};
+use crate::options::{Mode, RunArgs};
+use cudarc::driver::sys::CUstream;
+use replay::energy::{UpdatePeriod, Window, recorded_energy_mj, window_uncertainty_mj};
+use replay::exec::session::Snapshot;
+use replay::exec::{L2Flush, OutputCheck, Session, SessionOpts, Timed};
+use replay::gpu_time::figures::{self, ModeGpu};
+use replay::gpu_time::matching::Submitted;
 use replay::plan;
 use replay::recording::Recording;
-use replay::report;
-use tracer_cupti::collect::monotonic_ns;
+use replay::report::{self, RecordedTime};
+use tracer_cupti::collect::{Collector, monotonic_ns};
 
 /// CUPTI's sorted ms of one isolated key's runs, when all were seen.
 type Samples = Option<Vec<f64>>;
@@ -33,46 +38,134 @@ fn progress(msg: &str) {
     let _ = std::io::stderr().flush();
 }
 
+/// What every mode reads: the options, the recording, its plan and its own
+/// GPU time, the session and CUPTI (None: CUDA events only).
+struct Replay<'a> {
+    a: &'a RunArgs,
+    rec: &'a Recording,
+    p: &'a plan::Plan,
+    recorded: &'a RecordedTime,
+    s: &'a Session,
+    cupti: &'a Option<Collector>,
+}
+
+/// What the modes produced, in the order `--mode` ran them.
+struct Results {
+    /// One report row per mode run.
+    modes: Vec<Value>,
+    /// The first pass's output checks, then every sequence/timed pass's with --check-every-pass.
+    pass_checks: Vec<Value>,
+    /// CUPTI figures of sequence, then timed passes: (mode, what they measured).
+    measured: Vec<(Mode, ModeGpu)>,
+    isolated: Isolated,
+    notes: Vec<String>,
+}
+
+/// The isolated mode's figures per key (over every isolated run of `--mode`).
+struct Isolated {
+    /// Median (µs) of the runs the prediction uses: after an L2 flush, else warm.
+    us: BTreeMap<String, f64>,
+    /// Median (µs) of the runs with the L2 left warm by the previous one.
+    warm_us: BTreeMap<String, f64>,
+    /// The runs the prediction uses (ms), for the durations file.
+    samples: BTreeMap<String, Vec<f64>>,
+    rows: Vec<Value>,
+    in_context: bool,
+    timer: &'static str,
+    l2: &'static str,
+}
+
+impl Default for Isolated {
+    fn default() -> Self {
+        Isolated {
+            us: BTreeMap::new(),
+            warm_us: BTreeMap::new(),
+            samples: BTreeMap::new(),
+            rows: Vec::new(),
+            in_context: false,
+            timer: "events",
+            l2: "warm",
+        }
+    }
+}
+
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    let (rec, p) = open_and_plan(a)?;
+    let recorded = report::recorded_time(&rec.trace, &p);
+    // CUPTI before the first CUDA call, so that the context is covered.
+    let mut notes = Vec::new();
+    let cupti = start_cupti(a, &mut notes);
+    let s = open_session(a, &rec, &p)?;
+    notes.extend(s.setup_notes.iter().cloned());
+    let r = Replay { a, rec: &rec, p: &p, recorded: &recorded, s: &s, cupti: &cupti };
+    let checks = r.checking_pass()?;
+    let mut res = Results {
+        modes: Vec::new(),
+        pass_checks: vec![pass_check_row("first", 0, &checks)],
+        measured: Vec::new(),
+        isolated: Isolated::default(),
+        notes,
+    };
+    if a.check_every_pass {
+        eprintln!("{}", pass_check_line(&res.pass_checks[0]));
+    }
+    r.run_modes(&mut res)?;
+    let mut out = r.report_json(&checks, std::mem::take(&mut res.modes), std::mem::take(&mut res.pass_checks));
+    r.add_isolated(&mut out, &res.isolated)?;
+    if let Some(c) = &cupti {
+        out["cupti"] = json!({"library": c.library(), "version": c.version(), "clock": c.clock()});
+    }
+    let chosen = r.add_measured(&mut out, &res.measured);
+    r.write_timelines(&mut out, &res.measured, chosen, &mut res.notes);
+    r.add_energy(&mut out, &mut res.notes);
+    out["notes"] = json!(res.notes);
+    write_report(a, &rec, &out)?;
+    Ok(if checks.iter().all(|c| c.matches) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Opens the recording (its warnings printed) and plans it: its data files are there, it has GPU work.
+fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan)> {
     let rec = Recording::open(&a.recording)?;
     for w in &rec.trace.warnings {
         eprintln!("warning: {w}");
     }
     let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-    rec.check_data(&p)?;
+    replay::data_check::check(&rec, &p)?;
     eprint!("{}", p.summary());
     if p.ops.iter().all(|o| !o.is_work()) {
         anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());
     }
-    let recorded = report::recorded_time(&rec.trace, &p);
-    let busy_us = recorded.busy_ns as f64 / 1e3;
-    let span_us = recorded.span_ns as f64 / 1e3;
+    Ok((rec, p))
+}
 
-    // CUPTI before the first CUDA call, so that the context is covered.
-    let mut early_notes = Vec::new();
-    let cupti = if a.no_cupti {
-        None
-    } else {
-        match tracer_cupti::collect::start(a.cupti_lib.as_deref()) {
-            Ok(c) => {
-                eprintln!("cupti: {} (version {}, clock {})", c.library(), c.version(), c.clock());
-                Some(c)
-            }
-            Err(e) => {
-                early_notes.push(format!(
-                    "the replay's GPU time is not measured with CUPTI ({e}): CUDA events only, which time tiny kernels long"
-                ));
-                None
-            }
+/// CUPTI's collector, unless --no-cupti or it cannot start (then a note says so).
+fn start_cupti(a: &RunArgs, notes: &mut Vec<String>) -> Option<Collector> {
+    if a.no_cupti {
+        return None;
+    }
+    match tracer_cupti::collect::start(a.cupti_lib.as_deref()) {
+        Ok(c) => {
+            eprintln!("cupti: {} (version {}, clock {})", c.library(), c.version(), c.clock());
+            Some(c)
         }
-    };
+        Err(e) => {
+            notes.push(format!(
+                "the replay's GPU time is not measured with CUPTI ({e}): CUDA events only, which time tiny kernels long"
+            ));
+            None
+        }
+    }
+}
+
+/// The session on the device (images loaded, windows mapped), its setup printed.
+fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session> {
     let opts = SessionOpts {
         force_relocation: a.force_relocation,
         fill: a.fill,
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
     };
-    let s = Session::new(&rec, &p, a.device, &opts)?;
+    let s = Session::new(rec, p, a.device, &opts)?;
     eprintln!(
         "setup: {} images loaded, {} windows mapped ({} at their recorded address) in {:.2} s",
         s.loaded_images(),
@@ -83,346 +176,438 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     for w in s.map.windows.iter().filter(|w| !w.at_recorded_address) {
         eprintln!("moved: {} window {:#x}+{:#x} at {:#x}", w.kind, w.recorded, w.size, w.actual);
     }
-    let mut notes: Vec<String> = early_notes;
-    notes.extend(s.setup_notes.iter().cloned());
-    // First pass: checks the outputs whose bytes the recording holds.
-    let (_, _, checks) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
-    if let Some(c) = &cupti {
-        c.take(); // the checking pass (its synchronizations for the checks) is not measured
+    Ok(s)
+}
+
+/// Writes the report (NAME.rec/replay-report.json or --report) and prints it as text.
+fn write_report(a: &RunArgs, rec: &Recording, out: &Value) -> Result<()> {
+    let path = a.report.clone().unwrap_or_else(|| rec.dir.join("replay-report.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(out)? + "\n")
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    print!("{}", report::text(out));
+    println!("report: {}", path.display());
+    Ok(())
+}
+
+impl Replay<'_> {
+    /// The recording's GPU busy time (µs).
+    fn busy_us(&self) -> f64 {
+        self.recorded.busy_ns as f64 / 1e3
     }
-    let sub = s.submitted(&p);
-    // CUPTI figures of sequence, then timed passes: (mode, what they measured).
-    let mut measured: Vec<(Mode, replay::gpu_time::figures::ModeGpu)> = Vec::new();
-    let mut pass_checks = vec![pass_check_row("first", 0, &checks)];
-    if a.check_every_pass {
-        eprintln!("{}", pass_check_line(&pass_checks[0]));
+
+    /// The recording's GPU span, first start to last end (µs).
+    fn span_us(&self) -> f64 {
+        self.recorded.span_ns as f64 / 1e3
     }
-    let mut modes = Vec::new();
-    let mut isolated_us: BTreeMap<String, f64> = BTreeMap::new();
-    let mut isolated_samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut isolated_rows = Vec::new();
-    let mut in_context = false;
-    let mut isolated_timer = "events";
-    let mut isolated_l2 = "warm";
-    let mut isolated_warm_us: BTreeMap<String, f64> = BTreeMap::new();
-    for m in &a.mode {
-        match m {
-            Mode::Sequence | Mode::Timed => {
-                let pace: Option<Vec<u64>> = (*m == Mode::Timed).then(|| recorded_offsets(&p));
+
+    /// First pass: checks the outputs whose bytes the recording holds.
+    fn checking_pass(&self) -> Result<Vec<OutputCheck>> {
+        let (_, _, checks) = self.s.pass(None, Some(self.rec)).context("first (checking) pass")?;
+        if let Some(c) = self.cupti {
+            c.take(); // the checking pass (its synchronizations for the checks) is not measured
+        }
+        Ok(checks)
+    }
+
+    /// Each mode of --mode, in order.
+    fn run_modes(&self, res: &mut Results) -> Result<()> {
+        let sub = self.s.submitted(self.p);
+        for m in &self.a.mode {
+            match m {
+                Mode::Sequence | Mode::Timed => self.stream_mode(*m, &sub, res)?,
+                Mode::Graph => self.graph_mode(res)?,
+                Mode::Isolated => self.isolated_mode(res)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Sequence or timed mode: warm-up and timed passes from the initial memory, their row and CUPTI's figures.
+    fn stream_mode(&self, m: Mode, sub: &[Submitted], res: &mut Results) -> Result<()> {
+        let (a, s, p) = (self.a, self.s, self.p);
+        let pace: Option<Vec<u64>> = (m == Mode::Timed).then(|| recorded_offsets(p));
+        let mut gpu = Vec::new();
+        let mut wall = Vec::new();
+        let mut windows = Vec::new();
+        for it in 0..a.warmup + a.iterations {
+            progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
+            s.reset_memory()?;
+            let chk = a.check_every_pass.then_some(self.rec);
+            let t0 = monotonic_ns();
+            let (g, w, c) =
+                s.pass(pace.as_deref(), chk).with_context(|| format!("{m:?} pass {}", it + 1).to_lowercase())?;
+            if it >= a.warmup {
+                windows.push((t0, monotonic_ns()));
+            }
+            if a.check_every_pass {
+                let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c);
+                eprintln!("\n{}", pass_check_line(&row));
+                res.pass_checks.push(row);
+            }
+            if it >= a.warmup {
+                gpu.push(g);
+                wall.push(w);
+            }
+        }
+        eprintln!();
+        let (mean, min) = stats(&gpu);
+        // `timed` keeps the recorded idle gaps: compared with the recorded span, not the busy time.
+        let (reference, ref_us) = if m == Mode::Timed { ("span", self.span_us()) } else { ("busy", self.busy_us()) };
+        let mut row = json!({
+            "mode": format!("{m:?}").to_lowercase(), "gpu_ms": gpu, "wall_ms": wall,
+            "mean_us": mean * 1e3, "min_us": min * 1e3,
+            "reference": reference,
+            "error_pct": report::error_pct(mean * 1e3, ref_us),
+            "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
+        });
+        if let Some(c) = self.cupti {
+            let mut g = figures::mode_gpu(p, Some(sub), c.take(), &windows, self.recorded);
+            g.segments = figures::segment_rows(self.rec, p, &g.matched);
+            row["cupti"] = g.json.clone();
+            if let Some(rows) = &g.segments {
+                row["cupti"]["segments"] = rows.clone();
+            }
+            res.measured.push((m, g));
+        }
+        res.modes.push(row);
+        Ok(())
+    }
+
+    /// Graph mode: the sequence captured into a CUDA graph, launched and timed (its failure is a note and a row).
+    fn graph_mode(&self, res: &mut Results) -> Result<()> {
+        let a = self.a;
+        match self.s.graph() {
+            Ok(g) => {
                 let mut gpu = Vec::new();
-                let mut wall = Vec::new();
                 let mut windows = Vec::new();
                 for it in 0..a.warmup + a.iterations {
-                    progress(&format!("{m:?}: iteration {}/{}", it + 1, a.warmup + a.iterations));
-                    s.reset_memory()?;
-                    let chk = a.check_every_pass.then_some(&rec);
                     let t0 = monotonic_ns();
-                    let (g, w, c) = s
-                        .pass(pace.as_deref(), chk)
-                        .with_context(|| format!("{m:?} pass {}", it + 1).to_lowercase())?;
+                    let t = g.launch_timed()?;
                     if it >= a.warmup {
+                        gpu.push(t);
                         windows.push((t0, monotonic_ns()));
                     }
-                    if a.check_every_pass {
-                        let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c);
-                        eprintln!("\n{}", pass_check_line(&row));
-                        pass_checks.push(row);
-                    }
-                    if it >= a.warmup {
-                        gpu.push(g);
-                        wall.push(w);
-                    }
                 }
-                eprintln!();
                 let (mean, min) = stats(&gpu);
-                // `timed` keeps the recorded idle gaps: compared with the recorded span, not the busy time.
-                let (reference, ref_us) = if *m == Mode::Timed { ("span", span_us) } else { ("busy", busy_us) };
                 let mut row = json!({
-                    "mode": format!("{m:?}").to_lowercase(), "gpu_ms": gpu, "wall_ms": wall,
-                    "mean_us": mean * 1e3, "min_us": min * 1e3,
-                    "reference": reference,
-                    "error_pct": report::error_pct(mean * 1e3, ref_us),
-                    "note": if *m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
+                    "mode": "graph", "gpu_ms": gpu, "mean_us": mean * 1e3, "min_us": min * 1e3,
+                    "error_pct": report::error_pct(mean * 1e3, self.busy_us()),
+                    "note": "captured on one stream in recorded order (recorded concurrency not kept; host syncs dropped)",
                 });
-                if let Some(c) = &cupti {
-                    let mut g = replay::gpu_time::figures::mode_gpu(&p, Some(&sub), c.take(), &windows, &recorded);
-                    g.segments = replay::gpu_time::figures::segment_rows(&rec, &p, &g.matched);
-                    row["cupti"] = g.json.clone();
-                    if let Some(rows) = &g.segments {
-                        row["cupti"]["segments"] = rows.clone();
-                    }
-                    measured.push((*m, g));
+                if let Some(c) = self.cupti {
+                    // A graph's records do not pair with the stream ops (one stream): totals only.
+                    row["cupti"] = figures::mode_gpu(self.p, None, c.take(), &windows, self.recorded).json;
                 }
-                modes.push(row);
+                res.modes.push(row);
             }
-            Mode::Graph => match s.graph() {
-                Ok(g) => {
-                    let mut gpu = Vec::new();
-                    let mut windows = Vec::new();
-                    for it in 0..a.warmup + a.iterations {
-                        let t0 = monotonic_ns();
-                        let t = g.launch_timed()?;
-                        if it >= a.warmup {
-                            gpu.push(t);
-                            windows.push((t0, monotonic_ns()));
-                        }
-                    }
-                    let (mean, min) = stats(&gpu);
-                    let mut row = json!({
-                        "mode": "graph", "gpu_ms": gpu, "mean_us": mean * 1e3, "min_us": min * 1e3,
-                        "error_pct": report::error_pct(mean * 1e3, busy_us),
-                        "note": "captured on one stream in recorded order (recorded concurrency not kept; host syncs dropped)",
-                    });
-                    if let Some(c) = &cupti {
-                        // A graph's records do not pair with the stream ops (one stream): totals only.
-                        row["cupti"] =
-                            replay::gpu_time::figures::mode_gpu(&p, None, c.take(), &windows, &recorded).json;
-                    }
-                    modes.push(row);
-                }
-                Err(e) => {
-                    notes.push(format!("graph mode failed: {e:#}"));
-                    modes.push(json!({"mode": "graph", "error": format!("{e:#}")}));
-                }
-            },
-            Mode::Isolated => {
-                let keys = report::distinct_keys(&p);
-                let st = s.new_stream()?;
-                let n = keys.len();
-                // Each key's first occurrence, in recorded order, with the memsets that prepared it.
-                let order = report::in_recorded_order(&keys);
-                let targets: Vec<(usize, Vec<usize>)> = order.iter().map(|(_, op)| (*op, prologue(&p, *op))).collect();
-                let show = |j: usize| {
-                    if j.is_multiple_of(16) {
-                        progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
-                    }
-                };
-                // In context needs a snapshot of the windows; without the memory for one, out of context.
-                let snap = if a.isolated_out_of_context {
-                    None
-                } else {
-                    match s.snapshot() {
-                        Ok(x) => Some(x),
-                        Err(e) => {
-                            notes.push(format!(
-                                "isolated mode timed out of context (a data-dependent kernel may misbehave): no device memory for the snapshot: {e:#}"
-                            ));
-                            None
-                        }
-                    }
-                };
-                in_context = snap.is_some();
-                // A cold L2 before each timed run (--isolated-warm-l2: none); both are timed in context.
-                let flush = if a.isolated_warm_l2 {
-                    None
-                } else {
-                    match replay::exec::L2Flush::new(&s.ctx) {
-                        Ok(f) => Some(f),
-                        Err(e) => {
-                            notes.push(format!("isolated: L2 not flushed before each run: {e:#}"));
-                            None
-                        }
-                    }
-                };
-                if let Some(c) = &cupti {
-                    c.take(); // what ran before (not isolated timing)
-                }
-                let all: Vec<(replay::exec::Timed, Option<replay::exec::Timed>)> = if let Some(snap) = &snap {
-                    s.time_in_context(snap, &targets, st, 3, a.repeats, flush.as_ref(), show)
-                        .context("isolated mode (in context)")?
-                } else {
-                    let mut v = Vec::new();
-                    for (j, (op, pro)) in targets.iter().enumerate() {
-                        show(j);
-                        v.push(s.time_warm_and_cold(*op, pro, st, 3, a.repeats, flush.as_ref())?);
-                    }
-                    v
-                };
-                // Every timed window in time order: (key index, after an L2 flush?, window).
-                let mut runs: Vec<(usize, bool, (u64, u64))> = Vec::new();
-                for (j, (warm, cold)) in all.iter().enumerate() {
-                    runs.push((j, false, warm.window));
-                    if let Some(cold) = cold {
-                        runs.push((j, true, cold.window));
-                    }
-                }
-                let (mut by_cupti_warm, mut by_cupti_cold): (Vec<Samples>, Vec<Samples>) =
-                    (vec![None; all.len()], vec![None; all.len()]);
-                if let Some(c) = &cupti {
-                    let ops: Vec<usize> = runs.iter().map(|r| order[r.0].1).collect();
-                    let windows: Vec<(u64, u64)> = runs.iter().map(|r| r.2).collect();
-                    let flush_bytes = flush.as_ref().map(|f| f.bytes as u64);
-                    let d = replay::gpu_time::figures::isolated_durations(
-                        &p,
-                        &ops,
-                        &windows,
-                        c.take(),
-                        a.repeats,
-                        flush_bytes,
-                    );
-                    let missing = d.iter().filter(|x| x.is_none()).count();
-                    if missing > 0 {
-                        notes.push(format!(
-                            "isolated: {missing} timings of {} keys by CUDA events (CUPTI's records of their runs were not {} per key)",
-                            all.len(),
-                            a.repeats
-                        ));
-                    }
-                    for (&(j, cold, _), x) in runs.iter().zip(d) {
-                        if cold {
-                            by_cupti_cold[j] = x;
-                        } else {
-                            by_cupti_warm[j] = x;
-                        }
-                    }
-                }
-                isolated_timer = if cupti.is_some() { "cupti" } else { "events" };
-                isolated_l2 = if flush.is_some() { "flushed" } else { "warm" };
-                for ((((k, _), (warm, cold)), cw), cc) in order.iter().zip(all).zip(by_cupti_warm).zip(by_cupti_cold) {
-                    let (op, count) = &keys[k];
-                    let event_median_ms = report::nearest_rank(&warm.ms, 50.0);
-                    let warm_samples = cw.unwrap_or(warm.ms);
-                    let cold_samples = match cold {
-                        Some(t) => Some(cc.unwrap_or(t.ms)),
-                        None => None,
-                    };
-                    let warm_ms = report::nearest_rank(&warm_samples, 50.0);
-                    isolated_warm_us.insert(k.clone(), warm_ms * 1e3);
-                    let samples = cold_samples.clone().unwrap_or(warm_samples);
-                    let ms = report::nearest_rank(&samples, 50.0);
-                    isolated_us.insert(k.clone(), ms * 1e3);
-                    isolated_samples.insert(k.clone(), samples.clone());
-                    let o = &p.ops[*op];
-                    let mut row = json!({"key": k, "family": report::op_family(&p, *op), "count": count, "median_us": ms * 1e3,
-                        "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
-                        "total_us": ms * 1e3 * *count as f64, "first_line": o.line,
-                        "l2": isolated_l2, "warm_l2_median_us": warm_ms * 1e3,
-                        "event_median_us": event_median_ms * 1e3});
-                    if let Some(l) = o.launch() {
-                        row["kernel"] = json!(l.kernel);
-                        row["grid"] = json!(l.grid);
-                        row["block"] = json!(l.block);
-                        row["shared_mem"] = json!(l.shared_mem);
-                    }
-                    isolated_rows.push(row);
-                }
-                progress(&format!("isolated: {n}/{n} done\n"));
+            Err(e) => {
+                res.notes.push(format!("graph mode failed: {e:#}"));
+                res.modes.push(json!({"mode": "graph", "error": format!("{e:#}")}));
+            }
+        }
+        Ok(())
+    }
+
+    /// Isolated mode: each distinct kernel+shape, copy and set timed alone, in context when there is
+    /// memory for a snapshot, warm and after an L2 flush.
+    fn isolated_mode(&self, res: &mut Results) -> Result<()> {
+        let p = self.p;
+        let keys = report::distinct_keys(p);
+        let st = self.s.new_stream()?;
+        let n = keys.len();
+        // Each key's first occurrence, in recorded order, with the memsets that prepared it.
+        let order = report::in_recorded_order(&keys);
+        let targets: Vec<(usize, Vec<usize>)> = order.iter().map(|(_, op)| (*op, prologue(p, *op))).collect();
+        let snap = self.isolated_snapshot(&mut res.notes);
+        res.isolated.in_context = snap.is_some();
+        let flush = self.l2_flush(&mut res.notes);
+        if let Some(c) = self.cupti {
+            c.take(); // what ran before (not isolated timing)
+        }
+        let all = self.time_isolated(snap.as_ref(), &targets, st, n, flush.as_ref())?;
+        let (by_cupti_warm, by_cupti_cold) = self.isolated_cupti_samples(&order, &all, flush.as_ref(), &mut res.notes);
+        res.isolated.timer = if self.cupti.is_some() { "cupti" } else { "events" };
+        res.isolated.l2 = if flush.is_some() { "flushed" } else { "warm" };
+        self.isolated_rows(&keys, &order, all, by_cupti_warm, by_cupti_cold, &mut res.isolated);
+        progress(&format!("isolated: {n}/{n} done\n"));
+        Ok(())
+    }
+
+    /// In context needs a snapshot of the windows; without the memory for one, out of context (a note says so).
+    fn isolated_snapshot(&self, notes: &mut Vec<String>) -> Option<Snapshot> {
+        if self.a.isolated_out_of_context {
+            return None;
+        }
+        match self.s.snapshot() {
+            Ok(x) => Some(x),
+            Err(e) => {
+                notes.push(format!(
+                    "isolated mode timed out of context (a data-dependent kernel may misbehave): no device memory for the snapshot: {e:#}"
+                ));
+                None
             }
         }
     }
-    let mut out = json!({
-        "format": "tracer-replay-report", "version": 1,
-        "recording": rec.dir.display().to_string(),
-        "device": format!("{} ({})", s.ctx.name, s.ctx.pci_bus_id),
-        "replay_version": env!("CARGO_PKG_VERSION"),
-        "coverage": {
-            "launches": p.coverage.launches, "launches_replayed": p.coverage.launches_replayed,
-            "percent": p.coverage.percent(), "launches_by_api": p.coverage.launches_by_api,
-            "skipped_by_reason": p.coverage.skipped_by_reason, "skipped": p.coverage.skipped,
-            "graph_launches": p.coverage.graph_launches, "copies": p.coverage.copies,
-            "copies_replayed": p.coverage.copies_replayed, "h2d_with_data": p.coverage.h2d_with_data,
-            "h2d_filled": p.coverage.h2d_filled, "host_pageable": p.coverage.host_pageable, "sets": p.coverage.sets, "sets_replayed": p.coverage.sets_replayed,
-            "other_skipped": p.coverage.other_skipped,
-        },
-        "plan": {
-            "ops": p.ops.len(), "streams": p.streams.len(), "events": p.events.len(), "edges": p.edges.len(),
-            "ranges": p.ranges.len(), "relocation_candidates": p.relocations.len(),
-        },
-        "memory": {
-            "summary": format!("{} windows, {} at the recorded address, {} relocated", s.map.windows.len(),
-                s.map.windows.iter().filter(|w| w.at_recorded_address).count(),
-                s.map.windows.iter().filter(|w| !w.at_recorded_address).count()),
-            "granularity": s.map.granularity, "windows": s.map.windows,
-        },
-        "recorded": {
-            "source": recorded.source, "busy_us": busy_us, "span_us": recorded.span_ns as f64 / 1e3,
-            "kernels_us": recorded.kernels_ns as f64 / 1e3, "copies_us": recorded.copies_ns as f64 / 1e3,
-            "sets_us": recorded.sets_ns as f64 / 1e3,
-        },
-        "modes": modes,
-        "output_checks": checks,
-        "pass_checks": pass_checks,
-        "setup_s": s.setup_s,
-    });
-    if !isolated_us.is_empty() {
-        let (pred, fam, top) = report::predict(&p, &isolated_us, &recorded);
+
+    /// A cold L2 before each timed run (--isolated-warm-l2: none); both are timed in context.
+    fn l2_flush(&self, notes: &mut Vec<String>) -> Option<L2Flush> {
+        if self.a.isolated_warm_l2 {
+            return None;
+        }
+        match L2Flush::new(&self.s.ctx) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                notes.push(format!("isolated: L2 not flushed before each run: {e:#}"));
+                None
+            }
+        }
+    }
+
+    /// Each target op timed warm and (with `flush`) cold: in context with a snapshot, else alone.
+    fn time_isolated(
+        &self,
+        snap: Option<&Snapshot>,
+        targets: &[(usize, Vec<usize>)],
+        st: CUstream,
+        n: usize,
+        flush: Option<&L2Flush>,
+    ) -> Result<Vec<(Timed, Option<Timed>)>> {
+        let (s, repeats) = (self.s, self.a.repeats);
+        let show = |j: usize| {
+            if j.is_multiple_of(16) {
+                progress(&format!("isolated: {j}/{n} distinct kernels, copies and sets"));
+            }
+        };
+        Ok(if let Some(snap) = snap {
+            s.time_in_context(snap, targets, st, 3, repeats, flush, show).context("isolated mode (in context)")?
+        } else {
+            let mut v = Vec::new();
+            for (j, (op, pro)) in targets.iter().enumerate() {
+                show(j);
+                v.push(s.time_warm_and_cold(*op, pro, st, 3, repeats, flush)?);
+            }
+            v
+        })
+    }
+
+    /// CUPTI's durations of each key's warm and cold runs (None where its records were not one per run).
+    fn isolated_cupti_samples(
+        &self,
+        order: &[(String, usize)],
+        all: &[(Timed, Option<Timed>)],
+        flush: Option<&L2Flush>,
+        notes: &mut Vec<String>,
+    ) -> (Vec<Samples>, Vec<Samples>) {
+        // Every timed window in time order: (key index, after an L2 flush?, window).
+        let mut runs: Vec<(usize, bool, (u64, u64))> = Vec::new();
+        for (j, (warm, cold)) in all.iter().enumerate() {
+            runs.push((j, false, warm.window));
+            if let Some(cold) = cold {
+                runs.push((j, true, cold.window));
+            }
+        }
+        let (mut by_cupti_warm, mut by_cupti_cold): (Vec<Samples>, Vec<Samples>) =
+            (vec![None; all.len()], vec![None; all.len()]);
+        if let Some(c) = self.cupti {
+            let ops: Vec<usize> = runs.iter().map(|r| order[r.0].1).collect();
+            let windows: Vec<(u64, u64)> = runs.iter().map(|r| r.2).collect();
+            let flush_bytes = flush.map(|f| f.bytes as u64);
+            let d = figures::isolated_durations(self.p, &ops, &windows, c.take(), self.a.repeats, flush_bytes);
+            let missing = d.iter().filter(|x| x.is_none()).count();
+            if missing > 0 {
+                notes.push(format!(
+                    "isolated: {missing} timings of {} keys by CUDA events (CUPTI's records of their runs were not {} per key)",
+                    all.len(),
+                    self.a.repeats
+                ));
+            }
+            for (&(j, cold, _), x) in runs.iter().zip(d) {
+                if cold {
+                    by_cupti_cold[j] = x;
+                } else {
+                    by_cupti_warm[j] = x;
+                }
+            }
+        }
+        (by_cupti_warm, by_cupti_cold)
+    }
+
+    /// Each key's medians and report row, from CUPTI's durations where it has them, else the events'.
+    fn isolated_rows(
+        &self,
+        keys: &BTreeMap<String, (usize, usize)>,
+        order: &[(String, usize)],
+        all: Vec<(Timed, Option<Timed>)>,
+        by_cupti_warm: Vec<Samples>,
+        by_cupti_cold: Vec<Samples>,
+        iso: &mut Isolated,
+    ) {
+        let p = self.p;
+        for ((((k, _), (warm, cold)), cw), cc) in order.iter().zip(all).zip(by_cupti_warm).zip(by_cupti_cold) {
+            let (op, count) = &keys[k];
+            let event_median_ms = report::nearest_rank(&warm.ms, 50.0);
+            let warm_samples = cw.unwrap_or(warm.ms);
+            let cold_samples = match cold {
+                Some(t) => Some(cc.unwrap_or(t.ms)),
+                None => None,
+            };
+            let warm_ms = report::nearest_rank(&warm_samples, 50.0);
+            iso.warm_us.insert(k.clone(), warm_ms * 1e3);
+            let samples = cold_samples.clone().unwrap_or(warm_samples);
+            let ms = report::nearest_rank(&samples, 50.0);
+            iso.us.insert(k.clone(), ms * 1e3);
+            iso.samples.insert(k.clone(), samples.clone());
+            let o = &p.ops[*op];
+            let mut row = json!({"key": k, "family": report::op_family(p, *op), "count": count, "median_us": ms * 1e3,
+                "p10_us": report::nearest_rank(&samples, 10.0) * 1e3, "p90_us": report::nearest_rank(&samples, 90.0) * 1e3,
+                "total_us": ms * 1e3 * *count as f64, "first_line": o.line,
+                "l2": iso.l2, "warm_l2_median_us": warm_ms * 1e3,
+                "event_median_us": event_median_ms * 1e3});
+            if let Some(l) = o.launch() {
+                row["kernel"] = json!(l.kernel);
+                row["grid"] = json!(l.grid);
+                row["block"] = json!(l.block);
+                row["shared_mem"] = json!(l.shared_mem);
+            }
+            iso.rows.push(row);
+        }
+    }
+
+    /// The report's figures that every run has: recording, device, coverage, plan, memory, recorded
+    /// time, the modes' rows and the output checks.
+    fn report_json(&self, checks: &[OutputCheck], modes: Vec<Value>, pass_checks: Vec<Value>) -> Value {
+        let (rec, p, s, recorded) = (self.rec, self.p, self.s, self.recorded);
+        json!({
+            "format": "tracer-replay-report", "version": 1,
+            "recording": rec.dir.display().to_string(),
+            "device": format!("{} ({})", s.ctx.name, s.ctx.pci_bus_id),
+            "replay_version": env!("CARGO_PKG_VERSION"),
+            "coverage": {
+                "launches": p.coverage.launches, "launches_replayed": p.coverage.launches_replayed,
+                "percent": p.coverage.percent(), "launches_by_api": p.coverage.launches_by_api,
+                "skipped_by_reason": p.coverage.skipped_by_reason, "skipped": p.coverage.skipped,
+                "graph_launches": p.coverage.graph_launches, "copies": p.coverage.copies,
+                "copies_replayed": p.coverage.copies_replayed, "h2d_with_data": p.coverage.h2d_with_data,
+                "h2d_filled": p.coverage.h2d_filled, "host_pageable": p.coverage.host_pageable, "sets": p.coverage.sets, "sets_replayed": p.coverage.sets_replayed,
+                "other_skipped": p.coverage.other_skipped,
+            },
+            "plan": {
+                "ops": p.ops.len(), "streams": p.streams.len(), "events": p.events.len(), "edges": p.edges.len(),
+                "ranges": p.ranges.len(), "relocation_candidates": p.relocations.len(),
+            },
+            "memory": {
+                "summary": format!("{} windows, {} at the recorded address, {} relocated", s.map.windows.len(),
+                    s.map.windows.iter().filter(|w| w.at_recorded_address).count(),
+                    s.map.windows.iter().filter(|w| !w.at_recorded_address).count()),
+                "granularity": s.map.granularity, "windows": s.map.windows,
+            },
+            "recorded": {
+                "source": recorded.source, "busy_us": self.busy_us(), "span_us": recorded.span_ns as f64 / 1e3,
+                "kernels_us": recorded.kernels_ns as f64 / 1e3, "copies_us": recorded.copies_ns as f64 / 1e3,
+                "sets_us": recorded.sets_ns as f64 / 1e3,
+            },
+            "modes": modes,
+            "output_checks": checks,
+            "pass_checks": pass_checks,
+            "setup_s": s.setup_s,
+        })
+    }
+
+    /// The prediction from the isolated medians (cold and warm L2), the isolated rows, and the
+    /// durations file beside the report.
+    fn add_isolated(&self, out: &mut Value, iso: &Isolated) -> Result<()> {
+        if iso.us.is_empty() {
+            return Ok(());
+        }
+        let (p, recorded, busy_us) = (self.p, self.recorded, self.busy_us());
+        let (pred, fam, top) = report::predict(p, &iso.us, recorded);
         out["predicted_us"] = json!(pred);
         out["predicted_error_pct"] = json!(report::error_pct(pred, busy_us));
         out["families"] = json!(fam);
         out["top_kernels"] = json!(top.iter().take(20).collect::<Vec<_>>());
-        out["isolated"] = Value::Array(isolated_rows);
-        let dpath = a
+        out["isolated"] = Value::Array(iso.rows.clone());
+        let dpath = self
+            .a
             .report
             .as_ref()
             .map(|r| r.with_extension("durations.json"))
-            .unwrap_or_else(|| rec.dir.join("kernel-durations.json"));
-        let d = report::durations_file(&p, &isolated_samples, Some(&s.ctx.name));
+            .unwrap_or_else(|| self.rec.dir.join("kernel-durations.json"));
+        let d = report::durations_file(p, &iso.samples, Some(&self.s.ctx.name));
         std::fs::write(&dpath, serde_json::to_string_pretty(&d)? + "\n")
             .with_context(|| format!("{}: cannot write", dpath.display()))?;
         out["durations_file"] = json!(dpath.display().to_string());
-    }
-    if !isolated_us.is_empty() {
-        out["isolated_in_context"] = json!(in_context);
-        out["isolated_timer"] = json!(isolated_timer);
-        out["isolated_l2"] = json!(isolated_l2);
-        if isolated_l2 == "flushed" {
+        out["isolated_in_context"] = json!(iso.in_context);
+        out["isolated_timer"] = json!(iso.timer);
+        out["isolated_l2"] = json!(iso.l2);
+        if iso.l2 == "flushed" {
             // The same kernels with the L2 left warm by their previous run.
-            let (pred, fam, _) = report::predict(&p, &isolated_warm_us, &recorded);
+            let (pred, fam, _) = report::predict(p, &iso.warm_us, recorded);
             out["predicted_warm_l2_us"] = json!(pred);
             out["predicted_warm_l2_error_pct"] = json!(report::error_pct(pred, busy_us));
             out["families_warm_l2"] = json!(fam);
         }
+        Ok(())
     }
-    if let Some(c) = &cupti {
-        out["cupti"] = json!({"library": c.library(), "version": c.version(), "clock": c.clock()});
-    }
-    // Recorded vs replayed per family, kernel and segment, from the sequence passes (else the timed ones).
-    let pick = measured.iter().find(|x| x.0 == Mode::Sequence).or_else(|| measured.first());
-    if let Some((mode, g)) = pick {
-        let (fams, kernels) = replay::gpu_time::figures::families_and_kernels(&g.passes, &recorded, 20);
-        out["measured"] = json!({"mode": format!("{mode:?}").to_lowercase(), "families": fams, "top_kernels": kernels});
-        if let Some(rows) = &g.segments {
-            out["measured"]["segments"] = rows.clone();
-        }
-    }
-    // The last measured pass of each mode as a tracer trace: the chosen mode's
-    // as replay-timeline.jsonl, the others' as replay-timeline-MODE.jsonl.
-    let chosen = pick.map(|x| x.0);
-    for (mode, g) in &measured {
-        let Some(acts) = g.passes.last() else { continue };
-        let lines = &g.last_links;
-        let name = format!("{mode:?}").to_lowercase();
-        let main = Some(*mode) == chosen;
-        let tpath = match (&a.report, main) {
-            (Some(r), true) => r.with_extension("timeline.jsonl"),
-            (Some(r), false) => r.with_extension(format!("timeline-{name}.jsonl")),
-            (None, true) => rec.dir.join("replay-timeline.jsonl"),
-            (None, false) => rec.dir.join(format!("replay-timeline-{name}.jsonl")),
-        };
-        match write_timeline(&tpath, &rec, &p, &s, *mode, acts, lines, c_lib(&cupti), g.passes.len()) {
-            Ok(()) => {
-                if main {
-                    out["timeline_file"] = json!(tpath.display().to_string());
-                }
-                out["timeline_files"][&name] = json!(tpath.display().to_string());
+
+    /// Recorded vs replayed per family, kernel and segment, from the sequence passes (else the timed
+    /// ones); the mode they came from.
+    fn add_measured(&self, out: &mut Value, measured: &[(Mode, ModeGpu)]) -> Option<Mode> {
+        let pick = measured.iter().find(|x| x.0 == Mode::Sequence).or_else(|| measured.first());
+        if let Some((mode, g)) = pick {
+            let (fams, kernels) = figures::families_and_kernels(&g.passes, self.recorded, 20);
+            out["measured"] =
+                json!({"mode": format!("{mode:?}").to_lowercase(), "families": fams, "top_kernels": kernels});
+            if let Some(rows) = &g.segments {
+                out["measured"]["segments"] = rows.clone();
             }
-            Err(e) => notes.push(format!("replayed {name} timeline not written: {e:#}")),
+        }
+        pick.map(|x| x.0)
+    }
+
+    /// The last measured pass of each mode as a tracer trace: the chosen mode's
+    /// as replay-timeline.jsonl, the others' as replay-timeline-MODE.jsonl.
+    fn write_timelines(
+        &self,
+        out: &mut Value,
+        measured: &[(Mode, ModeGpu)],
+        chosen: Option<Mode>,
+        notes: &mut Vec<String>,
+    ) {
+        let rec = self.rec;
+        for (mode, g) in measured {
+            let Some(acts) = g.passes.last() else { continue };
+            let lines = &g.last_links;
+            let name = format!("{mode:?}").to_lowercase();
+            let main = Some(*mode) == chosen;
+            let tpath = match (&self.a.report, main) {
+                (Some(r), true) => r.with_extension("timeline.jsonl"),
+                (Some(r), false) => r.with_extension(format!("timeline-{name}.jsonl")),
+                (None, true) => rec.dir.join("replay-timeline.jsonl"),
+                (None, false) => rec.dir.join(format!("replay-timeline-{name}.jsonl")),
+            };
+            match write_timeline(&tpath, rec, self.p, self.s, *mode, acts, lines, c_lib(self.cupti), g.passes.len()) {
+                Ok(()) => {
+                    if main {
+                        out["timeline_file"] = json!(tpath.display().to_string());
+                    }
+                    out["timeline_files"][&name] = json!(tpath.display().to_string());
+                }
+                Err(e) => notes.push(format!("replayed {name} timeline not written: {e:#}")),
+            }
         }
     }
-    if a.energy_seconds > 0.0 {
-        let pace: Option<Vec<u64>> = a.mode.contains(&Mode::Timed).then(|| recorded_offsets(&p));
-        match energy(&s, &rec, &p, a.energy_seconds, pace.as_deref(), &cupti) {
-            Ok(e) => out["energy"] = e,
-            Err(e) => notes.push(format!("energy not measured: {e:#}")),
+
+    /// With --energy-seconds: the energy figures (their failure is a note).
+    fn add_energy(&self, out: &mut Value, notes: &mut Vec<String>) {
+        let a = self.a;
+        if a.energy_seconds > 0.0 {
+            let pace: Option<Vec<u64>> = a.mode.contains(&Mode::Timed).then(|| recorded_offsets(self.p));
+            match energy(self.s, self.rec, self.p, a.energy_seconds, pace.as_deref(), self.cupti) {
+                Ok(e) => out["energy"] = e,
+                Err(e) => notes.push(format!("energy not measured: {e:#}")),
+            }
         }
     }
-    out["notes"] = json!(notes);
-    let path = a.report.clone().unwrap_or_else(|| rec.dir.join("replay-report.json"));
-    std::fs::write(&path, serde_json::to_string_pretty(&out)? + "\n")
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    print!("{}", report::text(&out));
-    println!("report: {}", path.display());
-    Ok(if checks.iter().all(|c| c.matches) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn c_lib(c: &Option<tracer_cupti::collect::Collector>) -> String {
@@ -445,7 +630,7 @@ fn write_timeline(
     pass: usize,
 ) -> Result<()> {
     use replay::gpu_time::timeline_file::{Header, lines as timeline_lines};
-    let rec_start = replay::report::recorded::plan_gpu_lines(&rec.trace, p)
+    let rec_start = replay::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
         .iter()
         .map(|g| g.ts)
         .min()
@@ -483,9 +668,7 @@ fn energy(
     pace: Option<&[u64]>,
     cupti: &Option<tracer_cupti::collect::Collector>,
 ) -> Result<Value> {
-    use replay::energy::{
-        Meter, idle_uncertainty_mw, recorded_energy_mj, recorded_net_mj, recorded_uncertainty_mj, window_uncertainty_mj,
-    };
+    use replay::energy::{Meter, idle_uncertainty_mw, recorded_net_mj};
     let secs = secs.max(2.0);
     let m = Meter::new(&s.ctx.pci_bus_id)?;
     progress("energy: counter update period (1 s)");
@@ -512,14 +695,8 @@ fn energy(
     let per_it = (w.energy_mj - idle_mw * w.seconds) / n;
     let per_it_unc = (unc_w + idle_unc_mw * w.seconds) / n;
     // The recording: its power lines over the GPU work's span, less the same idle baseline.
-    let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
-    let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
-    let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
-    let span_s = match (t0, t1) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => 0.0,
-    };
-    let rec_unc = |gross_mj: f64| recorded_uncertainty_mj(&rec.trace, 0, &period, gross_mj / span_s.max(1e-9));
+    let (t0, t1, span_s) = recorded_work_span(rec, p);
+    let rec_unc = |gross_mj: f64| recorded_uncertainty(rec, &period, span_s, gross_mj);
     let (recorded, recorded_unc, not_measured) = match (t0, t1) {
         (Some(a), Some(b)) if b > a => match recorded_net_mj(&rec.trace, 0, a, b, idle_mw, 2.0) {
             Ok(e) => (Some(e), Some(rec_unc(e + idle_mw * span_s) + idle_unc_mw * span_s), None),
@@ -546,37 +723,71 @@ fn energy(
         progress(&format!("energy: timed passes for >= {secs:.0} s"));
         let tw = m.window(secs, idle_mw, || one(Some(pace)))?;
         eprintln!();
-        let n = tw.iterations as f64;
-        let per_pass = tw.energy_mj / n;
-        let pass_s = tw.seconds / n;
-        let unc = window_uncertainty_mj(&period, tw.energy_mj / tw.seconds, idle_mw, tw.tail_s) / n;
-        let net_pass = per_pass - idle_mw * pass_s;
-        let net_unc = unc + idle_unc_mw * pass_s;
-        let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
-        let rec_gross_unc = rec_gross.map(rec_unc);
-        let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
-        let rec_net_unc = rec_gross_unc.map(|u| u + idle_unc_mw * span_s);
-        // Relative uncertainty of a ratio: the sum of both sides' relative uncertainties.
-        let err_unc = |x: f64, ux: f64, r: Option<f64>, ur: Option<f64>| match (r, ur) {
-            (Some(r), Some(ur)) if x != 0.0 && r != 0.0 => Some(100.0 * (ux / x.abs() + ur / r.abs()) * (x / r).abs()),
-            _ => None,
-        };
-        out["timed"] = json!({
-            "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "tail_s": tw.tail_s, "recorded_span_s": span_s,
-            "replay_mj_per_pass": per_pass, "replay_uncertainty_mj": unc,
-            "recorded_mj": rec_gross, "recorded_uncertainty_mj": rec_gross_unc,
-            "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
-            "error_uncertainty_pct": err_unc(per_pass, unc, rec_gross, rec_gross_unc),
-            "replay_net_mj_per_pass": net_pass, "replay_net_uncertainty_mj": net_unc,
-            "recorded_net_mj": rec_net, "recorded_net_uncertainty_mj": rec_net_unc,
-            "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
-            "net_error_uncertainty_pct": err_unc(net_pass, net_unc, rec_net, rec_net_unc),
-            "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
-            "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
-            "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },
-        });
+        let idle = Idle { period: &period, mw: idle_mw, unc_mw: idle_unc_mw };
+        out["timed"] = timed_energy(&tw, rec, &idle, (a, b), span_s, tokens);
     }
     Ok(out)
+}
+
+/// The recording's GPU work span: its first work submission to its last work's end (its last gpu
+/// line's, when it has them), in ns, and its length in s (0 without work).
+fn recorded_work_span(rec: &Recording, p: &plan::Plan) -> (Option<u64>, Option<u64>, f64) {
+    let t0 = p.ops.iter().find(|o| o.is_work()).map(|o| o.ts);
+    let t1 = p.ops.iter().rev().find(|o| o.is_work()).map(|o| o.ts + o.duration_ns.unwrap_or(0));
+    let t1 = rec.trace.gpu.iter().map(|g| g.end_ts).max().or(t1);
+    let span_s = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    (t0, t1, span_s)
+}
+
+/// The uncertainty (mJ) of the recording's `gross_mj` over its `span_s`, from its power lines.
+fn recorded_uncertainty(rec: &Recording, period: &UpdatePeriod, span_s: f64, gross_mj: f64) -> f64 {
+    replay::energy::recorded_uncertainty_mj(&rec.trace, 0, period, gross_mj / span_s.max(1e-9))
+}
+
+/// The idle baseline the energy figures are net of: the counter's update period, the idle power
+/// and its uncertainty (mW).
+struct Idle<'a> {
+    period: &'a UpdatePeriod,
+    mw: f64,
+    unc_mw: f64,
+}
+
+/// The timed passes' energy (recorded idle gaps kept) against the recording's over its work span
+/// `(a, b)`, gross and above idle.
+fn timed_energy(tw: &Window, rec: &Recording, idle: &Idle, (a, b): (u64, u64), span_s: f64, tokens: u64) -> Value {
+    let (idle_mw, idle_unc_mw) = (idle.mw, idle.unc_mw);
+    let n = tw.iterations as f64;
+    let per_pass = tw.energy_mj / n;
+    let pass_s = tw.seconds / n;
+    let unc = window_uncertainty_mj(idle.period, tw.energy_mj / tw.seconds, idle_mw, tw.tail_s) / n;
+    let net_pass = per_pass - idle_mw * pass_s;
+    let net_unc = unc + idle_unc_mw * pass_s;
+    let rec_gross = (span_s >= 2.0).then(|| recorded_energy_mj(&rec.trace, 0, a, b)).flatten();
+    let rec_gross_unc = rec_gross.map(|g| recorded_uncertainty(rec, idle.period, span_s, g));
+    let rec_net = rec_gross.map(|g| g - idle_mw * span_s);
+    let rec_net_unc = rec_gross_unc.map(|u| u + idle_unc_mw * span_s);
+    // Relative uncertainty of a ratio: the sum of both sides' relative uncertainties.
+    let err_unc = |x: f64, ux: f64, r: Option<f64>, ur: Option<f64>| match (r, ur) {
+        (Some(r), Some(ur)) if x != 0.0 && r != 0.0 => Some(100.0 * (ux / x.abs() + ur / r.abs()) * (x / r).abs()),
+        _ => None,
+    };
+    json!({
+        "window_s": tw.seconds, "passes": tw.iterations, "pass_s": pass_s, "tail_s": tw.tail_s, "recorded_span_s": span_s,
+        "replay_mj_per_pass": per_pass, "replay_uncertainty_mj": unc,
+        "recorded_mj": rec_gross, "recorded_uncertainty_mj": rec_gross_unc,
+        "error_pct": rec_gross.and_then(|r| report::error_pct(per_pass, r)),
+        "error_uncertainty_pct": err_unc(per_pass, unc, rec_gross, rec_gross_unc),
+        "replay_net_mj_per_pass": net_pass, "replay_net_uncertainty_mj": net_unc,
+        "recorded_net_mj": rec_net, "recorded_net_uncertainty_mj": rec_net_unc,
+        "net_error_pct": rec_net.and_then(|r| report::error_pct(net_pass, r)),
+        "net_error_uncertainty_pct": err_unc(net_pass, net_unc, rec_net, rec_net_unc),
+        "replay_mj_per_token": if tokens > 0 { Some(per_pass / tokens as f64) } else { None },
+        "recorded_mj_per_token": if tokens > 0 { rec_gross.map(|r| r / tokens as f64) } else { None },
+        "note": if span_s < 2.0 { Some(format!("the recorded span ({span_s:.3} s) is under the 2 s the counter needs")) } else { None },
+    })
 }
 
 /// One pass's output checks, summarized: how many, how many identical, the first line that differed.

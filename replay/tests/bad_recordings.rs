@@ -20,7 +20,7 @@ fn launch(r: &mut Rec, params: &str) {
 fn err(dir: &std::path::Path) -> String {
     match Recording::open(dir).and_then(|rec| {
         let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl")?;
-        rec.check_data(&p)
+        replay::data_check::check(&rec, &p)
     }) {
         Ok(()) => panic!("no error"),
         Err(e) => format!("{e:#}"),

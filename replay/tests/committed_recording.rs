@@ -13,7 +13,7 @@ fn replay_check_recording_plans_completely() {
     let rec = Recording::open(&dir).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
     // Every image and data file is there with its hash.
-    rec.check_data(&p).unwrap();
+    replay::data_check::check(&rec, &p).unwrap();
     let c = &p.coverage;
     assert_eq!((c.launches, c.launches_replayed), (5, 5));
     assert_eq!(c.launches_by_api.get("cuLaunchKernel"), Some(&4));

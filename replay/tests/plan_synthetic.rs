@@ -100,7 +100,7 @@ fn exact_plan_of_a_synthetic_recording() {
     let (r, cubin, fatbin, data) = build();
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
-    rec.check_data(&p).unwrap();
+    replay::data_check::check(&rec, &p).unwrap();
 
     // Handle resolution: 0xa00/0xf1 are reused after the unload at line 13.
     assert_eq!(p.loads.len(), 2);

@@ -134,149 +134,183 @@ fn cstr(s: &str) -> Result<CString> {
     CString::new(s).with_context(|| format!("name with a NUL byte: {s:?}"))
 }
 
-impl Session {
-    pub fn new(rec: &Recording, plan: &Plan, device: i32, opts: &SessionOpts) -> Result<Session> {
-        let t0 = Instant::now();
-        let mut probes = Vec::new();
-        for p in &opts.probes {
-            let Some(i) = plan.ops.iter().position(|o| o.line == p.line) else {
-                bail!("--probe {}:{:#x}:{}: no replayed op at trace.jsonl line {}", p.line, p.addr, p.len, p.line);
-            };
-            probes.push((i, *p));
+/// Each --probe with the index of the op at its trace line, sorted by op.
+fn probe_ops(plan: &Plan, probes: &[Probe]) -> Result<Vec<(usize, Probe)>> {
+    let mut out = Vec::new();
+    for p in probes {
+        let Some(i) = plan.ops.iter().position(|o| o.line == p.line) else {
+            bail!("--probe {}:{:#x}:{}: no replayed op at trace.jsonl line {}", p.line, p.addr, p.len, p.line);
+        };
+        out.push((i, *p));
+    }
+    out.sort_by_key(|x| x.0);
+    Ok(out)
+}
+
+/// The images the plan's kernels and globals come from, loaded (the others: `ModuleHandle::None`).
+fn load_images(rec: &Recording, plan: &Plan) -> Result<Vec<ModuleHandle>> {
+    let mut modules = vec![ModuleHandle::None; plan.loads.len()];
+    let used: std::collections::BTreeSet<usize> = plan.kernels_used().iter().map(|k| k.0).collect();
+    let globals: std::collections::BTreeSet<usize> =
+        plan.ranges.iter().filter_map(|r| r.global.as_ref().map(|g| g.0)).collect();
+    for &id in used.union(&globals) {
+        let ld = &plan.loads[id];
+        let Some(sha) = &ld.image else { continue };
+        let mut bytes = rec.image_bytes(sha)?;
+        // PTX is stored without its terminating NUL (recording-format.md); the driver needs it.
+        if rec.manifest.image(sha).is_some_and(|i| i.kind == "ptx") && bytes.last() != Some(&0) {
+            bytes.push(0);
         }
-        probes.sort_by_key(|x| x.0);
-        let ctx = Context::new(device)?;
-        // Memory first: before the images' own allocations can take the recorded addresses.
-        let mut map = AddressMap::build(&plan.ranges, ctx.dev, opts.force_relocation, opts.fill)?;
-        let mut notes = map.notes.clone();
-        let mut modules = vec![ModuleHandle::None; plan.loads.len()];
-        let used: std::collections::BTreeSet<usize> = plan.kernels_used().iter().map(|k| k.0).collect();
-        let globals: std::collections::BTreeSet<usize> =
-            plan.ranges.iter().filter_map(|r| r.global.as_ref().map(|g| g.0)).collect();
-        for &id in used.union(&globals) {
-            let ld = &plan.loads[id];
-            let Some(sha) = &ld.image else { continue };
-            let mut bytes = rec.image_bytes(sha)?;
-            // PTX is stored without its terminating NUL (recording-format.md); the driver needs it.
-            if rec.manifest.image(sha).is_some_and(|i| i.kind == "ptx") && bytes.last() != Some(&0) {
-                bytes.push(0);
+        let what = format!(
+            "{} of image {sha} (recorded at line {})",
+            if ld.library { "cuLibraryLoadData" } else { "cuModuleLoadData" },
+            ld.line
+        );
+        modules[id] = load_image(&bytes, ld.library, &what)?;
+    }
+    Ok(modules)
+}
+
+/// One image loaded as a library (cuLibraryLoadData) or a module (cuModuleLoadData).
+fn load_image(bytes: &[u8], library: bool, what: &str) -> Result<ModuleHandle> {
+    // SAFETY: image bytes stay alive during the call (the driver copies them).
+    unsafe {
+        if library {
+            let mut l: sys::CUlibrary = std::ptr::null_mut();
+            ck(
+                sys::cuLibraryLoadData(
+                    &mut l,
+                    bytes.as_ptr() as *const c_void,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                ),
+                what,
+            )?;
+            Ok(ModuleHandle::Library(l))
+        } else {
+            let mut m: sys::CUmodule = std::ptr::null_mut();
+            ck(sys::cuModuleLoadData(&mut m, bytes.as_ptr() as *const c_void), what)?;
+            Ok(ModuleHandle::Module(m))
+        }
+    }
+}
+
+/// Module globals: map their recorded addresses to the replay's (one not found is a note).
+fn map_globals(plan: &Plan, modules: &[ModuleHandle], map: &mut AddressMap, notes: &mut Vec<String>) -> Result<()> {
+    for r in plan.ranges.iter().filter(|r| r.kind == RangeKind::ModuleGlobal) {
+        let Some((load, name)) = &r.global else { continue };
+        let n = cstr(name)?;
+        let (mut p, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: valid handles and out-pointers.
+        let res = unsafe {
+            match modules[*load] {
+                ModuleHandle::Library(l) => sys::cuLibraryGetGlobal(&mut p, &mut size, l, n.as_ptr()),
+                ModuleHandle::Module(m) => sys::cuModuleGetGlobal_v2(&mut p, &mut size, m, n.as_ptr()),
+                ModuleHandle::None => continue,
             }
-            let what = format!(
-                "{} of image {sha} (recorded at line {})",
-                if ld.library { "cuLibraryLoadData" } else { "cuModuleLoadData" },
-                ld.line
-            );
-            // SAFETY: image bytes stay alive during the call (the driver copies them).
-            unsafe {
-                if ld.library {
-                    let mut l: sys::CUlibrary = std::ptr::null_mut();
-                    ck(
-                        sys::cuLibraryLoadData(
-                            &mut l,
-                            bytes.as_ptr() as *const c_void,
-                            std::ptr::null_mut(),
-                            std::ptr::null_mut(),
-                            0,
-                            std::ptr::null_mut(),
-                            std::ptr::null_mut(),
-                            0,
-                        ),
-                        &what,
-                    )?;
-                    modules[id] = ModuleHandle::Library(l);
-                } else {
-                    let mut m: sys::CUmodule = std::ptr::null_mut();
-                    ck(sys::cuModuleLoadData(&mut m, bytes.as_ptr() as *const c_void), &what)?;
-                    modules[id] = ModuleHandle::Module(m);
+        };
+        if res == sys::CUresult::CUDA_SUCCESS {
+            map.add_global(r.start, p, size as u64);
+        } else {
+            notes.push(format!("global {name} (line {}): {}", r.line, cuda::error_name(res)));
+        }
+    }
+    Ok(())
+}
+
+/// The handle of every kernel the plan uses, from its loaded image.
+fn functions(plan: &Plan, modules: &[ModuleHandle]) -> Result<Functions> {
+    let mut funcs: Functions = HashMap::new();
+    for (load, kernel, _) in plan.kernels_used() {
+        let n = cstr(&kernel)?;
+        let what = format!("kernel {kernel} of load line {}", plan.loads[load].line);
+        // SAFETY: valid handles and out-pointers.
+        let f = unsafe {
+            match modules[load] {
+                ModuleHandle::Library(l) => {
+                    let mut k: sys::CUkernel = std::ptr::null_mut();
+                    ck(sys::cuLibraryGetKernel(&mut k, l, n.as_ptr()), &format!("cuLibraryGetKernel: {what}"))?;
+                    // A CUkernel may be passed wherever a CUfunction is (CUDA 12+).
+                    (k as CUfunction, Some(k))
                 }
+                ModuleHandle::Module(m) => {
+                    let mut f: CUfunction = std::ptr::null_mut();
+                    ck(sys::cuModuleGetFunction(&mut f, m, n.as_ptr()), &format!("cuModuleGetFunction: {what}"))?;
+                    (f, None)
+                }
+                ModuleHandle::None => bail!("{what}: image not loaded"),
+            }
+        };
+        funcs.insert((load, kernel), f);
+    }
+    Ok(funcs)
+}
+
+/// Attributes (e.g. the maximum dynamic shared memory) once, in recorded order (a failure is a note).
+fn set_attributes(plan: &Plan, funcs: &Functions, ctx: &Context, notes: &mut Vec<String>) {
+    for op in &plan.ops {
+        if let OpKind::SetAttribute { load, kernel, attrib, value, .. } = &op.kind {
+            let Some(&(f, k)) = funcs.get(&(*load, kernel.clone())) else { continue };
+            let r = match k {
+                Some(k) => cuda::kernel_set_attribute(k, *attrib, *value, ctx.dev),
+                None => cuda::func_set_attribute(f, *attrib, *value),
+            };
+            if let Err(e) = r {
+                notes.push(format!("line {}: {e:#}", op.line));
             }
         }
-        // Module globals: map their recorded addresses to the replay's.
-        for r in plan.ranges.iter().filter(|r| r.kind == RangeKind::ModuleGlobal) {
-            let Some((load, name)) = &r.global else { continue };
-            let n = cstr(name)?;
-            let (mut p, mut size): (sys::CUdeviceptr, usize) = (0, 0);
-            // SAFETY: valid handles and out-pointers.
-            let res = unsafe {
-                match modules[*load] {
-                    ModuleHandle::Library(l) => sys::cuLibraryGetGlobal(&mut p, &mut size, l, n.as_ptr()),
-                    ModuleHandle::Module(m) => sys::cuModuleGetGlobal_v2(&mut p, &mut size, m, n.as_ptr()),
-                    ModuleHandle::None => continue,
-                }
-            };
-            if res == sys::CUresult::CUDA_SUCCESS {
-                map.add_global(r.start, p, size as u64);
-            } else {
-                notes.push(format!("global {name} (line {}): {}", r.line, cuda::error_name(res)));
+    }
+}
+
+/// The plan's streams: the legacy and per-thread default streams as themselves, the others created.
+fn create_streams(plan: &Plan) -> Result<Vec<CUstream>> {
+    let mut streams = Vec::with_capacity(plan.streams.len());
+    for s in &plan.streams {
+        let h: CUstream = match s.kind {
+            StreamKind::Legacy => std::ptr::null_mut(),
+            StreamKind::PerThread => 2usize as CUstream,
+            StreamKind::Created | StreamKind::Unknown => {
+                let mut h: CUstream = std::ptr::null_mut();
+                // SAFETY: out-pointer valid.
+                ck(
+                    unsafe { sys::cuStreamCreateWithPriority(&mut h, s.flags, s.priority) },
+                    "cuStreamCreateWithPriority",
+                )?;
+                h
             }
-        }
-        // Functions.
-        let mut funcs: HashMap<(usize, String), (CUfunction, Option<sys::CUkernel>)> = HashMap::new();
-        for (load, kernel, _) in plan.kernels_used() {
-            let n = cstr(&kernel)?;
-            let what = format!("kernel {kernel} of load line {}", plan.loads[load].line);
-            // SAFETY: valid handles and out-pointers.
-            let f = unsafe {
-                match modules[load] {
-                    ModuleHandle::Library(l) => {
-                        let mut k: sys::CUkernel = std::ptr::null_mut();
-                        ck(sys::cuLibraryGetKernel(&mut k, l, n.as_ptr()), &format!("cuLibraryGetKernel: {what}"))?;
-                        // A CUkernel may be passed wherever a CUfunction is (CUDA 12+).
-                        (k as CUfunction, Some(k))
-                    }
-                    ModuleHandle::Module(m) => {
-                        let mut f: CUfunction = std::ptr::null_mut();
-                        ck(sys::cuModuleGetFunction(&mut f, m, n.as_ptr()), &format!("cuModuleGetFunction: {what}"))?;
-                        (f, None)
-                    }
-                    ModuleHandle::None => bail!("{what}: image not loaded"),
-                }
-            };
-            funcs.insert((load, kernel), f);
-        }
-        // Attributes (e.g. the maximum dynamic shared memory) once, in recorded order.
-        for op in &plan.ops {
-            if let OpKind::SetAttribute { load, kernel, attrib, value, .. } = &op.kind {
-                let Some(&(f, k)) = funcs.get(&(*load, kernel.clone())) else { continue };
-                let r = match k {
-                    Some(k) => cuda::kernel_set_attribute(k, *attrib, *value, ctx.dev),
-                    None => cuda::func_set_attribute(f, *attrib, *value),
-                };
-                if let Err(e) = r {
-                    notes.push(format!("line {}: {e:#}", op.line));
-                }
-            }
-        }
-        // Streams and events.
-        let mut streams = Vec::with_capacity(plan.streams.len());
-        for s in &plan.streams {
-            let h: CUstream = match s.kind {
-                StreamKind::Legacy => std::ptr::null_mut(),
-                StreamKind::PerThread => 2usize as CUstream,
-                StreamKind::Created | StreamKind::Unknown => {
-                    let mut h: CUstream = std::ptr::null_mut();
-                    // SAFETY: out-pointer valid.
-                    ck(
-                        unsafe { sys::cuStreamCreateWithPriority(&mut h, s.flags, s.priority) },
-                        "cuStreamCreateWithPriority",
-                    )?;
-                    h
-                }
-            };
-            streams.push(h);
-        }
-        let mut events = Vec::with_capacity(plan.events.len());
-        for e in &plan.events {
-            let mut h: sys::CUevent = std::ptr::null_mut();
-            // SAFETY: out-pointer valid.
-            ck(unsafe { sys::cuEventCreate(&mut h, e.flags) }, "cuEventCreate")?;
-            events.push(h);
-        }
-        // Host buffers: recorded H2D bytes (pinned), one zero-filled source, one D2H scratch.
-        // Host memory of the recorded kind: a copy from pageable memory
-        // is staged by the driver (synchronous for the host, slower), one
-        // from page-locked memory is DMA (unless --pinned-copies).
-        let locked = |c: &crate::plan::Copy| c.host_pinned || opts.pinned_copies;
+        };
+        streams.push(h);
+    }
+    Ok(streams)
+}
+
+/// The plan's events, created with their recorded flags.
+fn create_events(plan: &Plan) -> Result<Vec<sys::CUevent>> {
+    let mut events = Vec::with_capacity(plan.events.len());
+    for e in &plan.events {
+        let mut h: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: out-pointer valid.
+        ck(unsafe { sys::cuEventCreate(&mut h, e.flags) }, "cuEventCreate")?;
+        events.push(h);
+    }
+    Ok(events)
+}
+
+/// Host memory of the recorded kind: a copy from pageable memory is staged by
+/// the driver (synchronous for the host, slower), one from page-locked memory
+/// is DMA (unless --pinned-copies).
+fn locked(c: &crate::plan::Copy, opts: &SessionOpts) -> bool {
+    c.host_pinned || opts.pinned_copies
+}
+
+impl HostBuffers {
+    /// Host buffers: recorded H2D bytes (pinned), one zero-filled source, one D2H scratch.
+    fn new(rec: &Recording, plan: &Plan, opts: &SessionOpts) -> Result<HostBuffers> {
+        let locked = |c: &crate::plan::Copy| locked(c, opts);
         let mut data: Vec<Pinned> = Vec::new();
         let mut data_idx: HashMap<(String, bool), usize> = HashMap::new();
         let (mut max_fill, mut max_scratch) = (1usize, 1usize);
@@ -304,72 +338,126 @@ impl Session {
         }
         let fill = [Pinned::new(max_fill)?, Pinned::pageable(max_fill)?];
         let scratch = [Pinned::new(max_scratch)?, Pinned::pageable(max_scratch)?];
-        // Prepared ops.
-        let reloc: HashMap<usize, Vec<(u32, u64)>> = plan.relocations.iter().fold(HashMap::new(), |mut m, c| {
-            m.entry(c.op).or_default().push((c.offset, c.value));
-            m
+        Ok(HostBuffers { data, data_idx, fill, scratch, expected })
+    }
+}
+
+/// Every op prepared for submission: handles, translated addresses, relocated parameters, host buffers.
+fn prepare_ops(plan: &Plan, funcs: &Functions, map: &AddressMap, host: &HostBuffers, opts: &SessionOpts) -> Vec<Prep> {
+    let reloc: HashMap<usize, Vec<(u32, u64)>> = plan.relocations.iter().fold(HashMap::new(), |mut m, c| {
+        m.entry(c.op).or_default().push((c.offset, c.value));
+        m
+    });
+    let mut prep = Vec::with_capacity(plan.ops.len());
+    for (i, op) in plan.ops.iter().enumerate() {
+        let stream = op.stream.unwrap_or(0);
+        prep.push(match &op.kind {
+            OpKind::Launch(l) => {
+                let (f, _) = funcs[&(l.load, l.kernel.clone())];
+                let cands = reloc.get(&i).map(|v| v.as_slice()).unwrap_or(&[]);
+                prepare_launch(l, f, cands, map, stream)
+            }
+            OpKind::Copy(c) => prepare_copy(c, map, host, opts, stream),
+            OpKind::Set(s) => {
+                Prep::Set { dst: map.translate(s.dst), value: s.value, elem: s.elem, count: s.count as usize, stream }
+            }
+            OpKind::EventRecord { event } => Prep::EventRecord { event: *event, stream },
+            OpKind::StreamWaitEvent { event } => Prep::Wait { event: *event, stream },
+            OpKind::StreamSync => Prep::StreamSync { stream },
+            OpKind::CtxSync => Prep::CtxSync,
+            OpKind::EventSync { event } => Prep::EventSync { event: *event },
+            OpKind::SetAttribute { .. } => Prep::Nop,
         });
-        let mut prep = Vec::with_capacity(plan.ops.len());
-        for (i, op) in plan.ops.iter().enumerate() {
-            let stream = op.stream.unwrap_or(0);
-            prep.push(match &op.kind {
-                OpKind::Launch(l) => {
-                    let (f, _) = funcs[&(l.load, l.kernel.clone())];
-                    let cands = reloc.get(&i).map(|v| v.as_slice()).unwrap_or(&[]);
-                    let bytes = super::memory::relocate_params(&l.params, l.layout.as_ref(), cands, &map);
-                    let mut params = vec![0u64; bytes.len().div_ceil(8)];
-                    // SAFETY: params has at least bytes.len() bytes.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(bytes.as_ptr(), params.as_mut_ptr() as *mut u8, bytes.len())
-                    };
-                    Prep::Launch {
-                        f,
-                        grid: l.grid,
-                        block: l.block,
-                        shared_mem: l.shared_mem,
-                        stream,
-                        params,
-                        len: bytes.len(),
-                        attrs: l.attrs.clone(),
-                        ex: l.api != LaunchApi::Kernel,
-                    }
-                }
-                OpKind::Copy(c) => {
-                    let host = match c.direction {
-                        Direction::H2d => c
-                            .data
-                            .as_ref()
-                            .map(|s| HostBuf::Data(data_idx[&(s.clone(), locked(c))]))
-                            .unwrap_or(HostBuf::Fill(!locked(c) as usize)),
-                        Direction::D2h => HostBuf::Scratch(!locked(c) as usize),
-                        Direction::D2d => HostBuf::None,
-                    };
-                    Prep::Copy {
-                        dir: c.direction,
-                        dst: map.translate(c.dst),
-                        src: map.translate(c.src),
-                        size: c.size as usize,
-                        stream,
-                        is_async: c.is_async,
-                        host,
-                    }
-                }
-                OpKind::Set(s) => Prep::Set {
-                    dst: map.translate(s.dst),
-                    value: s.value,
-                    elem: s.elem,
-                    count: s.count as usize,
-                    stream,
-                },
-                OpKind::EventRecord { event } => Prep::EventRecord { event: *event, stream },
-                OpKind::StreamWaitEvent { event } => Prep::Wait { event: *event, stream },
-                OpKind::StreamSync => Prep::StreamSync { stream },
-                OpKind::CtxSync => Prep::CtxSync,
-                OpKind::EventSync { event } => Prep::EventSync { event: *event },
-                OpKind::SetAttribute { .. } => Prep::Nop,
-            });
-        }
+    }
+    prep
+}
+
+/// A launch with its parameters relocated (`cands`: pointer words to map) into an 8-byte aligned buffer.
+fn prepare_launch(
+    l: &crate::plan::Launch,
+    f: CUfunction,
+    cands: &[(u32, u64)],
+    map: &AddressMap,
+    stream: usize,
+) -> Prep {
+    let bytes = super::memory::relocate_params(&l.params, l.layout.as_ref(), cands, map);
+    let mut params = vec![0u64; bytes.len().div_ceil(8)];
+    // SAFETY: params has at least bytes.len() bytes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), params.as_mut_ptr() as *mut u8, bytes.len()) };
+    Prep::Launch {
+        f,
+        grid: l.grid,
+        block: l.block,
+        shared_mem: l.shared_mem,
+        stream,
+        params,
+        len: bytes.len(),
+        attrs: l.attrs.clone(),
+        ex: l.api != LaunchApi::Kernel,
+    }
+}
+
+/// A copy with translated device addresses and its host buffer (recorded bytes, fill or scratch, of the recorded kind).
+fn prepare_copy(
+    c: &crate::plan::Copy,
+    map: &AddressMap,
+    host: &HostBuffers,
+    opts: &SessionOpts,
+    stream: usize,
+) -> Prep {
+    let locked = locked(c, opts);
+    let host = match c.direction {
+        Direction::H2d => c
+            .data
+            .as_ref()
+            .map(|s| HostBuf::Data(host.data_idx[&(s.clone(), locked)]))
+            .unwrap_or(HostBuf::Fill(!locked as usize)),
+        Direction::D2h => HostBuf::Scratch(!locked as usize),
+        Direction::D2d => HostBuf::None,
+    };
+    Prep::Copy {
+        dir: c.direction,
+        dst: map.translate(c.dst),
+        src: map.translate(c.src),
+        size: c.size as usize,
+        stream,
+        is_async: c.is_async,
+        host,
+    }
+}
+
+/// A kernel's handles, per (load, kernel name): the function, and the CUkernel of a library's.
+type Functions = HashMap<(usize, String), (CUfunction, Option<sys::CUkernel>)>;
+
+/// The host side of the copies: recorded H2D bytes, zero-filled sources, D2H destinations, and the
+/// recorded bytes each D2H copy is checked against.
+struct HostBuffers {
+    data: Vec<Pinned>,
+    /// Per (data sha, page-locked?): its index in `data`.
+    data_idx: HashMap<(String, bool), usize>,
+    fill: [Pinned; 2],
+    scratch: [Pinned; 2],
+    expected: HashMap<usize, (String, usize)>,
+}
+
+impl Session {
+    pub fn new(rec: &Recording, plan: &Plan, device: i32, opts: &SessionOpts) -> Result<Session> {
+        let t0 = Instant::now();
+        let probes = probe_ops(plan, &opts.probes)?;
+        let ctx = Context::new(device)?;
+        // Memory first: before the images' own allocations can take the recorded addresses.
+        let mut map = AddressMap::build(&plan.ranges, ctx.dev, opts.force_relocation, opts.fill)?;
+        let mut notes = map.notes.clone();
+        let modules = load_images(rec, plan)?;
+        map_globals(plan, &modules, &mut map, &mut notes)?;
+        let funcs = functions(plan, &modules)?;
+        set_attributes(plan, &funcs, &ctx, &mut notes);
+        let streams = create_streams(plan)?;
+        let events = create_events(plan)?;
+        let host = HostBuffers::new(rec, plan, opts)?;
+        let prep = prepare_ops(plan, &funcs, &map, &host, opts);
         ctx.sync()?;
+        let HostBuffers { data, fill, scratch, expected, .. } = host;
         Ok(Session {
             ctx,
             map,
@@ -408,51 +496,7 @@ impl Session {
         unsafe {
             match &self.prep[i] {
                 Prep::Launch { f, grid, block, shared_mem, stream, params, len, attrs, ex } => {
-                    let mut size = *len;
-                    let mut extra: [*mut c_void; 5] = [
-                        std::ptr::without_provenance_mut::<c_void>(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
-                        params.as_ptr() as *mut c_void,
-                        std::ptr::without_provenance_mut::<c_void>(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
-                        &mut size as *mut usize as *mut c_void,
-                        std::ptr::null_mut(),
-                    ];
-                    let extra_p = if *len == 0 { std::ptr::null_mut() } else { extra.as_mut_ptr() };
-                    if *ex || !attrs.is_empty() {
-                        let mut a: Vec<sys::CUlaunchAttribute> = attrs.iter().map(|x| launch_attr(*x)).collect();
-                        let cfg = sys::CUlaunchConfig {
-                            gridDimX: grid[0],
-                            gridDimY: grid[1],
-                            gridDimZ: grid[2],
-                            blockDimX: block[0],
-                            blockDimY: block[1],
-                            blockDimZ: block[2],
-                            sharedMemBytes: *shared_mem,
-                            hStream: st(*stream),
-                            attrs: a.as_mut_ptr(),
-                            numAttrs: a.len() as u32,
-                        };
-                        ck(
-                            sys::cuLaunchKernelEx(&cfg, *f, std::ptr::null_mut(), extra_p),
-                            &format!("{}: cuLaunchKernelEx", what()),
-                        )
-                    } else {
-                        ck(
-                            sys::cuLaunchKernel(
-                                *f,
-                                grid[0],
-                                grid[1],
-                                grid[2],
-                                block[0],
-                                block[1],
-                                block[2],
-                                *shared_mem,
-                                st(*stream),
-                                std::ptr::null_mut(),
-                                extra_p,
-                            ),
-                            &format!("{}: cuLaunchKernel", what()),
-                        )
-                    }
+                    launch(*f, *grid, *block, *shared_mem, st(*stream), params, *len, attrs, *ex, &what())
                 }
                 Prep::Copy { dir, dst, src, size, stream, is_async, host } => {
                     let h = self.host_ptr(*host);
@@ -909,6 +953,71 @@ impl Graph {
         b.record(self.stream)?;
         b.sync()?;
         b.since(&a)
+    }
+}
+
+/// One launch with its parameters as one buffer: cuLaunchKernelEx for a recorded
+/// cuLaunchKernelEx or a launch with attributes, else cuLaunchKernel.
+///
+/// # Safety
+/// `f` and `stream` are handles of the current context.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem: u32,
+    stream: CUstream,
+    params: &[u64],
+    len: usize,
+    attrs: &[LaunchAttr],
+    ex: bool,
+    what: &str,
+) -> Result<()> {
+    // SAFETY: the caller's handles; params and size outlive the call (the driver copies the parameters).
+    unsafe {
+        let mut size = len;
+        let mut extra: [*mut c_void; 5] = [
+            std::ptr::without_provenance_mut::<c_void>(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
+            params.as_ptr() as *mut c_void,
+            std::ptr::without_provenance_mut::<c_void>(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        ];
+        let extra_p = if len == 0 { std::ptr::null_mut() } else { extra.as_mut_ptr() };
+        if ex || !attrs.is_empty() {
+            let mut a: Vec<sys::CUlaunchAttribute> = attrs.iter().map(|x| launch_attr(*x)).collect();
+            let cfg = sys::CUlaunchConfig {
+                gridDimX: grid[0],
+                gridDimY: grid[1],
+                gridDimZ: grid[2],
+                blockDimX: block[0],
+                blockDimY: block[1],
+                blockDimZ: block[2],
+                sharedMemBytes: shared_mem,
+                hStream: stream,
+                attrs: a.as_mut_ptr(),
+                numAttrs: a.len() as u32,
+            };
+            ck(sys::cuLaunchKernelEx(&cfg, f, std::ptr::null_mut(), extra_p), &format!("{what}: cuLaunchKernelEx"))
+        } else {
+            ck(
+                sys::cuLaunchKernel(
+                    f,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shared_mem,
+                    stream,
+                    std::ptr::null_mut(),
+                    extra_p,
+                ),
+                &format!("{what}: cuLaunchKernel"),
+            )
+        }
     }
 }
 

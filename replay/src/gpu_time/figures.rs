@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::error_pct;
+use super::recorded::RecordedTime;
 use super::segments::Measured;
 use super::{Activity, Op, Totals, matching, mean, split};
 use crate::plan::{Plan, family::family};
-use crate::report::{RecordedTime, error_pct};
 use tracer_cupti::collect::Taken;
 
 /// The recording's trace line of an op and the recorded time of its call.
@@ -188,9 +189,7 @@ pub fn segment_rows(rec: &crate::recording::Recording, p: &Plan, matched: &[Vec<
         return None;
     }
     let op_ts: Vec<u64> = p.ops.iter().map(|o| o.ts).collect();
-    let recorded: Vec<(u64, u64, Op)> = crate::report::recorded::plan_gpu_lines(&rec.trace, p)
-        .iter()
-        .map(|x| (x.ts, x.end_ts, x.measured_op()))
-        .collect();
+    let recorded: Vec<(u64, u64, Op)> =
+        super::recorded::plan_gpu_lines(&rec.trace, p).iter().map(|x| (x.ts, x.end_ts, x.measured_op())).collect();
     Some(json!(segments::compare(&segs, &op_ts, &recorded, matched)))
 }

@@ -7,11 +7,13 @@
 //! `tracer_cupti::collect` (started by `run`).
 //! - [`figures`]: the report's figures from the records of measured passes;
 //! - [`matching`]: which record measured which replayed op;
+//! - [`recorded`]: the recording's own GPU time (its gpu lines, else launch-to-sync spans);
 //! - [`segments`]: per phase/iteration (the recording's markers);
 //! - [`timeline_file`]: the replayed pass as a tracer trace (`replay-timeline.jsonl`).
 
 pub mod figures;
 pub mod matching;
+pub mod recorded;
 pub mod segments;
 pub mod timeline_file;
 
@@ -95,6 +97,11 @@ pub fn split(mut acts: Vec<Activity>, windows: &[(u64, u64)]) -> (Vec<Vec<Activi
 pub fn mean(v: impl IntoIterator<Item = u64>) -> f64 {
     let (s, n) = v.into_iter().fold((0f64, 0usize), |(s, n), x| (s + x as f64, n + 1));
     if n == 0 { f64::NAN } else { s / n as f64 }
+}
+
+/// Relative error (%) of `measured` against `reference`; None without a reference.
+pub fn error_pct(measured: f64, reference: f64) -> Option<f64> {
+    (reference > 0.0).then(|| 100.0 * (measured - reference) / reference)
 }
 
 #[cfg(test)]

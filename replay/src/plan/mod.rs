@@ -19,7 +19,7 @@ use serde::Serialize;
 pub use coverage::Coverage;
 pub use types::*;
 
-use crate::recording::{Call, Manifest, Trace};
+use crate::recording::{Call, KernelLayout, Manifest, Trace};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -140,6 +140,42 @@ struct Builder<'a> {
 
 const STREAM_LEGACY: u64 = 1;
 const STREAM_PER_THREAD: u64 = 2;
+
+/// The launch attributes of a cuLaunchKernelEx (none for cuLaunchKernel); Err: why the launch is skipped.
+fn launch_attrs(c: &Call, api: LaunchApi) -> std::result::Result<Vec<LaunchAttr>, String> {
+    let mut attrs = Vec::new();
+    if api == LaunchApi::KernelEx
+        && let Some(list) = c.arg("config").and_then(|cfg| cfg.get("attrs")).and_then(|a| a.as_array())
+    {
+        for a in list {
+            let id = a.get("id").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
+            let val = a.get("value");
+            let int = val.and_then(|v| v.as_i64()).unwrap_or(0) as i32;
+            let attr = match id {
+                2 => LaunchAttr::Cooperative(int),
+                4 => {
+                    let d = val
+                        .and_then(|v| v.as_array())
+                        .map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
+                    match d.as_deref() {
+                        Some([x, y, z]) => LaunchAttr::ClusterDim([*x, *y, *z]),
+                        _ => return Err("CLUSTER_DIMENSION attribute without [x, y, z]".into()),
+                    }
+                }
+                5 => LaunchAttr::ClusterSchedulingPolicy(int),
+                6 => LaunchAttr::ProgrammaticStreamSerialization(int),
+                8 => LaunchAttr::Priority(int),
+                10 => LaunchAttr::MemSyncDomain(int),
+                _ => {
+                    let n = a.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                    return Err(format!("launch attribute {n} ({id}) not supported"));
+                }
+            };
+            attrs.push(attr);
+        }
+    }
+    Ok(attrs)
+}
 
 fn is_launch(name: &str) -> Option<LaunchApi> {
     let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
@@ -272,24 +308,14 @@ impl<'a> Builder<'a> {
         });
     }
 
+    /// One recorded call: a launch, copy, set or synchronization becomes an op; a load, handle,
+    /// attribute, stream, event or allocation call updates the tables the ops are resolved with.
     fn call(&mut self, c: &Call) -> Result<()> {
         let name = c.name.as_str();
         if let Some(api) = is_launch(name) {
             return self.launch(c, api);
         }
-        if name.starts_with("cuGraphLaunch") {
-            self.plan.coverage.graph_launches += 1;
-            self.skip_other(c, "graph launch: graph contents are not recorded");
-            return Ok(());
-        }
-        if c.failed() || c.entry_lost || c.incomplete {
-            if name.starts_with("cuMemcpy") {
-                self.plan.coverage.copies += 1;
-                self.skip_other(c, "failed, incomplete or entry lost when recorded");
-            } else if name.starts_with("cuMemset") {
-                self.plan.coverage.sets += 1;
-                self.skip_other(c, "failed, incomplete or entry lost when recorded");
-            }
+        if self.skip_unreplayable(c, name) {
             return Ok(());
         }
         let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
@@ -299,180 +325,196 @@ impl<'a> Builder<'a> {
             | "cuModuleLoadDataEx"
             | "cuModuleLoadFatBinary"
             | "cuLibraryLoadData"
-            | "cuLibraryLoadFromFile" => self.load(c),
-            "cuModuleUnload" | "cuLibraryUnload" => {
-                let key = if base == "cuModuleUnload" { "hmod" } else { "library" };
-                if let Some(h) = c.addr_arg(key) {
-                    let st = self.pids.entry(c.pid).or_default();
-                    if let Some(id) = st.loads.remove(&h) {
-                        self.plan.loads[id].unloaded_line = Some(c.line);
-                        st.funcs.retain(|_, f| f.0 != id);
-                        st.loads.retain(|_, l| *l != id);
-                    }
-                }
-                Ok(())
-            }
-            "cuModuleGetFunction" | "cuLibraryGetKernel" => {
-                let (owner, via_library) =
-                    if base == "cuModuleGetFunction" { ("hmod", false) } else { ("library", true) };
-                let (Some(h), Some(owner), Some(kernel)) = (
-                    c.addr_field("handle"),
-                    c.addr_arg(owner),
-                    c.str_field("kernel").or(c.arg("name").and_then(|v| v.as_str())),
-                ) else {
-                    return Ok(());
-                };
-                let st = self.pids.entry(c.pid).or_default();
-                if let Some(&load) = st.loads.get(&owner) {
-                    st.funcs.insert(h, (load, kernel.to_owned(), via_library));
-                }
-                Ok(())
-            }
-            "cuKernelGetFunction" => {
-                let (Some(h), Some(k)) = (c.addr_field("handle"), c.addr_arg("kernel")) else { return Ok(()) };
-                let st = self.pids.entry(c.pid).or_default();
-                if let Some(f) = st.funcs.get(&k).cloned() {
-                    st.funcs.insert(h, f);
-                }
-                Ok(())
-            }
-            "cuLibraryGetModule" => {
-                let (Some(h), Some(lib)) = (c.addr_field("handle").or(c.addr_arg("pMod")), c.addr_arg("library"))
-                else {
-                    return Ok(());
-                };
-                let st = self.pids.entry(c.pid).or_default();
-                if let Some(&load) = st.loads.get(&lib) {
-                    st.loads.insert(h, load);
-                }
-                Ok(())
-            }
-            "cuFuncSetAttribute" | "cuKernelSetAttribute" => {
-                let hkey = if base == "cuFuncSetAttribute" { "hfunc" } else { "kernel" };
-                let vkey = if base == "cuFuncSetAttribute" { "value" } else { "val" };
-                let (Some(h), Some(attrib), Some(value)) =
-                    (c.addr_arg(hkey), c.arg("attrib").and_then(|v| v.as_i64()), c.arg(vkey).and_then(|v| v.as_i64()))
-                else {
-                    return Ok(());
-                };
-                let f = self.pids.entry(c.pid).or_default().funcs.get(&h).cloned();
-                match f {
-                    Some((load, _, _)) if self.plan.loads[load].image.is_none() => {
-                        self.skip_other(c, "attribute of a kernel whose image was not captured")
-                    }
-                    Some((load, kernel, via_library)) => {
-                        self.push(
-                            c,
-                            None,
-                            OpKind::SetAttribute {
-                                load,
-                                kernel,
-                                via_library,
-                                attrib: attrib as i32,
-                                value: value as i32,
-                            },
-                        );
-                    }
-                    None => self.skip_other(c, "attribute of an unknown function handle"),
-                }
-                Ok(())
-            }
-            "cuLibraryGetGlobal" | "cuModuleGetGlobal_v2" | "cuModuleGetGlobal" => {
-                let okey = if base == "cuLibraryGetGlobal" { "library" } else { "hmod" };
-                let (Some(ptr), Some(owner), Some(var)) =
-                    (c.addr_arg("dptr"), c.addr_arg(okey), c.arg("name").and_then(|v| v.as_str()))
-                else {
-                    return Ok(());
-                };
-                let size = c.u64_arg("bytes").unwrap_or(0);
-                if let Some(&load) = self.pids.entry(c.pid).or_default().loads.get(&owner) {
-                    self.ranges.add(c.pid, ptr, size, RangeKind::ModuleGlobal, c.line, Some((load, var.to_owned())));
-                }
-                Ok(())
-            }
-            "cuStreamCreate" | "cuStreamCreateWithPriority" => {
-                let Some(h) = c.addr_arg("phStream") else { return Ok(()) };
-                let flags = c.u64_arg("Flags").or(c.u64_arg("flags")).unwrap_or(0) as u32;
-                let priority = c.arg("priority").and_then(|v| v.as_i64()).unwrap_or(0) as i32;
-                let id = self.plan.streams.len();
-                self.plan.streams.push(StreamInfo {
-                    id,
-                    pid: c.pid,
-                    handle: h,
-                    kind: StreamKind::Created,
-                    tid: None,
-                    flags,
-                    priority,
-                    line: Some(c.line),
-                });
-                self.pids.entry(c.pid).or_default().streams.insert(h, id);
-                Ok(())
-            }
+            | "cuLibraryLoadFromFile" => return self.load(c),
+            "cuModuleUnload" | "cuLibraryUnload" => self.unload(c, base),
+            "cuModuleGetFunction" | "cuLibraryGetKernel" => self.get_function(c, base),
+            "cuKernelGetFunction" => self.kernel_get_function(c),
+            "cuLibraryGetModule" => self.library_get_module(c),
+            "cuFuncSetAttribute" | "cuKernelSetAttribute" => self.set_attribute(c, base),
+            "cuLibraryGetGlobal" | "cuModuleGetGlobal_v2" | "cuModuleGetGlobal" => self.get_global(c, base),
+            "cuStreamCreate" | "cuStreamCreateWithPriority" => self.stream_create(c),
             "cuStreamDestroy" | "cuStreamDestroy_v2" => {
                 if let Some(h) = c.addr_arg("hStream") {
                     self.pids.entry(c.pid).or_default().streams.remove(&h);
                 }
-                Ok(())
             }
-            "cuEventCreate" => {
-                let Some(h) = c.addr_arg("phEvent") else { return Ok(()) };
-                let id = self.plan.events.len();
-                let flags = c.u64_arg("Flags").unwrap_or(0) as u32;
-                self.plan.events.push(EventInfo { id, pid: c.pid, handle: h, flags, line: Some(c.line) });
-                self.pids.entry(c.pid).or_default().events.insert(h, id);
-                Ok(())
-            }
+            "cuEventCreate" => self.event_create(c),
             "cuEventDestroy" | "cuEventDestroy_v2" => {
                 if let Some(h) = c.addr_arg("hEvent") {
                     self.pids.entry(c.pid).or_default().events.remove(&h);
                 }
-                Ok(())
             }
             "cuEventRecord" | "cuEventRecordWithFlags" => {
-                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream")))
-                else {
-                    return Ok(());
-                };
-                let event = self.event(c, e);
-                let stream = self.stream(c, s);
-                self.push(c, Some(stream), OpKind::EventRecord { event });
-                Ok(())
+                self.event_on_stream(c, |event| OpKind::EventRecord { event })
             }
-            "cuStreamWaitEvent" => {
-                let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream")))
-                else {
-                    return Ok(());
-                };
-                let event = self.event(c, e);
-                let stream = self.stream(c, s);
-                self.push(c, Some(stream), OpKind::StreamWaitEvent { event });
-                Ok(())
-            }
+            "cuStreamWaitEvent" => self.event_on_stream(c, |event| OpKind::StreamWaitEvent { event }),
             "cuStreamSynchronize" => {
                 let s = c.addr_field("stream").or(c.addr_arg("hStream")).unwrap_or(0);
                 let stream = self.stream(c, s);
                 self.push(c, Some(stream), OpKind::StreamSync);
-                Ok(())
             }
             "cuCtxSynchronize" => {
                 self.push(c, None, OpKind::CtxSync);
-                Ok(())
             }
             "cuEventSynchronize" => {
                 if let Some(e) = c.addr_arg("hEvent") {
                     let event = self.event(c, e);
                     self.push(c, None, OpKind::EventSync { event });
                 }
-                Ok(())
             }
-            b if b.starts_with("cuMemcpy") => self.copy(c, b),
-            b if b.starts_with("cuMemset") => self.set(c, b),
-            b if b.starts_with("cuMem") => {
-                self.memory(c, b);
-                Ok(())
-            }
-            _ => Ok(()),
+            b if b.starts_with("cuMemcpy") => return self.copy(c, b),
+            b if b.starts_with("cuMemset") => return self.set(c, b),
+            b if b.starts_with("cuMem") => self.memory(c, b),
+            _ => {}
         }
+        Ok(())
+    }
+
+    /// Whether `c` is a call replay does not re-execute: a graph launch (counted, skipped) or a call
+    /// that failed, was incomplete or lost its entry when recorded (copies and sets counted, skipped).
+    fn skip_unreplayable(&mut self, c: &Call, name: &str) -> bool {
+        if name.starts_with("cuGraphLaunch") {
+            self.plan.coverage.graph_launches += 1;
+            self.skip_other(c, "graph launch: graph contents are not recorded");
+            return true;
+        }
+        if c.failed() || c.entry_lost || c.incomplete {
+            if name.starts_with("cuMemcpy") {
+                self.plan.coverage.copies += 1;
+                self.skip_other(c, "failed, incomplete or entry lost when recorded");
+            } else if name.starts_with("cuMemset") {
+                self.plan.coverage.sets += 1;
+                self.skip_other(c, "failed, incomplete or entry lost when recorded");
+            }
+            return true;
+        }
+        false
+    }
+
+    /// cuModuleUnload, cuLibraryUnload: the load's handles are forgotten (a reused handle is a new load).
+    fn unload(&mut self, c: &Call, base: &str) {
+        let key = if base == "cuModuleUnload" { "hmod" } else { "library" };
+        if let Some(h) = c.addr_arg(key) {
+            let st = self.pids.entry(c.pid).or_default();
+            if let Some(id) = st.loads.remove(&h) {
+                self.plan.loads[id].unloaded_line = Some(c.line);
+                st.funcs.retain(|_, f| f.0 != id);
+                st.loads.retain(|_, l| *l != id);
+            }
+        }
+    }
+
+    /// cuModuleGetFunction, cuLibraryGetKernel: the function handle names a kernel of a load.
+    fn get_function(&mut self, c: &Call, base: &str) {
+        let (owner, via_library) = if base == "cuModuleGetFunction" { ("hmod", false) } else { ("library", true) };
+        let (Some(h), Some(owner), Some(kernel)) = (
+            c.addr_field("handle"),
+            c.addr_arg(owner),
+            c.str_field("kernel").or(c.arg("name").and_then(|v| v.as_str())),
+        ) else {
+            return;
+        };
+        let st = self.pids.entry(c.pid).or_default();
+        if let Some(&load) = st.loads.get(&owner) {
+            st.funcs.insert(h, (load, kernel.to_owned(), via_library));
+        }
+    }
+
+    /// cuKernelGetFunction: the function handle names the kernel's kernel.
+    fn kernel_get_function(&mut self, c: &Call) {
+        let (Some(h), Some(k)) = (c.addr_field("handle"), c.addr_arg("kernel")) else { return };
+        let st = self.pids.entry(c.pid).or_default();
+        if let Some(f) = st.funcs.get(&k).cloned() {
+            st.funcs.insert(h, f);
+        }
+    }
+
+    /// cuLibraryGetModule: the module handle names the library's load.
+    fn library_get_module(&mut self, c: &Call) {
+        let (Some(h), Some(lib)) = (c.addr_field("handle").or(c.addr_arg("pMod")), c.addr_arg("library")) else {
+            return;
+        };
+        let st = self.pids.entry(c.pid).or_default();
+        if let Some(&load) = st.loads.get(&lib) {
+            st.loads.insert(h, load);
+        }
+    }
+
+    /// cuFuncSetAttribute, cuKernelSetAttribute: an op that sets it on the replayed kernel.
+    fn set_attribute(&mut self, c: &Call, base: &str) {
+        let hkey = if base == "cuFuncSetAttribute" { "hfunc" } else { "kernel" };
+        let vkey = if base == "cuFuncSetAttribute" { "value" } else { "val" };
+        let (Some(h), Some(attrib), Some(value)) =
+            (c.addr_arg(hkey), c.arg("attrib").and_then(|v| v.as_i64()), c.arg(vkey).and_then(|v| v.as_i64()))
+        else {
+            return;
+        };
+        let f = self.pids.entry(c.pid).or_default().funcs.get(&h).cloned();
+        match f {
+            Some((load, _, _)) if self.plan.loads[load].image.is_none() => {
+                self.skip_other(c, "attribute of a kernel whose image was not captured")
+            }
+            Some((load, kernel, via_library)) => {
+                self.push(
+                    c,
+                    None,
+                    OpKind::SetAttribute { load, kernel, via_library, attrib: attrib as i32, value: value as i32 },
+                );
+            }
+            None => self.skip_other(c, "attribute of an unknown function handle"),
+        }
+    }
+
+    /// cuLibraryGetGlobal, cuModuleGetGlobal: the global's address range, mapped to the replay's.
+    fn get_global(&mut self, c: &Call, base: &str) {
+        let okey = if base == "cuLibraryGetGlobal" { "library" } else { "hmod" };
+        let (Some(ptr), Some(owner), Some(var)) =
+            (c.addr_arg("dptr"), c.addr_arg(okey), c.arg("name").and_then(|v| v.as_str()))
+        else {
+            return;
+        };
+        let size = c.u64_arg("bytes").unwrap_or(0);
+        if let Some(&load) = self.pids.entry(c.pid).or_default().loads.get(&owner) {
+            self.ranges.add(c.pid, ptr, size, RangeKind::ModuleGlobal, c.line, Some((load, var.to_owned())));
+        }
+    }
+
+    /// cuStreamCreate(WithPriority): a stream the replay creates, with its flags and priority.
+    fn stream_create(&mut self, c: &Call) {
+        let Some(h) = c.addr_arg("phStream") else { return };
+        let flags = c.u64_arg("Flags").or(c.u64_arg("flags")).unwrap_or(0) as u32;
+        let priority = c.arg("priority").and_then(|v| v.as_i64()).unwrap_or(0) as i32;
+        let id = self.plan.streams.len();
+        self.plan.streams.push(StreamInfo {
+            id,
+            pid: c.pid,
+            handle: h,
+            kind: StreamKind::Created,
+            tid: None,
+            flags,
+            priority,
+            line: Some(c.line),
+        });
+        self.pids.entry(c.pid).or_default().streams.insert(h, id);
+    }
+
+    /// cuEventCreate: an event the replay creates, with its flags.
+    fn event_create(&mut self, c: &Call) {
+        let Some(h) = c.addr_arg("phEvent") else { return };
+        let id = self.plan.events.len();
+        let flags = c.u64_arg("Flags").unwrap_or(0) as u32;
+        self.plan.events.push(EventInfo { id, pid: c.pid, handle: h, flags, line: Some(c.line) });
+        self.pids.entry(c.pid).or_default().events.insert(h, id);
+    }
+
+    /// cuEventRecord, cuStreamWaitEvent: an op of an event on a stream.
+    fn event_on_stream(&mut self, c: &Call, op: impl FnOnce(usize) -> OpKind) {
+        let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream"))) else {
+            return;
+        };
+        let event = self.event(c, e);
+        let stream = self.stream(c, s);
+        self.push(c, Some(stream), op(event));
     }
 
     fn load(&mut self, c: &Call) -> Result<()> {
@@ -540,54 +582,16 @@ impl<'a> Builder<'a> {
         let layout = self.manifest.image(&sha).and_then(|i| i.kernels.iter().find(|k| k.name == kname)).cloned();
         let params_from = c.str_field("params_from").unwrap_or("layout").to_owned();
         if let Some(l) = &layout {
-            let ok = match params_from.as_str() {
-                "extra" => params.len() <= l.param_size as usize,
-                _ => params.len() == l.param_size as usize,
-            };
-            if !ok {
-                bail!(
-                    "{}: params are {} bytes but kernel {kname} of image {sha} has param_size {} (params_from {params_from})",
-                    self.at(c),
-                    params.len(),
-                    l.param_size
-                );
-            }
+            self.check_param_size(c, params.len(), l, &sha, &kname, &params_from)?;
         }
         let (grid, block, shared_mem) = match (c.dim3("grid"), c.dim3("block")) {
             (Some(g), Some(b)) => (g, b, c.u64_field("shared_mem").unwrap_or(0) as u32),
             _ => return skip(self, "no grid/block".into()),
         };
-        let mut attrs = Vec::new();
-        if api == LaunchApi::KernelEx
-            && let Some(list) = c.arg("config").and_then(|cfg| cfg.get("attrs")).and_then(|a| a.as_array())
-        {
-            for a in list {
-                let id = a.get("id").and_then(|v| v.as_u64()).unwrap_or(u64::MAX);
-                let val = a.get("value");
-                let int = val.and_then(|v| v.as_i64()).unwrap_or(0) as i32;
-                let attr = match id {
-                    2 => LaunchAttr::Cooperative(int),
-                    4 => {
-                        let d = val
-                            .and_then(|v| v.as_array())
-                            .map(|d| d.iter().map(|x| x.as_u64().unwrap_or(1) as u32).collect::<Vec<_>>());
-                        match d.as_deref() {
-                            Some([x, y, z]) => LaunchAttr::ClusterDim([*x, *y, *z]),
-                            _ => return skip(self, "CLUSTER_DIMENSION attribute without [x, y, z]".into()),
-                        }
-                    }
-                    5 => LaunchAttr::ClusterSchedulingPolicy(int),
-                    6 => LaunchAttr::ProgrammaticStreamSerialization(int),
-                    8 => LaunchAttr::Priority(int),
-                    10 => LaunchAttr::MemSyncDomain(int),
-                    _ => {
-                        let n = a.get("name").and_then(|v| v.as_str()).unwrap_or("?");
-                        return skip(self, format!("launch attribute {n} ({id}) not supported"));
-                    }
-                };
-                attrs.push(attr);
-            }
-        }
+        let attrs = match launch_attrs(c, api) {
+            Ok(a) => a,
+            Err(why) => return skip(self, why),
+        };
         let stream_h = c.addr_field("stream").unwrap_or(0);
         let stream = self.stream(c, stream_h);
         let op_index = self.plan.ops.len();
@@ -609,6 +613,32 @@ impl<'a> Builder<'a> {
         };
         self.push(c, Some(stream), OpKind::Launch(l));
         self.plan.coverage.launches_replayed += 1;
+        Ok(())
+    }
+
+    /// The params' size against the kernel's `param_size` in the image's layout (with
+    /// `params_from` `extra`: at most that size); a mismatch is an error of the recording.
+    fn check_param_size(
+        &self,
+        c: &Call,
+        len: usize,
+        l: &KernelLayout,
+        sha: &str,
+        kname: &str,
+        params_from: &str,
+    ) -> Result<()> {
+        let ok = match params_from {
+            "extra" => len <= l.param_size as usize,
+            _ => len == l.param_size as usize,
+        };
+        if !ok {
+            bail!(
+                "{}: params are {} bytes but kernel {kname} of image {sha} has param_size {} (params_from {params_from})",
+                self.at(c),
+                len,
+                l.param_size
+            );
+        }
         Ok(())
     }
 

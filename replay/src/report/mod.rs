@@ -2,14 +2,13 @@
 //! predicted from isolated kernel durations, per-family breakdown, top
 //! kernels, energy, output checks. JSON (`NAME.rec/replay-report.json`) and text.
 
-pub mod recorded;
-
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crate::gpu_time::error_pct;
+pub use crate::gpu_time::recorded::{self, RecordedTime, recorded_time};
 use crate::plan::{Direction, OpKind, Plan, family::family};
-pub use recorded::{RecordedTime, recorded_time};
 
 /// Key of an op for isolated timing: launches by kernel+shape, copies by
 /// direction+size, sets by size.
@@ -72,10 +71,6 @@ pub struct KernelRow {
     pub predicted_us: f64,
     pub recorded_us: Option<f64>,
     pub error_pct: Option<f64>,
-}
-
-pub fn error_pct(measured: f64, reference: f64) -> Option<f64> {
-    (reference > 0.0).then(|| 100.0 * (measured - reference) / reference)
 }
 
 /// Predicted time (µs) = sum over every GPU op of its key's isolated median;
@@ -214,9 +209,24 @@ pub fn durations_file(plan: &Plan, samples_ms: &BTreeMap<String, Vec<f64>>, gpu:
 
 /// Text form of the report JSON.
 pub fn text(r: &serde_json::Value) -> String {
-    use std::fmt::Write;
     let mut s = String::new();
-    let f = |v: &serde_json::Value| v.as_f64().map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
+    text_setup(&mut s, r);
+    text_modes(&mut s, r);
+    text_measured(&mut s, &r["measured"]);
+    text_prediction(&mut s, r);
+    text_energy(&mut s, &r["energy"]);
+    text_checks_and_files(&mut s, r);
+    s
+}
+
+/// A number with one decimal, "-" for none.
+fn f(v: &serde_json::Value) -> String {
+    v.as_f64().map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
+}
+
+/// The recording, device, coverage, memory and recorded GPU time.
+fn text_setup(s: &mut String, r: &serde_json::Value) {
+    use std::fmt::Write;
     let _ = writeln!(s, "replay report: {}", r["recording"].as_str().unwrap_or(""));
     let _ = writeln!(s, "device: {}", r["device"].as_str().unwrap_or("-"));
     let c = &r["coverage"];
@@ -241,6 +251,11 @@ pub fn text(r: &serde_json::Value) -> String {
         f(&rec["busy_us"]),
         f(&rec["span_us"])
     );
+}
+
+/// One line per mode, with CUPTI's figures under it.
+fn text_modes(s: &mut String, r: &serde_json::Value) {
+    use std::fmt::Write;
     for m in r["modes"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
@@ -277,7 +292,11 @@ pub fn text(r: &serde_json::Value) -> String {
             }
         }
     }
-    let me = &r["measured"];
+}
+
+/// CUPTI's recorded vs replayed figures per family and segment (`me`: the report's "measured").
+fn text_measured(s: &mut String, me: &serde_json::Value) {
+    use std::fmt::Write;
     if me.is_object() {
         let _ = writeln!(
             s,
@@ -315,6 +334,11 @@ pub fn text(r: &serde_json::Value) -> String {
             }
         }
     }
+}
+
+/// The prediction from the isolated durations, per family and top kernel.
+fn text_prediction(s: &mut String, r: &serde_json::Value) {
+    use std::fmt::Write;
     if !r["predicted_us"].is_null() {
         let _ = writeln!(
             s,
@@ -365,7 +389,11 @@ pub fn text(r: &serde_json::Value) -> String {
             );
         }
     }
-    let e = &r["energy"];
+}
+
+/// The energy figures: idle, the sequence back to back, the timed passes (`e`: the report's "energy").
+fn text_energy(s: &mut String, e: &serde_json::Value) {
+    use std::fmt::Write;
     if e.is_object() {
         let _ = writeln!(
             s,
@@ -388,45 +416,55 @@ pub fn text(r: &serde_json::Value) -> String {
         if let Some(why) = e["recorded_not_measured"].as_str() {
             let _ = writeln!(s, "  recorded energy not measured: {why}");
         }
-        let t = &e["timed"];
-        if t.is_object() {
+        text_energy_timed(s, e, &e["timed"]);
+    }
+}
+
+/// The timed passes' energy (recorded idle gaps kept), gross and above idle.
+fn text_energy_timed(s: &mut String, e: &serde_json::Value, t: &serde_json::Value) {
+    use std::fmt::Write;
+    if t.is_object() {
+        let _ = writeln!(
+            s,
+            "  timed passes (recorded idle gaps kept): replay {} ± {} mJ per pass ({} s each, {} passes), recorded {} ± {} mJ over its {} s span: error {} ± {} %",
+            f(&t["replay_mj_per_pass"]),
+            f(&t["replay_uncertainty_mj"]),
+            f(&t["pass_s"]),
+            t["passes"],
+            f(&t["recorded_mj"]),
+            f(&t["recorded_uncertainty_mj"]),
+            f(&t["recorded_span_s"]),
+            f(&t["error_pct"]),
+            f(&t["error_uncertainty_pct"])
+        );
+        let _ = writeln!(
+            s,
+            "    above idle: replay {} ± {} mJ, recorded {} ± {} mJ: error {} ± {} %",
+            f(&t["replay_net_mj_per_pass"]),
+            f(&t["replay_net_uncertainty_mj"]),
+            f(&t["recorded_net_mj"]),
+            f(&t["recorded_net_uncertainty_mj"]),
+            f(&t["net_error_pct"]),
+            f(&t["net_error_uncertainty_pct"])
+        );
+        if t["replay_mj_per_token"].is_number() {
             let _ = writeln!(
                 s,
-                "  timed passes (recorded idle gaps kept): replay {} ± {} mJ per pass ({} s each, {} passes), recorded {} ± {} mJ over its {} s span: error {} ± {} %",
-                f(&t["replay_mj_per_pass"]),
-                f(&t["replay_uncertainty_mj"]),
-                f(&t["pass_s"]),
-                t["passes"],
-                f(&t["recorded_mj"]),
-                f(&t["recorded_uncertainty_mj"]),
-                f(&t["recorded_span_s"]),
-                f(&t["error_pct"]),
-                f(&t["error_uncertainty_pct"])
+                "    per token ({} tokens): replay {} mJ, recorded {} mJ (whole energy, idle included)",
+                e["tokens"],
+                f(&t["replay_mj_per_token"]),
+                f(&t["recorded_mj_per_token"])
             );
-            let _ = writeln!(
-                s,
-                "    above idle: replay {} ± {} mJ, recorded {} ± {} mJ: error {} ± {} %",
-                f(&t["replay_net_mj_per_pass"]),
-                f(&t["replay_net_uncertainty_mj"]),
-                f(&t["recorded_net_mj"]),
-                f(&t["recorded_net_uncertainty_mj"]),
-                f(&t["net_error_pct"]),
-                f(&t["net_error_uncertainty_pct"])
-            );
-            if t["replay_mj_per_token"].is_number() {
-                let _ = writeln!(
-                    s,
-                    "    per token ({} tokens): replay {} mJ, recorded {} mJ (whole energy, idle included)",
-                    e["tokens"],
-                    f(&t["replay_mj_per_token"]),
-                    f(&t["recorded_mj_per_token"])
-                );
-            }
-            if let Some(n) = t["note"].as_str() {
-                let _ = writeln!(s, "  {n}");
-            }
+        }
+        if let Some(n) = t["note"].as_str() {
+            let _ = writeln!(s, "  {n}");
         }
     }
+}
+
+/// The output checks, the files written beside the report, the notes.
+fn text_checks_and_files(s: &mut String, r: &serde_json::Value) {
+    use std::fmt::Write;
     for ch in r["output_checks"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
@@ -449,7 +487,6 @@ pub fn text(r: &serde_json::Value) -> String {
     for n in r["notes"].as_array().into_iter().flatten() {
         let _ = writeln!(s, "note: {}", n.as_str().unwrap_or(""));
     }
-    s
 }
 
 pub fn direction_name(d: Direction) -> &'static str {

@@ -49,7 +49,7 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
     let acts = plan_gpu_lines(trace, plan);
     if !acts.is_empty() {
         let mut iv: Vec<(u64, u64)> = acts.iter().map(|g| (g.ts, g.end_ts)).collect();
-        let busy = crate::gpu_time::union_ns(&mut iv);
+        let busy = super::union_ns(&mut iv);
         let mut r = RecordedTime { source: "gpu_lines".into(), busy_ns: busy, ..Default::default() };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;
         for g in &acts {
