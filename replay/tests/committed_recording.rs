@@ -76,7 +76,7 @@ fn replay_check_recording_compressed_with_zstd_plans_the_same() {
     assert_eq!(zst.trace.footer, plain.trace.footer);
     let a = plan::build(&plain.manifest, &plain.trace, "trace.jsonl").unwrap();
     let b = plan::build(&zst.manifest, &zst.trace, "trace.jsonl").unwrap();
-    zst.check_data(&b).unwrap();
+    replay::data_check::check(&zst, &b).unwrap();
     assert_eq!(format!("{a:#?}"), format!("{b:#?}"));
     assert_eq!(b.coverage.launches_replayed, 5);
 }

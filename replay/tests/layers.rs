@@ -8,16 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Edges known to close a cycle that another change removes, each with what
-/// removes it. An entry that no longer names an existing edge fails the test,
-/// so that it is deleted once the edge is gone.
-const PENDING: &[(&str, &str, &str)] = &[(
-    "recording",
-    "plan",
-    "replay/src/recording/mod.rs's `impl Recording { fn check_data }` (a copy of replay::data_check::check, which \
-     its callers use now): the recording/ rewrite deletes it",
-)];
-
 /// One import of a top-level module by another: where it is written.
 #[derive(Clone, Debug)]
 struct Site {
@@ -35,17 +25,7 @@ fn no_import_cycle_between_top_level_modules() {
     let graph = module_graph(&src);
     assert!(graph.contains_key("plan") && graph.contains_key("run"), "the graph misses modules: {graph:?}");
 
-    for (from, to, why) in PENDING {
-        assert!(
-            graph.get(*from).is_some_and(|t| t.contains_key(*to)),
-            "{from} no longer imports {to}: delete its entry in PENDING in {} ({why})",
-            file!()
-        );
-    }
-    let mut checked = graph.clone();
-    for (from, to, _) in PENDING {
-        checked.get_mut(*from).unwrap().remove(*to);
-    }
+    let checked = graph;
     let cycles = cycles(&checked);
     if !cycles.is_empty() {
         let mut msg = String::from("import cycles between replay's top-level modules:\n");

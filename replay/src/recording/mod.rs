@@ -92,31 +92,3 @@ impl Recording {
         Ok(b)
     }
 }
-
-impl Recording {
-    /// Every `data/<sha256>` the plan's copies use exists with the copy's size
-    /// (the content is checked against its name when replay reads it).
-    pub fn check_data(&self, plan: &crate::plan::Plan) -> Result<()> {
-        for op in &plan.ops {
-            if let crate::plan::OpKind::Copy(c) = &op.kind
-                && let Some(sha) = &c.data
-            {
-                let p = self.data_path(sha);
-                let meta = std::fs::metadata(&p).with_context(|| {
-                    format!("{}:{}: data {sha}: {} missing", self.trace_name(), op.line, p.display())
-                })?;
-                if meta.len() != c.size {
-                    bail!(
-                        "{}:{}: data {sha}: {} is {} bytes, the copy is {} bytes (truncated?)",
-                        self.trace_name(),
-                        op.line,
-                        p.display(),
-                        meta.len(),
-                        c.size
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-}
