@@ -21,7 +21,7 @@ use crate::decode::calls;
 use crate::reader;
 
 // ---------------------------------------------------------------------------
-// JSONL traces: reader.rs, summary.rs, ioctl_report.rs
+// JSONL traces: tracer_format::read, analysis/summary.rs, analysis/ioctl_report.rs
 // ---------------------------------------------------------------------------
 
 /// What `tracer summary` and `tracer ioctls` do with a trace's bytes.
