@@ -16,8 +16,7 @@ use serde_json::Value;
 
 use super::compare_kernels::{FamilyRow, KernelBars};
 use super::family;
-use super::from_trace::plural;
-use super::gap_hist::thousands;
+use super::numbers::{Tally, diff_pct, fmt_pct, plural, thousands};
 use super::input::*;
 use super::style::fmt_ns;
 
@@ -209,20 +208,6 @@ pub fn linked_lines(replay: &Side) -> HashSet<u64> {
     replay.ops.iter().filter_map(|o| o.line).collect()
 }
 
-/// Count and summed duration (ns) of a set of intervals.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    pub count: u64,
-    pub ns: u64,
-}
-
-impl Tally {
-    fn add(&mut self, ns: u64) {
-        self.count += 1;
-        self.ns = self.ns.saturating_add(ns);
-    }
-}
-
 /// One trace's GPU figures.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
@@ -275,24 +260,6 @@ pub fn stats(ops: &[GpuOp]) -> Stats {
         st.families[family::index(o.family)].add(d);
     }
     st
-}
-
-/// `other` relative to `base` in %: +10.0 when `other` is 10 % more; None
-/// when `base` is 0 and `other` is not (0 vs 0 is 0 %).
-pub fn diff_pct(base: u64, other: u64) -> Option<f64> {
-    match (base, other) {
-        (0, 0) => Some(0.0),
-        (0, _) => None,
-        _ => Some((other as f64 - base as f64) / base as f64 * 100.0),
-    }
-}
-
-/// "+1.3 %", "n/a" for [`diff_pct`]'s None.
-pub fn fmt_pct(p: Option<f64>) -> String {
-    match p {
-        Some(p) => format!("{p:+.1} %"),
-        None => "n/a".to_string(),
-    }
 }
 
 /// The two traces and what to call them ("recorded", and "replayed" when the

@@ -4,9 +4,8 @@
 use plotters::prelude::*;
 
 use super::axis::nice_ticks;
-use super::compare::{Tally, diff_pct, fmt_pct};
 use super::draw::*;
-use super::gap_hist::thousands;
+use super::numbers::{Tally, diff_pct, fmt_pct, thousands};
 use super::input::Kind;
 use super::style::*;
 use super::timeline::axis_unit;

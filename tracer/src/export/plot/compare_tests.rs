@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::compare::*;
 use super::compare_kernels::FamilyRow;
 use super::input::{Gaps, Kind, Mark, Section, Slice};
+use super::numbers::{Tally, diff_pct, fmt_pct};
 use super::style::kind_color;
 use super::*;
 

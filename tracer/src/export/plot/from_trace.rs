@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::bins::idle_gaps;
-use super::gap_hist::thousands;
+use super::numbers::plural;
 use super::input::*;
 
 /// (ts, value) pairs.
@@ -387,11 +387,6 @@ pub fn power_from_energy(e: &[(u64, f64)]) -> Vec<(u64, f64)> {
         }
     }
     out
-}
-
-/// "1 call", "2,000 calls".
-pub fn plural(n: u64, what: &str) -> String {
-    format!("{} {what}{}", thousands(n), if n == 1 { "" } else { "s" })
 }
 
 /// Energy in J between `a` and `b` from a cumulative counter in mJ, linearly

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use super::bins::{Bucket, gap_histogram};
 use super::draw::*;
 use super::input::{Gaps, Kind};
+use super::numbers::thousands;
 use super::style::*;
 
 const LEFT_W: i32 = 110;
@@ -62,7 +63,7 @@ pub fn stats_line(gaps: &[u64]) -> String {
         None => "no gaps".to_string(),
         Some(s) => format!(
             "{}, {} in total; median {}, p90 {}, p99 {}, longest {}",
-            super::from_trace::plural(s.count, "gap"),
+            super::numbers::plural(s.count, "gap"),
             fmt_ns(s.total_ns as f64),
             fmt_ns(s.median_ns as f64),
             fmt_ns(s.p90_ns as f64),
@@ -263,19 +264,6 @@ fn time_unit(max_ns: u64) -> (&'static str, f64) {
     }
 }
 
-/// 1234567 as "1,234,567".
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,7 +275,5 @@ mod tests {
         let s = gap_stats(&g).unwrap();
         assert_eq!((s.count, s.total_ns, s.median_ns, s.p90_ns, s.p99_ns, s.max_ns), (100, 5050, 50, 90, 99, 100));
         assert_eq!(gap_stats(&[7]).unwrap().median_ns, 7);
-        assert_eq!(thousands(1234567), "1,234,567");
-        assert_eq!(thousands(999), "999");
     }
 }

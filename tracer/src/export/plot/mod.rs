@@ -15,6 +15,7 @@ pub mod family;
 pub mod from_trace;
 pub mod gap_hist;
 pub mod input;
+pub mod numbers;
 pub mod phase_bars;
 pub mod style;
 pub mod timeline;
@@ -88,14 +89,14 @@ impl ReadProgress {
     /// After line `n` (shown every 100,000 lines).
     pub fn line(&self, n: u64) {
         if self.tty && n.is_multiple_of(100_000) && self.start.elapsed().as_secs() >= 1 {
-            eprint!("\rreading {}: {} lines", self.name, gap_hist::thousands(n));
+            eprint!("\rreading {}: {} lines", self.name, numbers::thousands(n));
         }
     }
 
     /// The end, `n` lines read.
     pub fn done(&self, n: u64) {
         if self.tty && self.start.elapsed().as_secs() >= 1 {
-            eprintln!("\rreading {}: {} lines", self.name, gap_hist::thousands(n));
+            eprintln!("\rreading {}: {} lines", self.name, numbers::thousands(n));
         }
     }
 }
