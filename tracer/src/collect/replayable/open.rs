@@ -6,9 +6,6 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use serde_json::Value;
-
-use super::recorder::SCHEMA_VERSION;
 
 /// The trace file `path` designates.
 pub fn trace_path(path: &Path) -> anyhow::Result<Cow<'_, Path>> {
@@ -29,19 +26,10 @@ pub fn trace_path(path: &Path) -> anyhow::Result<Cow<'_, Path>> {
     Ok(Cow::Owned(t))
 }
 
-/// Accepts a manifest of this format with a schema version not newer than ours.
+/// Accepts a manifest of this format with a schema version not newer than
+/// ours (tracer-format's check and its messages).
 pub fn check_manifest(text: &str) -> Result<(), String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-    if v.get("format").and_then(Value::as_str) != Some("tracer-recording") {
-        return Err("not a tracer recording manifest (no \"format\": \"tracer-recording\")".into());
-    }
-    match v.get("schema_version").and_then(Value::as_u64) {
-        None => Err("no schema_version".into()),
-        Some(n) if n > SCHEMA_VERSION as u64 => {
-            Err(format!("schema_version {n} is newer than this tracer reads ({SCHEMA_VERSION}): use a newer tracer"))
-        }
-        Some(_) => Ok(()),
-    }
+    tracer_format::recording::check_manifest(text, "tracer").map(|_| ())
 }
 
 #[cfg(test)]
@@ -53,7 +41,7 @@ mod tests {
         assert_eq!(check_manifest(r#"{"format":"tracer-recording","schema_version":1}"#), Ok(()));
         assert_eq!(
             check_manifest(r#"{"format":"tracer-recording","schema_version":2}"#).unwrap_err(),
-            "schema_version 2 is newer than this tracer reads (1): use a newer tracer"
+            "schema_version 2 is newer than this tracer understands (schema_version 1); use a newer tracer"
         );
         assert!(check_manifest(r#"{"schema_version":1}"#).unwrap_err().starts_with("not a tracer recording"));
         assert!(check_manifest("{").unwrap_err().starts_with("not JSON"));
