@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// rank; `collect` and `export` share a rank but not each other.
 fn rank(layer: &str) -> Option<u8> {
     Some(match layer {
-        "error" | "reader" => 0,
+        "error" => 0,
         "decode" => 1,
         "analysis" => 2,
         "collect" | "export" => 3,

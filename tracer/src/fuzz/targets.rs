@@ -18,10 +18,10 @@ use crate::decode::nvioctl::{self, Device};
 use crate::analysis::{ioctl_report, summary};
 use crate::collect::libcuda;
 use crate::decode::calls;
-use crate::reader;
+use tracer_format::read as reader;
 
 // ---------------------------------------------------------------------------
-// JSONL traces: reader.rs, summary.rs, ioctl_report.rs
+// JSONL traces: tracer_format::read, summary.rs, ioctl_report.rs
 // ---------------------------------------------------------------------------
 
 /// What `tracer summary` and `tracer ioctls` do with a trace's bytes.
@@ -55,7 +55,7 @@ fn run_trace_gz(bytes: &[u8]) -> String {
 
 fn run_trace_zst(bytes: &[u8]) -> String {
     // What reader::open does for .zst files (bounded window, cut streams end).
-    let mut d = match crate::collect::zstd_out::bounded_decoder(bytes, "fuzz".into()) {
+    let mut d = match tracer_format::read::zst::bounded_decoder(bytes, "fuzz".into()) {
         Ok(d) => d,
         Err(e) => return format!("zstd: {e}"),
     };

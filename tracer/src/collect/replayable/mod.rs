@@ -1,6 +1,5 @@
 //! `tracer record --replayable`: recordings that can be re-executed
 //! (docs/recording-format.md).
-pub mod open;
 pub mod probes;
 pub mod recorder;
 pub mod registry;
