@@ -333,7 +333,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         header["replayable"] = json!({
             "capture_data": args.capture_data,
             "data_cap_bytes": args.data_cap_mib.saturating_mul(1 << 20),
-            "schema_version": crate::collect::replayable::recorder::SCHEMA_VERSION,
+            "schema_version": tracer_format::recording::SCHEMA_VERSION,
         });
     }
     let header_copy = recorder.as_ref().map(|_| header.clone());

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use sha2::{Digest, Sha256};
+use tracer_format::recording::{self, DATA, IMAGES, MANIFEST, TRACE};
 
 use crate::collect::spawn::RunAs;
 
@@ -15,10 +15,6 @@ pub struct Store {
     pub dir: PathBuf,
     owner: Option<(u32, u32)>,
     mode: u32,
-}
-
-pub fn sha256_hex(b: &[u8]) -> String {
-    crate::decode::params::hex(&Sha256::digest(b))
 }
 
 impl Store {
@@ -30,7 +26,7 @@ impl Store {
             if !force {
                 bail!("recording directory {} exists (use --force to overwrite)", dir.display());
             }
-            if !md.is_dir() || !(dir.join("trace.jsonl").exists() || dir.join("manifest.json").exists()) {
+            if !md.is_dir() || !(dir.join(TRACE).exists() || dir.join(MANIFEST).exists()) {
                 bail!(
                     "{} exists and is not a recording directory (no trace.jsonl or manifest.json): not overwriting it",
                     dir.display()
@@ -40,7 +36,7 @@ impl Store {
         }
         let mode = if private { 0o700 } else { 0o755 };
         let st = Store { dir: dir.to_path_buf(), owner: run_as.map(|r| (r.uid, r.gid)), mode };
-        for d in [dir.to_path_buf(), dir.join("images"), dir.join("data")] {
+        for d in [dir.to_path_buf(), dir.join(IMAGES), dir.join(DATA)] {
             st.mkdir(&d)?;
         }
         Ok(st)
@@ -64,14 +60,13 @@ impl Store {
     }
 
     pub fn trace_path(&self) -> PathBuf {
-        self.dir.join("trace.jsonl")
+        self.dir.join(TRACE)
     }
 
-    /// Stores `bytes` as `sub/<sha256>` unless already there. Returns the
-    /// hash and whether the file is new.
+    /// Stores `bytes` as `sub/<sha256>` ([`IMAGES`] or [`DATA`]) unless
+    /// already there. Returns the hash and whether the file is new.
     pub fn put(&self, sub: &str, bytes: &[u8]) -> anyhow::Result<(String, bool)> {
-        let sha = sha256_hex(bytes);
-        let path = self.dir.join(sub).join(&sha);
+        let (sha, path) = recording::store_path(&self.dir, sub, bytes);
         let new = !path.exists();
         if new {
             self.write_atomic(&path, bytes)?;
