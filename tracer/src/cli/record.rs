@@ -147,13 +147,6 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
     let run_as = spawn::invoking_user(args.as_root)?;
     let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    if args.replayable && args.compress == crate::collect::zstd_out::Compress::Zstd {
-        return Err(UsageError(
-            "--compress zstd cannot be combined with --replayable (the recording's trace.jsonl is read by replay)"
-                .into(),
-        )
-        .into());
-    }
     // --replayable: a directory, the trace inside it.
     let store = match args.replayable {
         true => {
@@ -163,7 +156,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
                 .unwrap_or_else(|| PathBuf::from(format!("trace_{}.rec", sysinfo::compact_utc(started.as_secs()))));
             Some(
                 crate::collect::replayable::store::Store::create(&dir, args.force, run_as.as_ref(), args.private)
-                    .map_err(|e| UsageError(crate::error::one_line(&e)))?,
+                    .map_err(|e| UsageError(crate::error::one_line(&e)))?
+                    .zstd(args.compress == crate::collect::zstd_out::Compress::Zstd),
             )
         }
         false => None,

@@ -444,7 +444,7 @@ impl Recorder {
             format: recording::FORMAT.into(),
             schema_version: recording::SCHEMA_VERSION,
             tracer_version: Some(env!("CARGO_PKG_VERSION").into()),
-            trace: recording::TRACE.into(),
+            trace: self.store.trace.into(),
             command: field("command").and_then(|v| serde_json::from_value(v.clone()).ok()),
             started_at: field("started_at").and_then(Value::as_str).map(str::to_owned),
             gpus: field("gpus").cloned(),
