@@ -518,7 +518,10 @@ fn capture_data_stores_host_to_device_bytes_once() {
 
 /// Each line's kind: its `type` and, for calls, its `name`.
 fn line_kinds(rec: &Recording) -> BTreeSet<String> {
-    rec.lines.iter().map(|l| format!("{} {}", l["type"].as_str().unwrap_or("?"), l["name"].as_str().unwrap_or(""))).collect()
+    rec.lines
+        .iter()
+        .map(|l| format!("{} {}", l["type"].as_str().unwrap_or("?"), l["name"].as_str().unwrap_or("")))
+        .collect()
 }
 
 #[test]

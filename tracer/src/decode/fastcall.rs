@@ -11,8 +11,8 @@
 //! write the same bytes and give the same summary, on hand-built records and
 //! on the records of every committed recording (fastcall_tests.rs).
 use tracer_common::event::Header;
-use tracer_format::hex::push_addr;
 use tracer_common::funcs::{Arg, Class, FuncSpec, VARIANTS};
+use tracer_format::hex::push_addr;
 
 use crate::decode::args::LaunchConfig;
 
