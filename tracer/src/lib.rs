@@ -4,14 +4,14 @@
 //! `cli` → `collect`, `export` → `analysis` → `decode` → `tracer-format`,
 //! `tracer-common`.
 //!
-//! `error` (exit codes) and `reader` (trace files) are leaves any layer may use.
+//! `error` (exit codes) is a leaf any layer may use; trace files are read
+//! with `tracer_format::read`.
 pub mod analysis;
 pub mod cli;
 pub mod collect;
 pub mod decode;
 pub mod error;
 pub mod export;
-pub mod reader;
 
 #[cfg(test)]
 mod fuzz;

@@ -13,11 +13,8 @@
 //! to compare with another build's.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use sha2::{Digest as _, Sha256};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -56,10 +53,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
 ];
 
 fn sha(b: &[u8]) -> String {
-    Sha256::digest(b).iter().fold(String::new(), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    tracer_format::digest::sha256_hex(b)
 }
 
 /// `tracer plot` says how long it read and drew ("in 2.2 s"): those

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-
-mod common;
-use common::replayable::sha256_hex;
+use tracer_format::digest::sha256_hex;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/replay_check.rec")

@@ -29,7 +29,7 @@ fn every_line_of_every_recording_scans_as_serde_reads_it() {
     let mut figures = Vec::new();
     for p in recordings() {
         let (mut lines, mut fallback) = (0u64, 0u64);
-        crate::reader::for_each_raw(&p, Arc::default(), |n, b| {
+        tracer_format::read::for_each_raw(&p, Arc::default(), |n, b| {
             lines += 1;
             let reference = serde_line(b).unwrap_or_else(|| panic!("{}: line {n} is valid", p.display()));
             match raw_line(b) {
@@ -53,7 +53,7 @@ fn every_line_of_every_recording_scans_as_serde_reads_it() {
 fn load(p: &Path, reference: bool) -> Trace {
     let mut b = TraceBuilder::new(&p.display().to_string());
     b.reference = reference;
-    let (_, truncated) = crate::reader::for_each_raw(p, Arc::default(), |n, bytes| b.add_line(n, bytes)).unwrap();
+    let (_, truncated) = tracer_format::read::for_each_raw(p, Arc::default(), |n, bytes| b.add_line(n, bytes)).unwrap();
     if truncated {
         b.set_truncated();
     }
@@ -210,7 +210,7 @@ fn corrupted_lines_are_never_read_differently() {
         let mut v = Vec::new();
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/simple_inference_markers.jsonl.gz");
         let mut seen = std::collections::HashSet::new();
-        crate::reader::for_each_raw(&p, Arc::default(), |_, b| {
+        tracer_format::read::for_each_raw(&p, Arc::default(), |_, b| {
             let ty = serde_json::from_slice::<serde_json::Value>(b).unwrap()["type"].to_string();
             if b.len() < 2000 && seen.insert(ty) {
                 v.push(b.to_vec());

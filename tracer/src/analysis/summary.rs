@@ -422,8 +422,8 @@ mod tests {
                 continue;
             }
             let (mut a, mut b) = (Summary::default(), Summary::default());
-            crate::reader::for_each(&p, |v| a.add(v)).unwrap();
-            crate::reader::for_each_line(&p, |k, bytes| b.add_json("t", k, bytes)).unwrap();
+            tracer_format::read::for_each(&p, |v| a.add(v)).unwrap();
+            tracer_format::read::for_each_line(&p, |k, bytes| b.add_json("t", k, bytes)).unwrap();
             assert_eq!(a.render(), b.render(), "{}", p.display());
             n += 1;
         }

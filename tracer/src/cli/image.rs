@@ -19,7 +19,7 @@ pub struct ImageArgs {
     pub pid: Option<u32>,
     /// Address of the image (or of its fatbin wrapper) in that process, e.g.
     /// the `code`/`image` argument of a recorded cuLibraryLoadData/cuModuleLoadData.
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr, requires = "pid")]
+    #[arg(long, value_name = "ADDR", value_parser = addr_arg, requires = "pid")]
     pub addr: Option<u64>,
     /// Also write the image bytes read from the process to this file.
     #[arg(long, value_name = "FILE", requires = "pid")]
@@ -36,12 +36,9 @@ pub struct ImageArgs {
     pub json: bool,
 }
 
-fn parse_addr(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|_| format!("`{s}` is not an address (decimal or 0x-hex)"))
+/// `--addr`: decimal or 0x-hex (tracer_format::hex::parse_addr).
+fn addr_arg(s: &str) -> Result<u64, String> {
+    tracer_format::hex::parse_addr(s).ok_or_else(|| format!("`{s}` is not an address (decimal or 0x-hex)"))
 }
 
 pub fn run(a: &ImageArgs) -> anyhow::Result<()> {

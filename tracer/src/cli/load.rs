@@ -53,7 +53,7 @@ pub fn load_with(path: &Path, threads: usize, parallel_min: u64) -> anyhow::Resu
 fn load_one(path: &Path, progress: &mut Progress) -> anyhow::Result<TraceBuilder> {
     let counter = Arc::new(AtomicU64::new(0));
     let mut b = TraceBuilder::new(&path.display().to_string());
-    let (_, truncated) = crate::reader::for_each_raw(path, counter.clone(), |n, bytes| {
+    let (_, truncated) = tracer_format::read::for_each_raw(path, counter.clone(), |n, bytes| {
         if n % 4096 == 0 {
             progress.set(counter.load(Ordering::Relaxed));
         }
@@ -116,10 +116,10 @@ pub(crate) fn load_parts(
                         f.seek(SeekFrom::Start(start))?;
                         let mut b = TraceBuilder::new(name);
                         let mut read = 0u64;
-                        let st = crate::reader::lines_in_place(
+                        let st = tracer_format::read::lines_in_place(
                             f.take(end - start),
                             name,
-                            crate::reader::MAX_LINE_BYTES,
+                            tracer_format::read::MAX_LINE_BYTES,
                             |n, bytes| {
                                 read += bytes.len() as u64;
                                 if n % 4096 == 0 {

@@ -63,14 +63,14 @@ pub fn main() {
 fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
     let name = path.display().to_string();
-    crate::reader::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
+    tracer_format::read::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
     print!("{}", s.render());
     Ok(())
 }
 
 fn ioctls_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let mut lines = Vec::new();
-    crate::reader::for_each(path, |v| lines.push(v.clone()))?;
+    tracer_format::read::for_each(path, |v| lines.push(v.clone()))?;
     let r = crate::analysis::ioctl_report::IoctlReport::build(&lines);
     if r.total == 0 && r.ioctl_path.is_none() {
         anyhow::bail!("{}: no ioctls recorded (record with `tracer --ioctls -- CMD`)", path.display());

@@ -11,14 +11,16 @@ use tokio::io::unix::AsyncFd;
 use tracer_common::event::nvdev;
 use tracer_common::funcs::FuncId;
 
-use crate::decode::calls::Assembler;
 use crate::cli::args::{RecordArgs, Returns};
 use crate::collect::collector::Collector;
 use crate::collect::gpu_timestamps::GpuSession;
 use crate::collect::loader::{self, KernelCounters};
+use crate::collect::replayable::recorder::Recorder;
+use crate::collect::replayable::store::Store;
 use crate::collect::spawn;
 use crate::collect::writer::TraceWriter;
 use crate::collect::{libcuda, sysinfo};
+use crate::decode::calls::Assembler;
 use crate::error::UsageError;
 
 /// Trace format version written in the header.
@@ -88,7 +90,9 @@ fn nvidia_fds(pid: u32) -> Vec<(u32, u32)> {
     for e in rd.flatten() {
         let Ok(fd) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(target) = std::fs::read_link(e.path()) else { continue };
-        if let Some(dev) = crate::decode::ioctls::nvdev_of(crate::decode::nvioctl::device_from_path(&target.to_string_lossy())) {
+        if let Some(dev) =
+            crate::decode::ioctls::nvdev_of(crate::decode::nvioctl::device_from_path(&target.to_string_lossy()))
+        {
             v.push((fd, dev));
         }
     }
@@ -125,6 +129,60 @@ fn descendants(pid: u32) -> Vec<u32> {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
+    check_args(&args)?;
+    check_privileges()?;
+    // Signal handlers exist before the command does, so an early Ctrl-C
+    // cannot kill tracer and leave the command running untraced.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
+    let run_as = spawn::invoking_user(args.as_root)?;
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let Output { store, path: out_path, file } = create_output(&args, run_as.as_ref(), started)?;
+    // Marker FIFO (its path goes into the command's environment) and NVML.
+    let side_opts = crate::collect::side::SideOptions {
+        no_markers: args.no_markers,
+        attached: args.pid.is_some(),
+        no_power: args.no_power,
+        power_interval_ms: args.power_interval_ms,
+    };
+    let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
+    let mut gpu = start_gpu_timestamps(&args, run_as.as_ref(), &out_path)?;
+    make_private(&args, &file, &out_path)?;
+    let suspended = spawn_command(&args, run_as.as_ref(), &side)?;
+    // Until the header is written, a failure removes the (empty) file we
+    // created, so no trace that is not one is left behind.
+    let cleanup = |e: anyhow::Error| {
+        let _ = std::fs::remove_file(&out_path);
+        if let Some(s) = &store {
+            let _ = std::fs::remove_dir_all(&s.dir);
+        }
+        e
+    };
+    let libcuda_path = find_libcuda(&args).map_err(cleanup)?;
+    let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
+    // BPF statistics stay on while this fd is open (until tracer exits).
+    let _stats = enable_bpf_stats(&args).map_err(cleanup)?;
+    side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &libcuda_path);
+    let mut loaded = load_probes(&args, &libcuda_path, &symbols).map_err(cleanup)?;
+    let recorder = start_recorder(&args, store, &mut loaded)?;
+    let root_pid = mark_traced(&args, suspended.as_ref(), &mut loaded)?;
+    let header = trace_header(&args, &loaded, root_pid, started, &mut side, gpu.as_ref());
+    let header_copy = recorder.as_ref().map(|_| header.clone());
+    let asm = assembler(&args, &loaded);
+    let mut col = start_collector(&args, file, &out_path, asm, &mut side, recorder, header)?;
+    announce(&args, &loaded, &libcuda_path, &out_path);
+
+    let t0 = Instant::now();
+    let (exit, counters) =
+        rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
+    let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
+    // The manifest last: it describes the finished recording.
+    let manifest = write_manifest(&col, header_copy.as_ref());
+    Ok(report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit))
+}
+
+/// Refuses arguments that cannot work, before anything is created.
+fn check_args(args: &RecordArgs) -> anyhow::Result<()> {
     if let Some(pid) = args.pid
         && !Path::new(&format!("/proc/{pid}")).exists()
     {
@@ -140,21 +198,21 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     if args.replayable && args.bench_probe.is_some() {
         return Err(UsageError("--replayable cannot be combined with --bench-probe".into()).into());
     }
-    check_privileges()?;
-    // Signal handlers exist before the command does, so an early Ctrl-C
-    // cannot kill tracer and leave the command running untraced.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let mut signals = rt.block_on(async { spawn::StopSignals::new() }).context("installing signal handlers")?;
-    let run_as = spawn::invoking_user(args.as_root)?;
-    let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    if args.replayable && args.compress == crate::collect::zstd_out::Compress::Zstd {
-        return Err(UsageError(
-            "--compress zstd cannot be combined with --replayable (the recording's trace.jsonl is read by replay)"
-                .into(),
-        )
-        .into());
-    }
-    // --replayable: a directory, the trace inside it.
+    Ok(())
+}
+
+/// Where the trace goes: the recording directory (`--replayable`) and the
+/// trace file, created.
+struct Output {
+    store: Option<Store>,
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+/// Creates the recording directory (`--replayable`, the trace inside it) or
+/// names the trace file, and creates the trace file.
+fn create_output(args: &RecordArgs, run_as: Option<&spawn::RunAs>, started: Duration) -> anyhow::Result<Output> {
+    let zstd = args.compress == crate::collect::zstd_out::Compress::Zstd;
     let store = match args.replayable {
         true => {
             let dir = args
@@ -162,13 +220,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(format!("trace_{}.rec", sysinfo::compact_utc(started.as_secs()))));
             Some(
-                crate::collect::replayable::store::Store::create(&dir, args.force, run_as.as_ref(), args.private)
-                    .map_err(|e| UsageError(crate::error::one_line(&e)))?,
+                Store::create(&dir, args.force, run_as, args.private)
+                    .map_err(|e| UsageError(crate::error::one_line(&e)))?
+                    .zstd(zstd),
             )
         }
         false => None,
     };
-    let out_path = match &store {
+    let path = match &store {
         Some(s) => s.trace_path(),
         None => args
             .compress
@@ -176,73 +235,84 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             .map_err(UsageError)?,
     };
     let mode = if args.private { 0o600 } else { 0o644 };
-    let file = spawn::create_output_file(&out_path, args.force || store.is_some(), run_as.as_ref(), mode)
+    let file = spawn::create_output_file(&path, args.force || store.is_some(), run_as, mode)
         .map_err(|e| UsageError(crate::error::one_line(&e)))?;
-    // Marker FIFO (its path goes into the command's environment) and NVML.
-    let side_opts = crate::collect::side::SideOptions {
-        no_markers: args.no_markers,
-        attached: args.pid.is_some(),
-        no_power: args.no_power,
-        power_interval_ms: args.power_interval_ms,
-    };
-    let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
-    // --gpu-timestamps: the FIFO and the command's environment, before the command exists.
-    let mut gpu = match args.gpu_timestamps {
-        true => Some(
-            GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as.as_ref())
-                .inspect_err(|_| {
-                    let _ = std::fs::remove_file(&out_path);
-                })?,
-        ),
-        false => None,
-    };
+    Ok(Output { store, path, file })
+}
+
+/// `--gpu-timestamps`: the FIFO and the command's environment, before the
+/// command exists (the trace file removed if that fails).
+fn start_gpu_timestamps(
+    args: &RecordArgs,
+    run_as: Option<&spawn::RunAs>,
+    out_path: &Path,
+) -> anyhow::Result<Option<GpuSession>> {
+    if !args.gpu_timestamps {
+        return Ok(None);
+    }
+    let g =
+        GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as).inspect_err(|_| {
+            let _ = std::fs::remove_file(out_path);
+        })?;
+    Ok(Some(g))
+}
+
+/// `--private`: an existing file (`--force`) keeps its mode on open, so set
+/// it (never on a device such as `--force -o /dev/null`).
+fn make_private(args: &RecordArgs, file: &std::fs::File, out_path: &Path) -> anyhow::Result<()> {
     if args.private && file.metadata().is_ok_and(|m| m.is_file()) {
-        // An existing file (--force) keeps its mode on open: set it (never
-        // on a device such as `--force -o /dev/null`).
         use std::os::unix::fs::PermissionsExt as _;
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("making {} private", out_path.display()))?;
     }
+    Ok(())
+}
 
-    // Create the command first (stopped before exec), so that a command that
-    // does not exist is reported before anything else; it exits without
-    // running if setting up the probes fails.
-    let suspended = match args.pid {
-        Some(_) => None,
-        None => Some(
-            spawn::spawn_suspended_with_env(&args.command, run_as.as_ref(), &side.env())
-                .map_err(|e| crate::error::CommandNotFound(crate::error::one_line(&e)))?,
-        ),
-    };
-    // Until the header is written, a failure removes the (empty) file we
-    // created, so no trace that is not one is left behind.
-    let cleanup = |e: anyhow::Error| {
-        let _ = std::fs::remove_file(&out_path);
-        if let Some(s) = &store {
-            let _ = std::fs::remove_dir_all(&s.dir);
-        }
-        e
-    };
-    let libcuda_path = match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
+/// Creates the command first (stopped before exec), so that a command that
+/// does not exist is reported before anything else; it exits without
+/// running if setting up the probes fails. None with `-p`.
+fn spawn_command(
+    args: &RecordArgs,
+    run_as: Option<&spawn::RunAs>,
+    side: &crate::collect::side::Side,
+) -> anyhow::Result<Option<spawn::Suspended>> {
+    if args.pid.is_some() {
+        return Ok(None);
+    }
+    let s = spawn::spawn_suspended_with_env(&args.command, run_as, &side.env())
+        .map_err(|e| crate::error::CommandNotFound(crate::error::one_line(&e)))?;
+    Ok(Some(s))
+}
+
+/// The libcuda to probe: `--libcuda`, else the one the `-p` process mapped,
+/// else the one the target's library path finds.
+fn find_libcuda(args: &RecordArgs) -> anyhow::Result<PathBuf> {
+    match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
         (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
         (None, Some(mapped)) => Ok(mapped),
         (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
     }
-    .map_err(cleanup)?;
-    let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
-    // BPF statistics stay on while this fd is open (until tracer exits).
-    let _stats = match args.bpf_stats {
-        true => Some(
-            aya::sys::enable_stats(aya::sys::Stats::RunTime)
-                .context("enabling BPF run-time statistics (--bpf-stats)")
-                .map_err(cleanup)?,
-        ),
-        false => None,
-    };
-    side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &libcuda_path);
-    let mut loaded = loader::load(&loader::Options {
-        libcuda: &libcuda_path,
-        symbols: &symbols,
+}
+
+/// `--bpf-stats`: BPF run-time statistics, on while the returned fd is open.
+fn enable_bpf_stats(args: &RecordArgs) -> anyhow::Result<Option<std::os::fd::OwnedFd>> {
+    if !args.bpf_stats {
+        return Ok(None);
+    }
+    let fd =
+        aya::sys::enable_stats(aya::sys::Stats::RunTime).context("enabling BPF run-time statistics (--bpf-stats)")?;
+    Ok(Some(fd))
+}
+
+/// Loads and attaches the eBPF programs the arguments ask for.
+fn load_probes(
+    args: &RecordArgs,
+    libcuda_path: &Path,
+    symbols: &libcuda::ExportedSymbols,
+) -> anyhow::Result<loader::Loaded> {
+    loader::load(&loader::Options {
+        libcuda: libcuda_path,
+        symbols,
         ebpf_log: args.ebpf_log,
         ioctls: args.ioctls.then(|| loader::IoctlOptions {
             path: match args.ioctl_path {
@@ -253,7 +323,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             frontend_fn: &args.kprobe_function,
             uvm_fn: &args.kprobe_uvm_function,
         }),
-        return_probe: &|id| probed_return(&args, id),
+        return_probe: &|id| probed_return(args, id),
         programs: match args.bench_probe {
             None => loader::Programs::Tracer,
             Some(b) => {
@@ -276,35 +346,45 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         },
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
         ring_bytes: args.buffer_size * 1024 * 1024,
-        replay: crate::collect::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data },
+        replay: crate::collect::replayable::probes::Mode {
+            replayable: args.replayable,
+            capture_data: args.capture_data,
+        },
     })
-    .map_err(cleanup)?;
-    let recorder = match store {
-        Some(st) => {
-            let maps = match loaded.ebpf.as_mut() {
-                Some(e) => crate::collect::replayable::recorder::KernelMaps::take(e),
-                None => Err(anyhow::anyhow!("eBPF object gone")),
-            };
-            let maps = match maps {
-                Ok(m) => m,
-                Err(e) => {
-                    let _ = std::fs::remove_dir_all(&st.dir);
-                    return Err(e);
-                }
-            };
-            Some(crate::collect::replayable::recorder::Recorder::new(
-                st,
-                Some(maps),
-                args.capture_data,
-                args.data_cap_mib.saturating_mul(1 << 20),
-            ))
-        }
-        None => None,
-    };
+}
 
-    // The command was started stopped before exec; mark it traced, then let
-    // it run: nothing it does after exec can be missed.
-    let root_pid = match (&suspended, args.pid) {
+/// `--replayable`: the recorder, given the eBPF maps it fills (the recording
+/// directory is removed if they cannot be taken).
+fn start_recorder(
+    args: &RecordArgs,
+    store: Option<Store>,
+    loaded: &mut loader::Loaded,
+) -> anyhow::Result<Option<Recorder>> {
+    let Some(st) = store else { return Ok(None) };
+    let maps = match loaded.ebpf.as_mut() {
+        Some(e) => crate::collect::replayable::recorder::KernelMaps::take(e),
+        None => Err(anyhow::anyhow!("eBPF object gone")),
+    };
+    let maps = match maps {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&st.dir);
+            return Err(e);
+        }
+    };
+    Ok(Some(Recorder::new(st, Some(maps), args.capture_data, args.data_cap_mib.saturating_mul(1 << 20))))
+}
+
+/// Marks the command traced (with `-p`, the process, its descendants and
+/// the NVIDIA files they opened before we attached); returns its pid. The
+/// command was started stopped before exec: nothing it does after exec can
+/// be missed once it runs.
+fn mark_traced(
+    args: &RecordArgs,
+    suspended: Option<&spawn::Suspended>,
+    loaded: &mut loader::Loaded,
+) -> anyhow::Result<u32> {
+    let root_pid = match (suspended, args.pid) {
         (Some(s), _) => s.pid,
         (None, Some(pid)) => pid,
         (None, None) => unreachable!("clap requires a command or -p"),
@@ -321,75 +401,137 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    Ok(root_pid)
+}
 
-    let mut header = header(&args, &loaded.report, root_pid, started);
+/// The header line: the run and its probes, the side channels, GPU
+/// timestamps and `--replayable`.
+fn trace_header(
+    args: &RecordArgs,
+    loaded: &loader::Loaded,
+    root_pid: u32,
+    started: Duration,
+    side: &mut crate::collect::side::Side,
+    gpu: Option<&GpuSession>,
+) -> Value {
+    let mut header = header(args, &loaded.report, root_pid, started);
     side.header(&mut header);
-    header["gpu_timestamps"] = gpu.as_ref().map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
-    let mut asm = Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
-    asm.set_entry_only(|id| !probed_return(&args, id));
-    asm.value_copy_lines = args.capture_data;
-    asm.ioctls = crate::decode::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    header["gpu_timestamps"] = gpu.map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
     if args.replayable {
         header["replayable"] = json!({
             "capture_data": args.capture_data,
             "data_cap_bytes": args.data_cap_mib.saturating_mul(1 << 20),
-            "schema_version": crate::collect::replayable::recorder::SCHEMA_VERSION,
+            "schema_version": tracer_format::recording::SCHEMA_VERSION,
         });
     }
-    let header_copy = recorder.as_ref().map(|_| header.clone());
-    let file = crate::collect::zstd_out::TraceFile::new(file, &out_path, args.compress == crate::collect::zstd_out::Compress::Zstd)
-        .context("starting the zstd stream")?;
+    header
+}
+
+/// The call assembler: which functions have no return probe, copy value
+/// lines (`--capture-data`), the ioctl decoder of the probed path.
+fn assembler(args: &RecordArgs, loaded: &loader::Loaded) -> Assembler {
+    let mut asm = Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
+    asm.set_entry_only(|id| !probed_return(args, id));
+    asm.value_copy_lines = args.capture_data;
+    asm.ioctls = crate::decode::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    asm
+}
+
+/// The collector writing the trace file (zstd when asked or named so), with
+/// the header written and flushed.
+fn start_collector(
+    args: &RecordArgs,
+    file: std::fs::File,
+    out_path: &Path,
+    asm: Assembler,
+    side: &mut crate::collect::side::Side,
+    recorder: Option<Recorder>,
+    header: Value,
+) -> anyhow::Result<Collector> {
+    let zstd = args.compress == crate::collect::zstd_out::Compress::Zstd;
+    let file = crate::collect::zstd_out::TraceFile::new(file, out_path, zstd).context("starting the zstd stream")?;
     let mut col = Collector::new(asm, TraceWriter::new(file));
     col.side = side.receiver();
     col.replay = recorder;
     col.emit(header);
     col.writer.flush();
-    if !args.quiet {
-        eprintln!(
-            "tracer: probing {} driver functions in {}; writing {}",
-            loaded.report.probed.len(),
-            libcuda_path.display(),
-            out_path.display()
-        );
-        if !loaded.report.single_stepped.is_empty() {
-            eprintln!(
-                "tracer: warning: {} probed functions do not start with `push %rbp` (each call costs ~10x more): {}",
-                loaded.report.single_stepped.len(),
-                loaded.report.single_stepped.join(", ")
-            );
-        }
-    }
+    Ok(col)
+}
 
-    let t0 = Instant::now();
-    let (exit, counters) =
-        rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
-    let mut side_footer = side.finish(&mut col, args.quiet);
-    let mut footer = footer(&col, &counters, exit.as_ref(), t0.elapsed());
+/// Says what is probed and where the trace goes, and warns about probed
+/// functions that are single-stepped.
+fn announce(args: &RecordArgs, loaded: &loader::Loaded, libcuda_path: &Path, out_path: &Path) {
+    if args.quiet {
+        return;
+    }
+    eprintln!(
+        "tracer: probing {} driver functions in {}; writing {}",
+        loaded.report.probed.len(),
+        libcuda_path.display(),
+        out_path.display()
+    );
+    if !loaded.report.single_stepped.is_empty() {
+        eprintln!(
+            "tracer: warning: {} probed functions do not start with `push %rbp` (each call costs ~10x more): {}",
+            loaded.report.single_stepped.len(),
+            loaded.report.single_stepped.join(", ")
+        );
+    }
+}
+
+/// Writes the footer line (counters, exit, power, markers, GPU timestamps,
+/// replay coverage) and finishes the trace file; returns its write error.
+fn finish_trace(
+    col: &mut Collector,
+    side: &mut crate::collect::side::Side,
+    counters: &KernelCounters,
+    exit: Option<&spawn::ExitInfo>,
+    elapsed: Duration,
+    gpu: Option<&mut GpuSession>,
+    quiet: bool,
+) -> Option<String> {
+    let mut side_footer = side.finish(col, quiet);
+    let mut footer = footer(col, counters, exit, elapsed);
     footer["power"] = side_footer["power"].take();
     footer["markers"] = side_footer["markers"].take();
-    if let Some(g) = gpu.as_mut() {
-        footer["gpu_timestamps"] = g.finish(&mut col);
+    if let Some(g) = gpu {
+        footer["gpu_timestamps"] = g.finish(col);
     }
     if let Some(r) = &col.replay {
         footer["replay"] = r.footer();
     }
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);
-    let write_err = col.writer.finish().map(|e| e.to_string());
-    // The manifest last: it describes the finished recording.
-    let manifest = match (&col.replay, &header_copy) {
-        (Some(r), Some(h)) => match r.write_manifest(h) {
-            Ok(p) => Some(crate::collect::replayable::summary_line(r, &p)),
-            Err(e) => {
-                eprintln!("tracer: writing the recording's manifest failed: {e:#}");
-                None
-            }
-        },
-        _ => None,
-    };
+    col.writer.finish().map(|e| e.to_string())
+}
+
+/// `--replayable`: writes the manifest, which describes the finished
+/// recording; returns the summary line about it.
+fn write_manifest(col: &Collector, header: Option<&Value>) -> Option<String> {
+    let (r, h) = (col.replay.as_ref()?, header?);
+    match r.write_manifest(h) {
+        Ok(p) => Some(crate::collect::replayable::summary_line(r, &p)),
+        Err(e) => {
+            eprintln!("tracer: writing the recording's manifest failed: {e:#}");
+            None
+        }
+    }
+}
+
+/// Prints the summary; the exit code is the command's, or 1 (at least) when
+/// the trace could not be written whole.
+fn report(
+    args: &RecordArgs,
+    col: &Collector,
+    gpu: Option<&GpuSession>,
+    out_path: &Path,
+    manifest: Option<String>,
+    write_err: Option<String>,
+    exit: Option<spawn::ExitInfo>,
+) -> i32 {
     if !args.quiet {
         eprint!("{}", col.summary.render());
-        if let Some(g) = &gpu {
+        if let Some(g) = gpu {
             eprintln!("{}", g.lines.summary_line());
         }
         eprintln!("trace: {} ({} lines)", out_path.display(), col.writer.lines);
@@ -404,9 +546,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
             col.writer.lines,
             col.writer.dropped
         );
-        return Ok(exit.map(|e| e.exit_code()).filter(|&c| c != 0).unwrap_or(1));
+        return exit.map(|e| e.exit_code()).filter(|&c| c != 0).unwrap_or(1);
     }
-    Ok(exit.map(|e| e.exit_code()).unwrap_or(0))
+    exit.map(|e| e.exit_code()).unwrap_or(0)
 }
 
 const POLL_INTERVAL: Duration = Duration::from_millis(10);

@@ -10,7 +10,7 @@
 //! file whose complete blocks decode to whole lines (readers warn that the
 //! stream was cut off). After a write error the file is cut back to the end
 //! of the last block flushed whole, and the lines since are counted as not
-//! written.
+//! written. Reading is tracer_format::read::zst.
 use std::fs::File;
 use std::io::{self, Write};
 
@@ -177,61 +177,6 @@ impl Output for TraceFile {
     }
 }
 
-/// A zstd stream that may end early (tracer was killed): reads what the
-/// complete blocks hold, then ends with a warning instead of an error.
-pub struct CutTolerant<R> {
-    inner: R,
-    name: String,
-    cut: bool,
-}
-
-impl<R> CutTolerant<R> {
-    pub fn new(inner: R, name: String) -> Self {
-        CutTolerant { inner, name, cut: false }
-    }
-}
-
-impl<R: io::Read> io::Read for CutTolerant<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.cut {
-            return Ok(0);
-        }
-        match self.inner.read(buf) {
-            // zstd reports a stream that stops inside a frame as UnexpectedEof.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                self.cut = true;
-                eprintln!(
-                    "warning: {}: the zstd stream ends early (the recording was cut off); read up to its last complete block",
-                    self.name
-                );
-                Ok(0)
-            }
-            r => r,
-        }
-    }
-}
-
-/// The largest zstd window a reader accepts (log2 bytes): 16 MiB. tracer's
-/// own traces use 512 KiB (level 1), `zstd -19` 8 MiB; a file asking for more
-/// (`zstd --long`, or a hostile one) is an error instead of that much memory.
-pub const WINDOW_LOG_MAX: u32 = 24;
-
-/// Reads a .zst trace: the decoded stream (several frames in a row are one
-/// stream, as `zstd -d` reads them).
-pub fn decoder<R: io::Read + 'static>(r: R, name: String) -> io::Result<Box<dyn io::Read>> {
-    Ok(Box::new(bounded_decoder(r, name)?))
-}
-
-/// [`decoder`] without boxing (any lifetime).
-pub fn bounded_decoder<R: io::Read>(
-    r: R,
-    name: String,
-) -> io::Result<CutTolerant<zstd::stream::read::Decoder<'static, io::BufReader<R>>>> {
-    let mut d = zstd::stream::read::Decoder::new(r)?;
-    d.window_log_max(WINDOW_LOG_MAX)?;
-    Ok(CutTolerant::new(d, name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +192,7 @@ mod tests {
 
     fn read_lines(p: &Path) -> (Vec<u64>, bool) {
         let mut v = Vec::new();
-        let (_, truncated) = crate::reader::for_each_raw(p, Default::default(), |_, b| {
+        let (_, truncated) = tracer_format::read::for_each_raw(p, Default::default(), |_, b| {
             v.push(serde_json::from_slice::<serde_json::Value>(b).unwrap()["i"].as_u64().unwrap());
             Ok(())
         })
@@ -276,7 +221,7 @@ mod tests {
         assert_eq!(read_lines(&p), ((0..20_000).collect(), false));
         // The BufRead path (summary, ioctls) reads it too.
         let mut n = 0;
-        crate::reader::for_each(&p, |_| n += 1).unwrap();
+        tracer_format::read::for_each(&p, |_| n += 1).unwrap();
         assert_eq!(n, 20_000);
         // A standard zstd stream: what `zstd -d` reads.
         let text = zstd::stream::decode_all(std::fs::File::open(&p).unwrap()).unwrap();

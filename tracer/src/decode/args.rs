@@ -6,8 +6,9 @@ use tracer_common::funcs::{Arg, FuncSpec};
 
 use crate::decode::cuda_names;
 
+/// A handle or address as a JSON string, `"0x…"` (tracer_format::hex::addr).
 pub fn hex(v: u64) -> Value {
-    Value::String(format!("{v:#x}"))
+    Value::String(tracer_format::hex::addr(v))
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {

@@ -12,6 +12,7 @@
 //! on the records of every committed recording (fastcall_tests.rs).
 use tracer_common::event::Header;
 use tracer_common::funcs::{Arg, Class, FuncSpec, VARIANTS};
+use tracer_format::hex::push_addr;
 
 use crate::decode::args::LaunchConfig;
 
@@ -133,8 +134,8 @@ impl<'b> Obj<'b> {
     fn num(&mut self, k: &str, v: u64) {
         num(self.key(k), v);
     }
-    fn hex(&mut self, k: &str, v: u64) {
-        hex(self.key(k), v);
+    fn addr(&mut self, k: &str, v: u64) {
+        push_addr(self.key(k), v);
     }
     fn str(&mut self, k: &str, v: &str) {
         str(self.key(k), v);
@@ -150,41 +151,6 @@ fn num(b: &mut Vec<u8>, v: u64) {
 
 fn int(b: &mut Vec<u8>, v: i64) {
     b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-fn hex(b: &mut Vec<u8>, v: u64) {
-    b.extend_from_slice(format_args_hex(v).as_bytes());
-}
-
-/// `"0x…"` as `format!("{v:#x}")` in quotes, without allocating.
-fn format_args_hex(v: u64) -> HexBuf {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut h = HexBuf { buf: [0; 20], start: 20 };
-    let mut x = v;
-    h.start -= 1;
-    h.buf[h.start] = b'"';
-    loop {
-        h.start -= 1;
-        h.buf[h.start] = DIGITS[(x & 15) as usize];
-        x >>= 4;
-        if x == 0 {
-            break;
-        }
-    }
-    h.start -= 3;
-    h.buf[h.start..h.start + 3].copy_from_slice(b"\"0x");
-    h
-}
-
-struct HexBuf {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl HexBuf {
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
 }
 
 fn str(b: &mut Vec<u8>, s: &str) {
@@ -235,7 +201,7 @@ fn config(b: &mut Vec<u8>, cfg: &LaunchConfig) {
     a.push(b']');
     dim3(o.key("blockDim"), cfg.block);
     dim3(o.key("gridDim"), cfg.grid);
-    o.hex("hStream", cfg.stream);
+    o.addr("hStream", cfg.stream);
     o.num("numAttrs", u64::from(cfg.num_attrs));
     o.num("sharedMemBytes", u64::from(cfg.shared_mem));
     o.end();
@@ -308,8 +274,8 @@ impl CallLine<'_> {
             let raw = self.args[i];
             let v = o.key(key(i));
             match self.spec.params[i].kind {
-                Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags64 => hex(v, raw),
-                Arg::Flags => hex(v, u64::from(raw as u32)),
+                Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags64 => push_addr(v, raw),
+                Arg::Flags => push_addr(v, u64::from(raw as u32)),
                 Arg::U32 => num(v, u64::from(raw as u32)),
                 Arg::I32 | Arg::Device => int(v, i64::from(raw as u32 as i32)),
                 Arg::U64 | Arg::Size => num(v, raw),
@@ -317,7 +283,7 @@ impl CallLine<'_> {
                     Norm::LaunchEx { cfg: Some(c), .. } => config(v, c),
                     Norm::LaunchEx { config_arg: ConfigArg::NotRead(p), .. } if *p != 0 => {
                         v.extend_from_slice(b"{\"unreadable\":");
-                        hex(v, *p);
+                        push_addr(v, *p);
                         v.push(b'}');
                     }
                     _ => v.extend_from_slice(b"null"),
@@ -345,10 +311,10 @@ impl CallLine<'_> {
         o.num("cpu", u64::from(self.hdr.cpu));
         if let Norm::Copy { direction, dst, .. } = self.norm {
             o.str("direction", direction);
-            o.hex("dst", dst);
+            o.addr("dst", dst);
         }
         if let Norm::Set { dst, .. } = self.norm {
-            o.hex("dst", dst);
+            o.addr("dst", dst);
         }
         if let Some(r) = self.returned {
             let dur = self.duration_us().unwrap_or(0.0);
@@ -357,7 +323,7 @@ impl CallLine<'_> {
             o.num("exit_seq", r.exit_seq);
         }
         if let Norm::LaunchEx { f, kernel, .. } = self.norm {
-            o.hex("func", f);
+            o.addr("func", f);
             if let Some(c) = cfg {
                 dim3(o.key("grid"), c.grid);
             }
@@ -380,24 +346,14 @@ impl CallLine<'_> {
             o.num("size", size);
         }
         if let Norm::Copy { src, .. } = self.norm {
-            o.hex("src", src);
+            o.addr("src", src);
         }
         if let Some(s) = self.stream() {
-            o.hex("stream", s);
+            o.addr("stream", s);
         }
         o.num("tid", u64::from(self.hdr.tid));
         o.num("ts", self.hdr.ts);
         o.str("type", ty);
         o.end();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hex_as_format() {
-        for v in [0u64, 1, 0xf, 0x10, 0xdead_beef, u64::MAX, 1 << 63] {
-            assert_eq!(std::str::from_utf8(super::format_args_hex(v).as_bytes()).unwrap(), format!("\"{v:#x}\""));
-        }
     }
 }

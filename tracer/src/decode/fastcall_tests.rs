@@ -330,7 +330,7 @@ fn every_committed_recording_gives_the_same_lines_both_ways() {
         let mut calls = Vec::new();
         let mut entry_only: Vec<String> = Vec::new();
         let (mut copies, mut sets, mut ex) = (0, 0, 0);
-        crate::reader::for_each(p, |l| {
+        tracer_format::read::for_each(p, |l| {
             if l["type"] == "header" {
                 entry_only = l["entry_only_functions"]
                     .as_array()

@@ -10,6 +10,7 @@
 use crate::decode::fastcall::Returned;
 use serde_json::Value;
 use tracer_common::event::Header;
+use tracer_format::hex::push_addr;
 
 /// One line: a JSON value (every other kind), or a fast launch line.
 pub enum Line<'a> {
@@ -70,9 +71,9 @@ impl LaunchLine<'_> {
         b.extend_from_slice(b",\"blockDimZ\":");
         num(b, d(a[6]));
         b.extend_from_slice(b",\"extra\":");
-        hex(b, a[10]);
+        push_addr(b, a[10]);
         b.extend_from_slice(b",\"f\":");
-        hex(b, a[0]);
+        push_addr(b, a[0]);
         b.extend_from_slice(b",\"gridDimX\":");
         num(b, d(a[1]));
         b.extend_from_slice(b",\"gridDimY\":");
@@ -80,9 +81,9 @@ impl LaunchLine<'_> {
         b.extend_from_slice(b",\"gridDimZ\":");
         num(b, d(a[3]));
         b.extend_from_slice(b",\"hStream\":");
-        hex(b, a[8]);
+        push_addr(b, a[8]);
         b.extend_from_slice(b",\"kernelParams\":");
-        hex(b, a[9]);
+        push_addr(b, a[9]);
         b.extend_from_slice(b",\"sharedMemBytes\":");
         num(b, d(a[7]));
         b.extend_from_slice(b"},\"block\":");
@@ -99,7 +100,7 @@ impl LaunchLine<'_> {
             num(b, r.exit_seq);
         }
         b.extend_from_slice(b",\"func\":");
-        hex(b, a[0]);
+        push_addr(b, a[0]);
         b.extend_from_slice(b",\"grid\":");
         dim3(b, d(a[1]), d(a[2]), d(a[3]));
         b.extend_from_slice(b",\"kernel\":");
@@ -123,7 +124,7 @@ impl LaunchLine<'_> {
         b.extend_from_slice(b",\"shared_mem\":");
         num(b, d(a[7]));
         b.extend_from_slice(b",\"stream\":");
-        hex(b, a[8]);
+        push_addr(b, a[8]);
         b.extend_from_slice(b",\"tid\":");
         num(b, self.hdr.tid as u64);
         b.extend_from_slice(b",\"ts\":");
@@ -134,25 +135,6 @@ impl LaunchLine<'_> {
 
 fn num(b: &mut Vec<u8>, v: u64) {
     b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-/// `"0x…"`: lowercase hex without leading zeros, as `format!("{v:#x}")`.
-fn hex(b: &mut Vec<u8>, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut tmp = [0u8; 16];
-    let mut i = tmp.len();
-    let mut x = v;
-    loop {
-        i -= 1;
-        tmp[i] = DIGITS[(x & 15) as usize];
-        x >>= 4;
-        if x == 0 {
-            break;
-        }
-    }
-    b.extend_from_slice(b"\"0x");
-    b.extend_from_slice(&tmp[i..]);
-    b.push(b'"');
 }
 
 fn dim3(b: &mut Vec<u8>, x: u64, y: u64, z: u64) {
@@ -168,11 +150,8 @@ fn dim3(b: &mut Vec<u8>, x: u64, y: u64, z: u64) {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn hex_and_numbers_as_the_general_path_writes_them() {
+    fn numbers_as_the_general_path_writes_them() {
         for v in [0u64, 1, 0xf, 0x10, 0xdead_beef, u64::MAX, 1 << 63] {
-            let mut b = Vec::new();
-            super::hex(&mut b, v);
-            assert_eq!(String::from_utf8(b).unwrap(), format!("\"{v:#x}\""));
             let mut b = Vec::new();
             super::num(&mut b, v);
             assert_eq!(String::from_utf8(b).unwrap(), v.to_string());

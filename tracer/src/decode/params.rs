@@ -45,7 +45,7 @@ impl CapturedParams {
     pub fn insert_fields(&self, m: &mut Map<String, Value>) {
         match self.outcome() {
             Outcome::Bytes { data, from } => {
-                m.insert("params".into(), json!(hex(data)));
+                m.insert("params".into(), json!(tracer_format::hex::bytes(data)));
                 m.insert("params_from".into(), json!(from));
             }
             Outcome::Error(e) => {
@@ -61,7 +61,7 @@ impl CapturedParams {
         match self.outcome() {
             Outcome::Bytes { data, from } => {
                 b.extend_from_slice(b",\"params\":\"");
-                hex_into(b, data);
+                tracer_format::hex::push_bytes(b, data);
                 b.extend_from_slice(b"\",\"params_from\":\"");
                 b.extend_from_slice(from.as_bytes());
                 b.push(b'"');
@@ -92,34 +92,6 @@ pub fn status_of_error(e: &str) -> Option<u32> {
     (0..=8).find(
         |&s| matches!(CapturedParams { status: s, layout: 0, data: vec![] }.outcome(), Outcome::Error(t) if t == e),
     )
-}
-
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-fn hex_into(b: &mut Vec<u8>, data: &[u8]) {
-    b.reserve(data.len() * 2);
-    for &x in data {
-        b.push(DIGITS[(x >> 4) as usize]);
-        b.push(DIGITS[(x & 15) as usize]);
-    }
-}
-
-/// Lowercase hex, two digits per byte.
-pub fn hex(data: &[u8]) -> String {
-    let mut b = Vec::with_capacity(data.len() * 2);
-    hex_into(&mut b, data);
-    String::from_utf8(b).expect("hex digits are ASCII")
-}
-
-/// The inverse of [`hex`]; None on odd length or a non-hex digit.
-#[cfg(test)]
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    let s = s.as_bytes();
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    let d = |c: u8| (c as char).to_digit(16).map(|v| v as u8);
-    s.chunks(2).map(|p| Some(d(p[0])? << 4 | d(p[1])?)).collect()
 }
 
 #[cfg(test)]
@@ -154,8 +126,8 @@ mod tests {
         let p = CapturedParams { status: status::LAYOUT, layout: 3, data: vec![0, 1, 0xab, 0xff] };
         assert_eq!(written(&p)["params"], "0001abff");
         assert_eq!(written(&p)["params_from"], "layout");
-        assert_eq!(unhex("0001abff").unwrap(), vec![0, 1, 0xab, 0xff]);
-        assert_eq!(unhex("0g"), None);
-        assert_eq!(unhex("abc"), None);
+        assert_eq!(tracer_format::hex::parse_bytes("0001abff").unwrap(), vec![0, 1, 0xab, 0xff]);
+        assert_eq!(tracer_format::hex::parse_bytes("0g"), None);
+        assert_eq!(tracer_format::hex::parse_bytes("abc"), None);
     }
 }

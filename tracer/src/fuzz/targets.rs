@@ -18,7 +18,7 @@ use crate::decode::nvioctl::{self, Device};
 use crate::analysis::{ioctl_report, summary};
 use crate::collect::libcuda;
 use crate::decode::calls;
-use crate::reader;
+use tracer_format::read as reader;
 
 // ---------------------------------------------------------------------------
 // JSONL traces: tracer_format::read, analysis/summary.rs, analysis/ioctl_report.rs
@@ -55,7 +55,7 @@ fn run_trace_gz(bytes: &[u8]) -> String {
 
 fn run_trace_zst(bytes: &[u8]) -> String {
     // What reader::open does for .zst files (bounded window, cut streams end).
-    let mut d = match crate::collect::zstd_out::bounded_decoder(bytes, "fuzz".into()) {
+    let mut d = match tracer_format::read::zst::bounded_decoder(bytes, "fuzz".into()) {
         Ok(d) => d,
         Err(e) => return format!("zstd: {e}"),
     };

@@ -13,7 +13,6 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 // ---------------------------------------------------------------------------
 // Kernels and layouts
@@ -414,16 +413,9 @@ pub fn copies() -> Vec<Copy> {
 // ---------------------------------------------------------------------------
 
 /// Lowercase hex, as the trace's `params`.
-pub fn hex(b: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(2 * b.len());
-    for &x in b {
-        s.push(D[(x >> 4) as usize] as char);
-        s.push(D[(x & 15) as usize] as char);
-    }
-    s
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use tracer_format::hex::bytes as hex;
 
-pub fn sha256_hex(b: &[u8]) -> String {
-    hex(&Sha256::digest(b))
-}
+/// A content address, as `images/` and `data/` name their files.
+#[allow(unused_imports)]
+pub use tracer_format::digest::sha256_hex;

@@ -1,6 +1,5 @@
 //! `tracer record --replayable`: recordings that can be re-executed
 //! (docs/recording-format.md).
-pub mod open;
 pub mod probes;
 pub mod recorder;
 pub mod registry;
@@ -14,7 +13,7 @@ pub fn summary_line(r: &recorder::Recorder, manifest: &std::path::Path) -> Strin
         "recording: {} distinct images ({:.1} MB), {} files of copy data ({:.1} MB); {}",
         r.reg.images.len(),
         bytes as f64 / 1e6,
-        std::fs::read_dir(r.store.dir.join("data")).map(|d| d.count()).unwrap_or(0),
+        std::fs::read_dir(r.store.dir.join(tracer_format::recording::DATA)).map(|d| d.count()).unwrap_or(0),
         r.data_bytes as f64 / 1e6,
         manifest.display()
     )

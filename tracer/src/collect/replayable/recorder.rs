@@ -2,15 +2,15 @@
 //! image out of the process, stores it, gives its layouts to the eBPF maps
 //! and resumes the process; it adds `image`/`data` fields to load and copy
 //! lines, counts what launches carry, and writes the manifest.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
-use serde::Serialize;
 use serde_json::{Value, json};
 use tracer_common::decode::Record;
 use tracer_common::funcs::{Arg, FuncId, lookup};
 use tracer_common::params::{Layout, status};
+use tracer_format::recording::{self, Coverage, DataSummary, ImageEntry, Manifest};
 
 use super::probes::{self, LAUNCHES};
 use super::registry::Registry;
@@ -18,9 +18,6 @@ use super::store::Store;
 use crate::decode::cudaimage::{self, Format, capture::Memory as _};
 use crate::decode::fastline::Line;
 use crate::collect::procmem::ProcMem;
-
-/// The recording format version (manifest.json `schema_version`).
-pub const SCHEMA_VERSION: u32 = 1;
 
 /// The eBPF maps userspace fills.
 pub struct KernelMaps {
@@ -39,31 +36,6 @@ impl KernelMaps {
             pending: BpfHashMap::try_from(map("PENDING_IMAGE")?)?,
         })
     }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Coverage {
-    pub image_loads: u64,
-    pub images_captured: u64,
-    pub image_errors: u64,
-    pub launches: u64,
-    /// Launches whose parameter bytes are exact (from the layout or from
-    /// `extra`).
-    pub params_exact: u64,
-    /// Of those, the ones taken from `extra`.
-    pub params_from_extra: u64,
-    pub params_missing: u64,
-    pub params_missing_reasons: BTreeMap<String, u64>,
-    pub graph_launches: u64,
-    pub h2d_copies: u64,
-    pub h2d_captured: u64,
-    /// Device-to-host copies, and those whose destination bytes were
-    /// stored (`--capture-data`).
-    pub d2h_copies: u64,
-    pub d2h_captured: u64,
-    /// Map updates the kernel refused (map full): their kernels' launches
-    /// show up as missing.
-    pub map_update_errors: u64,
 }
 
 pub struct Recorder {
@@ -249,7 +221,7 @@ impl Recorder {
         if (b.len() as u64) < size {
             return Err(format!("only {} of {size} bytes at {addr:#x} are readable", b.len()));
         }
-        let (sha, new) = self.store.put("data", &b).map_err(|e| format!("{e:#}"))?;
+        let (sha, new) = self.store.put(recording::DATA, &b).map_err(|e| format!("{e:#}"))?;
         if new {
             self.data_bytes += size;
         }
@@ -293,7 +265,7 @@ impl Recorder {
             }
             (c.bytes, c.format)
         };
-        let (sha, _) = self.store.put("images", &bytes).map_err(|e| format!("{e:#}"))?;
+        let (sha, _) = self.store.put(recording::IMAGES, &bytes).map_err(|e| format!("{e:#}"))?;
         let (image, updates) = self.reg.add(&sha, bytes.len() as u64, kind_name(format), || {
             cudaimage::layouts::kernel_layouts(&bytes, None).map_err(|e| e.to_string())
         });
@@ -448,68 +420,52 @@ impl Recorder {
         serde_json::to_value(&self.cov).expect("plain struct")
     }
 
-    pub fn manifest(&self, header: &Value) -> Value {
-        let images: Vec<Value> = self
+    /// The recording's manifest: the images, layouts and data stored, the
+    /// coverage, and the header's command, start, GPUs and driver.
+    pub fn manifest(&self, header: &Value) -> Manifest {
+        let images = self
             .reg
             .images
             .iter()
-            .map(|i| {
-                let kernels: Vec<Value> = i
-                    .kernels
-                    .iter()
-                    .map(|k| {
-                        json!({
-                            "name": k.name,
-                            "param_size": k.param_size,
-                            "params": k.params.iter().map(|&(o, s)| json!([o, s])).collect::<Vec<_>>(),
-                        })
-                    })
-                    .collect();
-                let mut m = json!({
-                    "sha256": i.sha256,
-                    "file": format!("images/{}", i.sha256),
-                    "bytes": i.bytes,
-                    "kind": i.kind,
-                    "loads": i.loads,
-                    "kernels": kernels,
-                });
-                if let Some(e) = &i.layout_error {
-                    m["layout_error"] = json!(e);
-                }
-                if !i.key_collisions.is_empty() {
-                    m["key_collisions"] = json!(i.key_collisions);
-                }
-                m
+            .map(|i| ImageEntry {
+                sha256: i.sha256.clone(),
+                file: recording::image_file(&i.sha256),
+                bytes: i.bytes,
+                kind: i.kind.to_string(),
+                loads: i.loads,
+                kernels: i.kernels.clone(),
+                layout_error: i.layout_error.clone(),
+                key_collisions: i.key_collisions.clone(),
             })
             .collect();
-        let files = std::fs::read_dir(self.store.dir.join("data")).map(|d| d.count()).unwrap_or(0);
-        json!({
-            "format": "tracer-recording",
-            "schema_version": SCHEMA_VERSION,
-            "tracer_version": env!("CARGO_PKG_VERSION"),
-            "trace": "trace.jsonl",
-            "command": header.get("command"),
-            "started_at": header.get("started_at"),
-            "gpus": header.get("gpus"),
-            "driver": header.get("driver"),
-            "capture_data": self.capture_data,
-            "images": images,
-            "layouts": self.reg.layout_count(),
-            "data": {
-                "files": files,
-                "bytes": self.data_bytes,
-                "skipped_over_cap": self.data_skipped_over_cap,
-                "cap_bytes": self.data_cap,
-            },
-            "coverage": self.footer(),
-        })
+        let files = std::fs::read_dir(self.store.dir.join(recording::DATA)).map(|d| d.count()).unwrap_or(0);
+        let field = |k: &str| header.get(k).filter(|v| !v.is_null());
+        Manifest {
+            format: recording::FORMAT.into(),
+            schema_version: recording::SCHEMA_VERSION,
+            tracer_version: Some(env!("CARGO_PKG_VERSION").into()),
+            trace: self.store.trace.into(),
+            command: field("command").and_then(|v| serde_json::from_value(v.clone()).ok()),
+            started_at: field("started_at").and_then(Value::as_str).map(str::to_owned),
+            gpus: field("gpus").cloned(),
+            driver: field("driver").and_then(Value::as_str).map(str::to_owned),
+            capture_data: self.capture_data,
+            images,
+            layouts: Some(self.reg.layout_count() as u64),
+            data: Some(DataSummary {
+                files: files as u64,
+                bytes: self.data_bytes,
+                skipped_over_cap: self.data_skipped_over_cap,
+                cap_bytes: self.data_cap,
+            }),
+            coverage: Some(self.cov.clone()),
+        }
     }
 
+    /// Writes `manifest.json` (under a temporary name, then renamed).
     pub fn write_manifest(&self, header: &Value) -> anyhow::Result<PathBuf> {
-        let path = self.store.dir.join("manifest.json");
-        let mut text = serde_json::to_vec_pretty(&self.manifest(header))?;
-        text.push(b'\n');
-        self.store.write_atomic(&path, &text)?;
+        let path = self.store.dir.join(recording::MANIFEST);
+        self.store.write_atomic(&path, &self.manifest(header).to_pretty_json())?;
         Ok(path)
     }
 }

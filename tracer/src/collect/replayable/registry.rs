@@ -4,16 +4,9 @@
 use std::collections::HashMap;
 
 use tracer_common::params::{Layout, MAX_PARAMS, layout_key};
+use tracer_format::recording::KernelLayout;
 
 use crate::decode::cudaimage::layouts::Layouts;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelEntry {
-    pub name: String,
-    pub param_size: u32,
-    /// (offset, size) per parameter, in ordinal order.
-    pub params: Vec<(u32, u32)>,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageInfo {
@@ -23,7 +16,7 @@ pub struct ImageInfo {
     /// "fatbin", "cubin", "ptx".
     pub kind: &'static str,
     pub loads: u64,
-    pub kernels: Vec<KernelEntry>,
+    pub kernels: Vec<KernelLayout>,
     /// Why the layouts could not be read (the image is still stored).
     pub layout_error: Option<String>,
     /// Kernels left out of the name map because another kernel of the
@@ -49,7 +42,7 @@ pub struct Registry {
 /// The eBPF form of a layout: `offset | size << 16` per parameter. More
 /// than MAX_PARAMS parameters keep their count (the probe then reports
 /// "too many") and only the first MAX_PARAMS slots.
-pub fn encode(k: &KernelEntry) -> Layout {
+pub fn encode(k: &KernelLayout) -> Layout {
     let covered: u64 = k.params.iter().map(|&(_, s)| s as u64).sum();
     let mut l = Layout {
         n: k.params.len() as u32,
@@ -82,7 +75,7 @@ impl Registry {
             Ok(l) => (
                 l.kernels
                     .into_iter()
-                    .map(|(name, k)| KernelEntry {
+                    .map(|(name, k)| KernelLayout {
                         name,
                         param_size: k.size,
                         params: k.params.iter().map(|p| (p.offset, p.size)).collect(),
@@ -187,7 +180,7 @@ mod tests {
 
     #[test]
     fn more_than_max_params_keep_their_count() {
-        let k = KernelEntry { name: "x".into(), param_size: 8 * 70, params: (0..70).map(|i| (i * 8, 8)).collect() };
+        let k = KernelLayout { name: "x".into(), param_size: 8 * 70, params: (0..70).map(|i| (i * 8, 8)).collect() };
         let l = encode(&k);
         assert_eq!((l.n, l.size, l.padded, l.params[63]), (70, 560, 0, (63 * 8) | (8 << 16)));
     }

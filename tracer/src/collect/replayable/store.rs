@@ -7,30 +7,30 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use sha2::{Digest, Sha256};
+use tracer_format::recording::{self, DATA, IMAGES, MANIFEST, TRACE, TRACE_ZST};
 
 use crate::collect::spawn::RunAs;
 
 pub struct Store {
     pub dir: PathBuf,
+    /// The trace's file name in `dir`: [`TRACE`], or [`TRACE_ZST`]
+    /// (`--compress zstd`).
+    pub trace: &'static str,
     owner: Option<(u32, u32)>,
     mode: u32,
-}
-
-pub fn sha256_hex(b: &[u8]) -> String {
-    crate::decode::params::hex(&Sha256::digest(b))
 }
 
 impl Store {
     /// Creates `dir` with `images/` and `data/`. An existing directory is
     /// refused unless `force`, and then only if it is a recording
-    /// (has a trace.jsonl or manifest.json), which is emptied.
+    /// (has a trace.jsonl, trace.jsonl.zst or manifest.json), which is
+    /// emptied. The trace is `trace.jsonl` unless [`Store::zstd`].
     pub fn create(dir: &Path, force: bool, run_as: Option<&RunAs>, private: bool) -> anyhow::Result<Store> {
         if let Ok(md) = fs::symlink_metadata(dir) {
             if !force {
                 bail!("recording directory {} exists (use --force to overwrite)", dir.display());
             }
-            if !md.is_dir() || !(dir.join("trace.jsonl").exists() || dir.join("manifest.json").exists()) {
+            if !md.is_dir() || ![TRACE, TRACE_ZST, MANIFEST].iter().any(|f| dir.join(f).exists()) {
                 bail!(
                     "{} exists and is not a recording directory (no trace.jsonl or manifest.json): not overwriting it",
                     dir.display()
@@ -39,8 +39,8 @@ impl Store {
             fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
         }
         let mode = if private { 0o700 } else { 0o755 };
-        let st = Store { dir: dir.to_path_buf(), owner: run_as.map(|r| (r.uid, r.gid)), mode };
-        for d in [dir.to_path_buf(), dir.join("images"), dir.join("data")] {
+        let st = Store { dir: dir.to_path_buf(), trace: TRACE, owner: run_as.map(|r| (r.uid, r.gid)), mode };
+        for d in [dir.to_path_buf(), dir.join(IMAGES), dir.join(DATA)] {
             st.mkdir(&d)?;
         }
         Ok(st)
@@ -63,15 +63,21 @@ impl Store {
         Ok(())
     }
 
-    pub fn trace_path(&self) -> PathBuf {
-        self.dir.join("trace.jsonl")
+    /// The trace zstd-compressed, `trace.jsonl.zst`, when `zstd`.
+    pub fn zstd(mut self, zstd: bool) -> Store {
+        self.trace = if zstd { TRACE_ZST } else { TRACE };
+        self
     }
 
-    /// Stores `bytes` as `sub/<sha256>` unless already there. Returns the
-    /// hash and whether the file is new.
+    /// Where the trace is written.
+    pub fn trace_path(&self) -> PathBuf {
+        self.dir.join(self.trace)
+    }
+
+    /// Stores `bytes` as `sub/<sha256>` ([`IMAGES`] or [`DATA`]) unless
+    /// already there. Returns the hash and whether the file is new.
     pub fn put(&self, sub: &str, bytes: &[u8]) -> anyhow::Result<(String, bool)> {
-        let sha = sha256_hex(bytes);
-        let path = self.dir.join(sub).join(&sha);
+        let (sha, path) = recording::store_path(&self.dir, sub, bytes);
         let new = !path.exists();
         if new {
             self.write_atomic(&path, bytes)?;
@@ -128,6 +134,11 @@ mod tests {
         fs::write(dir.join("trace.jsonl"), "{}\n").unwrap();
         Store::create(&dir, true, None, false).unwrap();
         assert_eq!(fs::read_dir(dir.join("images")).unwrap().count(), 0);
+        // A zstd recording (cut off before its manifest) is one too.
+        fs::write(dir.join("trace.jsonl.zst"), "").unwrap();
+        let st = Store::create(&dir, true, None, false).unwrap().zstd(true);
+        assert!(!dir.join("trace.jsonl.zst").exists());
+        assert_eq!(st.trace_path(), dir.join("trace.jsonl.zst"));
         let _ = fs::remove_dir_all(&base);
     }
 }

@@ -556,7 +556,7 @@ pub fn load(path: &Path, role: &str, wanted: &HashSet<u64>) -> anyhow::Result<Si
     let name = path.display().to_string();
     let mut side = Side::new(&name);
     let progress = super::ReadProgress::new(name.clone());
-    let lines = crate::reader::for_each_line(path, |n, buf| {
+    let lines = tracer_format::read::for_each_line(path, |n, buf| {
         let v = match serde_json::from_slice::<Value>(buf) {
             Ok(v) if v.is_object() => v,
             Ok(_) => anyhow::bail!("{name}: line {n}: expected a JSON object"),

@@ -447,7 +447,7 @@ pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
     let mut b = Builder::new(&name);
     let progress = super::ReadProgress::new(path.display().to_string());
     let mut n = 0u64;
-    crate::reader::for_each(path, |v| {
+    tracer_format::read::for_each(path, |v| {
         b.add(v);
         n += 1;
         progress.line(n);
