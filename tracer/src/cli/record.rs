@@ -3,10 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
 
 use tracer_common::event::nvdev;
 use tracer_common::funcs::FuncId;
@@ -19,6 +17,7 @@ use crate::collect::replayable::recorder::Recorder;
 use crate::collect::replayable::store::Store;
 use crate::collect::spawn;
 use crate::collect::writer::TraceWriter;
+use crate::collect::{footer, privileges, procfs, session};
 use crate::collect::{libcuda, sysinfo};
 use crate::decode::calls::Assembler;
 use crate::error::UsageError;
@@ -26,111 +25,16 @@ use crate::error::UsageError;
 /// Trace format version written in the header.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Capability numbers (linux/capability.h).
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
 
-/// Which of the capabilities tracer needs are missing from `cap_eff`.
-pub fn missing_caps(cap_eff: u64) -> Vec<&'static str> {
-    let has = |c: u32| cap_eff & (1u64 << c) != 0;
-    if has(CAP_SYS_ADMIN) && has(CAP_PERFMON) || has(CAP_BPF) && has(CAP_PERFMON) {
-        return vec![];
-    }
-    let mut v = vec![];
-    if !has(CAP_BPF) && !has(CAP_SYS_ADMIN) {
-        v.push("CAP_BPF");
-    }
-    if !has(CAP_PERFMON) && !has(CAP_SYS_ADMIN) {
-        v.push("CAP_PERFMON");
-    }
-    v
-}
 
-fn check_privileges() -> anyhow::Result<()> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let eff = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .unwrap_or(0);
-    let missing = missing_caps(eff);
-    if !missing.is_empty() {
-        bail!("tracer needs root (or CAP_BPF and CAP_PERFMON); missing {}: run it with sudo", missing.join(" and "));
-    }
-    Ok(())
-}
 
-/// The LD_LIBRARY_PATH the traced program sees.
-fn target_ld_library_path(pid: Option<u32>) -> Option<String> {
-    match pid {
-        None => std::env::var("LD_LIBRARY_PATH").ok(),
-        Some(p) => {
-            let env = std::fs::read(format!("/proc/{p}/environ")).ok()?;
-            env.split(|&b| b == 0)
-                .find_map(|kv| kv.strip_prefix(b"LD_LIBRARY_PATH="))
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-        }
-    }
-}
 
-/// For `-p`: the libcuda the process has already mapped, if any.
-fn mapped_libcuda(pid: u32) -> Option<PathBuf> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| Path::new(p).file_name().is_some_and(|n| n.to_string_lossy().starts_with("libcuda.so")))
-        .map(|p| PathBuf::from(format!("/proc/{pid}/root{p}")))
-}
 
-/// Open NVIDIA device files of `pid`, from /proc/PID/fd.
-fn nvidia_fds(pid: u32) -> Vec<(u32, u32)> {
-    let mut v = vec![];
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return v };
-    for e in rd.flatten() {
-        let Ok(fd) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(target) = std::fs::read_link(e.path()) else { continue };
-        if let Some(dev) =
-            crate::decode::ioctls::nvdev_of(crate::decode::nvioctl::device_from_path(&target.to_string_lossy()))
-        {
-            v.push((fd, dev));
-        }
-    }
-    v
-}
 
-/// The traced process tree's existing descendants of `pid` (for `-p`).
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut parent = std::collections::HashMap::<u32, u32>::new();
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-                // pid (comm) state ppid ...
-                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1)
-                    && let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
-                {
-                    parent.insert(p, pp);
-                }
-            }
-        }
-    }
-    let mut out = vec![];
-    let mut frontier = vec![pid];
-    while let Some(p) = frontier.pop() {
-        for (&c, &pp) in &parent {
-            if pp == p && !out.contains(&c) {
-                out.push(c);
-                frontier.push(c);
-            }
-        }
-    }
-    out
-}
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     check_args(&args)?;
-    check_privileges()?;
+    privileges::check_privileges()?;
     // Signal handlers exist before the command does, so an early Ctrl-C
     // cannot kill tracer and leave the command running untraced.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -174,7 +78,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 
     let t0 = Instant::now();
     let (exit, counters) =
-        rt.block_on(collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
+        rt.block_on(session::collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
     let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
@@ -287,10 +191,10 @@ fn spawn_command(
 /// The libcuda to probe: `--libcuda`, else the one the `-p` process mapped,
 /// else the one the target's library path finds.
 fn find_libcuda(args: &RecordArgs) -> anyhow::Result<PathBuf> {
-    match (&args.libcuda, args.pid.and_then(mapped_libcuda)) {
+    match (&args.libcuda, args.pid.and_then(procfs::mapped_libcuda)) {
         (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
         (None, Some(mapped)) => Ok(mapped),
-        (None, None) => libcuda::resolve_libcuda(None, target_ld_library_path(args.pid).as_deref()),
+        (None, None) => libcuda::resolve_libcuda(None, procfs::target_ld_library_path(args.pid).as_deref()),
     }
 }
 
@@ -391,12 +295,12 @@ fn mark_traced(
     };
     loaded.mark_traced(root_pid)?;
     if args.pid.is_some() {
-        let mut procs = descendants(root_pid);
+        let mut procs = procfs::descendants(root_pid);
         procs.push(root_pid);
         for &d in &procs {
             loaded.mark_traced(d)?;
             // NVIDIA files the process opened before we attached.
-            for (fd, dev) in nvidia_fds(d) {
+            for (fd, dev) in procfs::nvidia_fds(d) {
                 let _ = loaded.nvfds.insert(nvdev::fd_key(d, fd), dev, 0);
             }
         }
@@ -491,7 +395,7 @@ fn finish_trace(
     quiet: bool,
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);
-    let mut footer = footer(col, counters, exit, elapsed);
+    let mut footer = footer::footer(col, counters, exit, elapsed);
     footer["power"] = side_footer["power"].take();
     footer["markers"] = side_footer["markers"].take();
     if let Some(g) = gpu {
@@ -551,106 +455,9 @@ fn report(
     exit.map(|e| e.exit_code()).unwrap_or(0)
 }
 
-const POLL_INTERVAL: Duration = Duration::from_millis(10);
-const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Timed work of the collection loop: file flush and eBPF log.
-fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut Instant) {
-    for k in col.stale_fds.drain(..) {
-        let _ = loaded.nvfds.remove(&k);
-    }
-    col.drain_side();
-    if last_flush.elapsed() >= FLUSH_INTERVAL {
-        col.writer.flush();
-        *last_flush = Instant::now();
-    }
-    if let Some(l) = loaded.logger.as_mut() {
-        l.flush();
-    }
-}
 
-type Collected = (Option<spawn::ExitInfo>, KernelCounters);
 
-async fn collect(
-    loaded: &mut loader::Loaded,
-    col: &mut Collector,
-    suspended: Option<spawn::Suspended>,
-    attach_pid: Option<u32>,
-    signals: &mut spawn::StopSignals,
-    mut gpu: Option<&mut GpuSession>,
-) -> anyhow::Result<Collected> {
-    let ring = loaded.ring.take().context("ring buffer already taken")?;
-    // SAFETY: the ring buffer owns its fd and outlives the registration
-    // (into_inner below deregisters before it is used synchronously).
-    let mut afd =
-        unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
-    // Records are mostly submitted without waking us: poll often.
-    let mut tick = tokio::time::interval(POLL_INTERVAL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_flush = Instant::now();
-    // What ends the recording: the command's exit, or with -p a stop signal
-    // or the process being gone.
-    let mut stop: std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Option<spawn::ExitInfo>>> + '_>> =
-        match suspended {
-            Some(s) => {
-                let child = s.release()?;
-                Box::pin(async move {
-                    spawn::wait_forwarding_signals_with(child, signals, |sig| {
-                        log::info!("forwarded signal {sig} to the command")
-                    })
-                    .await
-                    .map(Some)
-                })
-            }
-            None => {
-                let pid = attach_pid.expect("pid mode");
-                Box::pin(async move {
-                    let mut check = tokio::time::interval(Duration::from_millis(100));
-                    loop {
-                        tokio::select! {
-                            _ = signals.recv() => return Ok(None),
-                            _ = check.tick() => if !Path::new(&format!("/proc/{pid}")).exists() {
-                                return Ok(None);
-                            },
-                        }
-                    }
-                })
-            }
-        };
-    let exit = loop {
-        tokio::select! {
-            r = &mut stop => break r?,
-            g = afd.readable_mut() => {
-                let mut g = g?;
-                col.drain(g.get_inner_mut());
-                g.clear_ready();
-            }
-            _ = tick.tick() => {
-                col.drain(afd.get_mut());
-                if let Some(g) = gpu.as_deref_mut() {
-                    g.drain(col);
-                }
-                periodic(col, loaded, &mut last_flush);
-            }
-        }
-    };
-    drop(stop);
-    let programs = loader::program_stats(loaded);
-    // Detach every program, then take what is still in the buffer: after
-    // this nothing new can arrive and the counters are final.
-    col.asm.cut_after = Some(sysinfo::clock_ns(libc::CLOCK_MONOTONIC));
-    loader::detach_all(std::mem::take(&mut loaded.links));
-    drop(loaded.ebpf.take());
-    if let Some(l) = loaded.logger.as_mut() {
-        l.flush();
-    }
-    let mut ring = afd.into_inner();
-    while col.drain(&mut ring) > 0 {}
-    col.finish_calls();
-    let mut counters = loader::read_counters(&loaded.counters)?;
-    counters.programs = programs;
-    Ok((exit, counters))
-}
 
 fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, started: Duration) -> Value {
     let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
@@ -709,116 +516,4 @@ fn probed_return(args: &RecordArgs, id: FuncId) -> bool {
 /// The probed symbols whose lines have no return code nor duration.
 fn entry_only_functions(probed_return: impl Fn(FuncId) -> bool, probed: &[String]) -> Vec<String> {
     probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !probed_return(id))).cloned().collect()
-}
-
-/// Exact loss per CPU: records the kernel side numbered minus records received.
-pub fn loss_by_cpu(
-    attempted: &[u64],
-    received: &std::collections::BTreeMap<u32, u64>,
-) -> std::collections::BTreeMap<u32, u64> {
-    let mut m = std::collections::BTreeMap::new();
-    for (cpu, &a) in attempted.iter().enumerate() {
-        let got = received.get(&(cpu as u32)).copied().unwrap_or(0);
-        if a > got {
-            m.insert(cpu as u32, a - got);
-        }
-    }
-    m
-}
-
-fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo>, elapsed: Duration) -> Value {
-    let st = &col.asm.stats;
-    let received: u64 = st.records_by_cpu.values().sum();
-    let lost = loss_by_cpu(&k.attempted, &st.records_by_cpu);
-    let lost_total: u64 = lost.values().sum();
-    let mut by_type = serde_json::Map::new();
-    for (name, f) in &col.summary.funcs {
-        by_type.insert(name.clone(), json!(f.calls));
-    }
-    json!({
-        "type": "footer",
-        "calls": st.calls,
-        "calls_by_function": by_type,
-        "incomplete_calls": st.incomplete,
-        "entry_lost_calls": st.entry_lost,
-        "records_after_detach": st.after_detach,
-        "records": received,
-        "records_attempted": k.attempted.iter().sum::<u64>(),
-        "lost": {
-            "total": lost_total,
-            "ring_buffer_full": k.ring_full,
-            "out_param_saves_failed": k.save_failed,
-            "undecodable": st.bad_records,
-            "by_cpu": lost,
-        },
-        "lines_not_written": col.writer.dropped,
-        "duration_s": elapsed.as_secs_f64(),
-        "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
-        "collector": collector_usage(),
-        "bpf_stats": bpf_stats(&k.programs),
-    })
-}
-
-/// Per-program cost measured by the kernel (with --bpf-stats; null without).
-fn bpf_stats(p: &std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats>) -> Value {
-    if p.is_empty() {
-        return Value::Null;
-    }
-    let m: serde_json::Map<String, Value> = p
-        .iter()
-        .map(|(name, s)| {
-            (
-                name.clone(),
-                json!({
-                    "runs": s.run_cnt,
-                    "run_time_ns": s.run_time_ns,
-                    "ns_per_run": s.run_time_ns as f64 / s.run_cnt as f64,
-                }),
-            )
-        })
-        .collect();
-    Value::Object(m)
-}
-
-/// CPU time and peak memory of tracer itself (the collector), for the
-/// footer: what tracing cost besides the probes in the traced threads.
-fn collector_usage() -> Value {
-    // SAFETY: getrusage writes the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return Value::Null;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    // VmHWM, not ru_maxrss: the latter survives execve, so it would report
-    // the peak of whatever process started tracer.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = |key: &str| {
-        status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-    };
-    json!({
-        "cpu_user_s": secs(ru.ru_utime),
-        "cpu_system_s": secs(ru.ru_stime),
-        "max_rss_kib": kib("VmHWM:"),
-        "rss_anon_kib": kib("RssAnon:"),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capabilities() {
-        assert!(missing_caps(u64::MAX).is_empty());
-        assert_eq!(missing_caps(0), vec!["CAP_BPF", "CAP_PERFMON"]);
-        assert!(missing_caps((1 << CAP_BPF) | (1 << CAP_PERFMON)).is_empty());
-        assert_eq!(missing_caps(1 << CAP_BPF), vec!["CAP_PERFMON"]);
-    }
-
-    #[test]
-    fn loss_is_exact_per_cpu() {
-        let received = [(0u32, 10u64), (1, 5)].into_iter().collect();
-        let lost = loss_by_cpu(&[10, 8, 2], &received);
-        assert_eq!(lost.into_iter().collect::<Vec<_>>(), vec![(1, 3), (2, 2)]);
-    }
 }

@@ -11,14 +11,18 @@
 //! Takes plain options, never the command line: `crate::cli::record` turns
 //! `tracer record`'s arguments into them.
 pub mod collector;
+pub mod footer;
 pub mod gpu_timestamps;
 pub mod libcuda;
 pub mod loader;
 pub mod markers;
 pub mod output;
 pub mod power;
+pub mod privileges;
+pub mod procfs;
 pub mod procmem;
 pub mod replayable;
+pub mod session;
 pub mod side;
 pub mod spawn;
 pub mod sysinfo;

@@ -1,0 +1,118 @@
+//! The collection loop of `tracer record`: drains the ring buffer as it
+//! fills (and every 10 ms), flushes the file every 100 ms, until the command
+//! exits (or, attached with `-p`, a stop signal or the process is gone);
+//! then detaches every program and takes what is left, so the counters are
+//! final.
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use crate::collect::collector::Collector;
+use crate::collect::gpu_timestamps::GpuSession;
+use crate::collect::loader::{self, KernelCounters};
+use crate::collect::{spawn, sysinfo};
+
+pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Timed work of the collection loop: file flush and eBPF log.
+pub fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &mut Instant) {
+    for k in col.stale_fds.drain(..) {
+        let _ = loaded.nvfds.remove(&k);
+    }
+    col.drain_side();
+    if last_flush.elapsed() >= FLUSH_INTERVAL {
+        col.writer.flush();
+        *last_flush = Instant::now();
+    }
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
+}
+
+pub type Collected = (Option<spawn::ExitInfo>, KernelCounters);
+
+pub async fn collect(
+    loaded: &mut loader::Loaded,
+    col: &mut Collector,
+    suspended: Option<spawn::Suspended>,
+    attach_pid: Option<u32>,
+    signals: &mut spawn::StopSignals,
+    mut gpu: Option<&mut GpuSession>,
+) -> anyhow::Result<Collected> {
+    let ring = loaded.ring.take().context("ring buffer already taken")?;
+    // SAFETY: the ring buffer owns its fd and outlives the registration
+    // (into_inner below deregisters before it is used synchronously).
+    let mut afd =
+        unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
+    // Records are mostly submitted without waking us: poll often.
+    let mut tick = tokio::time::interval(POLL_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_flush = Instant::now();
+    // What ends the recording: the command's exit, or with -p a stop signal
+    // or the process being gone.
+    let mut stop: std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Option<spawn::ExitInfo>>> + '_>> =
+        match suspended {
+            Some(s) => {
+                let child = s.release()?;
+                Box::pin(async move {
+                    spawn::wait_forwarding_signals_with(child, signals, |sig| {
+                        log::info!("forwarded signal {sig} to the command")
+                    })
+                    .await
+                    .map(Some)
+                })
+            }
+            None => {
+                let pid = attach_pid.expect("pid mode");
+                Box::pin(async move {
+                    let mut check = tokio::time::interval(Duration::from_millis(100));
+                    loop {
+                        tokio::select! {
+                            _ = signals.recv() => return Ok(None),
+                            _ = check.tick() => if !Path::new(&format!("/proc/{pid}")).exists() {
+                                return Ok(None);
+                            },
+                        }
+                    }
+                })
+            }
+        };
+    let exit = loop {
+        tokio::select! {
+            r = &mut stop => break r?,
+            g = afd.readable_mut() => {
+                let mut g = g?;
+                col.drain(g.get_inner_mut());
+                g.clear_ready();
+            }
+            _ = tick.tick() => {
+                col.drain(afd.get_mut());
+                if let Some(g) = gpu.as_deref_mut() {
+                    g.drain(col);
+                }
+                periodic(col, loaded, &mut last_flush);
+            }
+        }
+    };
+    drop(stop);
+    let programs = loader::program_stats(loaded);
+    // Detach every program, then take what is still in the buffer: after
+    // this nothing new can arrive and the counters are final.
+    col.asm.cut_after = Some(sysinfo::clock_ns(libc::CLOCK_MONOTONIC));
+    loader::detach_all(std::mem::take(&mut loaded.links));
+    drop(loaded.ebpf.take());
+    if let Some(l) = loaded.logger.as_mut() {
+        l.flush();
+    }
+    let mut ring = afd.into_inner();
+    while col.drain(&mut ring) > 0 {}
+    col.finish_calls();
+    let mut counters = loader::read_counters(&loaded.counters)?;
+    counters.programs = programs;
+    Ok((exit, counters))
+}
