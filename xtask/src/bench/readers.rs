@@ -225,26 +225,28 @@ fn git(args: &[&str]) -> Result<String> {
     Ok(util::output(util::cmd("git").args(args))?.trim().to_string())
 }
 
-/// The working tree: its commit, and whether what goes into the tracer binary
-/// has uncommitted changes.
+/// What goes into the tracer binary.
+const TRACER_PATHS: &[&str] = &["tracer", "tracer-format", "tracer-common", "tracer-ebpf", "Cargo.toml", "Cargo.lock"];
+
+/// The working tree: its commit, the last commit that changed the tracer's
+/// sources, and whether they have uncommitted changes.
 fn current_label() -> Result<String> {
     let head = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty = git(&[
-        "status",
-        "--porcelain",
-        "--",
-        "tracer",
-        "tracer-format",
-        "tracer-common",
-        "tracer-ebpf",
-        "Cargo.toml",
-        "Cargo.lock",
-    ])?;
-    Ok(if dirty.is_empty() {
-        format!("working tree at {head}")
-    } else {
-        format!("working tree at {head} with uncommitted changes to the tracer")
-    })
+    let mut args = vec!["log", "-1", "--format=%h"];
+    args.push("--");
+    args.extend(TRACER_PATHS);
+    let last = git(&args)?;
+    let mut args = vec!["status", "--porcelain", "--"];
+    args.extend(TRACER_PATHS);
+    let dirty = !git(&args)?.is_empty();
+    let mut s = format!("working tree at {head}");
+    if last != head {
+        s += &format!(" (tracer sources as of {last})");
+    }
+    if dirty {
+        s += " with uncommitted changes to the tracer";
+    }
+    Ok(s)
 }
 
 /// Checks out `rev` (default: the merge-base with main) in the worktree under
