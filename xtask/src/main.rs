@@ -102,6 +102,26 @@ enum BenchCommand {
         #[arg(long)]
         release: bool,
     },
+    /// Trace readers (summary, report, gaps, Perfetto export) of the working
+    /// tree against a baseline revision's, on one large trace (no root, no GPU)
+    Readers {
+        /// Revision to compare with, built in a worktree under target/bench-readers
+        /// (default: the merge-base with main)
+        #[arg(long, value_name = "REV", conflicts_with = "baseline_bin")]
+        baseline: Option<String>,
+        /// A tracer binary to compare with, used as is
+        #[arg(long, value_name = "PATH")]
+        baseline_bin: Option<std::path::PathBuf>,
+        /// Body lines of the trace (made once from the committed recording, reused)
+        #[arg(long, default_value_t = 3_000_000)]
+        lines: u64,
+        /// Repetitions (baseline and current interleaved in each)
+        #[arg(long, default_value_t = 3)]
+        reps: u32,
+        /// Also write docs/bench/NAME.{md,json}
+        #[arg(long, value_name = "NAME")]
+        save: Option<String>,
+    },
     /// Overhead on the GPU examples, untraced vs tracer modes vs torch.profiler
     /// (builds here; runs where a GPU is, else prints the command to run there)
     Overhead {
@@ -122,6 +142,9 @@ fn main() -> ExitCode {
         Command::Bench { which } => match which {
             BenchCommand::Collector { calls, threads, funcs, reps, rates, seconds, save } => {
                 bench::collector::run(&bench::collector::Opts { calls, threads, funcs, reps, rates, seconds, save })
+            }
+            BenchCommand::Readers { baseline, baseline_bin, lines, reps, save } => {
+                bench::readers::run(&bench::readers::Opts { baseline, baseline_bin, lines, reps, save })
             }
             BenchCommand::Overhead { args } => bench::overhead::run(&args),
             BenchCommand::Soak { minutes, rate, release } => soak::run(&soak::Bench::Soak { minutes, rate, release }),

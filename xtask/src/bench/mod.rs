@@ -4,4 +4,5 @@
 
 pub mod collector;
 pub mod overhead;
+pub mod readers;
 mod stats;
