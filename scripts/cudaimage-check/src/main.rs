@@ -4,16 +4,12 @@
 //! `--layouts DIR`, also writes DIR/<file name>.layouts: one line per kernel
 //! of every cubin, `sm_XX NAME psize=N ord:off:size ...`, sorted, to compare
 //! with cuobjdump -elf.
-#[path = "../../../tracer/src/cudaimage/mod.rs"]
-#[allow(dead_code)]
-mod cudaimage;
-
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use cudaimage::{Format, detect, elf, fatbin, nvinfo, ptx};
+use tracer::decode::cudaimage::{Format, detect, elf, fatbin, nvinfo, ptx};
 
 #[derive(Default, serde::Serialize)]
 struct Summary {
