@@ -8,13 +8,12 @@
 //! `nvidia_fd`, `marker`, `power`, `gpu`. Unknown types with a `ts` are read as
 //! calls; a line whose fields have the wrong type is an error naming the file
 //! and line.
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::fasthash::FxHashMap;
+use tracer_format::line::{RawLine, StrOrNum, scan_into};
 
 /// Sentinel for "no stream / no handle".
 pub const NONE: u64 = u64::MAX;
@@ -485,100 +484,6 @@ pub fn parse_handle(s: &str) -> Option<u64> {
     }
 }
 
-/// A field that is a string on some lines and a number on others.
-#[derive(Deserialize, Debug, PartialEq)]
-#[serde(untagged)]
-pub(crate) enum StrOrNum<'a> {
-    Num(u64),
-    Float(f64),
-    #[serde(borrow)]
-    Str(Cow<'a, str>),
-}
-
-impl StrOrNum<'_> {
-    fn text(&self) -> String {
-        match self {
-            StrOrNum::Num(n) => n.to_string(),
-            StrOrNum::Float(f) => f.to_string(),
-            StrOrNum::Str(s) => s.to_string(),
-        }
-    }
-}
-
-#[derive(Deserialize, Debug, Default, PartialEq)]
-pub(crate) struct RawArgs<'a> {
-    #[serde(rename = "Flags", borrow)]
-    pub(crate) flags: Option<StrOrNum<'a>>,
-    #[serde(rename = "phStream", borrow)]
-    pub(crate) ph_stream: Option<Cow<'a, str>>,
-}
-
-/// The fields any line may carry; everything else is ignored.
-#[derive(Deserialize, Debug, Default, PartialEq)]
-pub(crate) struct RawLine<'a> {
-    #[serde(rename = "type", borrow)]
-    pub(crate) ty: Option<Cow<'a, str>>,
-    pub(crate) ts: Option<u64>,
-    pub(crate) end_ts: Option<u64>,
-    pub(crate) pid: Option<u32>,
-    pub(crate) tid: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) op: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) name: Option<Cow<'a, str>>,
-    pub(crate) duration_us: Option<f64>,
-    pub(crate) ret: Option<i64>,
-    pub(crate) incomplete: Option<bool>,
-    pub(crate) entry_lost: Option<bool>,
-    #[serde(borrow)]
-    pub(crate) error: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) kernel: Option<Cow<'a, str>>,
-    pub(crate) grid: Option<[u32; 3]>,
-    pub(crate) block: Option<[u32; 3]>,
-    pub(crate) shared_mem: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) stream: Option<Cow<'a, str>>,
-    pub(crate) size: Option<u64>,
-    #[serde(borrow)]
-    pub(crate) direction: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) event: Option<Cow<'a, str>>,
-    pub(crate) cpu: Option<u32>,
-    pub(crate) seq: Option<u64>,
-    pub(crate) exit_cpu: Option<u32>,
-    pub(crate) exit_seq: Option<u64>,
-    pub(crate) child: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) filename: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) args: Option<RawArgs<'a>>,
-    // ioctl
-    #[serde(borrow)]
-    pub(crate) cuda_call: Option<Cow<'a, str>>,
-    pub(crate) status: Option<u64>,
-    #[serde(borrow)]
-    pub(crate) errno: Option<Cow<'a, str>>,
-    // marker
-    #[serde(borrow)]
-    pub(crate) label: Option<StrOrNum<'a>>,
-    pub(crate) tokens: Option<u64>,
-    // power
-    pub(crate) gpu: Option<u32>,
-    pub(crate) energy_mj: Option<u64>,
-    pub(crate) power_mw: Option<u64>,
-    pub(crate) sm_clock_mhz: Option<u32>,
-    pub(crate) mem_clock_mhz: Option<u32>,
-    pub(crate) util_gpu_pct: Option<u32>,
-    pub(crate) util_mem_pct: Option<u32>,
-    pub(crate) temp_c: Option<u32>,
-    // gpu
-    #[serde(borrow)]
-    pub(crate) device: Option<StrOrNum<'a>>,
-    pub(crate) stream_id: Option<u64>,
-    pub(crate) correlation_id: Option<u64>,
-}
-
 /// The when and who of one record line, as [`TraceBuilder::add_line`] checked them.
 #[derive(Clone, Copy)]
 struct At {
@@ -621,7 +526,7 @@ pub struct TraceBuilder {
     seqs: BTreeMap<u32, Vec<u64>>,
     line: u64,
     /// Every line through serde_json (the reference the fast scanner of
-    /// scan.rs is checked against).
+    /// tracer_format::line::scan is checked against).
     pub(crate) reference: bool,
 }
 
@@ -651,7 +556,7 @@ impl TraceBuilder {
         self.line = line;
         self.t.lines += 1;
         let mut raw = RawLine::default();
-        if self.reference || !super::scan::scan_into(bytes, &mut raw) {
+        if self.reference || !scan_into(bytes, &mut raw) {
             raw = serde_json::from_slice::<RawLine>(bytes).map_err(|e| self.err(format_args!("{e}")))?;
         }
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
