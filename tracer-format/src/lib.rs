@@ -4,6 +4,8 @@
 //! - [`hex`]: the one formatter and parser of `"0x…"` handles and addresses
 //!   and of lowercase hex byte strings (`params`);
 //! - [`digest`]: SHA-256 in hex, the content addresses of a recording;
+//! - [`line`]: one trace line, typed ([`line::RawLine`]), and the byte
+//!   scanner that fills it without serde_json ([`line::scan_into`]);
 //! - [`read`]: the streaming trace reader (`.jsonl`, `.jsonl.gz`,
 //!   `.jsonl.zst`, or a recording directory), with its in-place fast path;
 //! - [`recording`]: the recording directory `NAME.rec/`
@@ -16,5 +18,6 @@ pub mod digest;
 pub mod footer;
 pub mod header;
 pub mod hex;
+pub mod line;
 pub mod read;
 pub mod recording;

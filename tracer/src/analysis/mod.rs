@@ -35,7 +35,6 @@ pub mod phases;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
-pub(crate) mod scan;
 #[cfg(test)]
 mod scan_tests;
 pub mod side_summary;

@@ -8,13 +8,12 @@
 //! `nvidia_fd`, `marker`, `power`, `gpu`. Unknown types with a `ts` are read as
 //! calls; a line whose fields have the wrong type is an error naming the file
 //! and line.
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::fasthash::FxHashMap;
+use tracer_format::line::{RawLine, StrOrNum, scan_into};
 
 /// Sentinel for "no stream / no handle".
 pub const NONE: u64 = u64::MAX;
@@ -485,98 +484,38 @@ pub fn parse_handle(s: &str) -> Option<u64> {
     }
 }
 
-/// A field that is a string on some lines and a number on others.
-#[derive(Deserialize, Debug, PartialEq)]
-#[serde(untagged)]
-pub(crate) enum StrOrNum<'a> {
-    Num(u64),
-    Float(f64),
-    #[serde(borrow)]
-    Str(Cow<'a, str>),
+/// The when and who of one record line, as [`TraceBuilder::add_line`] checked them.
+#[derive(Clone, Copy)]
+struct At {
+    ts: u64,
+    pid: u32,
+    tid: u32,
+    /// `duration_us` in ns (0 without it).
+    dur: u64,
 }
 
-impl StrOrNum<'_> {
-    fn text(&self) -> String {
-        match self {
-            StrOrNum::Num(n) => n.to_string(),
-            StrOrNum::Float(f) => f.to_string(),
-            StrOrNum::Str(s) => s.to_string(),
-        }
+/// A call's flags (incomplete, entry lost, failed, returned, not ready) from its line.
+#[inline]
+fn call_flags(raw: &RawLine, kind: Kind) -> u8 {
+    let mut flags = 0u8;
+    if raw.incomplete == Some(true) {
+        flags |= FLAG_INCOMPLETE;
     }
-}
-
-#[derive(Deserialize, Debug, Default, PartialEq)]
-pub(crate) struct RawArgs<'a> {
-    #[serde(rename = "Flags", borrow)]
-    pub(crate) flags: Option<StrOrNum<'a>>,
-    #[serde(rename = "phStream", borrow)]
-    pub(crate) ph_stream: Option<Cow<'a, str>>,
-}
-
-/// The fields any line may carry; everything else is ignored.
-#[derive(Deserialize, Debug, Default, PartialEq)]
-pub(crate) struct RawLine<'a> {
-    #[serde(rename = "type", borrow)]
-    pub(crate) ty: Option<Cow<'a, str>>,
-    pub(crate) ts: Option<u64>,
-    pub(crate) end_ts: Option<u64>,
-    pub(crate) pid: Option<u32>,
-    pub(crate) tid: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) op: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) name: Option<Cow<'a, str>>,
-    pub(crate) duration_us: Option<f64>,
-    pub(crate) ret: Option<i64>,
-    pub(crate) incomplete: Option<bool>,
-    pub(crate) entry_lost: Option<bool>,
-    #[serde(borrow)]
-    pub(crate) error: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) kernel: Option<Cow<'a, str>>,
-    pub(crate) grid: Option<[u32; 3]>,
-    pub(crate) block: Option<[u32; 3]>,
-    pub(crate) shared_mem: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) stream: Option<Cow<'a, str>>,
-    pub(crate) size: Option<u64>,
-    #[serde(borrow)]
-    pub(crate) direction: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) event: Option<Cow<'a, str>>,
-    pub(crate) cpu: Option<u32>,
-    pub(crate) seq: Option<u64>,
-    pub(crate) exit_cpu: Option<u32>,
-    pub(crate) exit_seq: Option<u64>,
-    pub(crate) child: Option<u32>,
-    #[serde(borrow)]
-    pub(crate) filename: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) args: Option<RawArgs<'a>>,
-    // ioctl
-    #[serde(borrow)]
-    pub(crate) cuda_call: Option<Cow<'a, str>>,
-    pub(crate) status: Option<u64>,
-    #[serde(borrow)]
-    pub(crate) errno: Option<Cow<'a, str>>,
-    // marker
-    #[serde(borrow)]
-    pub(crate) label: Option<StrOrNum<'a>>,
-    pub(crate) tokens: Option<u64>,
-    // power
-    pub(crate) gpu: Option<u32>,
-    pub(crate) energy_mj: Option<u64>,
-    pub(crate) power_mw: Option<u64>,
-    pub(crate) sm_clock_mhz: Option<u32>,
-    pub(crate) mem_clock_mhz: Option<u32>,
-    pub(crate) util_gpu_pct: Option<u32>,
-    pub(crate) util_mem_pct: Option<u32>,
-    pub(crate) temp_c: Option<u32>,
-    // gpu
-    #[serde(borrow)]
-    pub(crate) device: Option<StrOrNum<'a>>,
-    pub(crate) stream_id: Option<u64>,
-    pub(crate) correlation_id: Option<u64>,
+    if raw.entry_lost == Some(true) {
+        flags |= FLAG_ENTRY_LOST;
+    }
+    // CUDA_ERROR_NOT_READY from a query is an answer, not a failure
+    let not_ready = kind == Kind::Query && raw.ret == Some(600);
+    if (raw.ret.is_some_and(|r| r != 0) || raw.error.is_some()) && !not_ready {
+        flags |= FLAG_FAILED;
+    }
+    if raw.ret.is_some() {
+        flags |= FLAG_RETURNED;
+    }
+    if not_ready {
+        flags |= FLAG_NOT_READY;
+    }
+    flags
 }
 
 /// Builds a [`Trace`] line by line; [`TraceBuilder::finish`] sorts and scans.
@@ -587,7 +526,7 @@ pub struct TraceBuilder {
     seqs: BTreeMap<u32, Vec<u64>>,
     line: u64,
     /// Every line through serde_json (the reference the fast scanner of
-    /// scan.rs is checked against).
+    /// tracer_format::line::scan is checked against).
     pub(crate) reference: bool,
 }
 
@@ -617,22 +556,53 @@ impl TraceBuilder {
         self.line = line;
         self.t.lines += 1;
         let mut raw = RawLine::default();
-        if self.reference || !super::scan::scan_into(bytes, &mut raw) {
+        if self.reference || !scan_into(bytes, &mut raw) {
             raw = serde_json::from_slice::<RawLine>(bytes).map_err(|e| self.err(format_args!("{e}")))?;
         }
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
-        match ty {
-            "header" | "footer" => {
-                let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
-                if ty == "header" {
-                    self.t.header = Some(v);
-                } else {
-                    self.t.footer = Some(v);
-                }
-                return Ok(());
-            }
-            _ => {}
+        if ty == "header" || ty == "footer" {
+            return self.add_header_or_footer(ty, bytes);
         }
+        let at = self.record_at(ty, &raw)?;
+        let op = raw.op.as_deref().unwrap_or("");
+        match ty {
+            "process" => self.add_process(&raw, op, at),
+            "ioctl" | "nvidia_fd" => {
+                self.add_ioctl(&raw, ty, op, at);
+                Ok(())
+            }
+            "marker" => self.add_marker(&raw, op, at),
+            "power" => {
+                self.add_power(&raw, at);
+                Ok(())
+            }
+            "gpu" => self.add_gpu(&raw, op, at),
+            // --capture-data: the bytes of an earlier device-to-host copy
+            // (docs/recording-format.md); not a call.
+            "copy_data" => Ok(()),
+            _ => {
+                self.add_call(&raw, ty, op, at);
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps the header or footer line as JSON.
+    #[cold]
+    fn add_header_or_footer(&mut self, ty: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
+        if ty == "header" {
+            self.t.header = Some(v);
+        } else {
+            self.t.footer = Some(v);
+        }
+        Ok(())
+    }
+
+    /// The when and who of a record line (`ts`, `pid`, `tid`, duration), checked;
+    /// notes its (cpu, seq) pairs for the loss scan.
+    #[inline]
+    fn record_at(&mut self, ty: &str, raw: &RawLine) -> anyhow::Result<At> {
         let ts = raw.ts.ok_or_else(|| self.err(format_args!("a `{ty}` line needs an integer `ts` (ns)")))?;
         let pid = raw.pid.ok_or_else(|| self.err(format_args!("a `{ty}` line needs an integer `pid`")))?;
         let tid = raw.tid.unwrap_or(0);
@@ -651,181 +621,186 @@ impl TraceBuilder {
                 return Err(self.err(format_args!("`{what}` = {v} is out of range (at most 2^62 ns)")));
             }
         }
-        let op = raw.op.as_deref().unwrap_or("");
-        match ty {
-            "process" => {
-                let op = match op {
-                    "fork" => ProcOp::Fork,
-                    "exec" => ProcOp::Exec,
-                    "exit" => ProcOp::Exit,
-                    "thread_exit" => ProcOp::ThreadExit,
-                    o => {
-                        return Err(
-                            self.err(format_args!("process line with op `{o}`, expected fork/exec/exit/thread_exit"))
-                        );
-                    }
-                };
-                self.t.procs.push(ProcEvent {
-                    ts,
-                    pid,
-                    tid,
-                    op,
-                    child: raw.child,
-                    filename: raw.filename.map(|f| f.into_owned()),
-                });
+        Ok(At { ts, pid, tid, dur })
+    }
+
+    /// A `process` line (fork, exec, exit, thread_exit).
+    #[inline]
+    fn add_process(&mut self, raw: &RawLine, op: &str, at: At) -> anyhow::Result<()> {
+        let op = match op {
+            "fork" => ProcOp::Fork,
+            "exec" => ProcOp::Exec,
+            "exit" => ProcOp::Exit,
+            "thread_exit" => ProcOp::ThreadExit,
+            o => {
+                return Err(self.err(format_args!("process line with op `{o}`, expected fork/exec/exit/thread_exit")));
             }
-            "ioctl" | "nvidia_fd" => {
-                let name = self.t.strings.intern(raw.name.as_deref().unwrap_or(op));
-                let cuda_call = raw.cuda_call.as_deref().map_or(NO_STR, |c| self.t.strings.intern(c));
-                self.t.ioctls.push(Ioctl {
-                    ts,
-                    dur,
-                    pid,
-                    tid,
-                    name,
-                    cuda_call,
-                    failed: raw.status.is_some_and(|s| s != 0) || raw.errno.is_some(),
-                    file_op: ty == "nvidia_fd",
-                });
-            }
-            "marker" => {
-                let op = match op {
-                    "phase" => MarkerOp::Phase,
-                    "iteration" => MarkerOp::Iteration,
-                    "mark" => MarkerOp::Mark,
-                    o => return Err(self.err(format_args!("marker line with op `{o}`, expected phase/iteration/mark"))),
-                };
-                let label = raw.label.as_ref().map(|l| l.text()).unwrap_or_default();
-                self.t.markers.push(Marker { ts, pid, tid, op, label, tokens: raw.tokens });
-            }
-            "power" => self.t.power.push(PowerSample {
-                ts,
-                gpu: raw.gpu.unwrap_or(0),
-                energy_mj: raw.energy_mj,
-                power_mw: raw.power_mw,
-                sm_clock_mhz: raw.sm_clock_mhz,
-                mem_clock_mhz: raw.mem_clock_mhz,
-                util_gpu_pct: raw.util_gpu_pct,
-                util_mem_pct: raw.util_mem_pct,
-                temp_c: raw.temp_c,
-            }),
-            "gpu" => {
-                let end = match (raw.end_ts, raw.duration_us) {
-                    (Some(e), _) => e,
-                    (None, Some(_)) => ts + dur,
-                    _ => return Err(self.err("a `gpu` line needs `end_ts` or `duration_us`")),
-                };
-                if end < ts {
-                    return Err(self.err(format_args!("gpu line ends ({end}) before it starts ({ts})")));
-                }
-                let kind = match op {
-                    "kernel" => GpuOpKind::Kernel,
-                    "memcpy" => GpuOpKind::Memcpy,
-                    "memset" => GpuOpKind::Memset,
-                    o => return Err(self.err(format_args!("gpu line with op `{o}`, expected kernel/memcpy/memset"))),
-                };
-                let device = match &raw.device {
-                    Some(StrOrNum::Num(n)) => *n as u32,
-                    None => 0,
-                    Some(_) => return Err(self.err("gpu line: `device` must be the device index (integer)")),
-                };
-                let geom = if raw.grid.is_some() || raw.block.is_some() {
-                    self.geom(Geom {
-                        grid: raw.grid.unwrap_or_default(),
-                        block: raw.block.unwrap_or_default(),
-                        shared_mem: raw.shared_mem.unwrap_or(0),
-                    })
-                } else {
-                    u32::MAX
-                };
-                let name = self.t.strings.intern(raw.name.as_deref().unwrap_or(op));
-                self.t.gpu.push(GpuOp {
-                    start: ts,
-                    end,
-                    pid,
-                    device,
-                    stream_id: raw.stream_id.unwrap_or(0),
-                    stream: raw.stream.as_deref().and_then(parse_handle).unwrap_or(NONE),
-                    correlation_id: raw.correlation_id.unwrap_or(0),
-                    kind,
-                    name,
-                    geom,
-                    size: raw.size.unwrap_or(0),
-                    dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
-                });
-            }
-            // --capture-data: the bytes of an earlier device-to-host copy
-            // (docs/recording-format.md); not a call.
-            "copy_data" => {}
-            _ => {
-                if !KNOWN_CALL_TYPES.contains(&ty) {
-                    *self.t.unknown_types.entry(ty.to_string()).or_default() += 1;
-                }
-                let name = raw.name.as_deref().unwrap_or(op);
-                let kind = Kind::classify(ty, op, name);
-                let func = self.t.strings.intern(name);
-                let kernel = raw.kernel.as_deref().map_or(NO_STR, |k| self.t.strings.intern(k));
-                let geom = if kind == Kind::Launch && (raw.grid.is_some() || raw.block.is_some()) {
-                    self.geom(Geom {
-                        grid: raw.grid.unwrap_or_default(),
-                        block: raw.block.unwrap_or_default(),
-                        shared_mem: raw.shared_mem.unwrap_or(0),
-                    })
-                } else {
-                    u32::MAX
-                };
-                let mut flags = 0u8;
-                if raw.incomplete == Some(true) {
-                    flags |= FLAG_INCOMPLETE;
-                }
-                if raw.entry_lost == Some(true) {
-                    flags |= FLAG_ENTRY_LOST;
-                }
-                // CUDA_ERROR_NOT_READY from a query is an answer, not a failure
-                let not_ready = kind == Kind::Query && raw.ret == Some(600);
-                if (raw.ret.is_some_and(|r| r != 0) || raw.error.is_some()) && !not_ready {
-                    flags |= FLAG_FAILED;
-                }
-                if raw.ret.is_some() {
-                    flags |= FLAG_RETURNED;
-                }
-                if not_ready {
-                    flags |= FLAG_NOT_READY;
-                }
-                let mut obj = raw.event.as_deref().and_then(parse_handle).unwrap_or(NONE);
-                if kind == Kind::StreamCreate
-                    && let Some(a) = &raw.args
-                    && let Some(h) = a.ph_stream.as_deref().and_then(parse_handle)
-                {
-                    obj = h;
-                    let fl = match &a.flags {
-                        Some(StrOrNum::Num(n)) => *n,
-                        Some(StrOrNum::Str(s)) => parse_handle(s).unwrap_or(0),
-                        _ => 0,
-                    };
-                    // CU_STREAM_NON_BLOCKING
-                    if fl & 1 != 0 {
-                        self.t.nonblocking_streams.insert((pid, h));
-                    }
-                }
-                self.t.calls.push(Call {
-                    ts,
-                    dur,
-                    stream: raw.stream.as_deref().and_then(parse_handle).unwrap_or(NONE),
-                    obj,
-                    size: raw.size.unwrap_or(0),
-                    pid,
-                    tid,
-                    func,
-                    kernel,
-                    geom,
-                    kind,
-                    dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
-                    flags,
-                });
+        };
+        self.t.procs.push(ProcEvent {
+            ts: at.ts,
+            pid: at.pid,
+            tid: at.tid,
+            op,
+            child: raw.child,
+            filename: raw.filename.as_deref().map(str::to_owned),
+        });
+        Ok(())
+    }
+
+    /// An `ioctl` or `nvidia_fd` line.
+    #[inline]
+    fn add_ioctl(&mut self, raw: &RawLine, ty: &str, op: &str, at: At) {
+        let name = self.t.strings.intern(raw.name.as_deref().unwrap_or(op));
+        let cuda_call = raw.cuda_call.as_deref().map_or(NO_STR, |c| self.t.strings.intern(c));
+        self.t.ioctls.push(Ioctl {
+            ts: at.ts,
+            dur: at.dur,
+            pid: at.pid,
+            tid: at.tid,
+            name,
+            cuda_call,
+            failed: raw.status.is_some_and(|s| s != 0) || raw.errno.is_some(),
+            file_op: ty == "nvidia_fd",
+        });
+    }
+
+    /// A `marker` line (phase, iteration, mark).
+    #[inline]
+    fn add_marker(&mut self, raw: &RawLine, op: &str, at: At) -> anyhow::Result<()> {
+        let op = match op {
+            "phase" => MarkerOp::Phase,
+            "iteration" => MarkerOp::Iteration,
+            "mark" => MarkerOp::Mark,
+            o => return Err(self.err(format_args!("marker line with op `{o}`, expected phase/iteration/mark"))),
+        };
+        let label = raw.label.as_ref().map(|l| l.text()).unwrap_or_default();
+        self.t.markers.push(Marker { ts: at.ts, pid: at.pid, tid: at.tid, op, label, tokens: raw.tokens });
+        Ok(())
+    }
+
+    /// A `power` line (one NVML sample of one GPU).
+    #[inline]
+    fn add_power(&mut self, raw: &RawLine, at: At) {
+        self.t.power.push(PowerSample {
+            ts: at.ts,
+            gpu: raw.gpu.unwrap_or(0),
+            energy_mj: raw.energy_mj,
+            power_mw: raw.power_mw,
+            sm_clock_mhz: raw.sm_clock_mhz,
+            mem_clock_mhz: raw.mem_clock_mhz,
+            util_gpu_pct: raw.util_gpu_pct,
+            util_mem_pct: raw.util_mem_pct,
+            temp_c: raw.temp_c,
+        });
+    }
+
+    /// The geometry id of the line's `grid`/`block`/`shared_mem`, or `u32::MAX` without them.
+    #[inline]
+    fn line_geom(&mut self, raw: &RawLine) -> u32 {
+        if raw.grid.is_some() || raw.block.is_some() {
+            self.geom(Geom {
+                grid: raw.grid.unwrap_or_default(),
+                block: raw.block.unwrap_or_default(),
+                shared_mem: raw.shared_mem.unwrap_or(0),
+            })
+        } else {
+            u32::MAX
+        }
+    }
+
+    /// A `gpu` line (one measured kernel, memcpy or memset).
+    #[inline]
+    fn add_gpu(&mut self, raw: &RawLine, op: &str, at: At) -> anyhow::Result<()> {
+        let ts = at.ts;
+        let end = match (raw.end_ts, raw.duration_us) {
+            (Some(e), _) => e,
+            (None, Some(_)) => ts + at.dur,
+            _ => return Err(self.err("a `gpu` line needs `end_ts` or `duration_us`")),
+        };
+        if end < ts {
+            return Err(self.err(format_args!("gpu line ends ({end}) before it starts ({ts})")));
+        }
+        let kind = match op {
+            "kernel" => GpuOpKind::Kernel,
+            "memcpy" => GpuOpKind::Memcpy,
+            "memset" => GpuOpKind::Memset,
+            o => return Err(self.err(format_args!("gpu line with op `{o}`, expected kernel/memcpy/memset"))),
+        };
+        let device = match &raw.device {
+            Some(StrOrNum::Num(n)) => *n as u32,
+            None => 0,
+            Some(_) => return Err(self.err("gpu line: `device` must be the device index (integer)")),
+        };
+        let geom = self.line_geom(raw);
+        let name = self.t.strings.intern(raw.name.as_deref().unwrap_or(op));
+        self.t.gpu.push(GpuOp {
+            start: ts,
+            end,
+            pid: at.pid,
+            device,
+            stream_id: raw.stream_id.unwrap_or(0),
+            stream: raw.stream.as_deref().and_then(parse_handle).unwrap_or(NONE),
+            correlation_id: raw.correlation_id.unwrap_or(0),
+            kind,
+            name,
+            geom,
+            size: raw.size.unwrap_or(0),
+            dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
+        });
+        Ok(())
+    }
+
+    /// A CUDA driver call line (every other `type`; unknown ones are counted).
+    #[inline]
+    fn add_call(&mut self, raw: &RawLine, ty: &str, op: &str, at: At) {
+        if !KNOWN_CALL_TYPES.contains(&ty) {
+            *self.t.unknown_types.entry(ty.to_string()).or_default() += 1;
+        }
+        let name = raw.name.as_deref().unwrap_or(op);
+        let kind = Kind::classify(ty, op, name);
+        let func = self.t.strings.intern(name);
+        let kernel = raw.kernel.as_deref().map_or(NO_STR, |k| self.t.strings.intern(k));
+        let geom = if kind == Kind::Launch { self.line_geom(raw) } else { u32::MAX };
+        let flags = call_flags(raw, kind);
+        let obj = self.call_object(raw, kind, at.pid);
+        self.t.calls.push(Call {
+            ts: at.ts,
+            dur: at.dur,
+            stream: raw.stream.as_deref().and_then(parse_handle).unwrap_or(NONE),
+            obj,
+            size: raw.size.unwrap_or(0),
+            pid: at.pid,
+            tid: at.tid,
+            func,
+            kernel,
+            geom,
+            kind,
+            dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
+            flags,
+        });
+    }
+
+    /// The handle a call names (its event, or the stream a cuStreamCreate
+    /// made); notes non-blocking streams.
+    #[inline]
+    fn call_object(&mut self, raw: &RawLine, kind: Kind, pid: u32) -> u64 {
+        let mut obj = raw.event.as_deref().and_then(parse_handle).unwrap_or(NONE);
+        if kind == Kind::StreamCreate
+            && let Some(a) = &raw.args
+            && let Some(h) = a.ph_stream.as_deref().and_then(parse_handle)
+        {
+            obj = h;
+            let fl = match &a.flags {
+                Some(StrOrNum::Num(n)) => *n,
+                Some(StrOrNum::Str(s)) => parse_handle(s).unwrap_or(0),
+                _ => 0,
+            };
+            // CU_STREAM_NON_BLOCKING
+            if fl & 1 != 0 {
+                self.t.nonblocking_streams.insert((pid, h));
             }
         }
-        Ok(())
+        obj
     }
 
     /// Appends what `next` read from the lines that follow this builder's

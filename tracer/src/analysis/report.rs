@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::energy::{self, Energy};
+use super::energy::{self, Energy, EnergySeries};
 use super::gaps::fmt_ns;
 use super::model::{Dir, Kind, NO_STR, Trace};
 use super::phases::Phases;
@@ -138,123 +138,20 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
     c
 }
 
+/// The report of a trace: totals, per-process/phase/iteration rows, top kernels, copies, energy, loss and notes.
 pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     let span = t.span().unwrap_or((0, 0));
     let series = energy::series(t);
     let busy = union(tl.streams.iter().flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end))).collect());
-    let row_with = |busy: &[(u64, u64)], name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| {
-        let counts = counts_in(t, Some(pid), a, b);
-        let gpu_busy_ns = covered(busy, a, b);
-        let energy = energy::energy_all_gpus(&series, a, b);
-        let dur = b - a;
-        PeriodRow {
-            name,
-            pid,
-            start: a,
-            end: b,
-            dur_ns: dur,
-            counts,
-            gpu_busy_ns,
-            // share of the period with no GPU work (bound timeline: a lower bound)
-            gpu_idle_share: (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64),
-            joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
-            ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
-            energy,
-            tokens,
-        }
-    };
-    let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| row_with(&busy, name, pid, a, b, tokens);
-    // per process (own GPU work only), when there are several
-    let spans = super::phases::process_spans(t);
-    let processes: Vec<PeriodRow> = if spans.len() > 1 {
-        spans
-            .iter()
-            .map(|(&pid, &(a, b))| {
-                let own = union(
-                    tl.streams
-                        .iter()
-                        .filter(|s| s.key.pid == pid)
-                        .flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end)))
-                        .collect(),
-                );
-                // the process's span, extended to the end of its GPU work
-                let b = b.max(own.last().map_or(b, |x| x.1));
-                row_with(&own, t.process_name(pid), pid, a, b, None)
-            })
-            .collect()
-    } else {
-        vec![]
-    };
+    let rows = Rows { t, series: &series };
+    let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| rows.row(&busy, name, pid, a, b, tokens);
+    let processes = rows.per_process(tl);
     let phases: Vec<PeriodRow> = ph.main().iter().map(|p| row(p.name.clone(), p.pid, p.start, p.end, None)).collect();
     let iterations: Vec<PeriodRow> =
         ph.iterations.iter().map(|i| row(i.label.clone(), i.pid, i.start, i.end, i.tokens)).collect();
-    // kernels
-    let mut by_count: HashMap<u32, u64> = HashMap::new();
-    for c in t.calls.iter().filter(|c| c.kind == Kind::Launch && !c.failed()) {
-        *by_count.entry(c.kernel).or_default() += 1;
-    }
-    let mut gpu_time: HashMap<u32, u64> = HashMap::new();
-    if tl.source != Source::Bound {
-        for s in &tl.streams {
-            for i in s.intervals.iter().filter(|i| i.kind == WorkKind::Kernel) {
-                *gpu_time.entry(i.name).or_default() += i.dur();
-            }
-        }
-    }
-    let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
-    let mk = |k: u32| KernelRow {
-        kernel: kname(k),
-        launches: by_count.get(&k).copied().unwrap_or(0),
-        gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
-    };
-    let mut kc: Vec<u32> = by_count.keys().copied().collect();
-    kc.sort_by_key(|k| (std::cmp::Reverse(by_count[k]), kname(*k)));
-    let top_by_count = kc.iter().take(15).map(|&k| mk(k)).collect();
-    let mut kg: Vec<u32> = gpu_time.keys().copied().collect();
-    kg.sort_by_key(|k| (std::cmp::Reverse(gpu_time[k]), kname(*k)));
-    let top_by_gpu_time = kg.iter().take(15).map(|&k| mk(k)).collect();
-    let mut copies: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
-    let mut frees = 0;
-    for c in t.calls.iter().filter(|c| !c.failed()) {
-        match c.kind {
-            Kind::Copy | Kind::CopyAsync => {
-                let e = copies.entry(c.dir.as_str()).or_default();
-                e.0 += 1;
-                e.1 = e.1.saturating_add(c.size);
-            }
-            Kind::Free => frees += 1,
-            _ => {}
-        }
-    }
-    let mut notes = Vec::new();
-    if ph.iterations.is_empty() {
-        notes.push("no iteration markers: per-iteration and per-token figures need `iteration` markers".into());
-    }
-    if series.is_empty() {
-        let why = t.header.as_ref().and_then(|h| h["power"]["reason"].as_str()).map(str::to_string);
-        notes.push(match why {
-            Some(r) => format!("no power samples: {r}"),
-            None => "no power samples: energy needs NVML sampling at record time".into(),
-        });
-    }
-    if tl.source != Source::Measured
-        && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())
-    {
-        notes.push(format!("no measured GPU activity: {r}"));
-    }
-    for s in &series {
-        if let (Some(u), Some(sp)) = (s.update_period_ns, s.sample_period_ns)
-            && u > sp
-        {
-            notes.push(format!(
-                "gpu {}: the energy counter changes every {} although it was sampled every {}: phases shorter than {} are marked uncertain",
-                s.gpu,
-                fmt_ns(u),
-                fmt_ns(sp),
-                fmt_ns(2 * u)
-            ));
-        }
-    }
+    let (top_by_count, top_by_gpu_time) = top_kernels(t, tl);
+    let (copies, frees) = copies_and_frees(t);
+    let notes = notes(t, ph, tl, &series);
     let lost_scan = t
         .loss
         .by_cpu
@@ -296,6 +193,142 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         truncated: t.truncated,
         notes,
     }
+}
+
+/// What a period's row is computed from: the trace and its energy series.
+struct Rows<'a> {
+    t: &'a Trace,
+    series: &'a [EnergySeries],
+}
+
+impl Rows<'_> {
+    /// The row of the period `[a, b)` of `pid`, with GPU busy time from `busy` (sorted disjoint intervals).
+    fn row(&self, busy: &[(u64, u64)], name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>) -> PeriodRow {
+        let counts = counts_in(self.t, Some(pid), a, b);
+        let gpu_busy_ns = covered(busy, a, b);
+        let energy = energy::energy_all_gpus(self.series, a, b);
+        let dur = b - a;
+        PeriodRow {
+            name,
+            pid,
+            start: a,
+            end: b,
+            dur_ns: dur,
+            counts,
+            gpu_busy_ns,
+            // share of the period with no GPU work (bound timeline: a lower bound)
+            gpu_idle_share: (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64),
+            joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
+            ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
+            energy,
+            tokens,
+        }
+    }
+
+    /// One row per process (own GPU work only) when there are several, else none.
+    fn per_process(&self, tl: &Timeline) -> Vec<PeriodRow> {
+        let t = self.t;
+        let spans = super::phases::process_spans(t);
+        if spans.len() <= 1 {
+            return vec![];
+        }
+        spans
+            .iter()
+            .map(|(&pid, &(a, b))| {
+                let own = union(
+                    tl.streams
+                        .iter()
+                        .filter(|s| s.key.pid == pid)
+                        .flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end)))
+                        .collect(),
+                );
+                // the process's span, extended to the end of its GPU work
+                let b = b.max(own.last().map_or(b, |x| x.1));
+                self.row(&own, t.process_name(pid), pid, a, b, None)
+            })
+            .collect()
+    }
+}
+
+/// The 15 kernels launched most often, and the 15 with the most GPU time (none on a bound timeline).
+fn top_kernels(t: &Trace, tl: &Timeline) -> (Vec<KernelRow>, Vec<KernelRow>) {
+    let mut by_count: HashMap<u32, u64> = HashMap::new();
+    for c in t.calls.iter().filter(|c| c.kind == Kind::Launch && !c.failed()) {
+        *by_count.entry(c.kernel).or_default() += 1;
+    }
+    let mut gpu_time: HashMap<u32, u64> = HashMap::new();
+    if tl.source != Source::Bound {
+        for s in &tl.streams {
+            for i in s.intervals.iter().filter(|i| i.kind == WorkKind::Kernel) {
+                *gpu_time.entry(i.name).or_default() += i.dur();
+            }
+        }
+    }
+    let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
+    let mk = |k: u32| KernelRow {
+        kernel: kname(k),
+        launches: by_count.get(&k).copied().unwrap_or(0),
+        gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
+    };
+    let mut kc: Vec<u32> = by_count.keys().copied().collect();
+    kc.sort_by_key(|k| (std::cmp::Reverse(by_count[k]), kname(*k)));
+    let top_by_count = kc.iter().take(15).map(|&k| mk(k)).collect();
+    let mut kg: Vec<u32> = gpu_time.keys().copied().collect();
+    kg.sort_by_key(|k| (std::cmp::Reverse(gpu_time[k]), kname(*k)));
+    let top_by_gpu_time = kg.iter().take(15).map(|&k| mk(k)).collect();
+    (top_by_count, top_by_gpu_time)
+}
+
+/// Successful copies per direction (count, bytes) and the number of successful frees.
+fn copies_and_frees(t: &Trace) -> (BTreeMap<&'static str, (u64, u64)>, u64) {
+    let mut copies: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut frees = 0;
+    for c in t.calls.iter().filter(|c| !c.failed()) {
+        match c.kind {
+            Kind::Copy | Kind::CopyAsync => {
+                let e = copies.entry(c.dir.as_str()).or_default();
+                e.0 += 1;
+                e.1 = e.1.saturating_add(c.size);
+            }
+            Kind::Free => frees += 1,
+            _ => {}
+        }
+    }
+    (copies, frees)
+}
+
+/// The report's notes: what is missing (iterations, power, measured GPU activity) and coarse energy counters.
+fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if ph.iterations.is_empty() {
+        notes.push("no iteration markers: per-iteration and per-token figures need `iteration` markers".into());
+    }
+    if series.is_empty() {
+        let why = t.header.as_ref().and_then(|h| h["power"]["reason"].as_str()).map(str::to_string);
+        notes.push(match why {
+            Some(r) => format!("no power samples: {r}"),
+            None => "no power samples: energy needs NVML sampling at record time".into(),
+        });
+    }
+    if tl.source != Source::Measured
+        && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())
+    {
+        notes.push(format!("no measured GPU activity: {r}"));
+    }
+    for s in series {
+        if let (Some(u), Some(sp)) = (s.update_period_ns, s.sample_period_ns)
+            && u > sp
+        {
+            notes.push(format!(
+                "gpu {}: the energy counter changes every {} although it was sampled every {}: phases shorter than {} are marked uncertain",
+                s.gpu,
+                fmt_ns(u),
+                fmt_ns(sp),
+                fmt_ns(2 * u)
+            ));
+        }
+    }
+    notes
 }
 
 fn bytes(b: u64) -> String {

@@ -141,10 +141,10 @@ impl Summary {
     /// fields the summary uses (no JSON value built), the other line types
     /// through [`Summary::add`]. `file` and `n` name the line in errors.
     pub fn add_json(&mut self, file: &str, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
-        // The loader's scanner first (analysis/scan.rs): when it reads the
-        // line, serde_json would read the same values into a CallView.
-        let mut raw = crate::analysis::model::RawLine::default();
-        if crate::analysis::scan::scan_into(bytes, &mut raw)
+        // The loader's scanner first (tracer_format::line::scan): when it
+        // reads the line, serde_json would read the same values into a CallView.
+        let mut raw = tracer_format::line::RawLine::default();
+        if tracer_format::line::scan_into(bytes, &mut raw)
             && raw.ret.is_none_or(|r| r >= 0)
             && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
         {

@@ -329,151 +329,29 @@ pub enum SubmitAt {
 
 /// [`inferred`] with a choice of submit point.
 pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
-    let mut diag = Diagnostics::default();
-    let mut streams: BTreeMap<StreamKey, SimStream> = BTreeMap::new();
-    // (pid, event) -> (stream, intervals at record time, free_at at record time)
-    let mut events: HashMap<(u32, u64), (StreamKey, usize, u64)> = HashMap::new();
     let all_median = d.file.as_ref().and_then(|f| {
         let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
         v.sort_unstable();
         (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
     });
+    let mut sim =
+        Sim { t, d, at, all_median, diag: Diagnostics::default(), streams: BTreeMap::new(), events: HashMap::new() };
     for (i, c) in t.calls.iter().enumerate() {
         if c.incomplete() && !c.kind.is_gpu_work() {
             continue;
         }
         match sync_kind(t, c) {
-            k if k.is_gpu_work() => {
-                if c.failed() {
-                    diag.failed_skipped += 1;
-                    continue;
-                }
-                let key = stream_key(t, c);
-                // a blocking copy is done by the call's return: it can start at its entry
-                let submit = if at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
-                let mut earliest = submit;
-                // implicit synchronization with the legacy default stream
-                if key.is_legacy() {
-                    for (k2, s2) in streams.range(StreamKey { pid: c.pid, handle: 0, tid: 0 }..) {
-                        if k2.pid != c.pid {
-                            break;
-                        }
-                        if !t.nonblocking_streams.contains(&(k2.pid, k2.handle)) {
-                            earliest = earliest.max(s2.free_at);
-                        }
-                    }
-                } else if !t.nonblocking_streams.contains(&(key.pid, key.handle))
-                    && let Some(l) = streams.get(&StreamKey { pid: c.pid, handle: 0, tid: 0 })
-                {
-                    earliest = earliest.max(l.free_at);
-                }
-                let (dur, approx) = match c.kind {
-                    Kind::Launch => {
-                        let name = t.name(c.kernel);
-                        match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
-                            Some((ns, f)) => {
-                                if f == Found::ByName {
-                                    diag.by_name_only += 1;
-                                }
-                                (ns, f != Found::Exact)
-                            }
-                            None => {
-                                diag.unknown_kernels += 1;
-                                (all_median.unwrap_or(2000), true)
-                            }
-                        }
-                    }
-                    Kind::GraphLaunch => {
-                        diag.unknown_kernels += 1;
-                        (all_median.unwrap_or(2000), true)
-                    }
-                    Kind::Copy | Kind::CopyAsync => {
-                        let (ns, f) = d.copy(Some(c.dir), c.size);
-                        diag.default_copy_model += (f == Found::Default) as u64;
-                        (ns, true)
-                    }
-                    _ => {
-                        let (ns, f) = d.copy(None, c.size);
-                        diag.default_copy_model += (f == Found::Default) as u64;
-                        (ns, true)
-                    }
-                };
-                let s = streams.entry(key).or_default();
-                let mut start = earliest.max(s.free_at).max(s.barrier);
-                let mut end = start + dur;
-                if host_blocking_copy(c) && c.dur > 0 && end > c.end() {
-                    diag.clamped += 1;
-                    diag.clamped_ns += end - c.end().max(start);
-                    end = c.end();
-                    start = start.min(end);
-                }
-                s.free_at = end;
-                diag.ops += 1;
-                s.iv.push(GpuInterval {
-                    start,
-                    end,
-                    kind: work_kind(c.kind),
-                    name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
-                    call: i as u32,
-                    ops: 1,
-                    approximate: approx,
-                });
-            }
-            Kind::StreamSync => {
-                let key = stream_key(t, c);
-                let mut last_legacy_submit = None;
-                if let Some(s) = streams.get_mut(&key) {
-                    note_wait(c, s.free_at, &mut diag);
-                    let n = s.iv.len();
-                    clamp(s, n, c.end(), &mut diag);
-                    if key.is_legacy() {
-                        last_legacy_submit = s.iv.last().map(|iv| t.calls[iv.call as usize].ts);
-                    }
-                }
-                // the legacy stream's work waited for the blocking streams' earlier work
-                if let Some(x) = last_legacy_submit {
-                    for (k, s) in streams.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
-                        if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
-                            let n = s.iv.partition_point(|iv| t.calls[iv.call as usize].ts < x);
-                            clamp(s, n, c.end(), &mut diag);
-                        }
-                    }
-                }
-            }
-            Kind::CtxSync => {
-                let mut latest = 0;
-                for (k, s) in streams.iter_mut().filter(|(k, _)| k.pid == c.pid) {
-                    let _ = k;
-                    latest = latest.max(s.free_at);
-                    let n = s.iv.len();
-                    clamp(s, n, c.end(), &mut diag);
-                }
-                note_wait(c, latest, &mut diag);
-            }
-            Kind::EventSync => {
-                if let Some(&(key, n, at)) = events.get(&(c.pid, c.obj))
-                    && let Some(s) = streams.get_mut(&key)
-                {
-                    note_wait(c, at, &mut diag);
-                    clamp(s, n, c.end(), &mut diag);
-                }
-            }
-            Kind::EventRecord => {
-                let key = stream_key(t, c);
-                let s = streams.entry(key).or_default();
-                events.insert((c.pid, c.obj), (key, s.iv.len(), s.free_at));
-            }
-            Kind::StreamWaitEvent => {
-                if let Some(&(_, _, at)) = events.get(&(c.pid, c.obj)) {
-                    let key = stream_key(t, c);
-                    let s = streams.entry(key).or_default();
-                    s.barrier = s.barrier.max(at);
-                }
-            }
+            k if k.is_gpu_work() => sim.submit(i, c),
+            Kind::StreamSync => sim.stream_sync(c),
+            Kind::CtxSync => sim.ctx_sync(c),
+            Kind::EventSync => sim.event_sync(c),
+            Kind::EventRecord => sim.event_record(c),
+            Kind::StreamWaitEvent => sim.stream_wait_event(c),
             _ => {}
         }
     }
-    let streams = streams
+    let streams = sim
+        .streams
         .into_iter()
         .filter(|(_, s)| !s.iv.is_empty())
         .map(|(key, s)| StreamTimeline {
@@ -484,7 +362,174 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
             intervals: s.iv,
         })
         .collect();
-    Timeline { source: Source::Inferred, streams, diag }
+    Timeline { source: Source::Inferred, streams, diag: sim.diag }
+}
+
+/// The queue simulation's state while it walks the calls.
+struct Sim<'a> {
+    t: &'a Trace,
+    d: &'a Durations,
+    at: SubmitAt,
+    /// The median of the duration file's kernel medians (for unknown kernels).
+    all_median: Option<u64>,
+    diag: Diagnostics,
+    streams: BTreeMap<StreamKey, SimStream>,
+    /// (pid, event) -> (stream, intervals at record time, free_at at record time)
+    events: HashMap<(u32, u64), (StreamKey, usize, u64)>,
+}
+
+impl Sim<'_> {
+    /// Work submitted by call `i`: queued on its stream after what it must wait for.
+    fn submit(&mut self, i: usize, c: &Call) {
+        if c.failed() {
+            self.diag.failed_skipped += 1;
+            return;
+        }
+        let key = stream_key(self.t, c);
+        // a blocking copy is done by the call's return: it can start at its entry
+        let submit = if self.at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
+        let earliest = self.default_stream_wait(key, c, submit);
+        let (dur, approx) = self.work_duration(c);
+        let diag = &mut self.diag;
+        let s = self.streams.entry(key).or_default();
+        let mut start = earliest.max(s.free_at).max(s.barrier);
+        let mut end = start + dur;
+        if host_blocking_copy(c) && c.dur > 0 && end > c.end() {
+            diag.clamped += 1;
+            diag.clamped_ns += end - c.end().max(start);
+            end = c.end();
+            start = start.min(end);
+        }
+        s.free_at = end;
+        diag.ops += 1;
+        s.iv.push(GpuInterval {
+            start,
+            end,
+            kind: work_kind(c.kind),
+            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
+            call: i as u32,
+            ops: 1,
+            approximate: approx,
+        });
+    }
+
+    /// The earliest start after `submit` that the implicit synchronization with the legacy default stream allows.
+    fn default_stream_wait(&self, key: StreamKey, c: &Call, submit: u64) -> u64 {
+        let t = self.t;
+        let mut earliest = submit;
+        if key.is_legacy() {
+            for (k2, s2) in self.streams.range(StreamKey { pid: c.pid, handle: 0, tid: 0 }..) {
+                if k2.pid != c.pid {
+                    break;
+                }
+                if !t.nonblocking_streams.contains(&(k2.pid, k2.handle)) {
+                    earliest = earliest.max(s2.free_at);
+                }
+            }
+        } else if !t.nonblocking_streams.contains(&(key.pid, key.handle))
+            && let Some(l) = self.streams.get(&StreamKey { pid: c.pid, handle: 0, tid: 0 })
+        {
+            earliest = earliest.max(l.free_at);
+        }
+        earliest
+    }
+
+    /// How long the call's work runs on the GPU (from the durations), and whether that is approximate.
+    fn work_duration(&mut self, c: &Call) -> (u64, bool) {
+        let (t, d, diag) = (self.t, self.d, &mut self.diag);
+        match c.kind {
+            Kind::Launch => {
+                let name = t.name(c.kernel);
+                match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
+                    Some((ns, f)) => {
+                        if f == Found::ByName {
+                            diag.by_name_only += 1;
+                        }
+                        (ns, f != Found::Exact)
+                    }
+                    None => {
+                        diag.unknown_kernels += 1;
+                        (self.all_median.unwrap_or(2000), true)
+                    }
+                }
+            }
+            Kind::GraphLaunch => {
+                diag.unknown_kernels += 1;
+                (self.all_median.unwrap_or(2000), true)
+            }
+            Kind::Copy | Kind::CopyAsync => {
+                let (ns, f) = d.copy(Some(c.dir), c.size);
+                diag.default_copy_model += (f == Found::Default) as u64;
+                (ns, true)
+            }
+            _ => {
+                let (ns, f) = d.copy(None, c.size);
+                diag.default_copy_model += (f == Found::Default) as u64;
+                (ns, true)
+            }
+        }
+    }
+
+    /// A stream synchronization: its stream's work (and, for the legacy stream, the blocking streams' earlier work) ends by its return.
+    fn stream_sync(&mut self, c: &Call) {
+        let t = self.t;
+        let key = stream_key(t, c);
+        let mut last_legacy_submit = None;
+        if let Some(s) = self.streams.get_mut(&key) {
+            note_wait(c, s.free_at, &mut self.diag);
+            let n = s.iv.len();
+            clamp(s, n, c.end(), &mut self.diag);
+            if key.is_legacy() {
+                last_legacy_submit = s.iv.last().map(|iv| t.calls[iv.call as usize].ts);
+            }
+        }
+        // the legacy stream's work waited for the blocking streams' earlier work
+        if let Some(x) = last_legacy_submit {
+            for (k, s) in self.streams.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
+                if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
+                    let n = s.iv.partition_point(|iv| t.calls[iv.call as usize].ts < x);
+                    clamp(s, n, c.end(), &mut self.diag);
+                }
+            }
+        }
+    }
+
+    /// A context synchronization: all the process's work ends by its return.
+    fn ctx_sync(&mut self, c: &Call) {
+        let mut latest = 0;
+        for (_, s) in self.streams.iter_mut().filter(|(k, _)| k.pid == c.pid) {
+            latest = latest.max(s.free_at);
+            let n = s.iv.len();
+            clamp(s, n, c.end(), &mut self.diag);
+        }
+        note_wait(c, latest, &mut self.diag);
+    }
+
+    /// An event synchronization: the work before the event's record ends by its return.
+    fn event_sync(&mut self, c: &Call) {
+        if let Some(&(key, n, at)) = self.events.get(&(c.pid, c.obj))
+            && let Some(s) = self.streams.get_mut(&key)
+        {
+            note_wait(c, at, &mut self.diag);
+            clamp(s, n, c.end(), &mut self.diag);
+        }
+    }
+
+    /// An event record: remembers its stream's position and free time.
+    fn event_record(&mut self, c: &Call) {
+        let key = stream_key(self.t, c);
+        let s = self.streams.entry(key).or_default();
+        self.events.insert((c.pid, c.obj), (key, s.iv.len(), s.free_at));
+    }
+
+    /// A stream waiting on an event: its later work starts after the event's work.
+    fn stream_wait_event(&mut self, c: &Call) {
+        if let Some(&(_, _, at)) = self.events.get(&(c.pid, c.obj)) {
+            let key = stream_key(self.t, c);
+            let s = self.streams.entry(key).or_default();
+            s.barrier = s.barrier.max(at);
+        }
+    }
 }
 
 /// A synchronization waited although the simulated queue was empty before it began.

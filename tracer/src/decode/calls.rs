@@ -478,75 +478,15 @@ impl Assembler {
             m.insert("stream".into(), hex(s));
         }
         match spec.class {
-            Class::Launch if spec.name == "cuLaunchKernelEx" => {
-                let f = c.args[1];
-                self.put_kernel(pid, f, m);
-                if let Some(cfg) = c.blob.and_then(|b| LaunchConfig::parse(b, c.nattrs)) {
-                    m.insert("grid".into(), json!(cfg.grid));
-                    m.insert("block".into(), json!(cfg.block));
-                    m.insert("shared_mem".into(), json!(cfg.shared_mem));
-                    m.insert("stream".into(), hex(cfg.stream));
-                }
-            }
+            Class::Launch if spec.name == "cuLaunchKernelEx" => self.launch_ex_fields(pid, c, m),
             Class::Launch if spec.name != "cuLaunchHostFunc" => {
                 self.put_kernel(pid, c.args[0], m);
                 m.insert("grid".into(), json!([c.args[1] as u32, c.args[2] as u32, c.args[3] as u32]));
                 m.insert("block".into(), json!([c.args[4] as u32, c.args[5] as u32, c.args[6] as u32]));
                 m.insert("shared_mem".into(), json!(c.args[7] as u32));
             }
-            Class::Module => {
-                let out0 = c.outs.and_then(|o| o.get(0));
-                match spec.name {
-                    "cuModuleGetFunction" | "cuLibraryGetKernel" => {
-                        if let Some(s) = c.string {
-                            m.insert("kernel".into(), json!(s));
-                            if let (true, Some(h)) = (ok, out0) {
-                                self.names.insert((pid, h), Rc::from(s));
-                                m.insert("handle".into(), hex(h));
-                            }
-                        }
-                    }
-                    "cuKernelGetFunction" => {
-                        let k = c.args[1];
-                        let known = self.names.get(&(pid, k)).cloned();
-                        if let Some(n) = &known {
-                            m.insert("kernel".into(), json!(&**n));
-                        }
-                        if let (true, Some(h), Some(n)) = (ok, out0, known) {
-                            self.names.insert((pid, h), n);
-                            m.insert("handle".into(), hex(h));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Class::Alloc => {
-                let size = match spec.name {
-                    "cuMemAllocPitch_v2" => {
-                        let pitch = c.outs.and_then(|o| o.get(1)).unwrap_or(c.args[2]);
-                        pitch.saturating_mul(c.args[3])
-                    }
-                    _ => a("bytesize").or(a("size")).unwrap_or(0),
-                };
-                m.insert("size".into(), json!(size));
-                let (ptr, side) = match spec.name {
-                    "cuMemHostRegister_v2" => (Some(c.args[0]), Side::Host),
-                    "cuMemAllocHost_v2" | "cuMemHostAlloc" => (c.outs.and_then(|o| o.get(0)), Side::Host),
-                    "cuMemCreate" => (None, Side::Device),
-                    _ => (c.outs.and_then(|o| o.get(0)), Side::Device),
-                };
-                if let Some(p) = ptr {
-                    m.insert("ptr".into(), hex(p));
-                    if ok && size > 0 {
-                        self.ranges.entry(pid).or_default().insert(p, (p.saturating_add(size), side));
-                    }
-                }
-                if spec.name == "cuMemCreate"
-                    && let Some(h) = c.outs.and_then(|o| o.get(0))
-                {
-                    m.insert("handle".into(), hex(h));
-                }
-            }
+            Class::Module => self.module_fields(spec, pid, c, ok, m),
+            Class::Alloc => self.alloc_fields(spec, pid, c, ok, m),
             Class::Free => {
                 let p = c.args[0];
                 if spec.name != "cuMemRelease" {
@@ -556,57 +496,8 @@ impl Assembler {
                     r.remove(&p);
                 }
             }
-            Class::Copy => {
-                let (size, dir, dst, src) = match spec.params[0].kind {
-                    Arg::Memcpy2D | Arg::Memcpy3D => match c.blob.and_then(|b| Copy2D3D::parse(spec.params[0].kind, b))
-                    {
-                        Some(cp) => (cp.bytes(), cp.direction(), cp.dst, cp.src),
-                        None => (0, "default", 0, 0),
-                    },
-                    _ => {
-                        let size = a("ByteCount").unwrap_or(0);
-                        let dst = c.args[0];
-                        let src = if spec.name.starts_with("cuMemcpyPeer") { c.args[2] } else { c.args[1] };
-                        let dir = if name.contains("HtoD") {
-                            "h2d"
-                        } else if name.contains("DtoH") {
-                            "d2h"
-                        } else if name.contains("DtoD") {
-                            "d2d"
-                        } else if name.starts_with("cuMemcpyPeer") {
-                            "peer"
-                        } else {
-                            // Unified addressing: classify by the ranges seen.
-                            let (s, d) = (self.side(pid, src), self.side(pid, dst));
-                            let guess = |x: Side, other: Side| {
-                                if x == Side::Unknown && other == Side::Device { Side::Host } else { x }
-                            };
-                            args::direction(guess(s, d), guess(d, s))
-                        };
-                        (size, dir, dst, src)
-                    }
-                };
-                m.insert("size".into(), json!(size));
-                m.insert("direction".into(), json!(dir));
-                m.insert("dst".into(), hex(dst));
-                m.insert("src".into(), hex(src));
-            }
-            Class::Set => {
-                let elem: u64 = if name.contains("D16") {
-                    2
-                } else if name.contains("D32") {
-                    4
-                } else {
-                    1
-                };
-                let count = match (a("N"), a("Width"), a("Height")) {
-                    (Some(n), _, _) => n,
-                    (None, Some(w), Some(h)) => w.saturating_mul(h),
-                    _ => 0,
-                };
-                m.insert("size".into(), json!(count.saturating_mul(elem)));
-                m.insert("dst".into(), hex(c.args[0]));
-            }
+            Class::Copy => self.copy_fields(spec, name, pid, c, m),
+            Class::Set => set_fields(spec, name, c, m),
             Class::Graph if spec.name == "cuGraphLaunch" => {
                 m.insert("graph_exec".into(), hex(c.args[0]));
             }
@@ -615,6 +506,117 @@ impl Assembler {
                     m.insert("event".into(), hex(e));
                 }
             }
+        }
+    }
+
+    /// cuLaunchKernelEx: the kernel, and grid, block, shared memory and stream from its launch config.
+    fn launch_ex_fields(&self, pid: u32, c: &Captured, m: &mut Map<String, Value>) {
+        let f = c.args[1];
+        self.put_kernel(pid, f, m);
+        if let Some(cfg) = c.blob.and_then(|b| LaunchConfig::parse(b, c.nattrs)) {
+            m.insert("grid".into(), json!(cfg.grid));
+            m.insert("block".into(), json!(cfg.block));
+            m.insert("shared_mem".into(), json!(cfg.shared_mem));
+            m.insert("stream".into(), hex(cfg.stream));
+        }
+    }
+
+    /// Function lookups: the kernel name, and the handle it now names (learned for later launches).
+    fn module_fields(&mut self, spec: &FuncSpec, pid: u32, c: &Captured, ok: bool, m: &mut Map<String, Value>) {
+        let out0 = c.outs.and_then(|o| o.get(0));
+        match spec.name {
+            "cuModuleGetFunction" | "cuLibraryGetKernel" => {
+                if let Some(s) = c.string {
+                    m.insert("kernel".into(), json!(s));
+                    if let (true, Some(h)) = (ok, out0) {
+                        self.names.insert((pid, h), Rc::from(s));
+                        m.insert("handle".into(), hex(h));
+                    }
+                }
+            }
+            "cuKernelGetFunction" => {
+                let k = c.args[1];
+                let known = self.names.get(&(pid, k)).cloned();
+                if let Some(n) = &known {
+                    m.insert("kernel".into(), json!(&**n));
+                }
+                if let (true, Some(h), Some(n)) = (ok, out0, known) {
+                    self.names.insert((pid, h), n);
+                    m.insert("handle".into(), hex(h));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Allocations: size, pointer (its range learned, host or device) and memory handle.
+    fn alloc_fields(&mut self, spec: &FuncSpec, pid: u32, c: &Captured, ok: bool, m: &mut Map<String, Value>) {
+        let a = |n: &str| param(spec, n).map(|i| c.args[i]);
+        let size = match spec.name {
+            "cuMemAllocPitch_v2" => {
+                let pitch = c.outs.and_then(|o| o.get(1)).unwrap_or(c.args[2]);
+                pitch.saturating_mul(c.args[3])
+            }
+            _ => a("bytesize").or(a("size")).unwrap_or(0),
+        };
+        m.insert("size".into(), json!(size));
+        let (ptr, side) = match spec.name {
+            "cuMemHostRegister_v2" => (Some(c.args[0]), Side::Host),
+            "cuMemAllocHost_v2" | "cuMemHostAlloc" => (c.outs.and_then(|o| o.get(0)), Side::Host),
+            "cuMemCreate" => (None, Side::Device),
+            _ => (c.outs.and_then(|o| o.get(0)), Side::Device),
+        };
+        if let Some(p) = ptr {
+            m.insert("ptr".into(), hex(p));
+            if ok && size > 0 {
+                self.ranges.entry(pid).or_default().insert(p, (p.saturating_add(size), side));
+            }
+        }
+        if spec.name == "cuMemCreate"
+            && let Some(h) = c.outs.and_then(|o| o.get(0))
+        {
+            m.insert("handle".into(), hex(h));
+        }
+    }
+
+    /// Copies: size, direction, destination and source.
+    fn copy_fields(&self, spec: &FuncSpec, name: &str, pid: u32, c: &Captured, m: &mut Map<String, Value>) {
+        let a = |n: &str| param(spec, n).map(|i| c.args[i]);
+        let (size, dir, dst, src) = match spec.params[0].kind {
+            Arg::Memcpy2D | Arg::Memcpy3D => match c.blob.and_then(|b| Copy2D3D::parse(spec.params[0].kind, b)) {
+                Some(cp) => (cp.bytes(), cp.direction(), cp.dst, cp.src),
+                None => (0, "default", 0, 0),
+            },
+            _ => {
+                let size = a("ByteCount").unwrap_or(0);
+                let dst = c.args[0];
+                let src = if spec.name.starts_with("cuMemcpyPeer") { c.args[2] } else { c.args[1] };
+                (size, self.copy_direction(name, pid, dst, src), dst, src)
+            }
+        };
+        m.insert("size".into(), json!(size));
+        m.insert("direction".into(), json!(dir));
+        m.insert("dst".into(), hex(dst));
+        m.insert("src".into(), hex(src));
+    }
+
+    /// A 1D copy's direction: from its name, else (unified addressing) from the address ranges seen.
+    fn copy_direction(&self, name: &str, pid: u32, dst: u64, src: u64) -> &'static str {
+        if name.contains("HtoD") {
+            "h2d"
+        } else if name.contains("DtoH") {
+            "d2h"
+        } else if name.contains("DtoD") {
+            "d2d"
+        } else if name.starts_with("cuMemcpyPeer") {
+            "peer"
+        } else {
+            // Unified addressing: classify by the ranges seen.
+            let (s, d) = (self.side(pid, src), self.side(pid, dst));
+            let guess = |x: Side, other: Side| {
+                if x == Side::Unknown && other == Side::Device { Side::Host } else { x }
+            };
+            args::direction(guess(s, d), guess(d, s))
         }
     }
 
@@ -628,6 +630,25 @@ impl Assembler {
             },
         );
     }
+}
+
+/// Memsets: size in bytes (count × element size) and destination.
+fn set_fields(spec: &FuncSpec, name: &str, c: &Captured, m: &mut Map<String, Value>) {
+    let a = |n: &str| param(spec, n).map(|i| c.args[i]);
+    let elem: u64 = if name.contains("D16") {
+        2
+    } else if name.contains("D32") {
+        4
+    } else {
+        1
+    };
+    let count = match (a("N"), a("Width"), a("Height")) {
+        (Some(n), _, _) => n,
+        (None, Some(w), Some(h)) => w.saturating_mul(h),
+        _ => 0,
+    };
+    m.insert("size".into(), json!(count.saturating_mul(elem)));
+    m.insert("dst".into(), hex(c.args[0]));
 }
 
 #[cfg(test)]

@@ -17,15 +17,15 @@
 //! GPU slices of one stream are made sequential. Synthetic thread ids start
 //! at 1,000,000,000 and GPU process ids at 2,000,000,000 (real ids are below
 //! 2^22).
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 
 use serde_json::{Value, json};
 
 use crate::analysis::energy;
-use crate::analysis::model::{NO_STR, NONE, ProcOp, Trace};
+use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
-use crate::analysis::timeline::{Source, Timeline, link_measured_to_launches};
+use crate::analysis::timeline::{GpuInterval, Source, Timeline, WorkKind, link_measured_to_launches};
 
 pub const SYN_TID_BASE: u64 = 1_000_000_000;
 pub const GPU_PID_BASE: u64 = 2_000_000_000;
@@ -36,6 +36,8 @@ struct Out<'a, W: Write> {
     t0: u64,
     n: u64,
     tick: &'a mut dyn FnMut(u64),
+    /// The last synthetic track id handed out (starts at [`SYN_TID_BASE`]).
+    syn: u64,
 }
 
 impl<W: Write> Out<'_, W> {
@@ -54,6 +56,11 @@ impl<W: Write> Out<'_, W> {
             (self.tick)(self.n);
         }
         f(&mut self.w)
+    }
+    /// A new synthetic track id (ioctl, phase, iteration, marker and GPU stream tracks).
+    fn next_syn(&mut self) -> u64 {
+        self.syn += 1;
+        self.syn
     }
     fn us(&self, ts: u64) -> f64 {
         ts.saturating_sub(self.t0) as f64 / 1000.0
@@ -112,10 +119,29 @@ pub fn export_with_progress<W: Write>(
     tick: &mut dyn FnMut(u64),
 ) -> std::io::Result<u64> {
     let t0 = t.span().map_or(0, |s| s.0);
-    let mut o = Out { w, first: true, t0, n: 0, tick };
+    let mut o = Out { w, first: true, t0, n: 0, tick, syn: SYN_TID_BASE };
     o.w.write_all(b"{\"traceEvents\":[\n")?;
-    // processes and threads
-    let mut threads: BTreeMap<u32, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    let threads = write_threads(&mut o, t)?;
+    let mut nests: HashMap<(u32, u32), Nest> = HashMap::new();
+    write_calls(&mut o, t, &mut nests)?;
+    write_procs(&mut o, t)?;
+    write_ioctls(&mut o, t, &mut nests)?;
+    write_phases(&mut o, ph)?;
+    write_markers(&mut o, t, &threads)?;
+    let mut named_gpu: BTreeSet<u32> = BTreeSet::new();
+    write_gpu_tracks(&mut o, t, tl, &mut named_gpu)?;
+    write_counters(&mut o, t, &mut named_gpu)?;
+    let n = o.n;
+    let other = json!({"trace": t.path, "gpu_timeline": tl.source.as_str(), "t0_monotonic_ns": t0,
+        "generator": format!("tracer {}", env!("CARGO_PKG_VERSION"))});
+    write!(o.w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{other}}}\n")?;
+    o.w.flush()?;
+    Ok(n)
+}
+
+/// The threads of each process: names every process and thread track; returns pid -> tids.
+fn write_threads<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Result<BTreeMap<u32, BTreeSet<u32>>> {
+    let mut threads: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for c in &t.calls {
         threads.entry(c.pid).or_default().insert(c.tid);
     }
@@ -125,11 +151,6 @@ pub fn export_with_progress<W: Write>(
     for pid in t.pids() {
         threads.entry(pid).or_default();
     }
-    let mut syn = SYN_TID_BASE;
-    let mut next_syn = || {
-        syn += 1;
-        syn
-    };
     for (&pid, tids) in &threads {
         o.meta(pid as u64, None, "process_name", &format!("{} (pid {pid})", t.process_name(pid)))?;
         for &tid in tids {
@@ -137,64 +158,76 @@ pub fn export_with_progress<W: Write>(
             o.meta(pid as u64, Some(tid as u64), "thread_name", &n)?;
         }
     }
-    // CUDA calls
-    let mut nests: HashMap<(u32, u32), Nest> = HashMap::new();
+    Ok(threads)
+}
+
+/// The CUDA driver calls, one `X` slice each on their thread's track.
+fn write_calls<W: Write>(o: &mut Out<'_, W>, t: &Trace, nests: &mut HashMap<(u32, u32), Nest>) -> std::io::Result<()> {
     for c in &t.calls {
         let (end, clipped) = nests.entry((c.pid, c.tid)).or_default().push(c.ts, c.end());
         let ts = o.us(c.ts);
-        o.ev_with(|w| {
-            let num = |w: &mut W, x: f64| serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other);
-            let text = |w: &mut W, x: &str| serde_json::to_writer(&mut *w, x).map_err(std::io::Error::other);
-            w.write_all(b"{\"ph\":\"X\",\"name\":")?;
-            text(w, t.name(c.func))?;
-            write!(w, ",\"cat\":\"cuda\",\"pid\":{},\"tid\":{},\"ts\":", c.pid, c.tid)?;
-            num(w, ts)?;
-            w.write_all(b",\"dur\":")?;
-            num(w, dur_us(end - c.ts))?;
-            w.write_all(b",\"args\":{")?;
-            let mut sep = "";
-            let mut key = |w: &mut W, k: &str| -> std::io::Result<()> {
-                write!(w, "{sep}\"{k}\":")?;
-                sep = ",";
-                Ok(())
-            };
-            if c.kernel != NO_STR {
-                key(w, "kernel")?;
-                text(w, t.name(c.kernel))?;
-            }
-            if let Some(g) = t.geom(c.geom) {
-                key(w, "grid")?;
-                write!(w, "[{},{},{}]", g.grid[0], g.grid[1], g.grid[2])?;
-                key(w, "block")?;
-                write!(w, "[{},{},{}]", g.block[0], g.block[1], g.block[2])?;
-                key(w, "shared_mem")?;
-                write!(w, "{}", g.shared_mem)?;
-            }
-            if c.stream != NONE {
-                key(w, "stream")?;
-                write!(w, "\"{:#x}\"", c.stream)?;
-            }
-            if c.size > 0 {
-                key(w, "size")?;
-                write!(w, "{}", c.size)?;
-            }
-            if c.dir != crate::analysis::model::Dir::None {
-                key(w, "direction")?;
-                text(w, c.dir.as_str())?;
-            }
-            if c.obj != NONE {
-                key(w, "handle")?;
-                write!(w, "\"{:#x}\"", c.obj)?;
-            }
-            for (flag, on) in [("failed", c.failed()), ("incomplete", c.incomplete()), ("clipped", clipped)] {
-                if on {
-                    key(w, flag)?;
-                    w.write_all(b"true")?;
-                }
-            }
-            w.write_all(b"}}")
-        })?;
+        o.ev_with(|w| write_call(w, t, c, ts, end, clipped))?;
     }
+    Ok(())
+}
+
+/// One call's `X` event, written field by field (the hot path of the export).
+#[inline]
+fn write_call<W: Write>(w: &mut W, t: &Trace, c: &Call, ts: f64, end: u64, clipped: bool) -> std::io::Result<()> {
+    let num = |w: &mut W, x: f64| serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other);
+    let text = |w: &mut W, x: &str| serde_json::to_writer(&mut *w, x).map_err(std::io::Error::other);
+    w.write_all(b"{\"ph\":\"X\",\"name\":")?;
+    text(w, t.name(c.func))?;
+    write!(w, ",\"cat\":\"cuda\",\"pid\":{},\"tid\":{},\"ts\":", c.pid, c.tid)?;
+    num(w, ts)?;
+    w.write_all(b",\"dur\":")?;
+    num(w, dur_us(end - c.ts))?;
+    w.write_all(b",\"args\":{")?;
+    let mut sep = "";
+    let mut key = |w: &mut W, k: &str| -> std::io::Result<()> {
+        write!(w, "{sep}\"{k}\":")?;
+        sep = ",";
+        Ok(())
+    };
+    if c.kernel != NO_STR {
+        key(w, "kernel")?;
+        text(w, t.name(c.kernel))?;
+    }
+    if let Some(g) = t.geom(c.geom) {
+        key(w, "grid")?;
+        write!(w, "[{},{},{}]", g.grid[0], g.grid[1], g.grid[2])?;
+        key(w, "block")?;
+        write!(w, "[{},{},{}]", g.block[0], g.block[1], g.block[2])?;
+        key(w, "shared_mem")?;
+        write!(w, "{}", g.shared_mem)?;
+    }
+    if c.stream != NONE {
+        key(w, "stream")?;
+        write!(w, "\"{:#x}\"", c.stream)?;
+    }
+    if c.size > 0 {
+        key(w, "size")?;
+        write!(w, "{}", c.size)?;
+    }
+    if c.dir != Dir::None {
+        key(w, "direction")?;
+        text(w, c.dir.as_str())?;
+    }
+    if c.obj != NONE {
+        key(w, "handle")?;
+        write!(w, "\"{:#x}\"", c.obj)?;
+    }
+    for (flag, on) in [("failed", c.failed()), ("incomplete", c.incomplete()), ("clipped", clipped)] {
+        if on {
+            key(w, flag)?;
+            w.write_all(b"true")?;
+        }
+    }
+    w.write_all(b"}}")
+}
+
+/// The process events (fork, exec, exit, thread exit) as thread-scoped instants.
+fn write_procs<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Result<()> {
     for p in &t.procs {
         let (name, args) = match p.op {
             ProcOp::Fork => ("fork", json!({"child": p.child})),
@@ -204,13 +237,17 @@ pub fn export_with_progress<W: Write>(
         };
         o.ev(&json!({"ph": "i", "s": "t", "name": name, "cat": "process", "pid": p.pid, "tid": p.tid, "ts": o.us(p.ts), "args": args}))?;
     }
-    // ioctls, one track per thread
+    Ok(())
+}
+
+/// The ioctls as `X` slices, on one "ioctls (tid N)" track per thread that made them.
+fn write_ioctls<W: Write>(o: &mut Out<'_, W>, t: &Trace, nests: &mut HashMap<(u32, u32), Nest>) -> std::io::Result<()> {
     let mut ioctl_tracks: HashMap<(u32, u32), u64> = HashMap::new();
     for i in &t.ioctls {
         let tid = match ioctl_tracks.get(&(i.pid, i.tid)) {
             Some(&x) => x,
             None => {
-                let x = next_syn();
+                let x = o.next_syn();
                 ioctl_tracks.insert((i.pid, i.tid), x);
                 o.meta(i.pid as u64, Some(x), "thread_name", &format!("ioctls (tid {})", i.tid))?;
                 x
@@ -227,12 +264,16 @@ pub fn export_with_progress<W: Write>(
         o.ev(&json!({"ph": "X", "name": t.name(i.name), "cat": if i.file_op { "nvidia_fd" } else { "ioctl" },
             "pid": i.pid, "tid": tid, "ts": o.us(i.ts), "dur": dur_us(end - i.ts), "args": args}))?;
     }
-    // phases, iterations, markers
+    Ok(())
+}
+
+/// Per process, a "phases" track and, when it has iterations, an "iterations" track.
+fn write_phases<W: Write>(o: &mut Out<'_, W>, ph: &Phases) -> std::io::Result<()> {
     for (&pid, v) in &ph.by_pid {
         if v.is_empty() {
             continue;
         }
-        let tid = next_syn();
+        let tid = o.next_syn();
         o.meta(pid as u64, Some(tid), "thread_name", "phases")?;
         for p in v {
             o.ev(&json!({"ph": "X", "name": p.name, "cat": "phase", "pid": pid, "tid": tid, "ts": o.us(p.start),
@@ -240,7 +281,7 @@ pub fn export_with_progress<W: Write>(
         }
         let its: Vec<_> = ph.iterations.iter().filter(|i| i.pid == pid).collect();
         if !its.is_empty() {
-            let tid = next_syn();
+            let tid = o.next_syn();
             o.meta(pid as u64, Some(tid), "thread_name", "iterations")?;
             for i in its {
                 o.ev(&json!({"ph": "X", "name": format!("iteration {}", i.label), "cat": "iteration", "pid": pid, "tid": tid,
@@ -248,16 +289,24 @@ pub fn export_with_progress<W: Write>(
             }
         }
     }
+    Ok(())
+}
+
+/// The `mark` and `phase` markers of traced processes as instants on a "markers" track per process.
+fn write_markers<W: Write>(
+    o: &mut Out<'_, W>,
+    t: &Trace,
+    threads: &BTreeMap<u32, BTreeSet<u32>>,
+) -> std::io::Result<()> {
     let mut marker_tracks: HashMap<u32, u64> = HashMap::new();
-    for m in t.markers.iter().filter(|m| m.op == crate::analysis::model::MarkerOp::Mark || m.op == crate::analysis::model::MarkerOp::Phase)
-    {
+    for m in t.markers.iter().filter(|m| m.op == MarkerOp::Mark || m.op == MarkerOp::Phase) {
         if !threads.contains_key(&m.pid) {
             continue;
         }
         let tid = match marker_tracks.get(&m.pid) {
             Some(&x) => x,
             None => {
-                let x = next_syn();
+                let x = o.next_syn();
                 marker_tracks.insert(m.pid, x);
                 o.meta(m.pid as u64, Some(x), "thread_name", "markers")?;
                 x
@@ -267,13 +316,21 @@ pub fn export_with_progress<W: Write>(
             &json!({"ph": "i", "s": "t", "name": m.label, "cat": "marker", "pid": m.pid, "tid": tid, "ts": o.us(m.ts)}),
         )?;
     }
-    // GPU tracks
+    Ok(())
+}
+
+/// One process per GPU with a track per stream: its intervals as sequential `X` slices and the launch flows.
+fn write_gpu_tracks<W: Write>(
+    o: &mut Out<'_, W>,
+    t: &Trace,
+    tl: &Timeline,
+    named_gpu: &mut BTreeSet<u32>,
+) -> std::io::Result<()> {
     let links: HashMap<(usize, usize), u32> = if tl.source == Source::Measured {
         link_measured_to_launches(t, tl).into_iter().map(|(s, i, c)| ((s, i), c)).collect()
     } else {
         HashMap::new()
     };
-    let mut named_gpu: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
     let mut flow_id = 0u64;
     for (si, s) in tl.streams.iter().enumerate() {
         let gpid = GPU_PID_BASE + s.device as u64;
@@ -281,65 +338,100 @@ pub fn export_with_progress<W: Write>(
             let model = t.gpu_model(s.device as usize).unwrap_or_default();
             o.meta(gpid, None, "process_name", &format!("GPU {} {model} ({})", s.device, tl.source.as_str()))?;
         }
-        let tid = next_syn();
+        let tid = o.next_syn();
         o.meta(gpid, Some(tid), "thread_name", &format!("pid {} {} [{}]", s.key.pid, s.label, s.source.as_str()))?;
         let mut prev_end = 0u64;
         for (ii, iv) in s.intervals.iter().enumerate() {
             let start = iv.start.max(prev_end);
             let end = iv.end.max(start);
             prev_end = end;
-            let name = if iv.kind == crate::analysis::timeline::WorkKind::Pending {
-                format!("≤{} ops pending", iv.ops)
-            } else if iv.name != NO_STR {
-                t.name(iv.name).to_string()
-            } else if iv.kind == crate::analysis::timeline::WorkKind::Memcpy
-                && let Some(c) = t.calls.get(iv.call as usize)
-            {
-                format!("memcpy {}", c.dir.as_str())
-            } else {
-                iv.kind.as_str().to_string()
-            };
+            let name = interval_name(t, iv);
             let (ts, dur) = (o.us(start), dur_us(end - start));
             let src = s.source.as_str();
-            o.ev_with(|w| {
-                w.write_all(b"{\"ph\":\"X\",\"name\":")?;
-                serde_json::to_writer(&mut *w, &name).map_err(std::io::Error::other)?;
-                write!(w, ",\"cat\":\"gpu_{src}\",\"pid\":{gpid},\"tid\":{tid},\"ts\":")?;
-                serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
-                w.write_all(b",\"dur\":")?;
-                serde_json::to_writer(&mut *w, &dur).map_err(std::io::Error::other)?;
-                write!(w, ",\"args\":{{\"source\":\"{src}\",\"kind\":\"{}\"", iv.kind.as_str())?;
-                if iv.approximate {
-                    w.write_all(b",\"approximate\":true")?;
-                }
-                if iv.ops > 1 {
-                    write!(w, ",\"ops\":{}", iv.ops)?;
-                }
-                w.write_all(b"}}")
-            })?;
+            o.ev_with(|w| write_interval(w, iv, &name, src, gpid, tid, ts, dur))?;
             let call = if tl.source == Source::Measured { links.get(&(si, ii)).copied() } else { Some(iv.call) };
             if let Some(ci) = call
                 && let Some(c) = t.calls.get(ci as usize)
-                && c.kind == crate::analysis::model::Kind::Launch
+                && c.kind == Kind::Launch
                 && start >= c.ts
             {
                 flow_id += 1;
-                let (ts_s, ts_f) = (o.us(c.ts), o.us(start));
-                for (ph, pid, tid, ts) in [("s", c.pid as u64, c.tid as u64, ts_s), ("f", gpid, tid, ts_f)] {
-                    o.ev_with(|w| {
-                        let bp = if ph == "f" { ",\"bp\":\"e\"" } else { "" };
-                        write!(
-                            w,
-                            "{{\"ph\":\"{ph}\"{bp},\"id\":{flow_id},\"name\":\"launch\",\"cat\":\"launch\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
-                        )?;
-                        serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
-                        w.write_all(b"}")
-                    })?;
-                }
+                write_flow(o, c, flow_id, (gpid, tid), start)?;
             }
         }
     }
-    // counters
+    Ok(())
+}
+
+/// The slice name of a GPU interval: its kernel, "memcpy DIR", its kind, or "≤N ops pending".
+fn interval_name(t: &Trace, iv: &GpuInterval) -> String {
+    if iv.kind == WorkKind::Pending {
+        format!("≤{} ops pending", iv.ops)
+    } else if iv.name != NO_STR {
+        t.name(iv.name).to_string()
+    } else if iv.kind == WorkKind::Memcpy
+        && let Some(c) = t.calls.get(iv.call as usize)
+    {
+        format!("memcpy {}", c.dir.as_str())
+    } else {
+        iv.kind.as_str().to_string()
+    }
+}
+
+/// One GPU interval's `X` event, written field by field.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn write_interval<W: Write>(
+    w: &mut W,
+    iv: &GpuInterval,
+    name: &str,
+    src: &str,
+    gpid: u64,
+    tid: u64,
+    ts: f64,
+    dur: f64,
+) -> std::io::Result<()> {
+    w.write_all(b"{\"ph\":\"X\",\"name\":")?;
+    serde_json::to_writer(&mut *w, name).map_err(std::io::Error::other)?;
+    write!(w, ",\"cat\":\"gpu_{src}\",\"pid\":{gpid},\"tid\":{tid},\"ts\":")?;
+    serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
+    w.write_all(b",\"dur\":")?;
+    serde_json::to_writer(&mut *w, &dur).map_err(std::io::Error::other)?;
+    write!(w, ",\"args\":{{\"source\":\"{src}\",\"kind\":\"{}\"", iv.kind.as_str())?;
+    if iv.approximate {
+        w.write_all(b",\"approximate\":true")?;
+    }
+    if iv.ops > 1 {
+        write!(w, ",\"ops\":{}", iv.ops)?;
+    }
+    w.write_all(b"}}")
+}
+
+/// The flow (`s` on the launch call, `f` on the GPU track `(gpid, tid)` at `start`) tying a launch to its interval.
+fn write_flow<W: Write>(
+    o: &mut Out<'_, W>,
+    c: &Call,
+    flow_id: u64,
+    (gpid, gtid): (u64, u64),
+    start: u64,
+) -> std::io::Result<()> {
+    let (ts_s, ts_f) = (o.us(c.ts), o.us(start));
+    for (ph, pid, tid, ts) in [("s", c.pid as u64, c.tid as u64, ts_s), ("f", gpid, gtid, ts_f)] {
+        o.ev_with(|w| {
+            let bp = if ph == "f" { ",\"bp\":\"e\"" } else { "" };
+            write!(
+                w,
+                "{{\"ph\":\"{ph}\"{bp},\"id\":{flow_id},\"name\":\"launch\",\"cat\":\"launch\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
+            )?;
+            serde_json::to_writer(&mut *w, &ts).map_err(std::io::Error::other)?;
+            w.write_all(b"}")
+        })?;
+    }
+    Ok(())
+}
+
+/// The counter (`C`) tracks of each GPU: power, energy, SM clock and utilization.
+fn write_counters<W: Write>(o: &mut Out<'_, W>, t: &Trace, named_gpu: &mut BTreeSet<u32>) -> std::io::Result<()> {
     for s in energy::series(t) {
         let gpid = GPU_PID_BASE + s.gpu as u64;
         if named_gpu.insert(s.gpu) {
@@ -359,12 +451,7 @@ pub fn export_with_progress<W: Write>(
             }
         }
     }
-    let n = o.n;
-    let other = json!({"trace": t.path, "gpu_timeline": tl.source.as_str(), "t0_monotonic_ns": t0,
-        "generator": format!("tracer {}", env!("CARGO_PKG_VERSION"))});
-    write!(o.w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{other}}}\n")?;
-    o.w.flush()?;
-    Ok(n)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -160,9 +160,46 @@ impl Builder {
         }
     }
 
+    /// The figures' inputs (timeline, gap histogram, phase bars) from the lines added.
     pub fn finish(mut self) -> PlotData {
         let t0 = self.t_min.unwrap_or(0);
         let t1 = self.t_max.max(t0 + 1);
+        let threads = self.thread_tracks(t1);
+        let n_gpu_intervals: usize = self.gpu.values().map(Vec::len).sum();
+        let gpu = self.gpu_tracks();
+        let (phases, derived) = self.phases(t0, t1);
+        let (power, energy, n_samples) = self.power_series();
+        self.marks.sort_by_key(|m| m.ts_ns);
+
+        let file = self.name.clone();
+        let command = self.command.clone().unwrap_or_default();
+        let tl_notes = self.timeline_notes(&threads, n_gpu_intervals, &gpu, n_samples, derived);
+        let title_cmd = if command.is_empty() { String::new() } else { format!(": {command}") };
+        let bars = phase_bars(&phases, &energy);
+        let phase_notes = phase_notes(derived, energy.is_empty());
+        let gaps = if gpu.is_empty() { cpu_gaps(&threads, &file) } else { self.gpu_gaps(&gpu, &file) };
+
+        PlotData {
+            timeline: Timeline {
+                title: format!("Timeline — {file}{title_cmd}"),
+                origin_ns: t0,
+                t0_ns: t0,
+                t1_ns: t1,
+                threads,
+                gpu,
+                phases: phases.clone(),
+                marks: self.marks,
+                power,
+                notes: tl_notes,
+                ..Default::default()
+            },
+            gaps,
+            phases: PhaseBars { title: format!("Time and energy per phase — {file}"), notes: phase_notes, bars },
+        }
+    }
+
+    /// One track per (pid, tid) with its calls; incomplete calls end at `t1`.
+    fn thread_tracks(&mut self, t1: u64) -> Vec<Track> {
         for sl in self.threads.values_mut() {
             for x in sl.iter_mut() {
                 if x.end_ns == u64::MAX {
@@ -171,7 +208,7 @@ impl Builder {
             }
         }
         let multi_pid = self.threads.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len() > 1;
-        let threads: Vec<Track> = std::mem::take(&mut self.threads)
+        std::mem::take(&mut self.threads)
             .into_iter()
             .map(|((pid, tid), slices)| {
                 let who = match (multi_pid, pid == tid) {
@@ -182,16 +219,23 @@ impl Builder {
                 };
                 Track { label: format!("{who} · {}", plural(slices.len() as u64, "call")), slices }
             })
-            .collect();
-        let n_gpu_intervals: usize = self.gpu.values().map(Vec::len).sum();
-        let gpu: Vec<Track> = std::mem::take(&mut self.gpu)
+            .collect()
+    }
+
+    /// One track per (device, stream) with its intervals in start order.
+    fn gpu_tracks(&mut self) -> Vec<Track> {
+        std::mem::take(&mut self.gpu)
             .into_iter()
             .map(|((dev, stream), mut slices)| {
                 slices.sort_unstable_by_key(|x| x.start_ns);
                 Track { label: format!("GPU {dev} · {stream}"), slices }
             })
-            .collect();
-        let (phases, derived) = self.phases(t0, t1);
+            .collect()
+    }
+
+    /// The power series to draw (measured, else from the energy counter), each
+    /// GPU's sorted (watts, energy) samples, and the number of samples.
+    fn power_series(&mut self) -> (Vec<PowerSeries>, Vec<(Samples, Samples)>, usize) {
         let mut power = Vec::new();
         let mut energy = Vec::new();
         let mut n_samples = 0;
@@ -211,10 +255,18 @@ impl Builder {
             }
             energy.push((w, e));
         }
-        self.marks.sort_by_key(|m| m.ts_ns);
+        (power, energy, n_samples)
+    }
 
-        let file = self.name.clone();
-        let command = self.command.clone().unwrap_or_default();
+    /// The timeline's notes: what it holds, and how phases were found.
+    fn timeline_notes(
+        &self,
+        threads: &[Track],
+        n_gpu_intervals: usize,
+        gpu: &[Track],
+        n_samples: usize,
+        derived: bool,
+    ) -> Vec<String> {
         let mut tl_notes = vec![format!(
             "{} on {}; {} on {}; {}; {}",
             plural(self.calls, "CUDA call"),
@@ -231,97 +283,37 @@ impl Builder {
                     .to_string(),
             );
         }
-        let title_cmd = if command.is_empty() { String::new() } else { format!(": {command}") };
+        tl_notes
+    }
 
-        let bars: Vec<PhaseBar> = phases
-            .iter()
-            .map(|p| PhaseBar {
-                label: p.label.clone(),
-                seconds: (p.end_ns - p.start_ns) as f64 / 1e9,
-                joules: energy
-                    .iter()
-                    .map(|(w, e)| {
-                        energy_j(e, p.start_ns, p.end_ns).or_else(|| integrate_power(w, p.start_ns, p.end_ns))
-                    })
-                    .sum::<Option<f64>>()
-                    .filter(|_| !energy.is_empty()),
-            })
-            .collect();
-        let mut phase_notes = vec![];
-        if derived {
-            phase_notes.push("No phase markers in this trace: phases derived from the calls.".to_string());
+    /// The GPU idle gaps (no stream of a GPU busy), all GPUs' together.
+    fn gpu_gaps(&self, gpu: &[Track], file: &str) -> Gaps {
+        let mut by_dev: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        for t in gpu {
+            let dev = t.label.split(" · ").next().unwrap_or("").to_string();
+            by_dev.entry(dev).or_default().extend(t.slices.iter().map(|x| (x.start_ns, x.end_ns)));
         }
-        phase_notes.push(if energy.is_empty() {
-            "Energy needs NVML power samples in the trace.".to_string()
+        let mut all = Vec::new();
+        for iv in by_dev.values_mut() {
+            all.extend(idle_gaps(iv));
+        }
+        let how = if self.gpu_bound {
+            "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
+             stream counts as busy from a submission until the synchronization covering it returns and these \
+             gaps are certain idle time, a lower bound"
+        } else if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
+            "measured"
         } else {
-            "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated at the phase edges; \
-             power integrated where the counter is missing."
-                .to_string()
-        });
-
-        let gaps = if gpu.is_empty() {
-            let mut iv: Vec<(u64, u64)> =
-                threads.iter().flat_map(|t| t.slices.iter().map(|x| (x.start_ns, x.end_ns))).collect();
-            Gaps {
-                title: format!("Gaps between CUDA driver calls (CPU side) — {file}"),
-                notes: vec![
-                    "No GPU intervals in this trace (record with --gpu-timestamps): these are the periods in which no \
-                     traced thread was inside a CUDA driver call, not GPU idle time."
-                        .to_string(),
-                ],
-                gaps_ns: idle_gaps(&mut iv),
-                compare: None,
-            }
-        } else {
-            let mut by_dev: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
-            for t in &gpu {
-                let dev = t.label.split(" · ").next().unwrap_or("").to_string();
-                by_dev.entry(dev).or_default().extend(t.slices.iter().map(|x| (x.start_ns, x.end_ns)));
-            }
-            let mut all = Vec::new();
-            for iv in by_dev.values_mut() {
-                all.extend(idle_gaps(iv));
-            }
-            let how = if self.gpu_bound {
-                "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
-                 stream counts as busy from a submission until the synchronization covering it returns and these \
-                 gaps are certain idle time, a lower bound"
-            } else if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
-                "measured"
-            } else {
-                "measured and inferred"
-            };
-            Gaps {
-                title: format!("GPU idle gaps — {file}"),
-                notes: vec![format!(
-                    "Periods in which no stream of the GPU was busy, between its first and last interval ({how}){}.",
-                    if by_dev.len() > 1 {
-                        format!("; the gaps of {} GPUs together", by_dev.len())
-                    } else {
-                        String::new()
-                    }
-                )],
-                gaps_ns: all,
-                compare: None,
-            }
+            "measured and inferred"
         };
-
-        PlotData {
-            timeline: Timeline {
-                title: format!("Timeline — {file}{title_cmd}"),
-                origin_ns: t0,
-                t0_ns: t0,
-                t1_ns: t1,
-                threads,
-                gpu,
-                phases: phases.clone(),
-                marks: self.marks,
-                power,
-                notes: tl_notes,
-                ..Default::default()
-            },
-            gaps,
-            phases: PhaseBars { title: format!("Time and energy per phase — {file}"), notes: phase_notes, bars },
+        Gaps {
+            title: format!("GPU idle gaps — {file}"),
+            notes: vec![format!(
+                "Periods in which no stream of the GPU was busy, between its first and last interval ({how}){}.",
+                if by_dev.len() > 1 { format!("; the gaps of {} GPUs together", by_dev.len()) } else { String::new() }
+            )],
+            gaps_ns: all,
+            compare: None,
         }
     }
 
@@ -370,6 +362,54 @@ impl Builder {
             }
         }
         (out, true)
+    }
+}
+
+/// Time and energy (counter, else integrated power; all GPUs summed) of each phase.
+fn phase_bars(phases: &[Phase], energy: &[(Samples, Samples)]) -> Vec<PhaseBar> {
+    phases
+        .iter()
+        .map(|p| PhaseBar {
+            label: p.label.clone(),
+            seconds: (p.end_ns - p.start_ns) as f64 / 1e9,
+            joules: energy
+                .iter()
+                .map(|(w, e)| energy_j(e, p.start_ns, p.end_ns).or_else(|| integrate_power(w, p.start_ns, p.end_ns)))
+                .sum::<Option<f64>>()
+                .filter(|_| !energy.is_empty()),
+        })
+        .collect()
+}
+
+/// The phase chart's notes: derived phases, and where the energy comes from.
+fn phase_notes(derived: bool, no_energy: bool) -> Vec<String> {
+    let mut phase_notes = vec![];
+    if derived {
+        phase_notes.push("No phase markers in this trace: phases derived from the calls.".to_string());
+    }
+    phase_notes.push(if no_energy {
+        "Energy needs NVML power samples in the trace.".to_string()
+    } else {
+        "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated at the phase edges; \
+         power integrated where the counter is missing."
+            .to_string()
+    });
+    phase_notes
+}
+
+/// Without GPU intervals: the gaps in which no traced thread was inside a driver call.
+fn cpu_gaps(threads: &[Track], file: &str) -> Gaps {
+    let mut iv: Vec<(u64, u64)> =
+        threads.iter().flat_map(|t| t.slices.iter().map(|x| (x.start_ns, x.end_ns))).collect();
+    Gaps {
+        title: format!("Gaps between CUDA driver calls (CPU side) — {file}"),
+        notes: vec![
+            "No GPU intervals in this trace (record with --gpu-timestamps): these are the periods in which no \
+             traced thread was inside a CUDA driver call, not GPU idle time."
+                .to_string(),
+        ],
+        gaps_ns: idle_gaps(&mut iv),
+        compare: None,
     }
 }
 

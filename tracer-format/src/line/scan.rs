@@ -1,5 +1,5 @@
-//! The loader's fast path: one trace line scanned straight into a borrowed
-//! [`RawLine`] by a small JSON scanner that knows the fields the model
+//! The trace reader's fast path: one trace line scanned straight into a
+//! borrowed [`RawLine`] by a small JSON scanner that knows the fields the model
 //! reads, instead of serde_json's derived visitor (which took ~70 % of
 //! `tracer report` on a launch-bound trace).
 //!
@@ -15,11 +15,10 @@
 //! committed recording.
 use std::borrow::Cow;
 
-use super::model::{RawArgs, RawLine, StrOrNum};
+use super::raw::{RawArgs, RawLine, StrOrNum};
 
 /// The line as serde_json would read it, or `None` when unsure.
-#[cfg(test)]
-pub(crate) fn raw_line(b: &[u8]) -> Option<RawLine<'_>> {
+pub fn raw_line(b: &[u8]) -> Option<RawLine<'_>> {
     let mut r = RawLine::default();
     scan_into(b, &mut r).then_some(r)
 }
@@ -27,7 +26,7 @@ pub(crate) fn raw_line(b: &[u8]) -> Option<RawLine<'_>> {
 /// Fills `r` (a default `RawLine`) from the line; false when unsure (then
 /// `r` holds part of the line and is to be thrown away). In place: a
 /// `RawLine` is ~1 KB, and moving it cost more than scanning a line.
-pub(crate) fn scan_into<'a>(b: &'a [u8], r: &mut RawLine<'a>) -> bool {
+pub fn scan_into<'a>(b: &'a [u8], r: &mut RawLine<'a>) -> bool {
     let mut c = Cur { b, i: 0 };
     c.ws();
     if c.line(r).is_none() {
