@@ -60,7 +60,10 @@ fn plan_outputs_are_unchanged() {
         .iter()
         .flat_map(|r| {
             let short = r.trim_start_matches("traces/");
-            [(format!("{short}.plan"), vec!["plan", r.as_str()]), (format!("{short}.plan-json"), vec!["plan", "--json", r])]
+            [
+                (format!("{short}.plan"), vec!["plan", r.as_str()]),
+                (format!("{short}.plan-json"), vec!["plan", "--json", r]),
+            ]
         })
         .collect();
     let actual: String = std::thread::scope(|s| {

@@ -26,4 +26,3 @@ impl std::error::Error for CommandNotFound {}
 pub fn one_line(e: &anyhow::Error) -> String {
     e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ")
 }
-

@@ -146,9 +146,7 @@ fn analysis_outputs_are_unchanged() {
             .into_iter()
             .map(|chunk| {
                 let (work, keep) = (&work, keep.as_deref());
-                s.spawn(move || {
-                    chunk.iter().map(|(c, a)| (c.clone(), run_case(work, c, a, keep))).collect::<Vec<_>>()
-                })
+                s.spawn(move || chunk.iter().map(|(c, a)| (c.clone(), run_case(work, c, a, keep))).collect::<Vec<_>>())
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()

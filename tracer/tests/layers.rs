@@ -86,7 +86,8 @@ fn paths_from(code: &str, module: &[String]) -> Vec<Vec<String>> {
             if i > 0 && code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
                 continue; // tracer_crate::, super::super:: (read from its first super)
             }
-            let mut base: Vec<String> = if start == "crate::" { Vec::new() } else { module[..module.len() - 1].to_vec() };
+            let mut base: Vec<String> =
+                if start == "crate::" { Vec::new() } else { module[..module.len() - 1].to_vec() };
             let mut rest = &code[i + start.len()..];
             while let Some(r) = rest.strip_prefix("super::") {
                 base.pop();
@@ -116,7 +117,11 @@ fn test_files(files: &[PathBuf]) -> Vec<PathBuf> {
     for f in files {
         let text = std::fs::read_to_string(f).unwrap();
         let stem = f.file_stem().unwrap().to_string_lossy();
-        let dir = if stem == "mod" || stem == "lib" || stem == "main" { f.parent().unwrap().to_owned() } else { f.with_extension("") };
+        let dir = if stem == "mod" || stem == "lib" || stem == "main" {
+            f.parent().unwrap().to_owned()
+        } else {
+            f.with_extension("")
+        };
         for (i, _) in text.match_indices("#[cfg(test)]\n") {
             let next = text[i + 13..].trim_start();
             let next = next.strip_prefix("pub ").unwrap_or(next);

@@ -23,16 +23,16 @@ fn targets_listed() -> Result<Vec<String>> {
 
 /// `fuzz::targets::fuzz_NAME: test` lines → NAME.
 fn parse_list(out: &str) -> Vec<String> {
-    out.lines()
-        .filter_map(|l| l.strip_suffix(": test")?.strip_prefix(PREFIX).map(str::to_owned))
-        .collect()
+    out.lines().filter_map(|l| l.strip_suffix(": test")?.strip_prefix(PREFIX).map(str::to_owned)).collect()
 }
 
 pub fn run(seconds: f64, targets: &[String]) -> Result<()> {
     setup::run()?;
     let known = targets_listed()?;
     if known.is_empty() {
-        anyhow::bail!("tracer's library lists no {PREFIX}* tests: is tracer/src/fuzz/ still compiled into the library?");
+        anyhow::bail!(
+            "tracer's library lists no {PREFIX}* tests: is tracer/src/fuzz/ still compiled into the library?"
+        );
     }
     for t in targets {
         if !known.contains(t) {

@@ -7,10 +7,10 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use crate::analysis::durations::Durations;
-use crate::cli::progress::Progress;
 use crate::analysis::timeline::{self, Timeline};
 use crate::analysis::{compare, gaps, phases, report};
 use crate::cli::load;
+use crate::cli::progress::Progress;
 use crate::export::perfetto;
 
 #[derive(ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,7 +152,9 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
         }
         TimelineArg::Inferred => match &d {
             Some(d) => timeline::inferred(t, d),
-            None => bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into())),
+            None => {
+                bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into()))
+            }
         },
         TimelineArg::Bound => timeline::bound(t),
     })

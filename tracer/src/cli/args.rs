@@ -294,5 +294,4 @@ mod tests {
             clap::error::ErrorKind::MissingRequiredArgument
         );
     }
-
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::decode::cudaimage::{capture, layouts, report};
 use crate::collect::procmem::ProcMem;
+use crate::decode::cudaimage::{capture, layouts, report};
 
 #[derive(Args, Debug, Clone)]
 pub struct ImageArgs {

@@ -25,13 +25,6 @@ use crate::error::UsageError;
 /// Trace format version written in the header.
 pub const FORMAT_VERSION: u32 = 1;
 
-
-
-
-
-
-
-
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     check_args(&args)?;
     privileges::check_privileges()?;
@@ -454,10 +447,6 @@ fn report(
     }
     exit.map(|e| e.exit_code()).unwrap_or(0)
 }
-
-
-
-
 
 fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, started: Duration) -> Value {
     let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();

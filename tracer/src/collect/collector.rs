@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use tracer_common::decode::{self, Record};
 use tracer_common::event::{nvdev, nvop};
 
-use crate::decode::calls::Assembler;
 use crate::analysis::summary::Summary;
 use crate::collect::writer::TraceWriter;
+use crate::decode::calls::Assembler;
 
 pub struct Collector {
     pub asm: Assembler,

@@ -9,10 +9,10 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use tracer_cupti::wire::StreamDecoder;
 
-use crate::error::UsageError;
 use crate::collect::collector::Collector;
-use crate::decode::gpu_lines::GpuLines;
 use crate::collect::spawn::{self, RunAs};
+use crate::decode::gpu_lines::GpuLines;
+use crate::error::UsageError;
 
 /// File name of the injection library (`cargo xtask build` puts it next to tracer).
 pub const LIBRARY: &str = "libtracer_cupti.so";

@@ -3,7 +3,6 @@
 //! descendants (for `-p`).
 use std::path::{Path, PathBuf};
 
-
 /// The LD_LIBRARY_PATH the traced program sees.
 pub fn target_ld_library_path(pid: Option<u32>) -> Option<String> {
     match pid {

@@ -13,8 +13,8 @@ use tracer_common::{
 
 use crate::decode::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
 use crate::decode::cuda_names;
-use crate::decode::fastcall::CallLine;
 use crate::decode::event_line::base;
+use crate::decode::fastcall::CallLine;
 use crate::decode::fastcall::Returned;
 use crate::decode::fastline::{LaunchLine, Line};
 use crate::decode::params::CapturedParams;

@@ -253,7 +253,9 @@ pub fn uvm_tail(size: u32) -> (u32, u32) {
     if size as usize <= tracer_common::event::IOCTL_HEAD_CAP {
         return (0, 0);
     }
-    let start = size.saturating_sub(tracer_common::event::IOCTL_TAIL_CAP as u32).max(tracer_common::event::IOCTL_HEAD_CAP as u32);
+    let start = size
+        .saturating_sub(tracer_common::event::IOCTL_TAIL_CAP as u32)
+        .max(tracer_common::event::IOCTL_HEAD_CAP as u32);
     (start, size - start)
 }
 

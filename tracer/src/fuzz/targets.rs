@@ -14,10 +14,10 @@ use tracer_common::event::{
 use tracer_common::funcs::{FUNCS, FuncId};
 
 use super::{Rng, Target, default_budget, fuzz, seconds};
-use crate::decode::nvioctl::{self, Device};
 use crate::analysis::{ioctl_report, summary};
 use crate::collect::libcuda;
 use crate::decode::calls;
+use crate::decode::nvioctl::{self, Device};
 use tracer_format::read as reader;
 
 // ---------------------------------------------------------------------------

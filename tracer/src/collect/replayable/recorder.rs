@@ -15,9 +15,9 @@ use tracer_format::recording::{self, Coverage, DataSummary, ImageEntry, Manifest
 use super::probes::{self, LAUNCHES};
 use super::registry::Registry;
 use super::store::Store;
+use crate::collect::procmem::ProcMem;
 use crate::decode::cudaimage::{self, Format, capture::Memory as _};
 use crate::decode::fastline::Line;
-use crate::collect::procmem::ProcMem;
 
 /// The eBPF maps userspace fills.
 pub struct KernelMaps {
@@ -248,7 +248,9 @@ impl Recorder {
         let (bytes, format) = if let Some(i) = arg_index(id, &[Arg::Str]) {
             let name = match string {
                 Some(s) => String::from_utf8_lossy(s).into_owned(),
-                None => crate::collect::procmem::read_proc_string(pid, args[i]).ok_or("the file name could not be read")?,
+                None => {
+                    crate::collect::procmem::read_proc_string(pid, args[i]).ok_or("the file name could not be read")?
+                }
             };
             let path = process_path(pid, &name);
             let b = std::fs::read(&path).map_err(|e| format!("reading {name}: {e}"))?;
@@ -324,7 +326,8 @@ impl Recorder {
             }
             Some(s) => {
                 self.cov.params_missing += 1;
-                let key = if s == UNKNOWN_ERROR { "other" } else { crate::decode::params::reason_key(s).unwrap_or("other") };
+                let key =
+                    if s == UNKNOWN_ERROR { "other" } else { crate::decode::params::reason_key(s).unwrap_or("other") };
                 *self.cov.params_missing_reasons.entry(key.to_string()).or_default() += 1;
             }
             None => {

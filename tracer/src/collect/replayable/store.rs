@@ -48,10 +48,9 @@ impl Store {
 
     fn mkdir(&self, d: &Path) -> anyhow::Result<()> {
         use std::os::unix::fs::DirBuilderExt as _;
-        fs::DirBuilder::new()
-            .mode(self.mode)
-            .create(d)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {}", d.display(), crate::collect::spawn::os_error_text(&e)))?;
+        fs::DirBuilder::new().mode(self.mode).create(d).map_err(|e| {
+            anyhow::anyhow!("cannot create {}: {}", d.display(), crate::collect::spawn::os_error_text(&e))
+        })?;
         self.chown(d)
     }
 

@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::compare_kernels::{FamilyRow, KernelBars};
 use super::family;
-use super::numbers::{Tally, diff_pct, fmt_pct, plural, thousands};
 use super::input::*;
+use super::numbers::{Tally, diff_pct, fmt_pct, plural, thousands};
 use super::style::fmt_ns;
 
 /// What a GPU interval was.

@@ -5,8 +5,8 @@ use plotters::prelude::*;
 
 use super::axis::nice_ticks;
 use super::draw::*;
-use super::numbers::{Tally, diff_pct, fmt_pct, thousands};
 use super::input::Kind;
+use super::numbers::{Tally, diff_pct, fmt_pct, thousands};
 use super::style::*;
 use super::timeline::axis_unit;
 

@@ -10,8 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::bins::idle_gaps;
-use super::numbers::plural;
 use super::input::*;
+use super::numbers::plural;
 
 /// (ts, value) pairs.
 type Samples = Vec<(u64, f64)>;
