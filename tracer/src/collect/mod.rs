@@ -1,8 +1,10 @@
 //! The collect layer: everything `tracer record` does while the command
 //! runs. Finding and probing libcuda ([`libcuda`], [`loader`],
-//! [`uprobe_multi`]), starting the command ([`spawn`]), draining the ring
-//! buffer ([`collector`]) through the decoders of `crate::decode` into the
-//! trace file ([`writer`], [`zstd_out`]); the lines that come from elsewhere
+//! [`uprobe_multi`]) after the capability check ([`privileges`]), starting
+//! the command ([`spawn`]), the collection loop ([`session`]) draining the
+//! ring buffer ([`collector`]) through the decoders of `crate::decode` into
+//! the trace file ([`writer`], [`output`], [`zstd_out`]) and its [`footer`];
+//! what /proc tells about the traced processes ([`procfs`]); the lines that come from elsewhere
 //! ([`side`]: NVML [`power`] samples and phase [`markers`];
 //! [`gpu_timestamps`]: CUPTI through an injection library); replayable
 //! recordings ([`replayable`]); facts about the machine ([`sysinfo`]) and

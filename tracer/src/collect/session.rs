@@ -15,8 +15,11 @@ use crate::collect::gpu_timestamps::GpuSession;
 use crate::collect::loader::{self, KernelCounters};
 use crate::collect::{spawn, sysinfo};
 
+/// Records are mostly submitted without a wakeup: the loop also polls.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
+/// The trace file is flushed at least this often: a tracer killed with
+/// SIGKILL loses at most the lines written since the last flush.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Timed work of the collection loop: file flush and eBPF log.
@@ -34,8 +37,11 @@ pub fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &m
     }
 }
 
+/// How the command ended (None when attached with `-p`) and the kernel
+/// side's final counters.
 pub type Collected = (Option<spawn::ExitInfo>, KernelCounters);
 
+/// Runs the loop until the command ends, then detaches and drains what is left.
 pub async fn collect(
     loaded: &mut loader::Loaded,
     col: &mut Collector,
