@@ -147,7 +147,7 @@ pub fn run(o: &Opts) -> Result<()> {
     let result = json!({
         "benchmark": "collector",
         "date": util::utc_timestamp(),
-        "host": machine(),
+        "host": super::host::machine(),
         "calls_per_thread": o.calls,
         "repetitions": o.reps,
         "per_call": per_call,
@@ -415,17 +415,6 @@ fn run_readers(env: &Env, trace: &Path) -> Result<Vec<Value>> {
     }
     let _ = fs::remove_file(out);
     Ok(v)
-}
-
-fn machine() -> Value {
-    let cpu = fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
-        s.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
-    });
-    json!({
-        "cpu": cpu,
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "kernel": fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
-    })
 }
 
 fn markdown(r: &Value) -> String {

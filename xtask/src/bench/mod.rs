@@ -3,6 +3,7 @@
 //! command that made them.
 
 pub mod collector;
+mod host;
 pub mod overhead;
 pub mod readers;
 mod stats;

@@ -181,7 +181,7 @@ pub fn run(o: &Opts) -> Result<()> {
         .collect();
     let meta = Meta {
         date: util::utc_timestamp(),
-        host: machine(),
+        host: super::host::machine(),
         command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         baseline: baseline.label,
         current: current.label,
@@ -474,17 +474,6 @@ fn load_average() -> [f64; 3] {
     let s = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut it = s.split_whitespace().map(|v| v.parse().unwrap_or(f64::NAN));
     [(); 3].map(|_| it.next().unwrap_or(f64::NAN))
-}
-
-fn machine() -> Value {
-    let cpu = fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
-        s.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
-    });
-    json!({
-        "cpu": cpu,
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "kernel": fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
-    })
 }
 
 /// What the table says around the rows.
