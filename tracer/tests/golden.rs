@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use tracer_format::digest::sha256_hex as sha;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
 }
@@ -51,10 +53,6 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("compare", &["compare", "{T}", "--json"]),
     ("plot", &["plot", "{T}", "-o", "{O}", "--format", "svg"]),
 ];
-
-fn sha(b: &[u8]) -> String {
-    tracer_format::digest::sha256_hex(b)
-}
 
 /// `tracer plot` says how long it read and drew ("in 2.2 s"): those
 /// figures become `_`.
