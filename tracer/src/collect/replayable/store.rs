@@ -1,5 +1,5 @@
-//! The recording directory (docs/recording-format.md): `trace.jsonl`,
-//! `images/<sha256>`, `data/<sha256>`, `manifest.json`. Files are written
+//! The recording directory (docs/recording-format.md): `trace.jsonl` (or
+//! `trace.jsonl.zst`), `images/<sha256>`, `data/<sha256>`, `manifest.json`. Files are written
 //! under a temporary name and renamed, so a crash never leaves a partial
 //! file under a content address; each content is stored once.
 use std::fs;
