@@ -1,6 +1,5 @@
-//! Host prerequisites: qemu, a static busybox, cpio, and the Debian kernel image
-//! (linux-image-amd64's dependency), downloaded and extracted under target/kprobe-vm/kernel/,
-//! never installed.
+//! The Debian kernel image (linux-image-amd64's dependency), downloaded and its /boot
+//! extracted under target/kprobe-vm/kernel/, never installed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -8,9 +7,9 @@ use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 
+use super::apt;
 use crate::util;
 
-const PACKAGES: &[&str] = &["qemu-system-x86", "busybox-static", "cpio"];
 /// The meta package whose dependency is the current kernel image package.
 const META: &str = "linux-image-amd64";
 /// Options the tests need, all `=y` in Debian's 6.1 kernels.
@@ -20,34 +19,6 @@ pub struct Kernel {
     pub vmlinuz: PathBuf,
     /// e.g. 6.1.0-56-amd64
     pub release: String,
-}
-
-/// Installs the missing [`PACKAGES`] (apt-get update first); needs root only then.
-pub fn ensure_packages() -> Result<()> {
-    let out = util::cmd("dpkg-query").args(["-W", "-f=${Package}\t${Status}\n"]).args(PACKAGES).output();
-    let out = out.context("cannot run dpkg-query (kprobe-vm supports Debian only)")?;
-    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !listed.lines().any(|l| l == format!("{p}\tinstall ok installed")))
-        .collect();
-    if missing.is_empty() {
-        println!("kprobe-vm: ok: {} present", PACKAGES.join(", "));
-        return Ok(());
-    }
-    if !util::is_root()? {
-        bail!("missing {}: rerun as root (sudo -E cargo xtask kprobe-vm)", missing.join(" "));
-    }
-    util::run(util::cmd("apt-get").arg("update"))?;
-    // --no-remove: e.g. bookworm's qemu-system-x86 would remove a qemu-utils from backports.
-    util::run(
-        util::cmd("apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y", "--no-install-recommends", "--no-remove"])
-            .args(&missing),
-    )
-    .context("apt-get install refused or failed; if it would remove packages (such as qemu-utils from backports), install the missing ones from the same suite (apt-get install -t bookworm-backports ...)")
 }
 
 /// The extracted kernel in `dir`, downloading and extracting it first if there is none.
@@ -93,22 +64,11 @@ fn extracted(dir: &Path) -> Result<Option<Kernel>> {
 
 /// `apt-get download` the image package of [`META`], extract its /boot only, delete the .deb.
 fn download(dir: &Path) -> Result<()> {
-    let pkg = match image_package() {
-        Ok(p) => p,
-        Err(e) => {
-            println!("kprobe-vm: {e:#}; running apt-get update");
-            util::run(util::cmd("apt-get").arg("update"))?;
-            image_package()?
-        }
-    };
+    let pkg = apt::with_lists("apt-cache depends", image_package)?;
     let tmp = dir.join(format!("{pkg}.tmp"));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    util::run(util::cmd("apt-get").current_dir(&tmp).args(["download", &pkg]))?;
-    let deb = fs::read_dir(&tmp)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .context("apt-get download left no .deb")?;
+    let deb = apt::download(&tmp, std::slice::from_ref(&pkg))?.remove(0);
     // Only ./boot: the modules (≈400 MB unpacked) are not used, the initramfs has no module loader.
     println!("$ dpkg-deb --fsys-tarfile {} | tar -x ./boot", deb.display());
     let mut unpack = util::cmd("dpkg-deb").arg("--fsys-tarfile").arg(&deb).stdout(Stdio::piped()).spawn()?;

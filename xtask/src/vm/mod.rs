@@ -4,12 +4,15 @@
 //!
 //! FILTERs keep only the tests whose file name contains one of them; `--tracer PATH` skips
 //! the release build and stages that binary instead.
-//! Everything lives in target/kprobe-vm/: the extracted kernel (kernel/), the fakes (fake/),
-//! the staged rootfs, initramfs.cpio.gz and console.log.
+//! Everything lives in target/kprobe-vm/: qemu, busybox and cpio unpacked from their Debian
+//! packages (tools/), the extracted kernel (kernel/), the fakes (fake/), the staged rootfs,
+//! initramfs.cpio.gz and console.log. Nothing is installed on the host.
 
+mod apt;
 mod kernel;
 mod qemu;
 mod rootfs;
+mod tools;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,7 +33,7 @@ pub fn run(tracer: Option<&Path>, filters: &[String]) -> Result<()> {
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
     let t = Instant::now();
-    kernel::ensure_packages()?;
+    let tools = tools::ensure(&dir.join("tools"))?;
     let kernel = kernel::ensure(&dir.join("kernel"))?;
     println!("kprobe-vm: setup done in {} (kernel {})", util::secs(t.elapsed()), kernel.release);
 
@@ -42,10 +45,10 @@ pub fn run(tracer: Option<&Path>, filters: &[String]) -> Result<()> {
         }
     };
     let t = Instant::now();
-    let initrd = rootfs::build(&dir, &tracer, filters)?;
+    let initrd = rootfs::build(&dir, &tools, &tracer, filters)?;
     println!("kprobe-vm: initramfs staged in {}", util::secs(t.elapsed()));
 
-    let result = qemu::boot(&kernel.vmlinuz, &initrd, &dir.join("console.log"));
+    let result = qemu::boot(&tools, &kernel.vmlinuz, &initrd, &dir.join("console.log"));
     println!("kprobe-vm: total {}", util::secs(start.elapsed()));
     result
 }

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::tools::Tools;
 use crate::util;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// Console lines shown as they arrive (everything goes to console.log).
 const SHOWN: &[&str] = &["init: ", "PASS: ", "FAIL: ", "SKIP: ", "VERDICT: "];
 
-pub fn boot(vmlinuz: &Path, initrd: &Path, console: &Path) -> Result<()> {
-    let mut qemu = util::cmd("qemu-system-x86_64");
+pub fn boot(tools: &Tools, vmlinuz: &Path, initrd: &Path, console: &Path) -> Result<()> {
+    let mut qemu = tools.qemu();
     // TCG: this host's /dev/kvm is kvm-pvm, on which a stock kernel hangs while booting.
     qemu.args(["-accel", "tcg", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic", "-no-reboot", "-nic", "none"])
         .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-kernel"])

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::tools::Tools;
 use crate::util;
 
 const DIRS: &[&str] = &["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "root", "fake", "tests"];
@@ -14,7 +15,7 @@ const DIRS: &[&str] = &["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "de
 const LIB_CFLAGS: &[&str] = &["-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-fPIC", "-shared"];
 
 /// Stages `dir`/rootfs and returns `dir`/initramfs.cpio.gz.
-pub fn build(dir: &Path, tracer: &Path, filters: &[String]) -> Result<PathBuf> {
+pub fn build(dir: &Path, tools: &Tools, tracer: &Path, filters: &[String]) -> Result<PathBuf> {
     let root = dir.join("rootfs");
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("removing {}", root.display()))?;
@@ -23,13 +24,14 @@ pub fn build(dir: &Path, tracer: &Path, filters: &[String]) -> Result<PathBuf> {
         fs::create_dir_all(root.join(d))?;
     }
     let src = super::src_dir();
-    let busybox = ["/bin/busybox", "/usr/bin/busybox"].into_iter().find(|p| Path::new(p).is_file());
-    copy(Path::new(busybox.context("no busybox (package busybox-static)")?), &root.join("bin/busybox"))?;
+    copy(&tools.busybox(), &root.join("bin/busybox"))?;
     copy_executable(&src.join("init.sh"), &root.join("init"))?;
 
     let fake = build_fakes(&dir.join("fake"), &src.join("fake"))?;
     stage_with_libs(&root, tracer, "tracer")?;
-    for name in ["libcuda.so.1", "driver", "ioctl_client"] {
+    // A debug build is 150 MB with its debug info, 26 MB without.
+    util::run(util::cmd("strip").arg("--strip-debug").arg(root.join("tracer")))?;
+    for name in ["libcuda.so.1", "driver", "ioctl_client", "bpf_objects", "sigdfl"] {
         stage_with_libs(&root, &fake.join(name), &format!("fake/{name}"))?;
     }
 
@@ -50,14 +52,14 @@ pub fn build(dir: &Path, tracer: &Path, filters: &[String]) -> Result<PathBuf> {
     println!("kprobe-vm: tests: {}", staged.join(" "));
 
     let initrd = dir.join("initramfs.cpio.gz");
-    let pack = "cd \"$1\" && find . | cpio -o -H newc -R 0:0 --quiet | gzip -1 > \"$2\"";
-    util::run(util::cmd("sh").args(["-c", pack, "pack"]).arg(&root).arg(&initrd))?;
+    let pack = "cd \"$1\" && find . | \"$3\" -o -H newc -R 0:0 --quiet | gzip -1 > \"$2\"";
+    util::run(util::cmd("sh").args(["-c", pack, "pack"]).arg(&root).arg(&initrd).arg(tools.cpio()))?;
     let mb = fs::metadata(&initrd)?.len() as f64 / 1e6;
     println!("kprobe-vm: {} ({mb:.1} MB)", initrd.display());
     Ok(initrd)
 }
 
-/// Compiles the fake libcuda, its driver and the ioctl client into `out`.
+/// Compiles the fake libcuda, its driver and the helpers of the tests into `out`.
 fn build_fakes(out: &Path, src: &Path) -> Result<PathBuf> {
     fs::create_dir_all(out)?;
     let gcc = |args: &[&str], file: &str, dest: &str| -> Result<()> {
@@ -69,6 +71,8 @@ fn build_fakes(out: &Path, src: &Path) -> Result<PathBuf> {
     // rpath /fake: the driver loads the very file the tracer probes, at its path in the VM.
     gcc(&["-O0", "-L.", "-l:libcuda.so.1", "-Wl,-rpath,/fake"], "driver.c", "driver")?;
     gcc(&["-O0"], "ioctl_client.c", "ioctl_client")?;
+    gcc(&["-O0"], "bpf_objects.c", "bpf_objects")?;
+    gcc(&["-O0"], "sigdfl.c", "sigdfl")?;
     Ok(out.to_path_buf())
 }
 
