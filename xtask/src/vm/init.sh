@@ -8,6 +8,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
 mount -t bpf bpf /sys/fs/bpf
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 echo; echo "init: kernel $(uname -r), /init started at uptime $(uptime_s) s"
