@@ -1,9 +1,12 @@
-//! `cargo xtask test [-- args]`: setup, then every test in three phases:
+//! `cargo xtask test [-- args]`: setup, then every test in four phases:
 //! 1. `cargo test` (default members); the root_* tests skip themselves (TRACER_ROOT_TESTS unset);
 //! 2. tracer/tests/root_*.rs with TRACER_ROOT_TESTS=1, serialized (--test-threads=1);
-//! 3. `cargo test -p tracer-common --features user`.
+//! 3. `cargo test -p tracer-common --features user`;
+//! 4. the kprobe VM (`cargo xtask kprobe-vm`, docs/kprobe-vm.md) with the debug tracer phase 1
+//!    built: a stock kernel with kprobes under qemu. A failed set-up or boot fails the phase.
 //!
-//! `args` go to every test binary (e.g. a name filter, --nocapture).
+//! `args` go to every test binary of phases 1-3 (e.g. a name filter, --nocapture); the VM
+//! runs all its tests.
 
 use std::fs;
 use std::process::Command;
@@ -11,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{setup, util};
+use crate::{setup, util, vm};
 
 const ROOT_TESTS_VAR: &str = "TRACER_ROOT_TESTS";
 
@@ -49,6 +52,8 @@ pub fn run(args: &[String]) -> Result<()> {
     c.env_remove(ROOT_TESTS_VAR).args(["test", "-p", "tracer-common", "--features", "user"]);
     phases.push(phase("tracer-common --features user", c, &[], args));
 
+    phases.push(vm_phase());
+
     let failed = phases.iter().filter(|p| p.outcome.is_err()).count();
     let mut summary: Vec<String> = phases
         .iter()
@@ -75,6 +80,19 @@ fn phase(name: &str, mut c: Command, harness_args: &[&str], args: &[String]) -> 
     }
     let start = Instant::now();
     let outcome = util::run(&mut c);
+    let secs = util::secs(start.elapsed());
+    println!("== {name}: {} in {secs}", if outcome.is_ok() { "ok" } else { "FAILED" });
+    Phase { name: name.to_owned(), outcome, secs }
+}
+
+/// The VM tests on target/debug/tracer. `cargo test --no-run`, phase 1's command, is a no-op
+/// that makes sure the binary is phase 1's (a second, release, build would take minutes).
+fn vm_phase() -> Phase {
+    let name = "kprobe VM (debug tracer)";
+    println!("== {name}");
+    let start = Instant::now();
+    let outcome = util::run(util::cargo().env_remove(ROOT_TESTS_VAR).args(["test", "--no-run"]))
+        .and_then(|()| vm::run(Some(&util::target_dir().join("debug/tracer")), &[]));
     let secs = util::secs(start.elapsed());
     println!("== {name}: {} in {secs}", if outcome.is_ok() { "ok" } else { "FAILED" });
     Phase { name: name.to_owned(), outcome, secs }
