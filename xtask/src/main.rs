@@ -31,7 +31,7 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
-    /// Setup, then run every test, the root-only integration tests included
+    /// Setup, then run every test, the root-only integration tests and the kprobe VM tests included
     Test {
         /// Extra arguments for the test binaries (after `--`)
         #[arg(last = true)]
