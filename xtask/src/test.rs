@@ -1,12 +1,14 @@
 //! `cargo xtask test [-- args]`: setup, then every test in four phases:
 //! 1. `cargo test` (default members); the root_* tests skip themselves (TRACER_ROOT_TESTS unset);
-//! 2. tracer/tests/root_*.rs with TRACER_ROOT_TESTS=1, serialized (--test-threads=1);
-//! 3. `cargo test -p tracer-common --features user`;
-//! 4. the kprobe VM (`cargo xtask kprobe-vm`, docs/kprobe-vm.md) with the debug tracer phase 1
+//! 2. the kprobe VM (`cargo xtask kprobe-vm`, docs/kprobe-vm.md) with the debug tracer phase 1
 //!    built: a stock kernel with kprobes under qemu. A failed set-up or boot fails the phase.
+//!    It comes right after phase 1, whose build it reuses (the later phases build other
+//!    package and feature sets, after which phase 1's command relinks the tracer);
+//! 3. tracer/tests/root_*.rs with TRACER_ROOT_TESTS=1, serialized (--test-threads=1);
+//! 4. `cargo test -p tracer-common --features user`.
 //!
-//! `args` go to every test binary of phases 1-3 (e.g. a name filter, --nocapture); the VM
-//! runs all its tests.
+//! `args` go to every test binary of phases 1, 3 and 4 (e.g. a name filter, --nocapture);
+//! the VM runs all its tests.
 
 use std::fs;
 use std::process::Command;
@@ -31,6 +33,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut c = util::cargo();
     c.env_remove(ROOT_TESTS_VAR).args(["test", "--no-fail-fast"]);
     phases.push(phase("cargo test", c, &[], args));
+    phases.push(vm_phase());
 
     let root_tests = root_test_names()?;
     if root_tests.is_empty() {
@@ -52,8 +55,6 @@ pub fn run(args: &[String]) -> Result<()> {
     c.env_remove(ROOT_TESTS_VAR).args(["test", "-p", "tracer-common", "--features", "user"]);
     phases.push(phase("tracer-common --features user", c, &[], args));
 
-    phases.push(vm_phase());
-
     let failed = phases.iter().filter(|p| p.outcome.is_err()).count();
     let mut summary: Vec<String> = phases
         .iter()
@@ -63,7 +64,7 @@ pub fn run(args: &[String]) -> Result<()> {
         })
         .collect();
     if root_tests.is_empty() {
-        summary.insert(1, "root tests: none found".to_owned());
+        summary.insert(2, "root tests: none found".to_owned());
     }
     println!("test summary: {}", summary.join("; "));
     if failed > 0 {
