@@ -50,8 +50,8 @@ impl Compression {
 /// A trace to read.
 #[derive(Debug, Clone)]
 pub struct Input {
-    /// What messages call it: the path as given (a recording's trace file),
-    /// or `stdin`.
+    /// What messages call it: the path as given (a recording directory for
+    /// its trace), or `stdin`.
     pub name: String,
     /// The file to open.
     pub path: PathBuf,
@@ -72,10 +72,11 @@ impl Input {
             return stdin();
         }
         let path = crate::recording::trace_path(arg)?.into_owned();
-        let name = path.display().to_string();
-        let meta = std::fs::metadata(&path).with_context(|| format!("cannot open trace {name}"))?;
+        // A recording is named as given (its trace's lines are the recording's).
+        let name = arg.display().to_string();
+        let meta = std::fs::metadata(&path).with_context(|| format!("cannot open trace {}", path.display()))?;
         if !meta.is_file() {
-            bail!("{name}: not a regular file ({}): give a trace file, or `-` to read one from stdin", kind(&meta));
+            bail!("{name}: not a regular file ({}): give a trace file, or `-` to read one from stdin", file_kind(&meta));
         }
         Ok(Input { name, compression: Compression::of_name(&path), len: meta.len(), path })
     }
@@ -107,7 +108,7 @@ impl Input {
 }
 
 /// What a file that is not regular is, for the message.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     let t = meta.file_type();
     if t.is_fifo() {
