@@ -39,8 +39,12 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
 /// name's extension (a cut compressed stream just ends). `path` names the
 /// file in messages.
 pub fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<dyn Read>> {
-    let input =
-        Input { name: path.display().to_string(), path: path.to_owned(), compression: Compression::of_name(path), len: 0 };
+    let input = Input {
+        name: path.display().to_string(),
+        path: path.to_owned(),
+        compression: Compression::of_name(path),
+        len: 0,
+    };
     Ok(input.decode(f)?.0)
 }
 

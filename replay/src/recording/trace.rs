@@ -147,8 +147,20 @@ impl Trace {
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
     /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
+        use tracer_format::read::{Compression, Input};
         let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
-        Trace::from_reader(tracer_format::read::decompressed(path, f)?, path)
+        let compression = Compression::of_name(path);
+        let input = Input { name: path.display().to_string(), path: path.to_owned(), compression, len: 0 };
+        let (r, cut) = input.decode(f)?;
+        let mut t = Trace::from_reader(r, path)?;
+        if cut.load(std::sync::atomic::Ordering::Relaxed) {
+            let kind = if compression == Compression::Gzip { "gzip" } else { "zstd" };
+            t.warnings.push(format!(
+                "{}: the {kind} stream ends early (the recording was cut off); read up to its last complete block",
+                path.display()
+            ));
+        }
+        Ok(t)
     }
 
     /// Lines come through tracer-format's reader; a bad line is an error
@@ -189,8 +201,13 @@ impl Trace {
                 bail!("{e}");
             }
         }
-        if t.header.is_none() {
-            t.warnings.push(format!("{}: no header line", path.display()));
+        match t.header.as_ref().and_then(|h| h.format_version) {
+            None if t.header.is_none() => t.warnings.push(format!("{}: no header line", path.display())),
+            Some(v) if v > tracer_format::header::FORMAT_VERSION => bail!(
+                "{name}:1: header field `format_version` = {v}: written by a newer tracer (this replay reads version {}); use a newer replay",
+                tracer_format::header::FORMAT_VERSION
+            ),
+            _ => {}
         }
         Ok(t)
     }

@@ -139,9 +139,7 @@ impl Checker {
             }
             "header" => {
                 let at = self.header_at.map_or(String::new(), |h| format!(" (the first at line {h})"));
-                return Err(err(format!(
-                    "a second header{at}: two traces in one file? Read each trace on its own"
-                )));
+                return Err(err(format!("a second header{at}: two traces in one file? Read each trace on its own")));
             }
             "footer" => self.footer_at = Some(n),
             t if first => self.first_type = Some(t.to_string()),
@@ -156,7 +154,9 @@ impl Checker {
         if let Some(f) = self.footer_at
             && later.content > 0
         {
-            return Err(format!("lines after the footer (line {f}): two traces in one file? Read each trace on its own"));
+            return Err(format!(
+                "lines after the footer (line {f}): two traces in one file? Read each trace on its own"
+            ));
         }
         self.content += later.content;
         self.footer_at = self.footer_at.or(later.footer_at);
@@ -185,7 +185,10 @@ impl Checker {
             ));
         }
         if self.footer_at.is_none() && !cut {
-            w.push("no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown".into());
+            w.push(
+                "no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown"
+                    .into(),
+            );
         }
         Ok(w)
     }
@@ -248,7 +251,10 @@ mod tests {
         assert_eq!(run(""), Err("no trace lines (an empty file): not a tracer trace".into()));
         assert_eq!(run("\n \n"), Err("no trace lines (an empty file): not a tracer trace".into()));
         let w = run(&format!("{L}{F}")).unwrap();
-        assert_eq!(w, ["no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 1"]);
+        assert_eq!(
+            w,
+            ["no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 1"]
+        );
         let w = run(&format!("{H}{L}")).unwrap();
         assert_eq!(
             w,
@@ -256,8 +262,10 @@ mod tests {
         );
         assert_eq!(
             run(&format!("{H}{L}{F}{H}{L}{F}")),
-            Err("line 4: a `header` line after the footer (line 3): two traces in one file? Read each trace on its own"
-                .into())
+            Err(
+                "line 4: a `header` line after the footer (line 3): two traces in one file? Read each trace on its own"
+                    .into()
+            )
         );
         assert_eq!(
             run(&format!("{H}{L}{H}{L}{F}")),

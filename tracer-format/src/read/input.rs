@@ -76,7 +76,10 @@ impl Input {
         let name = arg.display().to_string();
         let meta = std::fs::metadata(&path).with_context(|| format!("cannot open trace {}", path.display()))?;
         if !meta.is_file() {
-            bail!("{name}: not a regular file ({}): give a trace file, or `-` to read one from stdin", file_kind(&meta));
+            bail!(
+                "{name}: not a regular file ({}): give a trace file, or `-` to read one from stdin",
+                file_kind(&meta)
+            );
         }
         Ok(Input { name, compression: Compression::of_name(&path), len: meta.len(), path })
     }
@@ -129,9 +132,10 @@ pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 /// Standard input as an [`Input`]: copied into an unlinked temporary file
 /// on the first call, that file on later ones.
 fn stdin() -> anyhow::Result<Input> {
-    let (file, compression) = STDIN.get_or_init(|| spool(&mut std::io::stdin().lock())).as_ref().map_err(|e| {
-        anyhow::anyhow!("stdin: {e}")
-    })?;
+    let (file, compression) = STDIN
+        .get_or_init(|| spool(&mut std::io::stdin().lock()))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("stdin: {e}"))?;
     let len = file.metadata().context("stdin")?.len();
     // The open file, by a path any reader can open again (with its own offset).
     let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
@@ -193,7 +197,10 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = Input::resolve(&fifo).unwrap_err().to_string();
-        assert!(e.ends_with("not a regular file (a named pipe): give a trace file, or `-` to read one from stdin"), "{e}");
+        assert!(
+            e.ends_with("not a regular file (a named pipe): give a trace file, or `-` to read one from stdin"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 

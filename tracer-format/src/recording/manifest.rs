@@ -357,7 +357,9 @@ mod tests {
             let e = Manifest::parse(&v.to_string(), p, "replay").unwrap_err().to_string();
             assert_eq!(
                 e,
-                format!("m.json: images[0] ({sha}): file: {bad:?} leaves the recording directory (paths must be relative, without `..`)")
+                format!(
+                    "m.json: images[0] ({sha}): file: {bad:?} leaves the recording directory (paths must be relative, without `..`)"
+                )
             );
             let mut v: Value = serde_json::from_str(&img(&sha, "cubin", json!([]))).unwrap();
             v["trace"] = json!(bad);

@@ -263,10 +263,10 @@ mod tests {
         )
         .unwrap();
         let e = load(&p).unwrap_err().to_string();
-        assert!(e.contains("cut.jsonl: line 2: invalid length 2, expected an array of length 3"), "{e}");
+        assert!(e.contains("cut.jsonl: line 2: field `grid`: invalid length 2, expected an array of length 3"), "{e}");
         // An error in a later part still names the line of the whole file.
         let e = load_with(&p, 2, 0).unwrap_err().to_string();
-        assert!(e.contains("cut.jsonl: line 2: invalid length 2, expected an array of length 3"), "{e}");
+        assert!(e.contains("cut.jsonl: line 2: field `grid`: invalid length 2, expected an array of length 3"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -67,7 +67,8 @@ pub(crate) fn read_lines(
     mut f: impl FnMut(&str, u64, &[u8], &tracer_format::line::RawLine) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let input = tracer_format::read::Input::resolve(path)?;
-    let o = tracer_format::read::read_checked(&input, Default::default(), |n, bytes, raw| f(&input.name, n, bytes, raw))?;
+    let o =
+        tracer_format::read::read_checked(&input, Default::default(), |n, bytes, raw| f(&input.name, n, bytes, raw))?;
     tracer_format::read::print_warnings(&o);
     Ok(())
 }
@@ -90,9 +91,7 @@ fn ioctls_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
     read_lines(path, |name, n, bytes, raw| {
         match (raw.ty.as_deref(), raw.pid, raw.ts) {
             (Some("header"), _, _) => scan.add(&value(name, n, bytes)?),
-            (Some(ty), Some(pid), Some(ts)) => {
-                scan.add_record(u64::from(pid), ts, ty, raw.op.as_deref().unwrap_or(""))
-            }
+            (Some(ty), Some(pid), Some(ts)) => scan.add_record(u64::from(pid), ts, ty, raw.op.as_deref().unwrap_or("")),
             _ => {}
         }
         Ok(())
