@@ -75,7 +75,7 @@ pub(crate) fn read_lines(
 
 fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
-    read_lines(path, |name, n, bytes, _| s.add_json(name, n, bytes))?;
+    read_lines(path, |name, n, bytes, raw| s.add_checked(name, n, bytes, raw))?;
     print!("{}", s.render());
     Ok(())
 }
