@@ -329,6 +329,14 @@ fn a_dash_reads_the_trace_from_stdin_plain_or_compressed() {
             );
         }
     }
+    // plot reads it twice (figures, then the bound timeline): from the one copy.
+    let o = run(&["plot", "{T}", "-o", "{O}", "--format", "svg"], "-", &d.join("plot"), Some(&gz));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let names: Vec<String> = ["timeline", "gaps", "phases"]
+        .iter()
+        .map(|n| format!("{}/stdin_{n}.svg\n", d.join("plot").display()))
+        .collect();
+    assert_eq!(text(&o.stdout), names.concat());
     // Every reader takes `-` (the same answer as for the file).
     let bad = "{\"type\":\"header\",\"format\":\"tracer-jsonl\",\"format_version\":7}\n";
     for (cmd, args) in READERS {
