@@ -157,3 +157,48 @@ fn newer_schema_in_the_trace_header() {
         "{e}"
     );
 }
+
+/// tracer's reading rule (tracer_format::read::check), as tracer's commands
+/// apply it: a newer format_version, a field out of range, a second trace.
+#[test]
+fn the_trace_is_read_under_tracers_rule() {
+    let (r, _) = base();
+    let dir = r.write_with(|lines| {
+        lines[0] = lines[0].replace("\"format_version\":1", "\"format_version\":999");
+        assert!(lines[0].contains("999"), "{}", lines[0]);
+    });
+    let e = err(&dir);
+    assert!(
+        e.ends_with("trace.jsonl:1: header field `format_version` = 999: written by a newer tracer (this one reads version 1); use a newer tracer"),
+        "{e}"
+    );
+    let (r, _) = base();
+    let dir = r.write_with(|lines| lines[1] = lines[1].replacen("\"ts\":", "\"ts\":9223372036854775808,\"was\":", 1));
+    let e = err(&dir);
+    assert!(e.ends_with("trace.jsonl:2: field `ts` = 9223372036854775808 is out of range (at most 2^62 ns)"), "{e}");
+    let (r, _) = base();
+    let dir = r.write_with(|lines| {
+        let again = lines.clone();
+        lines.extend(again);
+    });
+    let e = err(&dir);
+    assert!(e.contains("a `header` line after the footer") && e.contains("two traces in one file"), "{e}");
+}
+
+/// A manifest naming a file outside the recording directory is refused
+/// before anything is opened.
+#[test]
+fn manifest_paths_stay_inside_the_recording() {
+    let (r, cubin) = base();
+    let dir = r.write();
+    let m = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&m).unwrap().replace(&format!("images/{cubin}"), "../../../../etc/passwd");
+    std::fs::write(&m, text).unwrap();
+    let e = err(&dir);
+    assert!(
+        e.ends_with(&format!(
+            "manifest.json: images[0] ({cubin}): file: \"../../../../etc/passwd\" leaves the recording directory (paths must be relative, without `..`)"
+        )),
+        "{e}"
+    );
+}

@@ -1,36 +1,112 @@
-//! Reads a JSONL trace (plain, .gz or .zst, or a recording directory for
-//! its trace). A corrupt line gives an error naming the file and line; a
-//! partial last line (tracer was killed mid-write) is skipped with a warning.
+//! Reads a JSONL trace (plain, .gz or .zst, a recording directory for its
+//! trace, or `-`: standard input; [`input`]) under one rule ([`check`]):
+//! a line the rule refuses is an error naming the file, the line and the
+//! field; blank lines are skipped; a file cut off (a partial last line, a
+//! compressed stream that ends early) gives every complete line and a
+//! warning saying where it stopped.
 //!
-//! Two loops: [`for_each_line_in`] (a `BufRead`, one copy per line) and
-//! [`lines_in_place`] (lines handed out where they lie in one large buffer:
-//! the fast path of the analyses). Both number lines from 1, count a partial
-//! last line and skip it.
+//! [`read_checked`] is the one loop every reader goes through: lines handed
+//! out where they lie in one large buffer ([`lines_in_place`]), each read
+//! into a checked [`RawLine`]. It prints nothing: the warnings come back in
+//! the [`Outcome`]. [`for_each`], [`for_each_line`] and [`for_each_raw`]
+//! are shorthands over it that print them.
+pub mod check;
+pub mod cut;
+pub mod input;
 pub mod zst;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-/// The decoded text of the trace `path` designates (a recording directory
-/// stands for its trace), buffered.
+pub use check::Checker;
+pub use input::{Compression, Input};
+
+use crate::line::RawLine;
+
+/// The decoded text of the trace `path` designates (`-`: stdin; a
+/// recording directory stands for its trace), buffered.
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
-    let path = &*crate::recording::trace_path(path)?;
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 20, decompressed(path, f)?)))
+    let (r, _) = Input::resolve(path)?.open()?;
+    Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
 }
 
 /// The file's text: gunzipped (.gz), zstd-decoded (.zst) or as is, by the
-/// name's extension. `path` names the file in messages.
+/// name's extension (a cut compressed stream just ends). `path` names the
+/// file in messages.
 pub fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<dyn Read>> {
-    Ok(match path.extension().and_then(|e| e.to_str()) {
-        Some("gz") => Box::new(flate2::read::MultiGzDecoder::new(f)),
-        Some("zst") => zst::decoder(f, path.display().to_string())
-            .with_context(|| format!("{}: cannot start the zstd decoder", path.display()))?,
-        _ => Box::new(f),
-    })
+    let input = Input {
+        name: path.display().to_string(),
+        path: path.to_owned(),
+        compression: Compression::of_name(path),
+        len: 0,
+    };
+    Ok(input.decode(f)?.0)
+}
+
+/// What [`read_checked`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Complete lines read, blank ones included (not a skipped partial
+    /// last line).
+    pub lines: u64,
+    /// The file ended early (a partial last line skipped, a compressed
+    /// stream cut off).
+    pub truncated: bool,
+    /// What the reader should be told, one line each, naming the file: a
+    /// missing header or footer, where a cut file stopped.
+    pub warnings: Vec<String>,
+}
+
+/// Reads `input` under the rule of [`check`]: `f(line_number, bytes, raw)`
+/// for each non-blank complete line, `raw` the line's checked fields.
+/// `read_bytes` counts the file bytes consumed (compressed bytes for a
+/// compressed file), for progress.
+pub fn read_checked(
+    input: &Input,
+    read_bytes: Arc<AtomicU64>,
+    mut f: impl FnMut(u64, &[u8], &RawLine) -> anyhow::Result<()>,
+) -> anyhow::Result<Outcome> {
+    let file = std::fs::File::open(&input.path).with_context(|| format!("cannot open trace {}", input.name))?;
+    let (r, cut) = input.decode(Counted { inner: file, n: read_bytes })?;
+    let name = &input.name;
+    let mut checker = Checker::new();
+    let mut last = 0u64;
+    let st = lines_in_place(r, name, MAX_LINE_BYTES, |n, bytes| {
+        let raw = checker.line(n, bytes).map_err(|e| anyhow::anyhow!("{name}: line {}: {}", e.line, e.what))?;
+        if let Some(raw) = raw {
+            last = n;
+            f(n, bytes, &raw)?;
+        }
+        Ok(())
+    })?;
+    let cut = cut.load(Ordering::Relaxed);
+    let mut warnings = Vec::new();
+    if let Some(n) = st.partial_line {
+        warnings.push(format!("{name}: line {n} is incomplete (the recording was cut off); skipped"));
+    }
+    if cut {
+        let kind = if input.compression == Compression::Gzip { "gzip" } else { "zstd" };
+        warnings.push(format!(
+            "{name}: the {kind} stream ends early (the recording was cut off); read up to its last complete line, line {last}"
+        ));
+    }
+    let truncated = cut || st.partial_line.is_some();
+    let more = checker.finish(truncated).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    warnings.extend(more.into_iter().map(|w| format!("{name}: {w}")));
+    let lines = st.lines - u64::from(st.partial_line.is_some());
+    Ok(Outcome { lines, truncated, warnings })
+}
+
+/// Prints the warnings of a read, as `warning: …` lines on stderr.
+pub fn print_warnings(o: &Outcome) {
+    for w in &o.warnings {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// The longest line a reader accepts. tracer's own lines are at most a few
@@ -38,14 +114,18 @@ pub fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<d
 /// reading it whole would take memory without bound.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-/// Calls `f` for each line's JSON value.
-pub fn for_each(path: &Path, f: impl FnMut(&Value)) -> anyhow::Result<u64> {
-    let r = open(path)?;
-    let read = for_each_in(r, &path.display().to_string(), MAX_LINE_BYTES, f)?;
-    if let Some(n) = read.partial_line {
-        eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
-    }
-    Ok(read.lines)
+/// Calls `f` for each line's JSON value (the rule of [`read_checked`];
+/// its warnings printed). Returns the number of lines.
+pub fn for_each(path: &Path, mut f: impl FnMut(&Value)) -> anyhow::Result<u64> {
+    let input = Input::resolve(path)?;
+    let name = input.name.clone();
+    let o = read_checked(&input, Arc::default(), |n, bytes, _| {
+        let v: Value = serde_json::from_slice(bytes).with_context(|| format!("{name}: line {n}: not valid JSON"))?;
+        f(&v);
+        Ok(())
+    })?;
+    print_warnings(&o);
+    Ok(o.lines)
 }
 
 /// What [`for_each_in`] read.
@@ -111,15 +191,13 @@ pub fn for_each_line_in(
     Ok(ReadStats { lines: n, partial_line: None })
 }
 
-/// [`for_each_line_in`] on a trace file (plain, .gz or .zst), warning about a
-/// partial last line.
-pub fn for_each_line(path: &Path, f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>) -> anyhow::Result<u64> {
-    let r = open(path)?;
-    let read = for_each_line_in(r, &path.display().to_string(), MAX_LINE_BYTES, f)?;
-    if let Some(n) = read.partial_line {
-        eprintln!("warning: {}: line {n} is incomplete (the recording was cut off); skipped", path.display());
-    }
-    Ok(read.lines)
+/// Calls `f(line_number, bytes)` for each non-blank complete line (the
+/// rule of [`read_checked`]; its warnings printed). Returns the number of
+/// lines.
+pub fn for_each_line(path: &Path, mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>) -> anyhow::Result<u64> {
+    let o = read_checked(&Input::resolve(path)?, Arc::default(), |n, bytes, _| f(n, bytes))?;
+    print_warnings(&o);
+    Ok(o.lines)
 }
 
 /// Counts the bytes read from the file (compressed bytes for .gz), for progress.
@@ -136,27 +214,21 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// Calls `f(line_number, bytes)` for each complete line, without parsing it;
-/// `read_bytes` counts the file bytes consumed so far (for progress). Returns
-/// the number of lines and whether a partial last line was skipped.
+/// Calls `f(line_number, bytes)` for each non-blank complete line (the
+/// rule of [`read_checked`]; its warnings printed); `read_bytes` counts the
+/// file bytes consumed so far (for progress). Returns the number of lines
+/// and whether the file was cut off.
 pub fn for_each_raw(
     path: &Path,
-    read_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
+    read_bytes: Arc<AtomicU64>,
+    mut f: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(u64, bool)> {
-    let path = &*crate::recording::trace_path(path)?;
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open trace {}", path.display()))?;
-    let r = decompressed(path, Counted { inner: file, n: read_bytes })?;
-    let name = path.display().to_string();
-    let read = lines_in_place(r, &name, MAX_LINE_BYTES, f)?;
-    if let Some(n) = read.partial_line {
-        eprintln!("warning: {name}: line {n} is incomplete (the recording was cut off); skipped");
-        return Ok((n - 1, true));
-    }
-    Ok((read.lines, false))
+    let o = read_checked(&Input::resolve(path)?, read_bytes, |n, bytes, _| f(n, bytes))?;
+    print_warnings(&o);
+    Ok((o.lines, o.truncated))
 }
 
-/// The loop of [`for_each_raw`] on any reader: lines are handed out where
+/// The loop of [`read_checked`] on any reader: lines are handed out where
 /// they lie in one large buffer (no copy per line); only the partial line at
 /// the end of a chunk moves to the front before the next read. Lines of
 /// whitespace only are counted but not handed out; a line longer than
@@ -227,16 +299,36 @@ pub fn lines_in_place(
 mod tests {
     use super::*;
 
+    /// A line of the rule's: `a` in the `i` field.
+    fn l(a: u64) -> String {
+        format!("{{\"ts\":{a},\"pid\":1,\"type\":\"kernel\",\"a\":{a}}}\n")
+    }
+
     #[test]
     fn partial_last_line_and_corrupt_line() {
         let dir = std::env::temp_dir().join(format!("tracer-reader-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("a.jsonl");
-        std::fs::write(&p, "{\"a\":1}\n{\"a\":2}\n{\"a\":").unwrap();
+        std::fs::write(&p, format!("{}{}{{\"a\":", l(1), l(2))).unwrap();
         let mut seen = vec![];
-        for_each(&p, |v| seen.push(v["a"].as_u64().unwrap())).unwrap();
+        assert_eq!(for_each(&p, |v| seen.push(v["a"].as_u64().unwrap())).unwrap(), 2);
         assert_eq!(seen, vec![1, 2]);
-        std::fs::write(&p, "{\"a\":1}\nnot json\n{\"a\":2}\n").unwrap();
+        let o = read_checked(&Input::resolve(&p).unwrap(), Arc::default(), |_, _, _| Ok(())).unwrap();
+        let name = p.display();
+        assert_eq!(
+            o,
+            Outcome {
+                lines: 2,
+                truncated: true,
+                warnings: vec![
+                    format!("{name}: line 3 is incomplete (the recording was cut off); skipped"),
+                    format!(
+                        "{name}: no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 1"
+                    ),
+                ]
+            }
+        );
+        std::fs::write(&p, format!("{}not json\n{}", l(1), l(2))).unwrap();
         let e = for_each(&p, |_| {}).unwrap_err().to_string();
         assert!(e.contains("line 2: not valid JSON"), "{e}");
         // A line over the limit is an error, not an allocation of its size.
@@ -262,7 +354,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tracer-format-kinds-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let text = "{\"a\":1}\n{\"a\":2}\n";
+        let text = format!("{}{}", l(1), l(2));
         let gz = dir.join("t.jsonl.gz");
         let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
         e.write_all(text.as_bytes()).unwrap();
@@ -281,11 +373,46 @@ mod tests {
                 Ok(())
             });
             assert_eq!(got.unwrap(), (2, false));
-            assert_eq!(raw, [(1, b"{\"a\":1}\n".to_vec()), (2, b"{\"a\":2}\n".to_vec())]);
+            assert_eq!(raw, [(1, l(1).into_bytes()), (2, l(2).into_bytes())]);
             // Compressed bytes read, for progress: the whole file.
             let file = crate::recording::trace_path(p).unwrap().into_owned();
             assert_eq!(n.load(std::sync::atomic::Ordering::Relaxed), std::fs::metadata(file).unwrap().len());
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cut_gzip_file_gives_every_complete_line_and_says_where_it_stopped() {
+        use std::io::Write as _;
+        let dir = std::env::temp_dir().join(format!("tracer-format-cut-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text: String = (1..=20_000).map(l).collect();
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(text.as_bytes()).unwrap();
+        let gz = e.finish().unwrap();
+        let p = dir.join("cut.jsonl.gz");
+        std::fs::write(&p, &gz[..gz.len() / 2]).unwrap();
+        let mut seen = vec![];
+        let o = read_checked(&Input::resolve(&p).unwrap(), Arc::default(), |n, _, raw| {
+            seen.push((n, raw.ts.unwrap()));
+            Ok(())
+        })
+        .unwrap();
+        // Every complete line, in order, up to where the stream stops.
+        let last = seen.len() as u64;
+        assert!(last > 1000 && last < 20_000, "{last}");
+        assert!(seen.iter().enumerate().all(|(i, &(n, ts))| n == i as u64 + 1 && ts == n));
+        assert!(o.truncated);
+        let name = p.display();
+        assert_eq!(
+            o.warnings[..2],
+            [
+                format!("{name}: line {} is incomplete (the recording was cut off); skipped", last + 1),
+                format!(
+                    "{name}: the gzip stream ends early (the recording was cut off); read up to its last complete line, line {last}"
+                ),
+            ]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -147,8 +147,20 @@ impl Trace {
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
     /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
+        use tracer_format::read::{Compression, Input};
         let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
-        Trace::from_reader(tracer_format::read::decompressed(path, f)?, path)
+        let compression = Compression::of_name(path);
+        let input = Input { name: path.display().to_string(), path: path.to_owned(), compression, len: 0 };
+        let (r, cut) = input.decode(f)?;
+        let mut t = Trace::from_reader(r, path)?;
+        if cut.load(std::sync::atomic::Ordering::Relaxed) {
+            let kind = if compression == Compression::Gzip { "gzip" } else { "zstd" };
+            t.warnings.push(format!(
+                "{}: the {kind} stream ends early (the recording was cut off); read up to its last complete block",
+                path.display()
+            ));
+        }
+        Ok(t)
     }
 
     /// Lines come through tracer-format's reader; a bad line is an error
@@ -158,13 +170,19 @@ impl Trace {
         let mut t = Trace::default();
         let mut pending: Option<String> = None;
         let name = path.display().to_string();
+        // tracer's reading rule (tracer_format::read::check) on every line
+        // that is JSON: field types and ranges, header, two traces in one.
+        let mut checker = tracer_format::read::Checker::new();
         let stats = tracer_format::read::lines_in_place(r, &name, tracer_format::read::MAX_LINE_BYTES, |n, line| {
             let lineno = n as usize;
             if let Some(e) = pending.take() {
                 bail!("{e}");
             }
             match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => t.add(obj, lineno, path)?,
+                Ok(Value::Object(obj)) => {
+                    checker.line(n, line).map_err(|e| anyhow::anyhow!("{name}:{}: {}", e.line, e.what))?;
+                    t.add(obj, lineno, path)?
+                }
                 Ok(_) => pending = Some(format!("{name}:{lineno}: not a JSON object")),
                 Err(e) => {
                     pending = Some(format!("{name}:{lineno}: not valid JSON ({e}); the line is truncated or corrupt"))
@@ -189,9 +207,10 @@ impl Trace {
                 bail!("{e}");
             }
         }
-        if t.header.is_none() {
-            t.warnings.push(format!("{}: no header line", path.display()));
-        }
+        // A file without lines is refused; a missing header or footer is a warning.
+        let cut = stats.partial_line.is_some() || t.warnings.iter().any(|w| w.contains("cut short"));
+        let warnings = checker.finish(cut).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        t.warnings.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
         Ok(t)
     }
 

@@ -1,42 +1,11 @@
 //! Reading zstd-compressed traces (`tracer record -o TRACE.jsonl.zst`). The
 //! writer flushes a zstd block at least every 100 ms, so a tracer killed
 //! with SIGKILL leaves a file whose complete blocks decode to whole lines:
-//! the decoder reads them and ends with a warning instead of an error.
+//! the decoder reads them and ends, flagging the cut ([`CutTolerant`]),
+//! instead of an error.
 use std::io;
 
-/// A zstd stream that may end early (tracer was killed): reads what the
-/// complete blocks hold, then ends with a warning instead of an error.
-pub struct CutTolerant<R> {
-    inner: R,
-    name: String,
-    cut: bool,
-}
-
-impl<R> CutTolerant<R> {
-    pub fn new(inner: R, name: String) -> Self {
-        CutTolerant { inner, name, cut: false }
-    }
-}
-
-impl<R: io::Read> io::Read for CutTolerant<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.cut {
-            return Ok(0);
-        }
-        match self.inner.read(buf) {
-            // zstd reports a stream that stops inside a frame as UnexpectedEof.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                self.cut = true;
-                eprintln!(
-                    "warning: {}: the zstd stream ends early (the recording was cut off); read up to its last complete block",
-                    self.name
-                );
-                Ok(0)
-            }
-            r => r,
-        }
-    }
-}
+pub use super::cut::CutTolerant;
 
 /// The largest zstd window a reader accepts (log2 bytes): 16 MiB. tracer's
 /// own traces use 512 KiB (level 1), `zstd -19` 8 MiB; a file asking for more
@@ -56,7 +25,8 @@ pub fn bounded_decoder<R: io::Read>(
 ) -> io::Result<CutTolerant<zstd::stream::read::Decoder<'static, io::BufReader<R>>>> {
     let mut d = zstd::stream::read::Decoder::new(r)?;
     d.window_log_max(WINDOW_LOG_MAX)?;
-    Ok(CutTolerant::new(d, name))
+    let _ = name;
+    Ok(CutTolerant::new(d))
 }
 
 #[cfg(test)]
@@ -84,7 +54,7 @@ mod tests {
 
     fn line(i: u64) -> Vec<u8> {
         let mut b = serde_json::to_vec(
-            &json!({"i": i, "type": "kernel", "name": "cuLaunchKernel", "stream": "0x5000", "grid": [1200, 1, 1]}),
+            &json!({"i": i, "ts": i, "pid": 1, "type": "kernel", "name": "cuLaunchKernel", "stream": "0x5000", "grid": [1200, 1, 1]}),
         )
         .unwrap();
         b.push(b'\n');

@@ -152,9 +152,11 @@ impl Manifest {
         let v = check_manifest(text, reader).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let m: Manifest =
             serde_json::from_value(v).with_context(|| format!("{}: unexpected content", path.display()))?;
+        inside(&m.trace).map_err(|e| anyhow::anyhow!("{}: trace: {e}", path.display()))?;
         let mut seen = BTreeSet::new();
         for (i, img) in m.images.iter().enumerate() {
             let what = format!("{}: images[{i}] ({})", path.display(), img.sha256);
+            inside(&img.file).map_err(|e| anyhow::anyhow!("{what}: file: {e}"))?;
             if !crate::digest::is_sha256(&img.sha256) {
                 bail!("{what}: sha256 must be 64 lowercase hex digits");
             }
@@ -183,6 +185,17 @@ impl Manifest {
     pub fn image(&self, sha: &str) -> Option<&ImageEntry> {
         self.images.iter().find(|i| i.sha256 == sha)
     }
+}
+
+/// A path the manifest gives (`trace`, an image's `file`) must name a file
+/// inside the recording directory: relative, without `..`, `.` or empty
+/// parts, so that no recording makes a reader open a file elsewhere.
+pub fn inside(rel: &str) -> Result<(), String> {
+    let parts_ok = !rel.is_empty() && rel.split('/').all(|c| !c.is_empty() && c != "." && c != "..");
+    if !parts_ok || rel.contains('\0') {
+        return Err(format!("{rel:?} leaves the recording directory (paths must be relative, without `..`)"));
+    }
+    Ok(())
 }
 
 /// Parameters must lie inside the buffer and must not overlap.
@@ -337,6 +350,25 @@ mod tests {
         );
         let e = Manifest::parse(&img(&sha, "cubin", json!([[4, 8]])), p, "replay").unwrap_err();
         assert!(format!("{e:#}").ends_with("parameter 0 ([4, 8]) ends at 12, past param_size 8"), "{e:#}");
+        // Paths that leave the recording directory.
+        for bad in ["../../../../etc/passwd", "/etc/passwd", "images/../../x", "", "images//x", "./images/x"] {
+            let mut v: Value = serde_json::from_str(&img(&sha, "cubin", json!([]))).unwrap();
+            v["images"][0]["file"] = json!(bad);
+            let e = Manifest::parse(&v.to_string(), p, "replay").unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "m.json: images[0] ({sha}): file: {bad:?} leaves the recording directory (paths must be relative, without `..`)"
+                )
+            );
+            let mut v: Value = serde_json::from_str(&img(&sha, "cubin", json!([]))).unwrap();
+            v["trace"] = json!(bad);
+            let e = Manifest::parse(&v.to_string(), p, "replay").unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("m.json: trace: {bad:?} leaves the recording directory (paths must be relative, without `..`)")
+            );
+        }
         let mut two: Value = serde_json::from_str(&img(&sha, "cubin", json!([]))).unwrap();
         let first = two["images"][0].clone();
         two["images"].as_array_mut().unwrap().push(first);

@@ -14,6 +14,7 @@ use anyhow::{Context as _, bail};
 
 pub use manifest::{
     Coverage, DataSummary, FORMAT, ImageEntry, KernelLayout, Manifest, SCHEMA_VERSION, check_layout, check_manifest,
+    inside,
 };
 
 /// The manifest's file name in the recording directory.
@@ -68,6 +69,7 @@ pub fn trace_path(path: &Path) -> anyhow::Result<Cow<'_, Path>> {
         named = v.get("trace").and_then(|t| t.as_str()).map(str::to_owned);
     }
     if let Some(name) = named {
+        manifest::inside(&name).map_err(|e| anyhow::anyhow!("{}: trace: {e}", m.display()))?;
         let t = path.join(&name);
         if !t.is_file() {
             bail!("{} is a directory without {name}: not a recording", path.display());
@@ -112,6 +114,19 @@ mod tests {
         assert!(e.ends_with("is a directory without other.jsonl: not a recording"), "{e}");
         std::fs::write(d.join(MANIFEST), r#"{"format":"tracer-recording","schema_version":1}"#).unwrap();
         assert_eq!(trace_path(&d).unwrap(), d.join(TRACE));
+        // A trace outside the directory is refused before it is opened.
+        std::fs::write(
+            d.join(MANIFEST),
+            r#"{"format":"tracer-recording","schema_version":1,"trace":"../../../../etc/passwd"}"#,
+        )
+        .unwrap();
+        let e = trace_path(&d).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "manifest.json: trace: \"../../../../etc/passwd\" leaves the recording directory (paths must be relative, without `..`)"
+            ),
+            "{e}"
+        );
         std::fs::write(d.join(MANIFEST), r#"{"format":"tracer-recording","schema_version":9}"#).unwrap();
         let e = trace_path(&d).unwrap_err().to_string();
         assert!(e.contains("manifest.json: schema_version 9 is newer than this tracer understands"), "{e}");

@@ -111,51 +111,76 @@ fn key(v: &Value) -> String {
     }
 }
 
+/// The first pass over a trace: per process, its time span and the
+/// boundaries of its phases; the header's `ioctl_path`. Its size depends on
+/// the number of processes, not of lines.
+#[derive(Default, Debug)]
+pub struct PhaseScan {
+    marks: BTreeMap<u64, Marks>,
+    first_ts: BTreeMap<u64, u64>,
+    last_ts: BTreeMap<u64, u64>,
+    ioctl_path: Option<String>,
+}
+
+impl PhaseScan {
+    /// One line, any type.
+    pub fn add(&mut self, v: &Value) {
+        if v["type"] == "header" {
+            self.ioctl_path = v["ioctl_path"].as_str().map(str::to_string);
+        }
+        let (Some(pid), Some(ts)) = (v["pid"].as_u64(), v["ts"].as_u64()) else { return };
+        self.add_record(pid, ts, v["type"].as_str().unwrap_or(""), v["op"].as_str().unwrap_or(""));
+    }
+
+    /// One line other than the header, by its `pid`, `ts`, `type` and `op`.
+    pub fn add_record(&mut self, pid: u64, ts: u64, ty: &str, op: &str) {
+        let f = self.first_ts.entry(pid).or_insert(ts);
+        *f = (*f).min(ts);
+        let l = self.last_ts.entry(pid).or_insert(ts);
+        *l = (*l).max(ts);
+        let m = self.marks.entry(pid).or_default();
+        match (ty, op) {
+            ("memory", "alloc") => m.first_alloc = Some(m.first_alloc.map_or(ts, |x| x.min(ts))),
+            ("kernel", "launch") | ("graph", "graph_launch") => {
+                m.first_launch = Some(m.first_launch.map_or(ts, |x| x.min(ts)))
+            }
+            ("module", o) if o.contains("load") && !o.contains("unload") => {
+                m.last_load = Some(m.last_load.map_or(ts, |x| x.max(ts)))
+            }
+            _ => {}
+        }
+    }
+
+    fn phase_of(&self, pid: u64, ts: u64) -> &'static str {
+        let m = self.marks.get(&pid).copied().unwrap_or_default();
+        if m.first_alloc.is_none_or(|a| ts < a) && m.first_launch.is_none_or(|l| ts < l) {
+            "startup"
+        } else if m.first_launch.is_none_or(|l| ts < l) {
+            "loading"
+        } else if m.last_load.is_some_and(|l| ts <= l) {
+            "warmup"
+        } else {
+            "steady"
+        }
+    }
+}
+
 impl IoctlReport {
     /// Builds the report from all lines of a trace (two passes over `lines`).
     pub fn build(lines: &[Value]) -> Self {
-        let mut marks: BTreeMap<u64, Marks> = BTreeMap::new();
-        let mut first_ts: BTreeMap<u64, u64> = BTreeMap::new();
-        let mut last_ts: BTreeMap<u64, u64> = BTreeMap::new();
-        let mut r = IoctlReport::default();
-        for v in lines {
-            if v["type"] == "header" {
-                r.ioctl_path = v["ioctl_path"].as_str().map(str::to_string);
-            }
-            let (Some(pid), Some(ts)) = (v["pid"].as_u64(), v["ts"].as_u64()) else { continue };
-            let f = first_ts.entry(pid).or_insert(ts);
-            *f = (*f).min(ts);
-            let l = last_ts.entry(pid).or_insert(ts);
-            *l = (*l).max(ts);
-            let m = marks.entry(pid).or_default();
-            let op = v["op"].as_str().unwrap_or("");
-            match (v["type"].as_str().unwrap_or(""), op) {
-                ("memory", "alloc") => m.first_alloc = Some(m.first_alloc.map_or(ts, |x| x.min(ts))),
-                ("kernel", "launch") | ("graph", "graph_launch") => {
-                    m.first_launch = Some(m.first_launch.map_or(ts, |x| x.min(ts)))
-                }
-                ("module", o) if o.contains("load") && !o.contains("unload") => {
-                    m.last_load = Some(m.last_load.map_or(ts, |x| x.max(ts)))
-                }
-                _ => {}
-            }
-        }
-        let phase_of = |pid: u64, ts: u64| -> &'static str {
-            let m = marks.get(&pid).copied().unwrap_or_default();
-            if m.first_alloc.is_none_or(|a| ts < a) && m.first_launch.is_none_or(|l| ts < l) {
-                "startup"
-            } else if m.first_launch.is_none_or(|l| ts < l) {
-                "loading"
-            } else if m.last_load.is_some_and(|l| ts <= l) {
-                "warmup"
-            } else {
-                "steady"
-            }
-        };
-        // phase spans
-        for (&pid, &start) in &first_ts {
-            let end = last_ts[&pid];
-            let m = marks.get(&pid).copied().unwrap_or_default();
+        let mut scan = PhaseScan::default();
+        lines.iter().for_each(|v| scan.add(v));
+        let mut r = IoctlReport::start(&scan);
+        lines.iter().for_each(|v| r.add(v, &scan));
+        r
+    }
+
+    /// The report before the second pass: the phases' spans.
+    pub fn start(scan: &PhaseScan) -> Self {
+        let mut r = IoctlReport { ioctl_path: scan.ioctl_path.clone(), ..Default::default() };
+        for (&pid, &start) in &scan.first_ts {
+            let end = scan.last_ts[&pid];
+            let m = scan.marks.get(&pid).copied().unwrap_or_default();
             let spans =
                 crate::analysis::phases::detected_boundaries(start, end, m.first_alloc, m.first_launch, m.last_load);
             for (ph, a, b) in spans {
@@ -163,51 +188,55 @@ impl IoctlReport {
                 *span = span.saturating_add(b - a);
             }
         }
-        for v in lines {
-            let ty = v["type"].as_str().unwrap_or("");
-            let (Some(pid), Some(ts)) = (v["pid"].as_u64(), v["ts"].as_u64()) else { continue };
-            let phase = phase_of(pid, ts);
-            if ty == "kernel" && v["op"] == "launch" {
-                *r.launches_by_phase.entry(phase).or_default() += 1;
-            }
-            if ty == "nvidia_fd" {
-                *r.file_ops.entry(v["op"].as_str().unwrap_or("?").to_string()).or_default() += 1;
-            }
-            if ty != "ioctl" {
-                continue;
-            }
-            r.total += 1;
-            if v["known"] == false {
-                r.undecoded += 1;
-            }
-            let d = v["duration_us"].as_f64().unwrap_or(0.0);
-            let status_failed = nv_status_failed(v);
-            let failed = failed(v);
-            let k = key(v);
-            let esc = v["name"].as_str().unwrap_or("UNKNOWN").to_string();
-            r.by_escape.entry(esc.clone()).or_default().add(d, failed);
-            if esc == "RM_CONTROL" {
-                r.by_control.entry(k.clone()).or_default().add(d, failed);
-            }
-            if let Some(c) = v["fields"]["class_name"].as_str().or(v["fields"]["class"].as_str()) {
-                r.by_class.entry(c.to_string()).or_default().add(d, failed);
-            }
-            let call = v["cuda_call"].as_str().unwrap_or("none").to_string();
-            if call.starts_with("cuLaunch") {
-                *r.launch_ioctls_by_phase.entry(phase).or_default() += 1;
-            }
-            r.by_cuda_call.entry(call).or_default().add(d, failed);
-            r.by_phase.entry(phase).or_default().entry(k.clone()).or_default().add(d, failed);
-            if failed {
-                let what = match (v["status_name"].as_str(), v["errno"].as_str()) {
-                    (Some(s), _) if status_failed => s.to_string(),
-                    (_, Some(e)) => e.to_string(),
-                    _ => "failed".to_string(),
-                };
-                *r.errors.entry(format!("{k}: {what}")).or_default() += 1;
-            }
-        }
         r
+    }
+
+    /// The second pass: one line (only `kernel`, `nvidia_fd` and `ioctl`
+    /// lines count), its phase from `scan`.
+    pub fn add(&mut self, v: &Value, scan: &PhaseScan) {
+        let r = self;
+        let ty = v["type"].as_str().unwrap_or("");
+        let (Some(pid), Some(ts)) = (v["pid"].as_u64(), v["ts"].as_u64()) else { return };
+        let phase = scan.phase_of(pid, ts);
+        if ty == "kernel" && v["op"] == "launch" {
+            *r.launches_by_phase.entry(phase).or_default() += 1;
+        }
+        if ty == "nvidia_fd" {
+            *r.file_ops.entry(v["op"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+        }
+        if ty != "ioctl" {
+            return;
+        }
+        r.total += 1;
+        if v["known"] == false {
+            r.undecoded += 1;
+        }
+        let d = v["duration_us"].as_f64().unwrap_or(0.0);
+        let status_failed = nv_status_failed(v);
+        let failed = failed(v);
+        let k = key(v);
+        let esc = v["name"].as_str().unwrap_or("UNKNOWN").to_string();
+        r.by_escape.entry(esc.clone()).or_default().add(d, failed);
+        if esc == "RM_CONTROL" {
+            r.by_control.entry(k.clone()).or_default().add(d, failed);
+        }
+        if let Some(c) = v["fields"]["class_name"].as_str().or(v["fields"]["class"].as_str()) {
+            r.by_class.entry(c.to_string()).or_default().add(d, failed);
+        }
+        let call = v["cuda_call"].as_str().unwrap_or("none").to_string();
+        if call.starts_with("cuLaunch") {
+            *r.launch_ioctls_by_phase.entry(phase).or_default() += 1;
+        }
+        r.by_cuda_call.entry(call).or_default().add(d, failed);
+        r.by_phase.entry(phase).or_default().entry(k.clone()).or_default().add(d, failed);
+        if failed {
+            let what = match (v["status_name"].as_str(), v["errno"].as_str()) {
+                (Some(s), _) if status_failed => s.to_string(),
+                (_, Some(e)) => e.to_string(),
+                _ => "failed".to_string(),
+            };
+            *r.errors.entry(format!("{k}: {what}")).or_default() += 1;
+        }
     }
 
     pub fn to_json(&self) -> Value {

@@ -559,29 +559,43 @@ impl TraceBuilder {
         if self.reference || !scan_into(bytes, &mut raw) {
             raw = serde_json::from_slice::<RawLine>(bytes).map_err(|e| self.err(format_args!("{e}")))?;
         }
+        self.add_scanned(bytes, &raw)
+    }
+
+    /// [`Self::add_line`] for a line the reader already read into `raw`
+    /// (`tracer_format::read::read_checked`).
+    #[inline]
+    pub fn add_raw(&mut self, line: u64, bytes: &[u8], raw: &RawLine) -> anyhow::Result<()> {
+        self.line = line;
+        self.t.lines += 1;
+        self.add_scanned(bytes, raw)
+    }
+
+    #[inline]
+    fn add_scanned(&mut self, bytes: &[u8], raw: &RawLine) -> anyhow::Result<()> {
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
         if ty == "header" || ty == "footer" {
             return self.add_header_or_footer(ty, bytes);
         }
-        let at = self.record_at(ty, &raw)?;
+        let at = self.record_at(ty, raw)?;
         let op = raw.op.as_deref().unwrap_or("");
         match ty {
-            "process" => self.add_process(&raw, op, at),
+            "process" => self.add_process(raw, op, at),
             "ioctl" | "nvidia_fd" => {
-                self.add_ioctl(&raw, ty, op, at);
+                self.add_ioctl(raw, ty, op, at);
                 Ok(())
             }
-            "marker" => self.add_marker(&raw, op, at),
+            "marker" => self.add_marker(raw, op, at),
             "power" => {
-                self.add_power(&raw, at);
+                self.add_power(raw, at);
                 Ok(())
             }
-            "gpu" => self.add_gpu(&raw, op, at),
+            "gpu" => self.add_gpu(raw, op, at),
             // --capture-data: the bytes of an earlier device-to-host copy
             // (docs/recording-format.md); not a call.
             "copy_data" => Ok(()),
             _ => {
-                self.add_call(&raw, ty, op, at);
+                self.add_call(raw, ty, op, at);
                 Ok(())
             }
         }

@@ -75,7 +75,8 @@ fn read_in_parts_every_recording_gives_the_reference_model() {
         for parts in [2, 3, 7] {
             // The parallel path itself (load_with falls back to one pass on errors).
             let mut pr = crate::cli::progress::Progress::new(0, "");
-            let t = crate::cli::load::load_parts(&plain, text.len() as u64, parts, &mut pr).unwrap().finish();
+            let input = tracer_format::read::Input::resolve(&plain).unwrap();
+            let t = crate::cli::load::load_parts(&input, text.len() as u64, parts, &mut pr).unwrap().0.finish();
             assert_eq!(t.path, reference.path);
             assert_same(&t, &reference);
         }

@@ -137,6 +137,41 @@ impl Summary {
         });
     }
 
+    /// [`Summary::add_json`] for a line the reader already read into `raw`
+    /// (`tracer_format::read::read_checked`): a call line is not scanned again.
+    pub fn add_checked(
+        &mut self,
+        file: &str,
+        n: u64,
+        bytes: &[u8],
+        raw: &tracer_format::line::RawLine,
+    ) -> anyhow::Result<()> {
+        fn b<'a>(c: &'a Option<Cow<'_, str>>) -> Option<Cow<'a, str>> {
+            c.as_deref().map(Cow::Borrowed)
+        }
+        if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
+            if let Some(p) = raw.pid {
+                self.processes.insert(u64::from(p));
+            }
+            self.add_call(&CallView {
+                ty: b(&raw.ty),
+                op: b(&raw.op),
+                name: b(&raw.name),
+                pid: None,
+                ts: raw.ts,
+                duration_us: raw.duration_us,
+                incomplete: raw.incomplete,
+                error: b(&raw.error),
+                size: raw.size,
+                direction: b(&raw.direction),
+                kernel: b(&raw.kernel),
+                ret: raw.ret.map(|r| r as u64),
+            });
+            return Ok(());
+        }
+        self.add_json(file, n, bytes)
+    }
+
     /// A call line of a trace file: parsed into a borrowed view of the
     /// fields the summary uses (no JSON value built), the other line types
     /// through [`Summary::add`]. `file` and `n` name the line in errors.

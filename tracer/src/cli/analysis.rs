@@ -39,7 +39,7 @@ pub struct TimelineOpts {
 
 #[derive(Args, Debug, Clone)]
 pub struct GapsArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
     pub trace: PathBuf,
     /// JSON instead of text tables.
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct GapsArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
     pub trace: PathBuf,
     /// JSON instead of text tables.
     #[arg(long)]
@@ -79,7 +79,7 @@ pub enum ExportFormat {
 
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
     pub trace: PathBuf,
     #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
     pub format: ExportFormat,
@@ -201,6 +201,9 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
 
 /// run.jsonl.gz -> run.perfetto.json
 pub fn default_export_path(trace: &Path) -> PathBuf {
+    if trace.as_os_str() == "-" {
+        return PathBuf::from("stdin.perfetto.json");
+    }
     let name = trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
@@ -288,5 +291,6 @@ mod tests {
         assert_eq!(default_export_path(Path::new("a/run.jsonl.gz")), PathBuf::from("a/run.perfetto.json"));
         assert_eq!(default_export_path(Path::new("run.jsonl")), PathBuf::from("run.perfetto.json"));
         assert_eq!(default_export_path(Path::new("run.jsonl.zst")), PathBuf::from("run.perfetto.json"));
+        assert_eq!(default_export_path(Path::new("-")), PathBuf::from("stdin.perfetto.json"));
     }
 }

@@ -26,13 +26,13 @@ pub enum Command {
     Record(RecordArgs),
     /// Print the summary of a recorded trace (.jsonl or .jsonl.gz).
     Summary {
-        /// Trace file.
+        /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
     },
     /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
     /// escape, RM control command, class, CUDA call and phase; errors.
     Ioctls {
-        /// Trace file.
+        /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
         /// JSON instead of text tables.
         #[arg(long)]
@@ -47,7 +47,7 @@ pub enum Command {
     /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG);
     /// with --compare, recorded vs replayed GPU timelines side by side.
     Plot {
-        /// Trace file.
+        /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
         /// Directory for the images (created if missing).
         #[arg(short, long, value_name = "DIR", default_value = ".")]

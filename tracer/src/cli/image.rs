@@ -43,9 +43,7 @@ fn addr_arg(s: &str) -> Result<u64, String> {
 
 pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
     let (bytes, name) = match (&a.file, a.pid, a.addr) {
-        (Some(path), _, _) => {
-            (std::fs::read(path).with_context(|| format!("reading {}", path.display()))?, path.display().to_string())
-        }
+        (Some(path), _, _) => (read_file(path)?, path.display().to_string()),
         (None, Some(pid), Some(addr)) => {
             let mut mem = ProcMem::open(pid).with_context(|| format!("opening /proc/{pid}/mem"))?;
             let c = capture::capture(&mut mem, addr).with_context(|| format!("process {pid}"))?;
@@ -78,6 +76,24 @@ pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The image file's bytes: a regular file only, read up to the size it had
+/// when opened (a device such as /dev/zero or a FIFO has no end to read to).
+fn read_file(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let meta = f.metadata().with_context(|| format!("reading {}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!(
+            "{}: not a regular file ({}): give an image file (fatbin, cubin, PTX, or a library with a .nv_fatbin section)",
+            path.display(),
+            tracer_format::read::input::file_kind(&meta)
+        );
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    f.take(meta.len()).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
+    Ok(bytes)
 }
 
 fn write_out(text: &str) -> anyhow::Result<()> {

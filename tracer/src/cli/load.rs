@@ -1,5 +1,8 @@
-//! Reads a trace file (.jsonl, .jsonl.gz or .jsonl.zst) into a [`Trace`],
-//! with progress on a terminal. The parsing itself is in `model` (pure).
+//! Reads a trace file (.jsonl, .jsonl.gz or .jsonl.zst, a recording
+//! directory, or `-` for stdin) into a [`Trace`], with progress on a
+//! terminal, under tracer-format's reading rule
+//! (`tracer_format::read::check`), whose warnings it prints. The parsing
+//! itself is in `model` (pure).
 //!
 //! A large plain file is read by several threads, each from its own part of
 //! the file (cut at line ends) into its own builder; the builders are then
@@ -9,6 +12,8 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracer_format::read::{Checker, Compression, Input};
 
 use crate::analysis::model::{Trace, TraceBuilder};
 use crate::cli::progress::Progress;
@@ -27,42 +32,46 @@ pub fn load(path: &Path) -> anyhow::Result<Trace> {
 /// [`load`] with at most `threads` threads for plain files of at least
 /// `parallel_min` bytes.
 pub fn load_with(path: &Path, threads: usize, parallel_min: u64) -> anyhow::Result<Trace> {
-    let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let plain = !path.extension().is_some_and(|e| e == "gz" || e == "zst");
+    let input = Input::resolve(path)?;
+    let total = input.len;
+    let plain = input.compression == Compression::None;
     let parts = if plain && total >= parallel_min {
         threads.min((total / PART_MIN_BYTES.min(parallel_min.max(1))).max(1) as usize)
     } else {
         1
     };
-    let mut progress = Progress::new(total, &format!("reading {}", path.display()));
-    let b = if parts > 1 {
-        match load_parts(path, total, parts, &mut progress) {
+    let mut progress = Progress::new(total, &format!("reading {}", input.name));
+    let (b, warnings) = if parts > 1 {
+        match load_parts(&input, total, parts, &mut progress) {
             Ok(b) => b,
             // Read again in one pass: the error then names its line.
-            Err(_) => load_one(path, &mut progress)?,
+            Err(_) => load_one(&input, &mut progress)?,
         }
     } else {
-        load_one(path, &mut progress)?
+        load_one(&input, &mut progress)?
     };
     progress.message("sorting");
     let t = b.finish();
     progress.finish();
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     Ok(t)
 }
 
-fn load_one(path: &Path, progress: &mut Progress) -> anyhow::Result<TraceBuilder> {
+fn load_one(input: &Input, progress: &mut Progress) -> anyhow::Result<(TraceBuilder, Vec<String>)> {
     let counter = Arc::new(AtomicU64::new(0));
-    let mut b = TraceBuilder::new(&path.display().to_string());
-    let (_, truncated) = tracer_format::read::for_each_raw(path, counter.clone(), |n, bytes| {
+    let mut b = TraceBuilder::new(&input.name);
+    let o = tracer_format::read::read_checked(input, counter.clone(), |n, bytes, raw| {
         if n % 4096 == 0 {
             progress.set(counter.load(Ordering::Relaxed));
         }
-        b.add_line(n, bytes)
+        b.add_raw(n, bytes, raw)
     })?;
-    if truncated {
+    if o.truncated {
         b.set_truncated();
     }
-    Ok(b)
+    Ok((b, o.warnings))
 }
 
 /// Where the parts start: `parts` equal slices of the file, each start moved
@@ -91,19 +100,22 @@ fn part_starts(file: &std::fs::File, total: u64, parts: usize) -> anyhow::Result
     Ok(starts)
 }
 
+/// Reads a plain file in `parts` parts at once, each under its own
+/// [`Checker`], joined in order: the builder and the warnings. An error in
+/// any part is an error (the caller reads again in one pass for the line).
 pub(crate) fn load_parts(
-    path: &Path,
+    input: &Input,
     total: u64,
     parts: usize,
     progress: &mut Progress,
-) -> anyhow::Result<TraceBuilder> {
+) -> anyhow::Result<(TraceBuilder, Vec<String>)> {
     use std::io::{Read as _, Seek as _, SeekFrom};
-    let name = path.display().to_string();
+    let (path, name) = (&input.path, input.name.clone());
     let file = std::fs::File::open(path)?;
     let starts = part_starts(&file, total, parts)?;
     let done = AtomicU64::new(0);
     let counter = AtomicU64::new(0);
-    let results: Vec<anyhow::Result<TraceBuilder>> = std::thread::scope(|s| {
+    let results: Vec<anyhow::Result<(TraceBuilder, Checker, bool)>> = std::thread::scope(|s| {
         let handles: Vec<_> = starts
             .windows(2)
             .enumerate()
@@ -115,6 +127,7 @@ pub(crate) fn load_parts(
                         let mut f = std::fs::File::open(path)?;
                         f.seek(SeekFrom::Start(start))?;
                         let mut b = TraceBuilder::new(name);
+                        let mut check = Checker::part(k == 0);
                         let mut read = 0u64;
                         let st = tracer_format::read::lines_in_place(
                             f.take(end - start),
@@ -125,18 +138,19 @@ pub(crate) fn load_parts(
                                 if n % 4096 == 0 {
                                     counter.fetch_add(std::mem::take(&mut read), Ordering::Relaxed);
                                 }
-                                b.add_line(n, bytes)
+                                match check.line(n, bytes) {
+                                    Ok(Some(raw)) => b.add_raw(n, bytes, &raw),
+                                    Ok(None) => Ok(()),
+                                    Err(e) => anyhow::bail!("{name}: part {k}, line {}: {}", e.line, e.what),
+                                }
                             },
                         )?;
                         if st.partial_line.is_some() {
                             // Only the last part can end inside a line.
                             anyhow::ensure!(last, "a part ends inside a line");
-                            eprintln!(
-                                "warning: {name}: the last line is incomplete (the recording was cut off); skipped"
-                            );
                             b.set_truncated();
                         }
-                        Ok(b)
+                        Ok((b, check, st.partial_line.is_some()))
                     })();
                     done.fetch_add(1, Ordering::Relaxed);
                     r
@@ -153,15 +167,27 @@ pub(crate) fn load_parts(
             .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a reader thread panicked"))))
             .collect()
     });
-    let mut all: Option<TraceBuilder> = None;
+    let mut all: Option<(TraceBuilder, Checker)> = None;
+    let mut cut = false;
     for r in results {
-        let b = r?;
+        let (b, c, partial) = r?;
+        cut |= partial;
         match all.as_mut() {
-            None => all = Some(b),
-            Some(a) => a.absorb(b),
+            None => all = Some((b, c)),
+            Some((ab, ac)) => {
+                ac.absorb(c).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                ab.absorb(b);
+            }
         }
     }
-    all.ok_or_else(|| anyhow::anyhow!("{name}: nothing to read"))
+    let (b, c) = all.ok_or_else(|| anyhow::anyhow!("{name}: nothing to read"))?;
+    let mut warnings = Vec::new();
+    if cut {
+        warnings.push(format!("{name}: the last line is incomplete (the recording was cut off); skipped"));
+    }
+    let more = c.finish(cut).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    warnings.extend(more.into_iter().map(|w| format!("{name}: {w}")));
+    Ok((b, warnings))
 }
 
 #[cfg(test)]
@@ -206,7 +232,8 @@ mod tests {
             assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
             assert!(starts[1..starts.len() - 1].iter().all(|&s| text.as_bytes()[s as usize - 1] == b'\n'));
             let mut pr = Progress::new(0, "");
-            let t = load_parts(&p, total, parts, &mut pr).unwrap().finish();
+            let input = Input::resolve(&p).unwrap();
+            let t = load_parts(&input, total, parts, &mut pr).unwrap().0.finish();
             assert_eq!((t.lines, t.calls.len()), (40, 40), "{parts} parts");
             assert_eq!(t.calls.iter().map(|c| c.ts).collect::<Vec<_>>(), (0..40).collect::<Vec<u64>>());
         }
@@ -236,10 +263,10 @@ mod tests {
         )
         .unwrap();
         let e = load(&p).unwrap_err().to_string();
-        assert!(e.contains("cut.jsonl: line 2: invalid length 2, expected an array of length 3"), "{e}");
+        assert!(e.contains("cut.jsonl: line 2: field `grid`: invalid length 2, expected an array of length 3"), "{e}");
         // An error in a later part still names the line of the whole file.
         let e = load_with(&p, 2, 0).unwrap_err().to_string();
-        assert!(e.contains("cut.jsonl: line 2: invalid length 2, expected an array of length 3"), "{e}");
+        assert!(e.contains("cut.jsonl: line 2: field `grid`: invalid length 2, expected an array of length 3"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -60,20 +60,53 @@ pub fn main() {
     }
 }
 
+/// Reads the trace `path` (`-`: stdin) under tracer-format's rule, `f`
+/// for each non-blank line, and prints the rule's warnings.
+pub(crate) fn read_lines(
+    path: &std::path::Path,
+    mut f: impl FnMut(&str, u64, &[u8], &tracer_format::line::RawLine) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let input = tracer_format::read::Input::resolve(path)?;
+    let o =
+        tracer_format::read::read_checked(&input, Default::default(), |n, bytes, raw| f(&input.name, n, bytes, raw))?;
+    tracer_format::read::print_warnings(&o);
+    Ok(())
+}
+
 fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
-    let name = path.display().to_string();
-    tracer_format::read::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
+    read_lines(path, |name, n, bytes, raw| s.add_checked(name, n, bytes, raw))?;
     print!("{}", s.render());
     Ok(())
 }
 
+/// Two passes over the file (the phases first), one line in memory at a
+/// time: memory does not grow with the trace.
 fn ioctls_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let mut lines = Vec::new();
-    tracer_format::read::for_each(path, |v| lines.push(v.clone()))?;
-    let r = crate::analysis::ioctl_report::IoctlReport::build(&lines);
+    use crate::analysis::ioctl_report::{IoctlReport, PhaseScan};
+    let value = |name: &str, n: u64, bytes: &[u8]| -> anyhow::Result<serde_json::Value> {
+        serde_json::from_slice(bytes).map_err(|e| anyhow::anyhow!("{name}: line {n}: not valid JSON ({e})"))
+    };
+    let mut scan = PhaseScan::default();
+    read_lines(path, |name, n, bytes, raw| {
+        match (raw.ty.as_deref(), raw.pid, raw.ts) {
+            (Some("header"), _, _) => scan.add(&value(name, n, bytes)?),
+            (Some(ty), Some(pid), Some(ts)) => scan.add_record(u64::from(pid), ts, ty, raw.op.as_deref().unwrap_or("")),
+            _ => {}
+        }
+        Ok(())
+    })?;
+    let mut r = IoctlReport::start(&scan);
+    // The warnings were printed by the first pass.
+    let input = tracer_format::read::Input::resolve(path)?;
+    tracer_format::read::read_checked(&input, Default::default(), |n, bytes, raw| {
+        if matches!(raw.ty.as_deref(), Some("ioctl" | "nvidia_fd" | "kernel")) {
+            r.add(&value(&input.name, n, bytes)?, &scan);
+        }
+        Ok(())
+    })?;
     if r.total == 0 && r.ioctl_path.is_none() {
-        anyhow::bail!("{}: no ioctls recorded (record with `tracer --ioctls -- CMD`)", path.display());
+        anyhow::bail!("{}: no ioctls recorded (record with `tracer --ioctls -- CMD`)", input.name);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&r.to_json())?);

@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn line(i: u64) -> serde_json::Value {
-        json!({"i": i, "type": "kernel", "name": "cuLaunchKernel", "stream": "0x5000", "grid": [1200, 1, 1]})
+        json!({"i": i, "ts": i, "pid": 1, "type": "kernel", "name": "cuLaunchKernel", "stream": "0x5000", "grid": [1200, 1, 1]})
     }
 
     #[test]

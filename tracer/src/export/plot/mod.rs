@@ -164,6 +164,9 @@ pub fn write_all(data: &input::PlotData, dir: &Path, stem: &str, o: &Opts) -> an
 
 /// The file name without `.jsonl`, `.jsonl.gz`, `.jsonl.zst`, `.json`, `.gz`, `.zst`.
 pub fn stem(trace: &Path) -> String {
+    if trace.as_os_str() == "-" {
+        return "stdin".into();
+    }
     let mut s = trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
     if let Some(t) = s.strip_suffix(".zst") {
         s = t.to_string();
@@ -205,6 +208,7 @@ mod tests {
         assert_eq!(stem(Path::new("traces/transformer_inference.jsonl.gz")), "transformer_inference");
         assert_eq!(stem(Path::new("run.jsonl")), "run");
         assert_eq!(stem(Path::new("x")), "x");
+        assert_eq!(stem(Path::new("-")), "stdin");
         let o = |from_s, to_s| Opts { format: Format::Png, width: 800, max_threads: 4, from_s, to_s };
         assert_eq!(window_suffix(&o(None, None)), "");
         assert_eq!(window_suffix(&o(Some(21.75), Some(22.5))), "_21.75-22.5s");
