@@ -226,7 +226,7 @@ fn missing_header_footer_and_blank_lines_are_told_alike() {
         (
             &no_footer,
             format!(
-                "warning: {}: no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown\n",
+                "warning: {}: no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown\n",
                 no_footer.display()
             ),
         ),

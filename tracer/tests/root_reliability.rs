@@ -496,7 +496,7 @@ fn disk_full_stops_cleanly_keeps_complete_lines_and_says_so() {
     assert_eq!(
         String::from_utf8_lossy(&s.stderr),
         format!(
-            "warning: {}: no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown\n",
+            "warning: {}: no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown\n",
             out.display()
         )
     );

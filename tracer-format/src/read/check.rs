@@ -186,7 +186,7 @@ impl Checker {
         }
         if self.footer_at.is_none() && !cut {
             w.push(
-                "no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown"
+                "no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown"
                     .into(),
             );
         }
@@ -258,7 +258,7 @@ mod tests {
         let w = run(&format!("{H}{L}")).unwrap();
         assert_eq!(
             w,
-            ["no footer: the recording did not end normally (tracer was killed?); its loss counts are unknown"]
+            ["no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown"]
         );
         assert_eq!(
             run(&format!("{H}{L}{F}{H}{L}{F}")),
