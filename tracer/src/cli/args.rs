@@ -74,6 +74,10 @@ pub enum Command {
         /// interval.
         #[arg(long, value_name = "OTHER")]
         compare: Option<PathBuf>,
+        /// Print the figures' numbers (calls and GPU intervals per row in the
+        /// window, time and energy per phase, gaps) as JSON instead of drawing.
+        #[arg(long, conflicts_with = "compare")]
+        json: bool,
     },
     /// GPU idle gaps per GPU and per process: count, share of wall time,
     /// histogram, percentiles, long gaps and what the CPU did meanwhile, the

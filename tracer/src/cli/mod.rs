@@ -29,8 +29,8 @@ pub fn main() {
         Some(args::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
         Some(args::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(args::Command::Image(a)) => image::run(&a).map(|_| 0),
-        Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare }) => {
-            let o = crate::export::plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to };
+        Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare, json }) => {
+            let o = crate::export::plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to, json };
             match compare {
                 Some(other) => crate::export::plot::compare::run(&trace, &other, &output, &o).map(|_| 0),
                 None => crate::export::plot::run(&trace, &output, &o, load::load).map(|_| 0),
