@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "tracer",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TRACER_GIT_COMMIT"), ")"),
     about = "Record every CUDA driver call of a process tree with eBPF",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true

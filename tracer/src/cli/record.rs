@@ -456,6 +456,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "format": "tracer-jsonl",
         "format_version": FORMAT_VERSION,
         "tracer_version": env!("CARGO_PKG_VERSION"),
+        "tracer_commit": env!("TRACER_GIT_COMMIT"),
         "command": command,
         "attach_pid": args.pid,
         "pid": root_pid,
