@@ -164,6 +164,22 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
     assert_eq!(evs.iter().filter(|x| x["cat"] == "gpu_measured").count(), 5);
     assert_eq!(evs.iter().filter(|x| x["ph"] == "f").count(), 4); // launch -> kernel flows
     assert_eq!(evs.iter().filter(|x| x["name"] == "power (W)").count(), 21);
+    // An existing file is not overwritten without --force; a .gz name gets gzip.
+    let (rc, _, err) = tracer(&["export", ts, "-o", p.to_str().unwrap()]);
+    assert_eq!(
+        (rc, err.trim_end()),
+        (1, format!("tracer: output file {} exists (use --force to overwrite)", p.display()).as_str())
+    );
+    let (rc, _, err) = tracer(&["export", ts, "-o", p.to_str().unwrap(), "--force"]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&std::fs::read_to_string(&p).unwrap()).unwrap(), e);
+    let gz = tmp("t.perfetto.json.gz");
+    let (rc, _, err) = tracer(&["export", ts, "-o", gz.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut unzipped)
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&unzipped).unwrap(), e);
     std::fs::remove_dir_all(t.parent().unwrap()).ok();
 }
 
@@ -190,4 +206,49 @@ fn report_and_gaps_on_the_committed_recording() {
     let (rc, out, err) = tracer(&["gaps", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
     assert!(out.contains("idle 188.54 ms (79.8%) in 9 gaps"), "{out}");
+}
+
+/// `--pid`, `--from`, `--to` on report, gaps and export: the same events
+/// (analysis::filter); a bad pid or window is a misuse (exit 2).
+#[test]
+fn pid_and_window_filters() {
+    let t = tmp("filtered.jsonl");
+    std::fs::write(&t, hand_built()).unwrap();
+    let ts = t.to_str().unwrap();
+    // [10.5, 12.5) ms: launches at 11, 11.1, 12 ms, syncs at 11.2, 12.2 ms, the copy at 12.1 ms.
+    let w = ["--from", "0.0105", "--to", "0.0125"];
+    let (rc, out, err) = tracer(&[&["report", ts, "--json"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((r["total"]["calls"].as_u64(), r["total"]["launches"].as_u64()), (Some(6), Some(3)));
+    assert_eq!((r["total"]["copies"].as_u64(), r["total"]["sync_calls"].as_u64()), (Some(1), Some(2)));
+    // The phase in effect at 10.5 ms goes on from there.
+    let phases: Vec<(&str, u64)> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["start"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(phases, [("generate", 10_500_000)]);
+    let (rc, out, err) = tracer(&[&["gaps", ts, "--json"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let g: Value = serde_json::from_str(&out).unwrap();
+    // GPU intervals starting in the window: kA 11.01, 11.11 ms, kB 12.01 ms, the copy 12.11 ms: gaps 80, 880, 50 µs.
+    let o = &g["scopes"][0]["overall"];
+    assert_eq!((o["count"].as_u64(), o["idle_ns"].as_u64()), (Some(3), Some(1_010_000)), "{o}");
+    let p = tmp("filtered.perfetto.json");
+    let (rc, _, err) = tracer(&[&["export", ts, "-o", p.to_str().unwrap(), "--pid", "1"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert_eq!(e["traceEvents"].as_array().unwrap().iter().filter(|x| x["cat"] == "gpu_measured").count(), 4);
+    // Misuse: exit 2, one line.
+    let (rc, _, err) = tracer(&["report", ts, "--pid", "7"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (2, format!("tracer: --pid 7: no such process in {ts} (its processes: 1)\n").as_str())
+    );
+    let (rc, _, err) = tracer(&["gaps", ts, "--from", "0.02", "--to", "0.01"]);
+    assert_eq!((rc, err.as_str()), (2, "tracer: --from must be before --to (the trace lasts 0.020 s)\n"));
+    std::fs::remove_file(&t).ok();
+    std::fs::remove_file(&p).ok();
 }

@@ -5,13 +5,15 @@
 //!
 //! - [`record`]: `tracer record` / `tracer -- CMD`;
 //! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
-//!   [`load`] (file → trace model, with [`progress`]);
+//!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
+//!   files they write: `--force`, gzip);
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod analysis;
 pub mod args;
 pub mod image;
 pub mod load;
+pub mod output;
 pub mod progress;
 pub mod record;
 pub mod usage;

@@ -116,8 +116,10 @@ pub struct Opts {
 
 /// Narrows the timeline to [from, to] seconds since its origin.
 pub fn zoom(tl: &mut input::Timeline, from_s: Option<f64>, to_s: Option<f64>) -> anyhow::Result<()> {
-    let at = |s: f64| tl.origin_ns.saturating_add((s.max(0.0) * 1e9).round() as u64);
-    let (a, b) = (from_s.map_or(tl.t0_ns, at), to_s.map_or(tl.t1_ns, at));
+    let (a, b) =
+        crate::analysis::filter::window_ns(tl.origin_ns, tl.t1_ns, from_s, to_s).map_err(anyhow::Error::msg)?;
+    // Without --from the window starts where the timeline does (it may start after its origin).
+    let a = if from_s.is_none() { tl.t0_ns } else { a };
     if b <= a {
         anyhow::bail!("--from must be before --to (the trace lasts {:.3} s)", (tl.t1_ns - tl.origin_ns) as f64 / 1e9);
     }
