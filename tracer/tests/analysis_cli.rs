@@ -252,3 +252,26 @@ fn pid_and_window_filters() {
     std::fs::remove_file(&t).ok();
     std::fs::remove_file(&p).ok();
 }
+
+/// `tracer summary --json`: the text's figures, every function and kernel.
+#[test]
+fn summary_json_on_the_committed_recording() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/simple_inference.jsonl.gz");
+    let (rc, out, err) = tracer(&["summary", p.to_str().unwrap(), "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let s: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((s["calls"].as_u64(), s["processes"].as_u64()), (Some(1941), Some(1)));
+    assert_eq!((s["launches"].as_u64(), s["distinct_kernels"].as_u64()), (Some(88), Some(2)));
+    assert_eq!((s["allocs"].as_u64(), s["frees"].as_u64()), (Some(6), Some(1)));
+    assert_eq!(s["copies"]["h2d"]["count"], 9);
+    assert_eq!(s["copies"]["d2h"], serde_json::json!({"count": 1, "bytes": 131072}));
+    let f = &s["functions"][0];
+    assert_eq!(
+        (f["name"].as_str(), f["calls"].as_u64(), f["errors"].as_u64()),
+        (Some("cuGetProcAddress_v2"), Some(1323), Some(0))
+    );
+    let total: u64 = s["functions"].as_array().unwrap().iter().map(|f| f["calls"].as_u64().unwrap()).sum();
+    assert_eq!(total, 1941);
+    let launches: u64 = s["kernels"].as_array().unwrap().iter().map(|k| k["launches"].as_u64().unwrap()).sum();
+    assert_eq!(launches + s["launches_unnamed"].as_u64().unwrap(), 88);
+}

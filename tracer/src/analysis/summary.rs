@@ -290,6 +290,47 @@ impl Summary {
         }
     }
 
+    /// The summary's figures as JSON (`tracer summary --json`): every
+    /// function and kernel, not only the top ones the text shows.
+    pub fn to_json(&self) -> Value {
+        use serde_json::json;
+        let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
+        let mut funcs: Vec<_> = self.funcs.iter().collect();
+        funcs.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let mut kernels: Vec<_> = self.kernels.iter().collect();
+        kernels.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let (markers, power) = self.side.to_json();
+        json!({
+            "calls": calls,
+            "processes": self.processes.len(),
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "launches": self.launches,
+            "launches_unnamed": self.launches_unnamed,
+            "distinct_kernels": self.kernels.len(),
+            "allocs": self.allocs,
+            "alloc_bytes": self.alloc_bytes,
+            "frees": self.frees,
+            "sync_us": self.sync_us,
+            "copies": self.copy_bytes.iter().map(|(d, (n, b))| (d.clone(), json!({"count": n, "bytes": b})))
+                .collect::<serde_json::Map<_, _>>(),
+            "functions": funcs.iter().map(|(name, f)| json!({"name": name, "calls": f.calls, "timed": f.timed,
+                "total_us": (f.timed > 0).then_some(f.total_us), "max_us": (f.timed > 0).then_some(f.max_us),
+                "errors": f.errors})).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(k, n)| json!({"name": k, "launches": n})).collect::<Vec<_>>(),
+            "ioctls": self.ioctls.iter().map(|(k, (c, us, e))| (k.clone(), json!({"count": c, "total_us": us, "failed": e})))
+                .collect::<serde_json::Map<_, _>>(),
+            "ioctls_undecoded": self.ioctls_unknown,
+            "nvidia_file_ops": self.nv_file_ops,
+            "errors": self.errors,
+            "incomplete": self.incomplete,
+            "markers": markers,
+            "power": power,
+            "footer": self.footer.as_ref().map(|f| json!({"records": f["records"], "lost": f["lost"], "replay": f.get("replay")})),
+            "cut_short": self.footer.is_none() && self.header.is_some(),
+        })
+    }
+
     pub fn render(&self) -> String {
         let mut s = String::new();
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();

@@ -63,7 +63,7 @@ fn load_filtered(path: &Path, f: &FilterOpts) -> anyhow::Result<crate::analysis:
 
 #[derive(Args, Debug, Clone)]
 pub struct GapsArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz or .jsonl.zst).
     pub trace: PathBuf,
     /// JSON instead of text tables.
     #[arg(long)]
@@ -88,7 +88,7 @@ pub struct GapsArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz or .jsonl.zst).
     pub trace: PathBuf,
     /// JSON instead of text tables.
     #[arg(long)]
@@ -107,7 +107,7 @@ pub enum ExportFormat {
 
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
-    /// Trace file (.jsonl or .jsonl.gz).
+    /// Trace file (.jsonl, .jsonl.gz or .jsonl.zst).
     pub trace: PathBuf,
     #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
     pub format: ExportFormat,

@@ -24,10 +24,13 @@ pub struct Cli {
 pub enum Command {
     /// Run a command (or attach to a process) and record its CUDA driver calls.
     Record(RecordArgs),
-    /// Print the summary of a recorded trace (.jsonl or .jsonl.gz).
+    /// Print the summary of a recorded trace (.jsonl, .jsonl.gz or .jsonl.zst).
     Summary {
-        /// Trace file.
+        /// Trace file (.jsonl, .jsonl.gz or .jsonl.zst).
         trace: PathBuf,
+        /// JSON instead of text (every function and kernel).
+        #[arg(long)]
+        json: bool,
     },
     /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
     /// escape, RM control command, class, CUDA call and phase; errors.
