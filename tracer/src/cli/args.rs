@@ -151,7 +151,8 @@ pub enum IoctlPathArg {
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct RecordArgs {
-    /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
+    /// Output file (default: trace_<UTC timestamp>.jsonl in the current
+    /// directory); `-`: the trace to stdout, the command's own stdout to stderr.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Overwrite the output file if it exists.
