@@ -95,6 +95,14 @@ pub enum Command {
     Calibrate(crate::cli::analysis::CalibrateArgs),
     /// Compare the inferred and bound GPU timelines with the measured one.
     Compare(crate::cli::analysis::CompareArgs),
+    /// Print a completion script for SHELL (e.g. `tracer completions bash >
+    /// /etc/bash_completion.d/tracer`).
+    Completions {
+        #[arg(value_enum)]
+        shell: crate::cli::shell::Shell,
+    },
+    /// Print tracer's man page in roff (`tracer man | man -l -`).
+    Man,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

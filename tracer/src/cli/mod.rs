@@ -8,6 +8,7 @@
 //!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
 //!   files they write: `--force`, gzip);
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
+//! - [`shell`]: `completions` and `man`, generated from [`args`];
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod analysis;
 pub mod args;
@@ -16,6 +17,7 @@ pub mod load;
 pub mod output;
 pub mod progress;
 pub mod record;
+pub mod shell;
 pub mod usage;
 
 use clap::Parser as _;
@@ -43,6 +45,14 @@ pub fn main() {
         Some(args::Command::Export(a)) => analysis::export_cmd(&a).map(|_| 0),
         Some(args::Command::Calibrate(a)) => analysis::calibrate_cmd(&a).map(|_| 0),
         Some(args::Command::Compare(a)) => analysis::compare_cmd(&a).map(|_| 0),
+        Some(args::Command::Completions { shell }) => {
+            print!("{}", shell::completions(shell));
+            Ok(0)
+        }
+        Some(args::Command::Man) => {
+            print!("{}", shell::man());
+            Ok(0)
+        }
         Some(args::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
