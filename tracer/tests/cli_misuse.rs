@@ -25,7 +25,7 @@ fn unknown_flag() {
     );
     misuse(
         &["summary", "--bogus", "x"],
-        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); usage: tracer summary <TRACE>",
+        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); usage: tracer summary [OPTIONS] <TRACE>",
     );
 }
 
