@@ -275,3 +275,35 @@ fn summary_json_on_the_committed_recording() {
     let launches: u64 = s["kernels"].as_array().unwrap().iter().map(|k| k["launches"].as_u64().unwrap()).sum();
     assert_eq!(launches + s["launches_unnamed"].as_u64().unwrap(), 88);
 }
+
+/// Kernel names: demangled (c++filt) and whole by default, as recorded with
+/// --mangled, in report and summary.
+#[test]
+fn kernel_names_demangled_and_whole() {
+    if Command::new("c++filt").arg("--version").output().is_err() {
+        eprintln!("c++filt not found: skipped");
+        return;
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/transformer_inference_full.jsonl.gz");
+    let p = p.to_str().unwrap();
+    let raw = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_13AUnaryFunctorIN3c104HalfES4_S4_NS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_";
+    let readable = "void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::Half, c10::Half, \
+                    c10::Half, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, \
+                    at::native::AUnaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, \
+                    std::array<char*, 2ul>)";
+    let (rc, out, err) = tracer(&["report", p]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains(&format!("     2880      3.20 ms  {readable}\n")), "{out}");
+    let (_, out, _) = tracer(&["report", p, "--mangled"]);
+    assert!(out.contains(&format!("     2880      3.20 ms  {raw}\n")), "{out}");
+    let (_, out, _) = tracer(&["report", p, "--json"]);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (r["top_by_count"][1]["kernel"].as_str(), r["top_by_count"][1]["demangled"].as_str()),
+        (Some(raw), Some(readable))
+    );
+    let (_, out, _) = tracer(&["summary", p]);
+    assert!(out.contains(&format!("      2880  {readable}\n")), "{out}");
+    let (_, out, _) = tracer(&["summary", p, "--mangled"]);
+    assert!(out.contains(&format!("      2880  {raw}\n")), "{out}");
+}

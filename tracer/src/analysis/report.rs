@@ -52,7 +52,11 @@ pub struct PeriodRow {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelRow {
+    /// As recorded (mangled for C++).
     pub kernel: String,
+    /// The readable name, where the caller demangled it ([`Report::demangle`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
     pub launches: u64,
     /// GPU time from the timeline (None for the `bound` timeline).
     pub gpu_ns: Option<u64>,
@@ -200,6 +204,20 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     }
 }
 
+impl Report {
+    /// The kernel names of the top-kernel tables.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.top_by_count.iter().chain(&self.top_by_gpu_time).map(|k| k.kernel.as_str()).collect()
+    }
+
+    /// Sets each top kernel's readable name from `names` (mangled -> demangled).
+    pub fn demangle(&mut self, names: &std::collections::HashMap<String, String>) {
+        for k in self.top_by_count.iter_mut().chain(self.top_by_gpu_time.iter_mut()) {
+            k.demangled = names.get(&k.kernel).cloned();
+        }
+    }
+}
+
 /// The pids that made CUDA driver calls, in order.
 fn cuda_pids(t: &Trace) -> Vec<u32> {
     let s: std::collections::BTreeSet<u32> = t.calls.iter().map(|c| c.pid).collect();
@@ -302,6 +320,7 @@ fn top_kernels(t: &Trace, tl: &Timeline) -> (Vec<KernelRow>, Vec<KernelRow>) {
     let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
     let mk = |k: u32| KernelRow {
         kernel: kname(k),
+        demangled: None,
         launches: by_count.get(&k).copied().unwrap_or(0),
         gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
     };
@@ -485,7 +504,7 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(s, "\n{title}\n{:>9} {:>12}  kernel", "launches", "GPU time");
         for k in rows {
-            let name: String = k.kernel.chars().take(100).collect();
+            let name = k.demangled.as_deref().unwrap_or(&k.kernel);
             let _ = writeln!(s, "{:>9} {:>12}  {name}", k.launches, k.gpu_ns.map_or("-".into(), fmt_ns));
         }
     };

@@ -331,7 +331,21 @@ impl Summary {
         })
     }
 
+    /// The names of the kernels [`Summary::render`] lists (the 10 most launched).
+    pub fn top_kernel_names(&self) -> Vec<&str> {
+        let mut k: Vec<_> = self.kernels.iter().collect();
+        k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        k.into_iter().take(10).map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The text summary, kernel names as recorded.
     pub fn render(&self) -> String {
+        self.render_with(&HashMap::new())
+    }
+
+    /// The text summary with the readable kernel names in `demangled`
+    /// (mangled -> demangled; others as recorded).
+    pub fn render_with(&self, demangled: &HashMap<String, String>) -> String {
         let mut s = String::new();
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
         let span = match (self.first_ts, self.last_ts) {
@@ -377,8 +391,8 @@ impl Summary {
         if !k.is_empty() {
             let _ = writeln!(s, "top kernels by launches:");
             for (name, n) in k.iter().take(10) {
-                let short: String = name.chars().take(100).collect();
-                let _ = writeln!(s, "  {n:>8}  {short}");
+                let name = demangled.get(*name).unwrap_or(name);
+                let _ = writeln!(s, "  {n:>8}  {name}");
             }
         }
         if !self.ioctls.is_empty() || !self.nv_file_ops.is_empty() {

@@ -93,6 +93,10 @@ pub struct ReportArgs {
     /// JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
+    /// Kernel names as recorded (C++ names mangled), not demangled (with
+    /// --json: no `demangled` field).
+    #[arg(long)]
+    pub mangled: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -227,7 +231,13 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
-    let r = report::build(&t, &ph, &tl);
+    let mut r = report::build(&t, &ph, &tl);
+    if !a.mangled {
+        match crate::cli::demangle::demangle(r.kernel_names()) {
+            Ok(m) => r.demangle(&m),
+            Err(e) => eprintln!("tracer: {e}"),
+        }
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

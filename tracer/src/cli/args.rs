@@ -31,6 +31,9 @@ pub enum Command {
         /// JSON instead of text (every function and kernel).
         #[arg(long)]
         json: bool,
+        /// Kernel names as recorded (C++ names mangled), not demangled.
+        #[arg(long)]
+        mangled: bool,
     },
     /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
     /// escape, RM control command, class, CUDA call and phase; errors.

@@ -12,6 +12,7 @@
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod analysis;
 pub mod args;
+pub mod demangle;
 pub mod image;
 pub mod load;
 pub mod output;
@@ -30,7 +31,7 @@ pub fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = args::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
     let result = match cli.command {
-        Some(args::Command::Summary { trace, json }) => summary_cmd(&trace, json).map(|_| 0),
+        Some(args::Command::Summary { trace, json, mangled }) => summary_cmd(&trace, json, mangled).map(|_| 0),
         Some(args::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(args::Command::Image(a)) => image::run(&a).map(|_| 0),
         Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare, json }) => {
@@ -72,7 +73,7 @@ pub fn main() {
     }
 }
 
-fn summary_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
+fn summary_cmd(path: &std::path::Path, json: bool, mangled: bool) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
     let name = path.display().to_string();
     tracer_format::read::for_each_line(path, |n, bytes| s.add_json(&name, n, bytes))?;
@@ -80,7 +81,14 @@ fn summary_cmd(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&s.to_json())?);
         return Ok(());
     }
-    print!("{}", s.render());
+    let names = match mangled {
+        true => Default::default(),
+        false => demangle::demangle(s.top_kernel_names()).unwrap_or_else(|e| {
+            eprintln!("tracer: {e}");
+            Default::default()
+        }),
+    };
+    print!("{}", s.render_with(&names));
     Ok(())
 }
 

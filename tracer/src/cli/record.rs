@@ -459,7 +459,9 @@ fn report(
     exit: Option<spawn::ExitInfo>,
 ) -> i32 {
     if !args.quiet {
-        eprint!("{}", col.summary.render());
+        // Readable kernel names; without c++filt they stay as recorded.
+        let names = crate::cli::demangle::demangle(col.summary.top_kernel_names()).unwrap_or_default();
+        eprint!("{}", col.summary.render_with(&names));
         if let Some(g) = gpu {
             eprintln!("{}", g.lines.summary_line());
         }
