@@ -65,6 +65,6 @@ fn errors_exit_1_naming_the_file_misuse_2() {
         let (code, _, err) = replay(args);
         assert_eq!(code, 2, "{args:?}: {err}");
     }
-    let (code, _, err) = replay(&["run", d, "--probe", "0:0x10:8"]);
+    let (_, _, err) = replay(&["run", d, "--probe", "0:0x10:8"]);
     assert!(err.contains("LINE must be > 0"), "{err}");
 }
