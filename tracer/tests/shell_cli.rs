@@ -50,7 +50,7 @@ fn bash_completion_completes_subcommands_options_and_values() {
     assert_eq!(complete(&script, &["tracer", "plot", "--format", ""]), ["png", "svg", "both"]);
     assert_eq!(complete(&script, &["tracer", "report", "--t"]), ["--timeline", "--to"]);
     assert_eq!(complete(&script, &["tracer", "report", "--timeline", "b"]), ["bound"]);
-    assert_eq!(complete(&script, &["tracer", "summary", "--"]), ["--json", "--help"]);
+    assert_eq!(complete(&script, &["tracer", "summary", "--"]), ["--json", "--mangled", "--help"]);
     assert_eq!(complete(&script, &["tracer", "--ret"]), ["--returns"]);
     // After `--` the words are the command's: files, not tracer's options.
     assert!(complete(&script, &["tracer", "--", "--"]).is_empty());

@@ -102,10 +102,18 @@ pub enum Command {
     /// /etc/bash_completion.d/tracer`).
     Completions {
         #[arg(value_enum)]
-        shell: crate::cli::shell::Shell,
+        shell: Shell,
     },
     /// Print tracer's man page in roff (`tracer man | man -l -`).
     Man,
+}
+
+/// `tracer completions SHELL`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -5,12 +5,7 @@ use std::fmt::Write as _;
 
 use clap::{Arg, Command, CommandFactory as _};
 
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shell {
-    Bash,
-    Zsh,
-    Fish,
-}
+use super::args::Shell;
 
 /// The command line, built (with its generated `--help` and `--version`).
 fn cli() -> Command {
