@@ -241,6 +241,16 @@ fn pid_and_window_filters() {
     assert_eq!(rc, 0, "{err}");
     let e: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     assert_eq!(e["traceEvents"].as_array().unwrap().iter().filter(|x| x["cat"] == "gpu_measured").count(), 4);
+    // --phase: the span of the phase "generate" [10, 20) ms: 4 launches, 3 syncs, the copy.
+    let (rc, out, err) = tracer(&["report", ts, "--json", "--phase", "generate"]);
+    assert_eq!(rc, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((r["total"]["calls"].as_u64(), r["total"]["launches"].as_u64()), (Some(8), Some(4)));
+    let (rc, _, err) = tracer(&["report", ts, "--phase", "nope"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (2, format!("tracer: --phase nope: no such phase in {ts} (its phases: pid 1: load, generate)\n").as_str())
+    );
     // Misuse: exit 2, one line.
     let (rc, _, err) = tracer(&["report", ts, "--pid", "7"]);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! The part of a trace a command looks at: `--pid` and `--from`/`--to`
-//! (seconds since the trace's first event), for `report`, `gaps`, `export`;
-//! `plot` zooms with the same window ([`window_ns`]).
+//! (seconds since the trace's first event) or `--phase NAME` (the span of
+//! that phase), for `report`, `gaps`, `export`; `plot` zooms with the same
+//! window ([`window_ns`]).
 //!
 //! Rule: an event is kept when it starts inside `[from, to)` (and belongs to
 //! one of the pids, NVML samples being GPU-wide are kept for any pid). The
@@ -15,11 +16,42 @@ pub struct Filter {
     /// Seconds since the first event.
     pub from_s: Option<f64>,
     pub to_s: Option<f64>,
+    /// The span of the phase of this name (of the main process when several
+    /// have it, else of the one process that has it); instead of from/to.
+    pub phase: Option<String>,
 }
 
 impl Filter {
     pub fn is_empty(&self) -> bool {
-        self.pids.is_empty() && self.from_s.is_none() && self.to_s.is_none()
+        self.pids.is_empty() && self.from_s.is_none() && self.to_s.is_none() && self.phase.is_none()
+    }
+}
+
+/// `[start, end)` of the phase `name` (module doc); the error lists the phases.
+fn phase_window(t: &Trace, name: &str, pids: &[u32]) -> Result<(u64, u64), String> {
+    let ph = super::phases::phases(t);
+    let mut found: Vec<&super::phases::Phase> =
+        ph.by_pid.values().flatten().filter(|p| p.name == name && (pids.is_empty() || pids.contains(&p.pid))).collect();
+    if found.iter().any(|p| Some(p.pid) == ph.main_pid) {
+        found.retain(|p| Some(p.pid) == ph.main_pid);
+    }
+    match found.as_slice() {
+        [p] => Ok((p.start, p.end.max(p.start + 1))),
+        [] => {
+            let per_pid: Vec<String> = ph
+                .by_pid
+                .iter()
+                .map(|(pid, v)| {
+                    let mut names: Vec<&str> = v.iter().map(|p| p.name.as_str()).collect();
+                    names.dedup();
+                    format!("pid {pid}: {}", names.join(", "))
+                })
+                .collect();
+            Err(format!("--phase {name}: no such phase in {} (its phases: {})", t.path, per_pid.join("; ")))
+        }
+        many => {
+            Err(format!("--phase {name}: {} phases of that name; choose one with --pid or use --from/--to", many.len()))
+        }
     }
 }
 
@@ -55,7 +87,10 @@ pub fn apply(t: &mut Trace, f: &Filter) -> Result<(), String> {
     }
     let (lo, hi) = t.span().unwrap_or((0, 0));
     // The window is half-open; without --to it includes the last event.
-    let (a, b) = window_ns(lo, hi.saturating_add(1), f.from_s, f.to_s)?;
+    let (a, b) = match &f.phase {
+        Some(name) => phase_window(t, name, &f.pids)?,
+        None => window_ns(lo, hi.saturating_add(1), f.from_s, f.to_s)?,
+    };
     let pid_ok = |p: u32| f.pids.is_empty() || f.pids.contains(&p);
     let keep = |p: u32, ts: u64| pid_ok(p) && ts >= a && ts < b;
     // The phase each process is in at `a`: its last phase marker before it.
@@ -74,8 +109,11 @@ pub fn apply(t: &mut Trace, f: &Filter) -> Result<(), String> {
     t.power.retain(|p| p.ts >= a && p.ts < b);
     t.markers.retain(|m| keep(m.pid, m.ts));
     for mut m in carried.into_iter().filter(|m| m.label != "end") {
-        m.ts = a;
-        t.markers.push(m);
+        // Not when a phase of that process starts right at `a`.
+        if !t.markers.iter().any(|k| k.pid == m.pid && k.op == MarkerOp::Phase && k.ts == a) {
+            m.ts = a;
+            t.markers.push(m);
+        }
     }
     t.markers.sort_by_key(|m| m.ts);
     Ok(())
@@ -120,7 +158,7 @@ mod tests {
     #[test]
     fn window_and_pids() {
         let mut t = trace();
-        apply(&mut t, &Filter { pids: vec![1], from_s: Some(2.5), to_s: Some(5.0) }).unwrap();
+        apply(&mut t, &Filter { pids: vec![1], from_s: Some(2.5), to_s: Some(5.0), phase: None }).unwrap();
         assert_eq!(t.calls.iter().map(|c| (c.ts / 1_000_000_000, c.pid)).collect::<Vec<_>>(), [(3, 1)]);
         assert_eq!(t.power.iter().map(|p| p.ts).collect::<Vec<_>>(), [4_000_000_000]);
         // The phase in effect at 2.5 s goes on from there.
@@ -128,15 +166,30 @@ mod tests {
         assert_eq!(m, [(2_500_000_000, "run")]);
 
         let mut t = trace();
-        apply(&mut t, &Filter { pids: vec![2], from_s: None, to_s: None }).unwrap();
+        apply(&mut t, &Filter { pids: vec![2], ..Default::default() }).unwrap();
         assert_eq!(t.calls.iter().map(|c| c.ts / 1_000_000_000).collect::<Vec<_>>(), [1, 3, 6]);
         assert!(t.markers.is_empty());
         assert_eq!(t.power.len(), 2);
 
         // Without --to the last event is in.
         let mut t = trace();
-        apply(&mut t, &Filter { pids: vec![], from_s: Some(6.0), to_s: None }).unwrap();
+        apply(&mut t, &Filter { from_s: Some(6.0), ..Default::default() }).unwrap();
         assert_eq!(t.calls.len(), 1);
+    }
+
+    #[test]
+    fn phase_window() {
+        let mut t = trace();
+        apply(&mut t, &Filter { phase: Some("run".into()), ..Default::default() }).unwrap();
+        // pid 1's "run": from 2 s to the end of the trace (no exit line); all pids' calls in it.
+        assert_eq!(
+            t.calls.iter().map(|c| (c.ts / 1_000_000_000, c.pid)).collect::<Vec<_>>(),
+            [(3, 1), (3, 2), (5, 1), (6, 2)]
+        );
+        let m: Vec<_> = t.markers.iter().map(|m| (m.ts, m.label.as_str())).collect();
+        assert_eq!(m, [(2_000_000_000, "run")]);
+        let e = apply(&mut trace(), &Filter { phase: Some("warmup".into()), ..Default::default() }).unwrap_err();
+        assert_eq!(e, "--phase warmup: no such phase in t.jsonl (its phases: pid 1: load, run; pid 2: startup)");
     }
 
     #[test]

@@ -51,12 +51,16 @@ pub struct FilterOpts {
     /// Only events before this many seconds after the trace's first event.
     #[arg(long, value_name = "S")]
     pub to: Option<f64>,
+    /// Only events in the span of this phase (of the main process; see `tracer report`).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["from", "to"])]
+    pub phase: Option<String>,
 }
 
 /// Loads a trace and keeps the part `f` selects (a bad pid or window is a misuse).
 fn load_filtered(path: &Path, f: &FilterOpts) -> anyhow::Result<crate::analysis::model::Trace> {
     let mut t = load::load(path)?;
-    let filter = crate::analysis::filter::Filter { pids: f.pid.clone(), from_s: f.from, to_s: f.to };
+    let filter =
+        crate::analysis::filter::Filter { pids: f.pid.clone(), from_s: f.from, to_s: f.to, phase: f.phase.clone() };
     crate::analysis::filter::apply(&mut t, &filter).map_err(crate::error::UsageError)?;
     Ok(t)
 }
