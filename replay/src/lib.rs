@@ -12,6 +12,20 @@
 //! - [`energy`]: NVML energy windows;
 //! - [`gpu_time`]: the replay's GPU time from CUPTI records, and the recording's own.
 
+/// A misuse of the command line found after parsing (e.g. a `--probe` line
+/// with no replayed op): `replay` exits with 2 for it, as for clap's own
+/// errors; every other error is a run-time failure (exit 1).
+#[derive(Debug)]
+pub struct Misuse(pub String);
+
+impl std::fmt::Display for Misuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Misuse {}
+
 pub mod data_check;
 pub mod energy;
 pub mod exec;

@@ -1,5 +1,6 @@
 //! The `replay` binary on a hand-built recording: `replay plan` output and
-//! errors (exit status 2, message naming the file).
+//! errors: a bad recording is a run-time failure (exit status 1, message
+//! naming the file), a misuse of the command line exits with 2.
 
 mod common;
 
@@ -45,17 +46,25 @@ fn plan_prints_coverage_and_summary() {
 }
 
 #[test]
-fn errors_exit_2_naming_the_file() {
+fn errors_exit_1_naming_the_file_misuse_2() {
     let (code, _, err) = replay(&["plan", "/nonexistent.rec"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 1);
     assert_eq!(err, "replay: error: /nonexistent.rec: not a directory (a recording is a NAME.rec/ directory)\n");
     let mut r = Rec::new();
     r.schema_version = 7;
     let dir = r.write();
     let (code, _, err) = replay(&[dir.to_str().unwrap()]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 1);
     assert!(
         err.contains("manifest.json: schema_version 7 is newer than this replay understands (schema_version 1)"),
         "{err}"
     );
+    // Misuse of the command line: 2, before the recording is opened.
+    let d = dir.to_str().unwrap();
+    for args in [&["plan"][..], &["plan", d, "--no-such-option"], &["run", d, "--probe", "0:0x10:8"]] {
+        let (code, _, err) = replay(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+    let (_, _, err) = replay(&["run", d, "--probe", "0:0x10:8"]);
+    assert!(err.contains("LINE must be > 0"), "{err}");
 }

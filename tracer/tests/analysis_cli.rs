@@ -164,6 +164,22 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
     assert_eq!(evs.iter().filter(|x| x["cat"] == "gpu_measured").count(), 5);
     assert_eq!(evs.iter().filter(|x| x["ph"] == "f").count(), 4); // launch -> kernel flows
     assert_eq!(evs.iter().filter(|x| x["name"] == "power (W)").count(), 21);
+    // An existing file is not overwritten without --force; a .gz name gets gzip.
+    let (rc, _, err) = tracer(&["export", ts, "-o", p.to_str().unwrap()]);
+    assert_eq!(
+        (rc, err.trim_end()),
+        (1, format!("tracer: output file {} exists (use --force to overwrite)", p.display()).as_str())
+    );
+    let (rc, _, err) = tracer(&["export", ts, "-o", p.to_str().unwrap(), "--force"]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&std::fs::read_to_string(&p).unwrap()).unwrap(), e);
+    let gz = tmp("t.perfetto.json.gz");
+    let (rc, _, err) = tracer(&["export", ts, "-o", gz.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut unzipped)
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&unzipped).unwrap(), e);
     std::fs::remove_dir_all(t.parent().unwrap()).ok();
 }
 
@@ -190,4 +206,114 @@ fn report_and_gaps_on_the_committed_recording() {
     let (rc, out, err) = tracer(&["gaps", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
     assert!(out.contains("idle 188.54 ms (79.8%) in 9 gaps"), "{out}");
+}
+
+/// `--pid`, `--from`, `--to` on report, gaps and export: the same events
+/// (analysis::filter); a bad pid or window is a misuse (exit 2).
+#[test]
+fn pid_and_window_filters() {
+    let t = tmp("filtered.jsonl");
+    std::fs::write(&t, hand_built()).unwrap();
+    let ts = t.to_str().unwrap();
+    // [10.5, 12.5) ms: launches at 11, 11.1, 12 ms, syncs at 11.2, 12.2 ms, the copy at 12.1 ms.
+    let w = ["--from", "0.0105", "--to", "0.0125"];
+    let (rc, out, err) = tracer(&[&["report", ts, "--json"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((r["total"]["calls"].as_u64(), r["total"]["launches"].as_u64()), (Some(6), Some(3)));
+    assert_eq!((r["total"]["copies"].as_u64(), r["total"]["sync_calls"].as_u64()), (Some(1), Some(2)));
+    // The phase in effect at 10.5 ms goes on from there.
+    let phases: Vec<(&str, u64)> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["start"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(phases, [("generate", 10_500_000)]);
+    let (rc, out, err) = tracer(&[&["gaps", ts, "--json"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let g: Value = serde_json::from_str(&out).unwrap();
+    // GPU intervals starting in the window: kA 11.01, 11.11 ms, kB 12.01 ms, the copy 12.11 ms: gaps 80, 880, 50 µs.
+    let o = &g["scopes"][0]["overall"];
+    assert_eq!((o["count"].as_u64(), o["idle_ns"].as_u64()), (Some(3), Some(1_010_000)), "{o}");
+    let p = tmp("filtered.perfetto.json");
+    let (rc, _, err) = tracer(&[&["export", ts, "-o", p.to_str().unwrap(), "--pid", "1"][..], &w].concat());
+    assert_eq!(rc, 0, "{err}");
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert_eq!(e["traceEvents"].as_array().unwrap().iter().filter(|x| x["cat"] == "gpu_measured").count(), 4);
+    // --phase: the span of the phase "generate" [10, 20) ms: 4 launches, 3 syncs, the copy.
+    let (rc, out, err) = tracer(&["report", ts, "--json", "--phase", "generate"]);
+    assert_eq!(rc, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((r["total"]["calls"].as_u64(), r["total"]["launches"].as_u64()), (Some(8), Some(4)));
+    let (rc, _, err) = tracer(&["report", ts, "--phase", "nope"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (2, format!("tracer: --phase nope: no such phase in {ts} (its phases: pid 1: load, generate)\n").as_str())
+    );
+    // Misuse: exit 2, one line.
+    let (rc, _, err) = tracer(&["report", ts, "--pid", "7"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (2, format!("tracer: --pid 7: no such process in {ts} (its processes: 1)\n").as_str())
+    );
+    let (rc, _, err) = tracer(&["gaps", ts, "--from", "0.02", "--to", "0.01"]);
+    assert_eq!((rc, err.as_str()), (2, "tracer: --from must be before --to (the trace lasts 0.020 s)\n"));
+    std::fs::remove_file(&t).ok();
+    std::fs::remove_file(&p).ok();
+}
+
+/// `tracer summary --json`: the text's figures, every function and kernel.
+#[test]
+fn summary_json_on_the_committed_recording() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/simple_inference.jsonl.gz");
+    let (rc, out, err) = tracer(&["summary", p.to_str().unwrap(), "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let s: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((s["calls"].as_u64(), s["processes"].as_u64()), (Some(1941), Some(1)));
+    assert_eq!((s["launches"].as_u64(), s["distinct_kernels"].as_u64()), (Some(88), Some(2)));
+    assert_eq!((s["allocs"].as_u64(), s["frees"].as_u64()), (Some(6), Some(1)));
+    assert_eq!(s["copies"]["h2d"]["count"], 9);
+    assert_eq!(s["copies"]["d2h"], serde_json::json!({"count": 1, "bytes": 131072}));
+    let f = &s["functions"][0];
+    assert_eq!(
+        (f["name"].as_str(), f["calls"].as_u64(), f["errors"].as_u64()),
+        (Some("cuGetProcAddress_v2"), Some(1323), Some(0))
+    );
+    let total: u64 = s["functions"].as_array().unwrap().iter().map(|f| f["calls"].as_u64().unwrap()).sum();
+    assert_eq!(total, 1941);
+    let launches: u64 = s["kernels"].as_array().unwrap().iter().map(|k| k["launches"].as_u64().unwrap()).sum();
+    assert_eq!(launches + s["launches_unnamed"].as_u64().unwrap(), 88);
+}
+
+/// Kernel names: demangled (c++filt) and whole by default, as recorded with
+/// --mangled, in report and summary.
+#[test]
+fn kernel_names_demangled_and_whole() {
+    if Command::new("c++filt").arg("--version").output().is_err() {
+        eprintln!("c++filt not found: skipped");
+        return;
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/transformer_inference_full.jsonl.gz");
+    let p = p.to_str().unwrap();
+    let raw = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_13AUnaryFunctorIN3c104HalfES4_S4_NS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_";
+    let readable = "void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::Half, c10::Half, \
+                    c10::Half, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, \
+                    at::native::AUnaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, \
+                    std::array<char*, 2ul>)";
+    let (rc, out, err) = tracer(&["report", p]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains(&format!("     2880      3.20 ms  {readable}\n")), "{out}");
+    let (_, out, _) = tracer(&["report", p, "--mangled"]);
+    assert!(out.contains(&format!("     2880      3.20 ms  {raw}\n")), "{out}");
+    let (_, out, _) = tracer(&["report", p, "--json"]);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (r["top_by_count"][1]["kernel"].as_str(), r["top_by_count"][1]["demangled"].as_str()),
+        (Some(raw), Some(readable))
+    );
+    let (_, out, _) = tracer(&["summary", p]);
+    assert!(out.contains(&format!("      2880  {readable}\n")), "{out}");
+    let (_, out, _) = tracer(&["summary", p, "--mangled"]);
+    assert!(out.contains(&format!("      2880  {raw}\n")), "{out}");
 }

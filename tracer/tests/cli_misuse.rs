@@ -25,7 +25,7 @@ fn unknown_flag() {
     );
     misuse(
         &["summary", "--bogus", "x"],
-        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); usage: tracer summary <TRACE>",
+        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); usage: tracer summary [OPTIONS] <TRACE>",
     );
 }
 
@@ -66,5 +66,13 @@ fn help_and_version_are_not_errors() {
     assert!(stdout.contains("Usage: tracer"), "{stdout}");
     let (code, stdout, _) = run(&["--version"]);
     assert_eq!(code, Some(0));
-    assert!(stdout.starts_with("tracer "), "{stdout}");
+    // The version and the commit the binary was built from (build.rs).
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(stdout, format!("tracer {} (commit {head})\n", env!("CARGO_PKG_VERSION")));
 }

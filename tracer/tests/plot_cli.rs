@@ -125,3 +125,82 @@ fn compare_committed_recording_with_itself() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--from must be before --to"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn tracer_json(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `tracer report` and `tracer plot` give each phase the same energy (one
+/// rule: analysis::energy), on a committed H100 recording with NVML samples.
+#[test]
+fn plot_and_report_agree_on_phase_energy() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/transformer_inference_full.jsonl.gz");
+    let report = tracer_json(&["report", trace, "--json"]);
+    let plot = tracer_json(&["plot", trace, "--json"]);
+    let from_report: Vec<(String, u64, u64, f64)> = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let j = p["energy"]["joules"].as_f64().unwrap();
+            (p["name"].as_str().unwrap().to_string(), p["start"].as_u64().unwrap(), p["end"].as_u64().unwrap(), j)
+        })
+        .collect();
+    let from_plot: Vec<(String, u64, u64, f64)> = plot["phases"]["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let j = b["joules"].as_f64().unwrap();
+            (
+                b["label"].as_str().unwrap().to_string(),
+                b["start_ns"].as_u64().unwrap(),
+                b["end_ns"].as_u64().unwrap(),
+                j,
+            )
+        })
+        .collect();
+    assert_eq!(from_plot, from_report);
+    let names: Vec<(&str, String)> = from_plot.iter().map(|p| (p.0.as_str(), format!("{:.2}", p.3))).collect();
+    assert_eq!(
+        names,
+        [("import", "998.39"), ("model_load", "181.79"), ("warmup", "231.40"), ("generate", "98.56")]
+            .map(|(n, j)| (n, j.to_string()))
+    );
+}
+
+/// A default recording has no return probe on launches: those calls are
+/// instants, drawn and counted (24,692 of the 29,335 calls; 7,999 calls,
+/// 7,629 of them instants and 7,033 launches, between 17 and 17.3 s).
+#[test]
+fn plot_counts_entry_only_calls() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/transformer_inference_full.jsonl.gz");
+    let f = tracer_json(&["plot", trace, "--from", "17", "--to", "17.3", "--json"]);
+    let tl = &f["timeline"];
+    assert_eq!(
+        tl["notes"][0],
+        "29,335 CUDA calls (24,692 without a return probe, drawn as ticks) on 1 thread; 23,872 GPU intervals on \
+         2 streams; 1,903 power samples; 8 markers"
+    );
+    let row = &tl["threads"][0];
+    assert_eq!(row["label"], "tid 502 (main) · 29,335 calls");
+    assert_eq!((row["calls"].as_u64(), row["instants"].as_u64()), (Some(7_999), Some(7_629)));
+    assert_eq!(
+        row["by_kind"],
+        serde_json::json!({"launch": 7_033, "memcpy/memset": 306, "other call": 602, "synchronize": 58})
+    );
+    // The picture: launches (blue ticks) in the CPU row.
+    let dir = std::env::temp_dir().join(format!("tracer-plot-instants-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["plot", trace, "--format", "svg", "--from", "17", "--to", "17.3", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(dir.join("transformer_inference_full_timeline_17-17.3s.svg")).unwrap();
+    assert!(svg.contains("calls without a return probe (instants, no duration)"));
+    assert!(svg.contains(">\nlaunch\n</text>"), "no launch legend entry");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -139,7 +139,10 @@ fn probe_ops(plan: &Plan, probes: &[Probe]) -> Result<Vec<(usize, Probe)>> {
     let mut out = Vec::new();
     for p in probes {
         let Some(i) = plan.ops.iter().position(|o| o.line == p.line) else {
-            bail!("--probe {}:{:#x}:{}: no replayed op at trace.jsonl line {}", p.line, p.addr, p.len, p.line);
+            bail!(crate::Misuse(format!(
+                "--probe {}:{:#x}:{}: no replayed op at trace.jsonl line {}",
+                p.line, p.addr, p.len, p.line
+            )));
         };
         out.push((i, *p));
     }

@@ -14,11 +14,11 @@
 //! covered by samples gets the energy of the covered part, flagged
 //! uncertain, with `covered_share`.
 //!
-//! Public: [`series`] (per-GPU, also the power curve for plots),
+//! Public: [`series`] / [`series_of`] (per-GPU, also the power curve for plots),
 //! [`energy_between`], [`energy_all_gpus`].
 use serde::Serialize;
 
-use super::model::Trace;
+use super::model::{PowerSample, Trace};
 
 #[derive(Clone, Debug, Default)]
 pub struct EnergySeries {
@@ -56,8 +56,17 @@ fn median(mut v: Vec<u64>) -> Option<u64> {
 
 /// One series per GPU that has samples.
 pub fn series(t: &Trace) -> Vec<EnergySeries> {
+    series_of(&t.power)
+}
+
+/// One series per GPU from NVML samples in any order (a trace's `power`
+/// lines): the one rule behind every energy figure (`tracer report`, the
+/// phase chart of `tracer plot`).
+pub fn series_of(samples: &[PowerSample]) -> Vec<EnergySeries> {
+    let mut sorted: Vec<&PowerSample> = samples.iter().collect();
+    sorted.sort_by_key(|p| (p.gpu, p.ts));
     let mut out: Vec<EnergySeries> = Vec::new();
-    for p in &t.power {
+    for &p in &sorted {
         if out.last().is_none_or(|s| s.gpu != p.gpu) {
             out.push(EnergySeries { gpu: p.gpu, ..Default::default() });
         }
@@ -80,7 +89,7 @@ pub fn series(t: &Trace) -> Vec<EnergySeries> {
         }
     }
     for s in &mut out {
-        let samples: Vec<&super::model::PowerSample> = t.power.iter().filter(|p| p.gpu == s.gpu).collect();
+        let samples: Vec<&PowerSample> = sorted.iter().copied().filter(|p| p.gpu == s.gpu).collect();
         s.sample_period_ns = median(samples.windows(2).map(|w| w[1].ts - w[0].ts).collect());
         s.update_period_ns = median(s.points.windows(2).map(|w| w[1].0 - w[0].0).collect());
         // hold the last value until the last sample that carried a counter
@@ -240,5 +249,30 @@ mod tests {
         assert!(e.uncertain);
         let all = energy_all_gpus(&s, 0, 20_000_000).unwrap();
         assert!((all.joules - 3.5).abs() < 1e-9);
+    }
+
+    /// The known answer: 100 W until 500 ms, 300 W after; NVML sampled every
+    /// 10 ms, its counter updated every 100 ms (a sample repeats the value of
+    /// the last update). E(t) is linear between updates, so the energy of any
+    /// interval is exact: [230, 770] ms = 0.27 s × 100 W + 0.27 s × 300 W.
+    /// (Interpolating between the repeated samples instead, as `tracer plot`
+    /// once did, gives 90 J here.)
+    #[test]
+    fn exact_between_counter_updates() {
+        let e_at = |ms: u64| if ms <= 500 { 100 * ms } else { 50_000 + 300 * (ms - 500) }; // mJ
+        let l: Vec<String> = (0..=100).map(|i| sample(i * 10, Some(e_at(i * 10 / 100 * 100)), 0)).collect();
+        let mut samples = parse_str("p", &l.join("\n")).unwrap().power;
+        samples.reverse(); // any order
+        let s = series_of(&samples);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].update_period_ns, Some(100_000_000));
+        let e = energy_between(&s[0], 230_000_000, 770_000_000).unwrap();
+        assert!((e.joules - 108.0).abs() < 1e-9, "{e:?}");
+        assert_eq!((e.method, e.uncertain, e.covered_share), ("counter", false, 1.0));
+        assert!((e.uncertainty_j - 20.0).abs() < 1e-9, "{e:?}"); // 200 W mean × 100 ms
+        let e = energy_between(&s[0], 0, 500_000_000).unwrap();
+        assert!((e.joules - 50.0).abs() < 1e-9, "{e:?}");
+        let e = energy_between(&s[0], 650_000_000, 1_000_000_000).unwrap();
+        assert!((e.joules - 105.0).abs() < 1e-9, "{e:?}");
     }
 }

@@ -18,6 +18,7 @@
 //!   [`energy::energy_between`] → energy of an interval;
 //! - [`report::build`] → per-phase / per-iteration time, counts and energy;
 //! - [`durations::calibrate`], [`compare::compare`];
+//! - [`filter::apply`] (`--pid`, `--from`/`--to`), [`filter::window_ns`];
 //! - [`summary::Summary`] (the end-of-run summary, live and from a file),
 //!   [`ioctl_report::IoctlReport`] (`tracer ioctls`).
 //!
@@ -28,6 +29,7 @@ pub mod compare;
 pub mod durations;
 pub mod energy;
 mod fasthash;
+pub mod filter;
 pub mod gaps;
 pub mod ioctl_report;
 pub mod model;

@@ -52,7 +52,11 @@ pub struct PeriodRow {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelRow {
+    /// As recorded (mangled for C++).
     pub kernel: String,
+    /// The readable name, where the caller demangled it ([`Report::demangle`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
     pub launches: u64,
     /// GPU time from the timeline (None for the `bound` timeline).
     pub gpu_ns: Option<u64>,
@@ -72,7 +76,11 @@ pub struct Report {
     pub command: Option<String>,
     pub gpu: Option<String>,
     pub span_ns: u64,
+    /// Every process of the traced tree: (pid, name).
     pub processes: Vec<(u32, String)>,
+    /// The pids of `processes` that made CUDA driver calls (the header
+    /// lists these; the others are counted).
+    pub cuda_pids: Vec<u32>,
     pub phase_source: Option<super::phases::PhaseSource>,
     pub main_pid: Option<u32>,
     pub timeline: Source,
@@ -174,6 +182,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         gpu: t.gpu_model(0),
         span_ns: span.1 - span.0,
         processes: t.pids().into_iter().map(|p| (p, t.process_name(p))).collect(),
+        cuda_pids: cuda_pids(t),
         phase_source: ph.source(),
         main_pid: ph.main_pid,
         timeline: tl.source,
@@ -193,6 +202,50 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         truncated: t.truncated,
         notes,
     }
+}
+
+impl Report {
+    /// The kernel names of the top-kernel tables.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.top_by_count.iter().chain(&self.top_by_gpu_time).map(|k| k.kernel.as_str()).collect()
+    }
+
+    /// Sets each top kernel's readable name from `names` (mangled -> demangled).
+    pub fn demangle(&mut self, names: &std::collections::HashMap<String, String>) {
+        for k in self.top_by_count.iter_mut().chain(self.top_by_gpu_time.iter_mut()) {
+            k.demangled = names.get(&k.kernel).cloned();
+        }
+    }
+}
+
+/// The pids that made CUDA driver calls, in order.
+fn cuda_pids(t: &Trace) -> Vec<u32> {
+    let s: std::collections::BTreeSet<u32> = t.calls.iter().map(|c| c.pid).collect();
+    s.into_iter().collect()
+}
+
+/// "1 process: 502 python3", or on a tree where some processes made no CUDA
+/// call (compilers, shells): "161 processes, 3 with CUDA calls: 502 python3,
+/// … (+ 158 other processes without CUDA calls)".
+fn processes_line(r: &Report) -> String {
+    let n = r.processes.len();
+    let with: Vec<String> =
+        r.processes.iter().filter(|(p, _)| r.cuda_pids.contains(p)).map(|(p, name)| format!("{p} {name}")).collect();
+    let others = n - with.len();
+    if others == 0 {
+        return format!("{n} process(es): {}", with.join(", "));
+    }
+    let plural = |k: usize, w: &str| if k == 1 { format!("{k} {w}") } else { format!("{k} {w}es") };
+    if with.is_empty() {
+        return format!("{}, none with CUDA calls", plural(n, "process"));
+    }
+    format!(
+        "{}, {} with CUDA calls: {} (+ {} without CUDA calls)",
+        plural(n, "process"),
+        with.len(),
+        with.join(", "),
+        plural(others, "other process")
+    )
 }
 
 /// What a period's row is computed from: the trace and its energy series.
@@ -267,6 +320,7 @@ fn top_kernels(t: &Trace, tl: &Timeline) -> (Vec<KernelRow>, Vec<KernelRow>) {
     let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
     let mk = |k: u32| KernelRow {
         kernel: kname(k),
+        demangled: None,
         launches: by_count.get(&k).copied().unwrap_or(0),
         gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
     };
@@ -357,14 +411,12 @@ pub fn render(r: &Report) -> String {
     if let Some(c) = &r.command {
         let _ = writeln!(s, "command: {c}");
     }
-    let procs: Vec<String> = r.processes.iter().map(|(p, n)| format!("{p} {n}")).collect();
     let _ = writeln!(
         s,
-        "{} over {}, {} process(es): {}; GPU: {}",
+        "{} over {}, {}; GPU: {}",
         if r.truncated { "cut-off trace" } else { "trace" },
         fmt_ns(r.span_ns),
-        r.processes.len(),
-        procs.join(", "),
+        processes_line(r),
         r.gpu.as_deref().unwrap_or("?")
     );
     let t = &r.total;
@@ -452,7 +504,7 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(s, "\n{title}\n{:>9} {:>12}  kernel", "launches", "GPU time");
         for k in rows {
-            let name: String = k.kernel.chars().take(100).collect();
+            let name = k.demangled.as_deref().unwrap_or(&k.kernel);
             let _ = writeln!(s, "{:>9} {:>12}  {name}", k.launches, k.gpu_ns.map_or("-".into(), fmt_ns));
         }
     };
@@ -567,5 +619,49 @@ mod tests {
         );
         assert!(r3.notes.contains(&"no measured GPU activity: not requested".to_string()), "{:?}", r3.notes);
         assert!(text.contains("inference"), "{text}");
+    }
+
+    /// A tree of 4 processes where 2 made CUDA calls: the header lists those
+    /// 2 and counts the others.
+    #[test]
+    fn header_lists_cuda_processes_and_counts_the_rest() {
+        let exec = |ts: u64, pid: u32, comm: &str| {
+            format!(
+                r#"{{"ts":{ts},"pid":{pid},"tid":{pid},"type":"process","op":"exec","name":"process","filename":"/usr/bin/{comm}"}}"#
+            )
+        };
+        let call = |ts: u64, pid: u32| {
+            format!(
+                r#"{{"ts":{ts},"pid":{pid},"tid":{pid},"type":"init","op":"init","name":"cuInit","duration_us":1.0,"ret":0}}"#
+            )
+        };
+        let l = [
+            exec(1, 10, "python3"),
+            exec(2, 11, "gcc"),
+            exec(3, 12, "python3"),
+            exec(4, 13, "ptxas"),
+            call(5, 10),
+            call(6, 12),
+        ];
+        let t = parse_str("p", &l.join("\n")).unwrap();
+        let r = build(&t, &phases(&t), &timeline::bound(&t));
+        assert_eq!(r.processes.len(), 4);
+        assert_eq!(r.cuda_pids, [10, 12]);
+        let text = render(&r);
+        let line = text.lines().nth(1).unwrap();
+        assert_eq!(
+            line,
+            "trace over 1.0 µs, 4 processes, 2 with CUDA calls: 10 python3, 12 python3 (+ 2 other processes without \
+             CUDA calls); GPU: ?"
+        );
+        let one = parse_str("p", &[exec(1, 10, "python3"), exec(2, 11, "gcc"), call(5, 10)].join("\n")).unwrap();
+        let text = render(&build(&one, &phases(&one), &timeline::bound(&one)));
+        assert!(
+            text.contains(", 2 processes, 1 with CUDA calls: 10 python3 (+ 1 other process without CUDA calls);"),
+            "{text}"
+        );
+        let none = parse_str("p", &[exec(1, 10, "python3"), exec(2, 11, "gcc")].join("\n")).unwrap();
+        let text = render(&build(&none, &phases(&none), &timeline::bound(&none)));
+        assert!(text.contains(", 2 processes, none with CUDA calls;"), "{text}");
     }
 }

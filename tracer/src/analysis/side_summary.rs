@@ -37,6 +37,23 @@ impl SideSummary {
         }
     }
 
+    /// The same figures as [`SideSummary::render`], for `tracer summary --json`.
+    pub fn to_json(&self) -> (Value, Value) {
+        let gpus: Vec<Value> = self
+            .gpus
+            .iter()
+            .map(|(i, g)| {
+                let energy = match (g.first, g.last) {
+                    (Some((t0, e0)), Some((t1, e1))) if t1 > t0 => serde_json::json!({
+                        "joules": e1.saturating_sub(e0) as f64 / 1e3, "seconds": (t1 - t0) as f64 / 1e9}),
+                    _ => Value::Null,
+                };
+                serde_json::json!({"gpu": i, "samples": g.samples, "energy": energy, "peak_w": g.peak_mw as f64 / 1e3})
+            })
+            .collect();
+        (serde_json::json!(self.markers), Value::Array(gpus))
+    }
+
     pub fn render(&self, s: &mut String) {
         if !self.markers.is_empty() {
             let parts: Vec<String> = self.markers.iter().map(|(op, n)| format!("{n} {op}")).collect();

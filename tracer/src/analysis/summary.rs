@@ -325,7 +325,62 @@ impl Summary {
         }
     }
 
+    /// The summary's figures as JSON (`tracer summary --json`): every
+    /// function and kernel, not only the top ones the text shows.
+    pub fn to_json(&self) -> Value {
+        use serde_json::json;
+        let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
+        let mut funcs: Vec<_> = self.funcs.iter().collect();
+        funcs.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let mut kernels: Vec<_> = self.kernels.iter().collect();
+        kernels.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let (markers, power) = self.side.to_json();
+        json!({
+            "calls": calls,
+            "processes": self.processes.len(),
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "launches": self.launches,
+            "launches_unnamed": self.launches_unnamed,
+            "distinct_kernels": self.kernels.len(),
+            "allocs": self.allocs,
+            "alloc_bytes": self.alloc_bytes,
+            "frees": self.frees,
+            "sync_us": self.sync_us,
+            "copies": self.copy_bytes.iter().map(|(d, (n, b))| (d.clone(), json!({"count": n, "bytes": b})))
+                .collect::<serde_json::Map<_, _>>(),
+            "functions": funcs.iter().map(|(name, f)| json!({"name": name, "calls": f.calls, "timed": f.timed,
+                "total_us": (f.timed > 0).then_some(f.total_us), "max_us": (f.timed > 0).then_some(f.max_us),
+                "errors": f.errors})).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(k, n)| json!({"name": k, "launches": n})).collect::<Vec<_>>(),
+            "ioctls": self.ioctls.iter().map(|(k, (c, us, e))| (k.clone(), json!({"count": c, "total_us": us, "failed": e})))
+                .collect::<serde_json::Map<_, _>>(),
+            "ioctls_undecoded": self.ioctls_unknown,
+            "nvidia_file_ops": self.nv_file_ops,
+            "errors": self.errors,
+            "incomplete": self.incomplete,
+            "markers": markers,
+            "power": power,
+            "footer": self.footer.as_ref().map(|f| json!({"records": f["records"], "lost": f["lost"], "replay": f.get("replay")})),
+            "cut_short": self.footer.is_none() && self.header.is_some(),
+        })
+    }
+
+    /// The names of the kernels [`Summary::render`] lists (the 10 most launched).
+    pub fn top_kernel_names(&self) -> Vec<&str> {
+        let mut k: Vec<_> = self.kernels.iter().collect();
+        k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        k.into_iter().take(10).map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The text summary, kernel names as recorded.
     pub fn render(&self) -> String {
+        self.render_with(&HashMap::new())
+    }
+
+    /// The text summary with the readable kernel names in `demangled`
+    /// (mangled -> demangled; others as recorded).
+    pub fn render_with(&self, demangled: &HashMap<String, String>) -> String {
         let mut s = String::new();
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
         let span = match (self.first_ts, self.last_ts) {
@@ -371,8 +426,8 @@ impl Summary {
         if !k.is_empty() {
             let _ = writeln!(s, "top kernels by launches:");
             for (name, n) in k.iter().take(10) {
-                let short: String = name.chars().take(100).collect();
-                let _ = writeln!(s, "  {n:>8}  {short}");
+                let name = demangled.get(*name).unwrap_or(name);
+                let _ = writeln!(s, "  {n:>8}  {name}");
             }
         }
         if !self.ioctls.is_empty() || !self.nv_file_ops.is_empty() {

@@ -10,6 +10,7 @@ use crate::analysis::durations::Durations;
 use crate::analysis::timeline::{self, Timeline};
 use crate::analysis::{compare, gaps, phases, report};
 use crate::cli::load;
+use crate::cli::output::OutFile;
 use crate::cli::progress::Progress;
 use crate::export::perfetto;
 
@@ -37,6 +38,33 @@ pub struct TimelineOpts {
     pub timeline: TimelineArg,
 }
 
+/// `--pid`, `--from`, `--to` (analysis::filter), shared by report, gaps and export.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FilterOpts {
+    /// Only these processes (comma-separated pids; NVML samples are kept).
+    #[arg(long, value_name = "PID,...", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only events from this many seconds after the trace's first event (the
+    /// phase then in effect goes on).
+    #[arg(long, value_name = "S")]
+    pub from: Option<f64>,
+    /// Only events before this many seconds after the trace's first event.
+    #[arg(long, value_name = "S")]
+    pub to: Option<f64>,
+    /// Only events in the span of this phase (of the main process; see `tracer report`).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["from", "to"])]
+    pub phase: Option<String>,
+}
+
+/// Loads a trace and keeps the part `f` selects (a bad pid or window is a misuse).
+fn load_filtered(path: &Path, f: &FilterOpts) -> anyhow::Result<crate::analysis::model::Trace> {
+    let mut t = load::load(path)?;
+    let filter =
+        crate::analysis::filter::Filter { pids: f.pid.clone(), from_s: f.from, to_s: f.to, phase: f.phase.clone() };
+    crate::analysis::filter::apply(&mut t, &filter).map_err(crate::error::UsageError)?;
+    Ok(t)
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct GapsArgs {
     /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
@@ -58,6 +86,8 @@ pub struct GapsArgs {
     pub list: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
+    #[command(flatten)]
+    pub filter: FilterOpts,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -67,8 +97,14 @@ pub struct ReportArgs {
     /// JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
+    /// Kernel names as recorded (C++ names mangled), not demangled (with
+    /// --json: no `demangled` field).
+    #[arg(long)]
+    pub mangled: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
+    #[command(flatten)]
+    pub filter: FilterOpts,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,11 +119,17 @@ pub struct ExportArgs {
     pub trace: PathBuf,
     #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
     pub format: ExportFormat,
-    /// Output file (default: TRACE with .perfetto.json instead of .jsonl[.gz]; "-" for stdout).
+    /// Output file (default: TRACE with .perfetto.json instead of .jsonl[.gz]; "-" for stdout);
+    /// gzip-compressed when it ends in .gz (ui.perfetto.dev opens both).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
+    #[command(flatten)]
+    pub filter: FilterOpts,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -97,6 +139,9 @@ pub struct CalibrateArgs {
     /// Where to write the kernel-durations JSON.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -167,7 +212,7 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
         switch_costs_ns: a.switch_cost_us.iter().map(|&x| us_to_ns(x)).collect::<anyhow::Result<_>>()?,
         top: a.top,
     };
-    let t = load::load(&a.trace)?;
+    let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     if tl.interval_count() == 0 {
         bail!("{}: no GPU work (launches, copies, sets) in this trace", a.trace.display());
@@ -187,10 +232,16 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     check(&a.tl)?;
-    let t = load::load(&a.trace)?;
+    let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
-    let r = report::build(&t, &ph, &tl);
+    let mut r = report::build(&t, &ph, &tl);
+    if !a.mangled {
+        match crate::cli::demangle::demangle(r.kernel_names()) {
+            Ok(m) => r.demangle(&m),
+            Err(e) => eprintln!("tracer: {e}"),
+        }
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -212,7 +263,7 @@ pub fn default_export_path(trace: &Path) -> PathBuf {
 
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     check(&a.tl)?;
-    let t = load::load(&a.trace)?;
+    let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
@@ -222,9 +273,10 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
         let stdout = std::io::stdout().lock();
         perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout), &mut tick)?
     } else {
-        let f = std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-        let n = perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, f), &mut tick)
+        let mut f = OutFile::create(&out, a.force)?;
+        let n = perfetto::export_with_progress(&t, &ph, &tl, &mut f, &mut tick)
             .with_context(|| format!("writing {}", out.display()))?;
+        f.finish(&out)?;
         eprintln!(
             "wrote {} ({n} events, GPU timeline: {}); open it in ui.perfetto.dev",
             out.display(),
@@ -240,9 +292,10 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
 pub fn calibrate_cmd(a: &CalibrateArgs) -> anyhow::Result<()> {
     let t = load::load(&a.trace)?;
     let f = crate::analysis::durations::calibrate(&t)?;
-    let mut w = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let mut w = OutFile::create(&a.output, a.force)?;
     serde_json::to_writer_pretty(&mut w, &f)?;
     writeln!(w)?;
+    w.finish(&a.output)?;
     eprintln!(
         "wrote {}: {} kernel configurations ({} measured kernels), {} copy kinds",
         a.output.display(),

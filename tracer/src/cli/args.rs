@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "tracer",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TRACER_GIT_COMMIT"), ")"),
     about = "Record every CUDA driver call of a process tree with eBPF",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -24,10 +24,16 @@ pub struct Cli {
 pub enum Command {
     /// Run a command (or attach to a process) and record its CUDA driver calls.
     Record(RecordArgs),
-    /// Print the summary of a recorded trace (.jsonl or .jsonl.gz).
+    /// Print the summary of a recorded trace (.jsonl, .jsonl.gz or .jsonl.zst).
     Summary {
         /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
+        /// JSON instead of text (every function and kernel).
+        #[arg(long)]
+        json: bool,
+        /// Kernel names as recorded (C++ names mangled), not demangled.
+        #[arg(long)]
+        mangled: bool,
     },
     /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
     /// escape, RM control command, class, CUDA call and phase; errors.
@@ -74,6 +80,10 @@ pub enum Command {
         /// interval.
         #[arg(long, value_name = "OTHER")]
         compare: Option<PathBuf>,
+        /// Print the figures' numbers (calls and GPU intervals per row in the
+        /// window, time and energy per phase, gaps) as JSON instead of drawing.
+        #[arg(long, conflicts_with = "compare")]
+        json: bool,
     },
     /// GPU idle gaps per GPU and per process: count, share of wall time,
     /// histogram, percentiles, long gaps and what the CPU did meanwhile, the
@@ -88,6 +98,22 @@ pub enum Command {
     Calibrate(crate::cli::analysis::CalibrateArgs),
     /// Compare the inferred and bound GPU timelines with the measured one.
     Compare(crate::cli::analysis::CompareArgs),
+    /// Print a completion script for SHELL (e.g. `tracer completions bash >
+    /// /etc/bash_completion.d/tracer`).
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print tracer's man page in roff (`tracer man | man -l -`).
+    Man,
+}
+
+/// `tracer completions SHELL`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -144,7 +170,8 @@ pub enum IoctlPathArg {
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct RecordArgs {
-    /// Output file (default: trace_<UTC timestamp>.jsonl in the current directory).
+    /// Output file (default: trace_<UTC timestamp>.jsonl in the current
+    /// directory); `-`: the trace to stdout, the command's own stdout to stderr.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Overwrite the output file if it exists.

@@ -5,15 +5,20 @@
 //!
 //! - [`record`]: `tracer record` / `tracer -- CMD`;
 //! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
-//!   [`load`] (file → trace model, with [`progress`]);
+//!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
+//!   files they write: `--force`, gzip);
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
+//! - [`shell`]: `completions` and `man`, generated from [`args`];
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod analysis;
 pub mod args;
+pub mod demangle;
 pub mod image;
 pub mod load;
+pub mod output;
 pub mod progress;
 pub mod record;
+pub mod shell;
 pub mod usage;
 
 use clap::Parser as _;
@@ -26,11 +31,11 @@ pub fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = args::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
     let result = match cli.command {
-        Some(args::Command::Summary { trace }) => summary_cmd(&trace).map(|_| 0),
+        Some(args::Command::Summary { trace, json, mangled }) => summary_cmd(&trace, json, mangled).map(|_| 0),
         Some(args::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(args::Command::Image(a)) => image::run(&a).map(|_| 0),
-        Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare }) => {
-            let o = crate::export::plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to };
+        Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare, json }) => {
+            let o = crate::export::plot::Opts { format, width, max_threads: threads, from_s: from, to_s: to, json };
             match compare {
                 Some(other) => crate::export::plot::compare::run(&trace, &other, &output, &o).map(|_| 0),
                 None => crate::export::plot::run(&trace, &output, &o, load::load).map(|_| 0),
@@ -41,6 +46,14 @@ pub fn main() {
         Some(args::Command::Export(a)) => analysis::export_cmd(&a).map(|_| 0),
         Some(args::Command::Calibrate(a)) => analysis::calibrate_cmd(&a).map(|_| 0),
         Some(args::Command::Compare(a)) => analysis::compare_cmd(&a).map(|_| 0),
+        Some(args::Command::Completions { shell }) => {
+            print!("{}", shell::completions(shell));
+            Ok(0)
+        }
+        Some(args::Command::Man) => {
+            print!("{}", shell::man());
+            Ok(0)
+        }
         Some(args::Command::Record(r)) => record::run(r),
         None => record::run(cli.record),
     };
@@ -73,10 +86,21 @@ pub(crate) fn read_lines(
     Ok(())
 }
 
-fn summary_cmd(path: &std::path::Path) -> anyhow::Result<()> {
+fn summary_cmd(path: &std::path::Path, json: bool, mangled: bool) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
     read_lines(path, |name, n, bytes, raw| s.add_checked(name, n, bytes, raw))?;
-    print!("{}", s.render());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s.to_json())?);
+        return Ok(());
+    }
+    let names = match mangled {
+        true => Default::default(),
+        false => demangle::demangle(s.top_kernel_names()).unwrap_or_else(|e| {
+            eprintln!("tracer: {e}");
+            Default::default()
+        }),
+    };
+    print!("{}", s.render_with(&names));
     Ok(())
 }
 

@@ -49,7 +49,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     // Until the header is written, a failure removes the (empty) file we
     // created, so no trace that is not one is left behind.
     let cleanup = |e: anyhow::Error| {
-        let _ = std::fs::remove_file(&out_path);
+        remove_output(&out_path);
         if let Some(s) = &store {
             let _ = std::fs::remove_dir_all(&s.dir);
         }
@@ -106,10 +106,36 @@ struct Output {
     file: std::fs::File,
 }
 
+/// `-o -`: the trace goes to stdout (plain JSONL, or zstd with `--compress zstd`).
+fn to_stdout(args: &RecordArgs) -> bool {
+    args.output.as_deref() == Some(Path::new("-"))
+}
+
+/// Removes the trace file `path` (not stdout) after a failure before its header.
+fn remove_output(path: &Path) {
+    if path != Path::new("-") {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// Creates the recording directory (`--replayable`, the trace inside it) or
 /// names the trace file, and creates the trace file.
 fn create_output(args: &RecordArgs, run_as: Option<&spawn::RunAs>, started: Duration) -> anyhow::Result<Output> {
     let zstd = args.compress == crate::collect::zstd_out::Compress::Zstd;
+    if to_stdout(args) {
+        if args.replayable {
+            return Err(UsageError(
+                "-o - writes the trace to stdout: not with --replayable (a recording is a directory)".into(),
+            )
+            .into());
+        }
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            return Err(UsageError("-o -: stdout is a terminal; redirect it to a file or a pipe".into()).into());
+        }
+        use std::os::fd::AsFd as _;
+        let fd = std::io::stdout().as_fd().try_clone_to_owned().context("duplicating stdout")?;
+        return Ok(Output { store: None, path: PathBuf::from("-"), file: std::fs::File::from(fd) });
+    }
     let store = match args.replayable {
         true => {
             let dir = args
@@ -149,7 +175,7 @@ fn start_gpu_timestamps(
     }
     let g =
         GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as).inspect_err(|_| {
-            let _ = std::fs::remove_file(out_path);
+            remove_output(out_path);
         })?;
     Ok(Some(g))
 }
@@ -176,8 +202,14 @@ fn spawn_command(
     if args.pid.is_some() {
         return Ok(None);
     }
-    let s = spawn::spawn_suspended_with_env(&args.command, run_as, &side.env())
-        .map_err(|e| crate::error::CommandNotFound(crate::error::one_line(&e)))?;
+    let s = if to_stdout(args) {
+        // The trace owns stdout: the command writes its own output to stderr.
+        use std::os::fd::AsFd as _;
+        spawn::spawn_suspended_with_env_stdout(&args.command, run_as, &side.env(), std::io::stderr().as_fd())
+    } else {
+        spawn::spawn_suspended_with_env(&args.command, run_as, &side.env())
+    }
+    .map_err(|e| crate::error::CommandNotFound(crate::error::one_line(&e)))?;
     Ok(Some(s))
 }
 
@@ -427,7 +459,9 @@ fn report(
     exit: Option<spawn::ExitInfo>,
 ) -> i32 {
     if !args.quiet {
-        eprint!("{}", col.summary.render());
+        // Readable kernel names; without c++filt they stay as recorded.
+        let names = crate::cli::demangle::demangle(col.summary.top_kernel_names()).unwrap_or_default();
+        eprint!("{}", col.summary.render_with(&names));
         if let Some(g) = gpu {
             eprintln!("{}", g.lines.summary_line());
         }
@@ -456,6 +490,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "format": "tracer-jsonl",
         "format_version": FORMAT_VERSION,
         "tracer_version": env!("CARGO_PKG_VERSION"),
+        "tracer_commit": env!("TRACER_GIT_COMMIT"),
         "command": command,
         "attach_pid": args.pid,
         "pid": root_pid,

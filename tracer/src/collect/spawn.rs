@@ -292,6 +292,18 @@ pub fn spawn_suspended_with_env(
     spawn_suspended_env(argv, run_as, None, None, extra_env)
 }
 
+/// [`spawn_suspended_with_env`] with the child's stdout on `stdout`
+/// (`record -o -`: the trace goes to tracer's stdout, the command's output
+/// to stderr).
+pub fn spawn_suspended_with_env_stdout(
+    argv: &[OsString],
+    run_as: Option<&RunAs>,
+    extra_env: &[(OsString, OsString)],
+    stdout: BorrowedFd<'_>,
+) -> Result<Suspended> {
+    spawn_suspended_env(argv, run_as, Some(stdout), None, extra_env)
+}
+
 /// [`spawn_suspended`], with an optional fd for the child's stdout and an
 /// optional `PATH` to search instead of tracer's (both used by tests).
 fn spawn_suspended_inner(

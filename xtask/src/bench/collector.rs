@@ -400,6 +400,7 @@ fn run_readers(env: &Env, trace: &Path) -> Result<Vec<Value>> {
         if !help.lines().any(|l| l.trim_start().starts_with(sub)) {
             continue;
         }
+        let _ = std::fs::remove_file(&out); // export refuses to overwrite
         let t0 = Instant::now();
         let st = Command::new(&env.tracer).arg(sub).arg(trace).args(&extra).stdout(Stdio::null()).status()?;
         let s = t0.elapsed().as_secs_f64();

@@ -92,6 +92,23 @@ pub fn coverage<'a>(grid: &Grid, parts: impl IntoIterator<Item = &'a [Slice]>) -
     out
 }
 
+/// Per column and kind, the number of instants (slices with `end_ns ==
+/// start_ns`: calls recorded without a return probe, such as launches in a
+/// default recording) in the column: `out[col * Kind::COUNT + kind]`.
+/// [`coverage`] gives them no time; they are drawn as ticks.
+pub fn instants<'a>(grid: &Grid, parts: impl IntoIterator<Item = &'a [Slice]>) -> Vec<u32> {
+    let mut out = vec![0u32; grid.ncols * Kind::COUNT];
+    for part in parts {
+        for s in part {
+            if s.end_ns == s.start_ns && s.start_ns >= grid.t0 && s.start_ns < grid.t1 {
+                let i = grid.col(s.start_ns) * Kind::COUNT + s.kind.index();
+                out[i] = out[i].saturating_add(1);
+            }
+        }
+    }
+    out
+}
+
 /// Min, max and mean of the samples falling in each column (None: no sample).
 pub fn power_columns(grid: &Grid, samples: &[(u64, f64)]) -> Vec<Option<(f64, f64, f64)>> {
     let mut acc: Vec<Option<(f64, f64, f64, u32)>> = vec![None; grid.ncols];
@@ -201,7 +218,7 @@ pub fn select_rows<'a>(tracks: &'a [Track], max: usize, what: &str) -> Vec<Row<'
         return tracks.iter().map(|t| Row { label: t.label.clone(), parts: vec![&t.slices[..]] }).collect();
     }
     let mut by_busy: Vec<usize> = (0..tracks.len()).collect();
-    by_busy.sort_by_key(|&i| (std::cmp::Reverse(tracks[i].busy_ns()), i));
+    by_busy.sort_by_key(|&i| (std::cmp::Reverse(tracks[i].busy_ns()), std::cmp::Reverse(tracks[i].slices.len()), i));
     let mut keep = by_busy[..max - 1].to_vec();
     keep.sort_unstable();
     let mut rows: Vec<Row> =
@@ -273,6 +290,19 @@ mod tests {
         let v = coverage(&g, [&many[..]]);
         assert_eq!(v.len(), 4 * Kind::COUNT);
         assert_eq!(kind_col(&v, Kind::Launch), vec![0.5; 4]);
+    }
+
+    #[test]
+    fn instants_counted_per_column_and_kind() {
+        let g = Grid::new(0, 100, 4);
+        let a = [sl(0, 0, Kind::Launch), sl(10, 10, Kind::Launch), sl(30, 30, Kind::Sync), sl(40, 60, Kind::Launch)];
+        let b = [sl(99, 99, Kind::Launch), sl(100, 100, Kind::Launch)]; // 100: outside [0, 100)
+        let v = instants(&g, [&a[..], &b[..]]);
+        assert_eq!(v.chunks(Kind::COUNT).map(|c| c[Kind::Launch.index()]).collect::<Vec<_>>(), vec![2, 0, 0, 1]);
+        assert_eq!(v.chunks(Kind::COUNT).map(|c| c[Kind::Sync.index()]).collect::<Vec<_>>(), vec![0, 1, 0, 0]);
+        assert_eq!(v.iter().sum::<u32>(), 4);
+        // They take no time.
+        assert!(coverage(&g, [&a[..1]]).iter().all(|&x| x == 0.0));
     }
 
     #[test]

@@ -229,7 +229,7 @@ fn images_written() {
     let dir = tmpdir("images");
     let (r, o, p) = pair(&dir);
     let out = dir.join("plots");
-    let opts = Opts { format: Format::Both, width: 1200, max_threads: 12, from_s: None, to_s: None };
+    let opts = Opts { format: Format::Both, width: 1200, max_threads: 12, from_s: None, to_s: None, json: false };
     // OTHER given as the recording directory holding replay-timeline.jsonl.
     let paths = compare::run(&r, &dir, &out, &opts).unwrap();
     assert_eq!(other_path(&dir).unwrap(), o);
@@ -328,7 +328,7 @@ fn traces_without_gpu_intervals_are_refused() {
         &r,
         &bare,
         &dir,
-        &Opts { format: Format::Png, width: 800, max_threads: 4, from_s: None, to_s: None },
+        &Opts { format: Format::Png, width: 800, max_threads: 4, from_s: None, to_s: None, json: false },
     )
     .unwrap_err();
     assert_eq!(

@@ -11,10 +11,9 @@ use serde_json::Value;
 
 use super::bins::idle_gaps;
 use super::input::*;
-use super::numbers::plural;
-
-/// (ts, value) pairs.
-type Samples = Vec<(u64, f64)>;
+use super::numbers::{plural, thousands};
+use crate::analysis::energy::{self, EnergySeries};
+use crate::analysis::model::PowerSample;
 
 /// Accumulates trace lines; `finish` builds the inputs.
 #[derive(Default)]
@@ -25,6 +24,8 @@ pub struct Builder {
     t_min: Option<u64>,
     t_max: u64,
     calls: u64,
+    /// Calls without a duration (no return probe): drawn as instants.
+    instants: u64,
     /// (pid, tid) -> slices; incomplete calls have end u64::MAX until `finish`.
     threads: BTreeMap<(u64, u64), Vec<Slice>>,
     /// (device, stream) -> slices.
@@ -32,8 +33,8 @@ pub struct Builder {
     /// (pid, ts, label) of phase markers.
     phase_marks: Vec<(u64, u64, String)>,
     marks: Vec<Mark>,
-    /// gpu index -> (ts, watts) and (ts, energy mJ).
-    power: BTreeMap<u64, (Samples, Samples)>,
+    /// NVML samples of every GPU.
+    power: Vec<PowerSample>,
     first_call: Option<u64>,
     first_launch: Option<u64>,
     last_launch_end: Option<u64>,
@@ -106,15 +107,13 @@ impl Builder {
                     _ => self.marks.push(Mark { ts_ns: ts, label, iteration: false }),
                 }
             }
-            "power" => {
-                let e = self.power.entry(u(v, "gpu").unwrap_or(0)).or_default();
-                if let Some(mw) = f(v, "power_mw") {
-                    e.0.push((ts, mw / 1000.0));
-                }
-                if let Some(mj) = f(v, "energy_mj") {
-                    e.1.push((ts, mj));
-                }
-            }
+            "power" => self.power.push(PowerSample {
+                ts,
+                gpu: u(v, "gpu").unwrap_or(0) as u32,
+                energy_mj: u(v, "energy_mj"),
+                power_mw: u(v, "power_mw"),
+                ..Default::default()
+            }),
             "gpu" => {
                 let end = u(v, "end_ts").or_else(|| f(v, "duration_us").map(|d| ts + (d * 1000.0).round() as u64));
                 let Some(end) = end else { return };
@@ -140,7 +139,11 @@ impl Builder {
                 } else {
                     match f(v, "duration_us") {
                         Some(d) => ts + (d * 1000.0).round() as u64,
-                        None => return, // recorded without return probes
+                        None => {
+                            // Recorded without a return probe (launches by default): an instant.
+                            self.instants += 1;
+                            ts
+                        }
                     }
                 };
                 if end != u64::MAX {
@@ -168,15 +171,17 @@ impl Builder {
         let n_gpu_intervals: usize = self.gpu.values().map(Vec::len).sum();
         let gpu = self.gpu_tracks();
         let (phases, derived) = self.phases(t0, t1);
-        let (power, energy, n_samples) = self.power_series();
+        let series = energy::series_of(&self.power);
+        let power = self.power_series(&series);
+        let n_samples = self.power.len();
         self.marks.sort_by_key(|m| m.ts_ns);
 
         let file = self.name.clone();
         let command = self.command.clone().unwrap_or_default();
         let tl_notes = self.timeline_notes(&threads, n_gpu_intervals, &gpu, n_samples, derived);
         let title_cmd = if command.is_empty() { String::new() } else { format!(": {command}") };
-        let bars = phase_bars(&phases, &energy);
-        let phase_notes = phase_notes(derived, energy.is_empty());
+        let bars = phase_bars(&phases, &series);
+        let phase_notes = phase_notes(derived, series.is_empty());
         let gaps = if gpu.is_empty() { cpu_gaps(&threads, &file) } else { self.gpu_gaps(&gpu, &file) };
 
         PlotData {
@@ -233,29 +238,22 @@ impl Builder {
             .collect()
     }
 
-    /// The power series to draw (measured, else from the energy counter), each
-    /// GPU's sorted (watts, energy) samples, and the number of samples.
-    fn power_series(&mut self) -> (Vec<PowerSeries>, Vec<(Samples, Samples)>, usize) {
+    /// The power series to draw: measured, else from the energy counter.
+    fn power_series(&self, series: &[EnergySeries]) -> Vec<PowerSeries> {
         let mut power = Vec::new();
-        let mut energy = Vec::new();
-        let mut n_samples = 0;
-        for (gpu_idx, (mut w, mut e)) in std::mem::take(&mut self.power) {
-            w.sort_unstable_by_key(|x| x.0);
-            e.sort_unstable_by_key(|x| x.0);
-            n_samples += w.len().max(e.len());
-            let model = self.gpu_models.get(gpu_idx as usize).map(|m| format!(" ({m})")).unwrap_or_default();
-            if !w.is_empty() {
-                power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}"), samples: w.clone() });
-            } else if e.len() >= 2 {
+        for s in series {
+            let model = self.gpu_models.get(s.gpu as usize).map(|m| format!(" ({m})")).unwrap_or_default();
+            if !s.power.is_empty() {
+                power.push(PowerSeries { label: format!("GPU {}{model}", s.gpu), samples: s.power.clone() });
+            } else {
                 // No power readings: the energy counter's rate, at the middle of each interval.
-                let derived = power_from_energy(&e);
+                let derived = power_from_energy(&s.points);
                 if !derived.is_empty() {
-                    power.push(PowerSeries { label: format!("GPU {gpu_idx}{model}, from energy"), samples: derived });
+                    power.push(PowerSeries { label: format!("GPU {}{model}, from energy", s.gpu), samples: derived });
                 }
             }
-            energy.push((w, e));
         }
-        (power, energy, n_samples)
+        power
     }
 
     /// The timeline's notes: what it holds, and how phases were found.
@@ -267,8 +265,12 @@ impl Builder {
         n_samples: usize,
         derived: bool,
     ) -> Vec<String> {
+        let instants = match self.instants {
+            0 => String::new(),
+            n => format!(" ({} without a return probe, drawn as ticks)", thousands(n)),
+        };
         let mut tl_notes = vec![format!(
-            "{} on {}; {} on {}; {}; {}",
+            "{}{instants} on {}; {} on {}; {}; {}",
             plural(self.calls, "CUDA call"),
             plural(threads.len() as u64, "thread"),
             plural(n_gpu_intervals as u64, "GPU interval"),
@@ -365,18 +367,19 @@ impl Builder {
     }
 }
 
-/// Time and energy (counter, else integrated power; all GPUs summed) of each phase.
-fn phase_bars(phases: &[Phase], energy: &[(Samples, Samples)]) -> Vec<PhaseBar> {
+/// Time and energy of each phase, by the rule of `tracer report`
+/// ([`energy::energy_all_gpus`]: counter, else integrated power; all GPUs summed).
+fn phase_bars(phases: &[Phase], series: &[EnergySeries]) -> Vec<PhaseBar> {
     phases
         .iter()
-        .map(|p| PhaseBar {
-            label: p.label.clone(),
-            seconds: (p.end_ns - p.start_ns) as f64 / 1e9,
-            joules: energy
-                .iter()
-                .map(|(w, e)| energy_j(e, p.start_ns, p.end_ns).or_else(|| integrate_power(w, p.start_ns, p.end_ns)))
-                .sum::<Option<f64>>()
-                .filter(|_| !energy.is_empty()),
+        .map(|p| {
+            let e = energy::energy_all_gpus(series, p.start_ns, p.end_ns);
+            PhaseBar {
+                label: p.label.clone(),
+                seconds: (p.end_ns - p.start_ns) as f64 / 1e9,
+                joules: e.as_ref().map(|e| e.joules),
+                uncertain: e.as_ref().is_some_and(|e| e.uncertain),
+            }
         })
         .collect()
 }
@@ -390,8 +393,9 @@ fn phase_notes(derived: bool, no_energy: bool) -> Vec<String> {
     phase_notes.push(if no_energy {
         "Energy needs NVML power samples in the trace.".to_string()
     } else {
-        "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated at the phase edges; \
-         power integrated where the counter is missing."
+        "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated between the counter's \
+         updates at the phase edges; power integrated where the counter is missing (the rule of tracer report; \
+         \"?\": uncertain, see the report)."
             .to_string()
     });
     phase_notes
@@ -427,53 +431,6 @@ pub fn power_from_energy(e: &[(u64, f64)]) -> Vec<(u64, f64)> {
         }
     }
     out
-}
-
-/// Energy in J between `a` and `b` from a cumulative counter in mJ, linearly
-/// interpolated between samples, and extrapolated from the first or last two
-/// samples up to two sampling intervals beyond them (a phase that ends a few
-/// ms after the last sample); None if the samples do not cover [a, b].
-pub fn energy_j(counter: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
-    let n = counter.len();
-    let at = |t: u64| -> Option<f64> {
-        let i = counter.partition_point(|x| x.0 <= t);
-        if i > 0 && counter[i - 1].0 == t {
-            return Some(counter[i - 1].1);
-        }
-        if n < 2 {
-            return None;
-        }
-        // The segment to interpolate on (or extrapolate from).
-        let j = i.clamp(1, n - 1);
-        let ((ta, ea), (tb, eb)) = (counter[j - 1], counter[j]);
-        if tb <= ta {
-            return None;
-        }
-        let outside = if t < ta { ta - t } else { t.saturating_sub(tb) };
-        if outside > 2 * (tb - ta) {
-            return None;
-        }
-        Some(ea + (eb - ea) * (t as f64 - ta as f64) / (tb - ta) as f64)
-    };
-    Some((at(b)? - at(a)?) / 1000.0)
-}
-
-/// Energy in J between `a` and `b` by integrating power samples (W) with the
-/// trapezoid rule, the power interpolated at `a` and `b`; None if the samples
-/// do not cover [a, b].
-pub fn integrate_power(samples: &[(u64, f64)], a: u64, b: u64) -> Option<f64> {
-    if samples.len() < 2 || samples[0].0 > a || samples.last()?.0 < b || b < a {
-        return None;
-    }
-    let at = |t: u64| -> f64 {
-        let i = samples.partition_point(|x| x.0 <= t).clamp(1, samples.len() - 1);
-        let ((ta, pa), (tb, pb)) = (samples[i - 1], samples[i]);
-        if tb == ta { pa } else { pa + (pb - pa) * (t as f64 - ta as f64) / (tb - ta) as f64 }
-    };
-    let mut pts = vec![(a, at(a))];
-    pts.extend(samples.iter().copied().filter(|x| x.0 > a && x.0 < b));
-    pts.push((b, at(b)));
-    Some(pts.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e9 * (w[0].1 + w[1].1) / 2.0).sum())
 }
 
 /// Reads a trace file into the analysis model.
@@ -578,14 +535,14 @@ mod tests {
         // Gaps of the union of GPU 0's streams: [3500,4500) [5500,6000) -> one gap of 1000 ns.
         assert_eq!(d.gaps.gaps_ns, vec![1_000]);
         assert!(d.gaps.title.starts_with("GPU idle gaps"));
-        // Energy: counter 1000 mJ at 2 µs, 1600 mJ at 8 µs: load (2..6 µs) 0.4 J, run (6..10 µs) 0.4 J
-        // (extrapolated 2 µs past the last sample, within two sampling intervals).
-        let bars: Vec<_> = d.phases.bars.iter().map(|b| (b.label.as_str(), b.seconds, b.joules)).collect();
+        // Energy (the rule of tracer report): counter 1000 mJ at 2 µs, 1600 mJ at 8 µs: load (2..6 µs)
+        // 0.4 J; run (6..10 µs) only covered up to 8 µs: 0.2 J, uncertain.
+        let bars: Vec<_> = d.phases.bars.iter().map(|b| (b.label.as_str(), b.seconds, b.joules, b.uncertain)).collect();
         assert_eq!(bars.len(), 2);
-        assert_eq!((bars[0].0, bars[0].1), ("load", 4e-6));
+        assert_eq!((bars[0].0, bars[0].1, bars[0].3), ("load", 4e-6, true));
         assert!((bars[0].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[0]);
-        assert_eq!((bars[1].0, bars[1].1), ("run", 4e-6));
-        assert!((bars[1].2.unwrap() - 0.4).abs() < 1e-12, "{:?}", bars[1]);
+        assert_eq!((bars[1].0, bars[1].1, bars[1].3), ("run", 4e-6, true));
+        assert!((bars[1].2.unwrap() - 0.2).abs() < 1e-12, "{:?}", bars[1]);
     }
 
     #[test]
@@ -630,20 +587,6 @@ mod tests {
             d.timeline.power,
             vec![PowerSeries { label: "GPU 1, from energy".into(), samples: vec![(500_000_000, 70.0)] }]
         );
-    }
-
-    #[test]
-    fn energy_from_counter_and_power() {
-        let c = [(0, 0.0), (10, 1000.0), (20, 3000.0)];
-        assert_eq!(energy_j(&c, 0, 20), Some(3.0));
-        assert_eq!(energy_j(&c, 5, 15), Some(1.5));
-        assert_eq!(energy_j(&c, 5, 25), Some(3.5)); // 5 ns past the last sample: extrapolated
-        assert_eq!(energy_j(&c, 5, 41), None); // 21 ns past it: more than two intervals
-        assert_eq!(energy_j(&c[..1], 0, 5), None);
-        let p = [(0, 100.0), (1_000_000_000, 300.0)];
-        assert_eq!(integrate_power(&p, 0, 1_000_000_000), Some(200.0));
-        assert_eq!(integrate_power(&p, 500_000_000, 1_000_000_000), Some(125.0));
-        assert_eq!(integrate_power(&p, 0, 2_000_000_000), None);
     }
 }
 

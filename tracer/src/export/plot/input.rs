@@ -171,12 +171,15 @@ pub struct GapSeries {
     pub gaps_ns: Vec<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhaseBar {
     pub label: String,
     pub seconds: f64,
     /// Energy over the phase, all GPUs together; None without power samples.
     pub joules: Option<f64>,
+    /// The energy is uncertain (`Energy::uncertain`: shorter than two counter
+    /// updates, or only partly covered by samples): drawn with a "?".
+    pub uncertain: bool,
 }
 
 /// Figure 3: time and energy per phase.

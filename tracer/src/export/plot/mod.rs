@@ -3,7 +3,8 @@
 //! fills it from a trace file, `timeline`, `gap_hist` and `phase_bars` draw,
 //! `bins` reduces any number of events to pixel columns and buckets.
 //! `compare` (`--compare`): two traces' GPU timelines on one axis and their
-//! GPU time per kernel family (`compare_kernels`, `family`).
+//! GPU time per kernel family (`compare_kernels`, `family`). `figures`:
+//! their numbers as JSON (`--json`).
 pub mod axis;
 pub mod bins;
 pub mod compare;
@@ -12,6 +13,7 @@ pub mod compare_kernels;
 mod compare_tests;
 pub mod draw;
 pub mod family;
+pub mod figures;
 pub mod from_trace;
 pub mod gap_hist;
 pub mod input;
@@ -108,12 +110,16 @@ pub struct Opts {
     /// Timeline window in seconds since the start of the trace.
     pub from_s: Option<f64>,
     pub to_s: Option<f64>,
+    /// Print the figures' numbers as JSON instead of drawing them.
+    pub json: bool,
 }
 
 /// Narrows the timeline to [from, to] seconds since its origin.
 pub fn zoom(tl: &mut input::Timeline, from_s: Option<f64>, to_s: Option<f64>) -> anyhow::Result<()> {
-    let at = |s: f64| tl.origin_ns.saturating_add((s.max(0.0) * 1e9).round() as u64);
-    let (a, b) = (from_s.map_or(tl.t0_ns, at), to_s.map_or(tl.t1_ns, at));
+    let (a, b) =
+        crate::analysis::filter::window_ns(tl.origin_ns, tl.t1_ns, from_s, to_s).map_err(anyhow::Error::msg)?;
+    // Without --from the window starts where the timeline does (it may start after its origin).
+    let a = if from_s.is_none() { tl.t0_ns } else { a };
     if b <= a {
         anyhow::bail!("--from must be before --to (the trace lasts {:.3} s)", (tl.t1_ns - tl.origin_ns) as f64 / 1e9);
     }
@@ -184,6 +190,10 @@ pub fn run(trace: &Path, dir: &Path, o: &Opts, load_trace: from_trace::LoadTrace
     let t = std::time::Instant::now();
     let mut data = from_trace::load(trace, load_trace)?;
     zoom(&mut data.timeline, o.from_s, o.to_s).map_err(|e| crate::error::UsageError(e.to_string()))?;
+    if o.json {
+        println!("{}", serde_json::to_string_pretty(&figures::figures(&data))?);
+        return Ok(());
+    }
     let read_s = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
     let paths = write_all(&data, dir, &stem(trace), o)?;
@@ -209,7 +219,7 @@ mod tests {
         assert_eq!(stem(Path::new("run.jsonl")), "run");
         assert_eq!(stem(Path::new("x")), "x");
         assert_eq!(stem(Path::new("-")), "stdin");
-        let o = |from_s, to_s| Opts { format: Format::Png, width: 800, max_threads: 4, from_s, to_s };
+        let o = |from_s, to_s| Opts { format: Format::Png, width: 800, max_threads: 4, from_s, to_s, json: false };
         assert_eq!(window_suffix(&o(None, None)), "");
         assert_eq!(window_suffix(&o(Some(21.75), Some(22.5))), "_21.75-22.5s");
         assert_eq!(window_suffix(&o(Some(3.0), None)), "_3-s");

@@ -30,6 +30,7 @@ pub fn fold_bars(bars: &[PhaseBar], max: usize) -> Vec<PhaseBar> {
         label: format!("+{} more phases", rest.len()),
         seconds: rest.iter().map(|&i| bars[i].seconds).sum(),
         joules: rest.iter().map(|&i| bars[i].joules).sum::<Option<f64>>(),
+        uncertain: rest.iter().any(|&i| bars[i].uncertain),
     });
     out
 }
@@ -103,7 +104,8 @@ where
             &joules,
             |i, v| {
                 let s = bars[i].seconds;
-                if s > 0.0 { format!("{} (avg {:.0} W)", fmt_j(v), v / s) } else { fmt_j(v) }
+                let q = if bars[i].uncertain { "?" } else { "" };
+                if s > 0.0 { format!("{}{q} (avg {:.0} W)", fmt_j(v), v / s) } else { format!("{}{q}", fmt_j(v)) }
             },
             phase_color_strong(1),
         )?;
@@ -184,7 +186,7 @@ mod tests {
     use super::*;
 
     fn bar(l: &str, s: f64, j: Option<f64>) -> PhaseBar {
-        PhaseBar { label: l.into(), seconds: s, joules: j }
+        PhaseBar { label: l.into(), seconds: s, joules: j, uncertain: false }
     }
 
     #[test]

@@ -112,8 +112,8 @@ fn small_timeline_png_and_svg() {
         title: "phases".into(),
         notes: vec![],
         bars: vec![
-            PhaseBar { label: "load".into(), seconds: 2.0, joules: Some(300.0) },
-            PhaseBar { label: "generate".into(), seconds: 6.0, joules: None },
+            PhaseBar { label: "load".into(), seconds: 2.0, joules: Some(300.0), uncertain: false },
+            PhaseBar { label: "generate".into(), seconds: 6.0, joules: None, uncertain: false },
         ],
     };
     let (bp, bs) = (dir.join("b.png"), dir.join("b.svg"));

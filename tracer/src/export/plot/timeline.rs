@@ -8,7 +8,7 @@
 use plotters::prelude::*;
 
 use super::axis::nice_ticks;
-use super::bins::{Grid, Row, coverage, power_columns, select_rows, value_at};
+use super::bins::{Grid, Row, coverage, instants, power_columns, select_rows, value_at};
 use super::draw::*;
 use super::input::{Kind, Mark, Timeline, Track};
 use super::style::*;
@@ -163,12 +163,24 @@ pub fn kinds_present(tl: &Timeline) -> Vec<Kind> {
     let mut seen = [false; Kind::COUNT];
     for t in all_tracks(tl) {
         for s in &t.slices {
-            if s.end_ns > tl.t0_ns && s.start_ns < tl.t1_ns && s.end_ns > s.start_ns {
+            let inside = if s.end_ns == s.start_ns {
+                // an instant (no duration)
+                s.start_ns >= tl.t0_ns && s.start_ns < tl.t1_ns
+            } else {
+                s.end_ns > tl.t0_ns && s.start_ns < tl.t1_ns
+            };
+            if inside {
                 seen[s.kind.index()] = true;
             }
         }
     }
     Kind::ALL.into_iter().filter(|k| seen[k.index()]).collect()
+}
+
+/// Whether the window holds an instant (a call without a return probe).
+fn has_instants(tl: &Timeline) -> bool {
+    all_tracks(tl)
+        .any(|t| t.slices.iter().any(|s| s.end_ns == s.start_ns && s.start_ns >= tl.t0_ns && s.start_ns < tl.t1_ns))
 }
 
 /// Legend entries split into lines no wider than `max_w` px.
@@ -290,7 +302,12 @@ where
         }
         y += LEGEND_LINE_H;
     }
-    let note = "Each pixel column: pale = some activity in that time, solid height = share of the time busy.";
+    let note = if has_instants(tl) {
+        "Each pixel column: pale = some activity in that time, solid height = share of the time busy; thin top \
+         strip = calls without a return probe (instants, no duration)."
+    } else {
+        "Each pixel column: pale = some activity in that time, solid height = share of the time busy."
+    };
     let note = elide(&font(12.0), note, (l.width - x_start - 12) as u32);
     text(a, &note, (x_start, y), 12.0, MUTED, LEFT)?;
     Ok(())
@@ -384,7 +401,9 @@ where
         text(a, &label, (l.x0 - 10, y + ROW_H / 2), 12.5, TEXT, RIGHT)?;
         fill(a, l.x0, y, l.x1, y + ROW_H, ROW_BG)?;
         let cov = coverage(grid, row.parts.iter().copied());
+        let ins = instants(grid, row.parts.iter().copied());
         draw_row(a, l.x0, y, &cov)?;
+        draw_instants(a, l.x0, y, &ins)?;
     }
     Ok(())
 }
@@ -432,6 +451,37 @@ where
     }
     Ok(())
 }
+
+/// Instants (calls without a return probe: no duration): in each column
+/// holding any, a tick in the colour of its most frequent kind over the top
+/// `INSTANT_H` pixels of the row, over the time-share segments (which stack
+/// from the bottom). Equal neighbouring columns are drawn as one rectangle.
+fn draw_instants<DB: DrawingBackend>(a: &Area<DB>, x0: i32, y: i32, counts: &[u32]) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let ncols = counts.len() / Kind::COUNT;
+    let dom = |c: usize| {
+        let col = &counts[c * Kind::COUNT..(c + 1) * Kind::COUNT];
+        (0..Kind::COUNT).filter(|&k| col[k] > 0).max_by(|&i, &j| col[i].cmp(&col[j]).then(j.cmp(&i)))
+    };
+    let mut start = 0;
+    while start < ncols {
+        let k = dom(start);
+        let mut end = start + 1;
+        while end < ncols && dom(end) == k {
+            end += 1;
+        }
+        if let Some(k) = k {
+            fill(a, x0 + start as i32, y, x0 + end as i32, y + INSTANT_H, kind_color(Kind::ALL[k]))?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Height in px of the instants' ticks at the top of a row.
+const INSTANT_H: i32 = 6;
 
 /// The dominant kind of a column and the heights (px, stacked, adding up to
 /// round(total share × h)) of each kind; any activity gets at least 1 px.
