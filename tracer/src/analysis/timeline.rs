@@ -162,6 +162,8 @@ pub struct Timeline {
     pub source: Source,
     pub streams: Vec<StreamTimeline>,
     pub diag: Diagnostics,
+    /// `inferred`: where the kernel durations came from ([`Durations::origin`]).
+    pub calibrated_from: Option<String>,
 }
 
 impl Timeline {
@@ -283,7 +285,12 @@ pub fn measured(t: &Trace) -> Timeline {
             intervals,
         })
         .collect();
-    Timeline { source: Source::Measured, streams, diag: Diagnostics { ops: t.gpu.len() as u64, ..Default::default() } }
+    Timeline {
+        source: Source::Measured,
+        streams,
+        diag: Diagnostics { ops: t.gpu.len() as u64, ..Default::default() },
+        calibrated_from: None,
+    }
 }
 
 #[derive(Default)]
@@ -362,7 +369,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
             intervals: s.iv,
         })
         .collect();
-    Timeline { source: Source::Inferred, streams, diag: sim.diag }
+    Timeline { source: Source::Inferred, streams, diag: sim.diag, calibrated_from: Some(d.origin().to_string()) }
 }
 
 /// The queue simulation's state while it walks the calls.
@@ -661,7 +668,7 @@ pub fn bound(t: &Trace) -> Timeline {
         .filter(|(_, v)| !v.is_empty())
         .map(|(key, intervals)| StreamTimeline { device: 0, key, label: label(&key), source: Source::Bound, intervals })
         .collect();
-    Timeline { source: Source::Bound, streams, diag }
+    Timeline { source: Source::Bound, streams, diag, calibrated_from: None }
 }
 
 /// For each measured interval (by stream, then index), the launch/copy call it

@@ -118,7 +118,7 @@ pub struct CompareArgs {
 /// A kernel-durations file (`tracer calibrate`'s output).
 fn load_durations(path: &Path) -> anyhow::Result<Durations> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Durations::parse(&text).with_context(|| format!("{}", path.display()))
+    Ok(Durations::parse(&text).with_context(|| format!("{}", path.display()))?.with_origin(path.display().to_string()))
 }
 
 fn us_to_ns(x: f64) -> anyhow::Result<u64> {
@@ -257,7 +257,10 @@ pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
     }
     let (d, label) = match &a.durations {
         Some(p) => (load_durations(p)?, "inferred"),
-        None => (Durations::new(crate::analysis::durations::calibrate(&t)?), "inferred (self-calibrated)"),
+        None => (
+            Durations::new(crate::analysis::durations::calibrate(&t)?).with_origin("this trace's own gpu lines"),
+            "inferred (self-calibrated)",
+        ),
     };
     let th = us_to_ns(a.threshold_us)?;
     let measured = timeline::measured(&t);
