@@ -464,6 +464,9 @@ pub fn render(r: &GapReport) -> String {
             fmt_ns(d.clamped_ns),
             fmt_ns(d.unexplained_sync_wait_ns)
         );
+        if let Some(c) = &d.coverage {
+            let _ = writeln!(s, "{}", c.sentence());
+        }
     }
     for (i, sc) in r.scopes.iter().enumerate() {
         let o = &sc.overall;

@@ -26,6 +26,7 @@
 #![allow(dead_code)]
 pub mod basis;
 pub mod compare;
+pub mod coverage;
 pub mod durations;
 pub mod energy;
 mod fasthash;

@@ -91,6 +91,9 @@ pub struct Report {
     pub idle_basis: IdleBasis,
     /// `calibrated`: where the kernel durations came from.
     pub calibrated_from: Option<String>,
+    /// `calibrated`: the launches of kernels missing from the calibration
+    /// (share of launches and of estimated kernel time).
+    pub calibration_coverage: Option<super::coverage::CalibrationCoverage>,
     pub total: Counts,
     pub phases: Vec<PeriodRow>,
     pub iterations: Vec<PeriodRow>,
@@ -194,6 +197,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         timeline: tl.source,
         idle_basis: IdleBasis::of(tl),
         calibrated_from: tl.calibrated_from.clone(),
+        calibration_coverage: tl.diag.coverage.clone(),
         total: counts_in(t, None, span.0, span.1 + 1),
         phases,
         iterations,
@@ -331,6 +335,9 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
             Some(r) => format!("no power samples: {r}"),
             None => "no power samples: energy needs NVML sampling at record time".into(),
         });
+    }
+    if let Some(c) = &tl.diag.coverage {
+        notes.push(c.sentence());
     }
     if tl.source != Source::Measured
         && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())

@@ -155,6 +155,10 @@ pub struct Diagnostics {
     /// `bound`: operations never followed by a synchronization of their
     /// stream (their end is unknown; each shown during its submission call).
     pub unbounded_ops: u64,
+    /// `inferred`: the launches whose kernels the calibration did not know,
+    /// as a share of the launches and of the estimated kernel time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::coverage::CalibrationCoverage>,
 }
 
 #[derive(Clone, Debug)]
@@ -341,8 +345,16 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
         v.sort_unstable();
         (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
     });
-    let mut sim =
-        Sim { t, d, at, all_median, diag: Diagnostics::default(), streams: BTreeMap::new(), events: HashMap::new() };
+    let mut sim = Sim {
+        t,
+        d,
+        at,
+        all_median,
+        diag: Diagnostics::default(),
+        streams: BTreeMap::new(),
+        events: HashMap::new(),
+        tally: Default::default(),
+    };
     for (i, c) in t.calls.iter().enumerate() {
         if c.incomplete() && !c.kind.is_gpu_work() {
             continue;
@@ -357,6 +369,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
             _ => {}
         }
     }
+    sim.diag.coverage = Some(std::mem::take(&mut sim.tally).finish());
     let streams = sim
         .streams
         .into_iter()
@@ -383,6 +396,8 @@ struct Sim<'a> {
     streams: BTreeMap<StreamKey, SimStream>,
     /// (pid, event) -> (stream, intervals at record time, free_at at record time)
     events: HashMap<(u32, u64), (StreamKey, usize, u64)>,
+    /// Launches timed, and those the calibration did not know.
+    tally: super::coverage::Tally,
 }
 
 impl Sim<'_> {
@@ -444,25 +459,29 @@ impl Sim<'_> {
     /// How long the call's work runs on the GPU (from the durations), and whether that is approximate.
     fn work_duration(&mut self, c: &Call) -> (u64, bool) {
         let (t, d, diag) = (self.t, self.d, &mut self.diag);
+        let fallback = self.all_median.unwrap_or(2000);
         match c.kind {
             Kind::Launch => {
-                let name = t.name(c.kernel);
+                let name = if c.kernel == NO_STR { "(unnamed handle)" } else { t.name(c.kernel) };
                 match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
                     Some((ns, f)) => {
                         if f == Found::ByName {
                             diag.by_name_only += 1;
                         }
+                        self.tally.add(name, ns, false);
                         (ns, f != Found::Exact)
                     }
                     None => {
                         diag.unknown_kernels += 1;
-                        (self.all_median.unwrap_or(2000), true)
+                        self.tally.add(name, fallback, true);
+                        (fallback, true)
                     }
                 }
             }
             Kind::GraphLaunch => {
                 diag.unknown_kernels += 1;
-                (self.all_median.unwrap_or(2000), true)
+                self.tally.add("(graph launch)", fallback, true);
+                (fallback, true)
             }
             Kind::Copy | Kind::CopyAsync => {
                 let (ns, f) = d.copy(Some(c.dir), c.size);

@@ -29,7 +29,10 @@ pub enum TimelineArg {
 /// Options shared by the commands that need a GPU timeline.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TimelineOpts {
-    /// Kernel duration calibration file (`tracer calibrate`) for the inferred GPU timeline.
+    /// Kernel duration calibration file (`tracer calibrate`, or replay's
+    /// isolated mode) for the inferred GPU timeline. Default for a recording
+    /// directory NAME.rec without gpu lines: NAME.rec/kernel-durations.json
+    /// when `replay NAME.rec --mode isolated` wrote it.
     #[arg(long, value_name = "FILE")]
     pub durations: Option<PathBuf>,
     /// Which GPU timeline to use.
@@ -128,9 +131,19 @@ fn us_to_ns(x: f64) -> anyhow::Result<u64> {
     Ok((x * 1000.0).round() as u64)
 }
 
+/// The calibration `replay NAME.rec --mode isolated` wrote into a recording
+/// directory (docs/replay.md), if `trace` is one and it exists.
+pub fn replay_durations(trace: &Path) -> Option<PathBuf> {
+    let p = trace.join(REPLAY_DURATIONS);
+    (trace.is_dir() && p.is_file()).then_some(p)
+}
+
+/// The file replay's isolated mode writes into NAME.rec/.
+pub const REPLAY_DURATIONS: &str = "kernel-durations.json";
+
 /// Rejects option combinations before any work is done.
-fn check(o: &TimelineOpts) -> anyhow::Result<()> {
-    if o.timeline == TimelineArg::Inferred && o.durations.is_none() {
+fn check(o: &TimelineOpts, trace: &Path) -> anyhow::Result<()> {
+    if o.timeline == TimelineArg::Inferred && o.durations.is_none() && replay_durations(trace).is_none() {
         bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into()));
     }
     Ok(())
@@ -138,7 +151,19 @@ fn check(o: &TimelineOpts) -> anyhow::Result<()> {
 
 /// Builds the timeline the options ask for.
 pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyhow::Result<Timeline> {
-    let d = o.durations.as_deref().map(load_durations).transpose()?;
+    // a replayed recording calibrates its own timeline (unless measured or told otherwise)
+    let from_replay = match (&o.durations, o.timeline) {
+        (None, TimelineArg::Inferred) => replay_durations(Path::new(&t.path)),
+        (None, TimelineArg::Auto) if t.gpu.is_empty() => replay_durations(Path::new(&t.path)),
+        _ => None,
+    };
+    if let Some(p) = &from_replay {
+        eprintln!(
+            "tracer: GPU timeline inferred with {} (replay --mode isolated); --timeline bound to ignore it",
+            p.display()
+        );
+    }
+    let d = o.durations.as_deref().or(from_replay.as_deref()).map(load_durations).transpose()?;
     Ok(match o.timeline {
         TimelineArg::Auto => timeline::gpu_intervals(t, d.as_ref()),
         TimelineArg::Measured => {
@@ -161,7 +186,7 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
 }
 
 pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let opts = gaps::GapOptions {
         threshold_ns: us_to_ns(a.threshold_us)?,
         switch_costs_ns: a.switch_cost_us.iter().map(|&x| us_to_ns(x)).collect::<anyhow::Result<_>>()?,
@@ -186,7 +211,7 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
 }
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let t = load::load(&a.trace)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
@@ -208,7 +233,7 @@ pub fn default_export_path(trace: &Path) -> PathBuf {
 }
 
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let t = load::load(&a.trace)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
