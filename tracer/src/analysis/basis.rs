@@ -26,7 +26,8 @@ impl IdleBasis {
     pub fn of(tl: &Timeline) -> Self {
         match tl.source {
             Source::Measured => IdleBasis::Measured,
-            Source::Inferred => IdleBasis::Calibrated,
+            // measured inside the windows, calibrated from them elsewhere
+            Source::Inferred | Source::Sampled => IdleBasis::Calibrated,
             Source::Bound => IdleBasis::LowerBound,
         }
     }

@@ -366,6 +366,9 @@ pub fn meaning(s: Source) -> &'static str {
     match s {
         Source::Measured => "measured GPU activity (CUPTI)",
         Source::Inferred => "inferred: launch times + calibrated kernel durations, simulated per stream",
+        Source::Sampled => {
+            "sampled: measured GPU activity (CUPTI) inside the sampling windows, elsewhere inferred from launch times + kernel durations calibrated on those windows"
+        }
         Source::Bound => {
             "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a synchronization's return and the next submission, so idle time is a lower bound"
         }
@@ -451,7 +454,7 @@ pub fn render(r: &GapReport) -> String {
             None => "none",
         }
     );
-    if r.timeline == Source::Inferred {
+    if matches!(r.timeline, Source::Inferred | Source::Sampled) {
         let d = &r.diagnostics;
         let _ = writeln!(
             s,

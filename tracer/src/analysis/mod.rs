@@ -37,6 +37,7 @@ pub mod phases;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
+pub mod sampled;
 #[cfg(test)]
 mod scan_tests;
 pub mod side_summary;

@@ -48,6 +48,9 @@ pub enum Source {
     Measured,
     Inferred,
     Bound,
+    /// `--gpu-timestamps sample`: measured inside the windows CUPTI was on,
+    /// inferred elsewhere with durations calibrated from those windows.
+    Sampled,
 }
 
 impl Source {
@@ -56,6 +59,7 @@ impl Source {
             Source::Measured => "measured",
             Source::Inferred => "inferred",
             Source::Bound => "bound",
+            Source::Sampled => "sampled",
         }
     }
 }
@@ -192,9 +196,12 @@ impl Timeline {
     }
 }
 
-/// Measured if the trace has gpu lines, else inferred with `durations`, else bound.
+/// Sampled if the trace has measured windows, else measured if it has gpu
+/// lines, else inferred with `durations`, else bound.
 pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
-    if !t.gpu.is_empty() {
+    if !t.gpu_windows.is_empty() {
+        super::sampled::sampled(t)
+    } else if !t.gpu.is_empty() {
         measured(t)
     } else if let Some(d) = durations {
         inferred(t, d)
@@ -340,6 +347,13 @@ pub enum SubmitAt {
 
 /// [`inferred`] with a choice of submit point.
 pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
+    inferred_around(t, d, HashMap::new(), at)
+}
+
+/// [`inferred_with`] where the calls in `measured` (call index → measured
+/// start and end) are placed where they were measured, and the queue
+/// simulation goes on from there.
+pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u64)>, at: SubmitAt) -> Timeline {
     let all_median = d.file.as_ref().and_then(|f| {
         let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
         v.sort_unstable();
@@ -354,6 +368,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
         streams: BTreeMap::new(),
         events: HashMap::new(),
         tally: Default::default(),
+        measured,
     };
     for (i, c) in t.calls.iter().enumerate() {
         if c.incomplete() && !c.kind.is_gpu_work() {
@@ -398,6 +413,8 @@ struct Sim<'a> {
     events: HashMap<(u32, u64), (StreamKey, usize, u64)>,
     /// Launches timed, and those the calibration did not know.
     tally: super::coverage::Tally,
+    /// Calls whose work was measured: call index → (start, end).
+    measured: HashMap<u32, (u64, u64)>,
 }
 
 impl Sim<'_> {
@@ -408,6 +425,9 @@ impl Sim<'_> {
             return;
         }
         let key = stream_key(self.t, c);
+        if let Some(&(start, end)) = self.measured.get(&(i as u32)) {
+            return self.place_measured(i, c, key, start, end);
+        }
         // a blocking copy is done by the call's return: it can start at its entry
         let submit = if self.at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
         let earliest = self.default_stream_wait(key, c, submit);
@@ -432,6 +452,30 @@ impl Sim<'_> {
             call: i as u32,
             ops: 1,
             approximate: approx,
+        });
+    }
+
+    /// Work that was measured: placed where it ran; earlier simulated work
+    /// still running then is cut there (counted as clamped).
+    fn place_measured(&mut self, i: usize, c: &Call, key: StreamKey, start: u64, end: u64) {
+        if matches!(c.kind, Kind::Launch | Kind::GraphLaunch) {
+            let name = if c.kernel == NO_STR { "(unnamed handle)" } else { self.t.name(c.kernel) };
+            self.tally.add(name, end - start, false);
+        }
+        let diag = &mut self.diag;
+        let s = self.streams.entry(key).or_default();
+        let n = s.iv.len();
+        clamp(s, n, start, diag);
+        s.free_at = s.free_at.max(end);
+        diag.ops += 1;
+        s.iv.push(GpuInterval {
+            start,
+            end,
+            kind: work_kind(c.kind),
+            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
+            call: i as u32,
+            ops: 1,
+            approximate: false,
         });
     }
 
@@ -694,6 +738,16 @@ pub fn bound(t: &Trace) -> Timeline {
 /// came from: matched per process in submission order by kernel name (copies
 /// by direction, sets in order). Returns (stream index, interval index, call index).
 pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize, u32)> {
+    link_measured_to_launches_of(t, tl, |_| true)
+}
+
+/// [`link_measured_to_launches`] with only the calls `keep` accepts (e.g.
+/// those made while CUPTI's activity was on).
+pub fn link_measured_to_launches_of(
+    t: &Trace,
+    tl: &Timeline,
+    keep: impl Fn(&Call) -> bool,
+) -> Vec<(usize, usize, u32)> {
     #[derive(Hash, PartialEq, Eq)]
     enum K {
         // (pid, interned kernel name: launch lines and gpu lines share the table)
@@ -703,7 +757,7 @@ pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize,
     }
     let mut queues: HashMap<K, VecDeque<u32>> = HashMap::new();
     for (i, c) in t.calls.iter().enumerate() {
-        if c.failed() {
+        if c.failed() || !keep(c) {
             continue;
         }
         let k = match c.kind {
