@@ -8,14 +8,20 @@
 //! calibrated from the measured intervals themselves (per kernel name, grid,
 //! block and shared memory: [`durations::calibrate`]); a kernel never seen in
 //! a window gets the median of the calibrated ones and is counted in the
-//! calibration coverage. Measured work is linked to its call per process in
-//! submission order by kernel name (copies by direction), among the calls
-//! made inside the process's windows only.
-use std::collections::HashMap;
+//! calibration coverage.
+//!
+//! Measured work is linked to its call window by window: per process and
+//! window, the calls made inside it and the measured work that started
+//! between its start and the next window's, in submission order by kernel
+//! name (copies by direction, sets in order). A launch inside a window whose
+//! record never came (CUPTI turned off before the launch reached it, or a
+//! record of work still running dropped at the switch) stays unlinked and is
+//! inferred; it cannot shift the pairs of later windows.
+use std::collections::{HashMap, VecDeque};
 
 use super::durations::{self, Durations};
-use super::model::{Call, Trace};
-use super::timeline::{self, Source, SubmitAt, Timeline};
+use super::model::{Call, Dir, GpuOpKind, Kind, Trace};
+use super::timeline::{self, Source, SubmitAt, Timeline, WorkKind};
 
 /// The measured windows per process, sorted by start (a process's windows do not overlap).
 pub struct Windows(HashMap<u32, Vec<(u64, u64)>>);
@@ -32,24 +38,77 @@ impl Windows {
 
     /// Whether `c` was made while its process's activity records were on.
     pub fn contain(&self, c: &Call) -> bool {
-        let Some(v) = self.0.get(&c.pid) else { return false };
-        let i = v.partition_point(|w| w.0 <= c.ts);
-        i > 0 && c.ts < v[i - 1].1
+        self.window_of(c.pid, c.ts).is_some()
     }
+
+    /// The window of process `pid` that was open at `t` (its index).
+    pub fn window_of(&self, pid: u32, t: u64) -> Option<usize> {
+        let i = self.last_started(pid, t)?;
+        (t < self.0[&pid][i].1).then_some(i)
+    }
+
+    /// The last window of process `pid` that started at or before `t`.
+    pub fn last_started(&self, pid: u32, t: u64) -> Option<usize> {
+        let v = self.0.get(&pid)?;
+        v.partition_point(|w| w.0 <= t).checked_sub(1)
+    }
+}
+
+/// What a call and its measured work are paired by, within one window.
+#[derive(Hash, PartialEq, Eq)]
+enum LinkKey {
+    /// Interned kernel name (launch lines and gpu lines share the table).
+    Kernel(u32),
+    Copy(Dir),
+    Set,
+}
+
+/// Call index → measured (start, end), window by window (see the module header).
+fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64, u64)> {
+    let mut queues: HashMap<(u32, usize, LinkKey), VecDeque<u32>> = HashMap::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.failed() {
+            continue;
+        }
+        let key = match c.kind {
+            Kind::Launch => LinkKey::Kernel(c.kernel),
+            Kind::Copy | Kind::CopyAsync => LinkKey::Copy(c.dir),
+            Kind::Memset | Kind::MemsetAsync => LinkKey::Set,
+            _ => continue,
+        };
+        if let Some(w) = windows.window_of(c.pid, c.ts) {
+            queues.entry((c.pid, w, key)).or_default().push_back(i as u32);
+        }
+    }
+    let dirs: HashMap<(u64, u32), Dir> =
+        t.gpu.iter().filter(|g| g.kind == GpuOpKind::Memcpy).map(|g| ((g.start, g.name), g.dir)).collect();
+    let mut all: Vec<(u64, usize, usize)> = Vec::new();
+    for (si, s) in measured.streams.iter().enumerate() {
+        all.extend(s.intervals.iter().enumerate().map(|(ii, iv)| (iv.start, si, ii)));
+    }
+    all.sort_unstable();
+    let mut out = HashMap::new();
+    for (start, si, ii) in all {
+        let s = &measured.streams[si];
+        let iv = &s.intervals[ii];
+        let key = match iv.kind {
+            WorkKind::Kernel => LinkKey::Kernel(iv.name),
+            WorkKind::Memcpy => LinkKey::Copy(dirs.get(&(iv.start, iv.name)).copied().unwrap_or(Dir::Default)),
+            WorkKind::Memset => LinkKey::Set,
+            _ => continue,
+        };
+        let Some(w) = windows.last_started(s.key.pid, start) else { continue };
+        if let Some(ci) = queues.get_mut(&(s.key.pid, w, key)).and_then(|q| q.pop_front()) {
+            out.insert(ci, (iv.start, iv.end));
+        }
+    }
+    out
 }
 
 /// The sampled timeline (see the module header).
 pub fn sampled(t: &Trace) -> Timeline {
     let measured = timeline::measured(t);
-    let windows = Windows::of(t);
-    let links = timeline::link_measured_to_launches_of(t, &measured, |c| windows.contain(c));
-    let placed: HashMap<u32, (u64, u64)> = links
-        .into_iter()
-        .map(|(si, ii, ci)| {
-            let iv = &measured.streams[si].intervals[ii];
-            (ci, (iv.start, iv.end))
-        })
-        .collect();
+    let placed = link(t, &measured, &Windows::of(t));
     let d = durations::calibrate(t).map(Durations::new).unwrap_or_default().with_origin(origin(t));
     let mut tl = timeline::inferred_around(t, &d, placed, SubmitAt::Return);
     tl.source = Source::Sampled;
@@ -145,6 +204,44 @@ mod tests {
         assert_eq!(a.scopes[0].overall, b.scopes[0].overall);
         // window: first start 1 µs to last end 1.961 ms
         assert_eq!(a.scopes[0].overall.idle_ns, 1_961_000 - 1_000 - (10 * 30_000 + 30 * 10_000));
+    }
+
+    #[test]
+    fn a_record_lost_at_a_window_end_shifts_nothing() {
+        let (calls, truth) = truth();
+        // windows over launches 0-5 and 24-25; the record of launch 5 (a kA,
+        // the last of the first window) never came
+        let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
+        let mut lines = calls.clone();
+        for (w0, w1) in windows {
+            lines.push(format!(
+                r#"{{"ts":{w0},"end_ts":{w1},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#
+            ));
+        }
+        for i in [0, 1, 2, 3, 4, 24, 25] {
+            let (s, e, k) = truth[i];
+            lines.push(gpu(s, e, k));
+        }
+        let t = parse_str("lost", &lines.join("\n")).unwrap();
+        let tl = sampled(&t);
+        // launch 5 is inferred (exactly, the calibration being exact), launch 25
+        // keeps its own record instead of taking launch 5's place
+        let got: Vec<(u64, u64)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        let want: Vec<(u64, u64)> = truth.iter().map(|&(s, e, _)| (s, e)).collect();
+        assert_eq!(got, want);
+        assert_eq!(tl.diag.clamped, 0);
+        // the old rule (one queue per kernel name over all windows) would pair
+        // launch 5 with launch 25's record
+        let measured = timeline::measured(&t);
+        let w = Windows::of(&t);
+        let old = timeline::link_measured_to_launches_of(&t, &measured, |c| w.contain(c));
+        let kb_25 = truth[25].0;
+        let paired_with_25: Vec<u32> = old
+            .iter()
+            .filter(|&&(si, ii, _)| measured.streams[si].intervals[ii].start == kb_25)
+            .map(|&(_, _, ci)| ci)
+            .collect();
+        assert_ne!(paired_with_25, [25]);
     }
 
     #[test]
