@@ -12,10 +12,10 @@
 //!    worker thread, and every completed record from our flush thread, which
 //!    calls `cuptiActivityFlushAll(0)` every TRACER_CUPTI_FLUSH_MS (default
 //!    100; 0: no flush thread). Each record becomes a wire message.
-//! 3b. With TRACER_CUPTI_SAMPLE=WINDOW/PERIOD (`--gpu-sample`) a sampling
+//! 4. With TRACER_CUPTI_SAMPLE=WINDOW/PERIOD (`--gpu-sample`) a sampling
 //!    thread turns the three kinds off after WINDOW ms and on again at the
 //!    next PERIOD, and queues a `Window` message per window (crate::sample).
-//! 4. exit(): the atexit handler stops the flush thread, forces a flush and
+//! 5. exit(): the atexit handler stops the flush thread, forces a flush and
 //!    sends `Bye`. A process that execs or `_exit`s skips atexit: what was not
 //!    flushed yet (about one flush period) is lost, and the tracer's footer
 //!    lists that process as not flushed.
