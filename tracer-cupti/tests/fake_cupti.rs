@@ -250,7 +250,12 @@ fn sampling_turns_records_on_only_inside_the_windows() {
     }
     let inside = |t: u64| windows.iter().any(|w| w.0 <= t && t < w.1);
     let measured: Vec<u64> = launches.iter().copied().filter(|&t| inside(t)).collect();
-    assert!(measured.len() >= 4 * 15 && measured.len() < 300, "{} of 300 launches in windows", measured.len());
+    // launches every ≥ 1 ms: some inside every window closed before exit
+    // (how many depends on the machine's load), and not all
+    for w in &windows[..windows.len() - 1] {
+        assert!(launches.iter().any(|&t| w.0 <= t && t < w.1), "no launch in {w:?}");
+    }
+    assert!(measured.len() < 300, "{} of 300 launches in windows", measured.len());
     // every launch inside a window has its record (exactly its time), and every record is a launch
     let recorded: std::collections::BTreeSet<u64> = kernels.iter().copied().collect();
     assert_eq!(recorded.len(), kernels.len());

@@ -211,8 +211,10 @@ fn sampled_measurement_writes_its_windows() {
         .map(|l| l["ts"].as_u64().unwrap())
         .collect();
     let inside = kernels.iter().filter(|&&k| windows.iter().any(|w| w.0 <= k && k < w.1)).count();
+    // launches every ≥ 1 ms: some in every window closed before exit (how
+    // many depends on the machine's load)
     assert!(
-        inside >= 4 * 15 && kernels.len() - inside <= 2 * windows.len(),
+        inside >= windows.len() - 1 && kernels.len() - inside <= 2 * windows.len(),
         "{inside} of {} kernels in windows",
         kernels.len()
     );

@@ -46,8 +46,7 @@ impl IdleBasis {
     }
 }
 
-/// How a calibration is named where none was given ("calibrated from …").
-pub const UNNAMED_CALIBRATION: &str = "an unnamed calibration";
+pub use super::durations::UNNAMED_CALIBRATION;
 
 /// The label of a timeline's busy/idle figures: "measured", "inferred
 /// (calibrated from FILE)", or "unknown (lower bound only)".

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::gaps::fmt_ns;
+use super::stats::fmt_ns;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct MissingKernel {

@@ -16,6 +16,9 @@ use super::stats::nearest_rank;
 
 pub const FORMAT: &str = "tracer-kernel-durations";
 
+/// How a calibration is named where none was given ("calibrated from …").
+pub const UNNAMED_CALIBRATION: &str = "an unnamed calibration";
+
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct KernelEntry {
     pub kernel: String,
@@ -122,7 +125,7 @@ impl Durations {
 
     /// The name of the calibration in labels.
     pub fn origin(&self) -> &str {
-        self.origin.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION)
+        self.origin.as_deref().unwrap_or(UNNAMED_CALIBRATION)
     }
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {

@@ -413,18 +413,7 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
     }
 }
 
-pub fn fmt_ns(ns: u64) -> String {
-    let x = ns as f64;
-    if ns < 1000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} µs", x / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", x / 1e6)
-    } else {
-        format!("{:.3} s", x / 1e9)
-    }
-}
+pub use super::stats::fmt_ns;
 
 pub fn render(r: &GapReport) -> String {
     let mut s = String::new();

@@ -7,7 +7,8 @@
 //! - [`model::parse_str`] (text → `Trace`), [`model::TraceBuilder`] (lines
 //!   → `Trace`; `crate::cli::load` feeds it from a file);
 //! - [`phases::phases`] → per-process phases and iterations;
-//! - [`timeline::gpu_intervals`] → per-device/stream GPU intervals
+//! - [`sampled::gpu_intervals`] (also for `--gpu-sample` recordings) or
+//!   [`timeline::gpu_intervals`] → per-device/stream GPU intervals
 //!   (`Timeline.streams[i].intervals`, each stream labelled measured /
 //!   inferred / bound), or [`timeline::measured`], [`timeline::inferred`],
 //!   [`timeline::bound`] explicitly;

@@ -105,6 +105,13 @@ fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64,
     out
 }
 
+/// The best timeline of a trace: sampled if it has measured windows
+/// (`--gpu-sample`), else [`timeline::gpu_intervals`] (measured, inferred
+/// with `durations`, or bound).
+pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
+    if t.gpu_windows.is_empty() { timeline::gpu_intervals(t, durations) } else { sampled(t) }
+}
+
 /// The sampled timeline (see the module header).
 pub fn sampled(t: &Trace) -> Timeline {
     let measured = timeline::measured(t);
@@ -183,7 +190,7 @@ mod tests {
         assert_eq!(measured, 8);
         let t = parse_str("sampled", &lines.join("\n")).unwrap();
         assert_eq!(t.gpu_windows.len(), 2);
-        let tl = timeline::gpu_intervals(&t, None);
+        let tl = gpu_intervals(&t, None);
         assert_eq!(tl.source, Source::Sampled);
         assert_eq!(tl.calibrated_from.as_deref(), Some("2 measured windows of this run (0.4 ms in all)"));
         let got: Vec<(u64, u64)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();

@@ -196,12 +196,10 @@ impl Timeline {
     }
 }
 
-/// Sampled if the trace has measured windows, else measured if it has gpu
-/// lines, else inferred with `durations`, else bound.
+/// Measured if the trace has gpu lines, else inferred with `durations`, else
+/// bound ([`super::sampled::gpu_intervals`] also knows sampled recordings).
 pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
-    if !t.gpu_windows.is_empty() {
-        super::sampled::sampled(t)
-    } else if !t.gpu.is_empty() {
+    if !t.gpu.is_empty() {
         measured(t)
     } else if let Some(d) = durations {
         inferred(t, d)

@@ -165,7 +165,7 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
     }
     let d = o.durations.as_deref().or(from_replay.as_deref()).map(load_durations).transpose()?;
     Ok(match o.timeline {
-        TimelineArg::Auto => timeline::gpu_intervals(t, d.as_ref()),
+        TimelineArg::Auto => crate::analysis::sampled::gpu_intervals(t, d.as_ref()),
         TimelineArg::Measured => {
             if t.gpu.is_empty() {
                 bail!(crate::error::UsageError(format!(
