@@ -19,6 +19,8 @@ pub const FLUSH_FORCED: u32 = 1;
 pub struct Api {
     pub path: String,
     pub activity_enable: unsafe extern "C" fn(u32) -> CuptiResult,
+    /// cuptiActivityDisable (sampling turns records off between windows).
+    pub activity_disable: Option<unsafe extern "C" fn(u32) -> CuptiResult>,
     pub register_callbacks: unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
     pub get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
     pub get_num_dropped: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
@@ -189,6 +191,7 @@ fn resolve(h: *mut c_void, path: String) -> Result<Api, String> {
     type U32Fn = unsafe extern "C" fn(u32) -> CuptiResult;
     Ok(Api {
         activity_enable: need!("cuptiActivityEnable": U32Fn),
+        activity_disable: sym!("cuptiActivityDisable": U32Fn),
         register_callbacks: need!(
             "cuptiActivityRegisterCallbacks": unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult
         ),

@@ -12,7 +12,10 @@
 //!    worker thread, and every completed record from our flush thread, which
 //!    calls `cuptiActivityFlushAll(0)` every TRACER_CUPTI_FLUSH_MS (default
 //!    100; 0: no flush thread). Each record becomes a wire message.
-//! 4. exit(): the atexit handler stops the flush thread, forces a flush and
+//! 4. With TRACER_CUPTI_SAMPLE=WINDOW/PERIOD (`--gpu-sample`) a sampling
+//!    thread turns the three kinds off after WINDOW ms and on again at the
+//!    next PERIOD, and queues a `Window` message per window (crate::sample).
+//! 5. exit(): the atexit handler stops the flush thread, forces a flush and
 //!    sends `Bye`. A process that execs or `_exit`s skips atexit: what was not
 //!    flushed yet (about one flush period) is lost, and the tracer's footer
 //!    lists that process as not flushed.
@@ -28,6 +31,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::cupti::{self, Api, measure_offset, monotonic_ns};
 use crate::records::{self, kind};
+use crate::sample::{self, Spec};
 use crate::sink::Sink;
 use crate::wire::{ClockMethod, Msg};
 
@@ -50,11 +54,19 @@ struct State {
     clock: ClockMethod,
     offset_ns: AtomicI64,
     out: Mutex<Out>,
-    /// Stream messages from the resource callback, sent before the next records.
+    /// Stream messages from the resource callback and sampling windows,
+    /// sent before the next records.
     streams: Mutex<Vec<Msg>>,
-    /// Held by the flush thread while it is in CUPTI; `true` once exit began.
+    /// Held by the flush and sampling threads while they are in CUPTI; `true`
+    /// once exit began.
     flush_gate: Mutex<bool>,
+    /// Sampling: when the open window started (None while records are off).
+    window: Mutex<Option<u64>>,
 }
+
+/// The activity kinds measured, in the order they are enabled.
+const KINDS: [(u32, &str); 3] =
+    [(kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (kind::MEMCPY, "MEMCPY"), (kind::MEMSET, "MEMSET")];
 
 static STATE: OnceLock<State> = OnceLock::new();
 
@@ -138,9 +150,7 @@ fn init() -> c_int {
         }
         _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
     }
-    for (k, name) in
-        [(kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (kind::MEMCPY, "MEMCPY"), (kind::MEMSET, "MEMSET")]
-    {
+    for (k, name) in KINDS {
         // SAFETY: plain CUPTI call.
         let r = unsafe { (api.activity_enable)(k) };
         if r != 0 {
@@ -151,6 +161,21 @@ fn init() -> c_int {
             warnings.push(text);
         }
     }
+    // the first sampling window opens now, after the records were enabled
+    let opened = monotonic_ns();
+    let spec = match std::env::var(sample::ENV).ok().map(|v| Spec::parse(&v)) {
+        Some(Ok(s)) if s.always_on() => None,
+        Some(Ok(_)) if api.activity_disable.is_none() => {
+            warnings.push("sampling off (this CUPTI has no cuptiActivityDisable): measuring all the time".into());
+            None
+        }
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            warnings.push(format!("sampling off ({} {e}): measuring all the time", sample::ENV));
+            None
+        }
+        None => None,
+    };
     let flush_ms = flush_period_ms(std::env::var("TRACER_CUPTI_FLUSH_MS").ok().as_deref());
     let cupti_path = api.path.clone();
     sink.push(me, &Msg::Hello { cupti_version: version, clock, offset_ns: offset, cupti_path });
@@ -167,13 +192,69 @@ fn init() -> c_int {
         out: Mutex::new(out),
         streams: Mutex::new(Vec::new()),
         flush_gate: Mutex::new(false),
+        window: Mutex::new(spec.map(|_| opened)),
     });
     // SAFETY: registering a plain extern "C" fn.
     unsafe { libc::atexit(at_exit) };
     if flush_ms > 0 {
         let _ = std::thread::Builder::new().name("tracer-cupti".into()).spawn(move || flush_loop(flush_ms));
     }
+    if let Some(spec) = spec {
+        let _ = std::thread::Builder::new().name("tracer-cupti-sample".into()).spawn(move || sample_loop(spec, opened));
+    }
     1
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `at` (ns).
+fn sleep_until(at: u64) {
+    let now = monotonic_ns();
+    if at > now {
+        std::thread::sleep(std::time::Duration::from_nanos(at - now));
+    }
+}
+
+/// The sampling duty cycle: records on for `window_ms` from `opened`, off
+/// until `period_ms` after it, on again, … Each window's end is stamped
+/// before the kinds are disabled and the next one's start after they are
+/// enabled, so a launch whose entry falls inside a window has its record.
+fn sample_loop(spec: Spec, mut opened: u64) {
+    let Some(st) = STATE.get() else { return };
+    let (window, period) = (spec.window_ms * 1_000_000, spec.period_ms * 1_000_000);
+    loop {
+        sleep_until(opened + window);
+        {
+            let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+            if *stopped || st.pid != pid() {
+                return;
+            }
+            let end = monotonic_ns();
+            if let Some(disable) = st.api.activity_disable {
+                for (k, _) in KINDS {
+                    // SAFETY: plain CUPTI call.
+                    unsafe { disable(k) };
+                }
+            }
+            close_window(st, end);
+        }
+        sleep_until(opened + period);
+        let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+        if *stopped || st.pid != pid() {
+            return;
+        }
+        for (k, _) in KINDS {
+            // SAFETY: plain CUPTI call.
+            unsafe { (st.api.activity_enable)(k) };
+        }
+        opened = monotonic_ns();
+        *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
+    }
+}
+
+/// Queues the open window, if any, as ending at `end`.
+fn close_window(st: &State, end: u64) {
+    if let Some(start) = st.window.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Window { start, end });
+    }
 }
 
 /// TRACER_CUPTI_FLUSH_MS: milliseconds between flushes, 0 for none.
@@ -208,8 +289,9 @@ extern "C" fn at_exit() {
         if st.pid != pid() {
             return;
         }
-        // Stop the flush thread (waiting for a flush in progress).
+        // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        close_window(st, monotonic_ns());
         // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
         unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
         if let Some(mut o) = lock() {

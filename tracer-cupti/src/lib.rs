@@ -9,6 +9,7 @@
 //! See docs/gpu-timestamps.md.
 
 pub mod records;
+pub mod sample;
 pub mod wire;
 
 #[cfg(feature = "collect")]

@@ -26,6 +26,7 @@ pub mod ty {
     pub const HELLO: u8 = 7;
     pub const ERROR: u8 = 8;
     pub const BYE: u8 = 9;
+    pub const WINDOW: u8 = 10;
 }
 
 /// How the records' timestamps were put on CLOCK_MONOTONIC.
@@ -103,6 +104,13 @@ pub enum Msg {
     /// The library could not start in this process (e.g. no libcupti).
     Error {
         text: String,
+    },
+    /// Sampling (`TRACER_CUPTI_SAMPLE`): kernel, copy and set records were
+    /// on from `start` (stamped after they were enabled) to `end` (stamped
+    /// before they were disabled), CLOCK_MONOTONIC ns.
+    Window {
+        start: u64,
+        end: u64,
     },
     /// Sent at process exit after the final flush.
     Bye {
@@ -193,6 +201,11 @@ impl Msg {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 ty::BYE
+            }
+            Msg::Window { start, end } => {
+                out.extend_from_slice(&start.to_le_bytes());
+                out.extend_from_slice(&end.to_le_bytes());
+                ty::WINDOW
             }
         };
         let len = (out.len() - at) as u16;
@@ -298,6 +311,7 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
         ty::BYE => (|| {
             Some(Msg::Bye { records: r.u64()?, buffers: r.u64()?, dropped_cupti: r.u64()?, dropped_sink: r.u64()? })
         })(),
+        ty::WINDOW => (|| Some(Msg::Window { start: r.u64()?, end: r.u64()? }))(),
         _ => return Err(format!("unknown message type {t}")),
     };
     m.ok_or_else(short)
@@ -373,6 +387,7 @@ mod tests {
             },
             Msg::Error { text: "libcupti not found".into() },
             Msg::Bye { records: 10, buffers: 2, dropped_cupti: 9, dropped_sink: 0 },
+            Msg::Window { start: 1_000, end: 21_000_000 },
         ]
     }
 

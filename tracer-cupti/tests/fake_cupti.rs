@@ -48,6 +48,7 @@ fn monotonic_ns() -> u64 {
 
 struct Run {
     status: i32,
+    stdout: String,
     stderr: String,
     msgs: Vec<(u32, Msg)>,
     pid: u32,
@@ -98,6 +99,7 @@ fn run(tag: &str, cupti_lib: &str, extra_env: &[(&str, &str)], args: &[&str]) ->
     assert!(msgs.iter().all(|m| m.0 == pid), "one sender");
     Run {
         status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
         stderr: String::from_utf8_lossy(&out.stderr).into(),
         msgs,
         pid,
@@ -213,8 +215,57 @@ fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
             Msg::Dropped { .. } => "dropped",
             Msg::Error { .. } => "error",
             Msg::Bye { .. } => "bye",
+            Msg::Window { .. } => "window",
         })
         .collect()
+}
+
+#[test]
+fn sampling_turns_records_on_only_inside_the_windows() {
+    let (lib, _) = built();
+    // 300 launches 1 ms apart (at least 300 ms); records on 20 ms of every 100 ms
+    let env = [("TRACER_CUPTI_SAMPLE", "20/100"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    let r = run("sample", lib.to_str().unwrap(), &env, &["launch", "300", "1000"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(launches.len(), 300);
+    let windows: Vec<(u64, u64)> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| if let Msg::Window { start, end } = m { Some((*start, *end)) } else { None })
+        .collect();
+    let kernels: Vec<u64> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| if let Msg::Kernel { span, .. } = m { Some(span.start) } else { None })
+        .collect();
+    // windows at 0, 100, 200 ms and the one open at exit (300 ms or later)
+    assert!(windows.len() >= 4, "{windows:?}");
+    for (i, w) in windows.iter().enumerate() {
+        // each lasts its 20 ms (the last one is cut at exit), and the next starts a period later
+        assert!(i == windows.len() - 1 || w.1 - w.0 >= 20_000_000, "{windows:?}");
+        if let Some(n) = windows.get(i + 1) {
+            assert!(n.0 - w.0 >= 100_000_000 && n.0 >= w.1, "{windows:?}");
+        }
+    }
+    let inside = |t: u64| windows.iter().any(|w| w.0 <= t && t < w.1);
+    let measured: Vec<u64> = launches.iter().copied().filter(|&t| inside(t)).collect();
+    // launches every ≥ 1 ms: some inside every window closed before exit
+    // (how many depends on the machine's load), and not all
+    for w in &windows[..windows.len() - 1] {
+        assert!(launches.iter().any(|&t| w.0 <= t && t < w.1), "no launch in {w:?}");
+    }
+    assert!(measured.len() < 300, "{} of 300 launches in windows", measured.len());
+    // every launch inside a window has its record (exactly its time), and every record is a launch
+    let recorded: std::collections::BTreeSet<u64> = kernels.iter().copied().collect();
+    assert_eq!(recorded.len(), kernels.len());
+    assert!(measured.iter().all(|t| recorded.contains(t)), "a launch inside a window lacks its record");
+    assert!(kernels.iter().all(|t| launches.contains(t)));
+    // records outside the windows: only launches between enabling and the
+    // window's start stamp, or between its end stamp and disabling (none or a few)
+    let outside = kernels.iter().filter(|&&t| !inside(t)).count();
+    assert!(outside <= 2 * windows.len(), "{outside} records outside the windows");
+    assert_eq!(kinds(&r.msgs).last(), Some(&"bye"));
 }
 
 #[test]

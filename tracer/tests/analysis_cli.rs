@@ -205,7 +205,7 @@ fn report_and_gaps_on_the_committed_recording() {
     assert!(out.contains("1941 calls, 88 launches (2 kernels)"), "{out}");
     let (rc, out, err) = tracer(&["gaps", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("idle 188.54 ms (79.8%) in 9 gaps"), "{out}");
+    assert!(out.contains("idle ≥ 188.54 ms (≥ 79.8%, lower bound) in 9 certain gaps"), "{out}");
 }
 
 /// `--pid`, `--from`, `--to` on report, gaps and export: the same events

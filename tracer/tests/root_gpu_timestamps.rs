@@ -48,12 +48,17 @@ fn built() -> &'static Built {
 }
 
 fn run(tag: &str, cupti_lib: &Path, env: &[(&str, &str)]) -> common::Traced {
+    run_with(tag, cupti_lib, env, &[], &[])
+}
+
+/// [`run`] with more tracer options and arguments for the driver program.
+fn run_with(tag: &str, cupti_lib: &Path, env: &[(&str, &str)], opts: &[&str], args: &[&str]) -> common::Traced {
     let b = built();
     let out = common::fresh_output(tag);
     let mut c = Command::new(common::tracer_bin());
     c.arg("-o").arg(&out).arg("--libcuda").arg(&common::fake().lib);
     c.arg("--gpu-timestamps").arg("--cupti-injection").arg(&b.injection).arg("--cupti-lib").arg(cupti_lib);
-    c.arg("--").arg(&b.driver);
+    c.args(opts).arg("--").arg(&b.driver).args(args);
     c.envs(env.iter().copied()).env_remove("CUDA_INJECTION64_PATH");
     c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
@@ -179,4 +184,41 @@ fn an_injection_already_set_is_refused() {
          unset it, or leave out --gpu-timestamps\n"
     );
     assert!(!out.exists(), "no trace file is left behind");
+}
+
+#[test]
+fn sampled_measurement_writes_its_windows() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let b = built();
+    // 300 launches 1 ms apart; records on 20 ms of every 100 ms
+    let t = run_with("gpu-sample", &b.fake_cupti, &[], &["--gpu-sample", "20/100"], &["launch", "300", "1000"]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    assert_eq!(t.header()["gpu_timestamps"]["sample"], json!({"window_ms": 20, "period_ms": 100}));
+    let windows: Vec<(u64, u64)> = t
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "gpu_window")
+        .map(|l| (l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+        .collect();
+    assert!(windows.len() >= 4, "{windows:?}");
+    assert!(t.lines.iter().filter(|l| l["type"] == "gpu_window").all(|l| l["op"] == "measured" && l["pid"].is_u64()));
+    let kernels: Vec<u64> = t
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "gpu" && l["op"] == "kernel")
+        .map(|l| l["ts"].as_u64().unwrap())
+        .collect();
+    let inside = kernels.iter().filter(|&&k| windows.iter().any(|w| w.0 <= k && k < w.1)).count();
+    // launches every ≥ 1 ms: some in every window closed before exit (how
+    // many depends on the machine's load)
+    assert!(
+        inside >= windows.len() - 1 && kernels.len() - inside <= 2 * windows.len(),
+        "{inside} of {} kernels in windows",
+        kernels.len()
+    );
+    let f = &t.footer()["gpu_timestamps"];
+    assert_eq!(f["windows"].as_u64(), Some(windows.len() as u64));
+    assert_eq!(f["window_ns"].as_u64(), Some(windows.iter().map(|w| w.1 - w.0).sum::<u64>()));
 }

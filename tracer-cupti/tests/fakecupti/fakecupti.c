@@ -8,6 +8,15 @@
  *                           1 record of a kind we do not read, completes the
  *                           buffer (context 0x1, stream id 7); later calls
  *                           deliver nothing
+ *                           (only if fakecupti_launch was never called)
+ *   cuptiActivityEnable/Disable  turn kinds on and off (a bit mask)
+ *   fakecupti_launch()      "launches a kernel": stamps the time and, if
+ *                           CONCURRENT_KERNEL is on at that instant, keeps a
+ *                           4.5 µs kernel record starting then (stream 7,
+ *                           context 0x1) for the next flush; returns the
+ *                           stamp. Stamping and the check happen under the
+ *                           lock that enable/disable take, so "on at that
+ *                           instant" is exact.
  *   cuptiActivityGetNumDroppedRecords   3 the first time, then 0
  *   fakecupti_context_created(ctx), fakecupti_stream_created(ctx, stream)
  *                           fire the subscriber's resource callbacks
@@ -17,6 +26,7 @@
  *
  * Build: cc -shared -fPIC -o libfakecupti.so fakecupti.c
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +41,11 @@ static req_fn requested;
 static done_fn completed;
 static ts_fn stamp;
 static cb_fn subscriber;
-static int enabled_mask, dropped_once, delivered;
+static int enabled_mask, ever_enabled, dropped_once, delivered, launched;
+static pthread_mutex_t mask_lock = PTHREAD_MUTEX_INITIALIZER;
+#define MAX_PENDING 65536
+static uint64_t pending[MAX_PENDING];
+static size_t npending;
 
 static uint64_t own_clock(void) {
     struct timespec t;
@@ -49,7 +63,27 @@ int cuptiActivityRegisterTimestampCallback(ts_fn f) {
 }
 int cuptiGetTimestamp(uint64_t *t) { *t = now(); return 0; }
 int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
-int cuptiActivityEnable(uint32_t kind) { enabled_mask |= 1 << kind; return 0; }
+int cuptiActivityEnable(uint32_t kind) {
+    pthread_mutex_lock(&mask_lock);
+    enabled_mask |= 1 << kind;
+    ever_enabled |= 1 << kind;
+    pthread_mutex_unlock(&mask_lock);
+    return 0;
+}
+int cuptiActivityDisable(uint32_t kind) {
+    pthread_mutex_lock(&mask_lock);
+    enabled_mask &= ~(1 << kind);
+    pthread_mutex_unlock(&mask_lock);
+    return 0;
+}
+uint64_t fakecupti_launch(void) {
+    pthread_mutex_lock(&mask_lock);
+    uint64_t t = now();
+    launched = 1;
+    if ((enabled_mask & (1 << 10)) && npending < MAX_PENDING) pending[npending++] = t;
+    pthread_mutex_unlock(&mask_lock);
+    return t;
+}
 int cuptiSubscribe(void **h, cb_fn f, void *u) { (void)u; subscriber = f; *h = (void *)0x5b; return 0; }
 int cuptiEnableDomain(uint32_t en, void *h, uint32_t domain) { return en == 1 && h == (void *)0x5b && domain == 3 ? 0 : 1; }
 int cuptiGetContextId(void *ctx, uint32_t *id) { *id = (uint32_t)(uintptr_t)ctx; return 0; }
@@ -102,9 +136,29 @@ static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t star
     return p + 200;
 }
 
+/* The kernels fakecupti_launch kept, in one buffer. */
+static int flush_launches(void) {
+    pthread_mutex_lock(&mask_lock);
+    size_t n = npending;
+    uint64_t *starts = malloc(n * sizeof *starts + 1);
+    memcpy(starts, pending, n * sizeof *starts);
+    npending = 0;
+    pthread_mutex_unlock(&mask_lock);
+    if (n == 0) { free(starts); return 0; }
+    uint8_t *buf; size_t size, max;
+    requested(&buf, &size, &max);
+    if (!buf || size < n * 200) { free(starts); return 1; }
+    uint8_t *p = buf;
+    for (size_t i = 0; i < n; i++) p = kernel(p, 7, (uint32_t)i, starts[i]);
+    free(starts);
+    completed((void *)0x1, 7, buf, size, (size_t)(p - buf));
+    return 0;
+}
+
 int cuptiActivityFlushAll(uint32_t flag) {
     (void)flag;
-    if (!requested || !completed || !(enabled_mask & (1 << 10))) return 1;
+    if (!requested || !completed || !(ever_enabled & (1 << 10))) return 1;
+    if (__atomic_load_n(&launched, __ATOMIC_SEQ_CST)) return flush_launches();
     if (__atomic_exchange_n(&delivered, 1, __ATOMIC_SEQ_CST)) return 0;
     uint8_t *buf; size_t size, max;
     requested(&buf, &size, &max);

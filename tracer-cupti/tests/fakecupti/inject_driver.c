@@ -4,10 +4,13 @@
  * a stream (through the fake libcupti's hooks) and exit, so the library's
  * atexit handler flushes. `inject_driver exec` execs /bin/true instead of
  * exiting (no atexit: no final flush); `inject_driver wait-exec` first
- * sleeps 1 s (the library's flush thread delivers meanwhile).
+ * sleeps 1 s (the library's flush thread delivers meanwhile);
+ * `inject_driver launch N US` calls the fake's fakecupti_launch N times,
+ * US µs apart, printing each launch's time (ns) on stdout.
  * Build: cc -o inject_driver inject_driver.c -ldl
  */
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,15 @@ int main(int argc, char **argv) {
     ((void (*)(void *))dlsym(c, "fakecupti_context_created"))((void *)0x1);
     ((void (*)(void *, void *))dlsym(c, "fakecupti_stream_created"))((void *)0x1, (void *)0x5000);
     if (argc > 1 && strcmp(argv[1], "wait-exec") == 0) sleep(1);
+    if (argc > 3 && strcmp(argv[1], "launch") == 0) {
+        uint64_t (*launch)(void) = (uint64_t (*)(void))dlsym(c, "fakecupti_launch");
+        int n = atoi(argv[2]), us = atoi(argv[3]);
+        for (int i = 0; i < n; i++) {
+            printf("%llu\n", (unsigned long long)launch());
+            usleep(us);
+        }
+        fflush(stdout);
+    }
     if (argc > 1 && strstr(argv[1], "exec")) {
         execl("/bin/true", "true", (char *)0);
         return 2;

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::basis::IdleBasis;
 use super::gaps::fmt_ns;
 use super::model::Trace;
 use super::stats::{complement, covered, nearest_rank, union};
@@ -28,7 +29,12 @@ pub struct Comparison {
     pub device: u32,
     pub window: (u64, u64),
     pub measured_busy_ns: u64,
-    pub inferred_busy_ns: u64,
+    /// What the compared timeline's figures rest on: `calibrated`, or
+    /// `lower_bound` for the bound timeline (its busy time is unknown, its
+    /// idle time a lower bound).
+    pub idle_basis: IdleBasis,
+    /// `None` for the bound timeline (busy time unknown).
+    pub inferred_busy_ns: Option<u64>,
     pub measured_idle_ns: u64,
     pub inferred_idle_ns: u64,
     pub idle_error_pct: Option<f64>,
@@ -127,7 +133,8 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
             device: d,
             window: (lo, hi),
             measured_busy_ns: m_busy,
-            inferred_busy_ns: i_busy,
+            idle_basis: IdleBasis::of(inferred),
+            inferred_busy_ns: IdleBasis::of(inferred).share_known().then_some(i_busy),
             measured_idle_ns: m_idle,
             inferred_idle_ns: i_idle,
             idle_error_pct: (m_idle > 0).then(|| (i_idle as f64 - m_idle as f64) / m_idle as f64 * 100.0),
@@ -160,15 +167,28 @@ pub fn render(v: &[Comparison], inferred_label: &str) -> String {
     for c in v {
         let _ =
             writeln!(s, "gpu {}: measured vs {inferred_label}, window {}", c.device, fmt_ns(c.window.1 - c.window.0));
-        let _ = writeln!(
-            s,
-            "  busy: measured {}, {inferred_label} {}\n  idle: measured {}, {inferred_label} {} (error {})",
-            fmt_ns(c.measured_busy_ns),
-            fmt_ns(c.inferred_busy_ns),
-            fmt_ns(c.measured_idle_ns),
-            fmt_ns(c.inferred_idle_ns),
-            c.idle_error_pct.map_or("n/a".into(), |e| format!("{e:+.1}%"))
-        );
+        let err = c.idle_error_pct.map_or("n/a".into(), |e| format!("{e:+.1}%"));
+        match c.inferred_busy_ns {
+            Some(busy) => {
+                let _ = writeln!(
+                    s,
+                    "  busy: measured {}, {inferred_label} {}\n  idle: measured {}, {inferred_label} {} (error {err})",
+                    fmt_ns(c.measured_busy_ns),
+                    fmt_ns(busy),
+                    fmt_ns(c.measured_idle_ns),
+                    fmt_ns(c.inferred_idle_ns),
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  busy: measured {}, {inferred_label} unknown\n  idle: measured {}, {inferred_label} ≥ {} (lower bound; error {err})",
+                    fmt_ns(c.measured_busy_ns),
+                    fmt_ns(c.measured_idle_ns),
+                    fmt_ns(c.inferred_idle_ns),
+                );
+            }
+        }
         let _ = writeln!(
             s,
             "  gaps ≥ {}: measured {}, {inferred_label} {}; matched {}, missed {}, spurious {}; start error p50 {} p90 {}, length error p50 {} p90 {}",
@@ -230,12 +250,24 @@ mod tests {
         let c = &compare(&t, &inf, &mea, 100_000)[0];
         assert_eq!((c.measured_busy_ns, c.measured_idle_ns), (20_000, 990_000));
         // inferred: [1, 11] and [1001, 1011] µs, clipped to the measured window [4, 1014] µs
-        assert_eq!(c.inferred_busy_ns, 7_000 + 10_000);
+        assert_eq!((c.idle_basis, c.inferred_busy_ns), (IdleBasis::Calibrated, Some(7_000 + 10_000)));
         assert_eq!(c.inferred_idle_ns, 1_010_000 - 17_000);
         assert!((c.idle_error_pct.unwrap() - 3000.0 / 990_000.0 * 100.0).abs() < 1e-9);
         assert_eq!((c.matched, c.missed, c.spurious), (1, 0, 0));
         assert_eq!((c.gap_start_err_p50_ns, c.gap_len_err_p50_ns), (3000, 0));
         assert_eq!((c.launches_compared, c.start_err_p50_ns, c.start_err_mean_ns), (2, 3000, -3000.0));
         assert!(render(std::slice::from_ref(c), "inferred").contains("error +0.3%"));
+        // the bound timeline: no busy figure, the idle time a lower bound
+        let b = &compare(&t, &timeline::bound(&t), &mea, 100_000)[0];
+        assert_eq!((b.idle_basis, b.inferred_busy_ns), (IdleBasis::LowerBound, None));
+        let text = render(std::slice::from_ref(b), "bound");
+        assert!(text.contains("busy: measured 20.0 µs, bound unknown\n"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "idle: measured 990.0 µs, bound ≥ {} (lower bound; error",
+                fmt_ns(b.inferred_idle_ns)
+            )),
+            "{text}"
+        );
     }
 }

@@ -16,6 +16,9 @@ use super::stats::nearest_rank;
 
 pub const FORMAT: &str = "tracer-kernel-durations";
 
+/// How a calibration is named where none was given ("calibrated from …").
+pub const UNNAMED_CALIBRATION: &str = "an unnamed calibration";
+
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct KernelEntry {
     pub kernel: String,
@@ -66,6 +69,9 @@ pub fn default_copy(kind: &str) -> CopyEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Durations {
     pub file: Option<DurationsFile>,
+    /// Where the durations came from, for labels ("calibrated from …"):
+    /// the file's path, or what the caller says ([`Durations::with_origin`]).
+    pub origin: Option<String>,
     by_name: HashMap<String, (Vec<(Geom, u64)>, u64)>,
     copies: HashMap<String, CopyEntry>,
 }
@@ -108,7 +114,18 @@ impl Durations {
             by_name.get_mut(&name).unwrap().1 = med;
         }
         let copies = f.copies.iter().map(|c| (c.kind.clone(), c.clone())).collect();
-        Durations { file: Some(f), by_name, copies }
+        Durations { file: Some(f), origin: None, by_name, copies }
+    }
+
+    /// The same durations, named `origin` in labels.
+    pub fn with_origin(mut self, origin: impl Into<String>) -> Self {
+        self.origin = Some(origin.into());
+        self
+    }
+
+    /// The name of the calibration in labels.
+    pub fn origin(&self) -> &str {
+        self.origin.as_deref().unwrap_or(UNNAMED_CALIBRATION)
     }
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {

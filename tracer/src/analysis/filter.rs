@@ -106,6 +106,13 @@ pub fn apply(t: &mut Trace, f: &Filter) -> Result<(), String> {
     t.procs.retain(|p| keep(p.pid, p.ts));
     t.ioctls.retain(|i| keep(i.pid, i.ts));
     t.gpu.retain(|g| keep(g.pid, g.start));
+    // Sampling windows (--gpu-sample) clipped to the window: measured work
+    // outside it is gone, so its span is no longer measured.
+    t.gpu_windows.retain(|w| pid_ok(w.pid) && w.end > a && w.start < b);
+    for w in &mut t.gpu_windows {
+        w.start = w.start.max(a);
+        w.end = w.end.min(b);
+    }
     t.power.retain(|p| p.ts >= a && p.ts < b);
     t.markers.retain(|m| keep(m.pid, m.ts));
     for mut m in carried.into_iter().filter(|m| m.label != "end") {
@@ -175,6 +182,22 @@ mod tests {
         let mut t = trace();
         apply(&mut t, &Filter { from_s: Some(6.0), ..Default::default() }).unwrap();
         assert_eq!(t.calls.len(), 1);
+    }
+
+    #[test]
+    fn sampling_windows_clipped() {
+        use crate::analysis::model::GpuWindow;
+        let s = 1_000_000_000u64;
+        let mut t = trace();
+        t.gpu_windows = vec![
+            GpuWindow { pid: 1, start: s, end: 3 * s },
+            GpuWindow { pid: 2, start: 2 * s, end: 3 * s },
+            GpuWindow { pid: 1, start: 4 * s, end: 6 * s },
+            GpuWindow { pid: 1, start: 6 * s, end: 7 * s },
+        ];
+        apply(&mut t, &Filter { pids: vec![1], from_s: Some(2.5), to_s: Some(5.0), phase: None }).unwrap();
+        let w: Vec<_> = t.gpu_windows.iter().map(|w| (w.pid, w.start, w.end)).collect();
+        assert_eq!(w, [(1, 2_500_000_000, 3 * s), (1, 4 * s, 5 * s)]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::basis::IdleBasis;
 use super::model::{Kind, Trace};
 use super::phases::{Phases, process_spans};
 use super::stats::{Bucket, complement, log_histogram, nearest_rank, union};
@@ -70,10 +71,18 @@ pub struct SwitchRow {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct GapStats {
     pub window_ns: u64,
-    pub busy_ns: u64,
+    /// Busy time; `None` when only a lower bound on idle time is known
+    /// (`idle_basis: lower_bound`).
+    pub busy_ns: Option<u64>,
     pub count: u64,
+    /// Idle time; with `idle_basis: lower_bound` the certain idle time, a
+    /// lower bound.
     pub idle_ns: u64,
-    pub idle_share: f64,
+    /// idle / window; `None` when only a lower bound is known.
+    pub idle_share: Option<f64>,
+    /// `idle_basis: lower_bound` only: certain idle time / window, a lower
+    /// bound on the idle share.
+    pub idle_share_lower_bound: Option<f64>,
     pub p50_ns: u64,
     pub p90_ns: u64,
     pub p99_ns: u64,
@@ -123,6 +132,11 @@ pub struct ScopeReport {
 pub struct GapReport {
     pub trace: String,
     pub timeline: Source,
+    /// What the busy/idle figures rest on: `measured`, `calibrated` or
+    /// `lower_bound` (busy time and idle share unknown).
+    pub idle_basis: IdleBasis,
+    /// `calibrated`: where the kernel durations came from.
+    pub calibrated_from: Option<String>,
     pub timeline_meaning: &'static str,
     pub diagnostics: super::timeline::Diagnostics,
     /// Where the per-phase windows come from (markers or detected).
@@ -166,10 +180,11 @@ pub fn stats(gaps: &[(u64, u64)], window_ns: u64, o: &GapOptions) -> GapStats {
         .collect();
     GapStats {
         window_ns,
-        busy_ns: window_ns.saturating_sub(idle),
+        busy_ns: Some(window_ns.saturating_sub(idle)),
         count: len.len() as u64,
         idle_ns: idle,
-        idle_share: share(idle),
+        idle_share: Some(share(idle)),
+        idle_share_lower_bound: None,
         p50_ns: nearest_rank(&len, 50.0),
         p90_ns: nearest_rank(&len, 90.0),
         p99_ns: nearest_rank(&len, 99.0),
@@ -180,6 +195,21 @@ pub fn stats(gaps: &[(u64, u64)], window_ns: u64, o: &GapOptions) -> GapStats {
         long_ns,
         long_share: share(long_ns),
         switch,
+    }
+}
+
+impl GapStats {
+    /// The same figures when the gaps are only the certain ones: busy time
+    /// and idle share unknown, the share a lower bound.
+    pub fn as_lower_bound(mut self) -> Self {
+        self.busy_ns = None;
+        self.idle_share_lower_bound = self.idle_share.take();
+        self
+    }
+
+    /// The idle share, or its lower bound.
+    pub fn idle_share_or_bound(&self) -> f64 {
+        self.idle_share.or(self.idle_share_lower_bound).unwrap_or(0.0)
     }
 }
 
@@ -272,10 +302,18 @@ struct Scope {
     pids: BTreeSet<u32>,
 }
 
-fn scope_report(t: &Trace, sc: Scope, first_work: &BTreeMap<u32, u64>, phases: &Phases, o: &GapOptions) -> ScopeReport {
+fn scope_report(
+    t: &Trace,
+    sc: Scope,
+    first_work: &BTreeMap<u32, u64>,
+    phases: &Phases,
+    o: &GapOptions,
+    basis: IdleBasis,
+) -> ScopeReport {
     let Scope { name, kind, busy, pids } = sc;
     let (window, gaps) = gaps_of(&busy);
-    let overall = stats(&gaps, window.1 - window.0, o);
+    let known = |st: GapStats| if basis.share_known() { st } else { st.as_lower_bound() };
+    let overall = known(stats(&gaps, window.1 - window.0, o));
     let phase_list = if kind == "process" && pids.len() == 1 {
         phases.by_pid.get(pids.iter().next().unwrap()).map_or(&[][..], |v| v.as_slice())
     } else {
@@ -290,7 +328,12 @@ fn scope_report(t: &Trace, sc: Scope, first_work: &BTreeMap<u32, u64>, phases: &
         }
         let clipped: Vec<(u64, u64)> =
             gaps.iter().filter(|g| g.1 > lo && g.0 < hi).map(|g| (g.0.max(lo), g.1.min(hi))).collect();
-        per_phase.push(PhaseGaps { phase: p.name.clone(), start: lo, end: hi, stats: stats(&clipped, hi - lo, o) });
+        per_phase.push(PhaseGaps {
+            phase: p.name.clone(),
+            start: lo,
+            end: hi,
+            stats: known(stats(&clipped, hi - lo, o)),
+        });
     }
     let long: Vec<(u64, u64)> = gaps.iter().copied().filter(|g| g.1 - g.0 >= o.threshold_ns).collect();
     let acts = activities(t, &pids, first_work);
@@ -323,8 +366,11 @@ pub fn meaning(s: Source) -> &'static str {
     match s {
         Source::Measured => "measured GPU activity (CUPTI)",
         Source::Inferred => "inferred: launch times + calibrated kernel durations, simulated per stream",
+        Source::Sampled => {
+            "sampled: measured GPU activity (CUPTI) inside the sampling windows, elsewhere inferred from launch times + kernel durations calibrated on those windows"
+        }
         Source::Bound => {
-            "bound (no kernel durations known): gaps are certain idle time between a synchronization's return and the next submission; idle time is a lower bound"
+            "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a synchronization's return and the next submission, so idle time is a lower bound"
         }
     }
 }
@@ -342,21 +388,24 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         let e = first_work.entry(c.pid).or_insert(c.ts);
         *e = (*e).min(c.ts);
     }
+    let basis = IdleBasis::of(tl);
     let mut scopes = Vec::new();
     for d in tl.devices() {
         let pids: BTreeSet<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
         let sc = Scope { name: format!("gpu {d}"), kind: "gpu", busy: busy(tl.device_intervals(d)), pids };
-        scopes.push(scope_report(t, sc, &first_work, phases, o));
+        scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
     }
     for p in tl.pids() {
         let b = busy(tl.streams.iter().filter(|s| s.key.pid == p).flat_map(|s| s.intervals.iter()));
         let name = format!("pid {p} ({})", t.process_name(p));
         let sc = Scope { name, kind: "process", busy: b, pids: BTreeSet::from([p]) };
-        scopes.push(scope_report(t, sc, &first_work, phases, o));
+        scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
     }
     GapReport {
         trace: t.path.clone(),
         timeline: tl.source,
+        idle_basis: basis,
+        calibrated_from: tl.calibrated_from.clone(),
         timeline_meaning: meaning(tl.source),
         diagnostics: tl.diag.clone(),
         phase_source: phases.source(),
@@ -364,23 +413,27 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
     }
 }
 
-pub fn fmt_ns(ns: u64) -> String {
-    let x = ns as f64;
-    if ns < 1000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} µs", x / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", x / 1e6)
-    } else {
-        format!("{:.3} s", x / 1e9)
-    }
-}
+pub use super::stats::fmt_ns;
 
 pub fn render(r: &GapReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "GPU idle gaps in {}", r.trace);
     let _ = writeln!(s, "timeline: {}", r.timeline_meaning);
+    let bound = !r.idle_basis.share_known();
+    let _ = writeln!(
+        s,
+        "idle figures: {}",
+        match r.idle_basis {
+            IdleBasis::Measured => "measured".to_string(),
+            IdleBasis::Calibrated => format!(
+                "inferred (calibrated from {})",
+                r.calibrated_from.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION)
+            ),
+            IdleBasis::LowerBound => "idle share unknown; idle ≥ X is a lower bound (record with --gpu-timestamps, \
+                                      or pass --durations FILE, for the idle share)"
+                .to_string(),
+        }
+    );
     let _ = writeln!(
         s,
         "phases: {}",
@@ -390,7 +443,7 @@ pub fn render(r: &GapReport) -> String {
             None => "none",
         }
     );
-    if r.timeline == Source::Inferred {
+    if matches!(r.timeline, Source::Inferred | Source::Sampled) {
         let d = &r.diagnostics;
         let _ = writeln!(
             s,
@@ -403,6 +456,9 @@ pub fn render(r: &GapReport) -> String {
             fmt_ns(d.clamped_ns),
             fmt_ns(d.unexplained_sync_wait_ns)
         );
+        if let Some(c) = &d.coverage {
+            let _ = writeln!(s, "{}", c.sentence());
+        }
     }
     for (i, sc) in r.scopes.iter().enumerate() {
         let o = &sc.overall;
@@ -414,19 +470,35 @@ pub fn render(r: &GapReport) -> String {
             let _ = writeln!(s, "\n== {} == the same gaps as {} (the only process using it)", sc.scope, g.scope);
             continue;
         }
+        match o.busy_ns {
+            Some(busy) if !bound => {
+                let _ = writeln!(
+                    s,
+                    "\n== {} == window {} (first GPU work to last), busy {}, idle {} ({:.1}%) in {} gaps",
+                    sc.scope,
+                    fmt_ns(o.window_ns),
+                    fmt_ns(busy),
+                    fmt_ns(o.idle_ns),
+                    100.0 * o.idle_share_or_bound(),
+                    o.count
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "\n== {} == window {} (first GPU work to last), busy/idle share unknown, idle ≥ {} (≥ {:.1}%, lower bound) in {} certain gaps",
+                    sc.scope,
+                    fmt_ns(o.window_ns),
+                    fmt_ns(o.idle_ns),
+                    100.0 * o.idle_share_or_bound(),
+                    o.count
+                );
+            }
+        }
         let _ = writeln!(
             s,
-            "\n== {} == window {} (first GPU work to last), busy {}, idle {} ({:.1}%) in {} gaps",
-            sc.scope,
-            fmt_ns(o.window_ns),
-            fmt_ns(o.busy_ns),
-            fmt_ns(o.idle_ns),
-            100.0 * o.idle_share,
-            o.count
-        );
-        let _ = writeln!(
-            s,
-            "gap length: p50 {}  p90 {}  p99 {}  max {}",
+            "{}gap length: p50 {}  p90 {}  p99 {}  max {}",
+            if bound { "certain " } else { "" },
             fmt_ns(o.p50_ns),
             fmt_ns(o.p90_ns),
             fmt_ns(o.p99_ns),
@@ -434,7 +506,8 @@ pub fn render(r: &GapReport) -> String {
         );
         let _ = writeln!(
             s,
-            "gaps ≥ {}: {} adding up to {} ({:.1}% of the window)",
+            "{}gaps ≥ {}: {} adding up to {} ({:.1}% of the window)",
+            if bound { "certain " } else { "" },
             fmt_ns(o.threshold_ns),
             o.long_count,
             fmt_ns(o.long_ns),
@@ -448,7 +521,11 @@ pub fn render(r: &GapReport) -> String {
             };
             let _ = writeln!(s, "{range:<22} {:>9} {:>12}", b.count, fmt_ns(b.total_ns));
         }
-        let _ = writeln!(s, "time a second tenant could use if a context switch costs X (Σ max(0, gap − 2X)):");
+        let _ = writeln!(
+            s,
+            "time a second tenant could use if a context switch costs X (Σ max(0, gap − 2X)){}:",
+            if bound { ", a lower bound (certain gaps only)" } else { "" }
+        );
         let _ = writeln!(s, "{:>10} {:>12} {:>8} {:>10}", "X", "usable", "share", "gaps > 2X");
         for w in &o.switch {
             let _ = writeln!(
@@ -464,7 +541,14 @@ pub fn render(r: &GapReport) -> String {
             let _ = writeln!(
                 s,
                 "{:<14} {:>12} {:>12} {:>7} {:>8} {:>10} {:>10} {:>10}",
-                "phase", "window", "idle", "idle %", "gaps", "p50", "p99", "≥ thresh"
+                "phase",
+                "window",
+                if bound { "idle ≥" } else { "idle" },
+                if bound { "idle% ≥" } else { "idle %" },
+                "gaps",
+                "p50",
+                "p99",
+                "≥ thresh"
             );
             for p in &sc.phases {
                 let st = &p.stats;
@@ -474,7 +558,7 @@ pub fn render(r: &GapReport) -> String {
                     p.phase.chars().take(14).collect::<String>(),
                     fmt_ns(st.window_ns),
                     fmt_ns(st.idle_ns),
-                    100.0 * st.idle_share,
+                    100.0 * st.idle_share_or_bound(),
                     st.count,
                     fmt_ns(st.p50_ns),
                     fmt_ns(st.p99_ns),
@@ -520,13 +604,16 @@ mod tests {
         assert_eq!(g, [(us(10), us(20)), (us(30), us(35)), (us(1035), us(1235))]);
         let o = GapOptions { threshold_ns: us(100), switch_costs_ns: vec![us(2), us(5), us(100)], top: 5 };
         let s = stats(&g, w.1 - w.0, &o);
-        assert_eq!((s.count, s.idle_ns, s.busy_ns), (3, us(215), us(1120)));
+        assert_eq!((s.count, s.idle_ns, s.busy_ns), (3, us(215), Some(us(1120))));
         assert_eq!((s.p50_ns, s.p90_ns, s.max_ns), (us(10), us(200), us(200)));
         assert_eq!((s.long_count, s.long_ns), (1, us(200)));
         let sw: Vec<(u64, u64)> = s.switch.iter().map(|r| (r.usable_ns, r.gaps_usable)).collect();
         // X=2: 6+1+196 = 203; X=5: 0+0+190 (10-10=0 not > 0); X=100: 0
         assert_eq!(sw, [(us(203), 3), (us(190), 1), (0, 0)]);
-        assert!((s.idle_share - 215.0 / 1335.0).abs() < 1e-12);
+        assert!((s.idle_share.unwrap() - 215.0 / 1335.0).abs() < 1e-12);
+        let lb = s.clone().as_lower_bound();
+        assert_eq!((lb.busy_ns, lb.idle_share, lb.idle_ns), (None, None, us(215)));
+        assert!((lb.idle_share_lower_bound.unwrap() - 215.0 / 1335.0).abs() < 1e-12);
         let h: Vec<(u64, u64)> = s.histogram.iter().map(|b| (b.lo_ns, b.count)).collect();
         assert_eq!(h, [(us(5), 1), (us(10), 1), (us(200), 1)]);
     }
@@ -594,7 +681,28 @@ mod tests {
         assert_eq!(names, ["steady"]);
         assert_eq!(r.scopes[1].scope, "pid 1 (pid 1)");
         let text = render(&r);
-        assert!(text.contains("idle 990.0 µs (98.0%) in 1 gaps"), "{text}");
+        // no durations: the idle share is unknown, 990 µs only a lower bound, no busy figure
+        assert!(
+            text.contains("busy/idle share unknown, idle ≥ 990.0 µs (≥ 98.0%, lower bound) in 1 certain gaps"),
+            "{text}"
+        );
+        assert!(!text.contains("busy 1") && !text.contains("idle 990"), "{text}");
+        assert!(text.contains("a lower bound (certain gaps only):"), "{text}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["idle_basis"], "lower_bound");
+        let o = &json["scopes"][0]["overall"];
+        assert_eq!((&o["busy_ns"], &o["idle_share"]), (&serde_json::Value::Null, &serde_json::Value::Null));
+        assert_eq!(o["idle_share_lower_bound"].as_f64(), Some(990_000.0 / 1_010_000.0));
+        // the same trace with durations: measured-style figures, labelled with the calibration
+        let d = timeline::tests::durs(&[("k", 10_000)]).with_origin("cal.json");
+        let ri = analyze(&t, &timeline::inferred(&t, &d), &ph, &GapOptions::default());
+        let ti = render(&ri);
+        assert!(ti.contains("idle figures: inferred (calibrated from cal.json)\n"), "{ti}");
+        // each 10 µs kernel starts at its launch's return and is cut at the sync's return: 9 µs each
+        assert!(
+            ti.contains("window 1.01 ms (first GPU work to last), busy 18.0 µs, idle 991.0 µs (98.2%) in 1 gaps"),
+            "{ti}"
+        );
         // a hand-built two-stream timeline: overlapping streams merge
         let tl2 = Timeline {
             source: Source::Measured,
@@ -615,6 +723,7 @@ mod tests {
                     intervals: vec![iv(5, 20)],
                 },
             ],
+            calibrated_from: None,
         };
         assert_eq!(gaps_of(&busy(tl2.device_intervals(0))).1, [(20, 50)]);
     }

@@ -7,7 +7,8 @@
 //! - [`model::parse_str`] (text → `Trace`), [`model::TraceBuilder`] (lines
 //!   → `Trace`; `crate::cli::load` feeds it from a file);
 //! - [`phases::phases`] → per-process phases and iterations;
-//! - [`timeline::gpu_intervals`] → per-device/stream GPU intervals
+//! - [`sampled::gpu_intervals`] (also for `--gpu-sample` recordings) or
+//!   [`timeline::gpu_intervals`] → per-device/stream GPU intervals
 //!   (`Timeline.streams[i].intervals`, each stream labelled measured /
 //!   inferred / bound), or [`timeline::measured`], [`timeline::inferred`],
 //!   [`timeline::bound`] explicitly;
@@ -25,7 +26,9 @@
 //! Methods: docs/analysis.md and docs/gaps.md.
 // Public API for the plot and replay code too; not all of it is used by the commands yet.
 #![allow(dead_code)]
+pub mod basis;
 pub mod compare;
+pub mod coverage;
 pub mod durations;
 pub mod energy;
 mod fasthash;
@@ -37,6 +40,7 @@ pub mod phases;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;
+pub mod sampled;
 #[cfg(test)]
 mod scan_tests;
 pub mod side_summary;

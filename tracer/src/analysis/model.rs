@@ -366,6 +366,15 @@ impl LossScan {
     }
 }
 
+/// A window of measured GPU activity (`type: "gpu_window"`): CUPTI's kernel,
+/// copy and set records were on from `start` to `end` in process `pid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuWindow {
+    pub pid: u32,
+    pub start: u64,
+    pub end: u64,
+}
+
 /// A parsed trace.
 #[derive(Default, Debug)]
 pub struct Trace {
@@ -378,6 +387,9 @@ pub struct Trace {
     pub markers: Vec<Marker>,
     pub power: Vec<PowerSample>,
     pub gpu: Vec<GpuOp>,
+    /// `--gpu-timestamps sample`: the windows in which CUPTI activity was on,
+    /// per process: every launch of the process inside one has its `gpu` line.
+    pub gpu_windows: Vec<GpuWindow>,
     pub strings: Strings,
     pub geoms: Vec<Geom>,
     /// Streams created with CU_STREAM_NON_BLOCKING: (pid, handle).
@@ -591,6 +603,14 @@ impl TraceBuilder {
                 Ok(())
             }
             "gpu" => self.add_gpu(raw, op, at),
+            "gpu_window" => {
+                let end = raw.end_ts.ok_or_else(|| self.err("a `gpu_window` line needs `end_ts`"))?;
+                if end < at.ts {
+                    return Err(self.err(format_args!("gpu_window ends ({end}) before it starts ({})", at.ts)));
+                }
+                self.t.gpu_windows.push(GpuWindow { pid: at.pid, start: at.ts, end });
+                Ok(())
+            }
             // --capture-data: the bytes of an earlier device-to-host copy
             // (docs/recording-format.md); not a call.
             "copy_data" => Ok(()),
@@ -849,6 +869,7 @@ impl TraceBuilder {
             g.geom = geom(g.geom);
             g
         }));
+        t.gpu_windows.extend(n.gpu_windows);
         t.nonblocking_streams.extend(n.nonblocking_streams);
         t.lines += n.lines;
         for (k, v) in n.unknown_types {
@@ -880,6 +901,7 @@ impl TraceBuilder {
         t.markers.sort_by_key(|m| m.ts);
         t.power.sort_by_key(|p| (p.gpu, p.ts));
         t.gpu.sort_by_key(|g| (g.start, g.end));
+        t.gpu_windows.sort_by_key(|w| (w.start, w.pid));
         for (cpu, mut v) in std::mem::take(&mut self.seqs) {
             v.sort_unstable();
             let mut s = CpuSeqs { seen: v.len() as u64, max: *v.last().unwrap_or(&0), ..Default::default() };

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::basis::IdleBasis;
 use super::gaps::{self, GapOptions};
 use super::model::{Kind, Trace};
 use super::timeline::{self, Source};
@@ -70,6 +71,9 @@ fn transformer_inference_figures() {
     let s = &r.scopes[0];
     let g = &s.overall;
     assert_eq!((g.window_ns, g.count, g.idle_ns), (4_597_483_892, 327, 63_688_686));
+    // no durations: the busy time and idle share are unknown, 1.4 % is only a lower bound
+    assert_eq!((r.idle_basis, g.busy_ns, g.idle_share), (IdleBasis::LowerBound, None, None));
+    assert_eq!(g.idle_share_lower_bound, Some(63_688_686.0 / 4_597_483_892.0));
     assert_eq!((g.long_count, g.long_ns, g.p50_ns, g.max_ns), (24, 49_595_287, 41_030, 12_542_755));
     let per: Vec<(&str, u64, u64)> =
         s.phases.iter().map(|p| (p.phase.as_str(), p.stats.count, p.stats.idle_ns)).collect();
@@ -116,7 +120,7 @@ fn transformer_inferred_with_uniform_durations() {
     let ph = phases::phases(t);
     let r = gaps::analyze(t, &tl, &ph, &GapOptions::default());
     let steady = r.scopes[0].phases.iter().find(|p| p.phase == "steady").unwrap();
-    let busy_share = 1.0 - steady.stats.idle_share;
+    let busy_share = 1.0 - steady.stats.idle_share.unwrap();
     // 17,340 launches x 5 µs = 86.7 ms (+ copies) in a 645 ms window
     assert!(busy_share > 0.13 && busy_share < 0.16, "{busy_share}");
     assert_eq!(steady.stats.count, PINNED_STEADY_GAPS);

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
 use super::gaps::fmt_ns;
 use super::model::{Dir, Kind, NO_STR, Trace};
@@ -40,10 +41,19 @@ pub struct PeriodRow {
     pub end: u64,
     pub dur_ns: u64,
     pub counts: Counts,
-    /// GPU busy time within the period (union over streams), from the timeline.
-    pub gpu_busy_ns: u64,
-    /// 1 − busy / duration (None without GPU work in the trace).
+    /// GPU busy time within the period (union over streams), from the
+    /// timeline; `None` when only a lower bound on idle time is known
+    /// (`idle_basis: lower_bound`).
+    pub gpu_busy_ns: Option<u64>,
+    /// 1 − busy / duration (`None` without GPU work in the trace, or when
+    /// only a lower bound is known).
     pub gpu_idle_share: Option<f64>,
+    /// `idle_basis: lower_bound` only: certain idle time within the period
+    /// (duration − possibly busy time), a lower bound.
+    pub gpu_idle_lower_bound_ns: Option<u64>,
+    /// `idle_basis: lower_bound` only: certain idle time / duration, a lower
+    /// bound on the idle share.
+    pub gpu_idle_share_lower_bound: Option<f64>,
     pub energy: Option<Energy>,
     pub tokens: Option<u64>,
     pub joules_per_token: Option<f64>,
@@ -84,6 +94,14 @@ pub struct Report {
     pub phase_source: Option<super::phases::PhaseSource>,
     pub main_pid: Option<u32>,
     pub timeline: Source,
+    /// What the busy/idle figures rest on: `measured`, `calibrated` or
+    /// `lower_bound` (busy time and idle share unknown).
+    pub idle_basis: IdleBasis,
+    /// `calibrated`: where the kernel durations came from.
+    pub calibrated_from: Option<String>,
+    /// `calibrated`: the launches of kernels missing from the calibration
+    /// (share of launches and of estimated kernel time).
+    pub calibration_coverage: Option<super::coverage::CalibrationCoverage>,
     pub total: Counts,
     pub phases: Vec<PeriodRow>,
     pub iterations: Vec<PeriodRow>,
@@ -151,7 +169,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     let span = t.span().unwrap_or((0, 0));
     let series = energy::series(t);
     let busy = union(tl.streams.iter().flat_map(|s| s.intervals.iter().map(|i| (i.start, i.end))).collect());
-    let rows = Rows { t, series: &series };
+    let rows = Rows { t, series: &series, basis: IdleBasis::of(tl) };
     let row = |name: String, pid: u32, a: u64, b: u64, tokens: Option<u64>| rows.row(&busy, name, pid, a, b, tokens);
     let processes = rows.per_process(tl);
     let phases: Vec<PeriodRow> = ph.main().iter().map(|p| row(p.name.clone(), p.pid, p.start, p.end, None)).collect();
@@ -186,6 +204,9 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         phase_source: ph.source(),
         main_pid: ph.main_pid,
         timeline: tl.source,
+        idle_basis: IdleBasis::of(tl),
+        calibrated_from: tl.calibrated_from.clone(),
+        calibration_coverage: tl.diag.coverage.clone(),
         total: counts_in(t, None, span.0, span.1 + 1),
         phases,
         iterations,
@@ -252,6 +273,7 @@ fn processes_line(r: &Report) -> String {
 struct Rows<'a> {
     t: &'a Trace,
     series: &'a [EnergySeries],
+    basis: IdleBasis,
 }
 
 impl Rows<'_> {
@@ -261,6 +283,9 @@ impl Rows<'_> {
         let gpu_busy_ns = covered(busy, a, b);
         let energy = energy::energy_all_gpus(self.series, a, b);
         let dur = b - a;
+        // share of the period with no GPU work
+        let idle_share = (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64);
+        let known = self.basis.share_known();
         PeriodRow {
             name,
             pid,
@@ -268,9 +293,10 @@ impl Rows<'_> {
             end: b,
             dur_ns: dur,
             counts,
-            gpu_busy_ns,
-            // share of the period with no GPU work (bound timeline: a lower bound)
-            gpu_idle_share: (dur > 0 && !busy.is_empty()).then(|| 1.0 - gpu_busy_ns as f64 / dur as f64),
+            gpu_busy_ns: known.then_some(gpu_busy_ns),
+            gpu_idle_share: idle_share.filter(|_| known),
+            gpu_idle_lower_bound_ns: (!known && !busy.is_empty()).then(|| dur - gpu_busy_ns),
+            gpu_idle_share_lower_bound: idle_share.filter(|_| !known),
             joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
             ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
             energy,
@@ -364,6 +390,9 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
             None => "no power samples: energy needs NVML sampling at record time".into(),
         });
     }
+    if let Some(c) = &tl.diag.coverage {
+        notes.push(c.sentence());
+    }
     if tl.source != Source::Measured
         && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())
     {
@@ -449,6 +478,22 @@ pub fn render(r: &Report) -> String {
         },
         r.main_pid.map_or("-".into(), |p| p.to_string())
     );
+    let _ = writeln!(
+        s,
+        "{}",
+        match r.idle_basis {
+            IdleBasis::Measured => "GPU busy/idle: measured (CUPTI activity records)".to_string(),
+            IdleBasis::Calibrated => format!(
+                "GPU busy/idle: inferred (calibrated from {})",
+                r.calibrated_from.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION)
+            ),
+            IdleBasis::LowerBound => "GPU busy/idle share: unknown (no measured or calibrated kernel durations: \
+                                      record with --gpu-timestamps, or pass --durations FILE); \"idle ≥\" is \
+                                      certain idle time, a lower bound"
+                .to_string(),
+        }
+    );
+    let bound = !r.idle_basis.share_known();
     let table = |s: &mut String, title: &str, rows: &[PeriodRow], tokens: bool| {
         if rows.is_empty() {
             return;
@@ -462,8 +507,8 @@ pub fn render(r: &Report) -> String {
             "launches",
             "kernels",
             "sync",
-            "GPU busy",
-            "idle %",
+            if bound { "idle ≥" } else { "GPU busy" },
+            if bound { "idle% ≥" } else { "idle %" },
             "energy",
             if tokens { "   tokens  ms/token  J/token" } else { "" }
         );
@@ -479,8 +524,8 @@ pub fn render(r: &Report) -> String {
                 c.launches,
                 c.distinct_kernels,
                 fmt_ns(c.sync_ns),
-                fmt_ns(p.gpu_busy_ns),
-                p.gpu_idle_share.map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+                p.gpu_busy_ns.or(p.gpu_idle_lower_bound_ns).map_or("-".into(), fmt_ns),
+                p.gpu_idle_share.or(p.gpu_idle_share_lower_bound).map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
                 energy_cell(&p.energy)
             );
             if tokens {
@@ -591,7 +636,11 @@ mod tests {
         assert_eq!(r.top_by_gpu_time[0].kernel, "kB");
         assert_eq!(r.top_by_gpu_time[0].gpu_ns, Some(1_000_000));
         assert_eq!(r.top_by_gpu_time[1].gpu_ns, Some(400_000));
-        assert_eq!(it[0].gpu_busy_ns, 1_300_000);
+        assert_eq!(it[0].gpu_busy_ns, Some(1_300_000));
+        assert_eq!(
+            (r.idle_basis, r.calibrated_from.as_deref()),
+            (IdleBasis::Calibrated, Some("an unnamed calibration"))
+        );
         assert_eq!(r.copies_by_direction["h2d"], (1, 512));
         assert_eq!(r.phases[0].counts.copy_bytes_by_direction, BTreeMap::from([("h2d", 512)]));
         assert!(r.phases[1].counts.copy_bytes_by_direction.is_empty());
@@ -606,7 +655,7 @@ mod tests {
         let tl2 = timeline::inferred(&t2, &timeline::tests::durs(&[("kA", 100_000), ("kB", 1_000_000)]));
         let r2 = build(&t2, &phases(&t2), &tl2);
         let pp: Vec<(u32, u64, u64)> =
-            r2.per_process.iter().map(|p| (p.pid, p.counts.launches, p.gpu_busy_ns)).collect();
+            r2.per_process.iter().map(|p| (p.pid, p.counts.launches, p.gpu_busy_ns.unwrap())).collect();
         assert_eq!(pp, [(1, 5, 1_402_026), (2, 1, 100_000)]); // pid 1: + the 2 µs h2d copy
         // the header says why power and GPU timestamps are missing
         let hdr = r#"{"type":"header","power":{"available":false,"reason":"NVML not found (libnvidia-ml.so.1)"},"gpu_timestamps":{"enabled":false,"reason":"not requested"}}"#;

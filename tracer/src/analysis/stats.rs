@@ -1,6 +1,20 @@
 //! Small statistics helpers: nearest-rank percentiles, log-scale histogram
-//! buckets (1-2-5 per decade), interval unions.
+//! buckets (1-2-5 per decade), interval unions, durations as text.
 use serde::Serialize;
+
+/// A duration for text output: "850 ns", "12.5 µs", "3.40 ms", "1.234 s".
+pub fn fmt_ns(ns: u64) -> String {
+    let x = ns as f64;
+    if ns < 1000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} µs", x / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", x / 1e6)
+    } else {
+        format!("{:.3} s", x / 1e9)
+    }
+}
 
 /// Nearest-rank percentile of an ascending slice (0 when empty).
 pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {

@@ -48,6 +48,9 @@ pub enum Source {
     Measured,
     Inferred,
     Bound,
+    /// `--gpu-timestamps sample`: measured inside the windows CUPTI was on,
+    /// inferred elsewhere with durations calibrated from those windows.
+    Sampled,
 }
 
 impl Source {
@@ -56,6 +59,7 @@ impl Source {
             Source::Measured => "measured",
             Source::Inferred => "inferred",
             Source::Bound => "bound",
+            Source::Sampled => "sampled",
         }
     }
 }
@@ -155,6 +159,10 @@ pub struct Diagnostics {
     /// `bound`: operations never followed by a synchronization of their
     /// stream (their end is unknown; each shown during its submission call).
     pub unbounded_ops: u64,
+    /// `inferred`: the launches whose kernels the calibration did not know,
+    /// as a share of the launches and of the estimated kernel time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::coverage::CalibrationCoverage>,
 }
 
 #[derive(Clone, Debug)]
@@ -162,6 +170,8 @@ pub struct Timeline {
     pub source: Source,
     pub streams: Vec<StreamTimeline>,
     pub diag: Diagnostics,
+    /// `inferred`: where the kernel durations came from ([`Durations::origin`]).
+    pub calibrated_from: Option<String>,
 }
 
 impl Timeline {
@@ -186,7 +196,8 @@ impl Timeline {
     }
 }
 
-/// Measured if the trace has gpu lines, else inferred with `durations`, else bound.
+/// Measured if the trace has gpu lines, else inferred with `durations`, else
+/// bound ([`super::sampled::gpu_intervals`] also knows sampled recordings).
 pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
     if !t.gpu.is_empty() {
         measured(t)
@@ -283,7 +294,12 @@ pub fn measured(t: &Trace) -> Timeline {
             intervals,
         })
         .collect();
-    Timeline { source: Source::Measured, streams, diag: Diagnostics { ops: t.gpu.len() as u64, ..Default::default() } }
+    Timeline {
+        source: Source::Measured,
+        streams,
+        diag: Diagnostics { ops: t.gpu.len() as u64, ..Default::default() },
+        calibrated_from: None,
+    }
 }
 
 #[derive(Default)]
@@ -329,13 +345,29 @@ pub enum SubmitAt {
 
 /// [`inferred`] with a choice of submit point.
 pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
+    inferred_around(t, d, HashMap::new(), at)
+}
+
+/// [`inferred_with`] where the calls in `measured` (call index → measured
+/// start and end) are placed where they were measured, and the queue
+/// simulation goes on from there.
+pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u64)>, at: SubmitAt) -> Timeline {
     let all_median = d.file.as_ref().and_then(|f| {
         let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
         v.sort_unstable();
         (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
     });
-    let mut sim =
-        Sim { t, d, at, all_median, diag: Diagnostics::default(), streams: BTreeMap::new(), events: HashMap::new() };
+    let mut sim = Sim {
+        t,
+        d,
+        at,
+        all_median,
+        diag: Diagnostics::default(),
+        streams: BTreeMap::new(),
+        events: HashMap::new(),
+        tally: Default::default(),
+        measured,
+    };
     for (i, c) in t.calls.iter().enumerate() {
         if c.incomplete() && !c.kind.is_gpu_work() {
             continue;
@@ -350,6 +382,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
             _ => {}
         }
     }
+    sim.diag.coverage = Some(std::mem::take(&mut sim.tally).finish());
     let streams = sim
         .streams
         .into_iter()
@@ -362,7 +395,7 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
             intervals: s.iv,
         })
         .collect();
-    Timeline { source: Source::Inferred, streams, diag: sim.diag }
+    Timeline { source: Source::Inferred, streams, diag: sim.diag, calibrated_from: Some(d.origin().to_string()) }
 }
 
 /// The queue simulation's state while it walks the calls.
@@ -376,6 +409,10 @@ struct Sim<'a> {
     streams: BTreeMap<StreamKey, SimStream>,
     /// (pid, event) -> (stream, intervals at record time, free_at at record time)
     events: HashMap<(u32, u64), (StreamKey, usize, u64)>,
+    /// Launches timed, and those the calibration did not know.
+    tally: super::coverage::Tally,
+    /// Calls whose work was measured: call index → (start, end).
+    measured: HashMap<u32, (u64, u64)>,
 }
 
 impl Sim<'_> {
@@ -386,6 +423,9 @@ impl Sim<'_> {
             return;
         }
         let key = stream_key(self.t, c);
+        if let Some(&(start, end)) = self.measured.get(&(i as u32)) {
+            return self.place_measured(i, c, key, start, end);
+        }
         // a blocking copy is done by the call's return: it can start at its entry
         let submit = if self.at == SubmitAt::Return && c.dur > 0 && !host_blocking_copy(c) { c.end() } else { c.ts };
         let earliest = self.default_stream_wait(key, c, submit);
@@ -413,6 +453,30 @@ impl Sim<'_> {
         });
     }
 
+    /// Work that was measured: placed where it ran; earlier simulated work
+    /// still running then is cut there (counted as clamped).
+    fn place_measured(&mut self, i: usize, c: &Call, key: StreamKey, start: u64, end: u64) {
+        if matches!(c.kind, Kind::Launch | Kind::GraphLaunch) {
+            let name = if c.kernel == NO_STR { "(unnamed handle)" } else { self.t.name(c.kernel) };
+            self.tally.add(name, end - start, false);
+        }
+        let diag = &mut self.diag;
+        let s = self.streams.entry(key).or_default();
+        let n = s.iv.len();
+        clamp(s, n, start, diag);
+        s.free_at = s.free_at.max(end);
+        diag.ops += 1;
+        s.iv.push(GpuInterval {
+            start,
+            end,
+            kind: work_kind(c.kind),
+            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
+            call: i as u32,
+            ops: 1,
+            approximate: false,
+        });
+    }
+
     /// The earliest start after `submit` that the implicit synchronization with the legacy default stream allows.
     fn default_stream_wait(&self, key: StreamKey, c: &Call, submit: u64) -> u64 {
         let t = self.t;
@@ -437,25 +501,29 @@ impl Sim<'_> {
     /// How long the call's work runs on the GPU (from the durations), and whether that is approximate.
     fn work_duration(&mut self, c: &Call) -> (u64, bool) {
         let (t, d, diag) = (self.t, self.d, &mut self.diag);
+        let fallback = self.all_median.unwrap_or(2000);
         match c.kind {
             Kind::Launch => {
-                let name = t.name(c.kernel);
+                let name = if c.kernel == NO_STR { "(unnamed handle)" } else { t.name(c.kernel) };
                 match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
                     Some((ns, f)) => {
                         if f == Found::ByName {
                             diag.by_name_only += 1;
                         }
+                        self.tally.add(name, ns, false);
                         (ns, f != Found::Exact)
                     }
                     None => {
                         diag.unknown_kernels += 1;
-                        (self.all_median.unwrap_or(2000), true)
+                        self.tally.add(name, fallback, true);
+                        (fallback, true)
                     }
                 }
             }
             Kind::GraphLaunch => {
                 diag.unknown_kernels += 1;
-                (self.all_median.unwrap_or(2000), true)
+                self.tally.add("(graph launch)", fallback, true);
+                (fallback, true)
             }
             Kind::Copy | Kind::CopyAsync => {
                 let (ns, f) = d.copy(Some(c.dir), c.size);
@@ -661,13 +729,23 @@ pub fn bound(t: &Trace) -> Timeline {
         .filter(|(_, v)| !v.is_empty())
         .map(|(key, intervals)| StreamTimeline { device: 0, key, label: label(&key), source: Source::Bound, intervals })
         .collect();
-    Timeline { source: Source::Bound, streams, diag }
+    Timeline { source: Source::Bound, streams, diag, calibrated_from: None }
 }
 
 /// For each measured interval (by stream, then index), the launch/copy call it
 /// came from: matched per process in submission order by kernel name (copies
 /// by direction, sets in order). Returns (stream index, interval index, call index).
 pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize, u32)> {
+    link_measured_to_launches_of(t, tl, |_| true)
+}
+
+/// [`link_measured_to_launches`] with only the calls `keep` accepts (e.g.
+/// those made while CUPTI's activity was on).
+pub fn link_measured_to_launches_of(
+    t: &Trace,
+    tl: &Timeline,
+    keep: impl Fn(&Call) -> bool,
+) -> Vec<(usize, usize, u32)> {
     #[derive(Hash, PartialEq, Eq)]
     enum K {
         // (pid, interned kernel name: launch lines and gpu lines share the table)
@@ -677,7 +755,7 @@ pub fn link_measured_to_launches(t: &Trace, tl: &Timeline) -> Vec<(usize, usize,
     }
     let mut queues: HashMap<K, VecDeque<u32>> = HashMap::new();
     for (i, c) in t.calls.iter().enumerate() {
-        if c.failed() {
+        if c.failed() || !keep(c) {
             continue;
         }
         let k = match c.kind {

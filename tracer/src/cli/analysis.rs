@@ -30,7 +30,10 @@ pub enum TimelineArg {
 /// Options shared by the commands that need a GPU timeline.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TimelineOpts {
-    /// Kernel duration calibration file (`tracer calibrate`) for the inferred GPU timeline.
+    /// Kernel duration calibration file (`tracer calibrate`, or replay's
+    /// isolated mode) for the inferred GPU timeline. Default for a recording
+    /// directory NAME.rec without gpu lines: NAME.rec/kernel-durations.json
+    /// when `replay NAME.rec --mode isolated` wrote it.
     #[arg(long, value_name = "FILE")]
     pub durations: Option<PathBuf>,
     /// Which GPU timeline to use.
@@ -163,7 +166,7 @@ pub struct CompareArgs {
 /// A kernel-durations file (`tracer calibrate`'s output).
 fn load_durations(path: &Path) -> anyhow::Result<Durations> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Durations::parse(&text).with_context(|| format!("{}", path.display()))
+    Ok(Durations::parse(&text).with_context(|| format!("{}", path.display()))?.with_origin(path.display().to_string()))
 }
 
 fn us_to_ns(x: f64) -> anyhow::Result<u64> {
@@ -173,9 +176,19 @@ fn us_to_ns(x: f64) -> anyhow::Result<u64> {
     Ok((x * 1000.0).round() as u64)
 }
 
+/// The calibration `replay NAME.rec --mode isolated` wrote into a recording
+/// directory (docs/replay.md), if `trace` is one and it exists.
+pub fn replay_durations(trace: &Path) -> Option<PathBuf> {
+    let p = trace.join(REPLAY_DURATIONS);
+    (trace.is_dir() && p.is_file()).then_some(p)
+}
+
+/// The file replay's isolated mode writes into NAME.rec/.
+pub const REPLAY_DURATIONS: &str = "kernel-durations.json";
+
 /// Rejects option combinations before any work is done.
-fn check(o: &TimelineOpts) -> anyhow::Result<()> {
-    if o.timeline == TimelineArg::Inferred && o.durations.is_none() {
+fn check(o: &TimelineOpts, trace: &Path) -> anyhow::Result<()> {
+    if o.timeline == TimelineArg::Inferred && o.durations.is_none() && replay_durations(trace).is_none() {
         bail!(crate::error::UsageError("--timeline inferred needs --durations FILE (tracer calibrate)".into()));
     }
     Ok(())
@@ -183,9 +196,21 @@ fn check(o: &TimelineOpts) -> anyhow::Result<()> {
 
 /// Builds the timeline the options ask for.
 pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyhow::Result<Timeline> {
-    let d = o.durations.as_deref().map(load_durations).transpose()?;
+    // a replayed recording calibrates its own timeline (unless measured or told otherwise)
+    let from_replay = match (&o.durations, o.timeline) {
+        (None, TimelineArg::Inferred) => replay_durations(Path::new(&t.path)),
+        (None, TimelineArg::Auto) if t.gpu.is_empty() => replay_durations(Path::new(&t.path)),
+        _ => None,
+    };
+    if let Some(p) = &from_replay {
+        eprintln!(
+            "tracer: GPU timeline inferred with {} (replay --mode isolated); --timeline bound to ignore it",
+            p.display()
+        );
+    }
+    let d = o.durations.as_deref().or(from_replay.as_deref()).map(load_durations).transpose()?;
     Ok(match o.timeline {
-        TimelineArg::Auto => timeline::gpu_intervals(t, d.as_ref()),
+        TimelineArg::Auto => crate::analysis::sampled::gpu_intervals(t, d.as_ref()),
         TimelineArg::Measured => {
             if t.gpu.is_empty() {
                 bail!(crate::error::UsageError(format!(
@@ -206,7 +231,7 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
 }
 
 pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let opts = gaps::GapOptions {
         threshold_ns: us_to_ns(a.threshold_us)?,
         switch_costs_ns: a.switch_cost_us.iter().map(|&x| us_to_ns(x)).collect::<anyhow::Result<_>>()?,
@@ -231,7 +256,7 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
 }
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
@@ -262,7 +287,7 @@ pub fn default_export_path(trace: &Path) -> PathBuf {
 }
 
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
-    check(&a.tl)?;
+    check(&a.tl, &a.trace)?;
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
@@ -313,7 +338,10 @@ pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
     }
     let (d, label) = match &a.durations {
         Some(p) => (load_durations(p)?, "inferred"),
-        None => (Durations::new(crate::analysis::durations::calibrate(&t)?), "inferred (self-calibrated)"),
+        None => (
+            Durations::new(crate::analysis::durations::calibrate(&t)?).with_origin("this trace's own gpu lines"),
+            "inferred (self-calibrated)",
+        ),
     };
     let th = us_to_ns(a.threshold_us)?;
     let measured = timeline::measured(&t);

@@ -269,6 +269,12 @@ pub struct RecordArgs {
     /// time (docs/gpu-timestamps.md).
     #[arg(long, conflicts_with = "pid")]
     pub gpu_timestamps: bool,
+    /// With --gpu-timestamps: measure in windows only, CUPTI's records on for
+    /// the first WINDOW_MS of every PERIOD_MS (from each process's cuInit) and
+    /// off in between (`gpu_window` lines); the analyses calibrate the rest
+    /// of the run from the windows (docs/gpu-timestamps.md#sampled-measurement).
+    #[arg(long, value_name = "WINDOW_MS/PERIOD_MS", requires = "gpu_timestamps", value_parser = parse_sample)]
+    pub gpu_sample: Option<tracer_cupti::sample::Spec>,
     /// The injection library for --gpu-timestamps (default: libtracer_cupti.so
     /// next to the tracer executable).
     #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
@@ -295,6 +301,10 @@ pub struct RecordArgs {
     pub command: Vec<OsString>,
 }
 
+fn parse_sample(s: &str) -> Result<tracer_cupti::sample::Spec, String> {
+    tracer_cupti::sample::Spec::parse(s)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -309,6 +319,9 @@ mod tests {
         assert!(r.gpu_timestamps);
         assert_eq!(r.cupti_lib.as_deref(), Some(Path::new("/x/libcupti.so")));
         assert_eq!(r.cupti_injection, None);
+        assert_eq!(r.gpu_sample, None);
+        let r = parse(&["tracer", "--gpu-timestamps", "--gpu-sample", "20/200", "--", "python3"]).unwrap();
+        assert_eq!(r.gpu_sample, Some(tracer_cupti::sample::Spec { window_ms: 20, period_ms: 200 }));
         let err = |a: &[&str]| parse(a).unwrap_err().kind();
         // Injection goes through the environment: not with -p.
         assert_eq!(err(&["tracer", "--gpu-timestamps", "-p", "1"]), clap::error::ErrorKind::ArgumentConflict);
@@ -319,6 +332,14 @@ mod tests {
         assert_eq!(
             err(&["tracer", "--cupti-injection", "/x", "--", "true"]),
             clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            err(&["tracer", "--gpu-sample", "20/200", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            err(&["tracer", "--gpu-timestamps", "--gpu-sample", "200/20", "--", "true"]),
+            clap::error::ErrorKind::ValueValidation
         );
     }
 }

@@ -173,8 +173,8 @@ fn start_gpu_timestamps(
     if !args.gpu_timestamps {
         return Ok(None);
     }
-    let g =
-        GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), run_as).inspect_err(|_| {
+    let g = GpuSession::start(args.cupti_injection.as_deref(), args.cupti_lib.as_deref(), args.gpu_sample, run_as)
+        .inspect_err(|_| {
             remove_output(out_path);
         })?;
     Ok(Some(g))

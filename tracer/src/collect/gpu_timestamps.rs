@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use tracer_cupti::sample::{self, Spec};
 use tracer_cupti::wire::StreamDecoder;
 
 use crate::collect::collector::Collector;
@@ -28,6 +29,7 @@ const DRAIN_MAX: usize = 16 << 20;
 
 pub struct GpuSession {
     library: PathBuf,
+    sample: Option<Spec>,
     dir: PathBuf,
     fd: i32,
     decoder: StreamDecoder,
@@ -77,6 +79,7 @@ impl GpuSession {
     pub fn start(
         injection: Option<&Path>,
         cupti_lib: Option<&Path>,
+        sample: Option<Spec>,
         run_as: Option<&RunAs>,
     ) -> anyhow::Result<GpuSession> {
         check_injection_env(std::env::var_os(INJECTION_ENV).as_deref())?;
@@ -124,8 +127,12 @@ impl GpuSession {
                 Some(l) => std::env::set_var(CUPTI_LIB_ENV, l.canonicalize().unwrap_or(l.to_path_buf())),
                 None => std::env::remove_var(CUPTI_LIB_ENV),
             }
+            match sample {
+                Some(s) => std::env::set_var(sample::ENV, s.env_value()),
+                None => std::env::remove_var(sample::ENV),
+            }
         }
-        Ok(GpuSession { library, dir, fd, decoder: StreamDecoder::default(), lines: GpuLines::default() })
+        Ok(GpuSession { library, sample, dir, fd, decoder: StreamDecoder::default(), lines: GpuLines::default() })
     }
 
     pub fn header(&self) -> Value {
@@ -134,6 +141,7 @@ impl GpuSession {
             "library": self.library.display().to_string(),
             "reason": null,
             "cupti_lib": std::env::var(CUPTI_LIB_ENV).ok(),
+            "sample": self.sample.map(|s| json!({"window_ms": s.window_ms, "period_ms": s.period_ms})),
             "clock": "CLOCK_MONOTONIC ns, from CUPTI's timestamp callback (or an offset, per process in the footer)",
         })
     }
@@ -172,7 +180,7 @@ impl GpuSession {
                  (the command did not initialise CUDA, or its CUDA driver ignores CUDA_INJECTION64_PATH)"
             );
         }
-        let mut v = self.lines.footer();
+        let mut v = self.lines.footer_with_windows();
         v["incomplete_bytes"] = json!(self.decoder.pending());
         v
     }

@@ -28,6 +28,9 @@ pub struct GpuLines {
     pub kernels: u64,
     pub memcpys: u64,
     pub memsets: u64,
+    /// Sampling windows (`gpu_window` lines) and the time they cover.
+    pub windows: u64,
+    pub window_ns: u64,
     /// Records without a usable timestamp (0, or end before start): not written.
     pub no_timestamp: u64,
     /// Lines whose stream handle was not known.
@@ -113,6 +116,17 @@ impl GpuLines {
                 self.procs.entry(pid).or_default().errors.push(text);
                 None
             }
+            Msg::Window { start, end } => {
+                if end < start {
+                    self.no_timestamp += 1;
+                    return None;
+                }
+                self.windows += 1;
+                self.window_ns += end - start;
+                // the same fields as a gpu line's, in that order (docs/trace-format.md)
+                Some(json!({"ts": start, "end_ts": end, "pid": pid, "tid": 0, "type": "gpu_window",
+                    "op": "measured", "name": "cupti"}))
+            }
             Msg::Bye { dropped_sink, .. } => {
                 self.procs.entry(pid).or_default().flushed_at_exit = true;
                 self.dropped_by_injection += dropped_sink;
@@ -180,6 +194,17 @@ impl GpuLines {
         })
     }
 
+    /// The footer's `gpu_timestamps` object, with the sampling windows when
+    /// there were any (`--gpu-timestamps sample`).
+    pub fn footer_with_windows(&self) -> Value {
+        let mut v = self.footer();
+        if self.windows > 0 {
+            v["windows"] = json!(self.windows);
+            v["window_ns"] = json!(self.window_ns);
+        }
+        v
+    }
+
     /// One line for the end-of-run summary.
     pub fn summary_line(&self) -> String {
         let active = self.procs.values().filter(|p| p.cupti.is_some()).count();
@@ -187,6 +212,13 @@ impl GpuLines {
             "gpu (CUPTI, {active} process(es)): {} kernels, {} copies, {} sets measured",
             self.kernels, self.memcpys, self.memsets
         );
+        if self.windows > 0 {
+            s.push_str(&format!(
+                " in {} sampling windows ({:.1} ms; the rest is calibrated from them)",
+                self.windows,
+                self.window_ns as f64 / 1e6
+            ));
+        }
         let lost = self.dropped_by_cupti + self.dropped_by_injection;
         if lost > 0 {
             s.push_str(&format!(
@@ -288,6 +320,33 @@ mod tests {
                     "clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[]}])
         );
         assert_eq!(g.summary_line(), "gpu (CUPTI, 1 process(es)): 1 kernels, 1 copies, 1 sets measured");
+    }
+
+    #[test]
+    fn sampling_windows_become_gpu_window_lines() {
+        let (g, lines) = run(&[
+            (100, Msg::Window { start: 5_000_000_000, end: 5_020_000_000 }),
+            (100, Msg::Window { start: 5_200_000_000, end: 5_200_000_000 }),
+            (100, Msg::Window { start: 7, end: 6 }),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                r#"{"end_ts":5020000000,"name":"cupti","op":"measured","pid":100,"tid":0,"ts":5000000000,"type":"gpu_window"}"#,
+                r#"{"end_ts":5200000000,"name":"cupti","op":"measured","pid":100,"tid":0,"ts":5200000000,"type":"gpu_window"}"#,
+            ]
+        );
+        assert_eq!((g.windows, g.window_ns, g.no_timestamp), (2, 20_000_000, 1));
+        assert_eq!(
+            (g.footer_with_windows()["windows"].as_u64(), g.footer_with_windows()["window_ns"].as_u64()),
+            (Some(2), Some(20_000_000))
+        );
+        assert_eq!(GpuLines::default().footer_with_windows().get("windows"), None);
+        assert_eq!(
+            g.summary_line(),
+            "gpu (CUPTI, 0 process(es)): 0 kernels, 0 copies, 0 sets measured in 2 sampling windows (20.0 ms; the \
+             rest is calibrated from them)"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
+use crate::analysis::basis::IdleBasis;
 use crate::analysis::energy;
 use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
@@ -132,7 +133,8 @@ pub fn export_with_progress<W: Write>(
     write_gpu_tracks(&mut o, t, tl, &mut named_gpu)?;
     write_counters(&mut o, t, &mut named_gpu)?;
     let n = o.n;
-    let other = json!({"trace": t.path, "gpu_timeline": tl.source.as_str(), "t0_monotonic_ns": t0,
+    let other = json!({"trace": t.path, "gpu_timeline": tl.source.as_str(),
+        "idle_basis": IdleBasis::of(tl).as_str(), "calibrated_from": tl.calibrated_from, "t0_monotonic_ns": t0,
         "generator": format!("tracer {}", env!("CARGO_PKG_VERSION"))});
     write!(o.w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{other}}}\n")?;
     o.w.flush()?;
@@ -336,7 +338,7 @@ fn write_gpu_tracks<W: Write>(
         let gpid = GPU_PID_BASE + s.device as u64;
         if named_gpu.insert(s.device) {
             let model = t.gpu_model(s.device as usize).unwrap_or_default();
-            o.meta(gpid, None, "process_name", &format!("GPU {} {model} ({})", s.device, tl.source.as_str()))?;
+            o.meta(gpid, None, "process_name", &format!("GPU {} {model} ({})", s.device, gpu_process_label(tl)))?;
         }
         let tid = o.next_syn();
         o.meta(gpid, Some(tid), "thread_name", &format!("pid {} {} [{}]", s.key.pid, s.label, s.source.as_str()))?;
@@ -361,6 +363,24 @@ fn write_gpu_tracks<W: Write>(
         }
     }
     Ok(())
+}
+
+/// What a GPU's track group says its intervals are: "measured", "inferred,
+/// calibrated from FILE", or for the bound timeline that its slices are
+/// possibly-busy stretches and only its gaps are certain (idle time).
+fn gpu_process_label(tl: &Timeline) -> String {
+    match IdleBasis::of(tl) {
+        IdleBasis::Measured => "measured".into(),
+        IdleBasis::Calibrated => format!(
+            "inferred, calibrated from {}",
+            tl.calibrated_from.as_deref().unwrap_or(crate::analysis::basis::UNNAMED_CALIBRATION)
+        ),
+        IdleBasis::LowerBound => {
+            "bound: possibly busy until each synchronization, busy/idle share unknown; gaps are certain idle time, a \
+             lower bound"
+                .into()
+        }
+    }
 }
 
 /// The slice name of a GPU interval: its kernel, "memcpy DIR", its kind, or "≤N ops pending".
@@ -609,7 +629,7 @@ pub(crate) mod tests {
             r#"{"ts":20000,"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":1002,"power_mw":71000,"sm_clock_mhz":1980,"util_gpu_pct":40}"#.into(),
         ];
         let t = parse_str("p", &l.join("\n")).unwrap();
-        let tl = timeline::inferred(&t, &timeline::tests::durs(&[("kA", 1000)]));
+        let tl = timeline::inferred(&t, &timeline::tests::durs(&[("kA", 1000)]).with_origin("h100.json"));
         let text = export_str(&t, &tl);
         let by_ph = validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         // X: 3 calls + 1 ioctl + 1 phase + 1 iteration + 1 GPU kernel; i: exec + 2 markers (phase, mark)
@@ -630,9 +650,33 @@ pub(crate) mod tests {
         let names: BTreeSet<&str> =
             evs.iter().filter(|e| e["ph"] == "M").filter_map(|e| e["args"]["name"].as_str()).collect();
         assert!(names.contains("python3 (pid 1)"), "{names:?}");
-        assert!(names.contains("GPU 0 H100 (inferred)"), "{names:?}");
+        assert!(names.contains("GPU 0 H100 (inferred, calibrated from h100.json)"), "{names:?}");
         assert!(names.contains("ioctls (tid 1)") && names.contains("phases") && names.contains("iterations"));
         assert_eq!(v["otherData"]["gpu_timeline"], "inferred");
+        assert_eq!(
+            (&v["otherData"]["idle_basis"], &v["otherData"]["calibrated_from"]),
+            (&json!("calibrated"), &json!("h100.json"))
+        );
+        // without durations: the GPU's tracks say their slices are not busy time
+        let b: Value = serde_json::from_str(&export_str(&t, &timeline::bound(&t))).unwrap();
+        assert_eq!(
+            (&b["otherData"]["idle_basis"], &b["otherData"]["calibrated_from"]),
+            (&json!("lower_bound"), &Value::Null)
+        );
+        let gpu_name = b["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+            .filter_map(|e| e["args"]["name"].as_str())
+            .find(|n| n.starts_with("GPU 0"))
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            gpu_name,
+            "GPU 0 H100 (bound: possibly busy until each synchronization, busy/idle share unknown; gaps are certain \
+             idle time, a lower bound)"
+        );
         let power = evs.iter().find(|e| e["name"] == "power (W)").unwrap();
         assert_eq!(power["args"]["W"], 70.0);
         let en: Vec<f64> =

@@ -25,10 +25,14 @@ pub enum Kind {
     /// GPU: a measured interval of the second trace of `tracer plot
     /// --compare` when that is not a replay.
     GpuCompared,
+    /// GPU: a possibly-busy stretch of the bound timeline (no measured or
+    /// calibrated durations): not busy time; only the gaps between such
+    /// stretches are certain (idle time, a lower bound).
+    GpuBound,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Launch,
         Kind::Sync,
         Kind::Copy,
@@ -38,6 +42,7 @@ impl Kind {
         Kind::GpuInferred,
         Kind::GpuReplayed,
         Kind::GpuCompared,
+        Kind::GpuBound,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -56,6 +61,7 @@ impl Kind {
             Kind::GpuInferred => "GPU busy (inferred)",
             Kind::GpuReplayed => "GPU busy (replayed)",
             Kind::GpuCompared => "GPU busy (compared)",
+            Kind::GpuBound => "GPU possibly busy (bound; idle ≥ the gaps)",
         }
     }
 }

@@ -45,6 +45,8 @@ pub fn kind_color(k: Kind) -> RGBColor {
         Kind::GpuInferred => RGBColor(222, 170, 20),
         // The second trace of `--compare`, in all three of its figures.
         Kind::GpuReplayed | Kind::GpuCompared => RGBColor(0, 128, 160),
+        // pale: a stretch that may or may not have been busy
+        Kind::GpuBound => RGBColor(200, 200, 200),
     }
 }
 

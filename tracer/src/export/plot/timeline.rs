@@ -131,7 +131,7 @@ fn section_rows<'a>(tl: &'a Timeline, o: &Opts) -> Vec<SectionRows<'a>> {
                 &[],
             ),
             (
-                "GPU: busy per device and stream",
+                "GPU: work per device and stream",
                 "no GPU intervals: record with --gpu-timestamps for measured ones",
                 select_rows(&tl.gpu, o.max_gpu_rows, "streams"),
                 &[],

@@ -1,0 +1,276 @@
+//! The GPU timeline of a run recorded with `--gpu-timestamps sample`: CUPTI's
+//! activity records were on only in windows (`gpu_window` lines), so every
+//! launch, copy and set a process made inside one of its windows has its
+//! measured interval, and the others have none.
+//!
+//! The timeline keeps the measured intervals where they are and infers the
+//! rest with the queue simulation of [`timeline::inferred`], its durations
+//! calibrated from the measured intervals themselves (per kernel name, grid,
+//! block and shared memory: [`durations::calibrate`]); a kernel never seen in
+//! a window gets the median of the calibrated ones and is counted in the
+//! calibration coverage.
+//!
+//! Measured work is linked to its call window by window: per process and
+//! window, the calls made inside it and the measured work that started
+//! between its start and the next window's, in submission order by kernel
+//! name (copies by direction, sets in order). A launch inside a window whose
+//! record never came (CUPTI turned off before the launch reached it, or a
+//! record of work still running dropped at the switch) stays unlinked and is
+//! inferred; it cannot shift the pairs of later windows.
+use std::collections::{HashMap, VecDeque};
+
+use super::durations::{self, Durations};
+use super::model::{Call, Dir, GpuOpKind, Kind, Trace};
+use super::timeline::{self, Source, SubmitAt, Timeline, WorkKind};
+
+/// The measured windows per process, sorted by start (a process's windows do not overlap).
+pub struct Windows(HashMap<u32, Vec<(u64, u64)>>);
+
+impl Windows {
+    pub fn of(t: &Trace) -> Self {
+        let mut m: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        for w in &t.gpu_windows {
+            m.entry(w.pid).or_default().push((w.start, w.end));
+        }
+        m.values_mut().for_each(|v| v.sort_unstable());
+        Windows(m)
+    }
+
+    /// Whether `c` was made while its process's activity records were on.
+    pub fn contain(&self, c: &Call) -> bool {
+        self.window_of(c.pid, c.ts).is_some()
+    }
+
+    /// The window of process `pid` that was open at `t` (its index).
+    pub fn window_of(&self, pid: u32, t: u64) -> Option<usize> {
+        let i = self.last_started(pid, t)?;
+        (t < self.0[&pid][i].1).then_some(i)
+    }
+
+    /// The last window of process `pid` that started at or before `t`.
+    pub fn last_started(&self, pid: u32, t: u64) -> Option<usize> {
+        let v = self.0.get(&pid)?;
+        v.partition_point(|w| w.0 <= t).checked_sub(1)
+    }
+}
+
+/// What a call and its measured work are paired by, within one window.
+#[derive(Hash, PartialEq, Eq)]
+enum LinkKey {
+    /// Interned kernel name (launch lines and gpu lines share the table).
+    Kernel(u32),
+    Copy(Dir),
+    Set,
+}
+
+/// Call index → measured (start, end), window by window (see the module header).
+fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64, u64)> {
+    let mut queues: HashMap<(u32, usize, LinkKey), VecDeque<u32>> = HashMap::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.failed() {
+            continue;
+        }
+        let key = match c.kind {
+            Kind::Launch => LinkKey::Kernel(c.kernel),
+            Kind::Copy | Kind::CopyAsync => LinkKey::Copy(c.dir),
+            Kind::Memset | Kind::MemsetAsync => LinkKey::Set,
+            _ => continue,
+        };
+        if let Some(w) = windows.window_of(c.pid, c.ts) {
+            queues.entry((c.pid, w, key)).or_default().push_back(i as u32);
+        }
+    }
+    let dirs: HashMap<(u64, u32), Dir> =
+        t.gpu.iter().filter(|g| g.kind == GpuOpKind::Memcpy).map(|g| ((g.start, g.name), g.dir)).collect();
+    let mut all: Vec<(u64, usize, usize)> = Vec::new();
+    for (si, s) in measured.streams.iter().enumerate() {
+        all.extend(s.intervals.iter().enumerate().map(|(ii, iv)| (iv.start, si, ii)));
+    }
+    all.sort_unstable();
+    let mut out = HashMap::new();
+    for (start, si, ii) in all {
+        let s = &measured.streams[si];
+        let iv = &s.intervals[ii];
+        let key = match iv.kind {
+            WorkKind::Kernel => LinkKey::Kernel(iv.name),
+            WorkKind::Memcpy => LinkKey::Copy(dirs.get(&(iv.start, iv.name)).copied().unwrap_or(Dir::Default)),
+            WorkKind::Memset => LinkKey::Set,
+            _ => continue,
+        };
+        let Some(w) = windows.last_started(s.key.pid, start) else { continue };
+        if let Some(ci) = queues.get_mut(&(s.key.pid, w, key)).and_then(|q| q.pop_front()) {
+            out.insert(ci, (iv.start, iv.end));
+        }
+    }
+    out
+}
+
+/// The best timeline of a trace: sampled if it has measured windows
+/// (`--gpu-sample`), else [`timeline::gpu_intervals`] (measured, inferred
+/// with `durations`, or bound).
+pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
+    if t.gpu_windows.is_empty() { timeline::gpu_intervals(t, durations) } else { sampled(t) }
+}
+
+/// The sampled timeline (see the module header).
+pub fn sampled(t: &Trace) -> Timeline {
+    let measured = timeline::measured(t);
+    let placed = link(t, &measured, &Windows::of(t));
+    let d = durations::calibrate(t).map(Durations::new).unwrap_or_default().with_origin(origin(t));
+    let mut tl = timeline::inferred_around(t, &d, placed, SubmitAt::Return);
+    tl.source = Source::Sampled;
+    for s in &mut tl.streams {
+        s.source = Source::Sampled;
+    }
+    tl
+}
+
+/// "N measured windows of this run (X of Y ms)".
+fn origin(t: &Trace) -> String {
+    let ns: u64 = t.gpu_windows.iter().map(|w| w.end - w.start).sum();
+    format!("{} measured windows of this run ({:.1} ms in all)", t.gpu_windows.len(), ns as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::gaps::{self, GapOptions};
+    use crate::analysis::model::parse_str;
+    use crate::analysis::phases::phases;
+    use crate::analysis::timeline::tests::{launch, sync};
+
+    fn gpu(start: u64, end: u64, kernel: &str) -> String {
+        format!(
+            r#"{{"ts":{start},"end_ts":{end},"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"{kernel}","device":0,"stream_id":7,"stream":"0x0","grid":[1,1,1],"block":[32,1,1],"shared_mem":0}}"#
+        )
+    }
+
+    /// A run whose true GPU timeline is known: every kernel starts when its
+    /// launch returns or when the one before it ends, kA runs 10 µs, kB 30 µs.
+    /// Returns (calls, true intervals).
+    fn truth() -> (Vec<String>, Vec<(u64, u64, &'static str)>) {
+        let mut calls = vec![];
+        let mut truth = vec![];
+        let mut free = 0u64;
+        for i in 0..40u64 {
+            // kB every fourth launch, and a kA launched 5 µs after each kB (queued behind it)
+            let (ts, k, dur) = match i % 4 {
+                0 => (i * 50_000, "kB", 30_000),
+                1 => ((i - 1) * 50_000 + 5_000, "kA", 10_000),
+                _ => (i * 50_000, "kA", 10_000),
+            };
+            calls.push(launch(ts, 1.0, k, "0x0"));
+            let start = (ts + 1_000).max(free);
+            free = start + dur;
+            truth.push((start, free, k));
+        }
+        calls.push(sync(2_000_000, 10.0, "0x0"));
+        (calls, truth)
+    }
+
+    #[test]
+    fn windows_calibrate_the_rest_of_the_run_exactly() {
+        let (calls, truth) = truth();
+        // CUPTI on during [0, 0.3 ms) and [1.2, 1.3 ms): launches 0-5 and 24-25 measured
+        let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
+        let mut lines = calls.clone();
+        for (w0, w1) in windows {
+            lines.push(format!(
+                r#"{{"ts":{w0},"end_ts":{w1},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#
+            ));
+        }
+        let mut measured = 0;
+        for (i, &(s, e, k)) in truth.iter().enumerate() {
+            let ts = crate::analysis::model::parse_str("x", &calls[i]).unwrap().calls[0].ts;
+            if windows.iter().any(|&(a, b)| ts >= a && ts < b) {
+                lines.push(gpu(s, e, k));
+                measured += 1;
+            }
+        }
+        assert_eq!(measured, 8);
+        let t = parse_str("sampled", &lines.join("\n")).unwrap();
+        assert_eq!(t.gpu_windows.len(), 2);
+        let tl = gpu_intervals(&t, None);
+        assert_eq!(tl.source, Source::Sampled);
+        assert_eq!(tl.calibrated_from.as_deref(), Some("2 measured windows of this run (0.4 ms in all)"));
+        let got: Vec<(u64, u64)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        let want: Vec<(u64, u64)> = truth.iter().map(|&(s, e, _)| (s, e)).collect();
+        assert_eq!(got, want);
+        // measured ones are not approximate; the rest come from the windows' calibration
+        let exact: Vec<bool> = tl.streams[0].intervals.iter().map(|i| !i.approximate).collect();
+        assert!(exact.iter().all(|&x| x));
+        let c = tl.diag.coverage.as_ref().unwrap();
+        assert_eq!((c.kernel_launches, c.missing_launches, c.kernel_ns), (40, 0, 10 * 30_000 + 30 * 10_000));
+        // the same gaps as the fully measured run
+        let mut full = calls.clone();
+        full.extend(truth.iter().map(|&(s, e, k)| gpu(s, e, k)));
+        let tf = parse_str("full", &full.join("\n")).unwrap();
+        let o = GapOptions::default();
+        let a = gaps::analyze(&t, &tl, &phases(&t), &o);
+        let b = gaps::analyze(&tf, &timeline::measured(&tf), &phases(&tf), &o);
+        assert_eq!(a.scopes[0].overall, b.scopes[0].overall);
+        // window: first start 1 µs to last end 1.961 ms
+        assert_eq!(a.scopes[0].overall.idle_ns, 1_961_000 - 1_000 - (10 * 30_000 + 30 * 10_000));
+    }
+
+    #[test]
+    fn a_record_lost_at_a_window_end_shifts_nothing() {
+        let (calls, truth) = truth();
+        // windows over launches 0-5 and 24-25; the record of launch 5 (a kA,
+        // the last of the first window) never came
+        let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
+        let mut lines = calls.clone();
+        for (w0, w1) in windows {
+            lines.push(format!(
+                r#"{{"ts":{w0},"end_ts":{w1},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#
+            ));
+        }
+        for i in [0, 1, 2, 3, 4, 24, 25] {
+            let (s, e, k) = truth[i];
+            lines.push(gpu(s, e, k));
+        }
+        let t = parse_str("lost", &lines.join("\n")).unwrap();
+        let tl = sampled(&t);
+        // launch 5 is inferred (exactly, the calibration being exact), launch 25
+        // keeps its own record instead of taking launch 5's place
+        let got: Vec<(u64, u64)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        let want: Vec<(u64, u64)> = truth.iter().map(|&(s, e, _)| (s, e)).collect();
+        assert_eq!(got, want);
+        assert_eq!(tl.diag.clamped, 0);
+        // the old rule (one queue per kernel name over all windows) would pair
+        // launch 5 with launch 25's record
+        let measured = timeline::measured(&t);
+        let w = Windows::of(&t);
+        let old = timeline::link_measured_to_launches_of(&t, &measured, |c| w.contain(c));
+        let kb_25 = truth[25].0;
+        let paired_with_25: Vec<u32> = old
+            .iter()
+            .filter(|&&(si, ii, _)| measured.streams[si].intervals[ii].start == kb_25)
+            .map(|&(_, _, ci)| ci)
+            .collect();
+        assert_ne!(paired_with_25, [25]);
+    }
+
+    #[test]
+    fn a_kernel_never_seen_in_a_window_is_reported() {
+        let (calls, truth) = truth();
+        // one window over launches 2 and 3 (kA only): kB is never measured
+        let mut lines = calls.clone();
+        lines.push(
+            r#"{"ts":100000,"end_ts":150001,"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}"#
+                .into(),
+        );
+        for &(s, e, k) in &truth[2..4] {
+            lines.push(gpu(s, e, k));
+        }
+        let t = parse_str("s", &lines.join("\n")).unwrap();
+        let tl = sampled(&t);
+        let c = tl.diag.coverage.as_ref().unwrap();
+        // 10 kB launches timed with the median of the calibration (kA: 10 µs)
+        assert_eq!((c.missing_launches, c.missing_ns, c.fallback_ns), (10, 100_000, 10_000));
+        assert_eq!(c.missing_kernels[0].kernel, "kB");
+        // a window line without its end names the line
+        let e = parse_str("w", r#"{"ts":1,"pid":1,"type":"gpu_window","op":"measured"}"#).unwrap_err();
+        assert_eq!(e.to_string(), "w: line 1: a `gpu_window` line needs `end_ts`");
+    }
+}
