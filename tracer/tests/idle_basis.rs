@@ -81,6 +81,20 @@ fn bound_only_outputs(trace: &str) {
         json_has_no_busy(&v, "", &mut found);
         assert_eq!(found, Vec::<String>::new(), "{args:?}");
     }
+    // plot --json: the GPU rows of the bound have no busy figure (the
+    // threads' busy_ns is CPU time in calls, not GPU time).
+    let (rc, out, err) = tracer(&["plot", trace, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let gpu = v["timeline"]["gpu"].as_array().unwrap();
+    assert!(!gpu.is_empty());
+    for row in gpu {
+        let mut found = vec![];
+        json_has_no_busy(row, "timeline.gpu[]", &mut found);
+        assert_eq!(found, Vec::<String>::new());
+        assert_eq!(row["idle_basis"], "lower_bound", "{row}");
+        assert!(row["possibly_busy_ns"].as_u64().unwrap() > 0, "{row}");
+    }
     let p = tmp("bound.perfetto.json");
     let (rc, _, err) = tracer(&["export", trace, "--format", "perfetto", "-o", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");

@@ -20,14 +20,29 @@ fn row(t: &Track, t0: u64, t1: u64, what: &str) -> Value {
             by_kind.insert(k.name().to_string(), json!(n));
         }
     }
-    let busy_ns: u64 = shown.iter().map(|s| s.end_ns.min(t1).saturating_sub(s.start_ns.max(t0))).sum();
-    json!({
+    let covered = |bound: bool| -> u64 {
+        shown
+            .iter()
+            .filter(|s| (s.kind == Kind::GpuBound) == bound)
+            .map(|s| s.end_ns.min(t1).saturating_sub(s.start_ns.max(t0)))
+            .sum()
+    };
+    // The bound's stretches are not busy time (issue 16): apart, and a row
+    // of the bound alone has no busy figure.
+    let bound_ns = covered(true);
+    let only_bound = !shown.is_empty() && shown.iter().all(|s| s.kind == Kind::GpuBound);
+    let mut v = json!({
         "label": t.label,
         what: shown.len(),
         "instants": shown.iter().filter(|s| s.end_ns == s.start_ns).count(),
-        "busy_ns": busy_ns,
+        "busy_ns": if only_bound { Value::Null } else { json!(covered(false)) },
         "by_kind": by_kind,
-    })
+    });
+    if bound_ns > 0 {
+        v["possibly_busy_ns"] = json!(bound_ns);
+        v["idle_basis"] = json!("lower_bound");
+    }
+    v
 }
 
 /// The figures of `d` as JSON (the timeline's rows counted in its window).
