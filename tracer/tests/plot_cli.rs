@@ -137,38 +137,55 @@ fn tracer_json(args: &[&str]) -> serde_json::Value {
 #[test]
 fn plot_and_report_agree_on_phase_energy() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/transformer_inference_full.jsonl.gz");
-    let report = tracer_json(&["report", trace, "--json"]);
-    let plot = tracer_json(&["plot", trace, "--json"]);
-    let from_report: Vec<(String, u64, u64, f64)> = report["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let j = p["energy"]["joules"].as_f64().unwrap();
-            (p["name"].as_str().unwrap().to_string(), p["start"].as_u64().unwrap(), p["end"].as_u64().unwrap(), j)
-        })
-        .collect();
-    let from_plot: Vec<(String, u64, u64, f64)> = plot["phases"]["bars"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            let j = b["joules"].as_f64().unwrap();
-            (
-                b["label"].as_str().unwrap().to_string(),
-                b["start_ns"].as_u64().unwrap(),
-                b["end_ns"].as_u64().unwrap(),
-                j,
-            )
-        })
-        .collect();
-    assert_eq!(from_plot, from_report);
-    let names: Vec<(&str, String)> = from_plot.iter().map(|p| (p.0.as_str(), format!("{:.2}", p.3))).collect();
+    let from_plot = report_and_plot_phases(trace);
+    let names: Vec<(&str, String)> = from_plot.iter().map(|p| (p.0.as_str(), format!("{:.2}", p.3.unwrap()))).collect();
     assert_eq!(
         names,
         [("import", "998.39"), ("model_load", "181.79"), ("warmup", "231.40"), ("generate", "98.56")]
             .map(|(n, j)| (n, j.to_string()))
     );
+}
+
+/// Without markers the plot's phases are the ones `tracer report` detects
+/// (startup, loading, warmup, steady), not a rule of its own.
+#[test]
+fn plot_and_report_agree_on_detected_phases() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/transformer_inference.jsonl.gz");
+    let p = report_and_plot_phases(trace);
+    let names: Vec<&str> = p.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["startup", "loading", "warmup", "steady"]);
+    assert!(p.iter().all(|p| p.3.is_none()), "{p:?}");
+}
+
+/// (name, start, end, joules) of every phase, asserted equal between
+/// `report --json` and `plot --json`.
+fn report_and_plot_phases(trace: &str) -> Vec<(String, u64, u64, Option<f64>)> {
+    let report = tracer_json(&["report", trace, "--json"]);
+    let plot = tracer_json(&["plot", trace, "--json"]);
+    let from_report: Vec<(String, u64, u64, Option<f64>)> = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let j = p["energy"]["joules"].as_f64();
+            (p["name"].as_str().unwrap().to_string(), p["start"].as_u64().unwrap(), p["end"].as_u64().unwrap(), j)
+        })
+        .collect();
+    let from_plot: Vec<(String, u64, u64, Option<f64>)> = plot["phases"]["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["label"].as_str().unwrap().to_string(),
+                b["start_ns"].as_u64().unwrap(),
+                b["end_ns"].as_u64().unwrap(),
+                b["joules"].as_f64(),
+            )
+        })
+        .collect();
+    assert_eq!(from_plot, from_report);
+    from_plot
 }
 
 /// A default recording has no return probe on launches: those calls are

@@ -258,7 +258,9 @@ mod tests {
         let w = run(&format!("{H}{L}")).unwrap();
         assert_eq!(
             w,
-            ["no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown"]
+            [
+                "no footer: the recording did not end normally (tracer killed, or its disk full?); its loss counts are unknown"
+            ]
         );
         assert_eq!(
             run(&format!("{H}{L}{F}{H}{L}{F}")),

@@ -1,10 +1,11 @@
 //! Fills the figures' inputs from a trace file, on its own: CUDA calls per
 //! thread (call lines with `ts` + `duration_us`), phase and iteration
 //! markers, NVML power samples and measured GPU intervals (`gpu` lines) when
-//! the trace has them (docs/trace-format.md). Without markers, phases are
-//! derived from the calls; without GPU intervals, the gap histogram shows the
-//! gaps between driver calls instead and says so.
-use std::collections::{BTreeMap, HashMap};
+//! the trace has them (docs/trace-format.md). The phases are those of
+//! `tracer report` (analysis::phases, from the model [`load`] reads too).
+//! Without GPU rows (measured or bound), the gap histogram shows the gaps
+//! between driver calls instead and says so.
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -30,14 +31,14 @@ pub struct Builder {
     threads: BTreeMap<(u64, u64), Vec<Slice>>,
     /// (device, stream) -> slices.
     gpu: BTreeMap<(u64, String), Vec<Slice>>,
-    /// (pid, ts, label) of phase markers.
-    phase_marks: Vec<(u64, u64, String)>,
+    /// Phase markers seen (the phases themselves come from the analysis).
+    phase_markers: u64,
     marks: Vec<Mark>,
     /// NVML samples of every GPU.
     power: Vec<PowerSample>,
-    first_call: Option<u64>,
-    first_launch: Option<u64>,
-    last_launch_end: Option<u64>,
+    /// The phases of `tracer report` ([`Builder::set_phases`]); the bool
+    /// says "detected from the data".
+    analysis_phases: Option<(Vec<Phase>, bool)>,
     /// The GPU rows come from the analysis's bound timeline (no `gpu` lines).
     gpu_bound: bool,
 }
@@ -102,7 +103,7 @@ impl Builder {
             "marker" => {
                 let label = s(v, "label").to_string();
                 match s(v, "op") {
-                    "phase" => self.phase_marks.push((pid, ts, label)),
+                    "phase" => self.phase_markers += 1,
                     "iteration" => self.marks.push(Mark { ts_ns: ts, label, iteration: true }),
                     _ => self.marks.push(Mark { ts_ns: ts, label, iteration: false }),
                 }
@@ -151,12 +152,6 @@ impl Builder {
                 }
                 let kind = call_kind(ty, s(v, "op"));
                 self.calls += 1;
-                self.first_call = Some(self.first_call.map_or(ts, |m| m.min(ts)));
-                if kind == Kind::Launch {
-                    self.first_launch = Some(self.first_launch.map_or(ts, |m| m.min(ts)));
-                    let e = if end == u64::MAX { ts } else { end };
-                    self.last_launch_end = Some(self.last_launch_end.map_or(e, |m| m.max(e)));
-                }
                 self.threads.entry((pid, tid)).or_default().push(Slice { start_ns: ts, end_ns: end, kind });
             }
             _ => {}
@@ -276,12 +271,12 @@ impl Builder {
             plural(n_gpu_intervals as u64, "GPU interval"),
             plural(gpu.len() as u64, "stream"),
             plural(n_samples as u64, "power sample"),
-            plural((self.phase_marks.len() + self.marks.len()) as u64, "marker"),
+            plural(self.phase_markers + self.marks.len() as u64, "marker"),
         )];
         if derived {
             tl_notes.push(
-                "No phase markers: phases derived from the calls (start-up | first driver call: CUDA set-up | first \
-                 launch: kernels | last launch: shutdown)."
+                "No phase markers: phases detected from the data as tracer report does (startup | first allocation \
+                 or launch: loading | first launch: warmup | last module load: steady)."
                     .to_string(),
             );
         }
@@ -323,51 +318,24 @@ impl Builder {
         }
     }
 
-    /// Phases from the markers (per pid: each lasts until the next phase
-    /// marker of its pid, or the end; "end" only closes), else derived from
-    /// the calls. The bool says "derived".
+    /// The phases of `tracer report` (analysis::phases: the main process's
+    /// markers, else the phases detected from its data), set by [`load`];
+    /// the whole trace as one phase when none were set. The bool says
+    /// "detected, not marked".
     fn phases(&self, t0: u64, t1: u64) -> (Vec<Phase>, bool) {
-        if !self.phase_marks.is_empty() {
-            let mut by_pid: HashMap<u64, Vec<(u64, &str)>> = HashMap::new();
-            for (pid, ts, l) in &self.phase_marks {
-                by_pid.entry(*pid).or_default().push((*ts, l));
-            }
-            let multi = by_pid.len() > 1;
-            let mut out = Vec::new();
-            for (pid, mut m) in by_pid {
-                m.sort_by_key(|x| x.0);
-                for (i, &(ts, l)) in m.iter().enumerate() {
-                    if l == "end" {
-                        continue;
-                    }
-                    let end = m.get(i + 1).map_or(t1, |x| x.0);
-                    let label = if multi { format!("{pid}: {l}") } else { l.to_string() };
-                    out.push(Phase { label, start_ns: ts, end_ns: end });
-                }
-            }
-            out.sort_by(|a, b| a.start_ns.cmp(&b.start_ns).then_with(|| a.label.cmp(&b.label)));
-            return (out, false);
+        match &self.analysis_phases {
+            Some((p, detected)) if !p.is_empty() => (p.clone(), *detected),
+            _ => (vec![Phase { label: "whole trace".into(), start_ns: t0, end_ns: t1 }], true),
         }
-        let Some(first_call) = self.first_call else {
-            return (vec![Phase { label: "whole trace".into(), start_ns: t0, end_ns: t1 }], true);
-        };
-        let mut cuts = vec![(t0, "start-up (no driver calls)")];
-        match (self.first_launch, self.last_launch_end) {
-            (Some(fl), Some(ll)) => {
-                cuts.push((first_call, "CUDA set-up"));
-                cuts.push((fl, "kernels"));
-                cuts.push((ll, "shutdown"));
-            }
-            _ => cuts.push((first_call, "CUDA calls (no launches)")),
-        }
-        let mut out = Vec::new();
-        for (i, &(start, label)) in cuts.iter().enumerate() {
-            let end = cuts.get(i + 1).map_or(t1, |x| x.0);
-            if end > start {
-                out.push(Phase { label: label.to_string(), start_ns: start, end_ns: end });
-            }
-        }
-        (out, true)
+    }
+
+    /// Takes the phases of `tracer report` from the analysis model.
+    pub fn set_phases(&mut self, ph: &crate::analysis::phases::Phases) {
+        use crate::analysis::phases::PhaseSource;
+        let main = ph.main();
+        let detected = main.iter().any(|p| p.source == PhaseSource::Detected);
+        let out = main.iter().map(|p| Phase { label: p.name.clone(), start_ns: p.start, end_ns: p.end }).collect();
+        self.analysis_phases = Some((out, detected));
     }
 }
 
@@ -392,7 +360,8 @@ fn phase_bars(phases: &[Phase], series: &[EnergySeries]) -> Vec<PhaseBar> {
 fn phase_notes(derived: bool, no_energy: bool) -> Vec<String> {
     let mut phase_notes = vec![];
     if derived {
-        phase_notes.push("No phase markers in this trace: phases derived from the calls.".to_string());
+        phase_notes
+            .push("No phase markers in this trace: phases detected from the data, as tracer report does.".to_string());
     }
     phase_notes.push(if no_energy {
         "Energy needs NVML power samples in the trace.".to_string()
@@ -454,10 +423,12 @@ pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
         progress.line(n);
     })?;
     progress.done(n);
+    // The analysis model: the phases of `tracer report`, and without
+    // measured GPU activity the timeline the analysis bounds by
+    // synchronization (docs/analysis.md), labelled as such.
+    let t = load_trace(path)?;
+    b.set_phases(&crate::analysis::phases::phases(&t));
     if b.gpu.is_empty() {
-        // No measured GPU activity: draw the timeline the analysis bounds
-        // by synchronization (docs/analysis.md), labelled as such.
-        let t = load_trace(path)?;
         b.add_bound(&crate::analysis::timeline::bound(&t));
     }
     Ok(b.finish())
@@ -494,6 +465,9 @@ mod tests {
         for l in lines {
             b.add(l);
         }
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let t = crate::analysis::model::parse_str("t.jsonl", &text.join("\n")).unwrap();
+        b.set_phases(&crate::analysis::phases::phases(&t));
         b.finish()
     }
 
@@ -562,15 +536,9 @@ mod tests {
         ];
         let d = build(&lines);
         let p: Vec<_> = d.timeline.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
-        assert_eq!(
-            p,
-            vec![
-                ("start-up (no driver calls)", 0, 100),
-                ("CUDA set-up", 100, 300),
-                ("kernels", 300, 450),
-                ("shutdown", 450, 900)
-            ]
-        );
+        // The phases tracer report detects (analysis::phases): no allocation
+        // and no module load, so startup until the first launch, then steady.
+        assert_eq!(p, vec![("startup", 0, 300), ("steady", 300, 900)]);
         assert!(d.gaps.title.starts_with("Gaps between CUDA driver calls"));
         // Calls [100,200) [300,350) [400,450) [600,700): gaps 100, 50, 150.
         assert_eq!(d.gaps.gaps_ns, vec![100, 50, 150]);
@@ -624,13 +592,14 @@ mod committed_traces {
         // drawn as possibly-busy stretches, never as busy time
         assert!(tl.gpu.iter().all(|t| t.slices.iter().all(|s| s.kind == Kind::GpuBound)));
         let p: Vec<_> = tl.phases.iter().map(|p| (p.label.as_str(), p.start_ns, p.end_ns)).collect();
+        // The phases of `tracer report` on this trace (17.841 s, 58.19 ms, 3.895 s, 1.932 s).
         assert_eq!(
             p,
             vec![
-                ("start-up (no driver calls)", 32_839_643_988, 47_426_297_489),
-                ("CUDA set-up", 47_426_297_489, 50_738_423_805),
-                ("kernels", 50_738_423_805, 55_277_940_286),
-                ("shutdown", 55_277_940_286, 56_565_059_521)
+                ("startup", 32_839_643_988, 50_680_235_783),
+                ("loading", 50_680_235_783, 50_738_423_805),
+                ("warmup", 50_738_423_805, 54_633_281_187),
+                ("steady", 54_633_281_187, 56_565_059_521)
             ]
         );
         // Without GPU lines: the gaps between driver calls (one thread, calls never overlap).
