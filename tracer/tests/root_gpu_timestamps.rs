@@ -221,4 +221,14 @@ fn sampled_measurement_writes_its_windows() {
     let f = &t.footer()["gpu_timestamps"];
     assert_eq!(f["windows"].as_u64(), Some(windows.len() as u64));
     assert_eq!(f["window_ns"].as_u64(), Some(windows.iter().map(|w| w.1 - w.0).sum::<u64>()));
+
+    // compare refuses a trace measured in windows only (the fake driver's
+    // launches are not traced here, so plot's sampled rows are tested on a
+    // hand-built trace: export::plot::from_trace).
+    let tracer = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().unwrap();
+    let trace = t.out.to_str().unwrap();
+    let o = tracer(&["compare", trace]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("recorded with --gpu-sample"), "{err}");
 }

@@ -336,6 +336,17 @@ pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
     if t.gpu.is_empty() {
         bail!("{}: no measured GPU activity (record with --gpu-timestamps)", a.trace.display());
     }
+    if !t.gpu_windows.is_empty() {
+        // Its gpu lines cover the windows only: every gap between two windows
+        // would read as measured idle time.
+        bail!(
+            "{}: recorded with --gpu-sample, so GPU activity was measured in {} window(s) only; compare needs a \
+             fully measured trace (--gpu-timestamps without --gpu-sample); `tracer gaps` shows this one's sampled \
+             timeline",
+            a.trace.display(),
+            t.gpu_windows.len()
+        );
+    }
     let (d, label) = match &a.durations {
         Some(p) => (load_durations(p)?, "inferred"),
         None => (

@@ -41,6 +41,9 @@ pub struct Builder {
     analysis_phases: Option<(Vec<Phase>, bool)>,
     /// The GPU rows come from the analysis's bound timeline (no `gpu` lines).
     gpu_bound: bool,
+    /// The GPU rows come from the analysis's sampled timeline (`--gpu-sample`):
+    /// the number of measured windows.
+    gpu_sampled: Option<usize>,
 }
 
 fn u(v: &Value, k: &str) -> Option<u64> {
@@ -298,6 +301,11 @@ impl Builder {
             "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
              stream counts as busy from a submission until the synchronization covering it returns and these \
              gaps are certain idle time, a lower bound"
+        } else if let Some(n) = self.gpu_sampled {
+            &format!(
+                "sampled: measured in {} of --gpu-sample, inferred elsewhere from durations calibrated in them",
+                plural(n as u64, "window")
+            )
         } else if gpu.iter().all(|t| t.slices.iter().all(|x| x.kind == Kind::GpuMeasured)) {
             "measured"
         } else {
@@ -428,13 +436,54 @@ pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
     // synchronization (docs/analysis.md), labelled as such.
     let t = load_trace(path)?;
     b.set_phases(&crate::analysis::phases::phases(&t));
-    if b.gpu.is_empty() {
+    let sampled = match t.gpu_windows.is_empty() {
+        true => None,
+        false => {
+            Some(crate::analysis::sampled::sampled(&t)).filter(|tl| tl.streams.iter().any(|s| !s.intervals.is_empty()))
+        }
+    };
+    if let Some(tl) = sampled {
+        // --gpu-sample: the `gpu` lines cover the windows only; the rows are
+        // the analysis's sampled timeline (measured in the windows, inferred
+        // from durations calibrated in them elsewhere), as `tracer gaps` has.
+        // (A trace whose launches were not traced keeps its `gpu` lines.)
+        b.set_sampled(&tl, &t.gpu_windows);
+    } else if b.gpu.is_empty() {
         b.add_bound(&crate::analysis::timeline::bound(&t));
     }
     Ok(b.finish())
 }
 
 impl Builder {
+    /// GPU rows from the sampled timeline of a `--gpu-sample` recording,
+    /// instead of its `gpu` lines: an interval that starts inside a measured
+    /// window of its process's windows is drawn as measured, the others as
+    /// inferred.
+    pub fn set_sampled(
+        &mut self,
+        tl: &crate::analysis::timeline::Timeline,
+        windows: &[crate::analysis::model::GpuWindow],
+    ) {
+        self.gpu.clear();
+        let measured = |start: u64| windows.iter().any(|w| w.start <= start && start < w.end);
+        for st in &tl.streams {
+            let slices: Vec<Slice> = st
+                .intervals
+                .iter()
+                .filter(|i| i.end > i.start)
+                .map(|i| Slice {
+                    start_ns: i.start,
+                    end_ns: i.end,
+                    kind: if measured(i.start) { Kind::GpuMeasured } else { Kind::GpuInferred },
+                })
+                .collect();
+            if !slices.is_empty() {
+                self.gpu.entry((st.device as u64, format!("{} (sampled)", st.label))).or_default().extend(slices);
+            }
+        }
+        self.gpu_sampled = Some(windows.len());
+    }
+
     /// GPU rows from the synchronization-bound timeline: a stream counts as
     /// possibly busy from a submission until the synchronization covering it
     /// returns, so the gaps between rows' intervals are certain idle time.
@@ -543,6 +592,54 @@ mod tests {
         // Calls [100,200) [300,350) [400,450) [600,700): gaps 100, 50, 150.
         assert_eq!(d.gaps.gaps_ns, vec![100, 50, 150]);
         assert!(d.phases.bars.iter().all(|b| b.joules.is_none()));
+    }
+
+    /// A `--gpu-sample` recording: the GPU rows are the sampled timeline
+    /// (the two launches in the window measured, the two after it inferred
+    /// from the window's 10 µs for kA), not the window's `gpu` lines alone.
+    #[test]
+    fn sampled_rows_measured_in_windows_inferred_elsewhere() {
+        use crate::analysis::timeline::tests::{launch, sync};
+        let gpu = |s: u64, e: u64| {
+            format!(
+                r#"{{"ts":{s},"end_ts":{e},"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"kA","device":0,"stream_id":7,"stream":"0x0","grid":[1,1,1],"block":[32,1,1],"shared_mem":0}}"#
+            )
+        };
+        let lines = [
+            launch(0, 1.0, "kA", "0x0"),
+            launch(100_000, 1.0, "kA", "0x0"),
+            launch(500_000, 1.0, "kA", "0x0"),
+            launch(600_000, 1.0, "kA", "0x0"),
+            sync(1_000_000, 10.0, "0x0"),
+            r#"{"ts":0,"end_ts":300000,"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}"#
+                .to_string(),
+            gpu(1_000, 11_000),
+            gpu(101_000, 111_000),
+        ];
+        let text = lines.join("\n");
+        let t = crate::analysis::model::parse_str("s.jsonl", &text).unwrap();
+        let mut b = Builder::new("s.jsonl");
+        for l in &lines {
+            b.add(&serde_json::from_str::<Value>(l).unwrap());
+        }
+        b.set_sampled(&crate::analysis::sampled::sampled(&t), &t.gpu_windows);
+        let d = b.finish();
+        let rows: Vec<_> = d.timeline.gpu.iter().map(|r| (r.label.as_str(), r.slices.clone())).collect();
+        let sl = |s, e, kind| Slice { start_ns: s, end_ns: e, kind };
+        assert_eq!(
+            rows,
+            vec![(
+                "GPU 0 · stream 0x0 (legacy default) (sampled)",
+                vec![
+                    sl(1_000, 11_000, Kind::GpuMeasured),
+                    sl(101_000, 111_000, Kind::GpuMeasured),
+                    sl(501_000, 511_000, Kind::GpuInferred),
+                    sl(601_000, 611_000, Kind::GpuInferred)
+                ]
+            )]
+        );
+        assert_eq!(d.gaps.gaps_ns, vec![90_000, 390_000, 90_000]);
+        assert!(d.gaps.notes[0].contains("sampled: measured in 1 window of --gpu-sample"), "{:?}", d.gaps.notes);
     }
 
     #[test]
