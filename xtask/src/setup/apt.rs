@@ -1,6 +1,7 @@
 //! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda,
 //! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
-//! (tracer/tests/fakenv).
+//! (tracer/tests/fakenv); binutils (c++filt: demangled kernel names in the golden outputs),
+//! groff-base (tests/shell_cli.rs formats the man page) and python3 (docs images, scripts).
 
 use std::collections::HashSet;
 
@@ -20,6 +21,9 @@ const PACKAGES: &[&str] = &[
     "libfuse3-dev",
     "fuse3",
     "pkg-config",
+    "binutils",
+    "groff-base",
+    "python3",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {
