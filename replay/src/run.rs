@@ -190,14 +190,21 @@ fn write_report(a: &RunArgs, rec: &Recording, out: &Value) -> Result<()> {
 }
 
 impl Replay<'_> {
-    /// The recording's GPU busy time (µs).
-    fn busy_us(&self) -> f64 {
-        self.recorded.busy_ns as f64 / 1e3
+    /// Whether the recording measured its GPU time (`gpu` lines); without
+    /// them its launch-to-synchronize spans are host-bound, mostly not GPU
+    /// time, and no error % is given against them.
+    fn measured(&self) -> bool {
+        self.recorded.source == "gpu_lines"
     }
 
-    /// The recording's GPU span, first start to last end (µs).
-    fn span_us(&self) -> f64 {
-        self.recorded.span_ns as f64 / 1e3
+    /// The recording's measured GPU busy time (µs), if it has one.
+    fn busy_us(&self) -> Option<f64> {
+        self.measured().then(|| self.recorded.busy_ns as f64 / 1e3)
+    }
+
+    /// The recording's measured GPU span, first start to last end (µs), if it has one.
+    fn span_us(&self) -> Option<f64> {
+        self.measured().then(|| self.recorded.span_ns as f64 / 1e3)
     }
 
     /// First pass: checks the outputs whose bytes the recording holds.
@@ -257,7 +264,7 @@ impl Replay<'_> {
             "mode": format!("{m:?}").to_lowercase(), "gpu_ms": gpu, "wall_ms": wall,
             "mean_us": mean * 1e3, "min_us": min * 1e3,
             "reference": reference,
-            "error_pct": report::error_pct(mean * 1e3, ref_us),
+            "error_pct": ref_us.and_then(|r| report::error_pct(mean * 1e3, r)),
             "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
         });
         if let Some(c) = self.cupti {
@@ -291,7 +298,7 @@ impl Replay<'_> {
                 let (mean, min) = stats(&gpu);
                 let mut row = json!({
                     "mode": "graph", "gpu_ms": gpu, "mean_us": mean * 1e3, "min_us": min * 1e3,
-                    "error_pct": report::error_pct(mean * 1e3, self.busy_us()),
+                    "error_pct": self.busy_us().and_then(|r| report::error_pct(mean * 1e3, r)),
                     "note": "captured on one stream in recorded order (recorded concurrency not kept; host syncs dropped)",
                 });
                 if let Some(c) = self.cupti {
@@ -502,7 +509,9 @@ impl Replay<'_> {
                 "granularity": s.map.granularity, "windows": s.map.windows,
             },
             "recorded": {
-                "source": recorded.source, "busy_us": self.busy_us(), "span_us": recorded.span_ns as f64 / 1e3,
+                "source": recorded.source, "measured": self.measured(), "busy_us": self.busy_us(),
+                "launch_to_sync_us": (!self.measured()).then(|| recorded.busy_ns as f64 / 1e3),
+                "span_us": recorded.span_ns as f64 / 1e3,
                 "kernels_us": recorded.kernels_ns as f64 / 1e3, "copies_us": recorded.copies_ns as f64 / 1e3,
                 "sets_us": recorded.sets_ns as f64 / 1e3,
             },
@@ -522,7 +531,7 @@ impl Replay<'_> {
         let (p, recorded, busy_us) = (self.p, self.recorded, self.busy_us());
         let (pred, fam, top) = report::predict(p, &iso.us, recorded);
         out["predicted_us"] = json!(pred);
-        out["predicted_error_pct"] = json!(report::error_pct(pred, busy_us));
+        out["predicted_error_pct"] = json!(busy_us.and_then(|b| report::error_pct(pred, b)));
         out["families"] = json!(fam);
         out["top_kernels"] = json!(top.iter().take(20).collect::<Vec<_>>());
         out["isolated"] = Value::Array(iso.rows.clone());
@@ -543,7 +552,7 @@ impl Replay<'_> {
             // The same kernels with the L2 left warm by their previous run.
             let (pred, fam, _) = report::predict(p, &iso.warm_us, recorded);
             out["predicted_warm_l2_us"] = json!(pred);
-            out["predicted_warm_l2_error_pct"] = json!(report::error_pct(pred, busy_us));
+            out["predicted_warm_l2_error_pct"] = json!(busy_us.and_then(|b| report::error_pct(pred, b)));
             out["families_warm_l2"] = json!(fam);
         }
         Ok(())

@@ -190,4 +190,32 @@ fn text_of_a_report() {
         line(&r2),
         "  predicted (sum of isolated durations, timed out of context) 120.0 us, error vs recorded busy 20.0 %"
     );
+
+    // A recording without gpu lines: its launch-to-synchronize spans are no
+    // GPU time, so no error % is printed against them (run.rs gives none).
+    let mut r3 = r.clone();
+    r3["recorded"] = json!({"source": "launch_to_sync", "measured": false, "busy_us": null,
+                            "launch_to_sync_us": 600.0, "span_us": 700.0});
+    r3["modes"][0]["error_pct"] = json!(null);
+    r3["modes"].as_array_mut().unwrap().truncate(1);
+    r3["predicted_us"] = json!(120.0);
+    r3["predicted_error_pct"] = json!(null);
+    r3["families"] = json!([]);
+    let t = report::text(&r3);
+    let lines: Vec<&str> = t
+        .lines()
+        .filter(|l| l.contains("recorded GPU time") || l.contains("mean 110") || l.starts_with("  predicted"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "recorded GPU time: not measured (the recording has no gpu lines; record with --replayable \
+             --gpu-timestamps to compare replayed with recorded GPU time); launch-to-synchronize spans 600.0 us, \
+             an upper bound",
+            "  sequence  mean 110.0 us, min 105.0 us per iteration (2 iterations), no error % (recorded GPU time \
+             not measured)",
+            "  predicted (sum of isolated durations) 120.0 us, no error % (recorded GPU time not measured)",
+        ]
+    );
+    assert!(!t.contains("error vs recorded"), "{t}");
 }

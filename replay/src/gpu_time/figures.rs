@@ -73,7 +73,7 @@ pub fn mode_gpu(
     let mut json = json!({
         "source": "cupti",
         "busy_us": busy, "span_us": span, "kernels_us": kern, "copies_us": copies, "sets_us": sets,
-        "busy_error_pct": error_pct(busy, us(rec.busy_ns as f64)),
+        "busy_error_pct": vs(busy, rec.busy_ns),
         "kernels_error_pct": vs(kern, rec.kernels_ns), "copies_error_pct": vs(copies, rec.copies_ns),
         "sets_error_pct": vs(sets, rec.sets_ns),
         "passes": totals.iter().map(|t| json!({"busy_us": us(t.busy_ns as f64), "span_us": us(t.span_ns as f64),

@@ -244,13 +244,24 @@ fn text_setup(s: &mut String, r: &serde_json::Value) {
     }
     let _ = writeln!(s, "memory: {}", r["memory"]["summary"].as_str().unwrap_or("-"));
     let rec = &r["recorded"];
-    let _ = writeln!(
-        s,
-        "recorded GPU time ({}): busy {} us, span {} us",
-        rec["source"].as_str().unwrap_or("-"),
-        f(&rec["busy_us"]),
-        f(&rec["span_us"])
-    );
+    if rec["source"] == "launch_to_sync" {
+        // Host-bound spans, mostly not GPU time: no error % is given against them.
+        let _ = writeln!(
+            s,
+            "recorded GPU time: not measured (the recording has no gpu lines; record with --replayable \
+             --gpu-timestamps to compare replayed with recorded GPU time); launch-to-synchronize spans {} us, \
+             an upper bound",
+            f(&rec["launch_to_sync_us"])
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "recorded GPU time ({}): busy {} us, span {} us",
+            rec["source"].as_str().unwrap_or("-"),
+            f(&rec["busy_us"]),
+            f(&rec["span_us"])
+        );
+    }
 }
 
 /// One line per mode, with CUPTI's figures under it.
@@ -259,13 +270,16 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
     for m in r["modes"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
-            "  {:<9} mean {} us, min {} us per iteration ({} iterations), error vs recorded {} {} %{}",
+            "  {:<9} mean {} us, min {} us per iteration ({} iterations), {}{}",
             m["mode"].as_str().unwrap_or(""),
             f(&m["mean_us"]),
             f(&m["min_us"]),
             m["gpu_ms"].as_array().map(|a| a.len()).unwrap_or(0),
-            m["reference"].as_str().unwrap_or("busy"),
-            f(&m["error_pct"]),
+            match m["error_pct"].is_null() && r["recorded"]["source"] == "launch_to_sync" {
+                true => "no error % (recorded GPU time not measured)".to_string(),
+                false =>
+                    format!("error vs recorded {} {} %", m["reference"].as_str().unwrap_or("busy"), f(&m["error_pct"])),
+            },
             m["note"].as_str().map(|n| format!(" ({n})")).unwrap_or_default()
         );
         let c = &m["cupti"];
@@ -342,7 +356,7 @@ fn text_prediction(s: &mut String, r: &serde_json::Value) {
     if !r["predicted_us"].is_null() {
         let _ = writeln!(
             s,
-            "  predicted (sum of isolated durations{}{}) {} us, error vs recorded busy {} %",
+            "  predicted (sum of isolated durations{}{}) {} us, {}",
             match r["isolated_in_context"].as_bool() {
                 Some(true) => ", timed in context",
                 Some(false) => ", timed out of context",
@@ -354,7 +368,10 @@ fn text_prediction(s: &mut String, r: &serde_json::Value) {
                 _ => "",
             },
             f(&r["predicted_us"]),
-            f(&r["predicted_error_pct"])
+            match r["predicted_error_pct"].is_null() && r["recorded"]["source"] == "launch_to_sync" {
+                true => "no error % (recorded GPU time not measured)".to_string(),
+                false => format!("error vs recorded busy {} %", f(&r["predicted_error_pct"])),
+            }
         );
         if !r["predicted_warm_l2_us"].is_null() {
             let _ = writeln!(
