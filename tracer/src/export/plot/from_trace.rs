@@ -425,10 +425,15 @@ pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
     let mut b = Builder::new(&name);
     let progress = super::ReadProgress::new(path.display().to_string());
     let mut n = 0u64;
-    tracer_format::read::for_each(path, |v| {
-        b.add(v);
+    // The rule's warnings are printed once, by `load_trace` below.
+    let input = tracer_format::read::Input::resolve(path)?;
+    tracer_format::read::read_checked(&input, Default::default(), |line, bytes, _| {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| anyhow::anyhow!("{}: line {line}: not valid JSON ({e})", input.name))?;
+        b.add(&v);
         n += 1;
         progress.line(n);
+        Ok(())
     })?;
     progress.done(n);
     // The analysis model: the phases of `tracer report`, and without
