@@ -94,13 +94,15 @@ static void fail(const char *fmt, ...) {
             fail(__VA_ARGS__);                                                                                         \
     } while (0)
 
+/* One line in one stdio call: threads report at the same time, and three
+ * printf calls of two threads could interleave ("fakenv: thread=fakenv: ..."). */
 static void report(const char *key, const char *fmt, ...) {
+    char value[256];
     va_list ap;
     va_start(ap, fmt);
-    printf("fakenv: %s=", key);
-    vprintf(fmt, ap);
-    printf("\n");
+    vsnprintf(value, sizeof value, fmt, ap);
     va_end(ap);
+    printf("fakenv: %s=%s\n", key, value);
     fflush(stdout);
 }
 
