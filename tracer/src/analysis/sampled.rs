@@ -132,17 +132,23 @@ fn origin(t: &Trace) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analysis::gaps::{self, GapOptions};
     use crate::analysis::model::parse_str;
     use crate::analysis::phases::phases;
     use crate::analysis::timeline::tests::{launch, sync};
 
-    fn gpu(start: u64, end: u64, kernel: &str) -> String {
+    /// A measured kernel of pid 1 on the legacy default stream (the geometry of `timeline::tests::launch`).
+    pub(crate) fn gpu(start: u64, end: u64, kernel: &str) -> String {
         format!(
             r#"{{"ts":{start},"end_ts":{end},"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"{kernel}","device":0,"stream_id":7,"stream":"0x0","grid":[1,1,1],"block":[32,1,1],"shared_mem":0}}"#
         )
+    }
+
+    /// A measured window of pid 1 (`--gpu-sample`).
+    pub(crate) fn window(start: u64, end: u64) -> String {
+        format!(r#"{{"ts":{start},"end_ts":{end},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#)
     }
 
     /// A run whose true GPU timeline is known: every kernel starts when its
@@ -174,11 +180,7 @@ mod tests {
         // CUPTI on during [0, 0.3 ms) and [1.2, 1.3 ms): launches 0-5 and 24-25 measured
         let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
         let mut lines = calls.clone();
-        for (w0, w1) in windows {
-            lines.push(format!(
-                r#"{{"ts":{w0},"end_ts":{w1},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#
-            ));
-        }
+        lines.extend(windows.iter().map(|&(w0, w1)| window(w0, w1)));
         let mut measured = 0;
         for (i, &(s, e, k)) in truth.iter().enumerate() {
             let ts = crate::analysis::model::parse_str("x", &calls[i]).unwrap().calls[0].ts;
@@ -220,11 +222,7 @@ mod tests {
         // the last of the first window) never came
         let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
         let mut lines = calls.clone();
-        for (w0, w1) in windows {
-            lines.push(format!(
-                r#"{{"ts":{w0},"end_ts":{w1},"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}}"#
-            ));
-        }
+        lines.extend(windows.iter().map(|&(w0, w1)| window(w0, w1)));
         for i in [0, 1, 2, 3, 4, 24, 25] {
             let (s, e, k) = truth[i];
             lines.push(gpu(s, e, k));
@@ -256,10 +254,7 @@ mod tests {
         let (calls, truth) = truth();
         // one window over launches 2 and 3 (kA only): kB is never measured
         let mut lines = calls.clone();
-        lines.push(
-            r#"{"ts":100000,"end_ts":150001,"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}"#
-                .into(),
-        );
+        lines.push(window(100_000, 150_001));
         for &(s, e, k) in &truth[2..4] {
             lines.push(gpu(s, e, k));
         }

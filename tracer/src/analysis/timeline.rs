@@ -108,6 +108,19 @@ impl GpuInterval {
     pub fn dur(&self) -> u64 {
         self.end - self.start
     }
+
+    /// The work of call `i` (`c`), one operation from `start` to `end`.
+    fn of_call(i: usize, c: &Call, start: u64, end: u64, approximate: bool) -> Self {
+        GpuInterval {
+            start,
+            end,
+            kind: work_kind(c.kind),
+            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
+            call: i as u32,
+            ops: 1,
+            approximate,
+        }
+    }
 }
 
 /// A stream: `(pid, handle)`, plus the thread for per-thread default streams.
@@ -442,15 +455,7 @@ impl Sim<'_> {
         }
         s.free_at = end;
         diag.ops += 1;
-        s.iv.push(GpuInterval {
-            start,
-            end,
-            kind: work_kind(c.kind),
-            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
-            call: i as u32,
-            ops: 1,
-            approximate: approx,
-        });
+        s.iv.push(GpuInterval::of_call(i, c, start, end, approx));
     }
 
     /// Work that was measured: placed where it ran; earlier simulated work
@@ -466,15 +471,7 @@ impl Sim<'_> {
         clamp(s, n, start, diag);
         s.free_at = s.free_at.max(end);
         diag.ops += 1;
-        s.iv.push(GpuInterval {
-            start,
-            end,
-            kind: work_kind(c.kind),
-            name: if c.kind == Kind::Launch { c.kernel } else { NO_STR },
-            call: i as u32,
-            ops: 1,
-            approximate: false,
-        });
+        s.iv.push(GpuInterval::of_call(i, c, start, end, false));
     }
 
     /// The earliest start after `submit` that the implicit synchronization with the legacy default stream allows.

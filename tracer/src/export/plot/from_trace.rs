@@ -604,22 +604,17 @@ mod tests {
     /// from the window's 10 µs for kA), not the window's `gpu` lines alone.
     #[test]
     fn sampled_rows_measured_in_windows_inferred_elsewhere() {
+        use crate::analysis::sampled::tests::{gpu, window};
         use crate::analysis::timeline::tests::{launch, sync};
-        let gpu = |s: u64, e: u64| {
-            format!(
-                r#"{{"ts":{s},"end_ts":{e},"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"kA","device":0,"stream_id":7,"stream":"0x0","grid":[1,1,1],"block":[32,1,1],"shared_mem":0}}"#
-            )
-        };
         let lines = [
             launch(0, 1.0, "kA", "0x0"),
             launch(100_000, 1.0, "kA", "0x0"),
             launch(500_000, 1.0, "kA", "0x0"),
             launch(600_000, 1.0, "kA", "0x0"),
             sync(1_000_000, 10.0, "0x0"),
-            r#"{"ts":0,"end_ts":300000,"pid":1,"tid":0,"type":"gpu_window","op":"measured","name":"cupti"}"#
-                .to_string(),
-            gpu(1_000, 11_000),
-            gpu(101_000, 111_000),
+            window(0, 300_000),
+            gpu(1_000, 11_000, "kA"),
+            gpu(101_000, 111_000, "kA"),
         ];
         let text = lines.join("\n");
         let t = crate::analysis::model::parse_str("s.jsonl", &text).unwrap();
