@@ -6,20 +6,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn tracer(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().expect("run tracer");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod command;
+use command::{launch, tracer};
 
-fn launch(ts: u64, kernel: &str) -> String {
-    format!(
-        r#"{{"ts":{ts},"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"{kernel}","grid":[4,1,1],"block":[128,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}}"#
-    )
-}
 fn gpu(start: u64, end: u64, op: &str, name: &str, extra: &str) -> String {
     format!(
         r#"{{"ts":{start},"end_ts":{end},"duration_us":{},"pid":1,"tid":0,"type":"gpu","op":"{op}","name":"{name}","source":"cupti","device":0,"context_id":1,"stream_id":7,"stream":"0x0","correlation_id":1{extra}}}"#,

@@ -3,18 +3,11 @@
 //! idle share is "unknown", the idle time only "idle ≥ X (lower bound)"
 //! (issue 16). With a calibration the figures say where it came from.
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-fn tracer(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().expect("run tracer");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod command;
+use command::tracer;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tracer-idle-basis-{}", std::process::id()));

@@ -4,24 +4,11 @@
 //! it, say so, and report the kernels it lacks (share of launches and of
 //! estimated time). The recording and the durations file here are hand-built
 //! in the shapes tracer and replay write, with known answers.
-use std::process::Command;
 
 use serde_json::{Value, json};
 
-fn tracer(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracer")).args(args).output().expect("run tracer");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn launch(ts: u64, kernel: &str) -> String {
-    format!(
-        r#"{{"ts":{ts},"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"{kernel}","grid":[4,1,1],"block":[128,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}}"#
-    )
-}
+mod command;
+use command::{launch, tracer};
 
 fn entry(kernel: &str, ns: u64) -> Value {
     json!({"kernel": kernel, "grid": [4, 1, 1], "block": [128, 1, 1], "shared_mem": 0, "count": 1,
