@@ -126,6 +126,12 @@ pub struct ScopeReport {
     /// Every gap [start, end) (JSON only with `tracer gaps --json --list`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<(u64, u64)>,
+    /// The GPU of a `gpu` scope.
+    #[serde(skip)]
+    pub device: Option<u32>,
+    /// The processes whose CPU activity the scope's gaps are attributed to.
+    #[serde(skip)]
+    pub pids: BTreeSet<u32>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -298,6 +304,7 @@ pub fn attribute(gaps: &[(u64, u64)], acts: &[(u64, u64, u8)]) -> Vec<[u64; 8]> 
 struct Scope {
     name: String,
     kind: &'static str,
+    device: Option<u32>,
     busy: Vec<(u64, u64)>,
     pids: BTreeSet<u32>,
 }
@@ -310,7 +317,7 @@ fn scope_report(
     o: &GapOptions,
     basis: IdleBasis,
 ) -> ScopeReport {
-    let Scope { name, kind, busy, pids } = sc;
+    let Scope { name, kind, device, busy, pids } = sc;
     let (window, gaps) = gaps_of(&busy);
     let known = |st: GapStats| if basis.share_known() { st } else { st.as_lower_bound() };
     let overall = known(stats(&gaps, window.1 - window.0, o));
@@ -359,7 +366,7 @@ fn scope_report(
             causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
         })
         .collect();
-    ScopeReport { scope: name, kind, window, overall, phases: per_phase, long_gap_causes, longest, gaps }
+    ScopeReport { scope: name, kind, window, overall, phases: per_phase, long_gap_causes, longest, gaps, device, pids }
 }
 
 pub fn meaning(s: Source) -> &'static str {
@@ -375,8 +382,9 @@ pub fn meaning(s: Source) -> &'static str {
     }
 }
 
-/// The whole report: one scope per GPU, then one per process.
-pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> GapReport {
+/// Each process's first GPU work (interval start or submission call), which
+/// ends its start-up ([`activities`]).
+pub fn first_work(t: &Trace, tl: &Timeline) -> BTreeMap<u32, u64> {
     let mut first_work: BTreeMap<u32, u64> = BTreeMap::new();
     for s in &tl.streams {
         if let Some(f) = s.intervals.first() {
@@ -388,17 +396,24 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         let e = first_work.entry(c.pid).or_insert(c.ts);
         *e = (*e).min(c.ts);
     }
+    first_work
+}
+
+/// The whole report: one scope per GPU, then one per process.
+pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> GapReport {
+    let first_work = first_work(t, tl);
     let basis = IdleBasis::of(tl);
     let mut scopes = Vec::new();
     for d in tl.devices() {
         let pids: BTreeSet<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
-        let sc = Scope { name: format!("gpu {d}"), kind: "gpu", busy: busy(tl.device_intervals(d)), pids };
+        let sc =
+            Scope { name: format!("gpu {d}"), kind: "gpu", device: Some(d), busy: busy(tl.device_intervals(d)), pids };
         scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
     }
     for p in tl.pids() {
         let b = busy(tl.streams.iter().filter(|s| s.key.pid == p).flat_map(|s| s.intervals.iter()));
         let name = format!("pid {p} ({})", t.process_name(p));
-        let sc = Scope { name, kind: "process", busy: b, pids: BTreeSet::from([p]) };
+        let sc = Scope { name, kind: "process", device: None, busy: b, pids: BTreeSet::from([p]) };
         scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
     }
     GapReport {

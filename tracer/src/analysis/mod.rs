@@ -33,6 +33,7 @@ pub mod durations;
 pub mod energy;
 mod fasthash;
 pub mod filter;
+pub mod gap_causes;
 pub mod gaps;
 pub mod ioctl_report;
 pub mod model;

@@ -114,6 +114,8 @@ pub struct ReportArgs {
 pub enum ExportFormat {
     /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)
     Perfetto,
+    /// Parquet tables in a directory (DuckDB, Spark; docs/parquet.md)
+    Parquet,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -123,12 +125,16 @@ pub struct ExportArgs {
     #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
     pub format: ExportFormat,
     /// Output file (default: TRACE with .perfetto.json instead of .jsonl[.gz]; "-" for stdout);
-    /// gzip-compressed when it ends in .gz (ui.perfetto.dev opens both).
+    /// gzip-compressed when it ends in .gz (ui.perfetto.dev opens both). Parquet: a directory
+    /// (default: TRACE with .parquet instead of .jsonl[.gz]).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Overwrite the output file if it exists.
+    /// Overwrite the output file (Parquet: the table files) if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Parquet: this `host` column instead of the header's host.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -277,17 +283,32 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
 
 /// run.jsonl.gz -> run.perfetto.json
 pub fn default_export_path(trace: &Path) -> PathBuf {
+    export_path_with(trace, "perfetto.json")
+}
+
+/// run.jsonl.gz -> run.EXT
+pub fn export_path_with(trace: &Path, ext: &str) -> PathBuf {
     if trace.as_os_str() == "-" {
-        return PathBuf::from("stdin.perfetto.json");
+        return PathBuf::from(format!("stdin.{ext}"));
     }
     let name = trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
-    trace.with_file_name(format!("{stem}.perfetto.json"))
+    trace.with_file_name(format!("{stem}.{ext}"))
 }
 
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     check(&a.tl, &a.trace)?;
+    if a.format == ExportFormat::Parquet {
+        let t = load_filtered(&a.trace, &a.filter)?;
+        let tl = timeline_for(&t, &a.tl)?;
+        let dir = a.output.clone().unwrap_or_else(|| export_path_with(&a.trace, "parquet"));
+        let o = crate::export::parquet::Options { host: a.host.clone(), force: a.force };
+        return crate::cli::export_parquet::run(&t, &tl, &dir, &o);
+    }
+    if a.host.is_some() {
+        bail!(crate::error::UsageError("--host applies to --format parquet only".into()));
+    }
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);

@@ -6,13 +6,14 @@
 //! - [`record`]: `tracer record` / `tracer -- CMD`;
 //! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
 //!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
-//!   files they write: `--force`, gzip);
+//!   files they write: `--force`, gzip); [`export_parquet`]: `export --format parquet`;
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
 //! - [`shell`]: `completions` and `man`, generated from [`args`];
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod analysis;
 pub mod args;
 pub mod demangle;
+pub mod export_parquet;
 pub mod image;
 pub mod load;
 pub mod output;

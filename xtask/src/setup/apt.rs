@@ -1,7 +1,8 @@
 //! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda,
 //! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
 //! (tracer/tests/fakenv); binutils (c++filt: demangled kernel names in the golden outputs),
-//! groff-base (tests/shell_cli.rs formats the man page) and python3 (docs images, scripts).
+//! groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
+//! python3-venv (the DuckDB of the Parquet test, duckdb.rs).
 
 use std::collections::HashSet;
 
@@ -24,6 +25,7 @@ const PACKAGES: &[&str] = &[
     "binutils",
     "groff-base",
     "python3",
+    "python3-venv",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {

@@ -2,6 +2,7 @@
 //! One line per step; fast (a few subprocesses) when everything is present.
 
 mod apt;
+mod duckdb;
 mod mounts;
 mod rust;
 
@@ -35,6 +36,9 @@ pub fn run() -> Result<()> {
     rust::ensure_nightly()?;
     rust::ensure_bpf_linker(&ctx)?;
     mounts::ensure(&mut ctx)?;
+    if ctx.needs_root.is_empty() {
+        duckdb::ensure()?;
+    }
     if !ctx.needs_root.is_empty() {
         bail!("setup incomplete: {} step(s) need root; rerun as root: sudo -E cargo xtask setup", ctx.needs_root.len());
     }

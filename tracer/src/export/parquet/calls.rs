@@ -1,0 +1,151 @@
+//! The `calls`, `launches` and `copies` tables: driver calls from the model.
+use parquet::data_type::ByteArray;
+
+use super::context::Context;
+use super::schema::{CALLS, COPIES, LAUNCHES};
+use super::table::TableWriter;
+use crate::analysis::model::{Call, Dir, FLAG_RETURNED, Kind, NO_STR, NONE, Trace};
+use std::path::Path;
+
+/// The interned strings of the trace as Parquet values (shared by the rows).
+pub struct Names(Vec<ByteArray>);
+
+impl Names {
+    pub fn of(t: &Trace) -> Names {
+        Names(t.strings.names().iter().map(|s| ByteArray::from(&**s)).collect())
+    }
+    /// The string of id `i`, None for [`NO_STR`].
+    pub fn get(&self, i: u32) -> Option<&ByteArray> {
+        if i == NO_STR { None } else { self.0.get(i as usize) }
+    }
+}
+
+/// The GPU a call's work went to. The model does not record it yet: GPU 0
+/// when the header lists exactly one GPU, else unknown.
+fn device(ctx: &Context, _c: &Call) -> Option<u32> {
+    (ctx.gpu_count() == 1).then_some(0)
+}
+
+/// The CUgraphExec a launch was expanded from (None: launched directly; the
+/// model has no graph expansion yet).
+fn graph_exec(_c: &Call) -> Option<i64> {
+    None
+}
+
+pub fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Launch => "launch",
+        Kind::GraphLaunch => "graph_launch",
+        Kind::CopyAsync => "copy_async",
+        Kind::Copy => "copy",
+        Kind::MemsetAsync => "memset_async",
+        Kind::Memset => "memset",
+        Kind::Alloc => "alloc",
+        Kind::Free => "free",
+        Kind::StreamSync => "stream_sync",
+        Kind::CtxSync => "ctx_sync",
+        Kind::EventSync => "event_sync",
+        Kind::Query => "query",
+        Kind::StreamWaitEvent => "stream_wait_event",
+        Kind::EventRecord => "event_record",
+        Kind::StreamCreate => "stream_create",
+        Kind::Module => "module",
+        Kind::Init => "init",
+        Kind::Context => "context",
+        Kind::Other => "other",
+    }
+}
+
+/// Duration, unless the call has none (no return probe, or it never returned).
+fn dur(c: &Call) -> Option<i64> {
+    (c.flags & FLAG_RETURNED != 0 || c.dur > 0).then_some(c.dur as i64)
+}
+
+fn stream(c: &Call) -> Option<i64> {
+    (c.stream != NONE).then_some(c.stream as i64)
+}
+
+fn is_copy(k: Kind) -> bool {
+    matches!(k, Kind::Copy | Kind::CopyAsync)
+}
+
+fn sized(k: Kind) -> bool {
+    matches!(k, Kind::Copy | Kind::CopyAsync | Kind::Memset | Kind::MemsetAsync | Kind::Alloc)
+}
+
+pub fn calls(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
+    let mut w = TableWriter::create(dir, &CALLS)?;
+    for (i, c) in t.calls.iter().enumerate() {
+        let mut r = w.row();
+        ctx.fill(&mut r, device(ctx, c));
+        r.int64(i as i64)
+            .int64(c.ts as i64)
+            .timestamp(ctx.wall_us(c.ts))
+            .int64(dur(c))
+            .int32(c.pid as i32)
+            .int32(c.tid as i32)
+            .bytes(names.get(c.func))
+            .str(Some(kind_name(c.kind)))
+            .int64(stream(c))
+            .int64(sized(c.kind).then_some(c.size as i64))
+            .str((is_copy(c.kind) && c.dir != Dir::None).then(|| c.dir.as_str()))
+            .bytes(names.get(c.kernel))
+            .bool(c.failed())
+            .bool(c.incomplete())
+            .bool(c.entry_lost());
+        r.done()?;
+    }
+    w.finish()
+}
+
+pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
+    let mut w = TableWriter::create(dir, &LAUNCHES)?;
+    for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| c.kind == Kind::Launch) {
+        let g = t.geom(c.geom);
+        let dim = |f: fn(&crate::analysis::model::Geom) -> u32| g.map(|g| f(g) as i32);
+        let mut r = w.row();
+        ctx.fill(&mut r, device(ctx, c));
+        r.int64(i as i64)
+            .int64(c.ts as i64)
+            .timestamp(ctx.wall_us(c.ts))
+            .int64(dur(c))
+            .int32(c.pid as i32)
+            .int32(c.tid as i32)
+            .bytes(names.get(c.func))
+            .bytes(names.get(c.kernel))
+            .int32(dim(|g| g.grid[0]))
+            .int32(dim(|g| g.grid[1]))
+            .int32(dim(|g| g.grid[2]))
+            .int32(dim(|g| g.block[0]))
+            .int32(dim(|g| g.block[1]))
+            .int32(dim(|g| g.block[2]))
+            .int32(dim(|g| g.shared_mem))
+            .int64(stream(c))
+            .int64(graph_exec(c))
+            .bool(c.failed());
+        r.done()?;
+    }
+    w.finish()
+}
+
+pub fn copies(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
+    let mut w = TableWriter::create(dir, &COPIES)?;
+    for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| is_copy(c.kind)) {
+        let mut r = w.row();
+        ctx.fill(&mut r, device(ctx, c));
+        r.int64(i as i64)
+            .int64(c.ts as i64)
+            .timestamp(ctx.wall_us(c.ts))
+            .int64(dur(c))
+            .int32(c.pid as i32)
+            .int32(c.tid as i32)
+            .bytes(names.get(c.func))
+            .str(Some(c.dir.as_str()))
+            .int64(c.size as i64)
+            .bool(c.kind == Kind::CopyAsync)
+            .int64(stream(c))
+            .bool(c.failed());
+        r.done()?;
+    }
+    w.finish()
+}
