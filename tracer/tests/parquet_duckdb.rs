@@ -1,0 +1,228 @@
+//! DuckDB reads `tracer export --format parquet` of every committed trace,
+//! each exported under another `--host` into one fleet directory, and counts
+//! exactly what `tracer summary --json`, `report --json` and `gaps --json`
+//! count: calls, failed calls, launches per kernel, copies and bytes (per
+//! direction), allocations, ioctls, markers, power samples, idle gaps per
+//! scope (count, total, window). The fleet queries of docs/parquet.md
+//! (tests/parquet/*.sql, quoted there verbatim) run over the whole
+//! directory and agree with the per-trace figures.
+//!
+//! DuckDB is PyPI's `duckdb` in target/duckdb-venv, which `cargo xtask
+//! setup` installs (xtask/src/setup/duckdb.rs).
+
+mod command;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use command::tracer;
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+}
+
+/// target/duckdb-venv/bin/python3 (target = three levels above this test binary).
+fn duckdb_python() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    let p = target.join("duckdb-venv/bin/python3");
+    assert!(p.is_file(), "{} missing: run `cargo xtask setup` (installs DuckDB from PyPI there)", p.display());
+    p
+}
+
+/// The committed traces (as tests/golden.rs lists them).
+fn traces() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(repo().join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl.gz") || n.ends_with(".jsonl.zst") || n.ends_with(".rec"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let (code, out, err) = tracer(args);
+    assert_eq!(code, 0, "tracer {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("tracer {args:?}: {e}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Exports traces/NAME into ROOT/fleet/HOST with `--host HOST`; returns
+/// NAME and tracer's `summary --json`, `report --json --mangled` and `gaps
+/// --json` (None: no GPU work, which `gaps` refuses).
+fn export_and_report(repo: &Path, root: &Path, name: &str, host: &str) -> (String, Value, Value, Option<Value>) {
+    let trace = repo.join("traces").join(name).to_string_lossy().into_owned();
+    let dir = root.join("fleet").join(host);
+    let (code, _, err) =
+        tracer(&["export", &trace, "--format", "parquet", "-o", dir.to_str().unwrap(), "--host", host]);
+    assert_eq!(code, 0, "export {name}: {err}");
+    let gaps = match tracer(&["gaps", &trace, "--json"]) {
+        (0, out, _) => Some(serde_json::from_str::<Value>(&out).unwrap()),
+        (_, _, err) if err.contains("no GPU work") => None,
+        (code, _, err) => panic!("gaps {name}: exit {code}: {err}"),
+    };
+    (
+        name.to_string(),
+        json_of(&["summary", &trace, "--json"]),
+        json_of(&["report", &trace, "--json", "--mangled"]),
+        gaps,
+    )
+}
+
+#[test]
+fn duckdb_counts_equal_tracer_reports() {
+    let python = duckdb_python();
+    let root = std::env::temp_dir().join(format!("tracer-parquet-duckdb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let repo = repo();
+    // one trace at a time per core: export, summary, report, gaps
+    let names = traces();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let expected = std::sync::Mutex::new(BTreeMap::new());
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..cores.min(names.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(name) = names.get(i) else { break };
+                    let host = format!("host-{i:02}");
+                    let e = export_and_report(&repo, &root, name, &host);
+                    expected.lock().unwrap().insert(host, e);
+                }
+            });
+        }
+    });
+    let expected = expected.into_inner().unwrap();
+    assert!(expected.len() >= 9, "committed traces: {}", expected.len());
+
+    let out = Command::new(&python)
+        .arg(repo.join("tracer/tests/parquet/counts.py"))
+        .arg(&root)
+        .output()
+        .expect("run DuckDB's python");
+    assert!(out.status.success(), "counts.py: {}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let mut fleet_kernels: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut idle_rows = Vec::new();
+    for (host, (name, summary, report, gaps)) in &expected {
+        let g = &got[host];
+        let t = &report["total"];
+        let ctx = format!("{name} ({host})");
+        assert_eq!(u(&g["calls"]), u(&t["calls"]), "{ctx}: calls vs report");
+        // Calls per function as the summary counts them, except its "?": the
+        // summary counts a replayable recording's `copy_data` lines (not calls)
+        // as calls without a name (traces/replay_check.rec: 701 "calls", of
+        // which 2 are its copy_data lines; report and footer say 699).
+        let functions: BTreeMap<String, u64> = summary["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["name"] != "?")
+            .map(|f| (f["name"].as_str().unwrap().into(), u(&f["calls"])))
+            .collect();
+        let got_functions: BTreeMap<String, u64> =
+            g["functions"].as_object().unwrap().iter().map(|(k, n)| (k.clone(), u(n))).collect();
+        assert_eq!(got_functions, functions, "{ctx}: calls per function vs summary");
+        assert_eq!(u(&g["failed_calls"]), u(&t["failed_calls"]), "{ctx}: failed calls");
+        // report counts graph launches as launches; the launches table holds kernels
+        assert_eq!(u(&g["launches"]) + u(&g["graph_launches"]), u(&t["launches"]), "{ctx}: launches vs report");
+        assert_eq!(u(&g["launches"]), u(&summary["launches"]), "{ctx}: launches vs summary");
+        assert_eq!(u(&g["unnamed_launches"]), u(&summary["launches_unnamed"]), "{ctx}: unnamed launches");
+        let kernels: BTreeMap<String, u64> = summary["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| (k["name"].as_str().unwrap().into(), u(&k["launches"])))
+            .collect();
+        let got_kernels: BTreeMap<String, u64> =
+            g["kernels"].as_object().unwrap().iter().map(|(k, n)| (k.clone(), u(n))).collect();
+        assert_eq!(got_kernels, kernels, "{ctx}: launches per kernel vs summary");
+        for row in report["top_by_count"].as_array().unwrap() {
+            let k = row["kernel"].as_str().unwrap();
+            assert_eq!(u(&g["kernels_ok"][k]), u(&row["launches"]), "{ctx}: successful launches of {k} vs report");
+        }
+        for (k, n) in g["kernels_ok"].as_object().unwrap().iter().filter(|(k, _)| *k != "(unnamed handle)") {
+            let e = fleet_kernels.entry(k.clone()).or_default();
+            e.0 += u(n);
+            e.1 += 1;
+        }
+        assert_eq!(g["copies"], json!([t["copies"], t["copy_bytes"]]), "{ctx}: copies and bytes vs report");
+        let by_dir: BTreeMap<String, Value> = report["copies_by_direction"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(d, nb)| (d.clone(), json!([nb[0], nb[1]])))
+            .collect();
+        let got_dir: BTreeMap<String, Value> = g["copies_ok"].as_object().unwrap().clone().into_iter().collect();
+        assert_eq!(got_dir, by_dir, "{ctx}: successful copies per direction vs report");
+        for (d, c) in summary["copies"].as_object().unwrap() {
+            assert_eq!(got_dir[d], json!([c["count"], c["bytes"]]), "{ctx}: copies {d} vs summary");
+        }
+        assert_eq!(g["allocs"], json!([t["allocs"], t["alloc_bytes"]]), "{ctx}: allocations vs report");
+        assert_eq!(u(&g["ioctls"]), u(&t["ioctls"]), "{ctx}: ioctls vs report");
+        let markers: u64 = summary["markers"].as_object().unwrap().values().map(u).sum();
+        assert_eq!(u(&g["markers"]), markers, "{ctx}: markers vs summary");
+        let power: u64 = summary["power"].as_array().unwrap().iter().map(|p| u(&p["samples"])).sum();
+        assert_eq!(u(&g["power"]), power, "{ctx}: power samples vs summary");
+        let trace_id = &g["context"][0][1];
+        assert_eq!(g["context"], json!([[host, trace_id]]), "{ctx}: one host and trace id on every row of every table");
+        match gaps {
+            None => {
+                assert_eq!(g["scopes"], json!({}), "{ctx}: no GPU work, no idle scopes");
+                assert_eq!(g["gaps"], json!({}), "{ctx}");
+            }
+            Some(gaps) => {
+                let scopes = gaps["scopes"].as_array().unwrap();
+                assert_eq!(g["scopes"].as_object().unwrap().len(), scopes.len(), "{ctx}: idle scopes");
+                for s in scopes {
+                    let (scope, o) = (s["scope"].as_str().unwrap(), &s["overall"]);
+                    let want = json!([o["count"], o["idle_ns"], o["window_ns"]]);
+                    assert_eq!(g["scopes"][scope], want, "{ctx}: {scope}: gaps, idle ns, window ns vs gaps --json");
+                    let rows = if u(&o["count"]) == 0 { Value::Null } else { json!([o["count"], o["idle_ns"]]) };
+                    assert_eq!(g["gaps"][scope], rows, "{ctx}: {scope}: idle_gaps rows and their total vs gaps --json");
+                    if s["kind"] == "gpu" {
+                        let device: u64 = scope.strip_prefix("gpu ").unwrap().parse().unwrap();
+                        let row =
+                            json!([host, device, report["gpu"], gaps["idle_basis"], o["idle_ns"], o["window_ns"]]);
+                        idle_rows.push(row);
+                    }
+                }
+            }
+        }
+    }
+
+    // the fleet queries of docs/parquet.md, over all hosts at once
+    let fleet = &got["fleet"];
+    let rows = fleet["fleet_idle_share.sql"].as_array().unwrap();
+    let mut got_rows: Vec<Value> = rows.iter().map(|r| json!(r.as_array().unwrap()[..6])).collect();
+    got_rows.sort_by_key(|r| r.to_string());
+    idle_rows.sort_by_key(|r| r.to_string());
+    assert_eq!(got_rows, idle_rows, "idle share per host and GPU");
+    let shares: Vec<f64> = rows.iter().map(|r| r[6].as_f64().unwrap()).collect();
+    assert!(shares.windows(2).all(|w| w[0] >= w[1]), "ordered by idle share: {shares:?}");
+    for r in rows {
+        let share = u(&r[4]) as f64 / u(&r[5]) as f64;
+        assert!((r[6].as_f64().unwrap() - share).abs() <= 0.00005 + 1e-12, "{r}: rounded share");
+    }
+    let mut top: Vec<(String, u64, u64)> = fleet_kernels.into_iter().map(|(k, (n, h))| (k, n, h)).collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.truncate(10);
+    let want: Vec<Value> = top.iter().map(|(k, n, h)| json!([k, n, h])).collect();
+    assert_eq!(fleet["fleet_top_kernels.sql"].as_array().unwrap(), &want, "top kernels fleet-wide");
+
+    // docs/parquet.md quotes the tested queries
+    let doc = std::fs::read_to_string(repo.join("docs/parquet.md")).unwrap();
+    for q in ["fleet_idle_share.sql", "fleet_top_kernels.sql"] {
+        let text = std::fs::read_to_string(repo.join("tracer/tests/parquet").join(q)).unwrap();
+        assert!(doc.contains(text.trim()), "docs/parquet.md does not quote tracer/tests/parquet/{q}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
