@@ -211,3 +211,32 @@ mod tempfile_dir {
         }
     }
 }
+
+/// docs/parquet.md lists every table's columns (name, type, nullability) in
+/// schema order: the context table once, then one table per `### \`NAME\``.
+#[test]
+fn docs_list_the_schema() {
+    use super::schema::CONTEXT;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/parquet.md")).unwrap();
+    // (section, rows of its first column table)
+    let mut sections: Vec<(String, Vec<(String, String, bool)>)> = Vec::new();
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## ").or_else(|| line.strip_prefix("### ")) {
+            sections.push((h.trim().to_string(), Vec::new()));
+        } else if let (Some(s), Some(row)) = (sections.last_mut(), line.strip_prefix("| `")) {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let name = cells[0].trim_end_matches('`').to_string();
+            s.1.push((name, cells[1].to_string(), cells[2] == "yes"));
+        }
+    }
+    let cols = |c: &mut dyn Iterator<Item = &super::schema::Column>| -> Vec<(String, String, bool)> {
+        c.map(|c| (c.name.to_string(), c.ty.sql().to_string(), c.nullable)).collect()
+    };
+    let find = |title: &str| {
+        sections.iter().find(|s| s.0 == title).map(|s| s.1.clone()).unwrap_or_else(|| panic!("no section {title}"))
+    };
+    assert_eq!(find("Context columns (every table, first)"), cols(&mut CONTEXT.iter()));
+    for t in TABLES {
+        assert_eq!(find(&format!("`{}`", t.name)), cols(&mut t.columns.iter()), "docs/parquet.md, table {}", t.name);
+    }
+}
