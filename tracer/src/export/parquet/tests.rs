@@ -218,8 +218,10 @@ mod tempfile_dir {
 fn docs_list_the_schema() {
     use super::schema::CONTEXT;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/parquet.md")).unwrap();
-    // (section, rows of its first column table)
-    let mut sections: Vec<(String, Vec<(String, String, bool)>)> = Vec::new();
+    /// (name, type, nullable) of a column
+    type Col = (String, String, bool);
+    // (section title, its column rows)
+    let mut sections: Vec<(String, Vec<Col>)> = Vec::new();
     for line in doc.lines() {
         if let Some(h) = line.strip_prefix("## ").or_else(|| line.strip_prefix("### ")) {
             sections.push((h.trim().to_string(), Vec::new()));
@@ -229,7 +231,7 @@ fn docs_list_the_schema() {
             s.1.push((name, cells[1].to_string(), cells[2] == "yes"));
         }
     }
-    let cols = |c: &mut dyn Iterator<Item = &super::schema::Column>| -> Vec<(String, String, bool)> {
+    let cols = |c: &mut dyn Iterator<Item = &super::schema::Column>| -> Vec<Col> {
         c.map(|c| (c.name.to_string(), c.ty.sql().to_string(), c.nullable)).collect()
     };
     let find = |title: &str| {
