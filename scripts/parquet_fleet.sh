@@ -8,7 +8,7 @@
 #   scripts/parquet_fleet.sh [N=100] [OUT=target/parquet-fleet]
 #
 # TRACER (default target/release/tracer, else target/debug/tracer) exports;
-# PYTHON (default target/duckdb-venv/bin/python3, `cargo xtask setup`) has duckdb.
+# PYTHON (default ~/.cache/tracer/duckdb-venv/bin/python3, `cargo xtask setup`) has duckdb.
 # KEEP=1: time the queries over the OUT/fleet/ an earlier run wrote.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +19,7 @@ tracer=${TRACER:-target/debug/tracer}
 if [ -z "${TRACER:-}" ] && target/release/tracer export --help 2>/dev/null | grep -q parquet; then
   tracer=target/release/tracer
 fi
-python=${PYTHON:-target/duckdb-venv/bin/python3}
+python=${PYTHON:-$HOME/.cache/tracer/duckdb-venv/bin/python3}
 mapfile -t traces < <(ls -d traces/*.jsonl.gz traces/*.rec | sort)
 if [ "${KEEP:-}" != 1 ]; then
 rm -rf "$out/fleet"

@@ -7,8 +7,8 @@
 //! (tests/parquet/*.sql, quoted there verbatim) run over the whole
 //! directory and agree with the per-trace figures.
 //!
-//! DuckDB is PyPI's `duckdb` in target/duckdb-venv, which `cargo xtask
-//! setup` installs (xtask/src/setup/duckdb.rs).
+//! DuckDB is PyPI's `duckdb` in ~/.cache/tracer/duckdb-venv, which `cargo
+//! xtask setup` installs (xtask/src/setup/duckdb.rs).
 
 mod command;
 
@@ -23,11 +23,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
 }
 
-/// target/duckdb-venv/bin/python3 (target = three levels above this test binary).
+/// The python of `cargo xtask setup`'s DuckDB: ~/.cache/tracer/duckdb-venv
+/// (xtask/src/setup/duckdb.rs), or TRACER_DUCKDB_PYTHON.
 fn duckdb_python() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap();
-    let p = target.join("duckdb-venv/bin/python3");
+    let p = match std::env::var_os("TRACER_DUCKDB_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/tracer/duckdb-venv/bin/python3"),
+    };
     assert!(p.is_file(), "{} missing: run `cargo xtask setup` (installs DuckDB from PyPI there)", p.display());
     p
 }
