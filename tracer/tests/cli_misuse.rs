@@ -76,3 +76,14 @@ fn help_and_version_are_not_errors() {
         .map_or("unknown".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     assert_eq!(stdout, format!("tracer {} (commit {head})\n", env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn parquet_export_options() {
+    // checked before the trace is read: the file need not exist
+    misuse(
+        &["export", "no-such.jsonl", "--format", "parquet", "-o", "-"],
+        "--format parquet writes a directory of files: -o DIR, not -",
+    );
+    misuse(&["export", "no-such.jsonl", "--format", "parquet", "--host", " "], "--host: an empty host name");
+    misuse(&["export", "no-such.jsonl", "--host", "node1"], "--host applies to --format parquet only");
+}

@@ -300,10 +300,11 @@ pub fn export_path_with(trace: &Path, ext: &str) -> PathBuf {
 pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     check(&a.tl, &a.trace)?;
     if a.format == ExportFormat::Parquet {
-        let t = load_filtered(&a.trace, &a.filter)?;
-        let tl = timeline_for(&t, &a.tl)?;
         let dir = a.output.clone().unwrap_or_else(|| export_path_with(&a.trace, "parquet"));
         let o = crate::export::parquet::Options { host: a.host.clone(), force: a.force };
+        crate::cli::export_parquet::check(&dir, &o)?;
+        let t = load_filtered(&a.trace, &a.filter)?;
+        let tl = timeline_for(&t, &a.tl)?;
         return crate::cli::export_parquet::run(&t, &tl, &dir, &o);
     }
     if a.host.is_some() {

@@ -10,14 +10,19 @@ use crate::analysis::timeline::Timeline;
 use crate::analysis::{gaps, phases};
 use crate::export::parquet;
 
-/// Writes the tables of `t` on timeline `tl` into `dir` and says what it wrote.
-pub fn run(t: &Trace, tl: &Timeline, dir: &Path, o: &parquet::Options) -> anyhow::Result<()> {
+/// Rejects an output or host the export cannot use, before the trace is read.
+pub fn check(dir: &Path, o: &parquet::Options) -> anyhow::Result<()> {
     if dir.as_os_str() == "-" {
         bail!(crate::error::UsageError("--format parquet writes a directory of files: -o DIR, not -".into()));
     }
     if o.host.as_deref().is_some_and(|h| h.trim().is_empty()) {
         bail!(crate::error::UsageError("--host: an empty host name".into()));
     }
+    Ok(())
+}
+
+/// Writes the tables of `t` on timeline `tl` into `dir` and says what it wrote.
+pub fn run(t: &Trace, tl: &Timeline, dir: &Path, o: &parquet::Options) -> anyhow::Result<()> {
     let g = gaps::analyze(t, tl, &phases::phases(t), &gaps::GapOptions::default());
     let w = parquet::export(t, tl, &g, dir, o)?;
     let rows: Vec<String> = w.rows.iter().map(|(name, n)| format!("{name} {n}")).collect();
