@@ -72,16 +72,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let (exit, counters) =
         rt.block_on(session::collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
-    let write_err = finish_trace(
-        &mut col,
-        loaded.counts.as_ref().filter(|_| args.counts),
-        &mut side,
-        &counters,
-        exit.as_ref(),
-        t0.elapsed(),
-        gpu.as_mut(),
-        args.quiet,
-    );
+    write_counts(&mut col, loaded.counts.as_ref().filter(|_| args.counts));
+    let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
     Ok(report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit))
@@ -425,7 +417,6 @@ fn announce(args: &RecordArgs, loaded: &loader::Loaded, libcuda_path: &Path, out
 /// replay coverage) and finishes the trace file; returns its write error.
 fn finish_trace(
     col: &mut Collector,
-    counts: Option<&crate::collect::counts::CountMaps>,
     side: &mut crate::collect::side::Side,
     counters: &KernelCounters,
     exit: Option<&spawn::ExitInfo>,
@@ -433,7 +424,6 @@ fn finish_trace(
     gpu: Option<&mut GpuSession>,
     quiet: bool,
 ) -> Option<String> {
-    write_counts(col, counts);
     let mut side_footer = side.finish(col, quiet);
     let mut footer = footer::footer(col, counters, exit, elapsed);
     footer["power"] = side_footer["power"].take();

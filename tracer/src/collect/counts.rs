@@ -59,7 +59,7 @@ impl CountMaps {
             let n: u64 = per_cpu.iter().sum();
             kernels.push(((pid_func >> 32) as u32, FuncId(pid_func as u16), handle, n));
         }
-        kernels.sort_by(|a, b| (a.0, std::cmp::Reverse(a.3), a.2).cmp(&(b.0, std::cmp::Reverse(b.3), b.2)));
+        kernels.sort_by_key(|&(pid, _, h, n)| (pid, std::cmp::Reverse(n), h));
         let mut v: Vec<Value> = funcs
             .into_iter()
             .map(|(name, n)| json!({"type": "count", "ts": ts, "pid": 0, "name": name, "calls": n}))
