@@ -284,7 +284,10 @@ pub mod counter {
     pub const RB_FULL: u32 = 1;
     /// Out-parameter pointer saves that failed (per-thread map full).
     pub const SAVE_FAILED: u32 = 2;
-    pub const COUNT: u32 = 3;
+    /// `--counts`: launches whose kernel found no room in KERNEL_COUNTS
+    /// (still counted per function).
+    pub const KERNEL_COUNT_FULL: u32 = 3;
+    pub const COUNT: u32 = 4;
 }
 
 // Layout guards: change a record and these tell you to look at the other side.

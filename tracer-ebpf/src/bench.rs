@@ -51,7 +51,11 @@ pub fn cu_bench_ring(ctx: ProbeContext) -> u32 {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
             rec.hdr = hdr;
-            rec.args = [0; MAX_ARGS];
+            // Word by word: `= [0; MAX_ARGS]` would call a byte-loop
+            // memset, which cu_enter no longer does (uprobe.rs read_args).
+            for k in 0..MAX_ARGS {
+                unsafe { core::ptr::write_volatile(&mut rec.args[k], 0) };
+            }
             e.submit(submit_flags());
         }
         None => {

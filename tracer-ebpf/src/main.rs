@@ -5,6 +5,7 @@
 #![no_main]
 
 mod bench;
+mod counts;
 mod maps;
 mod nvfile;
 mod proc;

@@ -211,7 +211,6 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
     };
     let rec = unsafe { &mut *rec };
     rec.hdr = hdr;
-    rec.args = [0; MAX_ARGS];
     read_args(&ctx, c, &mut rec.args);
     rec.blob_len = 0;
     rec.nattrs = 0;

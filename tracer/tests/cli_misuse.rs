@@ -18,9 +18,11 @@ fn misuse(args: &[&str], want: &str) {
 
 #[test]
 fn unknown_flag() {
+    // A flag like no other (clap suggests a similar one: for '--bogus' it
+    // names '--counts').
     misuse(
-        &["--bogus", "--", "true"],
-        "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); \
+        &["--xyzzy", "--", "true"],
+        "unexpected argument '--xyzzy' found (to pass '--xyzzy' as a value, use '-- --xyzzy'); \
          usage: tracer [OPTIONS] [-- <CMD>...]",
     );
     misuse(

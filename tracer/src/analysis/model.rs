@@ -614,6 +614,9 @@ impl TraceBuilder {
             // --capture-data: the bytes of an earlier device-to-host copy
             // (docs/recording-format.md); not a call.
             "copy_data" => Ok(()),
+            // --counts: the kernel's counts of the calls it did not record
+            // one by one (collect/counts.rs); not calls themselves.
+            "count" | "kernel_count" => Ok(()),
             _ => {
                 self.add_call(raw, ty, op, at);
                 Ok(())

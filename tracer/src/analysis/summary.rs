@@ -50,8 +50,19 @@ pub struct Summary {
 }
 
 /// Line types that are not driver calls (read through [`Summary::add`]).
-const NOT_CALLS: &[&str] =
-    &["header", "footer", "power", "marker", "process", "gpu", "ioctl", "nvidia_fd", "copy_data"];
+const NOT_CALLS: &[&str] = &[
+    "header",
+    "footer",
+    "power",
+    "marker",
+    "process",
+    "gpu",
+    "ioctl",
+    "nvidia_fd",
+    "copy_data",
+    "count",
+    "kernel_count",
+];
 
 /// The fields of a call line the summary reads, borrowed from the line.
 #[derive(Deserialize, Default)]

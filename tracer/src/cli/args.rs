@@ -220,6 +220,13 @@ pub struct RecordArgs {
     /// Same as `--returns none`.
     #[arg(long, hide = true)]
     pub no_return_probes: bool,
+    /// Count launches and the other calls probed entry-only by default
+    /// (`entry_only_functions`) in the kernel instead of recording each
+    /// one: `count` lines per function and `kernel_count` lines per kernel
+    /// at the end of the trace; every other call is recorded as usual. The
+    /// cheapest mode for always-on use (docs/overhead.md).
+    #[arg(long, conflicts_with = "replayable")]
+    pub counts: bool,
     /// Benchmarks only (cargo xtask bench collector): attach empty programs
     /// instead of tracer's, to measure the probe mechanism's floor.
     #[arg(long, value_enum, hide = true)]

@@ -72,6 +72,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let (exit, counters) =
         rt.block_on(session::collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
+    write_counts(&mut col, loaded.counts.as_ref().filter(|_| args.counts));
     let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
@@ -274,6 +275,7 @@ fn load_probes(
             crate::cli::args::Wakeup::Every => 0,
         },
         select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
+        counted: &|id| counted(args, id),
         ring_bytes: args.buffer_size * 1024 * 1024,
         replay: crate::collect::replayable::probes::Mode {
             replayable: args.replayable,
@@ -362,6 +364,9 @@ fn assembler(args: &RecordArgs, loaded: &loader::Loaded) -> Assembler {
     let mut asm = Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
     asm.set_entry_only(|id| !probed_return(args, id));
     asm.value_copy_lines = args.capture_data;
+    if args.counts {
+        asm.exited_names = Some(Default::default());
+    }
     asm.ioctls = crate::decode::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
     asm
 }
@@ -432,6 +437,17 @@ fn finish_trace(
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);
     col.writer.finish().map(|e| e.to_string())
+}
+
+/// `--counts`: the kernel's counts as lines, before the footer. An error
+/// reading them is reported, the trace stays valid.
+fn write_counts(col: &mut Collector, counts: Option<&crate::collect::counts::CountMaps>) {
+    let Some(c) = counts else { return };
+    // Through the writer only: the summary counts recorded call lines.
+    match c.lines(&col.asm, sysinfo::clock_ns(libc::CLOCK_MONOTONIC)) {
+        Ok(lines) => lines.iter().for_each(|l| col.writer.write(l)),
+        Err(e) => eprintln!("tracer: reading the kernel's counts failed: {e:#}"),
+    }
 }
 
 /// `--replayable`: writes the manifest, which describes the finished
@@ -506,7 +522,9 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "not_probed_functions": report.not_probed,
         "uprobe_attach": report.attach_mode,
         "return_probes": args.returns().name(),
-        "entry_only_functions": entry_only_functions(|id| probed_return(args, id), &report.probed),
+        "entry_only_functions": entry_only_functions(|id| probed_return(args, id) || counted(args, id), &report.probed),
+        // --counts: functions counted in the kernel, without lines (count lines at the end).
+        "counted_functions": report.probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| counted(args, id))).collect::<Vec<_>>(),
         "ioctl_path": report.ioctl_path,
         "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
@@ -533,8 +551,17 @@ fn returns_probed(mode: Returns, id: FuncId) -> bool {
 /// `--returns` choice, and under `--replayable` always for the loads and
 /// GetFunction calls (rare; the layout chain needs their results).
 fn probed_return(args: &RecordArgs, id: FuncId) -> bool {
+    if counted(args, id) {
+        return false;
+    }
     let m = crate::collect::replayable::probes::Mode { replayable: args.replayable, capture_data: args.capture_data };
     returns_probed(args.returns(), id) || crate::collect::replayable::probes::needs_return(id, m)
+}
+
+/// `--counts`: whether a function is counted in the kernel instead of
+/// recorded (the functions probed entry-only by default).
+fn counted(args: &RecordArgs, id: FuncId) -> bool {
+    args.counts && tracer_common::funcs::is_entry_only_by_default(id)
 }
 
 /// The probed symbols whose lines have no return code nor duration.

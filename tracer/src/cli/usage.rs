@@ -63,9 +63,10 @@ mod tests {
 
     #[test]
     fn clap_errors_on_one_line() {
+        // A flag like no other (for '--bogus' clap suggests '--counts').
         assert_eq!(
-            err(&["tracer", "--bogus"]),
-            "unexpected argument '--bogus' found (to pass '--bogus' as a value, use '-- --bogus'); \
+            err(&["tracer", "--xyzzy"]),
+            "unexpected argument '--xyzzy' found (to pass '--xyzzy' as a value, use '-- --xyzzy'); \
              usage: tracer [OPTIONS] [-- <CMD>...]"
         );
         assert_eq!(

@@ -49,6 +49,9 @@ pub fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo
             "by_cpu": lost,
         },
         "lines_not_written": col.writer.dropped,
+        // --counts: launches counted per function whose kernel found no
+        // room in the per-kernel map (0 otherwise).
+        "kernel_counts_without_room": k.kernel_counts_full,
         "duration_s": elapsed.as_secs_f64(),
         "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
         "collector": collector_usage(),

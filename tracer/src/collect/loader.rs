@@ -64,6 +64,8 @@ pub struct Loaded {
     pub traced_gen: aya::maps::Array<MapData, u64>,
     /// (tgid << 32 | fd) -> NVIDIA device kind, for fds opened before attach.
     pub nvfds: BpfHashMap<MapData, u64, u32>,
+    /// `--counts`: the kernel's per-function and per-kernel counts.
+    pub counts: Option<crate::collect::counts::CountMaps>,
     pub report: ProbeReport,
 }
 
@@ -128,6 +130,9 @@ pub struct Options<'a> {
     pub ring_bytes: u32,
     /// `--replayable` / `--capture-data`.
     pub replay: crate::collect::replayable::probes::Mode,
+    /// `--counts`: the functions counted in kernel maps (`cu_count`)
+    /// instead of recorded call by call.
+    pub counted: &'a dyn Fn(FuncId) -> bool,
 }
 
 /// The programs attached to the probed functions.
@@ -179,6 +184,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
             loader.map_max_entries(map, n);
         }
     }
+    // --counts: one slot per function id; kernels per (process, handle).
+    loader.map_max_entries("CALL_COUNTS", crate::collect::counts::FUNC_SLOTS);
+    loader.map_max_entries("KERNEL_COUNTS", crate::collect::counts::KERNEL_SLOTS);
     let mut ebpf = loader.load(EBPF_OBJECT).context("loading the eBPF programs failed")?;
 
     let mut links = Links::default();
@@ -211,7 +219,19 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let traced = BpfHashMap::try_from(ebpf.take_map("TRACED").context("TRACED map")?)?;
     let traced_gen = aya::maps::Array::try_from(ebpf.take_map("TRACED_GEN").context("TRACED_GEN map")?)?;
     let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
-    Ok(Loaded { ebpf: Some(ebpf), links, logger, ring: Some(ring), counters, traced, traced_gen, nvfds, report })
+    let counts = crate::collect::counts::CountMaps::take(&mut ebpf)?;
+    Ok(Loaded {
+        ebpf: Some(ebpf),
+        links,
+        logger,
+        ring: Some(ring),
+        counters,
+        traced,
+        traced_gen,
+        nvfds,
+        counts: Some(counts),
+        report,
+    })
 }
 
 impl Loaded {
@@ -345,6 +365,9 @@ fn kprobe(ebpf: &mut Ebpf, prog: &str, func: &str, what: &str) -> anyhow::Result
 
 /// Which entry program captures what a function needs.
 fn entry_program(opts: &Options, id: FuncId) -> &'static str {
+    if (opts.counted)(id) {
+        return "cu_count";
+    }
     let spec = id.spec().expect("table entry");
     let plain = if spec.params.iter().any(|p| p.kind == Arg::Str) {
         "cu_enter_str"
@@ -408,11 +431,16 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
     Ok(report)
 }
 
-const ENTRY_PROGRAMS: [&str; 4] = ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_launch"];
+const ENTRY_PROGRAMS: [&str; 5] = ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_launch", "cu_count"];
 
 /// The attach cookie of a probed table function.
 fn cookie(opts: &Options, id: FuncId) -> u64 {
-    crate::collect::replayable::probes::cookie(id, opts.replay).0
+    let c = crate::collect::replayable::probes::cookie(id, opts.replay);
+    // cu_count finds a launch's kernel handle through the launch bits.
+    match crate::collect::replayable::probes::launch_args(id) {
+        Some((f, kp, extra)) if (opts.counted)(id) => c.with_launch_args(f, kp, extra).0,
+        _ => c.0,
+    }
 }
 
 fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
@@ -430,6 +458,9 @@ fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) 
     let mut names = vec!["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"];
     if opts.replay.replayable {
         names.push("cu_launch");
+    }
+    if targets.iter().any(|(id, _, _)| (opts.counted)(*id)) {
+        names.push("cu_count");
     }
     let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
     let mut links = Vec::new();
@@ -463,8 +494,11 @@ fn attach_perf(
     if opts.programs != Programs::Tracer {
         bail!("the benchmark's empty programs need uprobe_multi (Linux 6.6 or later)");
     }
-    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit", "cu_launch"] {
+    for prog in ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit", "cu_launch", "cu_count"] {
         if prog == "cu_launch" && !opts.replay.replayable {
+            continue;
+        }
+        if prog == "cu_count" && !targets.iter().any(|(id, _, _)| (opts.counted)(*id)) {
             continue;
         }
         let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
@@ -532,6 +566,8 @@ pub struct KernelCounters {
     pub attempted: Vec<u64>,
     pub ring_full: u64,
     pub save_failed: u64,
+    /// `--counts`: launches whose kernel found no room in the kernel map.
+    pub kernel_counts_full: u64,
     /// Run count and time per program (non-zero while BPF stats are on).
     pub programs: std::collections::BTreeMap<String, crate::collect::uprobe_multi::ProgStats>,
 }
@@ -562,10 +598,12 @@ pub fn read_counters(c: &PerCpuArray<MapData, u64>) -> anyhow::Result<KernelCoun
     let seq = c.get(&counter::SEQ, 0)?;
     let full = c.get(&counter::RB_FULL, 0)?;
     let saves = c.get(&counter::SAVE_FAILED, 0)?;
+    let kernels_full = c.get(&counter::KERNEL_COUNT_FULL, 0)?;
     Ok(KernelCounters {
         attempted: seq.iter().copied().collect(),
         ring_full: full.iter().sum(),
         save_failed: saves.iter().sum(),
+        kernel_counts_full: kernels_full.iter().sum(),
         programs: Default::default(),
     })
 }

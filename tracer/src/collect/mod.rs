@@ -7,12 +7,13 @@
 //! what /proc tells about the traced processes ([`procfs`]); the lines that come from elsewhere
 //! ([`side`]: NVML [`power`] samples and phase [`markers`];
 //! [`gpu_timestamps`]: CUPTI through an injection library); replayable
-//! recordings ([`replayable`]); facts about the machine ([`sysinfo`]) and
+//! recordings ([`replayable`]); kernel-side counts (`--counts`, [`counts`]); facts about the machine ([`sysinfo`]) and
 //! other processes' memory ([`procmem`]).
 //!
 //! Takes plain options, never the command line: `crate::cli::record` turns
 //! `tracer record`'s arguments into them.
 pub mod collector;
+pub mod counts;
 pub mod footer;
 pub mod gpu_timestamps;
 pub mod libcuda;

@@ -70,6 +70,9 @@ pub struct Assembler {
     pending: HashMap<u32, Vec<Pending>>,
     /// (pid, CUfunction or CUkernel) -> kernel name.
     names: HashMap<(u32, u64), Rc<str>>,
+    /// `--counts`: the names of exited processes, kept for the count lines
+    /// written at the end ([`Assembler::kernel_name`]); None: dropped.
+    pub exited_names: Option<HashMap<(u32, u64), Rc<str>>>,
     /// pid -> start -> (end, side): known device and pinned-host ranges.
     ranges: HashMap<u32, BTreeMap<u64, (u64, Side)>>,
     pub stats: AssemblyStats,
@@ -383,7 +386,17 @@ impl Assembler {
         }
     }
 
+    /// The kernel name process `pid` got for handle `h` (also after it
+    /// exited when `exited_names` is on).
+    pub fn kernel_name(&self, pid: u32, h: u64) -> Option<&str> {
+        let k = (pid, h);
+        self.names.get(&k).or_else(|| self.exited_names.as_ref()?.get(&k)).map(|n| &**n)
+    }
+
     fn forget_process(&mut self, pid: u32) {
+        if let Some(kept) = self.exited_names.as_mut() {
+            kept.extend(self.names.iter().filter(|((p, _), _)| *p == pid).map(|(k, v)| (*k, v.clone())));
+        }
         self.names.retain(|(p, _), _| *p != pid);
         self.ranges.remove(&pid);
     }

@@ -49,6 +49,7 @@ const MODES: &[(&str, Option<&[&str]>)] = &[
     ("empty_entry_return", Some(&["--bench-probe", "empty-return"])),
     ("tracer_default", Some(&[])),
     ("tracer_returns_all", Some(&["--returns", "all"])),
+    ("tracer_counts", Some(&["--counts"])),
 ];
 
 /// Modes of the program-body pass (kernel-measured with --bpf-stats).
@@ -58,6 +59,7 @@ const BODY_MODES: &[(&str, &[&str])] = &[
     ("filter_and_ring_record", &["--bench-probe", "ring"]),
     ("tracer_default", &[]),
     ("tracer_returns_all", &["--returns", "all"]),
+    ("tracer_counts", &["--counts"]),
 ];
 
 /// Functions of bench.c and whether tracer's default probes them entry-only.
@@ -244,7 +246,12 @@ fn run_calls(env: &Env, func: &str, n: u64, threads: u32, opts: Option<&[&str]>)
     if let Some(o) = opts {
         let f = footer(&trace)?;
         let want = (n + 1000) * threads as u64;
-        let recorded = f.calls.unwrap_or(0);
+        // --counts: the launches are in the count lines, not call lines.
+        let recorded = if o.contains(&"--counts") && entry_only_by_default(func) {
+            counted_calls(&trace)?
+        } else {
+            f.calls.unwrap_or(0)
+        };
         let lost = f.lost_total().unwrap_or(u64::MAX);
         // The empty programs record nothing; tracer must record every call.
         if o.first() != Some(&"--bench-probe") && (recorded != want || lost != 0) {
@@ -268,12 +275,26 @@ fn run_calls(env: &Env, func: &str, n: u64, threads: u32, opts: Option<&[&str]>)
     Ok(v)
 }
 
+/// The calls of the `count` lines of a `--counts` trace.
+fn counted_calls(trace: &Path) -> Result<u64> {
+    let text = fs::read_to_string(trace)?;
+    Ok(text
+        .lines()
+        .filter(|l| l.contains("\"type\":\"count\""))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["calls"].as_u64())
+        .sum())
+}
+
 fn max_rss_kib(footer: &Footer) -> Option<u64> {
     footer.collector.as_ref()?.max_rss_kib
 }
 
 fn summarize_calls(func: &str, threads: u32, n: u64, samples: &[Vec<Value>]) -> Value {
-    let ns = |mi: usize| samples[mi].iter().filter_map(|v| v["ns_per_call"].as_f64()).collect::<Vec<_>>();
+    // The calling thread's CPU time per call (traps and programs are its
+    // system time), not wall time: on a shared machine, time preempted by
+    // other processes is not the probes' cost. Wall time if absent.
+    let per_call = |v: &Value| v["cpu_ns_per_call"].as_f64().or(v["ns_per_call"].as_f64());
+    let ns = |mi: usize| samples[mi].iter().filter_map(per_call).collect::<Vec<_>>();
     let med: Vec<f64> = (0..MODES.len()).map(|mi| median(&ns(mi))).collect();
     let base = med[0];
     let over = |mi: usize| med[mi] - base;
@@ -301,6 +322,7 @@ fn summarize_calls(func: &str, threads: u32, n: u64, samples: &[Vec<Value>]) -> 
         "modes": modes,
         "default_vs_floor": over(3) / floor_default,
         "returns_all_vs_floor": over(4) / over(2),
+        "counts_vs_floor": over(5) / floor_default,
         "default_floor": if entry_only_by_default(func) { "empty_entry" } else { "empty_entry_return" },
     })
 }
@@ -428,13 +450,13 @@ fn markdown(r: &Value) -> String {
         r["host"]["kernel"].as_str().unwrap_or("?"),
         r["command"].as_str().unwrap_or("")
     );
-    s += "Per call (ns, median of the repetitions; added = minus untraced):\n\n";
-    s += "| function | threads | untraced | empty entry | empty entry+return | tracer default | tracer --returns all | default / floor | all / floor | collector CPU ns/call (default) |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "Per call (ns of the calling thread's CPU time, median of the repetitions; added = minus untraced):\n\n";
+    s += "| function | threads | untraced | empty entry | empty entry+return | tracer default | tracer --returns all | tracer --counts | default / floor | all / floor | counts / floor | collector CPU ns/call (default) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for p in r["per_call"].as_array().into_iter().flatten() {
         let m = |k: &str| p["modes"][k]["ns_per_call_median"].as_f64().unwrap_or(f64::NAN);
         let a = |k: &str| p["modes"][k]["added_ns_per_call"].as_f64().unwrap_or(f64::NAN);
         s += &format!(
-            "| {} | {} | {:.0} | +{:.0} | +{:.0} | +{:.0} | +{:.0} | {:.2}× ({}) | {:.2}× | {:.0} |\n",
+            "| {} | {} | {:.0} | +{:.0} | +{:.0} | +{:.0} | +{:.0} | +{:.0} | {:.2}× ({}) | {:.2}× | {:.2}× | {:.0} |\n",
             p["func"].as_str().unwrap_or(""),
             p["threads"],
             m("untraced"),
@@ -442,9 +464,11 @@ fn markdown(r: &Value) -> String {
             a("empty_entry_return"),
             a("tracer_default"),
             a("tracer_returns_all"),
+            a("tracer_counts"),
             p["default_vs_floor"].as_f64().unwrap_or(f64::NAN),
             p["default_floor"].as_str().unwrap_or(""),
             p["returns_all_vs_floor"].as_f64().unwrap_or(f64::NAN),
+            p["counts_vs_floor"].as_f64().unwrap_or(f64::NAN),
             p["modes"]["tracer_default"]["collector_cpu_ns_per_call"].as_f64().unwrap_or(f64::NAN),
         );
     }
