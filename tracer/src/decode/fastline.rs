@@ -52,6 +52,8 @@ pub struct LaunchLine<'a> {
     pub returned: Option<Returned>,
     /// `--replayable`: the parameter bytes.
     pub params: Option<&'a crate::decode::params::CapturedParams>,
+    /// The device of the launch's stream or thread context (decode/devices.rs).
+    pub device: Option<u32>,
 }
 
 impl LaunchLine<'_> {
@@ -90,6 +92,8 @@ impl LaunchLine<'_> {
         dim3(b, d(a[4]), d(a[5]), d(a[6]));
         b.extend_from_slice(b",\"cpu\":");
         num(b, self.hdr.cpu as u64);
+        b.extend_from_slice(b",\"device\":");
+        opt_num(b, self.device);
         if let Some(r) = self.returned {
             b.extend_from_slice(b",\"duration_us\":");
             let dur = self.duration_us().unwrap_or(0.0);
@@ -135,6 +139,14 @@ impl LaunchLine<'_> {
 
 fn num(b: &mut Vec<u8>, v: u64) {
     b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// A number, or `null`.
+pub(crate) fn opt_num(b: &mut Vec<u8>, v: Option<u32>) {
+    match v {
+        Some(v) => num(b, u64::from(v)),
+        None => b.extend_from_slice(b"null"),
+    }
 }
 
 fn dim3(b: &mut Vec<u8>, x: u64, y: u64, z: u64) {
