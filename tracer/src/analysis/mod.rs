@@ -36,6 +36,7 @@ pub mod filter;
 pub mod gaps;
 pub mod ioctl_report;
 pub mod model;
+pub mod per_gpu;
 pub mod phases;
 #[cfg(test)]
 mod recordings_tests;
