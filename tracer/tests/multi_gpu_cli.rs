@@ -1,6 +1,7 @@
 //! `report`, `gaps` and `export` per GPU on a hand-built trace of three
 //! processes on two GPUs, with answers worked out by hand: pid 10 uses GPU
-//! 0, pid 20 GPU 1, pid 30 both (switching contexts). No measured
+//! 0, pid 20 GPU 1 (ranks 0 and 1 of a job), pid 30 both (switching
+//! contexts). No measured
 //! activity: the bound timeline (launch entry → return of the
 //! synchronization covering it), built from the call lines' `device`.
 use std::path::PathBuf;
@@ -25,8 +26,12 @@ fn sync(ts: u64, end: u64, pid: u32, device: u32, name: &str) -> String {
     )
 }
 
-fn exec(ts: u64, pid: u32, file: &str) -> String {
-    format!(r#"{{"ts":{ts},"pid":{pid},"tid":{pid},"type":"process","op":"exec","name":"process","filename":"{file}"}}"#)
+/// An exec line; `rank`: the fields tracer adds from RANK/LOCAL_RANK/WORLD_SIZE.
+fn exec(ts: u64, pid: u32, file: &str, rank: Option<u32>) -> String {
+    let r = rank.map_or(String::new(), |r| format!(r#","rank":{r},"local_rank":{r},"world_size":2"#));
+    format!(
+        r#"{{"ts":{ts},"pid":{pid},"tid":{pid},"type":"process","op":"exec","name":"process","filename":"{file}"{r}}}"#
+    )
 }
 
 /// GPU 0: pid 10 busy [1000, 2500] and [6000, 8000], pid 30 [3000, 4000].
@@ -34,13 +39,13 @@ fn exec(ts: u64, pid: u32, file: &str) -> String {
 fn trace_file() -> PathBuf {
     let lines = [
         r#"{"type":"header","format":"tracer-jsonl","format_version":1,"pid":10,"command":["torchrun"],"gpus":[{"bus":"0000:19:00.0","model":"GPU-A"},{"bus":"0000:3b:00.0","model":"GPU-B"}]}"#.to_string(),
-        exec(1000, 10, "/usr/bin/rank0"),
+        exec(1000, 10, "/usr/bin/python3", Some(0)),
         launch(1000, 10, 0),
         sync(1500, 2500, 10, 0, "cuStreamSynchronize"),
-        exec(2000, 20, "/usr/bin/rank1"),
+        exec(2000, 20, "/usr/bin/python3", Some(1)),
         launch(2000, 20, 1),
         sync(2100, 5000, 20, 1, "cuStreamSynchronize"),
-        exec(3000, 30, "/usr/bin/both"),
+        exec(3000, 30, "/usr/bin/both", None),
         launch(3000, 30, 0),
         sync(3100, 4000, 30, 0, "cuCtxSynchronize"),
         launch(5500, 30, 1),
@@ -97,7 +102,8 @@ fn report_has_a_row_per_gpu_and_per_process_on_each() {
             (1, Some(30), 3000, 7000, 1, 4000 - 1500),
         ]
     );
-    let shares: Vec<f64> = r["per_gpu"].as_array().unwrap().iter().map(|g| g["idle_share_lower_bound"].as_f64().unwrap()).collect();
+    let shares: Vec<f64> =
+        r["per_gpu"].as_array().unwrap().iter().map(|g| g["idle_share_lower_bound"].as_f64().unwrap()).collect();
     let want = [4500.0 / 9000.0, 0.5, 0.75, 3500.0 / 9000.0, 0.5, 2500.0 / 4000.0];
     for (g, w) in shares.iter().zip(want) {
         assert!((g - w).abs() < 1e-12, "{shares:?} vs {want:?}");
@@ -109,7 +115,7 @@ fn report_has_a_row_per_gpu_and_per_process_on_each() {
     let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("GPU (process)")).take(7).collect();
     assert_eq!(table.len(), 7, "{text}");
     assert!(table[1].starts_with("gpu 0 ") && table[1].contains(" 4.5 µs") && table[1].contains(" 50.0"), "{text}");
-    assert!(table[2].starts_with("  pid 10 rank0 ") && table[2].contains(" 50.0"), "{text}");
+    assert!(table[2].starts_with("  pid 10 python3 rank 0 ") && table[2].contains(" 50.0"), "{text}");
     assert!(table[3].starts_with("  pid 30 both ") && table[3].contains(" 75.0"), "{text}");
     assert!(table[4].starts_with("gpu 1 ") && table[4].contains(" 38.9"), "{text}");
 }
@@ -137,14 +143,15 @@ fn gaps_per_gpu_per_process_and_per_gpu_of_a_process_on_two() {
         [
             s("gpu 0", "gpu", (1000, 8000), &[(2500, 3000), (4000, 6000)]),
             s("gpu 1", "gpu", (2000, 10000), &[(5000, 5500), (7000, 9000)]),
-            s("pid 10 (rank0)", "process", (1000, 8000), &[(2500, 6000)]),
-            s("pid 20 (rank1)", "process", (2000, 10000), &[(5000, 9000)]),
+            s("pid 10 (python3 rank 0)", "process", (1000, 8000), &[(2500, 6000)]),
+            s("pid 20 (python3 rank 1)", "process", (2000, 10000), &[(5000, 9000)]),
             s("pid 30 (both)", "process", (3000, 7000), &[(4000, 5500)]),
             s("pid 30 (both) on gpu 0", "process_gpu", (3000, 4000), &[]),
             s("pid 30 (both) on gpu 1", "process_gpu", (5500, 7000), &[]),
         ]
     );
-    let idle: Vec<u64> = r["scopes"].as_array().unwrap().iter().map(|s| s["overall"]["idle_ns"].as_u64().unwrap()).collect();
+    let idle: Vec<u64> =
+        r["scopes"].as_array().unwrap().iter().map(|s| s["overall"]["idle_ns"].as_u64().unwrap()).collect();
     assert_eq!(idle, [2500, 2500, 3500, 4000, 1500, 0, 0]);
 }
 
@@ -171,8 +178,9 @@ fn perfetto_has_a_process_per_gpu_with_each_process_streams() {
     assert_eq!(gpus.len(), 2, "{procs:?}");
     assert!(gpus[0].0 == gpu_base && gpus[0].1.starts_with("GPU 0 GPU-A"), "{procs:?}");
     assert!(gpus[1].0 == gpu_base + 1 && gpus[1].1.starts_with("GPU 1 GPU-B"), "{procs:?}");
-    let host: Vec<u64> = procs.iter().filter(|(p, _)| *p < gpu_base).map(|(p, _)| *p).collect();
-    assert_eq!(host, [10, 20, 30], "a lane per process");
+    let host: Vec<(u64, &str)> = procs.iter().filter(|(p, _)| *p < gpu_base).map(|(p, n)| (*p, n.as_str())).collect();
+    assert_eq!(host.iter().map(|h| h.0).collect::<Vec<_>>(), [10, 20, 30], "a lane per process");
+    assert!(host[0].1.starts_with("python3 rank 0") && host[1].1.starts_with("python3 rank 1"), "{host:?}");
     let mut tracks: Vec<(u64, String)> =
         meta("thread_name").into_iter().filter(|(p, _)| *p >= gpu_base).map(|(p, n)| (p - gpu_base, n)).collect();
     tracks.sort();

@@ -409,7 +409,8 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
             continue;
         }
         for d in devs {
-            let b = busy(tl.streams.iter().filter(|s| s.key.pid == p && s.device == d).flat_map(|s| s.intervals.iter()));
+            let b =
+                busy(tl.streams.iter().filter(|s| s.key.pid == p && s.device == d).flat_map(|s| s.intervals.iter()));
             let name = format!("pid {p} ({}) on gpu {d}", t.process_name(p));
             let sc = Scope { name, kind: "process_gpu", busy: b, pids: BTreeSet::from([p]) };
             scopes.push(scope_report(t, sc, &first_work, phases, o, basis));

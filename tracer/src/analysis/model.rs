@@ -641,9 +641,7 @@ impl TraceBuilder {
             // --capture-data: the bytes of an earlier device-to-host copy
             // (docs/recording-format.md); not a call.
             "copy_data" => Ok(()),
-            _ => {
-                self.add_call(raw, ty, op, at)
-            }
+            _ => self.add_call(raw, ty, op, at),
         }
     }
 

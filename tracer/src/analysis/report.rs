@@ -446,7 +446,7 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
     }
     let _ = writeln!(
         s,
-        "\n{:<22} {:>11} {:>8} {:>11} {:>8} {:>16}",
+        "\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
         "GPU (process)",
         "time",
         "launches",
@@ -459,12 +459,12 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
             None => format!("gpu {}", g.device),
             Some(p) => {
                 let n = r.processes.iter().find(|(q, _)| *q == p).map_or("", |(_, n)| n.as_str());
-                format!("  pid {p} {n}").chars().take(22).collect()
+                format!("  pid {p} {n}").chars().take(28).collect()
             }
         };
         let _ = writeln!(
             s,
-            "{name:<22} {:>11} {:>8} {:>11} {:>8} {:>16}",
+            "{name:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
             fmt_ns(g.end - g.start),
             g.launches,
             g.busy_ns.or(g.idle_lower_bound_ns).map_or("-".into(), fmt_ns),

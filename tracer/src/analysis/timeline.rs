@@ -302,7 +302,10 @@ pub fn measured(t: &Trace) -> Timeline {
             let k = StreamKey { pid: g.pid, handle: g.stream, tid: 0, device: g.device };
             (k, format!("{} (id {})", label(&k), g.stream_id))
         } else {
-            (StreamKey { pid: g.pid, handle: g.stream_id, tid: 0, device: g.device }, format!("stream id {}", g.stream_id))
+            (
+                StreamKey { pid: g.pid, handle: g.stream_id, tid: 0, device: g.device },
+                format!("stream id {}", g.stream_id),
+            )
         };
         labels.entry((g.device, key)).or_insert(lab);
         m.entry((g.device, key)).or_default().push(GpuInterval {

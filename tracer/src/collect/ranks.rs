@@ -91,7 +91,10 @@ mod tests {
         annotate_exec(&mut fork);
         let _ = child.kill();
         let _ = child.wait();
-        assert_eq!(exec, serde_json::json!({"type": "process", "op": "exec", "pid": pid, "rank": 5, "local_rank": 1, "world_size": 6}));
+        assert_eq!(
+            exec,
+            serde_json::json!({"type": "process", "op": "exec", "pid": pid, "rank": 5, "local_rank": 1, "world_size": 6})
+        );
         assert!(fork.get("rank").is_none(), "only exec lines");
         let mut gone = serde_json::json!({"type": "process", "op": "exec", "pid": u32::MAX});
         annotate_exec(&mut gone);
