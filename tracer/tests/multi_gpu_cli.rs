@@ -56,8 +56,19 @@ fn trace_file() -> PathBuf {
         sync(6500, 8000, 10, 0, "cuStreamSynchronize"),
         launch(9000, 20, 1),
         sync(9100, 10000, 20, 1, "cuStreamSynchronize"),
-        r#"{"type":"footer","calls":12}"#.to_string(),
     ];
+    let mut lines = lines.to_vec();
+    // NVML: GPU 0's counter gains 10 mJ per µs, GPU 1's 20 mJ.
+    for i in 1..=10u64 {
+        for (gpu, step) in [(0, 10), (1, 20)] {
+            lines.push(format!(
+                r#"{{"ts":{},"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":{gpu},"energy_mj":{},"power_mw":10000}}"#,
+                i * 1000,
+                1000 + i * step
+            ));
+        }
+    }
+    lines.push(r#"{"type":"footer","calls":12}"#.to_string());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("multi-gpu");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("two_gpus.jsonl");
@@ -109,6 +120,10 @@ fn report_has_a_row_per_gpu_and_per_process_on_each() {
         assert!((g - w).abs() < 1e-12, "{shares:?} vs {want:?}");
     }
     assert!(r["per_gpu"][0]["busy_ns"].is_null(), "bound timeline: busy time unknown");
+    // Each GPU's own NVML energy over the trace (1000..10000 ns); none for process rows.
+    let joules: Vec<Option<f64>> =
+        r["per_gpu"].as_array().unwrap().iter().map(|g| g["energy"]["joules"].as_f64()).collect();
+    assert_eq!(joules, [Some(0.09), None, None, Some(0.18), None, None]);
 
     let (code, text, err) = tracer(&["report", p.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -120,11 +135,14 @@ fn report_has_a_row_per_gpu_and_per_process_on_each() {
     assert!(table[4].starts_with("gpu 1 ") && table[4].contains(" 38.9"), "{text}");
 }
 
+/// (scope, kind, window, gaps)
+type Scope = (String, String, (u64, u64), Vec<(u64, u64)>);
+
 #[test]
 fn gaps_per_gpu_per_process_and_per_gpu_of_a_process_on_two() {
     let p = trace_file();
     let r = json_of(&["gaps", "--json", "--list", p.to_str().unwrap()]);
-    let scopes: Vec<(String, String, (u64, u64), Vec<(u64, u64)>)> = r["scopes"]
+    let scopes: Vec<Scope> = r["scopes"]
         .as_array()
         .unwrap()
         .iter()

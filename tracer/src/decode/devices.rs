@@ -196,4 +196,19 @@ mod tests {
         d.forget_thread(2);
         assert_eq!(d.device(7, 2, None), None);
     }
+
+    /// The CUDA runtime's order in the committed H100 recordings (torch,
+    /// traces/transformer_inference.jsonl.gz): cuCtxSetCurrent(ctx) first,
+    /// then cuDevicePrimaryCtxRetain answering that ctx. The thread keeps
+    /// the handle, resolved when asked: calls after the retain have a device.
+    #[test]
+    fn context_bound_before_its_retain_is_seen() {
+        let mut d = Devices::default();
+        call(&mut d, "cuCtxSetCurrent", 1, &[0x46252230], None);
+        assert_eq!(d.device(7, 1, None), None);
+        call(&mut d, "cuStreamCreate", 1, &[0, 1], Some(0x3fe86510));
+        call(&mut d, "cuDevicePrimaryCtxRetain", 1, &[0, 0], Some(0x46252230));
+        assert_eq!(d.device(7, 1, None), Some(0));
+        assert_eq!(d.device(7, 1, Some(0x3fe86510)), Some(0), "the stream made before the retain too");
+    }
 }
