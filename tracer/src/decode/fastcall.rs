@@ -97,6 +97,14 @@ pub fn eligible(spec: &FuncSpec) -> bool {
     }
 }
 
+/// A number, or `null` (the `device` fields).
+pub(crate) fn opt_num(b: &mut Vec<u8>, v: Option<u32>) {
+    match v {
+        Some(v) => num(b, u64::from(v)),
+        None => b.extend_from_slice(b"null"),
+    }
+}
+
 /// Writes a JSON object's members in order; in debug builds, checks that
 /// the keys come sorted (serde_json's map order, which the general path's
 /// lines have).
@@ -311,13 +319,13 @@ impl CallLine<'_> {
             dim3(o.key("block"), c.block);
         }
         o.num("cpu", u64::from(self.hdr.cpu));
-        crate::decode::fastline::opt_num(o.key("device"), self.device.device);
+        opt_num(o.key("device"), self.device.device);
         if let Norm::Copy { direction, dst, .. } = self.norm {
             o.str("direction", direction);
             o.addr("dst", dst);
         }
         if let Some((dst, _)) = self.device.peer {
-            crate::decode::fastline::opt_num(o.key("dst_device"), dst);
+            opt_num(o.key("dst_device"), dst);
         }
         if let Norm::Set { dst, .. } = self.norm {
             o.addr("dst", dst);
@@ -355,7 +363,7 @@ impl CallLine<'_> {
             o.addr("src", src);
         }
         if let Some((_, src)) = self.device.peer {
-            crate::decode::fastline::opt_num(o.key("src_device"), src);
+            opt_num(o.key("src_device"), src);
         }
         if let Some(s) = self.stream() {
             o.addr("stream", s);

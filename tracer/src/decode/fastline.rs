@@ -93,7 +93,7 @@ impl LaunchLine<'_> {
         b.extend_from_slice(b",\"cpu\":");
         num(b, self.hdr.cpu as u64);
         b.extend_from_slice(b",\"device\":");
-        opt_num(b, self.device);
+        crate::decode::fastcall::opt_num(b, self.device);
         if let Some(r) = self.returned {
             b.extend_from_slice(b",\"duration_us\":");
             let dur = self.duration_us().unwrap_or(0.0);
@@ -139,14 +139,6 @@ impl LaunchLine<'_> {
 
 fn num(b: &mut Vec<u8>, v: u64) {
     b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-/// A number, or `null`.
-pub(crate) fn opt_num(b: &mut Vec<u8>, v: Option<u32>) {
-    match v {
-        Some(v) => num(b, u64::from(v)),
-        None => b.extend_from_slice(b"null"),
-    }
 }
 
 fn dim3(b: &mut Vec<u8>, x: u64, y: u64, z: u64) {
