@@ -1,10 +1,11 @@
 //! Kernel families, for the breakdowns of `replay`'s report and `tracer plot
-//! --compare`: GEMM, attention, elementwise, reduction, copy, set, other.
+//! --compare` and the per-GPU figures: GEMM, attention, elementwise,
+//! reduction, copy, set, NCCL (collectives and point-to-point), other.
 //! By the substrings the common libraries put in their (mangled) kernel
 //! names; no allocation, so it lives here, shared by both.
 
 /// The families in the order reports and figures list them.
-pub const FAMILIES: &[&str] = &["gemm", "attention", "elementwise", "reduction", "copy", "set", "other"];
+pub const FAMILIES: &[&str] = &["gemm", "attention", "elementwise", "reduction", "copy", "set", "nccl", "other"];
 
 /// `needle` (lower case ASCII) in `hay`, ignoring ASCII case.
 fn contains_ignore_case(hay: &str, needle: &str) -> bool {
@@ -24,11 +25,15 @@ pub fn of_op(op: &str, kernel: &str) -> &'static str {
 
 /// The family of a (mangled) kernel name, by the substrings the common
 /// libraries use (cuBLAS/cuBLASLt nvjet/xmma/cutlass GEMMs, cuDNN/flash SDPA,
-/// PyTorch's elementwise and reduce templates). Attention is tested first:
-/// flash-attention kernels contain "wgmma" too.
+/// PyTorch's elementwise and reduce templates). NCCL's kernels
+/// (`ncclKernel_*` before NCCL 2.19, `ncclDevKernel_*` since, mangled or
+/// not) are tested first: their names contain "AllReduce", "Sum", ...
+/// Attention is tested next: flash-attention kernels contain "wgmma" too.
 pub fn family(kernel: &str) -> &'static str {
     let any = |subs: &[&str]| subs.iter().any(|s| contains_ignore_case(kernel, s));
-    if any(&["sdpa", "flash", "fmha", "attention", "attn"]) {
+    if kernel.contains("ncclKernel") || kernel.contains("ncclDevKernel") {
+        "nccl"
+    } else if any(&["sdpa", "flash", "fmha", "attention", "attn"]) {
         "attention"
     } else if any(&["gemm", "nvjet", "xmma", "cutlass", "cublas", "matmul", "gemv", "wgmma", "splitk"]) {
         "gemm"
@@ -98,6 +103,11 @@ mod tests {
         );
         assert_eq!(family("_ZN2at6native43_GLOBAL__N__softmax_warp_forwardIN3c104HalfEEEvPT_"), "reduction");
         assert_eq!(family("_Z6vecAddPfS_S_i"), "other");
+        // NCCL's kernels, before and after NCCL 2.19 (the second as nvcc mangles it).
+        assert_eq!(family("ncclKernel_AllReduce_RING_LL_Sum_float"), "nccl");
+        assert_eq!(family("_Z28ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"), "nccl");
+        assert_eq!(family("ncclDevKernel_Generic_4"), "nccl");
+        assert_eq!(family("_ZN4vllm25cross_device_reduce_1stageIfLi2EEEvPNS_7RankDataE"), "reduction");
         assert_eq!(family(""), "other");
     }
 
@@ -111,7 +121,7 @@ mod tests {
         for (i, f) in FAMILIES.iter().enumerate() {
             assert_eq!(index(f), i);
         }
-        assert_eq!(index("nonsense"), 6);
+        assert_eq!(index("nonsense"), 7);
     }
 
     #[test]

@@ -152,4 +152,6 @@ pub struct RawLine<'a> {
     pub stream_id: Option<u64>,
     /// CUPTI's correlation id of a `gpu` line.
     pub correlation_id: Option<u64>,
+    /// The rank of a distributed job's process (`exec` lines: RANK).
+    pub rank: Option<u64>,
 }

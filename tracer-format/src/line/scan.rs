@@ -426,7 +426,8 @@ impl<'a> Cur<'a> {
                 39 => r.temp_c = Some(c.u32()?),
                 40 => r.device = Some(c.str_or_num()?),
                 41 => r.stream_id = Some(c.u64()?),
-                _ => r.correlation_id = Some(c.u64()?),
+                42 => r.correlation_id = Some(c.u64()?),
+                _ => r.rank = Some(c.u64()?),
             }
             Some(true)
         })
@@ -459,6 +460,7 @@ fn field_bit(key: &[u8]) -> Option<u32> {
             b"grid" => 13,
             b"size" => 17,
             b"args" => 26,
+            b"rank" => 43,
             _ => return None,
         },
         5 => match key {
@@ -571,6 +573,7 @@ mod tests {
             "device",
             "stream_id",
             "correlation_id",
+            "rank",
         ];
         for (i, f) in fields.iter().enumerate() {
             assert_eq!(super::field_bit(f.as_bytes()), Some(i as u32), "{f}");

@@ -321,7 +321,7 @@ fn scope_report(
     let (window, gaps) = gaps_of(&busy);
     let known = |st: GapStats| if basis.share_known() { st } else { st.as_lower_bound() };
     let overall = known(stats(&gaps, window.1 - window.0, o));
-    let phase_list = if kind == "process" && pids.len() == 1 {
+    let phase_list = if matches!(kind, "process" | "process_gpu") && pids.len() == 1 {
         phases.by_pid.get(pids.iter().next().unwrap()).map_or(&[][..], |v| v.as_slice())
     } else {
         phases.main()
@@ -399,7 +399,8 @@ pub fn first_work(t: &Trace, tl: &Timeline) -> BTreeMap<u32, u64> {
     first_work
 }
 
-/// The whole report: one scope per GPU, then one per process.
+/// The whole report: one scope per GPU, then one per process, then one per
+/// GPU of each process that used several.
 pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> GapReport {
     let first_work = first_work(t, tl);
     let basis = IdleBasis::of(tl);
@@ -415,6 +416,20 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         let name = format!("pid {p} ({})", t.process_name(p));
         let sc = Scope { name, kind: "process", device: None, busy: b, pids: BTreeSet::from([p]) };
         scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
+    }
+    // A process using several GPUs: its work on each one.
+    for p in tl.pids() {
+        let devs: BTreeSet<u32> = tl.streams.iter().filter(|s| s.key.pid == p).map(|s| s.device).collect();
+        if devs.len() < 2 {
+            continue;
+        }
+        for d in devs {
+            let b =
+                busy(tl.streams.iter().filter(|s| s.key.pid == p && s.device == d).flat_map(|s| s.intervals.iter()));
+            let name = format!("pid {p} ({}) on gpu {d}", t.process_name(p));
+            let sc = Scope { name, kind: "process_gpu", device: Some(d), busy: b, pids: BTreeSet::from([p]) };
+            scopes.push(scope_report(t, sc, &first_work, phases, o, basis));
+        }
     }
     GapReport {
         trace: t.path.clone(),
@@ -725,14 +740,14 @@ mod tests {
             streams: vec![
                 StreamTimeline {
                     device: 0,
-                    key: StreamKey { pid: 1, handle: 1, tid: 0 },
+                    key: StreamKey { pid: 1, handle: 1, tid: 0, device: 0 },
                     label: "a".into(),
                     source: Source::Measured,
                     intervals: vec![iv(0, 10), iv(50, 60)],
                 },
                 StreamTimeline {
                     device: 0,
-                    key: StreamKey { pid: 2, handle: 1, tid: 0 },
+                    key: StreamKey { pid: 2, handle: 1, tid: 0, device: 0 },
                     label: "b".into(),
                     source: Source::Measured,
                     intervals: vec![iv(5, 20)],

@@ -37,6 +37,7 @@ pub mod gap_causes;
 pub mod gaps;
 pub mod ioctl_report;
 pub mod model;
+pub mod per_gpu;
 pub mod phases;
 #[cfg(test)]
 mod recordings_tests;

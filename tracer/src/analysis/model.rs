@@ -19,6 +19,10 @@ use tracer_format::line::{RawLine, StrOrNum, scan_into};
 pub const NONE: u64 = u64::MAX;
 /// Sentinel for "no interned string".
 pub const NO_STR: u32 = u32::MAX;
+/// [`Call::device`] when the line gives none: `null` (the decoder did not
+/// know the thread's context) or no `device` field (traces recorded before
+/// device tracking).
+pub const NO_DEVICE: u8 = u8::MAX;
 
 /// Interned strings (function, kernel, ioctl names).
 #[derive(Default, Debug, Clone)]
@@ -212,9 +216,15 @@ pub struct Call {
     pub kind: Kind,
     pub dir: Dir,
     pub flags: u8,
+    /// The CUDA device ordinal the call ran on, or [`NO_DEVICE`].
+    pub device: u8,
 }
 
 impl Call {
+    /// The device ordinal, if the line gave one.
+    pub fn device(&self) -> Option<u32> {
+        (self.device != NO_DEVICE).then_some(u32::from(self.device))
+    }
     pub fn end(&self) -> u64 {
         self.ts.saturating_add(self.dur)
     }
@@ -259,6 +269,8 @@ pub struct ProcEvent {
     pub child: Option<u32>,
     /// exec: the program.
     pub filename: Option<String>,
+    /// exec: the process's rank in a distributed job (its RANK variable).
+    pub rank: Option<u64>,
 }
 
 /// An ioctl on an NVIDIA device file, or (`file_op`) an open/close/mmap/munmap of one.
@@ -464,7 +476,22 @@ impl Trace {
         v.into_iter().map(|(_, p)| p).collect()
     }
     /// Program name of a pid (basename of its last exec, else the header's command).
+    /// The program's name, and its rank when its exec line gave one
+    /// (`python3 rank 1`).
     pub fn process_name(&self, pid: u32) -> String {
+        let name = self.program_name(pid);
+        match self.rank(pid) {
+            Some(r) => format!("{name} rank {r}"),
+            None => name,
+        }
+    }
+
+    /// The rank of a distributed job's process, from its last exec line.
+    pub fn rank(&self, pid: u32) -> Option<u64> {
+        self.procs.iter().rev().filter(|p| p.pid == pid && p.op == ProcOp::Exec).find_map(|p| p.rank)
+    }
+
+    fn program_name(&self, pid: u32) -> String {
         let exec = self
             .procs
             .iter()
@@ -617,10 +644,7 @@ impl TraceBuilder {
             // --counts: the kernel's counts of the calls it did not record
             // one by one (collect/counts.rs); not calls themselves.
             "count" | "kernel_count" => Ok(()),
-            _ => {
-                self.add_call(raw, ty, op, at);
-                Ok(())
-            }
+            _ => self.add_call(raw, ty, op, at),
         }
     }
 
@@ -680,6 +704,7 @@ impl TraceBuilder {
             op,
             child: raw.child,
             filename: raw.filename.as_deref().map(str::to_owned),
+            rank: raw.rank,
         });
         Ok(())
     }
@@ -789,7 +814,16 @@ impl TraceBuilder {
 
     /// A CUDA driver call line (every other `type`; unknown ones are counted).
     #[inline]
-    fn add_call(&mut self, raw: &RawLine, ty: &str, op: &str, at: At) {
+    fn add_call(&mut self, raw: &RawLine, ty: &str, op: &str, at: At) -> anyhow::Result<()> {
+        let device = match &raw.device {
+            None => NO_DEVICE,
+            Some(StrOrNum::Num(n)) if *n < u64::from(NO_DEVICE) => *n as u8,
+            Some(_) => {
+                return Err(self.err(format_args!(
+                    "`{ty}` line: `device` must be the CUDA device ordinal (an integer below {NO_DEVICE}) or null"
+                )));
+            }
+        };
         if !KNOWN_CALL_TYPES.contains(&ty) {
             *self.t.unknown_types.entry(ty.to_string()).or_default() += 1;
         }
@@ -814,7 +848,9 @@ impl TraceBuilder {
             kind,
             dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
             flags,
+            device,
         });
+        Ok(())
     }
 
     /// The handle a call names (its event, or the stream a cuStreamCreate

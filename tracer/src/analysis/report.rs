@@ -107,6 +107,10 @@ pub struct Report {
     pub iterations: Vec<PeriodRow>,
     /// One row per process (own calls and GPU work) when there are several.
     pub per_process: Vec<PeriodRow>,
+    /// Per GPU, and per process on each GPU, when the timeline has several
+    /// devices (analysis/per_gpu.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_gpu: Vec<super::per_gpu::GpuRow>,
     pub top_by_count: Vec<KernelRow>,
     pub top_by_gpu_time: Vec<KernelRow>,
     pub copies_by_direction: BTreeMap<&'static str, (u64, u64)>,
@@ -211,6 +215,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         phases,
         iterations,
         per_process: processes,
+        per_gpu: super::per_gpu::rows(t, tl, &series, IdleBasis::of(tl)),
         top_by_count,
         top_by_gpu_time,
         copies_by_direction: copies,
@@ -434,6 +439,41 @@ fn energy_cell(e: &Option<Energy>) -> String {
     }
 }
 
+/// The rows per GPU and per process on each GPU.
+fn gpu_table(s: &mut String, r: &Report, bound: bool) {
+    if r.per_gpu.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
+        "GPU (process)",
+        "time",
+        "launches",
+        if bound { "idle ≥" } else { "GPU busy" },
+        if bound { "idle% ≥" } else { "idle %" },
+        "energy"
+    );
+    for g in &r.per_gpu {
+        let name = match g.pid {
+            None => format!("gpu {}", g.device),
+            Some(p) => {
+                let n = r.processes.iter().find(|(q, _)| *q == p).map_or("", |(_, n)| n.as_str());
+                format!("  pid {p} {n}").chars().take(28).collect()
+            }
+        };
+        let _ = writeln!(
+            s,
+            "{name:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
+            fmt_ns(g.end - g.start),
+            g.launches,
+            g.busy_ns.or(g.idle_lower_bound_ns).map_or("-".into(), fmt_ns),
+            g.idle_share.or(g.idle_share_lower_bound).map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+            if g.pid.is_some() { String::new() } else { energy_cell(&g.energy) }
+        );
+    }
+}
+
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "── tracer report: {} ──", r.trace);
@@ -543,6 +583,7 @@ pub fn render(r: &Report) -> String {
     table(&mut s, "phase", &r.phases, false);
     table(&mut s, "iteration", &r.iterations, true);
     table(&mut s, "process", &r.per_process, false);
+    gpu_table(&mut s, r, bound);
     let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {
         if rows.is_empty() {
             return;

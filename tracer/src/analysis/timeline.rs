@@ -29,8 +29,12 @@
 //!   call only, flagged `approximate` and counted in
 //!   [`Diagnostics::unbounded_ops`].
 //!
-//! Inferred intervals go to device 0 (the trace does not record which device
-//! a context belongs to); measured ones carry their device.
+//! Every interval is on its call's device (the `device` of its line:
+//! decode/devices.rs); streams are per device, so the legacy default streams
+//! of two contexts are two streams. Calls without a device (traces recorded
+//! before device tracking, threads whose context tracer never saw bound) go
+//! to device 0, as every inferred interval did before. Measured intervals
+//! carry CUPTI's device.
 //!
 //! Public entry points for plots and reports: [`gpu_intervals`] (best
 //! available source), [`measured`], [`inferred`], [`bound`], and
@@ -132,6 +136,10 @@ pub struct StreamKey {
     pub handle: u64,
     /// Thread of a per-thread default stream, else 0.
     pub tid: u32,
+    /// The device (see the module header); last, so that a process's streams
+    /// keep their order, and not serialized (the stream's timeline has it).
+    #[serde(skip)]
+    pub device: u32,
 }
 
 impl StreamKey {
@@ -234,13 +242,27 @@ fn label(k: &StreamKey) -> String {
 /// The stream a call's work goes to.
 pub fn stream_key(t: &Trace, c: &Call) -> StreamKey {
     let h = if c.stream == NONE { 0 } else { c.stream };
+    let device = c.device().unwrap_or(0);
     if h == 2 || (h == 0 && c.per_thread_variant(&t.strings)) {
-        StreamKey { pid: c.pid, handle: 2, tid: c.tid }
+        StreamKey { pid: c.pid, handle: 2, tid: c.tid, device }
     } else if h == 1 {
-        StreamKey { pid: c.pid, handle: 0, tid: 0 }
+        StreamKey { pid: c.pid, handle: 0, tid: 0, device }
     } else {
-        StreamKey { pid: c.pid, handle: h, tid: 0 }
+        StreamKey { pid: c.pid, handle: h, tid: 0, device }
     }
+}
+
+/// Whether a cuCtxSynchronize `c` waits for stream `k`: the process's
+/// streams on the call's device (every stream of the process when the
+/// call's device is unknown).
+fn in_ctx_of(k: &StreamKey, c: &Call) -> bool {
+    k.pid == c.pid && c.device().is_none_or(|d| d == k.device)
+}
+
+/// Whether stream `k` shares a context with the call's stream `key`: same
+/// process and device.
+fn same_ctx(k: &StreamKey, key: &StreamKey) -> bool {
+    k.pid == key.pid && k.device == key.device
 }
 
 fn work_kind(k: Kind) -> WorkKind {
@@ -277,10 +299,13 @@ pub fn measured(t: &Trace) -> Timeline {
     let mut labels: HashMap<(u32, StreamKey), String> = HashMap::new();
     for g in &t.gpu {
         let (key, lab) = if g.stream != NONE {
-            let k = StreamKey { pid: g.pid, handle: g.stream, tid: 0 };
+            let k = StreamKey { pid: g.pid, handle: g.stream, tid: 0, device: g.device };
             (k, format!("{} (id {})", label(&k), g.stream_id))
         } else {
-            (StreamKey { pid: g.pid, handle: g.stream_id, tid: 0 }, format!("stream id {}", g.stream_id))
+            (
+                StreamKey { pid: g.pid, handle: g.stream_id, tid: 0, device: g.device },
+                format!("stream id {}", g.stream_id),
+            )
         };
         labels.entry((g.device, key)).or_insert(lab);
         m.entry((g.device, key)).or_default().push(GpuInterval {
@@ -401,7 +426,7 @@ pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u6
         .into_iter()
         .filter(|(_, s)| !s.iv.is_empty())
         .map(|(key, s)| StreamTimeline {
-            device: 0,
+            device: key.device,
             key,
             label: label(&key),
             source: Source::Inferred,
@@ -479,16 +504,16 @@ impl Sim<'_> {
         let t = self.t;
         let mut earliest = submit;
         if key.is_legacy() {
-            for (k2, s2) in self.streams.range(StreamKey { pid: c.pid, handle: 0, tid: 0 }..) {
+            for (k2, s2) in self.streams.range(StreamKey { pid: c.pid, handle: 0, tid: 0, device: 0 }..) {
                 if k2.pid != c.pid {
                     break;
                 }
-                if !t.nonblocking_streams.contains(&(k2.pid, k2.handle)) {
+                if k2.device == key.device && !t.nonblocking_streams.contains(&(k2.pid, k2.handle)) {
                     earliest = earliest.max(s2.free_at);
                 }
             }
         } else if !t.nonblocking_streams.contains(&(key.pid, key.handle))
-            && let Some(l) = self.streams.get(&StreamKey { pid: c.pid, handle: 0, tid: 0 })
+            && let Some(l) = self.streams.get(&StreamKey { pid: c.pid, handle: 0, tid: 0, device: key.device })
         {
             earliest = earliest.max(l.free_at);
         }
@@ -550,7 +575,7 @@ impl Sim<'_> {
         }
         // the legacy stream's work waited for the blocking streams' earlier work
         if let Some(x) = last_legacy_submit {
-            for (k, s) in self.streams.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
+            for (k, s) in self.streams.iter_mut().filter(|(k, _)| same_ctx(k, &key) && !k.is_legacy()) {
                 if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
                     let n = s.iv.partition_point(|iv| t.calls[iv.call as usize].ts < x);
                     clamp(s, n, c.end(), &mut self.diag);
@@ -562,7 +587,7 @@ impl Sim<'_> {
     /// A context synchronization: all the process's work ends by its return.
     fn ctx_sync(&mut self, c: &Call) {
         let mut latest = 0;
-        for (_, s) in self.streams.iter_mut().filter(|(k, _)| k.pid == c.pid) {
+        for (_, s) in self.streams.iter_mut().filter(|(k, _)| in_ctx_of(k, c)) {
             latest = latest.max(s.free_at);
             let n = s.iv.len();
             clamp(s, n, c.end(), &mut self.diag);
@@ -670,7 +695,7 @@ pub fn bound(t: &Trace) -> Timeline {
                 if key.is_legacy()
                     && let Some(&x) = legacy_last.get(&c.pid)
                 {
-                    for (k, p) in pend.iter_mut().filter(|(k, _)| k.pid == c.pid && !k.is_legacy()) {
+                    for (k, p) in pend.iter_mut().filter(|(k, _)| same_ctx(k, &key) && !k.is_legacy()) {
                         if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
                             let n = p.ops.partition_point(|o| o.0 < x);
                             flush(p, n, c.end(), out.entry(*k).or_default());
@@ -679,7 +704,7 @@ pub fn bound(t: &Trace) -> Timeline {
                 }
             }
             Kind::CtxSync if !c.incomplete() => {
-                for (k, p) in pend.iter_mut().filter(|(k, _)| k.pid == c.pid) {
+                for (k, p) in pend.iter_mut().filter(|(k, _)| in_ctx_of(k, c)) {
                     let n = p.ops.len();
                     flush(p, n, c.end(), out.entry(*k).or_default());
                 }
@@ -724,7 +749,13 @@ pub fn bound(t: &Trace) -> Timeline {
     let streams = out
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(key, intervals)| StreamTimeline { device: 0, key, label: label(&key), source: Source::Bound, intervals })
+        .map(|(key, intervals)| StreamTimeline {
+            device: key.device,
+            key,
+            label: label(&key),
+            source: Source::Bound,
+            intervals,
+        })
         .collect();
     Timeline { source: Source::Bound, streams, diag, calibrated_from: None }
 }

@@ -95,6 +95,9 @@ impl Collector {
                         if let Some(r) = replay.as_mut() {
                             r.annotate(&mut l);
                         }
+                        if let crate::decode::fastline::Line::Value(v) = &mut l {
+                            crate::collect::ranks::annotate_exec(v);
+                        }
                         summary.add_line(&l);
                         writer.write_line(&l);
                     });

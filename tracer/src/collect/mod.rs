@@ -24,6 +24,7 @@ pub mod power;
 pub mod privileges;
 pub mod procfs;
 pub mod procmem;
+pub mod ranks;
 pub mod replayable;
 pub mod session;
 pub mod side;

@@ -26,16 +26,20 @@ pub fn driver_version() -> Option<String> {
     parse_driver_version(&std::fs::read_to_string("/proc/driver/nvidia/version").ok()?)
 }
 
-/// GPU model names from /proc/driver/nvidia/gpus/*/information.
+/// GPU model names from /proc/driver/nvidia/gpus/*/information, in PCI
+/// bus id order, each with its index in that order as `ordinal`: the CUDA
+/// device ordinal of the lines' `device` under CUDA_DEVICE_ORDER=PCI_BUS_ID,
+/// and under CUDA's default order on a machine of identical GPUs (unless
+/// CUDA_VISIBLE_DEVICES renumbers them).
 pub fn gpus() -> Vec<Value> {
     let mut v = Vec::new();
     let Ok(rd) = std::fs::read_dir("/proc/driver/nvidia/gpus") else { return v };
     let mut dirs: Vec<_> = rd.flatten().collect();
     dirs.sort_by_key(|d| d.file_name());
-    for d in dirs {
+    for (ordinal, d) in dirs.into_iter().enumerate() {
         let info = std::fs::read_to_string(d.path().join("information")).unwrap_or_default();
         let model = info.lines().find_map(|l| l.strip_prefix("Model:")).map(|s| s.trim().to_string());
-        v.push(json!({ "bus": d.file_name().to_string_lossy(), "model": model }));
+        v.push(json!({ "bus": d.file_name().to_string_lossy(), "model": model, "ordinal": ordinal }));
     }
     v
 }

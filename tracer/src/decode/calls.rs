@@ -75,6 +75,8 @@ pub struct Assembler {
     pub exited_names: Option<HashMap<(u32, u64), Rc<str>>>,
     /// pid -> start -> (end, side): known device and pinned-host ranges.
     ranges: HashMap<u32, BTreeMap<u64, (u64, Side)>>,
+    /// Contexts, streams and each thread's current context: a line's device.
+    devices: crate::decode::devices::Devices,
     pub stats: AssemblyStats,
 }
 
@@ -189,6 +191,11 @@ impl Assembler {
                     params.map(|p| CapturedParams { status: p.status, layout: p.layout, data: p.data.to_vec() });
                 let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs, params };
                 if self.is_entry_only(hdr.func) {
+                    // Without a return probe (`--returns none`) a context
+                    // call is taken as done when entered.
+                    if let Some(spec) = FuncId(hdr.func).spec() {
+                        self.devices.observe(spec, hdr.pid, hdr.tid, &p.args, None, true);
+                    }
                     if let Some(l) = self.fast_launch(&p, None) {
                         out(Line::Launch(l));
                         self.stats.calls += 1;
@@ -212,6 +219,10 @@ impl Assembler {
                         e.string_truncated = string_truncated;
                     }
                     _ => {}
+                }
+                if let (Some(e), Some(spec)) = (&entry, FuncId(x.hdr.func).spec()) {
+                    let out0 = (x.out_ok & 1 != 0).then_some(x.out[0]);
+                    self.devices.observe(spec, e.hdr.pid, e.hdr.tid, &e.args, out0, x.ret as u32 == 0);
                 }
                 if let Some(l) = entry.as_ref().and_then(|e| self.fast_launch(e, Some(x))) {
                     out(Line::Launch(l));
@@ -243,6 +254,7 @@ impl Assembler {
                     out(Line::Value(v));
                 }
                 self.flush_thread(e.hdr.tid, out);
+                self.devices.forget_thread(e.hdr.tid);
                 let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
                 if e.group_dead == 1 {
                     self.forget_process(e.hdr.pid);
@@ -270,6 +282,7 @@ impl Assembler {
             kernel: self.names.get(&(p.hdr.pid, p.args[0])).map(|n| &**n),
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
             params: p.params.as_ref(),
+            device: self.devices.device(p.hdr.pid, p.hdr.tid, Some(p.args[8])),
         })
     }
 
@@ -339,14 +352,17 @@ impl Assembler {
                 Norm::LaunchEx { f, kernel: self.names.get(&(pid, f)).map(|n| &**n), cfg, config_arg }
             }
         };
-        Some(CallLine {
+        let mut line = CallLine {
             hdr: p.hdr,
             spec,
             variant: id.variant(),
             args: p.args,
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
             norm,
-        })
+            device: Default::default(),
+        };
+        line.device = self.devices.line_device(spec, pid, p.hdr.tid, &p.args, line.stream());
+        Some(line)
     }
 
     /// Declares which functions are probed without a return probe.
@@ -397,6 +413,7 @@ impl Assembler {
         if let Some(kept) = self.exited_names.as_mut() {
             kept.extend(self.names.iter().filter(|((p, _), _)| *p == pid).map(|(k, v)| (*k, v.clone())));
         }
+        self.devices.forget_process(pid);
         self.names.retain(|(p, _), _| *p != pid);
         self.ranges.remove(&pid);
     }
@@ -471,6 +488,8 @@ impl Assembler {
                 p.insert_fields(&mut m);
             }
         }
+        let stream = m.get("stream").and_then(Value::as_str).and_then(tracer_format::hex::parse_addr);
+        self.devices.line_device(spec, hdr.pid, hdr.tid, cap.args, stream).insert_fields(&mut m);
         Some(Value::Object(m))
     }
 

@@ -66,6 +66,8 @@ pub struct CallLine<'a> {
     /// None: probed entry-only.
     pub returned: Option<Returned>,
     pub norm: Norm<'a>,
+    /// The device it ran on; peer copies: both ends (decode/devices.rs).
+    pub device: crate::decode::devices::LineDevice,
 }
 
 /// Whether every parameter is one the fast path writes (scalars; the
@@ -92,6 +94,14 @@ pub fn eligible(spec: &FuncSpec) -> bool {
             spec.name == "cuLaunchKernelEx" && spec.params.iter().all(|p| scalar(p.kind) || p.kind == Arg::LaunchConfig)
         }
         _ => false,
+    }
+}
+
+/// A number, or `null` (the `device` fields).
+pub(crate) fn opt_num(b: &mut Vec<u8>, v: Option<u32>) {
+    match v {
+        Some(v) => num(b, u64::from(v)),
+        None => b.extend_from_slice(b"null"),
     }
 }
 
@@ -256,7 +266,7 @@ impl CallLine<'_> {
     }
 
     /// The stream field: the hStream parameter, or a parsed config's.
-    fn stream(&self) -> Option<u64> {
+    pub fn stream(&self) -> Option<u64> {
         if let Norm::LaunchEx { cfg: Some(c), .. } = &self.norm {
             return Some(c.stream);
         }
@@ -309,9 +319,13 @@ impl CallLine<'_> {
             dim3(o.key("block"), c.block);
         }
         o.num("cpu", u64::from(self.hdr.cpu));
+        opt_num(o.key("device"), self.device.device);
         if let Norm::Copy { direction, dst, .. } = self.norm {
             o.str("direction", direction);
             o.addr("dst", dst);
+        }
+        if let Some((dst, _)) = self.device.peer {
+            opt_num(o.key("dst_device"), dst);
         }
         if let Norm::Set { dst, .. } = self.norm {
             o.addr("dst", dst);
@@ -347,6 +361,9 @@ impl CallLine<'_> {
         }
         if let Norm::Copy { src, .. } = self.norm {
             o.addr("src", src);
+        }
+        if let Some((_, src)) = self.device.peer {
+            opt_num(o.key("src_device"), src);
         }
         if let Some(s) = self.stream() {
             o.addr("stream", s);

@@ -52,6 +52,8 @@ pub struct LaunchLine<'a> {
     pub returned: Option<Returned>,
     /// `--replayable`: the parameter bytes.
     pub params: Option<&'a crate::decode::params::CapturedParams>,
+    /// The device of the launch's stream or thread context (decode/devices.rs).
+    pub device: Option<u32>,
 }
 
 impl LaunchLine<'_> {
@@ -90,6 +92,8 @@ impl LaunchLine<'_> {
         dim3(b, d(a[4]), d(a[5]), d(a[6]));
         b.extend_from_slice(b",\"cpu\":");
         num(b, self.hdr.cpu as u64);
+        b.extend_from_slice(b",\"device\":");
+        crate::decode::fastcall::opt_num(b, self.device);
         if let Some(r) = self.returned {
             b.extend_from_slice(b",\"duration_us\":");
             let dur = self.duration_us().unwrap_or(0.0);

@@ -7,6 +7,7 @@
 //!   write the frequent lines (launches, 1-D copies, sets) straight to bytes;
 //! - [`args`]: captured arguments and structs → JSON; [`cuda_names`]: CUresult
 //!   and enum names; [`params`]: a kernel's captured parameter bytes;
+//! - [`devices`]: contexts and streams → the device each call ran on;
 //! - [`ioctls`] and [`nvioctl`]: ioctls on /dev/nvidia* → decoded lines
 //!   (escapes, RM control commands, classes, UVM);
 //! - [`gpu_lines`]: CUPTI activity (tracer-cupti's wire format) → `gpu` lines;
@@ -15,6 +16,7 @@ pub mod args;
 pub mod calls;
 pub mod cuda_names;
 pub mod cudaimage;
+pub mod devices;
 pub mod event_line;
 pub mod fastcall;
 #[cfg(test)]

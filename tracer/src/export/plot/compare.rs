@@ -221,7 +221,7 @@ pub struct Stats {
     pub copies: Tally,
     pub sets: Tally,
     /// Per family, in [`family::FAMILIES`] order.
-    pub families: [Tally; 7],
+    pub families: [Tally; family::FAMILIES.len()],
     /// The idle gaps between the busy intervals of each GPU, in order.
     pub gaps_ns: Vec<u64>,
 }
