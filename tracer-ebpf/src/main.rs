@@ -5,6 +5,7 @@
 #![no_main]
 
 mod bench;
+mod graph;
 mod maps;
 mod nvfile;
 mod proc;
