@@ -152,4 +152,7 @@ pub struct RawLine<'a> {
     pub stream_id: Option<u64>,
     /// CUPTI's correlation id of a `gpu` line.
     pub correlation_id: Option<u64>,
+    /// The stream capture a launch, copy, set or event call was recorded
+    /// into (the work did not run then; docs/trace-format.md, "CUDA graphs").
+    pub capture: Option<u64>,
 }

@@ -59,7 +59,7 @@ pub fn decode_args(spec: &FuncSpec, c: &Captured) -> Map<String, Value> {
     let mut m = Map::new();
     let mut out_slot = 0;
     // Graph calls: the struct without the node lists that follow it.
-    let blob = crate::decode::graph_calls::parts(spec, c.args, c.blob, c.nattrs).strukt;
+    let blob = crate::decode::graph_structs::parts(spec, c.args, c.blob, c.nattrs).strukt;
     for (i, p) in spec.params.iter().enumerate() {
         let raw = c.args.get(i).copied().unwrap_or(0);
         let v = match p.kind {
@@ -116,7 +116,7 @@ pub fn decode_blob(kind: Arg, b: &[u8], nattrs: u32) -> Value {
             "flags": u32_at(b, 8),
         }),
         Arg::KernelNode | Arg::KernelNodeV1 | Arg::MemsetNode | Arg::GraphNodeParams => {
-            crate::decode::graph_calls::decode_struct(kind, b)
+            crate::decode::graph_structs::decode_struct(kind, b)
         }
         _ => Value::Null,
     }

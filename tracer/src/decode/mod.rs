@@ -23,6 +23,7 @@ mod fastcall_tests;
 pub mod fastline;
 pub mod gpu_lines;
 pub mod graph_calls;
+pub mod graph_structs;
 pub mod ioctls;
 pub mod nvioctl;
 pub mod params;
