@@ -401,6 +401,10 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
     }
     if let Some(g) = super::model::graphs::note(&t.graphs) {
         notes.push(g);
+        if tl.source == Source::Measured {
+            let (matched, nodes) = super::model::graphs::measured_matches(t, tl);
+            notes.push(format!("CUDA graphs: {matched} of {nodes} graph nodes' work matched a measured GPU record"));
+        }
     }
     if tl.source != Source::Measured
         && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())

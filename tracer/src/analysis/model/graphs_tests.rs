@@ -209,3 +209,38 @@ fn summary_counts_graph_kernels_and_not_captured_ones() {
     }
     assert_eq!(live.to_json()["launches"], 7);
 }
+
+#[test]
+fn measured_graph_kernels_are_tied_to_their_nodes_and_counted() {
+    use crate::analysis::{phases::phases, report, timeline};
+    // The capture trace, with CUPTI records for the first launch's nodes
+    // (ka, the memset, kb, kc) and ka of the second: 5 of 8 nodes.
+    let mut text = CAPTURED.to_string();
+    for (ts, op, name) in [
+        (100, "kernel", "ka"),
+        (200, "memset", "memset"),
+        (300, "kernel", "kb"),
+        (400, "kernel", "kc"),
+        (500, "kernel", "ka"),
+    ] {
+        text.push_str(&format!(
+            "{{\"ts\":{ts},\"end_ts\":{},\"pid\":1,\"tid\":0,\"type\":\"gpu\",\"op\":\"{op}\",\"name\":\"{name}\",\"device\":0,\"stream_id\":7,\"size\":64}}\n",
+            ts + 50
+        ));
+    }
+    let t = parse_str("measured", &text).unwrap();
+    let tl = timeline::measured(&t);
+    assert_eq!(measured_matches(&t, &tl), (5, 8));
+    let links = timeline::link_measured_to_launches(&t, &tl);
+    // the record at 300 (kb) is tied to the first launch's kb node
+    let (si, ii, ci) = links.iter().copied().find(|&(s, i, _)| tl.streams[s].intervals[i].start == 300).unwrap();
+    let _ = (si, ii);
+    let c = t.calls[ci as usize];
+    assert_eq!((t.name(c.kernel), c.obj, c.stream, c.ts), ("kb", (1u64 << 63) | (1 << 24) | 4, 0x7, 20));
+    let r = report::build(&t, &phases(&t), &tl);
+    assert!(
+        r.notes.contains(&"CUDA graphs: 5 of 8 graph nodes' work matched a measured GPU record".to_string()),
+        "{:?}",
+        r.notes
+    );
+}
