@@ -65,8 +65,6 @@ fn kernel_node_blob(func: u64, grid: [u32; 3], block: [u32; 3], shmem: u32, deps
 
 #[test]
 fn captured_work_is_marked_with_its_capture_and_the_graph_named_at_the_end() {
-    let mut memset = vec![0u8; 40];
-    memset[0..8].copy_from_slice(&0xd000u64.to_le_bytes());
     let v = run(&[
         enter("cuModuleGetFunction", 1, &[0x10, 0x20, 0x30], Some(b"k_a"), None, 0),
         exit("cuModuleGetFunction", 2, 0xf1),

@@ -458,8 +458,7 @@ pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt
     for i in 0..w.t.calls.len() {
         let c = w.t.calls[i];
         while j < lines.len() && (lines[j].ts, lines[j].pid, lines[j].tid) < (c.ts, c.pid, c.tid) {
-            let gl = lines[j].clone();
-            w.line(&gl);
+            w.line(&lines[j]);
             j += 1;
         }
         if let Some(&id) = capture_of.get(&(c.ts, c.pid, c.tid)) {
@@ -467,8 +466,8 @@ pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt
             w.stats.captured_calls += 1;
         }
     }
-    for gl in lines[j..].to_vec() {
-        w.line(&gl);
+    for gl in &lines[j..] {
+        w.line(gl);
     }
     let Walk { t, launched, mut stats, .. } = w;
     for c in t.calls.iter_mut() {
