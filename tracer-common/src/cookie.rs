@@ -21,6 +21,8 @@
 //! bits 55..59  launches: `kernelParams` argument index + 1
 //! bits 59..63  launches: `extra` argument index + 1
 //! bit  63      launches: the function handle is argument 1 (else 0)
+//!               (graph construction calls use bits 55..64 for their node
+//!               lists instead: tracer-common/src/graph.rs)
 //! ```
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

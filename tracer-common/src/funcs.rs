@@ -71,6 +71,20 @@ pub enum Arg {
     Uuid,
     /// `const CUmemAccessDesc *` (first of `count`, 12 bytes).
     AccessDesc,
+    /// `const CUDA_KERNEL_NODE_PARAMS_v1 *` (56 bytes: func, grid, block,
+    /// shared memory, kernelParams, extra).
+    KernelNodeV1,
+    /// `const CUDA_KERNEL_NODE_PARAMS *` (v2, 72 bytes: v1 + kern, ctx).
+    KernelNode,
+    /// `const CUDA_MEMSET_NODE_PARAMS *` (40 bytes).
+    MemsetNode,
+    /// `CUgraphNodeParams *`: type, then the union at 16 (232 bytes read: a
+    /// memcpy node's CUDA_MEMCPY3D ends there; the rest is reserved).
+    GraphNodeParams,
+    /// `const CUgraphNode *` of `numDependencies` handles: the graph entry
+    /// program copies up to [`crate::graph::NODES_CAP`] of them after the
+    /// struct ([`crate::graph`]).
+    Nodes,
 }
 
 impl Arg {
@@ -92,6 +106,10 @@ impl Arg {
             Arg::AllocProp => 32,
             Arg::Uuid => 16,
             Arg::AccessDesc => 12,
+            Arg::KernelNodeV1 => 56,
+            Arg::KernelNode => 72,
+            Arg::MemsetNode => 40,
+            Arg::GraphNodeParams => crate::graph::NODES_OFF,
             _ => 0,
         }
     }
@@ -133,6 +151,20 @@ impl FuncId {
 }
 
 impl FuncSpec {
+    /// Whether the entry record carries a struct or node lists
+    /// (`CallEnterBlob`, the `cu_enter_blob` program).
+    pub const fn has_blob(&self) -> bool {
+        let mut i = 0;
+        while i < self.params.len() {
+            let k = self.params[i].kind;
+            if k.blob_size() > 0 || matches!(k, Arg::Nodes) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
     /// The attach cookie for this function under `id`.
     pub const fn cookie(&self, id: FuncId) -> Cookie {
         let mut c = Cookie::new(id.0);
@@ -157,7 +189,7 @@ impl FuncSpec {
             }
             i += 1;
         }
-        c
+        crate::graph::with_node_lists(c, self.params)
     }
 }
 
@@ -241,6 +273,34 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuStreamBeginCapture_v2", Graph, [hStream: Handle, mode: U32]),
     f!("cuStreamEndCapture", Graph, [hStream: Handle, phGraph: OutHandle]),
     f!("cuStreamIsCapturing", Graph, [hStream: Handle, captureStatus: OutU32]),
+    // ---- graph construction (docs/trace-format.md, "CUDA graphs")
+    f!("cuStreamBeginCaptureToGraph", Graph, [hStream: Handle, hGraph: Handle, dependencies: Nodes, dependencyData: Ptr, numDependencies: Size, mode: U32]),
+    f!("cuStreamGetCaptureInfo_v2", Graph, [hStream: Handle, captureStatus_out: OutU32, id_out: OutHandle, graph_out: Ptr, dependencies_out: Ptr, numDependencies_out: Ptr]),
+    f!("cuStreamGetCaptureInfo_v3", Graph, [hStream: Handle, captureStatus_out: OutU32, id_out: OutHandle, graph_out: Ptr, dependencies_out: Ptr, edgeData_out: Ptr, numDependencies_out: Ptr]),
+    f!("cuThreadExchangeStreamCaptureMode", Graph, [mode: Ptr]),
+    f!("cuGraphCreate", Graph, [phGraph: OutHandle, flags: Flags]),
+    f!("cuGraphClone", Graph, [phGraphClone: OutHandle, originalGraph: Handle]),
+    f!("cuGraphAddKernelNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, nodeParams: KernelNodeV1]),
+    f!("cuGraphAddKernelNode_v2", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, nodeParams: KernelNode]),
+    f!("cuGraphAddMemcpyNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, copyParams: Memcpy3D, ctx: Handle]),
+    f!("cuGraphAddMemsetNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, memsetParams: MemsetNode, ctx: Handle]),
+    f!("cuGraphAddEventRecordNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, event: Handle]),
+    f!("cuGraphAddEventWaitNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, event: Handle]),
+    f!("cuGraphAddChildGraphNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, childGraph: Handle]),
+    f!("cuGraphAddEmptyNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size]),
+    f!("cuGraphAddNode", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, numDependencies: Size, nodeParams: GraphNodeParams]),
+    f!("cuGraphAddNode_v2", Graph, [phGraphNode: OutHandle, hGraph: Handle, dependencies: Nodes, dependencyData: Ptr, numDependencies: Size, nodeParams: GraphNodeParams]),
+    f!("cuGraphAddDependencies", Graph, [hGraph: Handle, from: Nodes, to: Nodes, numDependencies: Size]),
+    f!("cuGraphAddDependencies_v2", Graph, [hGraph: Handle, from: Nodes, to: Nodes, edgeData: Ptr, numDependencies: Size]),
+    f!("cuGraphDestroyNode", Graph, [hNode: Handle]),
+    f!("cuGraphKernelNodeSetParams", Graph, [hNode: Handle, nodeParams: KernelNodeV1]),
+    f!("cuGraphKernelNodeSetParams_v2", Graph, [hNode: Handle, nodeParams: KernelNode]),
+    f!("cuGraphNodeSetParams", Graph, [hNode: Handle, nodeParams: GraphNodeParams]),
+    f!("cuGraphExecKernelNodeSetParams", Graph, [hGraphExec: Handle, hNode: Handle, nodeParams: KernelNodeV1]),
+    f!("cuGraphExecKernelNodeSetParams_v2", Graph, [hGraphExec: Handle, hNode: Handle, nodeParams: KernelNode]),
+    f!("cuGraphExecNodeSetParams", Graph, [hGraphExec: Handle, hNode: Handle, nodeParams: GraphNodeParams]),
+    f!("cuGraphExecUpdate_v2", Graph, [hGraphExec: Handle, hGraph: Handle, resultInfo: Ptr]),
+    f!("cuGraphInstantiate_v2", Graph, [phGraphExec: OutHandle, hGraph: Handle, phErrorNode: Ptr, logBuffer: Ptr, bufferSize: Size]),
     // ---- allocation
     f!("cuMemAlloc_v2", Alloc, [dptr: OutDevPtr, bytesize: Size]),
     f!("cuMemAllocPitch_v2", Alloc, [dptr: OutDevPtr, pPitch: OutSize, WidthInBytes: Size, Height: Size, ElementSizeBytes: U32]),

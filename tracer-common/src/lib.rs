@@ -12,6 +12,7 @@ pub mod cookie;
 pub mod event;
 pub mod family;
 pub mod funcs;
+pub mod graph;
 pub mod params;
 
 #[cfg(feature = "user")]

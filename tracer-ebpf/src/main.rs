@@ -6,6 +6,7 @@
 
 mod bench;
 mod counts;
+mod graph;
 mod maps;
 mod nvfile;
 mod proc;

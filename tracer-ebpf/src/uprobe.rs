@@ -245,6 +245,7 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
                 let p = arg_at(&rec.args, i);
                 read_blob(c, p, rec);
             }
+            crate::graph::read_node_lists(c, rec);
             e.submit(submit_flags());
         }
         None => {
@@ -303,8 +304,12 @@ pub(crate) fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
         12 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..12]) }.is_ok(),
         16 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..16]) }.is_ok(),
         32 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..32]) }.is_ok(),
+        40 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..40]) }.is_ok(),
+        56 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..56]) }.is_ok(),
+        72 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..72]) }.is_ok(),
         128 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..128]) }.is_ok(),
         200 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..200]) }.is_ok(),
+        232 => unsafe { bpf_probe_read_user_buf(ptr as *const u8, &mut rec.data[..232]) }.is_ok(),
         _ => false,
     };
     if ok {

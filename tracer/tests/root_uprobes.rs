@@ -235,7 +235,7 @@ fn expected_all() -> Vec<Exp> {
         e(
             "cuStreamBeginCapture_v2",
             json!({"hStream": "0x5005", "mode": 1}),
-            json!({"type": "graph", "stream": "0x5005"}),
+            json!({"type": "graph", "stream": "0x5005", "capture": 1}),
         ),
         e("cuStreamIsCapturing", json!({"hStream": "0x5005", "captureStatus": 1}), json!({})),
         e("cuStreamEndCapture", json!({"hStream": "0x5005", "phGraph": "0x90001"}), json!({})),
@@ -257,6 +257,139 @@ fn expected_all() -> Vec<Exp> {
         ),
         e("cuGraphExecDestroy", json!({"hGraphExec": "0x80002"}), json!({})),
         e("cuGraphDestroy", json!({"hGraph": "0x90001"}), json!({})),
+        // graph construction (fakecuda/graphs_all.c; handles from fakegraph.c)
+        e(
+            "cuGraphCreate",
+            json!({"phGraph": "0x610000", "flags": "0x0"}),
+            json!({"op": "graph_create", "graph": "0x610000"}),
+        ),
+        e(
+            "cuStreamBeginCaptureToGraph",
+            json!({"hStream": "0x5007", "hGraph": "0x610000", "dependencies": "0x0", "dependencyData": "0x0",
+                   "numDependencies": 0, "mode": 1}),
+            json!({"stream": "0x5007", "graph": "0x610000", "capture": 2, "deps": []}),
+        ),
+        e(
+            "cuStreamGetCaptureInfo_v2",
+            json!({"hStream": "0x5007", "captureStatus_out": 1, "id_out": "0x7", "graph_out": NN}),
+            json!({"stream": "0x5007"}),
+        ),
+        e(
+            "cuStreamGetCaptureInfo_v3",
+            json!({"hStream": "0x5007", "captureStatus_out": 1, "id_out": "0x7", "edgeData_out": NN}),
+            json!({}),
+        ),
+        e(
+            "cuStreamEndCapture",
+            json!({"hStream": "0x5007", "phGraph": "0x90011"}),
+            json!({"capture": 2, "graph": "0x90011"}),
+        ),
+        e("cuThreadExchangeStreamCaptureMode", json!({"mode": NN}), json!({"type": "graph"})),
+        e(
+            "cuGraphAddKernelNode",
+            json!({"phGraphNode": "0xa0000", "hGraph": "0x610000", "dependencies": "0x0", "numDependencies": 0,
+                   "nodeParams": {"func": F, "gridDim": [2, 1, 1], "blockDim": [64, 1, 1], "sharedMemBytes": 128,
+                                  "kernelParams": NN, "extra": "0x0"}}),
+            json!({"op": "graph_add_kernel_node", "node": "0xa0000", "graph": "0x610000", "deps": [], "node_type": "kernel",
+                   "kernel": "my_kernel", "func": F, "grid": [2, 1, 1], "block": [64, 1, 1], "shared_mem": 128,
+                   "deps_cut": ABSENT}),
+        ),
+        e(
+            "cuGraphAddKernelNode_v2",
+            json!({"phGraphNode": "0xa0010", "dependencies": NN, "numDependencies": 1,
+                   "nodeParams": {"func": F2, "gridDim": [3, 1, 1], "kern": "0x0"}}),
+            json!({"node": "0xa0010", "deps": ["0xa0000"], "node_type": "kernel", "kernel": "other_kernel",
+                   "grid": [3, 1, 1], "block": [32, 1, 1], "shared_mem": 0}),
+        ),
+        e(
+            "cuGraphAddMemcpyNode",
+            json!({"phGraphNode": "0xa0020", "numDependencies": 1, "ctx": CTX,
+                   "copyParams": {"src": HOSTBUF, "dst": D, "WidthInBytes": 256}}),
+            json!({"node": "0xa0020", "deps": ["0xa0010"], "node_type": "memcpy", "size": 256, "direction": "h2d",
+                   "dst": D, "src": HOSTBUF}),
+        ),
+        e(
+            "cuGraphAddMemsetNode",
+            json!({"phGraphNode": "0xa0030", "numDependencies": 0, "ctx": CTX,
+                   "memsetParams": {"dst": D, "value": 90, "elementSize": 4, "width": 64, "height": 1}}),
+            json!({"node": "0xa0030", "deps": [], "node_type": "memset", "size": 256, "dst": D, "value": 90}),
+        ),
+        e(
+            "cuGraphAddEventRecordNode",
+            json!({"phGraphNode": "0xa0040", "event": E1}),
+            json!({"node": "0xa0040", "deps": ["0xa0020"], "node_type": "event_record", "event": E1}),
+        ),
+        e(
+            "cuGraphAddEventWaitNode",
+            json!({"phGraphNode": "0xa0050", "event": E1}),
+            json!({"node": "0xa0050", "deps": [], "node_type": "event_wait", "event": E1}),
+        ),
+        e("cuGraphCreate", json!({"phGraph": "0x611000"}), json!({"graph": "0x611000"})),
+        e(
+            "cuGraphAddChildGraphNode",
+            json!({"phGraphNode": "0xa0060", "childGraph": "0x611000"}),
+            json!({"node": "0xa0060", "node_type": "graph", "child_graph": "0x611000", "deps": []}),
+        ),
+        e(
+            "cuGraphAddEmptyNode",
+            json!({"phGraphNode": "0xa0070", "numDependencies": 2}),
+            json!({"node": "0xa0070", "node_type": "empty", "deps": ["0xa0030", "0xa0060"]}),
+        ),
+        e(
+            "cuGraphAddNode",
+            json!({"phGraphNode": "0xa0080", "nodeParams": {"type": "kernel"}}),
+            json!({"node": "0xa0080", "deps": ["0xa0070"], "node_type": "kernel", "kernel": "other_kernel",
+                   "grid": [4, 1, 1], "block": [32, 1, 1]}),
+        ),
+        e(
+            "cuGraphAddNode_v2",
+            json!({"phGraphNode": "0xa0090", "dependencyData": "0x0", "numDependencies": 1, "nodeParams": {"type": "memset"}}),
+            json!({"node": "0xa0090", "deps": ["0xa0070"], "node_type": "memset", "size": 256, "dst": D}),
+        ),
+        e(
+            "cuGraphAddDependencies",
+            json!({"hGraph": "0x610000", "from": NN, "to": NN, "numDependencies": 1}),
+            json!({"graph": "0x610000", "from": ["0xa0000"], "to": ["0xa0030"]}),
+        ),
+        e(
+            "cuGraphAddDependencies_v2",
+            json!({"edgeData": "0x0", "numDependencies": 1}),
+            json!({"from": ["0xa0010"], "to": ["0xa0030"]}),
+        ),
+        e(
+            "cuGraphKernelNodeSetParams",
+            json!({"hNode": "0xa0000"}),
+            json!({"node": "0xa0000", "grid": [2, 1, 1], "kernel": "my_kernel"}),
+        ),
+        e("cuGraphKernelNodeSetParams_v2", json!({"hNode": "0xa0010"}), json!({"node": "0xa0010", "grid": [3, 1, 1]})),
+        e(
+            "cuGraphNodeSetParams",
+            json!({"hNode": "0xa0080"}),
+            json!({"node": "0xa0080", "node_type": "kernel", "grid": [4, 1, 1]}),
+        ),
+        e("cuGraphClone", json!({"phGraphClone": "0x620000"}), json!({"graph": "0x620000", "original": "0x610000"})),
+        e(
+            "cuGraphInstantiate_v2",
+            json!({"phGraphExec": "0x80003", "hGraph": "0x610000", "bufferSize": 0}),
+            json!({"graph_exec": "0x80003", "graph": "0x610000"}),
+        ),
+        e(
+            "cuGraphExecKernelNodeSetParams",
+            json!({"hGraphExec": "0x80003", "hNode": "0xa0000"}),
+            json!({"graph_exec": "0x80003", "node": "0xa0000", "grid": [2, 1, 1]}),
+        ),
+        e(
+            "cuGraphExecKernelNodeSetParams_v2",
+            json!({"hNode": "0xa0010"}),
+            json!({"graph_exec": "0x80003", "node": "0xa0010", "kernel": "other_kernel"}),
+        ),
+        e("cuGraphExecNodeSetParams", json!({"hNode": "0xa0080"}), json!({"node": "0xa0080", "grid": [4, 1, 1]})),
+        e(
+            "cuGraphExecUpdate_v2",
+            json!({"hGraphExec": "0x80003", "hGraph": "0x620000"}),
+            json!({"graph_exec": "0x80003", "graph": "0x620000"}),
+        ),
+        e("cuGraphDestroyNode", json!({"hNode": "0xa0090"}), json!({"node": "0xa0090"})),
         // ---- allocation
         e(
             "cuMemAlloc_v2",

@@ -154,4 +154,7 @@ pub struct RawLine<'a> {
     pub correlation_id: Option<u64>,
     /// The rank of a distributed job's process (`exec` lines: RANK).
     pub rank: Option<u64>,
+    /// The stream capture a launch, copy, set or event call was recorded
+    /// into (the work did not run then; docs/trace-format.md, "CUDA graphs").
+    pub capture: Option<u64>,
 }

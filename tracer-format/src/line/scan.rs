@@ -427,7 +427,8 @@ impl<'a> Cur<'a> {
                 40 => r.device = Some(c.str_or_num()?),
                 41 => r.stream_id = Some(c.u64()?),
                 42 => r.correlation_id = Some(c.u64()?),
-                _ => r.rank = Some(c.u64()?),
+                43 => r.rank = Some(c.u64()?),
+                _ => r.capture = Some(c.u64()?),
             }
             Some(true)
         })
@@ -480,6 +481,10 @@ fn field_bit(key: &[u8]) -> Option<u32> {
             b"tokens" => 31,
             b"temp_c" => 39,
             b"device" => 40,
+            _ => return None,
+        },
+        7 => match key {
+            b"capture" => 44,
             _ => return None,
         },
         8 => match key {
@@ -574,6 +579,7 @@ mod tests {
             "stream_id",
             "correlation_id",
             "rank",
+            "capture",
         ];
         for (i, f) in fields.iter().enumerate() {
             assert_eq!(super::field_bit(f.as_bytes()), Some(i as u32), "{f}");

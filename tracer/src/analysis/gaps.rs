@@ -230,7 +230,7 @@ pub fn activities(t: &Trace, pids: &BTreeSet<u32>, first_work: &BTreeMap<u32, u6
             v.push((s.0, w, 0));
         }
     }
-    for c in t.calls.iter().filter(|c| pids.contains(&c.pid)) {
+    for c in t.calls.iter().filter(|c| pids.contains(&c.pid) && c.is_driver_call()) {
         let cause = match c.kind {
             Kind::Module => {
                 let n = t.name(c.func);

@@ -65,7 +65,7 @@ pub struct CpuSlice<'a> {
 /// Per-thread CPU slices (driver calls), keyed by (pid, tid), each in time order.
 pub fn cpu_slices(t: &model::Trace) -> std::collections::BTreeMap<(u32, u32), Vec<CpuSlice<'_>>> {
     let mut m: std::collections::BTreeMap<(u32, u32), Vec<CpuSlice<'_>>> = Default::default();
-    for c in &t.calls {
+    for c in t.calls.iter().filter(|c| c.is_driver_call()) {
         m.entry((c.pid, c.tid)).or_default().push(CpuSlice {
             pid: c.pid,
             tid: c.tid,

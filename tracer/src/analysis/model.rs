@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::Value;
 
 use super::fasthash::FxHashMap;
+
+pub mod graphs;
 use tracer_format::line::{RawLine, StrOrNum, scan_into};
 
 /// Sentinel for "no stream / no handle".
@@ -82,6 +84,10 @@ pub enum Kind {
     Init,
     Context,
     Other,
+    /// A launch, copy, set or event call made while its stream captured
+    /// into a graph (`capture` on its line): recorded, not run
+    /// (analysis/graphs.rs).
+    Captured,
 }
 
 impl Kind {
@@ -201,7 +207,9 @@ pub struct Call {
     pub dur: u64,
     /// CUstream handle or [`NONE`].
     pub stream: u64,
-    /// The CUevent (event calls), the created stream (cuStreamCreate), else [`NONE`].
+    /// The CUevent (event calls), the created stream (cuStreamCreate), the
+    /// CUgraphExec of an expanded graph launch, a graph node (work expanded
+    /// from a graph launch), else [`NONE`].
     pub obj: u64,
     /// Bytes (alloc, copy, set), else 0.
     pub size: u64,
@@ -224,6 +232,19 @@ impl Call {
     /// The device ordinal, if the line gave one.
     pub fn device(&self) -> Option<u32> {
         (self.device != NO_DEVICE).then_some(u32::from(self.device))
+    }
+    /// A call the program made (not a node of a graph launch, which the
+    /// model adds after the launch: analysis/graphs.rs).
+    pub fn is_driver_call(&self) -> bool {
+        self.flags & graphs::FLAG_FROM_GRAPH == 0
+    }
+    /// A graph node's work expanded from a graph launch.
+    pub fn from_graph(&self) -> bool {
+        self.flags & graphs::FLAG_FROM_GRAPH != 0
+    }
+    /// A graph launch whose nodes follow it in `Trace::calls`.
+    pub fn expanded(&self) -> bool {
+        self.flags & graphs::FLAG_EXPANDED != 0
     }
     pub fn end(&self) -> u64 {
         self.ts.saturating_add(self.dur)
@@ -413,6 +434,8 @@ pub struct Trace {
     pub unknown_types: BTreeMap<String, u64>,
     /// The last line was cut off (recording killed).
     pub truncated: bool,
+    /// CUDA graphs built, launched and expanded (analysis/graphs.rs).
+    pub graphs: graphs::GraphStats,
 }
 
 impl Trace {
@@ -564,6 +587,9 @@ pub struct TraceBuilder {
     geom_ids: FxHashMap<Geom, u32>,
     seqs: BTreeMap<u32, Vec<u64>>,
     line: u64,
+    /// `type: "graph"` lines, whole, and the captured calls.
+    graph_lines: Vec<graphs::GraphLine>,
+    captured: Vec<graphs::CapturedAt>,
     /// Every line through serde_json (the reference the fast scanner of
     /// tracer_format::line::scan is checked against).
     pub(crate) reference: bool,
@@ -644,6 +670,11 @@ impl TraceBuilder {
             // --counts: the kernel's counts of the calls it did not record
             // one by one (collect/counts.rs); not calls themselves.
             "count" | "kernel_count" => Ok(()),
+            "graph" => {
+                let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
+                self.graph_lines.push(graphs::GraphLine { ts: at.ts, pid: at.pid, tid: at.tid, v });
+                self.add_call(raw, ty, op, at)
+            }
             _ => self.add_call(raw, ty, op, at),
         }
     }
@@ -834,6 +865,9 @@ impl TraceBuilder {
         let geom = if kind == Kind::Launch { self.line_geom(raw) } else { u32::MAX };
         let flags = call_flags(raw, kind);
         let obj = self.call_object(raw, kind, at.pid);
+        if let Some(capture) = raw.capture.filter(|_| ty != "graph") {
+            self.captured.push(graphs::CapturedAt { ts: at.ts, pid: at.pid, tid: at.tid, capture });
+        }
         self.t.calls.push(Call {
             ts: at.ts,
             dur: at.dur,
@@ -882,7 +916,9 @@ impl TraceBuilder {
     /// `next`'s names and geometries take ids after this builder's, in the
     /// order `next` met them, and `finish` sorts stably.
     pub fn absorb(&mut self, next: TraceBuilder) {
-        let TraceBuilder { t: n, geom_ids: _, seqs, line: _, reference: _ } = next;
+        let TraceBuilder { t: n, geom_ids: _, seqs, line: _, reference: _, graph_lines, captured } = next;
+        self.graph_lines.extend(graph_lines);
+        self.captured.extend(captured);
         let t = &mut self.t;
         let names: Vec<u32> = n.strings.names.iter().map(|s| t.strings.intern(s)).collect();
         let name = |i: u32| if i == NO_STR { NO_STR } else { names[i as usize] };
@@ -960,6 +996,8 @@ impl TraceBuilder {
             }
             t.loss.by_cpu.insert(cpu, s);
         }
+        let (lines, captured) = (std::mem::take(&mut self.graph_lines), std::mem::take(&mut self.captured));
+        self.t.graphs = graphs::expand(&mut self.t, lines, captured);
         self.t
     }
 }

@@ -133,7 +133,13 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
         if pid.is_some_and(|p| p != x.pid) {
             continue;
         }
-        c.calls += 1;
+        // An expanded graph launch counts as the kernels it ran (the calls
+        // after it, which are not driver calls).
+        if x.expanded() {
+            c.calls += 1;
+            continue;
+        }
+        c.calls += x.is_driver_call() as u64;
         if x.failed() {
             c.failed_calls += 1;
         }
@@ -397,6 +403,13 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
     }
     if let Some(c) = &tl.diag.coverage {
         notes.push(c.sentence());
+    }
+    if let Some(g) = super::model::graphs::note(&t.graphs) {
+        notes.push(g);
+        if tl.source == Source::Measured {
+            let (matched, nodes) = super::model::graphs::measured_matches(t, tl);
+            notes.push(format!("CUDA graphs: {matched} of {nodes} graph nodes' work matched a measured GPU record"));
+        }
     }
     if tl.source != Source::Measured
         && let Some(r) = t.header.as_ref().and_then(|h| h["gpu_timestamps"]["reason"].as_str())

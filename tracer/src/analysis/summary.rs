@@ -47,6 +47,9 @@ pub struct Summary {
     pub footer: Option<Value>,
     /// Markers and NVML samples (side_summary.rs).
     pub side: crate::analysis::side_summary::SideSummary,
+    /// Graph lines and captured calls, kept (rare) for the graph expansion
+    /// at the end (analysis/graphs.rs).
+    pub graph_lines: crate::analysis::model::graphs::GraphLines,
 }
 
 /// Line types that are not driver calls (read through [`Summary::add`]).
@@ -85,6 +88,8 @@ struct CallView<'a> {
     #[serde(borrow)]
     kernel: Option<Cow<'a, str>>,
     ret: Option<u64>,
+    /// Recorded by stream capture: not run.
+    capture: Option<u64>,
 }
 
 impl Summary {
@@ -131,6 +136,9 @@ impl Summary {
             _ => {}
         }
         // (pid was counted above.)
+        if ty == "graph" || v.get("capture").is_some() {
+            self.graph_lines.push_value(v);
+        }
         let s = |k: &str| v[k].as_str().map(Cow::Borrowed);
         self.add_call(&CallView {
             ty: Some(Cow::Borrowed(ty)),
@@ -145,6 +153,7 @@ impl Summary {
             direction: s("direction"),
             kernel: s("kernel"),
             ret: v["ret"].as_u64(),
+            capture: v["capture"].as_u64(),
         });
     }
 
@@ -164,6 +173,9 @@ impl Summary {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
+            if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
+                self.graph_lines.push_bytes(bytes);
+            }
             self.add_call(&CallView {
                 ty: b(&raw.ty),
                 op: b(&raw.op),
@@ -177,6 +189,7 @@ impl Summary {
                 direction: b(&raw.direction),
                 kernel: b(&raw.kernel),
                 ret: raw.ret.map(|r| r as u64),
+                capture: raw.capture,
             });
             return Ok(());
         }
@@ -197,6 +210,9 @@ impl Summary {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
+            if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
+                self.graph_lines.push_bytes(bytes);
+            }
             self.add_call(&CallView {
                 ty: raw.ty,
                 op: raw.op,
@@ -210,6 +226,7 @@ impl Summary {
                 direction: raw.direction,
                 kernel: raw.kernel,
                 ret: raw.ret.map(|r| r as u64),
+                capture: raw.capture,
             });
             return Ok(());
         }
@@ -218,6 +235,9 @@ impl Summary {
         {
             if let Some(p) = c.pid {
                 self.processes.insert(p);
+            }
+            if c.ty.as_deref() == Some("graph") || c.capture.is_some() {
+                self.graph_lines.push_bytes(bytes);
             }
             self.add_call(&c);
             return Ok(());
@@ -251,6 +271,9 @@ impl Summary {
         }
         let size = v.size.unwrap_or(0);
         match (ty, v.op.as_deref().unwrap_or("")) {
+            // Captured into a graph: run by the graph's launches (counted at the end).
+            ("kernel", "launch") if v.capture.is_some() => {}
+            ("memcpy", _) if v.capture.is_some() => {}
             ("kernel", "launch") => self.launch(v.kernel.as_deref()),
             ("memcpy", _) => {
                 let d = v.direction.as_deref().unwrap_or("default");
@@ -298,6 +321,7 @@ impl Summary {
                     direction: l.direction().map(Cow::Borrowed),
                     kernel: l.kernel().map(Cow::Borrowed),
                     ret: l.returned.map(|_| 0),
+                    capture: None,
                 });
             }
         }
@@ -343,7 +367,8 @@ impl Summary {
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
         let mut funcs: Vec<_> = self.funcs.iter().collect();
         funcs.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
-        let mut kernels: Vec<_> = self.kernels.iter().collect();
+        let (graphs, all_kernels) = self.graph_lines.with_graph_kernels(&self.kernels);
+        let mut kernels: Vec<_> = all_kernels.iter().collect();
         kernels.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let (markers, power) = self.side.to_json();
         json!({
@@ -351,9 +376,10 @@ impl Summary {
             "processes": self.processes.len(),
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
-            "launches": self.launches,
+            "launches": self.launches + graphs.kernels_run,
             "launches_unnamed": self.launches_unnamed,
-            "distinct_kernels": self.kernels.len(),
+            "distinct_kernels": all_kernels.len(),
+            "graphs": graphs,
             "allocs": self.allocs,
             "alloc_bytes": self.alloc_bytes,
             "frees": self.frees,
@@ -400,11 +426,12 @@ impl Summary {
         };
         let _ = writeln!(s, "── tracer summary ──");
         let _ = writeln!(s, "{calls} driver calls in {} process(es) over {span:.3} s", self.processes.len());
+        let (graphs, kernels) = self.graph_lines.with_graph_kernels(&self.kernels);
         let _ = writeln!(
             s,
             "{} kernel launches ({} distinct kernels{}), {} allocations ({}), {} frees, {:.3} ms blocked in synchronization",
-            self.launches,
-            self.kernels.len(),
+            self.launches + graphs.kernels_run,
+            kernels.len(),
             if self.launches_unnamed > 0 {
                 format!(", {} launches of unnamed handles", self.launches_unnamed)
             } else {
@@ -432,7 +459,10 @@ impl Summary {
         if top.len() > 20 {
             let _ = writeln!(s, "… {} more functions", top.len() - 20);
         }
-        let mut k: Vec<_> = self.kernels.iter().collect();
+        if let Some(n) = crate::analysis::model::graphs::note(&graphs) {
+            let _ = writeln!(s, "{n}");
+        }
+        let mut k: Vec<_> = kernels.iter().collect();
         k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         if !k.is_empty() {
             let _ = writeln!(s, "top kernels by launches:");

@@ -407,7 +407,8 @@ pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u6
         measured,
     };
     for (i, c) in t.calls.iter().enumerate() {
-        if c.incomplete() && !c.kind.is_gpu_work() {
+        // An expanded graph launch runs as its nodes (the calls after it).
+        if (c.incomplete() && !c.kind.is_gpu_work()) || c.expanded() {
             continue;
         }
         match sync_kind(t, c) {
@@ -667,6 +668,7 @@ pub fn bound(t: &Trace) -> Timeline {
     let mut legacy_last: HashMap<u32, u64> = HashMap::new();
     for (i, c) in t.calls.iter().enumerate() {
         match sync_kind(t, c) {
+            _ if c.expanded() => {}
             k if k.is_gpu_work() => {
                 if c.failed() {
                     diag.failed_skipped += 1;

@@ -371,7 +371,7 @@ fn entry_program(opts: &Options, id: FuncId) -> &'static str {
     let spec = id.spec().expect("table entry");
     let plain = if spec.params.iter().any(|p| p.kind == Arg::Str) {
         "cu_enter_str"
-    } else if spec.params.iter().any(|p| p.kind.blob_size() > 0) {
+    } else if spec.has_blob() {
         "cu_enter_blob"
     } else {
         "cu_enter"

@@ -58,10 +58,12 @@ pub struct Captured<'a> {
 pub fn decode_args(spec: &FuncSpec, c: &Captured) -> Map<String, Value> {
     let mut m = Map::new();
     let mut out_slot = 0;
+    // Graph calls: the struct without the node lists that follow it.
+    let blob = crate::decode::graph_structs::parts(spec, c.args, c.blob, c.nattrs).strukt;
     for (i, p) in spec.params.iter().enumerate() {
         let raw = c.args.get(i).copied().unwrap_or(0);
         let v = match p.kind {
-            Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags64 => hex(raw),
+            Arg::Handle | Arg::Ptr | Arg::DevPtr | Arg::Flags64 | Arg::Nodes => hex(raw),
             Arg::Flags => hex(raw as u32 as u64),
             Arg::U32 => json!(raw as u32),
             Arg::I32 | Arg::Device => json!(raw as u32 as i32),
@@ -80,7 +82,7 @@ pub fn decode_args(spec: &FuncSpec, c: &Captured) -> Map<String, Value> {
                     None => Value::Null,
                 }
             }
-            k => match c.blob {
+            k => match blob {
                 Some(b) => decode_blob(k, b, c.nattrs),
                 None if raw == 0 => Value::Null,
                 None => json!({ "unreadable": hex(raw) }),
@@ -113,6 +115,9 @@ pub fn decode_blob(kind: Arg, b: &[u8], nattrs: u32) -> Value {
             "location": { "type": u32_at(b, 0), "id": u32_at(b, 4).map(|v| v as i32) },
             "flags": u32_at(b, 8),
         }),
+        Arg::KernelNode | Arg::KernelNodeV1 | Arg::MemsetNode | Arg::GraphNodeParams => {
+            crate::decode::graph_structs::decode_struct(kind, b)
+        }
         _ => Value::Null,
     }
 }

@@ -77,6 +77,8 @@ pub struct Assembler {
     ranges: HashMap<u32, BTreeMap<u64, (u64, Side)>>,
     /// Contexts, streams and each thread's current context: a line's device.
     devices: crate::decode::devices::Devices,
+    /// Streams capturing into a graph (their work is marked `capture`).
+    captures: crate::decode::graph_calls::Captures,
     pub stats: AssemblyStats,
 }
 
@@ -272,7 +274,8 @@ impl Assembler {
         let index =
             *INDEX.get_or_init(|| tracer_common::funcs::lookup("cuLaunchKernel").expect("in the table").index());
         let id = FuncId(p.hdr.func);
-        if self.reference_lines || id.index() != index || x.is_some_and(|x| x.ret as u32 != 0) {
+        if self.reference_lines || id.index() != index || x.is_some_and(|x| x.ret as u32 != 0) || self.captures.active()
+        {
             return None;
         }
         Some(LaunchLine {
@@ -293,7 +296,11 @@ impl Assembler {
         use crate::decode::fastcall::{ConfigArg, Norm};
         let id = FuncId(p.hdr.func);
         let spec = id.spec()?;
-        if self.reference_lines || x.is_some_and(|x| x.ret as u32 != 0) || !crate::decode::fastcall::eligible(spec) {
+        if self.reference_lines
+            || x.is_some_and(|x| x.ret as u32 != 0)
+            || !crate::decode::fastcall::eligible(spec)
+            || self.captures.active()
+        {
             return None;
         }
         // --replayable: launches with parameter bytes, and with
@@ -443,11 +450,13 @@ impl Assembler {
         let mut m = base(&hdr, ty, &op, &name);
         let zero = [0u64; tracer_common::event::MAX_ARGS];
         let outs = exit.map(|x| Outs { values: x.out, ok: if x.ret as u32 == 0 { x.out_ok } else { 0 } });
+        let args = entry.map(|e| &e.args[..]).unwrap_or(&zero);
+        let blob = entry.and_then(|e| e.blob.as_deref());
         let cap = Captured {
-            args: entry.map(|e| &e.args[..]).unwrap_or(&zero),
+            args,
             string: entry.and_then(|e| e.string.as_deref()),
             string_truncated: entry.is_some_and(|e| e.string_truncated),
-            blob: entry.and_then(|e| e.blob.as_deref()),
+            blob,
             nattrs: entry.map_or(0, |e| e.nattrs),
             outs,
         };
@@ -530,8 +539,10 @@ impl Assembler {
             }
             Class::Copy => self.copy_fields(spec, name, pid, c, m),
             Class::Set => set_fields(spec, name, c, m),
-            Class::Graph if spec.name == "cuGraphLaunch" => {
-                m.insert("graph_exec".into(), hex(c.args[0]));
+            Class::Graph => {
+                let names = &self.names;
+                let name_of = |h: u64| names.get(&(pid, h)).cloned();
+                self.captures.graph_fields(spec, pid, c, ok, &name_of, m);
             }
             _ => {
                 if let Some(e) = a("hEvent") {
@@ -539,6 +550,7 @@ impl Assembler {
                 }
             }
         }
+        self.captures.mark(spec, pid, c, m);
     }
 
     /// cuLaunchKernelEx: the kernel, and grid, block, shared memory and stream from its launch config.

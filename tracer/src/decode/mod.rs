@@ -10,6 +10,7 @@
 //! - [`devices`]: contexts and streams → the device each call ran on;
 //! - [`ioctls`] and [`nvioctl`]: ioctls on /dev/nvidia* → decoded lines
 //!   (escapes, RM control commands, classes, UVM);
+//! - [`graph_calls`]: CUDA graph calls (stream capture, nodes, execs);
 //! - [`gpu_lines`]: CUPTI activity (tracer-cupti's wire format) → `gpu` lines;
 //! - [`cudaimage`]: fatbins, cubins and PTX → entries and kernel layouts.
 pub mod args;
@@ -23,6 +24,8 @@ pub mod fastcall;
 mod fastcall_tests;
 pub mod fastline;
 pub mod gpu_lines;
+pub mod graph_calls;
+pub mod graph_structs;
 pub mod ioctls;
 pub mod nvioctl;
 pub mod params;

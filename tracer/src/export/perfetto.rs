@@ -165,7 +165,8 @@ fn write_threads<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Result<BTr
 
 /// The CUDA driver calls, one `X` slice each on their thread's track.
 fn write_calls<W: Write>(o: &mut Out<'_, W>, t: &Trace, nests: &mut HashMap<(u32, u32), Nest>) -> std::io::Result<()> {
-    for c in &t.calls {
+    // Graph nodes are GPU work, not calls of the thread (their GPU slices come from the timeline).
+    for c in t.calls.iter().filter(|c| c.is_driver_call()) {
         let (end, clipped) = nests.entry((c.pid, c.tid)).or_default().push(c.ts, c.end());
         let ts = o.us(c.ts);
         o.ev_with(|w| write_call(w, t, c, ts, end, clipped))?;

@@ -78,6 +78,8 @@ static void long_name(char *buf, size_t n) {
 /* all: every probed function, in the order root_uprobes.rs lists them     */
 /* ======================================================================== */
 
+#include "graphs_all.c"
+
 static int scenario_all(void) {
     /* ---- initialisation and devices */
     OK(cuInit(0));
@@ -226,6 +228,7 @@ static int scenario_all(void) {
     OK(cuGraphLaunch(exec, H(0x5005)));
     OK(cuGraphExecDestroy(exec2));
     OK(cuGraphDestroy(graph));
+    graph_calls_all(f, f2, params);
 
     /* ---- allocation */
     CUdeviceptr d = 0, d2 = 0, bad = 0xdeadbeef, dp = 0, dm = 0, da = 0, dpool = 0, va = 0;

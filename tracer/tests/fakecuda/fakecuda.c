@@ -51,8 +51,10 @@
  *   cuFuncGetAttribute        attrib + 200
  *   cuFuncGetName             pointer to "fake_function_name"
  *   cuOccupancyMaxActiveBlocks* blockSize / 32
- *   cuGraphInstantiateWithFlags/WithParams 0x80001 / 0x80002
- *   cuStreamEndCapture        0x90001
+ *   cuGraphInstantiateWithFlags/WithParams 0x80001 / 0x80002 + 0x10 * n (n:
+ *                             that function's calls so far)
+ *   cuStreamEndCapture        0x90001 + 0x10 * n (n: its calls so far)
+ *   graph construction        see fakegraph.c
  *   cuStreamIsCapturing       1
  *   cuMemAlloc_v2             0x7f0000000000 + n * 0x100000 (n: successful
  *                             calls before this one in this process);
@@ -596,7 +598,8 @@ API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags) {
     fake_calls++;
     fake_sink = (uintptr_t)hGraph + flags;
-    *phGraphExec = H(0x80001);
+    static unsigned long n;
+    *phGraphExec = H(0x80001 + 0x10 * n++);
     return CUDA_SUCCESS;
 }
 
@@ -604,7 +607,8 @@ API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGra
                                           CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
     fake_calls++;
     fake_sink = (uintptr_t)hGraph + (uintptr_t)instantiateParams;
-    *phGraphExec = H(0x80002);
+    static unsigned long n;
+    *phGraphExec = H(0x80002 + 0x10 * n++);
     return CUDA_SUCCESS;
 }
 
@@ -635,7 +639,8 @@ API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
     fake_calls++;
     fake_sink = (uintptr_t)hStream;
-    *phGraph = H(0x90001);
+    static unsigned long n;
+    *phGraph = H(0x90001 + 0x10 * n++);
     return CUDA_SUCCESS;
 }
 
@@ -1145,3 +1150,5 @@ API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent
     *pMilliseconds = 2.25f;
     return CUDA_SUCCESS;
 }
+
+#include "fakegraph.c"

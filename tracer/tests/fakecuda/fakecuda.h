@@ -386,4 +386,6 @@ CUresult cuEventSynchronize(CUevent hEvent);
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 
+#include "fakegraph.h"
+
 #endif

@@ -22,14 +22,14 @@ impl Names {
 
 /// The GPU a call's work went to. The model does not record it yet: GPU 0
 /// when the header lists exactly one GPU, else unknown.
-fn device(ctx: &Context, _c: &Call) -> Option<u32> {
-    (ctx.gpu_count() == 1).then_some(0)
+fn device(ctx: &Context, c: &Call) -> Option<u32> {
+    c.device().or_else(|| (ctx.gpu_count() == 1).then_some(0))
 }
 
-/// The CUgraphExec a launch was expanded from (None: launched directly; the
-/// model has no graph expansion yet).
-fn graph_exec(_c: &Call) -> Option<i64> {
-    None
+/// The CUgraphExec a launch was expanded from (None: launched directly):
+/// the expanded cuGraphLaunch before a graph node keeps it in `obj`.
+fn graph_exec(exec: Option<u64>, c: &Call) -> Option<i64> {
+    c.from_graph().then_some(exec).flatten().map(|e| e as i64)
 }
 
 pub fn kind_name(k: Kind) -> &'static str {
@@ -52,6 +52,7 @@ pub fn kind_name(k: Kind) -> &'static str {
         Kind::Module => "module",
         Kind::Init => "init",
         Kind::Context => "context",
+        Kind::Captured => "captured",
         Kind::Other => "other",
     }
 }
@@ -100,7 +101,14 @@ pub fn calls(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Res
 
 pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
     let mut w = TableWriter::create(dir, &LAUNCHES)?;
-    for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| c.kind == Kind::Launch) {
+    let mut exec = None;
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.expanded() {
+            exec = Some(c.obj);
+        }
+        if c.kind != Kind::Launch {
+            continue;
+        }
         let g = t.geom(c.geom);
         let dim = |f: fn(&crate::analysis::model::Geom) -> u32| g.map(|g| f(g) as i32);
         let mut r = w.row();
@@ -121,7 +129,7 @@ pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::
             .int32(dim(|g| g.block[2]))
             .int32(dim(|g| g.shared_mem))
             .int64(stream(c))
-            .int64(graph_exec(c))
+            .int64(graph_exec(exec, c))
             .bool(c.failed());
         r.done()?;
     }

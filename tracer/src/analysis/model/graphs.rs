@@ -1,0 +1,604 @@
+//! CUDA graphs in the model: the graphs a trace built (stream capture and
+//! explicit construction, docs/trace-format.md "CUDA graphs"), what each
+//! executable graph held at each `cuGraphLaunch` (after updates), and the
+//! expansion of every launch into the kernels, copies and sets it ran.
+//!
+//! After [`expand`], `Trace::calls` holds, right after each expanded
+//! `cuGraphLaunch` (flagged [`FLAG_EXPANDED`]), one call per node that does
+//! GPU work, in dependency order, flagged [`FLAG_FROM_GRAPH`], at the
+//! launch's time and stream, with `obj` = the node. The analyses count
+//! them as executed work (the inferred timeline runs them one after the
+//! other on the launch stream, with calibrated durations); they are not
+//! driver calls ([`Call::is_driver_call`]). Work recorded while a stream
+//! captured gets [`Kind::Captured`]: it did not run then. A launch of an
+//! exec whose construction is not in the trace stays one opaque
+//! `GraphLaunch`, counted in [`GraphStats::opaque_launches`].
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Call, Dir, Geom, Kind, NO_STR, NONE, Trace};
+
+/// The launch's work is in the calls that follow it.
+pub const FLAG_EXPANDED: u8 = 32;
+/// A node's work, expanded from the graph launch before it.
+pub const FLAG_FROM_GRAPH: u8 = 64;
+
+/// One `type: "graph"` line, kept whole (graph lines are rare).
+#[derive(Clone, Debug)]
+pub struct GraphLine {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub v: Value,
+}
+
+/// A captured call (its `capture` id), by when and who.
+#[derive(Clone, Copy, Debug)]
+pub struct CapturedAt {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub capture: u64,
+}
+
+/// What the graph analysis found (report notes, `summary`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GraphStats {
+    /// Graphs built (created, captured or cloned).
+    pub graphs: u64,
+    /// Executable graphs instantiated.
+    pub execs: u64,
+    /// `cuGraphLaunch` calls.
+    pub launches: u64,
+    /// Launches expanded into their nodes.
+    pub expanded_launches: u64,
+    /// Launches of an exec whose construction is not in the trace.
+    pub opaque_launches: u64,
+    /// Kernels, copies and sets run by the expanded launches.
+    pub kernels_run: u64,
+    pub copies_run: u64,
+    pub sets_run: u64,
+    /// Launches, copies, sets and event calls recorded by stream capture.
+    pub captured_calls: u64,
+    /// Stream captures ended.
+    pub captures: u64,
+    /// Dependencies the recording could not copy (`deps_cut`): the
+    /// topology of those graphs is incomplete.
+    pub deps_cut: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeKind {
+    Kernel,
+    Memcpy,
+    Memset,
+    Child(u64),
+    /// Empty, event, host and other nodes: no work the model counts.
+    Pass,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    handle: u64,
+    kind: NodeKind,
+    kernel: u32,
+    geom: u32,
+    size: u64,
+    dir: Dir,
+    deps: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Graph {
+    nodes: Vec<Node>,
+}
+
+/// A node of an executable graph, flattened (child graphs inlined), in
+/// dependency order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecNode {
+    pub node: u64,
+    pub kind: Kind,
+    pub kernel: u32,
+    pub geom: u32,
+    pub size: u64,
+    pub dir: Dir,
+    /// Indexes of the exec nodes this one waits for.
+    pub deps: Vec<usize>,
+}
+
+fn hex(v: &Value, k: &str) -> Option<u64> {
+    v.get(k).and_then(Value::as_str).and_then(tracer_format::hex::parse_addr)
+}
+
+fn hexes(v: &Value, k: &str) -> Vec<u64> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().and_then(tracer_format::hex::parse_addr)).collect())
+        .unwrap_or_default()
+}
+
+fn dim3(v: &Value, k: &str) -> [u32; 3] {
+    let a = v.get(k).and_then(Value::as_array);
+    let at = |i: usize| a.and_then(|a| a.get(i)).and_then(Value::as_u64).unwrap_or(0) as u32;
+    [at(0), at(1), at(2)]
+}
+
+/// The state of graphs, execs and captures while the trace is walked in time order.
+struct Walk<'a> {
+    t: &'a mut Trace,
+    geom_ids: HashMap<Geom, u32>,
+    graphs: HashMap<(u32, u64), Graph>,
+    /// node -> the graph holding it.
+    node_graph: HashMap<(u32, u64), u64>,
+    execs: HashMap<(u32, u64), Rc<Vec<ExecNode>>>,
+    /// capture id -> its calls (indexes into t.calls), in time order.
+    captured: HashMap<u64, Vec<usize>>,
+    /// (ts, pid, tid) of a cuGraphLaunch -> what its exec held then.
+    /// (ts, pid, tid) of a cuGraphLaunch -> its exec handle and nodes.
+    launched: HashMap<(u64, u32, u32), (u64, Rc<Vec<ExecNode>>)>,
+    stats: GraphStats,
+}
+
+impl Walk<'_> {
+    fn geom(&mut self, g: Geom) -> u32 {
+        if let Some(&i) = self.geom_ids.get(&g) {
+            return i;
+        }
+        let i = self.t.geoms.len() as u32;
+        self.t.geoms.push(g);
+        self.geom_ids.insert(g, i);
+        i
+    }
+
+    /// A node's kind and parameters from its line (add or set-params).
+    fn node_of(&mut self, v: &Value, handle: u64) -> Node {
+        let kind = match v.get("node_type").and_then(Value::as_str) {
+            Some("kernel") => NodeKind::Kernel,
+            Some("memcpy") => NodeKind::Memcpy,
+            Some("memset") => NodeKind::Memset,
+            Some("graph") => NodeKind::Child(hex(v, "child_graph").unwrap_or(NONE)),
+            _ => NodeKind::Pass,
+        };
+        let kernel = v.get("kernel").and_then(Value::as_str).map_or(NO_STR, |k| self.t.strings.intern(k));
+        let geom = if kind == NodeKind::Kernel && v.get("grid").is_some() {
+            self.geom(Geom {
+                grid: dim3(v, "grid"),
+                block: dim3(v, "block"),
+                shared_mem: v.get("shared_mem").and_then(Value::as_u64).unwrap_or(0) as u32,
+            })
+        } else {
+            u32::MAX
+        };
+        Node {
+            handle,
+            kind,
+            kernel,
+            geom,
+            size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
+            dir: v.get("direction").and_then(Value::as_str).map_or(Dir::None, Dir::parse),
+            deps: hexes(v, "deps"),
+        }
+    }
+
+    /// Replaces a node's parameters (kind and dependencies kept).
+    fn set_params(node: &mut Node, new: Node) {
+        if new.kind != NodeKind::Pass {
+            node.kind = new.kind;
+        }
+        if new.kernel != NO_STR || new.geom != u32::MAX {
+            node.kernel = new.kernel;
+            node.geom = new.geom;
+        }
+        node.size = new.size;
+        node.dir = new.dir;
+    }
+
+    fn line(&mut self, gl: &GraphLine) {
+        let (pid, v) = (gl.pid, &gl.v);
+        let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+        let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
+        if v.get("ret").and_then(Value::as_i64).is_some_and(|r| r != 0) {
+            return;
+        }
+        self.stats.deps_cut += v.get("deps_cut").and_then(Value::as_u64).unwrap_or(0);
+        match base {
+            "cuGraphCreate" => {
+                if let Some(g) = hex(v, "graph") {
+                    self.graphs.insert((pid, g), Graph::default());
+                    self.stats.graphs += 1;
+                }
+            }
+            "cuGraphClone" => {
+                if let (Some(g), Some(o)) = (hex(v, "graph"), hex(v, "original")) {
+                    let copy = self.graphs.get(&(pid, o)).cloned().unwrap_or_default();
+                    self.graphs.insert((pid, g), copy);
+                    self.stats.graphs += 1;
+                }
+            }
+            "cuGraphDestroy" => {
+                if let Some(g) = hex(v, "graph") {
+                    self.graphs.remove(&(pid, g));
+                }
+            }
+            "cuStreamEndCapture" => self.end_capture(pid, v),
+            "cuGraphAddDependencies" | "cuGraphAddDependencies_v2" => {
+                let (from, to) = (hexes(v, "from"), hexes(v, "to"));
+                if let Some(g) = hex(v, "graph").and_then(|g| self.graphs.get_mut(&(pid, g))) {
+                    for (f, t) in from.iter().zip(&to) {
+                        if let Some(n) = g.nodes.iter_mut().find(|n| n.handle == *t) {
+                            n.deps.push(*f);
+                        }
+                    }
+                }
+            }
+            "cuGraphDestroyNode" => {
+                if let Some(h) = hex(v, "node")
+                    && let Some(g) = self.node_graph.remove(&(pid, h))
+                    && let Some(g) = self.graphs.get_mut(&(pid, g))
+                {
+                    g.nodes.retain(|n| n.handle != h);
+                    for n in &mut g.nodes {
+                        n.deps.retain(|d| *d != h);
+                    }
+                }
+            }
+            n if n.starts_with("cuGraphAdd") => {
+                if let (Some(h), Some(g)) = (hex(v, "node"), hex(v, "graph")) {
+                    let node = self.node_of(v, h);
+                    if let Some(gr) = self.graphs.get_mut(&(pid, g)) {
+                        gr.nodes.push(node);
+                        self.node_graph.insert((pid, h), g);
+                    }
+                }
+            }
+            "cuGraphKernelNodeSetParams" | "cuGraphKernelNodeSetParams_v2" | "cuGraphNodeSetParams" => {
+                if let Some(h) = hex(v, "node") {
+                    let new = self.node_of(v, h);
+                    if let Some(g) = self.node_graph.get(&(pid, h)).copied()
+                        && let Some(n) =
+                            self.graphs.get_mut(&(pid, g)).and_then(|g| g.nodes.iter_mut().find(|n| n.handle == h))
+                    {
+                        Self::set_params(n, new);
+                    }
+                }
+            }
+            "cuGraphExecKernelNodeSetParams" | "cuGraphExecKernelNodeSetParams_v2" | "cuGraphExecNodeSetParams" => {
+                if let (Some(e), Some(h)) = (hex(v, "graph_exec"), hex(v, "node")) {
+                    let new = self.node_of(v, h);
+                    if let Some(ex) = self.execs.get_mut(&(pid, e)) {
+                        let ex = Rc::make_mut(ex);
+                        for n in ex.iter_mut().filter(|n| n.node == h) {
+                            if new.kernel != NO_STR || new.geom != u32::MAX {
+                                n.kernel = new.kernel;
+                                n.geom = new.geom;
+                            }
+                            if new.kind != NodeKind::Kernel && new.kind != NodeKind::Pass {
+                                n.size = new.size;
+                                n.dir = new.dir;
+                            }
+                        }
+                    }
+                }
+            }
+            "cuGraphInstantiateWithFlags" | "cuGraphInstantiateWithParams" | "cuGraphInstantiate_v2" => {
+                if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
+                    let flat = self.flatten(pid, g);
+                    self.execs.insert((pid, e), Rc::new(flat));
+                    self.stats.execs += 1;
+                }
+            }
+            "cuGraphExecUpdate_v2" => {
+                if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
+                    let flat = self.flatten(pid, g);
+                    self.execs.insert((pid, e), Rc::new(flat));
+                }
+            }
+            "cuGraphExecDestroy" => {
+                if let Some(e) = hex(v, "graph_exec") {
+                    self.execs.remove(&(pid, e));
+                }
+            }
+            "cuGraphLaunch" => {
+                self.stats.launches += 1;
+                if let Some((e, ex)) = hex(v, "graph_exec").and_then(|e| Some((e, self.execs.get(&(pid, e))?))) {
+                    self.launched.insert((gl.ts, pid, gl.tid), (e, ex.clone()));
+                } else {
+                    self.stats.opaque_launches += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A stream capture ended: its graph gets one node per captured
+    /// launch, copy and set, each depending on the work before it on its
+    /// stream (and, through event record/wait, on other streams').
+    fn end_capture(&mut self, pid: u32, v: &Value) {
+        let (Some(id), Some(g)) = (v.get("capture").and_then(Value::as_u64), hex(v, "graph")) else { return };
+        self.stats.captures += 1;
+        let calls = self.captured.remove(&id).unwrap_or_default();
+        let mut last: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut events: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut nodes = Vec::new();
+        for (k, &i) in calls.iter().enumerate() {
+            let c = self.t.calls[i];
+            let kind = match c.kind {
+                Kind::Launch => NodeKind::Kernel,
+                Kind::Copy | Kind::CopyAsync => NodeKind::Memcpy,
+                Kind::Memset | Kind::MemsetAsync => NodeKind::Memset,
+                Kind::EventRecord => {
+                    events.insert(c.obj, last.get(&c.stream).cloned().unwrap_or_default());
+                    continue;
+                }
+                Kind::StreamWaitEvent => {
+                    let joined = events.get(&c.obj).cloned().unwrap_or_default();
+                    let l = last.entry(c.stream).or_default();
+                    l.extend(joined);
+                    l.sort_unstable();
+                    l.dedup();
+                    continue;
+                }
+                _ => continue,
+            };
+            // Captured nodes have no handle in the trace: (capture, index).
+            let handle = (1 << 63) | (id << 24) | k as u64;
+            let deps = last.insert(c.stream, vec![handle]).unwrap_or_default();
+            nodes.push(Node { handle, kind, kernel: c.kernel, geom: c.geom, size: c.size, dir: c.dir, deps });
+        }
+        let gr = self.graphs.entry((pid, g)).or_insert_with(|| {
+            self.stats.graphs += 1;
+            Graph::default()
+        });
+        gr.nodes.extend(nodes);
+    }
+
+    /// The graph's work nodes in dependency order, child graphs inlined.
+    fn flatten(&self, pid: u32, g: u64) -> Vec<ExecNode> {
+        let mut out = Vec::new();
+        self.flatten_into(pid, g, &[], &mut out, 0);
+        out
+    }
+
+    /// Appends graph `g`'s nodes to `out`, its roots depending on `entry`;
+    /// returns the exec nodes that finish it (its sinks' completions).
+    fn flatten_into(&self, pid: u32, g: u64, entry: &[usize], out: &mut Vec<ExecNode>, depth: u32) -> Vec<usize> {
+        let Some(gr) = self.graphs.get(&(pid, g)).filter(|_| depth < 16) else { return entry.to_vec() };
+        let index: HashMap<u64, usize> = gr.nodes.iter().enumerate().map(|(i, n)| (n.handle, i)).collect();
+        // Kahn's order, insertion order among the ready ones.
+        let n = gr.nodes.len();
+        let mut indeg = vec![0usize; n];
+        let mut users: Vec<Vec<usize>> = vec![vec![]; n];
+        for (i, node) in gr.nodes.iter().enumerate() {
+            for d in &node.deps {
+                if let Some(&j) = index.get(d) {
+                    indeg[i] += 1;
+                    users[j].push(i);
+                }
+            }
+        }
+        let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+        let mut done: Vec<Option<Vec<usize>>> = vec![None; n];
+        while let Some(i) = ready.pop_first() {
+            let node = &gr.nodes[i];
+            let mut deps: Vec<usize> = node
+                .deps
+                .iter()
+                .filter_map(|d| index.get(d))
+                .flat_map(|&j| done[j].clone().unwrap_or_default())
+                .collect();
+            if deps.is_empty() {
+                deps = entry.to_vec();
+            }
+            deps.sort_unstable();
+            deps.dedup();
+            let ends = match node.kind {
+                NodeKind::Kernel | NodeKind::Memcpy | NodeKind::Memset => {
+                    let kind = match node.kind {
+                        NodeKind::Kernel => Kind::Launch,
+                        NodeKind::Memcpy => Kind::CopyAsync,
+                        _ => Kind::MemsetAsync,
+                    };
+                    out.push(ExecNode {
+                        node: node.handle,
+                        kind,
+                        kernel: node.kernel,
+                        geom: node.geom,
+                        size: node.size,
+                        dir: node.dir,
+                        deps,
+                    });
+                    vec![out.len() - 1]
+                }
+                NodeKind::Child(c) => self.flatten_into(pid, c, &deps, out, depth + 1),
+                NodeKind::Pass => deps,
+            };
+            done[i] = Some(ends);
+            for &u in &users[i] {
+                indeg[u] -= 1;
+                if indeg[u] == 0 {
+                    ready.insert(u);
+                }
+            }
+        }
+        // The sinks' completions (nodes no other node of this graph waits for).
+        let mut ends: Vec<usize> =
+            (0..n).filter(|&i| users[i].is_empty()).flat_map(|i| done[i].clone().unwrap_or_default()).collect();
+        ends.sort_unstable();
+        ends.dedup();
+        ends
+    }
+}
+
+/// Builds the graphs of `t`, marks captured work and expands every graph
+/// launch (see the module doc). `lines`: the trace's graph lines;
+/// `captured`: the captured calls. `t.calls` must be sorted.
+pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt>) -> GraphStats {
+    if lines.is_empty() && captured.is_empty() {
+        return GraphStats::default();
+    }
+    lines.sort_by_key(|l| (l.ts, l.pid, l.tid));
+    let capture_of: HashMap<(u64, u32, u32), u64> =
+        captured.iter().map(|c| ((c.ts, c.pid, c.tid), c.capture)).collect();
+    let geom_ids = t.geoms.iter().enumerate().map(|(i, g)| (*g, i as u32)).collect();
+    let mut w = Walk {
+        t,
+        geom_ids,
+        graphs: HashMap::new(),
+        node_graph: HashMap::new(),
+        execs: HashMap::new(),
+        captured: HashMap::new(),
+        launched: HashMap::new(),
+        stats: GraphStats::default(),
+    };
+    // Graph lines and captured calls in time order.
+    let mut j = 0;
+    for i in 0..w.t.calls.len() {
+        let c = w.t.calls[i];
+        while j < lines.len() && (lines[j].ts, lines[j].pid, lines[j].tid) < (c.ts, c.pid, c.tid) {
+            w.line(&lines[j]);
+            j += 1;
+        }
+        if let Some(&id) = capture_of.get(&(c.ts, c.pid, c.tid)) {
+            w.captured.entry(id).or_default().push(i);
+            w.stats.captured_calls += 1;
+        }
+    }
+    for gl in &lines[j..] {
+        w.line(gl);
+    }
+    let Walk { t, launched, mut stats, .. } = w;
+    for c in t.calls.iter_mut() {
+        if capture_of.contains_key(&(c.ts, c.pid, c.tid)) {
+            c.kind = Kind::Captured;
+        }
+    }
+    if launched.is_empty() {
+        return stats;
+    }
+    let node_func = t.strings.intern("(graph node)");
+    let mut out = Vec::with_capacity(t.calls.len());
+    for c in std::mem::take(&mut t.calls) {
+        let ex = (c.kind == Kind::GraphLaunch && !c.failed()).then(|| launched.get(&(c.ts, c.pid, c.tid))).flatten();
+        let Some((exec, ex)) = ex else {
+            out.push(c);
+            continue;
+        };
+        stats.expanded_launches += 1;
+        // The expanded launch keeps its exec in `obj` (the nodes after it
+        // have theirs there).
+        out.push(Call { flags: c.flags | FLAG_EXPANDED, obj: *exec, ..c });
+        for n in ex.iter() {
+            match n.kind {
+                Kind::Launch => stats.kernels_run += 1,
+                Kind::CopyAsync => stats.copies_run += 1,
+                _ => stats.sets_run += 1,
+            }
+            out.push(Call {
+                ts: c.ts,
+                dur: 0,
+                stream: c.stream,
+                obj: n.node,
+                size: n.size,
+                pid: c.pid,
+                tid: c.tid,
+                func: node_func,
+                kernel: n.kernel,
+                geom: n.geom,
+                kind: n.kind,
+                dir: n.dir,
+                flags: FLAG_FROM_GRAPH,
+                device: c.device,
+            });
+        }
+    }
+    t.calls = out;
+    stats
+}
+
+/// Graph lines and captured calls of a trace read line by line (the
+/// summary), expanded when the figures are asked for.
+#[derive(Debug, Default)]
+pub struct GraphLines {
+    lines: Vec<Vec<u8>>,
+}
+
+impl GraphLines {
+    pub fn push_bytes(&mut self, b: &[u8]) {
+        self.lines.push(b.to_vec());
+    }
+    pub fn push_value(&mut self, v: &Value) {
+        self.lines.push(serde_json::to_vec(v).unwrap_or_default());
+    }
+    /// The graph figures, and `kernels` (launches per kernel name) with
+    /// the kernels the graph launches ran added.
+    pub fn with_graph_kernels<'a>(
+        &self,
+        kernels: &'a HashMap<String, u64>,
+    ) -> (GraphStats, std::borrow::Cow<'a, HashMap<String, u64>>) {
+        if self.lines.is_empty() {
+            return (GraphStats::default(), std::borrow::Cow::Borrowed(kernels));
+        }
+        let mut b = super::TraceBuilder::new("graphs");
+        for (i, l) in self.lines.iter().enumerate() {
+            // Lines the summary already read: an unreadable one was reported there.
+            let _ = b.add_line(i as u64 + 1, l);
+        }
+        let t = b.finish();
+        let mut k = kernels.clone();
+        for c in t.calls.iter().filter(|c| c.from_graph() && c.kind == Kind::Launch && c.kernel != NO_STR) {
+            *k.entry(t.name(c.kernel).to_string()).or_default() += 1;
+        }
+        (t.graphs, std::borrow::Cow::Owned(k))
+    }
+}
+
+/// Measured GPU work (`gpu` lines) tied to graph nodes: of the kernels,
+/// copies and sets the expanded launches ran, how many a measured record
+/// was matched to (per process in submission order by kernel name, copy
+/// direction, set: timeline::link_measured_to_launches), and how many
+/// graph nodes there were. Each matched record is tied to its node
+/// (`Call::obj`) and its launch (the expanded launch before it).
+pub fn measured_matches(t: &Trace, measured: &super::super::timeline::Timeline) -> (u64, u64) {
+    let nodes = t.calls.iter().filter(|c| c.from_graph()).count() as u64;
+    if nodes == 0 {
+        return (0, 0);
+    }
+    let links = super::super::timeline::link_measured_to_launches(t, measured);
+    let matched = links.iter().filter(|(_, _, c)| t.calls.get(*c as usize).is_some_and(|c| c.from_graph())).count();
+    (matched as u64, nodes)
+}
+
+/// The report's sentence about CUDA graphs (None without any).
+pub fn note(g: &GraphStats) -> Option<String> {
+    if g.launches == 0 && g.captured_calls == 0 && g.graphs == 0 {
+        return None;
+    }
+    let mut s = format!(
+        "CUDA graphs: {} launches ran {} kernels, {} copies and {} sets from the graphs built in the trace",
+        g.expanded_launches, g.kernels_run, g.copies_run, g.sets_run
+    );
+    if g.opaque_launches > 0 {
+        s += &format!(
+            "; {} launches of graphs built before the recording (or not recorded) are counted as one opaque operation each",
+            g.opaque_launches
+        );
+    }
+    if g.captured_calls > 0 {
+        s += &format!("; {} calls were captured into graphs (not run when captured, not counted)", g.captured_calls);
+    }
+    if g.deps_cut > 0 {
+        s += &format!(
+            "; {} node dependencies were not recorded (more than 14 per call): topology incomplete",
+            g.deps_cut
+        );
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+#[path = "graphs_tests.rs"]
+mod tests;

@@ -1,0 +1,95 @@
+/*
+ * Test program for tracer's CUDA graph support (../root_graphs.rs): builds
+ * two graphs on the fake libcuda and launches them.
+ *
+ * 1. Stream capture on stream 0x5100: a launch of cap_a (grid 2, int
+ *    parameter 7), a 256-byte host-to-device copy, a memset of 16 words, an
+ *    event record that stream 0x5200 waits on, a launch of cap_b there, and
+ *    the join back (record on 0x5200, wait on 0x5100). Graph 0x90001,
+ *    instantiated as exec 0x80001.
+ * 2. An explicit graph 0x610000: kernel node node_k (grid 1), a child graph
+ *    node (graph 0x611000: kernel child_k, then a memset node after it)
+ *    after it, and node_k again (grid 4) after the child. Exec 0x80011.
+ * 3. Exec 0x80001 launched 3 times on 0x5300 and 2 times on 0x5400; exec
+ *    0x80011 2 times on 0x5300, then its last node set to grid 8
+ *    (cuGraphExecKernelNodeSetParams_v2), then 2 times on 0x5400.
+ *
+ * Prints nothing unless a call fails (exit status 1).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fakecuda.h"
+
+#define H(v) ((void *)(uintptr_t)(v))
+static int failures;
+#define OK(call)                                                                                                       \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != 0) {                                                                                                 \
+            fprintf(stderr, "graphs: %s returned %d\n", #call, r_);                                                 \
+            failures++;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+
+int main(void) {
+    CUmodule mod = 0;
+    CUfunction cap_a = 0, cap_b = 0, node_k = 0, child_k = 0;
+    OK(cuInit(0));
+    OK(cuModuleLoad(&mod, "graphs.cubin"));
+    OK(cuModuleGetFunction(&cap_a, mod, "cap_a"));
+    OK(cuModuleGetFunction(&cap_b, mod, "cap_bb"));
+    OK(cuModuleGetFunction(&node_k, mod, "node_kkk"));
+    OK(cuModuleGetFunction(&child_k, mod, "child_kkkk"));
+    int seven = 7;
+    void *params[] = {&seven};
+    static char host[256];
+
+    /* 1. stream capture */
+    CUstream s1 = H(0x5100), s2 = H(0x5200);
+    CUevent e1 = H(0xee100), e2 = H(0xee200);
+    CUgraph g1 = 0;
+    CUgraphExec x1 = 0;
+    OK(cuStreamBeginCapture_v2(s1, 0));
+    OK(cuLaunchKernel(cap_a, 2, 1, 1, 64, 1, 1, 0, s1, params, 0));
+    OK(cuMemcpyHtoDAsync_v2(0x7f0000000000ULL, host, sizeof host, s1));
+    OK(cuMemsetD32Async(0x7f0000000100ULL, 0, 16, s1));
+    OK(cuEventRecord(e1, s1));
+    OK(cuStreamWaitEvent(s2, e1, 0));
+    OK(cuLaunchKernel(cap_b, 3, 1, 1, 32, 1, 1, 0, s2, params, 0));
+    OK(cuEventRecord(e2, s2));
+    OK(cuStreamWaitEvent(s1, e2, 0));
+    OK(cuStreamEndCapture(s1, &g1));
+    OK(cuGraphInstantiateWithFlags(&x1, g1, 0));
+
+    /* 2. explicit graph with a child graph */
+    CUgraph g2 = 0, g3 = 0;
+    CUgraphNode c1 = 0, c2 = 0, n1 = 0, n2 = 0, n3 = 0;
+    CUgraphExec x2 = 0;
+    OK(cuGraphCreate(&g2, 0));
+    OK(cuGraphCreate(&g3, 0));
+    CUDA_KERNEL_NODE_PARAMS kc = {child_k, 5, 1, 1, 128, 1, 1, 0, params, 0, 0, 0};
+    OK(cuGraphAddKernelNode_v2(&c1, g3, 0, 0, &kc));
+    CUDA_MEMSET_NODE_PARAMS ms = {0x7f0000000200ULL, 0, 0, 4, 32, 1};
+    OK(cuGraphAddMemsetNode(&c2, g3, &c1, 1, &ms, 0));
+    CUDA_KERNEL_NODE_PARAMS kn = {node_k, 1, 1, 1, 32, 1, 1, 0, params, 0, 0, 0};
+    OK(cuGraphAddKernelNode_v2(&n1, g2, 0, 0, &kn));
+    OK(cuGraphAddChildGraphNode(&n2, g2, &n1, 1, g3));
+    kn.gridDimX = 4;
+    OK(cuGraphAddKernelNode_v2(&n3, g2, &n2, 1, &kn));
+    OK(cuGraphInstantiateWithFlags(&x2, g2, 0));
+
+    /* 3. launches on two streams, an exec update between them */
+    for (int i = 0; i < 3; i++)
+        OK(cuGraphLaunch(x1, H(0x5300)));
+    for (int i = 0; i < 2; i++)
+        OK(cuGraphLaunch(x1, H(0x5400)));
+    for (int i = 0; i < 2; i++)
+        OK(cuGraphLaunch(x2, H(0x5300)));
+    kn.gridDimX = 8;
+    OK(cuGraphExecKernelNodeSetParams_v2(x2, n3, &kn));
+    for (int i = 0; i < 2; i++)
+        OK(cuGraphLaunch(x2, H(0x5400)));
+    OK(cuCtxSynchronize());
+    return failures ? 1 : 0;
+}
