@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine with 2 or more GPUs, as root: tensor-parallel generation
-# (examples/tp_generate.py) under `torchrun --nproc-per-node 2`, traced as
+# (examples/tp_inference.py) under `torchrun --nproc-per-node 2`, traced as
 # one job, then checked: every launch line's device is its rank's
 # LOCAL_RANK, exec lines carry rank/local_rank, NCCL kernels are counted as
 # their own family, launches per rank against torch.profiler's count;
 # report, gaps and the Perfetto export per GPU and rank.
 #   nice -n 10 cargo build --release -p tracer; copy target/release/tracer,
-#   examples/{tp_generate.py,tracer_markers.py} and this script into one
+#   examples/{tp_inference.py,tracer_markers.py} and this script into one
 #   directory D; then there: bash D/gpu_multi_gpu.sh D/tracer OUTDIR
 # Writes OUTDIR/{tp.jsonl,tp_gpu.jsonl,*.txt,*.json,multi_gpu.log}.
 set -euo pipefail
@@ -15,7 +15,7 @@ out=${2:?usage: gpu_multi_gpu.sh TRACER OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 ex=$here/examples
 [ -d "$ex" ] || ex=$here
-[ -f "$ex/tp_generate.py" ] || ex=$here/../examples
+[ -f "$ex/tp_inference.py" ] || ex=$here/../examples
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
@@ -58,7 +58,7 @@ PY
 {
   echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version --format=csv,noheader | tr '\n' ';')"
   echo "# tensor-parallel generation, 2 ranks, markers + power, torch.profiler counts per rank"
-  "$tracer" --force -o "$out/tp.jsonl" -- "$torchrun" --nproc-per-node 2 "$ex/tp_generate.py" --profile-kernels
+  "$tracer" --force -o "$out/tp.jsonl" -- "$torchrun" --nproc-per-node 2 "$ex/tp_inference.py" --profile-kernels
   check "$out/tp.jsonl"
   "$tracer" report "$out/tp.jsonl" | tee "$out/tp_report.txt"
   "$tracer" report --json "$out/tp.jsonl" > "$out/tp_report.json"
@@ -66,7 +66,7 @@ PY
   "$tracer" export --force -o "$out/tp.perfetto.json" "$out/tp.jsonl"
   "$tracer" summary "$out/tp.jsonl" | head -40
   echo "# the same with --gpu-timestamps: measured intervals per GPU, inferred vs measured"
-  "$tracer" --gpu-timestamps --force -o "$out/tp_gpu.jsonl" -- "$torchrun" --nproc-per-node 2 "$ex/tp_generate.py"
+  "$tracer" --gpu-timestamps --force -o "$out/tp_gpu.jsonl" -- "$torchrun" --nproc-per-node 2 "$ex/tp_inference.py"
   check "$out/tp_gpu.jsonl"
   "$tracer" report "$out/tp_gpu.jsonl" | tee "$out/tp_gpu_report.txt"
   "$tracer" gaps "$out/tp_gpu.jsonl" > "$out/tp_gpu_gaps.txt"
