@@ -12,6 +12,7 @@ pub mod cookie;
 pub mod event;
 pub mod family;
 pub mod funcs;
+pub mod libopen;
 pub mod params;
 
 #[cfg(feature = "user")]

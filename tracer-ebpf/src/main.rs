@@ -5,10 +5,12 @@
 #![no_main]
 
 mod bench;
+mod libwatch;
 mod maps;
 mod nvfile;
 mod proc;
 mod replay;
+mod select;
 mod uprobe;
 
 #[cfg(not(test))]

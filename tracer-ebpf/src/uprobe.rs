@@ -14,7 +14,7 @@ use tracer_common::{
     },
 };
 
-use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced, submit_flags};
+use crate::maps::{EVENTS, OUTPTRS, bump, current, header, submit_flags};
 use crate::replay;
 
 #[inline(always)]
@@ -137,7 +137,7 @@ fn save_ptrs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS], unread_str: u64) {
 #[uprobe]
 pub fn cu_enter(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -169,7 +169,7 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
 #[uprobe]
 pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -211,7 +211,7 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
 #[uprobe]
 pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -299,7 +299,7 @@ pub(crate) fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
 #[uretprobe]
 pub fn cu_exit(ctx: RetProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
