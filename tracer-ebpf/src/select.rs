@@ -8,7 +8,11 @@
 //! joins the traced set (once: the per-CPU verdict cache makes the check an
 //! array read), so the sched tracepoints follow its children and exit
 //! without recording other processes of the machine.
-use aya_ebpf::helpers::generated::bpf_get_current_ancestor_cgroup_id;
+use aya_ebpf::{
+    helpers::generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+    macros::map,
+    maps::LruHashMap,
+};
 use tracer_common::libopen::mode;
 
 use crate::maps::{TRACED, is_traced, traced_changed};
@@ -21,6 +25,13 @@ static SELECT_MODE: u32 = 0;
 static SELECT_CGROUP_ID: u64 = 0;
 #[unsafe(no_mangle)]
 static SELECT_CGROUP_LEVEL: u32 = 0;
+
+/// `--system` / `--cgroup`: tgid -> the cgroup id it had when it joined the
+/// traced set (its first probed call), for the lines' `cgroup` field: read
+/// here, it is known even for a process that has exited by the time its
+/// records are drained.
+#[map]
+pub static PID_CGROUP: LruHashMap<u32, u64> = LruHashMap::with_max_entries(65536, 0);
 
 #[inline(always)]
 fn selection_mode() -> u32 {
@@ -37,11 +48,15 @@ fn in_cgroup() -> bool {
     ancestor == id
 }
 
-/// Puts a selected process into the traced set (sched events follow it).
+/// Puts a selected process into the traced set (sched events follow it)
+/// and notes its cgroup.
 #[inline(always)]
 fn adopt(pid: u32) {
-    if !is_traced(pid) && TRACED.insert(&pid, &1, 0).is_ok() {
-        traced_changed();
+    if !is_traced(pid) {
+        let _ = PID_CGROUP.insert(&pid, &unsafe { bpf_get_current_cgroup_id() }, 0);
+        if TRACED.insert(&pid, &1, 0).is_ok() {
+            traced_changed();
+        }
     }
 }
 

@@ -91,7 +91,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let asm = assembler(&args, &loaded);
     let mut col = start_collector(&args, file, &out_path, asm, &mut side, recorder, header)?;
     if scope.is_machine_wide() {
-        col.cgroups = Some(CgroupTable::new(cgroup_root()));
+        col.cgroups = Some(CgroupTable::new(cgroup_root(), loaded.pid_cgroup.take()));
     }
     announce(&args, &loaded, libcuda_path.as_deref(), &scope, &out_path);
 
@@ -393,8 +393,8 @@ fn start_recorder(
 /// the NVIDIA files they opened before we attached); returns its pid (0
 /// with `--system` or `--cgroup` and no command). The command was started
 /// stopped before exec: nothing it does after exec can be missed once it
-/// runs. Under `--cgroup` the command is not marked: only the cgroup's
-/// processes are recorded.
+/// runs. Under `--system` and `--cgroup` the command is not marked: the
+/// selection decides what is recorded.
 fn mark_traced(
     args: &RecordArgs,
     scope: &Scope,
@@ -406,7 +406,9 @@ fn mark_traced(
         (None, Some(pid)) => pid,
         (None, None) => return Ok(0),
     };
-    if matches!(scope, Scope::Cgroup(_)) {
+    if scope.is_machine_wide() {
+        // Selected processes join the traced set at their first call (the
+        // kernel side notes their cgroup then).
         return Ok(root_pid);
     }
     loaded.mark_traced(root_pid)?;

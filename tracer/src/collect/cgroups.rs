@@ -1,8 +1,10 @@
-//! The cgroup of each recorded process (`--system`, `--cgroup`): read from
-//! `/proc/PID/cgroup` when tracer first sees the process and again after
-//! each exec (a process moved to another cgroup in between keeps the one
-//! read last), and the footer's map of cgroup ids to paths, with the
-//! Kubernetes pod uid and container id where the path shows them.
+//! The cgroup of each recorded process (`--system`, `--cgroup`): the one it
+//! was in at its first probed call (the kernel side notes it, so a process
+//! that has exited by the time its records are drained still has one);
+//! else, for a child that joined with its parent, `/proc/PID/cgroup` or its
+//! parent's. A process moved to another cgroup later keeps the first one.
+//! The footer maps the ids to cgroup paths, with the Kubernetes pod uid and
+//! container id where the path shows them.
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -11,40 +13,93 @@ use serde_json::{Value, json};
 pub struct CgroupTable {
     /// The cgroup2 mount (ids are its directories' inode numbers).
     root: PathBuf,
-    /// pid -> cgroup id (None: the process was gone before it was read).
+    /// The kernel side's tgid -> cgroup id (tracer-ebpf/src/select.rs).
+    kernel: Option<aya::maps::HashMap<aya::maps::MapData, u32, u64>>,
+    /// pid -> cgroup id (None: not known).
     by_pid: HashMap<u32, Option<u64>>,
+    /// child -> parent, from fork records.
+    parent: HashMap<u32, u32>,
+    /// id -> path of every cgroup seen while walking the hierarchy.
+    tree: HashMap<u64, String>,
     /// id -> path, every cgroup a recorded line named.
     pub paths: BTreeMap<u64, String>,
 }
 
 impl CgroupTable {
-    pub fn new(root: PathBuf) -> Self {
-        CgroupTable { root, by_pid: HashMap::new(), paths: BTreeMap::new() }
+    pub fn new(root: PathBuf, kernel: Option<aya::maps::HashMap<aya::maps::MapData, u32, u64>>) -> Self {
+        CgroupTable {
+            root,
+            kernel,
+            by_pid: HashMap::new(),
+            parent: HashMap::new(),
+            tree: HashMap::new(),
+            paths: BTreeMap::new(),
+        }
     }
 
-    /// The cgroup id of `pid`, read once per process (and per exec).
+    /// Notes a fork (a child's cgroup is its parent's unless known).
+    pub fn forked(&mut self, parent: u32, child: u32) {
+        self.parent.insert(child, parent);
+    }
+
+    /// The cgroup id of `pid`, looked up once per process.
     pub fn of(&mut self, pid: u32) -> Option<u64> {
         if let Some(&id) = self.by_pid.get(&pid) {
             return id;
         }
-        let id = self.read(pid);
+        let mut id = self.kernel.as_ref().and_then(|m| m.get(&pid, 0).ok()).or_else(|| self.from_proc(pid));
+        if id.is_none()
+            && let Some(&pp) = self.parent.get(&pid)
+            && pp != pid
+        {
+            // Recursion ends: each step goes to an older process, and the
+            // result is cached before the next lookup of the same pid.
+            self.by_pid.insert(pid, None);
+            id = self.of(pp);
+        }
+        if let Some(i) = id {
+            self.name(i);
+        }
         self.by_pid.insert(pid, id);
         id
     }
 
-    /// Forgets `pid` (it exec'd or exited): read again when next seen.
-    pub fn forget(&mut self, pid: u32) {
-        self.by_pid.remove(&pid);
-    }
-
-    fn read(&mut self, pid: u32) -> Option<u64> {
+    fn from_proc(&mut self, pid: u32) -> Option<u64> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
         let path = unified_path(&text)?;
         use std::os::unix::fs::MetadataExt as _;
-        let dir = self.root.join(path.trim_start_matches('/'));
-        let id = std::fs::metadata(dir).ok()?.ino();
-        self.paths.entry(id).or_insert_with(|| path.to_string());
+        let id = std::fs::metadata(self.root.join(path.trim_start_matches('/'))).ok()?.ino();
+        self.tree.insert(id, path.to_string());
         Some(id)
+    }
+
+    /// Puts `id`'s path in `paths` (walking the hierarchy when it is new).
+    fn name(&mut self, id: u64) {
+        if self.paths.contains_key(&id) {
+            return;
+        }
+        if !self.tree.contains_key(&id) {
+            self.walk();
+        }
+        let path = self.tree.get(&id).cloned().unwrap_or_else(|| "(removed)".to_string());
+        self.paths.insert(id, path);
+    }
+
+    /// Learns the id and path of every cgroup in the hierarchy.
+    fn walk(&mut self) {
+        use std::os::unix::fs::MetadataExt as _;
+        let mut stack = vec![(self.root.clone(), String::new())];
+        while let Some((dir, rel)) = stack.pop() {
+            if let Ok(m) = std::fs::metadata(&dir) {
+                self.tree.insert(m.ino(), if rel.is_empty() { "/".to_string() } else { rel.clone() });
+            }
+            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push((e.path(), format!("{rel}/{}", e.file_name().to_string_lossy())));
+                }
+            }
+        }
     }
 
     /// The footer's `cgroups`: id -> {path, pod_uid, container_id}.
@@ -232,7 +287,7 @@ mod tests {
 
     #[test]
     fn footer_names_ids() {
-        let mut t = CgroupTable::new(PathBuf::from("/sys/fs/cgroup"));
+        let mut t = CgroupTable::new(PathBuf::from("/sys/fs/cgroup"), None);
         t.paths.insert(7, format!("/kubepods/pod{UID}/{CID}"));
         t.paths.insert(3, "/user.slice".into());
         assert_eq!(

@@ -104,8 +104,8 @@ impl Collector {
                             None => writer.write_line(&l),
                         }
                     });
-                    if let (Some(c), Record::Exec { hdr, .. }) = (cgroups.as_mut(), &rec) {
-                        c.forget(hdr.pid);
+                    if let (Some(c), Record::Fork(f)) = (cgroups.as_mut(), &rec) {
+                        c.forked(f.hdr.pid, f.child);
                     }
                     if let Some(r) = replay.as_mut() {
                         for v in r.extra_lines.drain(..) {

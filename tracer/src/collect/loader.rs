@@ -68,6 +68,8 @@ pub struct Loaded {
     /// Opens of libcuda files by watched processes (libcuda_watch.rs).
     pub libopens: Option<RingBuf<MapData>>,
     pub libopen_lost: PerCpuArray<MapData, u64>,
+    /// tgid -> cgroup id at its first call (`--system`, `--cgroup`).
+    pub pid_cgroup: Option<BpfHashMap<MapData, u32, u64>>,
     /// The uprobe programs loaded for uprobe_multi (None: the kernel has no
     /// uprobe_multi, perf events are used), kept for later libcuda files:
     /// they cannot be loaded again once the maps are taken.
@@ -246,6 +248,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
     let libopens = Some(RingBuf::try_from(ebpf.take_map("LIBOPENS").context("LIBOPENS map")?)?);
     let libopen_lost = PerCpuArray::try_from(ebpf.take_map("LIBOPEN_LOST").context("LIBOPEN_LOST map")?)?;
+    let pid_cgroup = Some(BpfHashMap::try_from(ebpf.take_map("PID_CGROUP").context("PID_CGROUP map")?)?);
     Ok(Loaded {
         ebpf: Some(ebpf),
         links,
@@ -258,6 +261,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         report,
         libopens,
         libopen_lost,
+        pid_cgroup,
         multi_progs,
     })
 }

@@ -139,7 +139,18 @@ fn unescape(s: &str) -> String {
 
 /// The cgroup `arg` names under the cgroup2 mount `root`.
 pub fn target(root: &Path, arg: &Path) -> Result<CgroupTarget, String> {
-    let rel = arg.strip_prefix(root).unwrap_or(arg);
+    let rel = match arg.strip_prefix(root) {
+        Ok(r) => r,
+        // Another file system's path (a cgroup v1 hierarchy, tmpfs).
+        Err(_) if arg.starts_with("/sys/fs/cgroup") => {
+            return Err(format!(
+                "--cgroup {}: not under the cgroup v2 mount {}; give the path under it or as /proc/PID/cgroup shows it",
+                arg.display(),
+                root.display()
+            ));
+        }
+        Err(_) => arg,
+    };
     let parts: Vec<String> = rel
         .components()
         .filter_map(|c| match c {
@@ -152,7 +163,7 @@ pub fn target(root: &Path, arg: &Path) -> Result<CgroupTarget, String> {
     let dir = parts.iter().fold(root.to_path_buf(), |d, p| d.join(p));
     let meta = std::fs::metadata(&dir).map_err(|e| {
         format!(
-            "--cgroup {}: no such cgroup ({} : {}); list them with `ls {}` or see /proc/PID/cgroup",
+            "--cgroup {}: no such cgroup ({}: {}); list them with `ls {}` or see /proc/PID/cgroup",
             arg.display(),
             dir.display(),
             crate::collect::spawn::os_error_text(&e),
@@ -213,6 +224,8 @@ mod tests {
         }
         let e = target(&root, Path::new("/nope")).unwrap_err();
         assert!(e.starts_with("--cgroup /nope: no such cgroup ("), "{e}");
+        let e = target(Path::new("/sys/fs/cgroup/unified"), Path::new("/sys/fs/cgroup/memory/x")).unwrap_err();
+        assert!(e.contains("not under the cgroup v2 mount /sys/fs/cgroup/unified"), "{e}");
         let e = target(&root, Path::new("/kubepods.slice")).unwrap_err();
         assert!(e.contains("not a cgroup v2 directory"), "{e}");
         let e = target(&root, Path::new("/a/../b")).unwrap_err();
