@@ -93,11 +93,30 @@ fn libcuda_only_in_the_commands_mount_namespace_is_probed_without_libcuda_option
     let script = container_script();
     let mnt = scratch_dir("one");
     let (s, m) = (script.to_str().unwrap(), mnt.to_str().unwrap());
-    let t = run("ctr-one", &[], &["unshare", "-m", s, m, "loop", "5"]);
+    let t = run("ctr-one", &[], &["unshare", "-m", s, m, "all"]);
     assert_eq!(t.code(), 0, "{}", t.describe());
     let pid = printed_pids(&t)[0];
-    assert_eq!(count(&t, "cuCtxSetCurrent", pid), 5, "{}", t.describe());
-    assert_eq!(t.named("cuCtxSetCurrent").count(), 5, "{}", t.describe());
+    // The driver's every kernel launch, in order (its `all` scenario).
+    let launches: Vec<(&str, &str)> = t
+        .calls()
+        .filter(|l| l["type"] == "kernel" && l["op"] == "launch")
+        .map(|l| (l["name"].as_str().unwrap(), l["kernel"].as_str().unwrap_or("?")))
+        .collect();
+    assert_eq!(
+        launches,
+        [
+            ("cuLaunchKernel", "my_kernel"),
+            ("cuLaunchKernel", "other_kernel"),
+            ("cuLaunchKernel_ptsz", "my_kernel"),
+            ("cuLaunchKernelEx", "my_kernel"),
+            ("cuLaunchKernelEx_ptsz", "other_kernel"),
+            ("cuLaunchCooperativeKernel", "my_kernel"),
+        ],
+        "{}",
+        t.describe()
+    );
+    assert!(t.calls().all(|l| l["pid"] == pid), "{}", t.describe());
+    assert_eq!(t.named("cuInit").count(), 1, "{}", t.describe());
     assert_eq!(t.lost(), 0);
     // One file, the tmpfs copy: the path the process saw, another inode than
     // the fake in tracer's namespace.
@@ -182,7 +201,10 @@ fn cgroup_records_only_the_processes_inside() {
     let inside = printed_pids(&t)[0];
     assert_eq!(count(&t, "cuCtxSetCurrent", inside), 7, "{}", t.describe());
     // Nothing of the outside process (nor of the shell) is recorded.
-    assert_eq!(t.calls().filter(|l| l["pid"] != inside).count(), 0, "{}", t.describe());
+    let body = &t.lines[1..t.lines.len() - 1];
+    assert_eq!(body.iter().filter(|l| l["pid"] != inside).count(), 0, "{}", t.describe());
+    // Its calls and its exit, nothing else.
+    assert_eq!(body.len(), 8, "{}", t.describe());
     assert!(t.calls().all(|l| l["cgroup"] == id), "every line carries the cgroup id {id}: {}", t.describe());
     let h = &t.header()["selection"];
     assert_eq!((h["mode"].as_str(), h["cgroup"].as_u64(), h["level"].as_u64()), (Some("cgroup"), Some(id), Some(1)));
