@@ -69,7 +69,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let _stats = enable_bpf_stats(&args).map_err(cleanup)?;
     side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &initial);
     let kscope = scope.kernel();
-    let mut loaded = with_probe_options(&args, &initial, &symbols, kscope, |o| loader::load(o)).map_err(cleanup)?;
+    let mut loaded = with_probe_options(&args, &initial, &symbols, kscope, loader::load).map_err(cleanup)?;
     let mut watch = Watch::new(Box::new(|loaded: &mut loader::Loaded, via: &Path| {
         let syms = libcuda::exported_functions(via)?;
         let r = with_probe_options(&args, via, &syms, kscope, |o| loader::attach_libcuda(loaded, o))?;
@@ -106,13 +106,17 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         Some(&mut watch),
     ))?;
     let lost_opens = loaded.libopen_lost.get(&0, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
-    let mut extra = serde_json::Map::new();
-    extra.insert("libcuda_files".into(), watch.footer(lost_opens));
-    if let Some(c) = &col.cgroups {
-        extra.insert("cgroups".into(), c.footer());
+    if watch.files.is_empty() {
+        eprintln!(
+            "tracer: warning: no libcuda was probed: none in tracer's mount namespace and no recorded process opened one (pass --libcuda PATH if it has another name)"
+        );
     }
-    let write_err =
-        finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet, extra);
+    col.footer_extra.insert("libcuda_files".into(), watch.footer(lost_opens));
+    if let Some(c) = &col.cgroups {
+        let v = c.footer();
+        col.footer_extra.insert("cgroups".into(), v);
+    }
+    let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
     Ok(report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit))
@@ -528,11 +532,10 @@ fn finish_trace(
     elapsed: Duration,
     gpu: Option<&mut GpuSession>,
     quiet: bool,
-    extra: serde_json::Map<String, Value>,
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);
     let mut footer = footer::footer(col, counters, exit, elapsed);
-    for (k, v) in extra {
+    for (k, v) in std::mem::take(&mut col.footer_extra) {
         footer[k.as_str()] = v;
     }
     footer["power"] = side_footer["power"].take();

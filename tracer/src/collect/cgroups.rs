@@ -47,7 +47,7 @@ impl CgroupTable {
         if let Some(&id) = self.by_pid.get(&pid) {
             return id;
         }
-        let mut id = self.kernel.as_ref().and_then(|m| m.get(&pid, 0).ok()).or_else(|| self.from_proc(pid));
+        let mut id = self.kernel.as_ref().and_then(|m| m.get(&pid, 0).ok()).or_else(|| self.read_proc(pid));
         if id.is_none()
             && let Some(&pp) = self.parent.get(&pid)
             && pp != pid
@@ -64,7 +64,7 @@ impl CgroupTable {
         id
     }
 
-    fn from_proc(&mut self, pid: u32) -> Option<u64> {
+    fn read_proc(&mut self, pid: u32) -> Option<u64> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
         let path = unified_path(&text)?;
         use std::os::unix::fs::MetadataExt as _;

@@ -26,6 +26,8 @@ pub struct Collector {
     pub replay: Option<crate::collect::replayable::recorder::Recorder>,
     /// `--system` / `--cgroup`: every line carries its process's cgroup id.
     pub cgroups: Option<crate::collect::cgroups::CgroupTable>,
+    /// Footer fields from elsewhere (the libcuda files, the cgroups).
+    pub footer_extra: serde_json::Map<String, Value>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -41,6 +43,7 @@ impl Collector {
             side: None,
             replay: None,
             cgroups: None,
+            footer_extra: serde_json::Map::new(),
         }
     }
 

@@ -151,7 +151,7 @@ pub async fn collect(
     if let Some(l) = loaded.logger.as_mut() {
         l.flush();
     }
-    if let (Some(a), Some(w)) = (libopens.as_mut(), watch.as_deref_mut()) {
+    if let (Some(a), Some(w)) = (libopens.as_mut(), watch) {
         w.drain(loaded, a.get_mut(), false);
     }
     let mut ring = afd.into_inner();
