@@ -165,6 +165,55 @@ fn two_processes_with_two_libcuda_files_are_both_traced() {
     t.cleanup();
 }
 
+#[test]
+fn two_containers_of_one_image_layer_are_probed_once() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let f = common::fake();
+    // The "image": one lower layer with the fake libcuda and the driver; each
+    // "container" mounts its own overlay of it (its own device number) over
+    // the fake's directory in a private mount namespace.
+    let base = scratch_dir("overlay");
+    let lower = base.join("lower");
+    fs::create_dir_all(&lower).unwrap();
+    fs::copy(&f.lib, lower.join("libcuda.so.1")).unwrap();
+    fs::copy(&f.driver, lower.join("driver")).unwrap();
+    for n in ["1", "2"] {
+        for d in ["u", "w", "m"] {
+            let p = base.join(format!("{d}{n}"));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(p).unwrap();
+        }
+    }
+    let script = base.join("overlay.sh");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nset -e\nn=$1; shift\nb={b}\nmount -t overlay overlay -o lowerdir=$b/lower,upperdir=$b/u$n,workdir=$b/w$n $b/m$n\nmount --bind $b/m$n {dir}\necho \"pid $$\"\nexec {drv} \"$@\"\n",
+            b = base.display(),
+            dir = f.dir.display(),
+            drv = f.driver.display()
+        ),
+    )
+    .unwrap();
+    let _ = Command::new("chmod").arg("755").arg(&script).status();
+    let sh = format!("unshare -m {s} 1 loop 3 & unshare -m {s} 2 loop 4 & wait", s = script.display());
+    let t = run("ctr-overlay", &[], &["sh", "-c", &sh]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    let pids = printed_pids(&t);
+    assert_eq!(pids.len(), 2, "{}", t.describe());
+    let mut counts: Vec<usize> = pids.iter().map(|&p| count(&t, "cuCtxSetCurrent", p)).collect();
+    counts.sort();
+    // Probed twice, every call would be recorded twice.
+    assert_eq!(counts, [3, 4], "{}", t.describe());
+    let files = opened(&t);
+    assert_eq!(files.len(), 1, "{:?}", t.footer()["libcuda_files"]);
+    let layer = fs::metadata(lower.join("libcuda.so.1")).unwrap();
+    assert_eq!((files[0]["dev"].as_u64(), files[0]["inode"].as_u64()), (Some(layer.dev()), Some(layer.ino())));
+    t.cleanup();
+}
+
 /// The cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
 fn cgroup2_root() -> PathBuf {
     let mi = fs::read_to_string("/proc/self/mountinfo").unwrap();

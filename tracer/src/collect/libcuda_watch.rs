@@ -51,10 +51,10 @@ impl<'a> Watch<'a> {
 
     /// Records a file probed by the initial load (tracer's namespace).
     pub fn initial(&mut self, path: &Path, probed_functions: usize) {
-        if let Ok(m) = std::fs::metadata(path) {
+        if let Ok((dev, ino)) = file_identity(path) {
             self.files.push(Probed {
-                dev: m.dev(),
-                ino: m.ino(),
+                dev,
+                ino,
                 path: path.display().to_string(),
                 pid: None,
                 how: "tracer",
@@ -77,20 +77,16 @@ impl<'a> Watch<'a> {
         pid: Option<u32>,
         how: &'static str,
     ) -> anyhow::Result<bool> {
-        let m = std::fs::metadata(via)?;
-        if self.is_probed(m.dev(), m.ino()) {
+        // A container image's layer: the layer's file, once for every
+        // container of the image.
+        let layer = pid.and_then(|p| crate::collect::overlay::layer_file(p, Path::new(shown)));
+        let (dev, ino) = file_identity(layer.as_deref().unwrap_or(via))?;
+        if self.is_probed(dev, ino) {
             return Ok(false);
         }
         match (self.attach)(loaded, via) {
             Ok(n) => {
-                self.files.push(Probed {
-                    dev: m.dev(),
-                    ino: m.ino(),
-                    path: shown.to_string(),
-                    pid,
-                    how,
-                    probed_functions: n,
-                });
+                self.files.push(Probed { dev, ino, path: shown.to_string(), pid, how, probed_functions: n });
                 log::info!("probing {n} functions in {shown} (process {pid:?}, {how})");
                 Ok(true)
             }
@@ -187,6 +183,49 @@ impl<'a> Watch<'a> {
     }
 }
 
+/// The file the kernel puts uprobes on for `path`: its device and inode as
+/// a mapping of it shows them. For most files that is what stat says; for a
+/// file of an overlay (a container image's layer) stat gives the overlay's
+/// device, different for every container of the same image, while uprobes
+/// go on the layer's own file, one for all of them: so the file is mapped
+/// here for a moment and its mapping's device and inode read back from
+/// /proc/self/maps.
+pub fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::fd::AsRawFd as _;
+    let f = std::fs::File::open(path)?;
+    let m = f.metadata()?;
+    if m.len() == 0 {
+        return Ok((m.dev(), m.ino()));
+    }
+    // SAFETY: a private read-only mapping of one page of an open file,
+    // unmapped below; nothing reads through it.
+    let addr = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
+    if addr == libc::MAP_FAILED {
+        return Ok((m.dev(), m.ino()));
+    }
+    let found = std::fs::read_to_string("/proc/self/maps").ok().and_then(|maps| mapping_identity(&maps, addr as u64));
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(addr, 4096) };
+    Ok(found.unwrap_or((m.dev(), m.ino())))
+}
+
+/// The device (as stat encodes it) and inode of the mapping that starts at
+/// `addr` in a `/proc/PID/maps` text.
+pub fn mapping_identity(maps: &str, addr: u64) -> Option<(u64, u64)> {
+    maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let start = u64::from_str_radix(f.next()?.split('-').next()?, 16).ok()?;
+        if start != addr {
+            return None;
+        }
+        let (_perms, _off) = (f.next()?, f.next()?);
+        let (maj, min) = f.next()?.split_once(':')?;
+        let ino = f.next()?.parse().ok()?;
+        let (maj, min) = (u32::from_str_radix(maj, 16).ok()?, u32::from_str_radix(min, 16).ok()?);
+        Some((libc::makedev(maj, min), ino))
+    })
+}
+
 /// The libcuda files `pid` has mapped: (path in its mount namespace, the
 /// same file through `/proc/PID/root`).
 pub fn mapped_libcudas(pid: u32) -> Vec<(String, PathBuf)> {
@@ -251,6 +290,19 @@ mod tests {
         ] {
             assert_eq!(libcuda_in_maps_line(l), None, "{l}");
         }
+    }
+
+    #[test]
+    fn identity_of_a_mapping() {
+        let maps = "7f0000000000-7f0000001000 r--p 00000000 00:2a 10445025 /tmp/fk/libcuda.so.1\n\
+                    7f0000001000-7f0000002000 r--p 00000000 fd:01 77 /x\n";
+        assert_eq!(mapping_identity(maps, 0x7f0000000000), Some((libc::makedev(0, 0x2a), 10445025)));
+        assert_eq!(mapping_identity(maps, 0x7f0000001000), Some((libc::makedev(0xfd, 1), 77)));
+        assert_eq!(mapping_identity(maps, 0x7f0000003000), None);
+        // A plain file: what stat says.
+        let exe = std::env::current_exe().unwrap();
+        let m = std::fs::metadata(&exe).unwrap();
+        assert_eq!(file_identity(&exe).unwrap(), (m.dev(), m.ino()));
     }
 
     #[test]

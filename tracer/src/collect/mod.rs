@@ -26,6 +26,7 @@ pub mod libcuda_watch;
 pub mod loader;
 pub mod markers;
 pub mod output;
+pub mod overlay;
 pub mod power;
 pub mod privileges;
 pub mod procfs;
