@@ -62,8 +62,11 @@ fn is_libcuda(buf: &[u8; NAME_CAP], len: usize) -> bool {
             break;
         }
         i -= 1;
+        // Through a volatile read, so that LLVM cannot fold the mask into
+        // the pointer (`p - 1 + i`), which Linux 6.1's verifier refuses.
+        let j = unsafe { core::ptr::read_volatile(&i) } & (NAME_CAP - 1);
         // SAFETY: masked into the buffer.
-        if unsafe { *p.add(i & (NAME_CAP - 1)) } == b'/' {
+        if unsafe { *p.add(j) } == b'/' {
             start = i + 1;
             break;
         }

@@ -183,6 +183,22 @@ impl<'a> Watch<'a> {
     }
 }
 
+/// Continues every process the pending opens stopped, probing nothing (for
+/// a collection loop without a watch). Returns how many opens were read.
+pub fn continue_all(ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize {
+    let mut n = 0;
+    while let Some(item) = ring.next() {
+        n += 1;
+        if let Some(r) = LibOpen::from_bytes(&item)
+            && r.stopped != 0
+        {
+            // SAFETY: plain syscall.
+            unsafe { libc::kill(r.pid as i32, libc::SIGCONT) };
+        }
+    }
+    n
+}
+
 /// The file the kernel puts uprobes on for `path`: its device and inode as
 /// a mapping of it shows them. For most files that is what stat says; for a
 /// file of an overlay (a container image's layer) stat gives the overlay's

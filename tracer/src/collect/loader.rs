@@ -218,12 +218,17 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
             None
         }
     };
+    let mut multi_progs = multi_progs;
     let mut report = if opts.libcuda.as_os_str().is_empty() {
         let mode = if multi_progs.is_some() { "uprobe_multi" } else { "perf" };
         ProbeReport { attach_mode: mode, ..Default::default() }
     } else {
         attach_uprobes(&mut ebpf, opts, &mut links, multi_progs.as_ref())?
     };
+    if report.attach_mode == "perf" {
+        // Later libcuda files go the same way.
+        multi_progs = None;
+    }
     attach_tps(
         &mut ebpf,
         &mut links,
@@ -274,6 +279,9 @@ pub fn attach_libcuda(loaded: &mut Loaded, opts: &Options) -> anyhow::Result<Pro
     let ebpf = loaded.ebpf.as_mut().context("eBPF object gone")?;
     let mut links = Links::default();
     let report = attach_uprobes(ebpf, opts, &mut links, loaded.multi_progs.as_ref())?;
+    if report.attach_mode == "perf" {
+        loaded.multi_progs = None;
+    }
     loaded.links.multi.extend(links.multi);
     loaded.links.uprobes.extend(links.uprobes);
     Ok(report)
@@ -462,16 +470,22 @@ fn attach_uprobes(
         }
         report.probed.push(name.clone());
     }
-    match multi {
-        Some(progs) => {
-            links.multi = attach_multi(progs, opts, &targets)?;
+    let multi_err = match multi.map(|progs| attach_multi(progs, opts, &targets)) {
+        Some(Ok(l)) => {
+            links.multi = l;
             report.attach_mode = "uprobe_multi";
+            return Ok(report);
         }
-        None => {
-            attach_perf(ebpf, opts, &targets, links)?;
-            report.attach_mode = "perf";
-        }
+        // Loading worked but the kernel refuses the link (no uprobe_multi
+        // before Linux 6.6).
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
+    if let Some(e) = multi_err {
+        log::warn!("uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)");
     }
+    attach_perf(ebpf, opts, &targets, links)?;
+    report.attach_mode = "perf";
     Ok(report)
 }
 

@@ -118,9 +118,11 @@ pub async fn collect(
             r = &mut stop => break r?,
             g = readable(libopens.as_mut()) => {
                 let mut g = g?;
-                if let Some(w) = watch.as_deref_mut() {
-                    w.drain(loaded, g.get_inner_mut(), true);
-                }
+                match watch.as_deref_mut() {
+                    Some(w) => w.drain(loaded, g.get_inner_mut(), true),
+                    // No watch: the processes are only continued.
+                    None => crate::collect::libcuda_watch::continue_all(g.get_inner_mut()),
+                };
                 g.clear_ready();
             }
             g = afd.readable_mut() => {
@@ -151,8 +153,11 @@ pub async fn collect(
     if let Some(l) = loaded.logger.as_mut() {
         l.flush();
     }
-    if let (Some(a), Some(w)) = (libopens.as_mut(), watch) {
-        w.drain(loaded, a.get_mut(), false);
+    if let Some(a) = libopens.as_mut() {
+        match watch {
+            Some(w) => w.drain(loaded, a.get_mut(), false),
+            None => crate::collect::libcuda_watch::continue_all(a.get_mut()),
+        };
     }
     let mut ring = afd.into_inner();
     while col.drain(&mut ring) > 0 {}
