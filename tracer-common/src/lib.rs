@@ -13,6 +13,7 @@ pub mod event;
 pub mod family;
 pub mod funcs;
 pub mod graph;
+pub mod libopen;
 pub mod params;
 
 #[cfg(feature = "user")]

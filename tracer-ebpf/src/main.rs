@@ -7,10 +7,12 @@
 mod bench;
 mod counts;
 mod graph;
+mod libwatch;
 mod maps;
 mod nvfile;
 mod proc;
 mod replay;
+mod select;
 mod uprobe;
 
 #[cfg(not(test))]

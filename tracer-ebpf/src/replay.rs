@@ -22,7 +22,7 @@ use tracer_common::{
     },
 };
 
-use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
+use crate::maps::{EVENTS, bump, current, header, submit_flags};
 use crate::uprobe::{arg_at, cookie, read_args, read_blob};
 
 /// Layout id -> layout (an array: the lookup is inlined). Filled by
@@ -199,7 +199,7 @@ fn function_layout(pid: u32, module: u64, name_ptr: u64) -> Option<u32> {
 #[uprobe]
 pub fn cu_launch(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);

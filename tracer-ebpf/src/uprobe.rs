@@ -14,7 +14,7 @@ use tracer_common::{
     },
 };
 
-use crate::maps::{EVENTS, OUTPTRS, bump, current, header, is_traced, submit_flags};
+use crate::maps::{EVENTS, OUTPTRS, bump, current, header, submit_flags};
 use crate::replay;
 
 #[inline(always)]
@@ -156,7 +156,7 @@ fn save_ptrs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS], unread_str: u64) {
 #[uprobe]
 pub fn cu_enter(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -187,7 +187,7 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
 #[uprobe]
 pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -228,7 +228,7 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
 #[uprobe]
 pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);
@@ -320,7 +320,7 @@ pub(crate) fn read_blob(c: Cookie, ptr: u64, rec: &mut CallEnterBlob) {
 #[uretprobe]
 pub fn cu_exit(ctx: RetProbeContext) -> u32 {
     let (pid, tid) = current();
-    if !is_traced(pid) {
+    if !crate::select::wanted(pid) {
         return 0;
     }
     let c = cookie(&ctx);

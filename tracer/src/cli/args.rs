@@ -187,6 +187,16 @@ pub struct RecordArgs {
     /// Trace this running process (and the children it creates from now on).
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,
+    /// Record every process on the machine that uses libcuda, also those
+    /// started later (docs/containers.md); with a command until it exits,
+    /// without one until Ctrl-C.
+    #[arg(long, conflicts_with_all = ["pid", "cgroup"])]
+    pub system: bool,
+    /// Record the processes of this cgroup v2 and the cgroups below it (a
+    /// container, a pod): a directory under /sys/fs/cgroup, or the path
+    /// /proc/PID/cgroup shows (docs/containers.md).
+    #[arg(long, value_name = "PATH", conflicts_with = "pid")]
+    pub cgroup: Option<PathBuf>,
     /// The libcuda to probe (default: the one the dynamic loader would pick).
     #[arg(long, value_name = "PATH")]
     pub libcuda: Option<PathBuf>,
@@ -304,7 +314,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_markers: bool,
     /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD", required_unless_present = "pid")]
+    #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,
 }
 

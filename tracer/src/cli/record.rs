@@ -10,11 +10,14 @@ use tracer_common::event::nvdev;
 use tracer_common::funcs::FuncId;
 
 use crate::cli::args::{RecordArgs, Returns};
+use crate::collect::cgroups::CgroupTable;
 use crate::collect::collector::Collector;
 use crate::collect::gpu_timestamps::GpuSession;
+use crate::collect::libcuda_watch::{self, Watch};
 use crate::collect::loader::{self, KernelCounters};
 use crate::collect::replayable::recorder::Recorder;
 use crate::collect::replayable::store::Store;
+use crate::collect::selection::{Scope, Selection};
 use crate::collect::spawn;
 use crate::collect::writer::TraceWriter;
 use crate::collect::{footer, privileges, procfs, session};
@@ -27,6 +30,7 @@ pub const FORMAT_VERSION: u32 = 1;
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     check_args(&args)?;
+    let scope = selection(&args).resolve().map_err(UsageError)?;
     privileges::check_privileges()?;
     // Signal handlers exist before the command does, so an early Ctrl-C
     // cannot kill tracer and leave the command running untraced.
@@ -38,7 +42,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     // Marker FIFO (its path goes into the command's environment) and NVML.
     let side_opts = crate::collect::side::SideOptions {
         no_markers: args.no_markers,
-        attached: args.pid.is_some(),
+        attached: args.pid.is_some() || args.command.is_empty(),
         no_power: args.no_power,
         power_interval_ms: args.power_interval_ms,
     };
@@ -56,27 +60,98 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         e
     };
     let libcuda_path = find_libcuda(&args).map_err(cleanup)?;
-    let symbols = libcuda::exported_functions(&libcuda_path).map_err(cleanup)?;
+    let symbols = match &libcuda_path {
+        Some(p) => libcuda::exported_functions(p).map_err(cleanup)?,
+        None => libcuda::ExportedSymbols::default(),
+    };
+    let initial = libcuda_path.clone().unwrap_or_default();
     // BPF statistics stay on while this fd is open (until tracer exits).
     let _stats = enable_bpf_stats(&args).map_err(cleanup)?;
-    side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &libcuda_path);
-    let mut loaded = load_probes(&args, &libcuda_path, &symbols).map_err(cleanup)?;
+    side.start(&side_opts, suspended.as_ref().map_or(args.pid.unwrap_or(0), |s| s.pid), &initial);
+    let kscope = scope.kernel();
+    let mut loaded = with_probe_options(&args, &initial, &symbols, kscope, loader::load).map_err(cleanup)?;
+    let mut watch = Watch::new(Box::new(|loaded: &mut loader::Loaded, via: &Path| {
+        let syms = libcuda::exported_functions(via)?;
+        let r = with_probe_options(&args, via, &syms, kscope, |o| loader::attach_libcuda(loaded, o))?;
+        Ok(r.probed.len())
+    }));
+    if libcuda_path.is_some() {
+        watch.initial(&initial, loaded.report.probed.len());
+    }
     let recorder = start_recorder(&args, store, &mut loaded)?;
-    let root_pid = mark_traced(&args, suspended.as_ref(), &mut loaded)?;
-    let header = trace_header(&args, &loaded, root_pid, started, &mut side, gpu.as_ref());
+    let root_pid =
+        mark_traced(&args, &scope, suspended.as_ref(), &mut loaded).inspect_err(|_| remove_output(&out_path))?;
+    // Libraries the selected processes mapped before the watch was on.
+    for pid in running_selected(&args, &scope) {
+        watch.scan(&mut loaded, pid);
+    }
+    let mut header = trace_header(&args, &loaded, root_pid, started, &mut side, gpu.as_ref());
+    header["selection"] = scope.header();
     let header_copy = recorder.as_ref().map(|_| header.clone());
     let asm = assembler(&args, &loaded);
     let mut col = start_collector(&args, file, &out_path, asm, &mut side, recorder, header)?;
-    announce(&args, &loaded, &libcuda_path, &out_path);
+    if scope.is_machine_wide() {
+        col.cgroups = Some(CgroupTable::new(cgroup_root(), loaded.pid_cgroup.take()));
+    }
+    announce(&args, &loaded, libcuda_path.as_deref(), &scope, &out_path);
 
     let t0 = Instant::now();
-    let (exit, counters) =
-        rt.block_on(session::collect(&mut loaded, &mut col, suspended, args.pid, &mut signals, gpu.as_mut()))?;
+    let (exit, counters) = rt.block_on(session::collect(
+        &mut loaded,
+        &mut col,
+        suspended,
+        args.pid,
+        &mut signals,
+        gpu.as_mut(),
+        Some(&mut watch),
+    ))?;
+    let lost_opens = loaded.libopen_lost.get(&0, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+    if watch.files.is_empty() {
+        eprintln!(
+            "tracer: warning: no libcuda was probed: none in tracer's mount namespace and no recorded process opened one (pass --libcuda PATH if it has another name)"
+        );
+    }
+    col.footer_extra.insert("libcuda_files".into(), watch.footer(lost_opens));
+    if let Some(c) = &col.cgroups {
+        let v = c.footer();
+        col.footer_extra.insert("cgroups".into(), v);
+    }
     write_counts(&mut col, loaded.counts.as_ref().filter(|_| args.counts));
     let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
     Ok(report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit))
+}
+
+/// The process selection the arguments ask for.
+pub fn selection(args: &RecordArgs) -> Selection {
+    Selection { system: args.system, cgroup: args.cgroup.clone() }
+}
+
+/// The cgroup2 mount (for the lines' cgroup ids), /sys/fs/cgroup if unknown.
+fn cgroup_root() -> PathBuf {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|m| crate::collect::selection::cgroup2_mount(&m).ok())
+        .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"))
+}
+
+/// The selected processes already running, whose mapped libcuda files are
+/// probed at start: with `-p` the process and its descendants, with
+/// `--system` every process, with `--cgroup` those of the cgroup subtree.
+fn running_selected(args: &RecordArgs, scope: &Scope) -> Vec<u32> {
+    match scope {
+        Scope::System => libcuda_watch::all_pids(),
+        Scope::Cgroup(c) => libcuda_watch::cgroup_pids(&c.dir),
+        Scope::Traced => match args.pid {
+            Some(pid) => {
+                let mut v = procfs::descendants(pid);
+                v.push(pid);
+                v
+            }
+            None => Vec::new(),
+        },
+    }
 }
 
 /// Refuses arguments that cannot work, before anything is created.
@@ -200,7 +275,7 @@ fn spawn_command(
     run_as: Option<&spawn::RunAs>,
     side: &crate::collect::side::Side,
 ) -> anyhow::Result<Option<spawn::Suspended>> {
-    if args.pid.is_some() {
+    if args.pid.is_some() || args.command.is_empty() {
         return Ok(None);
     }
     let s = if to_stdout(args) {
@@ -214,13 +289,23 @@ fn spawn_command(
     Ok(Some(s))
 }
 
-/// The libcuda to probe: `--libcuda`, else the one the `-p` process mapped,
-/// else the one the target's library path finds.
-fn find_libcuda(args: &RecordArgs) -> anyhow::Result<PathBuf> {
-    match (&args.libcuda, args.pid.and_then(procfs::mapped_libcuda)) {
-        (Some(p), _) => libcuda::resolve_libcuda(Some(p), None),
-        (None, Some(mapped)) => Ok(mapped),
+/// The libcuda probed from the start: `--libcuda`, else the one the `-p`
+/// process mapped, else the one the target's library path finds in tracer's
+/// mount namespace. None when there is none: the libcuda files the selected
+/// processes open (in their own mount namespaces) are probed as they open
+/// them (libcuda_watch.rs).
+fn find_libcuda(args: &RecordArgs) -> anyhow::Result<Option<PathBuf>> {
+    let found = match (&args.libcuda, args.pid.and_then(procfs::mapped_libcuda)) {
+        (Some(p), _) => return libcuda::resolve_libcuda(Some(p), None).map(Some),
+        (None, Some(mapped)) => return Ok(Some(mapped)),
         (None, None) => libcuda::resolve_libcuda(None, procfs::target_ld_library_path(args.pid).as_deref()),
+    };
+    match found {
+        Ok(p) => Ok(Some(p)),
+        Err(e) => {
+            log::info!("{}", crate::error::one_line(&e));
+            Ok(None)
+        }
     }
 }
 
@@ -234,13 +319,17 @@ fn enable_bpf_stats(args: &RecordArgs) -> anyhow::Result<Option<std::os::fd::Own
     Ok(Some(fd))
 }
 
-/// Loads and attaches the eBPF programs the arguments ask for.
-fn load_probes(
+/// Calls `f` with the probe options the arguments ask for, on the libcuda
+/// at `libcuda_path` (empty: none yet).
+fn with_probe_options<R>(
     args: &RecordArgs,
     libcuda_path: &Path,
     symbols: &libcuda::ExportedSymbols,
-) -> anyhow::Result<loader::Loaded> {
-    loader::load(&loader::Options {
+    scope: crate::collect::selection::KernelScope,
+    f: impl FnOnce(&loader::Options) -> R,
+) -> R {
+    f(&loader::Options {
+        scope,
         libcuda: libcuda_path,
         symbols,
         ebpf_log: args.ebpf_log,
@@ -307,19 +396,27 @@ fn start_recorder(
 }
 
 /// Marks the command traced (with `-p`, the process, its descendants and
-/// the NVIDIA files they opened before we attached); returns its pid. The
-/// command was started stopped before exec: nothing it does after exec can
-/// be missed once it runs.
+/// the NVIDIA files they opened before we attached); returns its pid (0
+/// with `--system` or `--cgroup` and no command). The command was started
+/// stopped before exec: nothing it does after exec can be missed once it
+/// runs. Under `--system` and `--cgroup` the command is not marked: the
+/// selection decides what is recorded.
 fn mark_traced(
     args: &RecordArgs,
+    scope: &Scope,
     suspended: Option<&spawn::Suspended>,
     loaded: &mut loader::Loaded,
 ) -> anyhow::Result<u32> {
     let root_pid = match (suspended, args.pid) {
         (Some(s), _) => s.pid,
         (None, Some(pid)) => pid,
-        (None, None) => unreachable!("clap requires a command or -p"),
+        (None, None) => return Ok(0),
     };
+    if scope.is_machine_wide() {
+        // Selected processes join the traced set at their first call (the
+        // kernel side notes their cgroup then).
+        return Ok(root_pid);
+    }
     loaded.mark_traced(root_pid)?;
     if args.pid.is_some() {
         let mut procs = procfs::descendants(root_pid);
@@ -330,6 +427,12 @@ fn mark_traced(
             for (fd, dev) in procfs::nvidia_fds(d) {
                 let _ = loaded.nvfds.insert(nvdev::fd_key(d, fd), dev, 0);
             }
+        }
+        if !Path::new(&format!("/proc/{root_pid}")).exists() {
+            return Err(UsageError(format!(
+                "-p {root_pid}: the process exited while tracer was attaching; nothing to record"
+            ))
+            .into());
         }
     }
     Ok(root_pid)
@@ -394,16 +497,27 @@ fn start_collector(
 
 /// Says what is probed and where the trace goes, and warns about probed
 /// functions that are single-stepped.
-fn announce(args: &RecordArgs, loaded: &loader::Loaded, libcuda_path: &Path, out_path: &Path) {
+fn announce(args: &RecordArgs, loaded: &loader::Loaded, libcuda_path: Option<&Path>, scope: &Scope, out_path: &Path) {
     if args.quiet {
         return;
     }
-    eprintln!(
-        "tracer: probing {} driver functions in {}; writing {}",
-        loaded.report.probed.len(),
-        libcuda_path.display(),
-        out_path.display()
-    );
+    let who = match scope {
+        Scope::Traced => String::new(),
+        Scope::System => " of every process".to_string(),
+        Scope::Cgroup(c) => format!(" of cgroup {}", c.path),
+    };
+    match libcuda_path {
+        Some(p) => eprintln!(
+            "tracer: probing {} driver functions{who} in {} (and any other libcuda the processes open); writing {}",
+            loaded.report.probed.len(),
+            p.display(),
+            out_path.display()
+        ),
+        None => eprintln!(
+            "tracer: no libcuda.so.1 in tracer's mount namespace: probing the driver functions{who} in each libcuda the processes open; writing {}",
+            out_path.display()
+        ),
+    }
     if !loaded.report.single_stepped.is_empty() {
         eprintln!(
             "tracer: warning: {} probed functions do not start with `push %rbp` (each call costs ~10x more): {}",
@@ -426,6 +540,9 @@ fn finish_trace(
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);
     let mut footer = footer::footer(col, counters, exit, elapsed);
+    for (k, v) in std::mem::take(&mut col.footer_extra) {
+        footer[k.as_str()] = v;
+    }
     footer["power"] = side_footer["power"].take();
     footer["markers"] = side_footer["markers"].take();
     if let Some(g) = gpu {

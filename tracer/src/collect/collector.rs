@@ -24,6 +24,10 @@ pub struct Collector {
     pub side: Option<std::sync::mpsc::Receiver<Value>>,
     /// `--replayable`: images, data and parameter coverage.
     pub replay: Option<crate::collect::replayable::recorder::Recorder>,
+    /// `--system` / `--cgroup`: every line carries its process's cgroup id.
+    pub cgroups: Option<crate::collect::cgroups::CgroupTable>,
+    /// Footer fields from elsewhere (the libcuda files, the cgroups).
+    pub footer_extra: serde_json::Map<String, Value>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -38,6 +42,8 @@ impl Collector {
             stale_fds: Vec::new(),
             side: None,
             replay: None,
+            cgroups: None,
+            footer_extra: serde_json::Map::new(),
         }
     }
 
@@ -87,7 +93,7 @@ impl Collector {
             match decode::parse(&item) {
                 Ok(rec) => {
                     self.track_fds(&rec);
-                    let Collector { asm, summary, writer, replay, .. } = self;
+                    let Collector { asm, summary, writer, replay, cgroups, .. } = self;
                     if let Some(r) = replay.as_mut() {
                         r.before(&rec);
                     }
@@ -99,8 +105,14 @@ impl Collector {
                             crate::collect::ranks::annotate_exec(v);
                         }
                         summary.add_line(&l);
-                        writer.write_line(&l);
+                        match cgroups.as_mut() {
+                            Some(c) => crate::collect::cgroups::write_tagged(c, writer, &mut l),
+                            None => writer.write_line(&l),
+                        }
                     });
+                    if let (Some(c), Record::Fork(f)) = (cgroups.as_mut(), &rec) {
+                        c.forked(f.hdr.pid, f.child);
+                    }
                     if let Some(r) = replay.as_mut() {
                         for v in r.extra_lines.drain(..) {
                             writer.write(&v);
@@ -127,13 +139,16 @@ impl Collector {
     }
 
     pub fn finish_calls(&mut self) {
-        let Collector { asm, summary, writer, replay, .. } = self;
+        let Collector { asm, summary, writer, replay, cgroups, .. } = self;
         asm.finish(&mut |mut l| {
             if let Some(r) = replay.as_mut() {
                 r.annotate(&mut l);
             }
             summary.add_line(&l);
-            writer.write_line(&l);
+            match cgroups.as_mut() {
+                Some(c) => crate::collect::cgroups::write_tagged(c, writer, &mut l),
+                None => writer.write_line(&l),
+            }
         });
     }
 }

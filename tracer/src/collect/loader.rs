@@ -67,6 +67,15 @@ pub struct Loaded {
     /// `--counts`: the kernel's per-function and per-kernel counts.
     pub counts: Option<crate::collect::counts::CountMaps>,
     pub report: ProbeReport,
+    /// Opens of libcuda files by watched processes (libcuda_watch.rs).
+    pub libopens: Option<RingBuf<MapData>>,
+    pub libopen_lost: PerCpuArray<MapData, u64>,
+    /// tgid -> cgroup id at its first call (`--system`, `--cgroup`).
+    pub pid_cgroup: Option<BpfHashMap<MapData, u32, u64>>,
+    /// The uprobe programs loaded for uprobe_multi (None: the kernel has no
+    /// uprobe_multi, perf events are used), kept for later libcuda files:
+    /// they cannot be loaded again once the maps are taken.
+    pub multi_progs: Option<uprobe_multi::MultiPrograms>,
 }
 
 /// Reads a field offset from a tracepoint's format file.
@@ -133,6 +142,8 @@ pub struct Options<'a> {
     /// `--counts`: the functions counted in kernel maps (`cu_count`)
     /// instead of recorded call by call.
     pub counted: &'a dyn Fn(FuncId) -> bool,
+    /// Which processes the probes record (`--system`, `--cgroup`).
+    pub scope: crate::collect::selection::KernelScope,
 }
 
 /// The programs attached to the probed functions.
@@ -166,6 +177,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("LOG_ENABLED", &log_enabled, true)
         .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
         .override_global("BENCH_FUNC", &bench_func, true)
+        .override_global("SELECT_MODE", &opts.scope.mode, true)
+        .override_global("SELECT_CGROUP_ID", &opts.scope.cgroup_id, true)
+        .override_global("SELECT_CGROUP_LEVEL", &opts.scope.cgroup_level, true)
         .map_max_entries("EVENTS", opts.ring_bytes);
     if opts.replay.replayable {
         // Sizes of the layout maps (docs/recording-format.md); the launch
@@ -201,7 +215,33 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         links.tracepoints.push(p.take_link(id)?);
     }
 
-    let mut report = attach_uprobes(&mut ebpf, opts, &mut links)?;
+    // No libcuda in tracer's mount namespace: the watch attaches the ones
+    // the processes open (libcuda_watch.rs).
+    let multi_progs = match multi_programs(&ebpf, opts) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            log::warn!(
+                "uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)"
+            );
+            None
+        }
+    };
+    let mut multi_progs = multi_progs;
+    let mut report = if opts.libcuda.as_os_str().is_empty() {
+        let mode = if multi_progs.is_some() { "uprobe_multi" } else { "perf" };
+        ProbeReport { attach_mode: mode, ..Default::default() }
+    } else {
+        attach_uprobes(&mut ebpf, opts, &mut links, multi_progs.as_ref())?
+    };
+    if report.attach_mode == "perf" {
+        // Later libcuda files go the same way.
+        multi_progs = None;
+    }
+    attach_tps(
+        &mut ebpf,
+        &mut links,
+        &[("lib_openat_enter", "sys_enter_openat"), ("lib_openat_exit", "sys_exit_openat")],
+    )?;
     if opts.bench_producer.is_some() {
         attach_tps(&mut ebpf, &mut links, &[("bench_producer", "sys_enter_getppid")])?;
     }
@@ -220,6 +260,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let traced_gen = aya::maps::Array::try_from(ebpf.take_map("TRACED_GEN").context("TRACED_GEN map")?)?;
     let nvfds = BpfHashMap::try_from(ebpf.take_map("NVFDS").context("NVFDS map")?)?;
     let counts = crate::collect::counts::CountMaps::take(&mut ebpf)?;
+    let libopens = Some(RingBuf::try_from(ebpf.take_map("LIBOPENS").context("LIBOPENS map")?)?);
+    let libopen_lost = PerCpuArray::try_from(ebpf.take_map("LIBOPEN_LOST").context("LIBOPEN_LOST map")?)?;
+    let pid_cgroup = Some(BpfHashMap::try_from(ebpf.take_map("PID_CGROUP").context("PID_CGROUP map")?)?);
     Ok(Loaded {
         ebpf: Some(ebpf),
         links,
@@ -231,7 +274,27 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         nvfds,
         counts: Some(counts),
         report,
+        libopens,
+        libopen_lost,
+        pid_cgroup,
+        multi_progs,
     })
+}
+
+/// Attaches the probes to one more libcuda file (another inode than those
+/// probed already: uprobes are per inode, a second attach would double
+/// every call). `opts.libcuda` may be any path to it, `/proc/PID/fd/FD`
+/// or `/proc/PID/root/...` included.
+pub fn attach_libcuda(loaded: &mut Loaded, opts: &Options) -> anyhow::Result<ProbeReport> {
+    let ebpf = loaded.ebpf.as_mut().context("eBPF object gone")?;
+    let mut links = Links::default();
+    let report = attach_uprobes(ebpf, opts, &mut links, loaded.multi_progs.as_ref())?;
+    if report.attach_mode == "perf" {
+        loaded.multi_progs = None;
+    }
+    loaded.links.multi.extend(links.multi);
+    loaded.links.uprobes.extend(links.uprobes);
+    Ok(report)
 }
 
 impl Loaded {
@@ -393,7 +456,12 @@ pub fn probe_targets(syms: &ExportedSymbols) -> Vec<(FuncId, String, u64)> {
     v
 }
 
-fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow::Result<ProbeReport> {
+fn attach_uprobes(
+    ebpf: &mut Ebpf,
+    opts: &Options,
+    links: &mut Links,
+    multi: Option<&uprobe_multi::MultiPrograms>,
+) -> anyhow::Result<ProbeReport> {
     let (targets, skipped): (Vec<_>, Vec<_>) =
         probe_targets(opts.symbols).into_iter().partition(|(id, _, _)| (opts.select)(*id));
     if targets.is_empty() {
@@ -415,19 +483,22 @@ fn attach_uprobes(ebpf: &mut Ebpf, opts: &Options, links: &mut Links) -> anyhow:
         }
         report.probed.push(name.clone());
     }
-    match attach_multi(ebpf, opts, &targets) {
-        Ok(multi) => {
-            links.multi = multi;
+    let multi_err = match multi.map(|progs| attach_multi(progs, opts, &targets)) {
+        Some(Ok(l)) => {
+            links.multi = l;
             report.attach_mode = "uprobe_multi";
+            return Ok(report);
         }
-        Err(e) => {
-            log::warn!(
-                "uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)"
-            );
-            attach_perf(ebpf, opts, &targets, links)?;
-            report.attach_mode = "perf";
-        }
+        // Loading worked but the kernel refuses the link (no uprobe_multi
+        // before Linux 6.6).
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
+    if let Some(e) = multi_err {
+        log::warn!("uprobe_multi unavailable ({e:#}); attaching one perf event per function (detaching will be slow)");
     }
+    attach_perf(ebpf, opts, &targets, links)?;
+    report.attach_mode = "perf";
     Ok(report)
 }
 
@@ -443,10 +514,29 @@ fn cookie(opts: &Options, id: FuncId) -> u64 {
     }
 }
 
-fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) -> anyhow::Result<Vec<MultiLink>> {
+/// Loads the programs the probed functions get, for uprobe_multi links.
+fn multi_programs(ebpf: &Ebpf, opts: &Options) -> anyhow::Result<uprobe_multi::MultiPrograms> {
     if let Programs::Bench { entry, ret } = opts.programs {
         let names: Vec<&str> = std::iter::once(entry).chain(ret).collect();
-        let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
+        return uprobe_multi::load(EBPF_OBJECT, ebpf, &names);
+    }
+    let mut names = vec!["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"];
+    if opts.replay.replayable {
+        names.push("cu_launch");
+    }
+    // --counts (cuLaunchKernel is counted exactly when counting is on).
+    if tracer_common::funcs::lookup("cuLaunchKernel").is_some_and(|id| (opts.counted)(id)) {
+        names.push("cu_count");
+    }
+    uprobe_multi::load(EBPF_OBJECT, ebpf, &names)
+}
+
+fn attach_multi(
+    progs: &uprobe_multi::MultiPrograms,
+    opts: &Options,
+    targets: &[(FuncId, String, u64)],
+) -> anyhow::Result<Vec<MultiLink>> {
+    if let Programs::Bench { entry, ret } = opts.programs {
         let (offsets, cookies): (Vec<u64>, Vec<u64>) =
             targets.iter().map(|(id, _, off)| (*off, cookie(opts, *id))).unzip();
         let mut links = vec![progs.attach(entry, opts.libcuda, &offsets, &cookies, false)?];
@@ -455,14 +545,6 @@ fn attach_multi(ebpf: &Ebpf, opts: &Options, targets: &[(FuncId, String, u64)]) 
         }
         return Ok(links);
     }
-    let mut names = vec!["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_exit"];
-    if opts.replay.replayable {
-        names.push("cu_launch");
-    }
-    if targets.iter().any(|(id, _, _)| (opts.counted)(*id)) {
-        names.push("cu_count");
-    }
-    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &names)?;
     let mut links = Vec::new();
     for prog in ENTRY_PROGRAMS {
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = targets
@@ -502,7 +584,9 @@ fn attach_perf(
             continue;
         }
         let p: &mut UProbe = ebpf.program_mut(prog).context(prog)?.try_into()?;
-        p.load().with_context(|| format!("loading {prog}"))?;
+        if p.fd().is_err() {
+            p.load().with_context(|| format!("loading {prog}"))?;
+        }
     }
     for (id, name, off) in targets {
         let cookie = cookie(opts, *id);

@@ -10,22 +10,31 @@
 //! recordings ([`replayable`]); kernel-side counts (`--counts`, [`counts`]); facts about the machine ([`sysinfo`]) and
 //! other processes' memory ([`procmem`]).
 //!
+//! Which processes are recorded ([`selection`]: the command's tree,
+//! `--system`, `--cgroup`), the libcuda files they use, probed per inode
+//! whatever their mount namespace ([`libcuda_watch`]), and their cgroups
+//! ([`cgroups`]).
+//!
 //! Takes plain options, never the command line: `crate::cli::record` turns
 //! `tracer record`'s arguments into them.
+pub mod cgroups;
 pub mod collector;
 pub mod counts;
 pub mod footer;
 pub mod gpu_timestamps;
 pub mod libcuda;
+pub mod libcuda_watch;
 pub mod loader;
 pub mod markers;
 pub mod output;
+pub mod overlay;
 pub mod power;
 pub mod privileges;
 pub mod procfs;
 pub mod procmem;
 pub mod ranks;
 pub mod replayable;
+pub mod selection;
 pub mod session;
 pub mod side;
 pub mod spawn;

@@ -12,8 +12,19 @@ use tokio::io::unix::AsyncFd;
 
 use crate::collect::collector::Collector;
 use crate::collect::gpu_timestamps::GpuSession;
+use crate::collect::libcuda_watch::Watch;
 use crate::collect::loader::{self, KernelCounters};
 use crate::collect::{spawn, sysinfo};
+
+/// Waits until the LIBOPENS ring buffer has records (never without one).
+async fn readable(
+    a: Option<&mut AsyncFd<aya::maps::RingBuf<aya::maps::MapData>>>,
+) -> std::io::Result<tokio::io::unix::AsyncFdReadyMutGuard<'_, aya::maps::RingBuf<aya::maps::MapData>>> {
+    match a {
+        Some(a) => a.readable_mut().await,
+        None => std::future::pending().await,
+    }
+}
 
 /// Records are mostly submitted without a wakeup: the loop also polls.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
@@ -49,8 +60,15 @@ pub async fn collect(
     attach_pid: Option<u32>,
     signals: &mut spawn::StopSignals,
     mut gpu: Option<&mut GpuSession>,
+    mut watch: Option<&mut Watch<'_>>,
 ) -> anyhow::Result<Collected> {
     let ring = loaded.ring.take().context("ring buffer already taken")?;
+    // Opens of libcuda files (their processes wait, stopped, for us).
+    let mut libopens = match loaded.libopens.take() {
+        // SAFETY: as for the ring buffer below.
+        Some(r) => Some(unsafe { AsyncFd::register_with_interest(r, Interest::READABLE) }.context("polling LIBOPENS")?),
+        None => None,
+    };
     // SAFETY: the ring buffer owns its fd and outlives the registration
     // (into_inner below deregisters before it is used synchronously).
     let mut afd =
@@ -73,6 +91,13 @@ pub async fn collect(
                     .map(Some)
                 })
             }
+            None if attach_pid.is_none() => {
+                // --system / --cgroup without a command: until a stop signal.
+                Box::pin(async move {
+                    signals.recv().await;
+                    Ok(None)
+                })
+            }
             None => {
                 let pid = attach_pid.expect("pid mode");
                 Box::pin(async move {
@@ -91,6 +116,15 @@ pub async fn collect(
     let exit = loop {
         tokio::select! {
             r = &mut stop => break r?,
+            g = readable(libopens.as_mut()) => {
+                let mut g = g?;
+                match watch.as_deref_mut() {
+                    Some(w) => w.drain(loaded, g.get_inner_mut(), true),
+                    // No watch: the processes are only continued.
+                    None => crate::collect::libcuda_watch::continue_all(g.get_inner_mut()),
+                };
+                g.clear_ready();
+            }
             g = afd.readable_mut() => {
                 let mut g = g?;
                 col.drain(g.get_inner_mut());
@@ -106,6 +140,10 @@ pub async fn collect(
         }
     };
     drop(stop);
+    // Opens still pending: their processes are continued (not probed).
+    if let (Some(a), Some(w)) = (libopens.as_mut(), watch.as_deref_mut()) {
+        w.drain(loaded, a.get_mut(), true);
+    }
     let programs = loader::program_stats(loaded);
     // Detach every program, then take what is still in the buffer: after
     // this nothing new can arrive and the counters are final.
@@ -114,6 +152,12 @@ pub async fn collect(
     drop(loaded.ebpf.take());
     if let Some(l) = loaded.logger.as_mut() {
         l.flush();
+    }
+    if let Some(a) = libopens.as_mut() {
+        match watch {
+            Some(w) => w.drain(loaded, a.get_mut(), false),
+            None => crate::collect::libcuda_watch::continue_all(a.get_mut()),
+        };
     }
     let mut ring = afd.into_inner();
     while col.drain(&mut ring) > 0 {}

@@ -56,6 +56,29 @@ impl<W: Output> TraceWriter<W> {
         }
     }
 
+    /// Writes a launch or call line with `tag` (`,"key":value`) added as
+    /// its last field.
+    pub fn write_line_tagged(&mut self, l: &Line, tag: &[u8]) {
+        let add = |b: &mut Vec<u8>| {
+            if b.last() == Some(&b'}') {
+                b.pop();
+                b.extend_from_slice(tag);
+                b.push(b'}');
+            }
+        };
+        match l {
+            Line::Value(v) => self.write(v),
+            Line::Launch(l) => self.put(|b| {
+                l.write(b);
+                add(b)
+            }),
+            Line::Call(l) => self.put(|b| {
+                l.write(b);
+                add(b)
+            }),
+        }
+    }
+
     fn put(&mut self, render: impl FnOnce(&mut Vec<u8>)) {
         self.scratch.clear();
         render(&mut self.scratch);
