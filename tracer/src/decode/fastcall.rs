@@ -256,7 +256,7 @@ impl CallLine<'_> {
     }
 
     /// The stream field: the hStream parameter, or a parsed config's.
-    fn stream(&self) -> Option<u64> {
+    pub fn stream(&self) -> Option<u64> {
         if let Norm::LaunchEx { cfg: Some(c), .. } = &self.norm {
             return Some(c.stream);
         }

@@ -2,5 +2,6 @@
 //! draws PNG and SVG figures, [`perfetto`] writes Chrome trace-event JSON
 //! for ui.perfetto.dev. Each takes analysed data (`crate::analysis`) and a
 //! writer or a directory; the commands that call them are in `crate::cli`.
+pub mod openmetrics;
 pub mod perfetto;
 pub mod plot;
