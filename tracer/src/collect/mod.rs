@@ -12,6 +12,7 @@
 //!
 //! Takes plain options, never the command line: `crate::cli::record` turns
 //! `tracer record`'s arguments into them.
+pub mod agent;
 pub mod collector;
 pub mod footer;
 pub mod gpu_timestamps;
