@@ -225,6 +225,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         power,
         window_header: Box::new(move || window_header(&header_libcuda)),
         command_pid,
+        missing_before: Default::default(),
     };
     let code = rt.block_on(lp.run(&mut signals, &mut usr1))?;
     eprintln!("tracer agent: stopped; every probe detached");
@@ -309,7 +310,7 @@ fn window_header(libcuda: &str) -> serde_json::Value {
     json!({
         "type": "header",
         "format": "tracer-jsonl",
-        "format_version": crate::cli::record::FORMAT_VERSION,
+        "format_version": tracer_format::header::FORMAT_VERSION,
         "tracer_version": env!("CARGO_PKG_VERSION"),
         "tracer_commit": env!("TRACER_GIT_COMMIT"),
         "agent_window": true,

@@ -1,7 +1,9 @@
 //! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda,
 //! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
 //! (tracer/tests/fakenv); binutils (c++filt: demangled kernel names in the golden outputs),
-//! groff-base (tests/shell_cli.rs formats the man page) and python3 (docs images, scripts).
+//! groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
+//! prometheus (tracer/tests/root_agent.rs: a real Prometheus server scrapes `tracer agent`; the
+//! test starts its own on 127.0.0.1, the package's service is not used).
 
 use std::collections::HashSet;
 
@@ -24,6 +26,7 @@ const PACKAGES: &[&str] = &[
     "binutils",
     "groff-base",
     "python3",
+    "prometheus",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {

@@ -51,6 +51,8 @@ pub struct Loop<'a> {
     pub window_header: Box<dyn Fn() -> Value + 'a>,
     /// A command the agent started (reaped when it exits).
     pub command_pid: Option<u32>,
+    /// Per CPU: records numbered but not received at the last housekeeping.
+    pub missing_before: std::collections::BTreeMap<u32, u64>,
 }
 
 fn now_ns() -> u64 {
@@ -91,9 +93,9 @@ impl Loop<'_> {
         n
     }
 
-    fn housekeeping(&mut self) {
+    /// `counters` were read before the ring buffer was last drained.
+    fn housekeeping(&mut self, counters: Option<loader::KernelCounters>) {
         let now = now_ns();
-        let counters = loader::read_counters(&self.loaded.counters).ok();
         let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for pid in m.unknown_processes() {
             match procinfo::command(pid) {
@@ -108,8 +110,11 @@ impl Loop<'_> {
         }
         m.expire(now);
         if let Some(k) = counters {
-            let lost = crate::collect::footer::loss_by_cpu(&k.attempted, &self.asm.stats.records_by_cpu);
-            m.health.lost_records = lost.values().sum::<u64>() + self.asm.stats.bad_records;
+            let missing = crate::collect::footer::loss_by_cpu(&k.attempted, &self.asm.stats.records_by_cpu);
+            let lost = settled_loss(&self.missing_before, &missing);
+            self.missing_before = missing;
+            // A counter: never goes down.
+            m.health.lost_records = m.health.lost_records.max(lost + self.asm.stats.bad_records);
             m.health.ring_buffer_full = k.ring_full;
         }
         let (rss, cpu) = own_cost();
@@ -196,7 +201,10 @@ impl Loop<'_> {
                         last_scan = Instant::now();
                     }
                     if last_house.elapsed() >= HOUSEKEEPING {
-                        self.housekeeping();
+                        // The counters first, then what they numbered.
+                        let counters = loader::read_counters(&self.loaded.counters).ok();
+                        self.drain(afd.get_mut());
+                        self.housekeeping(counters);
                         last_house = Instant::now();
                     }
                 }
@@ -213,6 +221,16 @@ impl Loop<'_> {
         }
         Ok(0)
     }
+}
+
+/// Records lost for good: per CPU, missing now and a second ago too (a
+/// record still being written when the counters were read is missing only
+/// once). Exact up to the records in flight at two reads in a row.
+pub fn settled_loss(
+    before: &std::collections::BTreeMap<u32, u64>,
+    now: &std::collections::BTreeMap<u32, u64>,
+) -> u64 {
+    now.iter().map(|(cpu, &n)| n.min(before.get(cpu).copied().unwrap_or(0))).sum()
 }
 
 /// The agent's resident bytes and CPU seconds (user + system).
@@ -232,4 +250,16 @@ fn own_cost() -> (u64, f64) {
         0.0
     };
     (rss_kib * 1024, cpu)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_loss_counts_once_it_is_seen_twice() {
+        let m = |v: &[(u32, u64)]| v.iter().copied().collect::<std::collections::BTreeMap<u32, u64>>();
+        // CPU 0: 3 in flight at one read only; CPU 1: 5 lost for good.
+        assert_eq!(super::settled_loss(&m(&[(1, 5)]), &m(&[(0, 3), (1, 5)])), 5);
+        assert_eq!(super::settled_loss(&m(&[(0, 3), (1, 5)]), &m(&[(1, 7)])), 5);
+        assert_eq!(super::settled_loss(&m(&[]), &m(&[(0, 9)])), 0);
+    }
 }

@@ -260,10 +260,11 @@ mod tests {
             let t = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 + i as u64);
             std::fs::File::options().write(true).open(d.join(name)).unwrap().set_modified(t).unwrap();
         }
-        assert_eq!(rotate(&d, 250, 50), 1);
+        // Ours: 200 bytes; 50 more must fit under 200: the oldest goes.
+        assert_eq!(rotate(&d, 200, 50), 1);
         assert!(!d.join("agent-a-1.jsonl.zst").exists());
         assert!(d.join("agent-a-2.jsonl.zst").exists() && d.join("other.txt").exists());
-        assert_eq!(rotate(&d, 250, 50), 0);
+        assert_eq!(rotate(&d, 200, 50), 0);
         let _ = std::fs::remove_dir_all(&d);
     }
 }
