@@ -18,7 +18,7 @@ pub const GAP_BUCKETS_S: &[f64] = &[1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0];
 
 /// Streams with unsynchronized work kept per process; more are folded into
 /// the legacy stream (closed by any synchronization of the process).
-const MAX_OPEN_STREAMS: usize = 256;
+const MAX_OPEN_STREAMS: usize = 64;
 
 #[derive(Clone, Debug, Default)]
 pub struct Busy {

@@ -296,6 +296,27 @@ mod tests {
         );
     }
 
+    /// 200 000 launches and allocations with a new kernel name, stream and
+    /// address each: every map stays at its cap (no per-call growth).
+    #[test]
+    fn memory_does_not_grow_with_calls() {
+        let caps = Caps { kernel_names: 100, live_allocations: 1000 };
+        let mut m = AgentMetrics::new(Options { caps, top_kernels: 5, ..Default::default() });
+        for i in 0..200_000u64 {
+            let k = format!("kernel_{i}");
+            let o = Obs { pid: 1, ty: "kernel", op: "launch", name: "cuLaunchKernel", ts: i, kernel: Some(&k), stream: Some(i), ..Default::default() };
+            m.observe(&o);
+            let o = Obs { pid: 1, ty: "memory", op: "alloc", name: "cuMemAlloc_v2", ts: i, ptr: Some(i + 1), size: Some(8), ..Default::default() };
+            m.observe(&o);
+        }
+        let c = &m.processes[&1].gpus[""];
+        assert_eq!((c.kernels_by_name.len(), c.kernel_names_over_cap), (100, 199_900));
+        assert_eq!((c.live.len(), c.untracked_allocations, c.live_bytes), (1000, 199_000, 8000));
+        assert_eq!((c.calls.len(), c.launches["cuLaunchKernel"]), (2, 200_000));
+        // 19 samples of the process (5 of them the top kernels) and 12 of the agent's own.
+        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 31);
+    }
+
     #[test]
     fn a_device_field_makes_its_own_series() {
         let mut m = AgentMetrics::default();
