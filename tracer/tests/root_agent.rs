@@ -416,3 +416,56 @@ fn recording_pauses_on_a_full_disk_and_metrics_go_on() {
     }
     assert!(whole >= 1, "no whole window file in {}", records.display());
 }
+
+/// tests/fakecuda/agent_dlopen.c, built without linking libcuda.
+fn dlopen_program() -> PathBuf {
+    let f = common::fake();
+    let out = f.dir.join("agent_dlopen");
+    let tmp = f.dir.join("agent_dlopen.tmp");
+    let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-Wall", "-Wextra", "-o"])
+        .arg(&tmp)
+        .arg(common::src_dir().join("agent_dlopen.c"))
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(st.success(), "building agent_dlopen.c");
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// A process that maps libcuda only after the agent looked at it: found by
+/// the next scan, every launch after that counted.
+#[test]
+fn a_process_that_loads_libcuda_late_is_found() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let agent = Agent::start("agent-late", free_port(), &["--all-libcuda"]);
+    let dir = common::fresh_output("agent-late").with_extension("dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut p = Command::new(dlopen_program())
+        .arg(&dir)
+        .arg(&common::fake().lib)
+        .arg("9")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = p.id();
+    // Several scans (100 ms) go by while it has no libcuda mapped.
+    std::thread::sleep(Duration::from_millis(500));
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("libcuda"), "{maps}");
+    std::fs::write(dir.join("open"), b"").unwrap();
+    wait_until("the agent to report the late process", LIMIT, || agent.value("tracer_driver_calls_total", pid));
+    std::fs::write(dir.join("go"), b"").unwrap();
+    wait_until("done", LIMIT, || dir.join("done").exists().then_some(()));
+    wait_until("9 launches counted", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", pid) == Some(9.0)).then_some(())
+    });
+    std::fs::write(dir.join("exit"), b"").unwrap();
+    let st = common::wait_with_timeout(&mut p, LIMIT, false, "agent_dlopen");
+    assert!(st.success(), "{st}");
+    let _ = std::fs::remove_dir_all(&dir);
+    agent.stop();
+}
