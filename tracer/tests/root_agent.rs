@@ -340,7 +340,10 @@ impl SmallFs {
     fn mount(kib: u32) -> SmallFs {
         let dir = common::fresh_output("agent-tmpfs").with_extension("mnt");
         std::fs::create_dir_all(&dir).unwrap();
-        let st = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tracer-agent"]).arg(&dir).status();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tracer-agent"])
+            .arg(&dir)
+            .status();
         assert!(st.is_ok_and(|s| s.success()), "mounting a tmpfs at {}", dir.display());
         SmallFs(dir)
     }

@@ -271,10 +271,8 @@ fn start_power(a: &AgentArgs, libcuda: &Path, shared: &Shared) -> Option<std::sy
         return None;
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1024);
-    let opts = crate::collect::power::PowerOptions {
-        interval_ms: a.power_interval_ms,
-        libcuda: Some(libcuda.to_path_buf()),
-    };
+    let opts =
+        crate::collect::power::PowerOptions { interval_ms: a.power_interval_ms, libcuda: Some(libcuda.to_path_buf()) };
     let mut p = crate::collect::power::Power::start(&opts, std::process::id(), tx);
     let h = p.header().clone();
     if h["available"] != true {

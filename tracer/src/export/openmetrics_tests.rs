@@ -5,12 +5,14 @@ use super::*;
 use crate::analysis::agent::metric::{Family, Histogram, Kind};
 use crate::analysis::agent::{AgentMetrics, Options, snapshot};
 
+type Labels = Vec<(String, String)>;
+
 #[derive(Debug, PartialEq)]
 struct Parsed {
     /// (family, type, help)
     families: Vec<(String, String, String)>,
     /// (sample name, labels, value)
-    samples: Vec<(String, Vec<(String, String)>, f64)>,
+    samples: Vec<(String, Labels, f64)>,
 }
 
 fn is_name(s: &str) -> bool {
@@ -20,7 +22,7 @@ fn is_name(s: &str) -> bool {
 }
 
 /// The label set `{a="x",b="y"}` at the start of `s`; returns it and the rest.
-fn parse_labels(s: &str) -> Result<(Vec<(String, String)>, &str), String> {
+fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
     let mut out = Vec::new();
     let mut rest = s.strip_prefix('{').ok_or("no {")?;
     if let Some(r) = rest.strip_prefix('}') {
@@ -94,7 +96,8 @@ fn parse(text: &str) -> Result<Parsed, String> {
                     p.families.push((name.into(), rest.into(), String::new()));
                 }
                 "HELP" => {
-                    let f = p.families.last_mut().filter(|f| f.0 == name).ok_or_else(|| err("HELP before TYPE".into()))?;
+                    let f =
+                        p.families.last_mut().filter(|f| f.0 == name).ok_or_else(|| err("HELP before TYPE".into()))?;
                     f.2 = rest.into();
                 }
                 _ => return Err(err("unknown descriptor".into())),
@@ -112,8 +115,11 @@ fn parse(text: &str) -> Result<Parsed, String> {
         if !suffixes.iter().any(|s| name.strip_suffix(s) == Some(fam.as_str())) {
             return Err(err(format!("sample {name} in family {fam} ({ty})")));
         }
-        let (labels, rest) =
-            if line[name_end..].starts_with('{') { parse_labels(&line[name_end..]).map_err(err)? } else { (vec![], &line[name_end..]) };
+        let (labels, rest) = if line[name_end..].starts_with('{') {
+            parse_labels(&line[name_end..]).map_err(err)?
+        } else {
+            (vec![], &line[name_end..])
+        };
         let v = rest.strip_prefix(' ').ok_or_else(|| err("no space before the value".into()))?;
         if name.ends_with("_bucket") && !labels.iter().any(|(k, _)| k == "le") {
             return Err(err("bucket without le".into()));

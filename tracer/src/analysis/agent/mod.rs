@@ -304,9 +304,27 @@ mod tests {
         let mut m = AgentMetrics::new(Options { caps, top_kernels: 5, ..Default::default() });
         for i in 0..200_000u64 {
             let k = format!("kernel_{i}");
-            let o = Obs { pid: 1, ty: "kernel", op: "launch", name: "cuLaunchKernel", ts: i, kernel: Some(&k), stream: Some(i), ..Default::default() };
+            let o = Obs {
+                pid: 1,
+                ty: "kernel",
+                op: "launch",
+                name: "cuLaunchKernel",
+                ts: i,
+                kernel: Some(&k),
+                stream: Some(i),
+                ..Default::default()
+            };
             m.observe(&o);
-            let o = Obs { pid: 1, ty: "memory", op: "alloc", name: "cuMemAlloc_v2", ts: i, ptr: Some(i + 1), size: Some(8), ..Default::default() };
+            let o = Obs {
+                pid: 1,
+                ty: "memory",
+                op: "alloc",
+                name: "cuMemAlloc_v2",
+                ts: i,
+                ptr: Some(i + 1),
+                size: Some(8),
+                ..Default::default()
+            };
             m.observe(&o);
         }
         let c = &m.processes[&1].gpus[""];

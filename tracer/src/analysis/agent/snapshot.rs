@@ -48,16 +48,17 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
     let mut allocs = Family::new("tracer_allocations", Counter, "Device memory allocations.");
     let mut alloc_bytes = Family::new("tracer_allocated_bytes", Counter, "Bytes allocated.");
     let mut frees = Family::new("tracer_frees", Counter, "Device memory frees.");
-    let mut live = Family::new("tracer_allocated_bytes_live", Gauge, "Bytes allocated and not freed (tracked allocations).");
+    let mut live =
+        Family::new("tracer_allocated_bytes_live", Gauge, "Bytes allocated and not freed (tracked allocations).");
     let mut untracked = Family::new(
         "tracer_allocations_untracked",
         Counter,
         "Allocations whose size is not in tracer_allocated_bytes_live (null pointer, or over the cap).",
     );
-    let mut syncs =
-        Family::new("tracer_synchronizations", Counter, "Stream, context and event synchronizations.");
+    let mut syncs = Family::new("tracer_synchronizations", Counter, "Stream, context and event synchronizations.");
     let mut sync_s = Family::new("tracer_synchronization_seconds", Counter, "Time spent in synchronizations.");
-    let mut errors = Family::new("tracer_cuda_errors", Counter, "Driver calls that returned an error, by CUresult name.");
+    let mut errors =
+        Family::new("tracer_cuda_errors", Counter, "Driver calls that returned an error, by CUresult name.");
     let mut busy = Family::new(
         "tracer_gpu_busy_seconds",
         Counter,
@@ -106,8 +107,23 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
         }
     }
     let mut v = vec![
-        calls, launches, kernels, by_name, copies, copy_bytes, allocs, alloc_bytes, frees, live, untracked, syncs,
-        sync_s, errors, busy, idle, gaps,
+        calls,
+        launches,
+        kernels,
+        by_name,
+        copies,
+        copy_bytes,
+        allocs,
+        alloc_bytes,
+        frees,
+        live,
+        untracked,
+        syncs,
+        sync_s,
+        errors,
+        busy,
+        idle,
+        gaps,
     ];
     v.extend(power(m));
     v.extend(health(m));
@@ -156,13 +172,19 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         Gauge,
         "1 when NVML answers; 0 with the reason when it does not (no NVML on this machine, or it failed).",
     );
-    power.push(vec![("reason", h.power_unavailable.clone().unwrap_or_default())], h.power_unavailable.is_none() as u8 as f64);
+    power.push(
+        vec![("reason", h.power_unavailable.clone().unwrap_or_default())],
+        h.power_unavailable.is_none() as u8 as f64,
+    );
     let mut paused = Family::new(
         "tracer_recording_paused",
         Gauge,
         "1 while duty-cycled recording is paused, with the reason (disk_full, write_error, size_cap); 0 otherwise.",
     );
-    paused.push(vec![("reason", h.recording_paused.unwrap_or("").to_string())], h.recording_paused.is_some() as u8 as f64);
+    paused.push(
+        vec![("reason", h.recording_paused.unwrap_or("").to_string())],
+        h.recording_paused.is_some() as u8 as f64,
+    );
     vec![
         one(
             "tracer_lost_records",
@@ -170,7 +192,12 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
             "Records the probes numbered that never reached the agent (ring buffer full, undecodable).",
             h.lost_records as f64,
         ),
-        one("tracer_ring_buffer_full", Counter, "Records dropped because the ring buffer was full.", h.ring_buffer_full as f64),
+        one(
+            "tracer_ring_buffer_full",
+            Counter,
+            "Records dropped because the ring buffer was full.",
+            h.ring_buffer_full as f64,
+        ),
         one("tracer_processes_seen", Counter, "Traced processes that made driver calls.", h.processes_seen as f64),
         one(
             "tracer_processes_dropped",
@@ -184,7 +211,12 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
             "Processes not given series because the process cap was reached.",
             h.processes_not_kept as f64,
         ),
-        one("tracer_processes", Gauge, "Processes with series now (live and in their grace period).", m.processes.len() as f64),
+        one(
+            "tracer_processes",
+            Gauge,
+            "Processes with series now (live and in their grace period).",
+            m.processes.len() as f64,
+        ),
         power,
         one("tracer_recordings", Counter, "Duty-cycled trace files written.", h.recordings as f64),
         one("tracer_recorded_bytes", Counter, "Bytes of duty-cycled trace files written.", h.recorded_bytes as f64),

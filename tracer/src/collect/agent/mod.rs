@@ -226,10 +226,7 @@ impl Loop<'_> {
 /// Records lost for good: per CPU, missing now and a second ago too (a
 /// record still being written when the counters were read is missing only
 /// once). Exact up to the records in flight at two reads in a row.
-pub fn settled_loss(
-    before: &std::collections::BTreeMap<u32, u64>,
-    now: &std::collections::BTreeMap<u32, u64>,
-) -> u64 {
+pub fn settled_loss(before: &std::collections::BTreeMap<u32, u64>, now: &std::collections::BTreeMap<u32, u64>) -> u64 {
     now.iter().map(|(cpu, &n)| n.min(before.get(cpu).copied().unwrap_or(0))).sum()
 }
 

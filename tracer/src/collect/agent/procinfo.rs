@@ -69,7 +69,7 @@ mod tests {
 
     #[test]
     fn command_labels_are_short_and_readable() {
-        assert_eq!(command_of(b"/usr/bin/python3\0serve.py\0--port\0080\0"), "python3 serve.py --port 080");
+        assert_eq!(command_of(b"/usr/bin/python3\0serve.py\0--port\x008080\0"), "python3 serve.py --port 8080");
         assert_eq!(command_of(b""), "");
         let long = format!("/x/prog\0{}\0", "é".repeat(200));
         let c = command_of(long.as_bytes());

@@ -53,7 +53,10 @@ fn ours(dir: &Path) -> Vec<(PathBuf, u64)> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("agent-") && e.file_name().to_string_lossy().ends_with(".jsonl.zst"))
+        .filter(|e| {
+            e.file_name().to_string_lossy().starts_with("agent-")
+                && e.file_name().to_string_lossy().ends_with(".jsonl.zst")
+        })
         .filter_map(|e| {
             let m = e.metadata().ok()?;
             Some((e.path(), m.len(), m.modified().ok()?))
@@ -81,7 +84,11 @@ pub fn rotate(dir: &Path, cap: u64, room: u64) -> usize {
 }
 
 fn pause_reason(e: &std::io::Error) -> &'static str {
-    if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) { "disk_full" } else { "write_error" }
+    if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {
+        "disk_full"
+    } else {
+        "write_error"
+    }
 }
 
 impl Recording {
@@ -144,9 +151,11 @@ impl Recording {
         );
         self.seq += 1;
         let path = self.opts.dir.join(format!("agent-{stamp}-{}.jsonl.zst", self.seq));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).and_then(|f| {
-            crate::collect::zstd_out::TraceFile::new(f, &path, true)
-        });
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|f| crate::collect::zstd_out::TraceFile::new(f, &path, true));
         match file {
             Ok(f) => {
                 let mut writer = TraceWriter::new(f);
