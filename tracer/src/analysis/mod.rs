@@ -26,6 +26,7 @@
 //! Methods: docs/analysis.md and docs/gaps.md.
 // Public API for the plot and replay code too; not all of it is used by the commands yet.
 #![allow(dead_code)]
+pub mod agent;
 pub mod basis;
 pub mod compare;
 pub mod coverage;

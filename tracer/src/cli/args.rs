@@ -24,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a command (or attach to a process) and record its CUDA driver calls.
     Record(RecordArgs),
+    /// Stay attached and serve OpenMetrics/Prometheus metrics at /metrics
+    /// (per process and GPU); optionally duty-cycled trace files (docs/agent.md).
+    Agent(crate::cli::agent::AgentArgs),
     /// Print the summary of a recorded trace (.jsonl, .jsonl.gz or .jsonl.zst).
     Summary {
         /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).

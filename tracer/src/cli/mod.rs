@@ -10,6 +10,7 @@
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
 //! - [`shell`]: `completions` and `man`, generated from [`args`];
 //! - [`usage`]: command-line errors as one line, exit code 2.
+pub mod agent;
 pub mod analysis;
 pub mod args;
 pub mod demangle;
@@ -56,6 +57,7 @@ pub fn main() {
             Ok(0)
         }
         Some(args::Command::Record(r)) => record::run(r),
+        Some(args::Command::Agent(a)) => agent::run(a),
         None => record::run(cli.record),
     };
     match result {

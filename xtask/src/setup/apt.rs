@@ -2,7 +2,9 @@
 //! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
 //! (tracer/tests/fakenv); binutils (c++filt: demangled kernel names in the golden outputs),
 //! groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
-//! python3-venv (the DuckDB of the Parquet test, duckdb.rs).
+//! python3-venv (the DuckDB of the Parquet test, duckdb.rs),
+//! prometheus (tracer/tests/root_agent.rs: a real Prometheus server scrapes `tracer agent`; the
+//! test starts its own on 127.0.0.1, the package's service is not used).
 
 use std::collections::HashSet;
 
@@ -26,6 +28,7 @@ const PACKAGES: &[&str] = &[
     "groff-base",
     "python3",
     "python3-venv",
+    "prometheus",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {

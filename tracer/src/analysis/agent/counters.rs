@@ -1,0 +1,236 @@
+//! What the agent counts for one process on one GPU, line by line, in
+//! bounded memory: maps keyed by function names, CUresult names and copy
+//! directions (finite sets), kernel families (fixed), kernel names only with
+//! the opt-in top-N (capped), live allocations (capped, the excess counted).
+use std::collections::HashMap;
+
+use super::busy::Busy;
+
+/// One call line, reduced to what the agent counts.
+#[derive(Clone, Debug, Default)]
+pub struct Obs<'a> {
+    pub pid: u32,
+    /// Device ordinal when the line carries one ("" otherwise).
+    pub gpu: &'a str,
+    pub ty: &'a str,
+    pub op: &'a str,
+    pub name: &'a str,
+    pub ts: u64,
+    /// Return probe seen (successful calls and errors with a return code).
+    pub dur_ns: Option<u64>,
+    pub size: Option<u64>,
+    pub direction: Option<&'a str>,
+    pub ptr: Option<u64>,
+    pub error: Option<&'a str>,
+    pub kernel: Option<&'a str>,
+    pub stream: Option<u64>,
+}
+
+/// Caps that keep memory flat whatever the traced program does.
+#[derive(Clone, Copy, Debug)]
+pub struct Caps {
+    /// Distinct kernel names counted per process and GPU for the top-N
+    /// (0: kernel names are not kept at all).
+    pub kernel_names: usize,
+    /// Live allocations remembered per process and GPU (their sizes, for
+    /// the bytes live); allocations beyond are counted as untracked.
+    pub live_allocations: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub calls: HashMap<Box<str>, u64>,
+    pub launches: HashMap<Box<str>, u64>,
+    /// By [`tracer_common::family::FAMILIES`] index.
+    pub kernels_by_family: [u64; tracer_common::family::FAMILIES.len()],
+    pub kernels_by_name: HashMap<Box<str>, u64>,
+    /// Launches whose kernel name did not fit under the cap.
+    pub kernel_names_over_cap: u64,
+    /// direction -> (copies, bytes)
+    pub copies: HashMap<Box<str>, (u64, u64)>,
+    pub allocations: u64,
+    pub allocated_bytes: u64,
+    pub frees: u64,
+    pub live: HashMap<u64, u64>,
+    pub live_bytes: u64,
+    pub untracked_allocations: u64,
+    pub syncs: u64,
+    pub sync_ns: u64,
+    pub errors: HashMap<Box<str>, u64>,
+    pub busy: Busy,
+}
+
+/// `m[k] += by` without allocating a key when it is there already.
+fn bump(m: &mut HashMap<Box<str>, u64>, k: &str, by: u64) {
+    match m.get_mut(k) {
+        Some(n) => *n += by,
+        None => {
+            m.insert(k.into(), by);
+        }
+    }
+}
+
+impl Counters {
+    pub fn add(&mut self, o: &Obs, caps: Caps) {
+        bump(&mut self.calls, o.name, 1);
+        if let Some(e) = o.error {
+            bump(&mut self.errors, e, 1);
+        }
+        let ok = o.error.is_none();
+        let exit = o.dur_ns.map(|d| o.ts + d);
+        match (o.ty, o.op) {
+            ("kernel", "launch") => {
+                bump(&mut self.launches, o.name, 1);
+                if ok {
+                    let k = o.kernel.unwrap_or("");
+                    self.kernels_by_family[tracer_common::family::index(tracer_common::family::family(k))] += 1;
+                    self.kernel_name(o.kernel, caps);
+                    self.busy.work(o.ts, o.stream.unwrap_or(0));
+                }
+            }
+            ("memcpy", _) if ok => {
+                let dir = o.direction.unwrap_or("unknown");
+                match self.copies.get_mut(dir) {
+                    Some(c) => *c = (c.0 + 1, c.1 + o.size.unwrap_or(0)),
+                    None => {
+                        self.copies.insert(dir.into(), (1, o.size.unwrap_or(0)));
+                    }
+                }
+                self.busy.work(o.ts, o.stream.unwrap_or(0));
+                // A copy without Async returns when it is done, and waits
+                // for the legacy stream's earlier work.
+                if !o.name.contains("Async")
+                    && let Some(e) = exit
+                {
+                    self.busy.sync(e, None);
+                }
+            }
+            ("memset", _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
+            ("memory", "alloc") if ok => self.alloc(o, caps),
+            ("memory", "free") if ok => self.free(o.ptr),
+            ("sync", op) if ok => {
+                let bound = match op {
+                    "stream_synchronize" => Some(Some(o.stream.unwrap_or(0))),
+                    "ctx_synchronize" | "event_synchronize" => Some(None),
+                    // A query answering CUDA_SUCCESS: that stream (or the
+                    // event's work) is done.
+                    "stream_query" => Some(Some(o.stream.unwrap_or(0))),
+                    "event_query" => Some(None),
+                    _ => None,
+                };
+                if matches!(op, "stream_synchronize" | "ctx_synchronize" | "event_synchronize") {
+                    self.syncs += 1;
+                    self.sync_ns += o.dur_ns.unwrap_or(0);
+                }
+                if let (Some(b), Some(e)) = (bound, exit) {
+                    self.busy.sync(e, b);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn kernel_name(&mut self, kernel: Option<&str>, caps: Caps) {
+        if caps.kernel_names == 0 {
+            return;
+        }
+        let k = kernel.unwrap_or("unknown");
+        let full = self.kernels_by_name.len() >= caps.kernel_names;
+        match self.kernels_by_name.get_mut(k) {
+            Some(n) => *n += 1,
+            None if !full => {
+                self.kernels_by_name.insert(k.into(), 1);
+            }
+            None => self.kernel_names_over_cap += 1,
+        }
+    }
+
+    fn alloc(&mut self, o: &Obs, caps: Caps) {
+        let size = o.size.unwrap_or(0);
+        self.allocations += 1;
+        self.allocated_bytes += size;
+        match o.ptr {
+            Some(p) if p != 0 && self.live.len() < caps.live_allocations => {
+                if let Some(old) = self.live.insert(p, size) {
+                    // The same address again without a free we saw.
+                    self.live_bytes -= old;
+                }
+                self.live_bytes += size;
+            }
+            _ => self.untracked_allocations += 1,
+        }
+    }
+
+    fn free(&mut self, ptr: Option<u64>) {
+        self.frees += 1;
+        if let Some(size) = ptr.and_then(|p| self.live.remove(&p)) {
+            self.live_bytes -= size;
+        }
+    }
+
+    /// The `n` kernels launched most often (name, launches), most first.
+    pub fn top_kernels(&self, n: usize) -> Vec<(&str, u64)> {
+        let mut v: Vec<(&str, u64)> = self.kernels_by_name.iter().map(|(k, &c)| (&**k, c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v.truncate(n);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: Caps = Caps { kernel_names: 2, live_allocations: 2 };
+
+    fn obs<'a>(ty: &'a str, op: &'a str, name: &'a str) -> Obs<'a> {
+        Obs { pid: 1, ty, op, name, ts: 1000, dur_ns: Some(10), ..Default::default() }
+    }
+
+    #[test]
+    fn launches_by_api_family_and_capped_names() {
+        let mut c = Counters::default();
+        for k in ["sm90_xmma_gemm", "flash_fwd", "sm90_xmma_gemm", "elementwise_kernel"] {
+            c.add(&Obs { kernel: Some(k), ..obs("kernel", "launch", "cuLaunchKernel") }, CAPS);
+        }
+        c.add(&Obs { kernel: Some("x"), ..obs("kernel", "launch", "cuLaunchKernelEx") }, CAPS);
+        assert_eq!(c.launches["cuLaunchKernel"], 4);
+        assert_eq!(c.launches["cuLaunchKernelEx"], 1);
+        assert_eq!(c.calls["cuLaunchKernel"], 4);
+        // gemm, attention, elementwise, reduction, copy, set, other
+        assert_eq!(c.kernels_by_family, [2, 1, 1, 0, 0, 0, 0, 1]);
+        assert_eq!(c.top_kernels(5), vec![("sm90_xmma_gemm", 2), ("flash_fwd", 1)]);
+        assert_eq!(c.kernel_names_over_cap, 2);
+    }
+
+    #[test]
+    fn live_bytes_follow_allocations_and_frees_within_the_cap() {
+        let mut c = Counters::default();
+        for (p, s) in [(0x10, 100), (0x20, 50), (0x30, 7)] {
+            c.add(&Obs { ptr: Some(p), size: Some(s), ..obs("memory", "alloc", "cuMemAlloc_v2") }, CAPS);
+        }
+        assert_eq!((c.allocations, c.allocated_bytes, c.live_bytes, c.untracked_allocations), (3, 157, 150, 1));
+        c.add(&Obs { ptr: Some(0x10), ..obs("memory", "free", "cuMemFree_v2") }, CAPS);
+        c.add(&Obs { ptr: Some(0x99), ..obs("memory", "free", "cuMemFree_v2") }, CAPS);
+        assert_eq!((c.frees, c.live_bytes, c.live.len()), (2, 50, 1));
+    }
+
+    #[test]
+    fn copies_errors_and_synchronization() {
+        let mut c = Counters::default();
+        let cp = |d, s| Obs { direction: Some(d), size: Some(s), ..obs("memcpy", "copy", "cuMemcpyHtoDAsync_v2") };
+        c.add(&cp("h2d", 4096), CAPS);
+        c.add(&cp("h2d", 4), CAPS);
+        c.add(&cp("d2h", 8), CAPS);
+        c.add(&Obs { error: Some("CUDA_ERROR_INVALID_VALUE"), ..cp("d2h", 8) }, CAPS);
+        assert_eq!(c.copies["h2d"], (2, 4100));
+        assert_eq!(c.copies["d2h"], (1, 8));
+        assert_eq!(c.errors["CUDA_ERROR_INVALID_VALUE"], 1);
+        c.add(&Obs { dur_ns: Some(5_000), ..obs("sync", "ctx_synchronize", "cuCtxSynchronize") }, CAPS);
+        // A query that failed (not ready) is neither a synchronization nor a bound.
+        c.add(&Obs { error: Some("CUDA_ERROR_NOT_READY"), ..obs("sync", "stream_query", "cuStreamQuery") }, CAPS);
+        assert_eq!((c.syncs, c.sync_ns), (1, 5_000));
+        assert_eq!(c.busy.busy_ns, 5_000, "copies from ts 1000 to the sync's return at 6000");
+        assert_eq!(c.calls.values().sum::<u64>(), 6);
+    }
+}

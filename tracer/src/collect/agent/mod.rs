@@ -1,0 +1,262 @@
+//! `tracer agent`'s collection loop: the probes stay attached while the
+//! agent runs; the processes the [`selection`] names are marked traced
+//! (their children follow); every line goes into the metrics
+//! (`crate::analysis::agent`) and, inside a recording window, into a
+//! duty-cycled trace file ([`recording`]). Every second: process facts for
+//! new processes, exits (from the exit lines, and /proc for any whose line
+//! was lost), the grace period, the agent's loss and own cost. SIGTERM or
+//! SIGINT ends it: every probe detached, the open window finished.
+pub mod http;
+pub mod procinfo;
+pub mod recording;
+pub mod selection;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::Value;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use crate::analysis::agent::AgentMetrics;
+use crate::collect::loader;
+use crate::decode::calls::Assembler;
+use recording::Recording;
+use selection::Selection;
+
+/// How often process facts, exits, loss and own cost are refreshed.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+
+/// What the loop shares with the HTTP thread.
+pub struct Shared {
+    pub metrics: Mutex<AgentMetrics>,
+    /// Set by `POST /record`, taken by the loop.
+    pub record_requested: AtomicBool,
+    /// Whether duty-cycled recording is configured.
+    pub recording_enabled: bool,
+}
+
+pub struct Loop<'a> {
+    pub loaded: &'a mut loader::Loaded,
+    pub asm: Assembler,
+    pub selection: &'a mut dyn Selection,
+    pub shared: Arc<Shared>,
+    pub recording: Option<Recording>,
+    pub scan_interval: Duration,
+    /// NVML power lines (side channel), if sampling.
+    pub power: Option<std::sync::mpsc::Receiver<Value>>,
+    /// The header line of a recording window.
+    pub window_header: Box<dyn Fn() -> Value + 'a>,
+    /// A command the agent started (reaped when it exits).
+    pub command_pid: Option<u32>,
+    /// Per CPU: records numbered but not received at the last housekeeping.
+    pub missing_before: std::collections::BTreeMap<u32, u64>,
+}
+
+fn now_ns() -> u64 {
+    crate::collect::sysinfo::clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+impl Loop<'_> {
+    /// Marks the selection's new processes traced.
+    fn scan(&mut self) {
+        for pid in self.selection.poll() {
+            if let Err(e) = self.loaded.mark_traced(pid) {
+                log::warn!("{e:#}");
+            }
+        }
+    }
+
+    /// Reads every record available now into the metrics (and the window).
+    fn drain(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize {
+        let now = now_ns();
+        let mut n = 0;
+        let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        let rec = &mut self.recording;
+        while let Some(item) = ring.next() {
+            n += 1;
+            match tracer_common::decode::parse(&item) {
+                Ok(r) => self.asm.push(&r, &mut |l| {
+                    m.add_line(&l, now);
+                    if let Some(w) = rec.as_mut() {
+                        w.line(&l);
+                    }
+                }),
+                Err(e) => {
+                    self.asm.stats.bad_records += 1;
+                    log::warn!("undecodable record: {e}");
+                }
+            }
+        }
+        n
+    }
+
+    /// `counters` were read before the ring buffer was last drained.
+    fn housekeeping(&mut self, counters: Option<loader::KernelCounters>) {
+        let now = now_ns();
+        let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        for pid in m.unknown_processes() {
+            match procinfo::command(pid) {
+                Some(c) => m.set_info(pid, c, procinfo::cgroup(pid)),
+                None => m.exited(pid, now),
+            }
+        }
+        for pid in m.live_pids() {
+            if !procinfo::alive(pid) {
+                m.exited(pid, now);
+            }
+        }
+        m.expire(now);
+        if let Some(k) = counters {
+            let missing = crate::collect::footer::loss_by_cpu(&k.attempted, &self.asm.stats.records_by_cpu);
+            let lost = settled_loss(&self.missing_before, &missing);
+            self.missing_before = missing;
+            // A counter: never goes down.
+            m.health.lost_records = m.health.lost_records.max(lost + self.asm.stats.bad_records);
+            m.health.ring_buffer_full = k.ring_full;
+        }
+        let (rss, cpu) = own_cost();
+        m.health.rss_bytes = rss;
+        m.health.cpu_seconds = cpu;
+        if let Some(r) = &self.recording {
+            m.health.recordings = r.files;
+            m.health.recorded_bytes = r.bytes;
+            if r.paused.is_some() && m.health.recording_paused != r.paused {
+                log::warn!("recording paused ({}): {}", r.paused.unwrap_or(""), r.last_error.as_deref().unwrap_or(""));
+                eprintln!(
+                    "tracer agent: recording paused ({}): {}; metrics go on",
+                    r.paused.unwrap_or(""),
+                    r.last_error.as_deref().unwrap_or("")
+                );
+            }
+            m.health.recording_paused = r.paused;
+        }
+        drop(m);
+        if let Some(pid) = self.command_pid {
+            let mut st = 0;
+            // SAFETY: waitpid on our own child with WNOHANG.
+            if unsafe { libc::waitpid(pid as i32, &mut st, libc::WNOHANG) } == pid as i32 {
+                self.command_pid = None;
+            }
+        }
+    }
+
+    fn side(&mut self) {
+        let Some(rx) = &self.power else { return };
+        let now = now_ns();
+        let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        while let Ok(v) = rx.try_recv() {
+            m.add_value(&v, now);
+            if let Some(w) = self.recording.as_mut() {
+                w.line(&crate::decode::fastline::Line::Value(v));
+            }
+        }
+    }
+
+    fn recording_tick(&mut self) {
+        let Some(r) = self.recording.as_mut() else { return };
+        if self.shared.record_requested.swap(false, Ordering::Relaxed) {
+            r.request();
+        }
+        let lost = self.shared.metrics.lock().map(|m| m.health.lost_records).unwrap_or(0);
+        r.tick(Instant::now(), &*self.window_header, &|n, s| recording::footer(n, s, lost));
+    }
+
+    /// Runs until SIGTERM/SIGINT/SIGHUP; then detaches every probe and
+    /// takes what is left.
+    pub async fn run(
+        &mut self,
+        signals: &mut crate::collect::spawn::StopSignals,
+        usr1: &mut tokio::signal::unix::Signal,
+    ) -> anyhow::Result<i32> {
+        let ring = self.loaded.ring.take().context("ring buffer already taken")?;
+        // SAFETY: the ring buffer owns its fd and outlives the registration.
+        let mut afd =
+            unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
+        self.scan();
+        let mut tick = tokio::time::interval(crate::collect::session::POLL_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut last_scan, mut last_house) = (Instant::now(), Instant::now() - HOUSEKEEPING);
+        let sig = loop {
+            tokio::select! {
+                s = signals.recv() => break s,
+                _ = usr1.recv() => {
+                    if let Some(r) = self.recording.as_mut() && r.request() {
+                        eprintln!("tracer agent: SIGUSR1: recording {} s", r.window().as_secs_f64());
+                    }
+                }
+                g = afd.readable_mut() => {
+                    let mut g = g?;
+                    self.drain(g.get_inner_mut());
+                    g.clear_ready();
+                }
+                _ = tick.tick() => {
+                    self.drain(afd.get_mut());
+                    self.side();
+                    self.recording_tick();
+                    if last_scan.elapsed() >= self.scan_interval {
+                        self.scan();
+                        last_scan = Instant::now();
+                    }
+                    if last_house.elapsed() >= HOUSEKEEPING {
+                        // The counters first, then what they numbered.
+                        let counters = loader::read_counters(&self.loaded.counters).ok();
+                        self.drain(afd.get_mut());
+                        self.housekeeping(counters);
+                        last_house = Instant::now();
+                    }
+                }
+            }
+        };
+        log::info!("signal {sig}: detaching");
+        loader::detach_all(std::mem::take(&mut self.loaded.links));
+        drop(self.loaded.ebpf.take());
+        let mut ring = afd.into_inner();
+        while self.drain(&mut ring) > 0 {}
+        let lost = self.shared.metrics.lock().map(|m| m.health.lost_records).unwrap_or(0);
+        if let Some(r) = self.recording.as_mut() {
+            r.finish(&|n, s| recording::footer(n, s, lost));
+        }
+        Ok(0)
+    }
+}
+
+/// Records lost for good: per CPU, missing now and a second ago too (a
+/// record still being written when the counters were read is missing only
+/// once). Exact up to the records in flight at two reads in a row.
+pub fn settled_loss(before: &std::collections::BTreeMap<u32, u64>, now: &std::collections::BTreeMap<u32, u64>) -> u64 {
+    now.iter().map(|(cpu, &n)| n.min(before.get(cpu).copied().unwrap_or(0))).sum()
+}
+
+/// The agent's resident bytes and CPU seconds (user + system).
+fn own_cost() -> (u64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: getrusage writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let cpu = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
+        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        s(ru.ru_utime) + s(ru.ru_stime)
+    } else {
+        0.0
+    };
+    (rss_kib * 1024, cpu)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_loss_counts_once_it_is_seen_twice() {
+        let m = |v: &[(u32, u64)]| v.iter().copied().collect::<std::collections::BTreeMap<u32, u64>>();
+        // CPU 0: 3 in flight at one read only; CPU 1: 5 lost for good.
+        assert_eq!(super::settled_loss(&m(&[(1, 5)]), &m(&[(0, 3), (1, 5)])), 5);
+        assert_eq!(super::settled_loss(&m(&[(0, 3), (1, 5)]), &m(&[(1, 7)])), 5);
+        assert_eq!(super::settled_loss(&m(&[]), &m(&[(0, 9)])), 0);
+    }
+}

@@ -1,0 +1,580 @@
+//! `tracer agent` end to end (root): a real Prometheus server (Debian's
+//! `prometheus`, started here on 127.0.0.1) scrapes the agent while
+//! programs linked against the fake libcuda run; the launch counter read
+//! through Prometheus' HTTP API equals the launches made, a process's
+//! series disappear after it exits (grace period), a process started
+//! before the agent and one started after are both reported, and a
+//! restarted agent picks up a process that was already running. Also: a
+//! process outside the selection is not reported, and duty-cycled
+//! recording pauses on a full disk (metrics go on) and resumes.
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// GET or POST `path` on `addr`: (status code, body).
+fn http(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<(u32, String)> {
+    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(c, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    let mut out = String::new();
+    c.read_to_string(&mut out)?;
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    Ok((code, body))
+}
+
+fn wait_until<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A running agent, killed on drop if the test did not stop it.
+struct Agent {
+    child: Child,
+    addr: SocketAddr,
+    stderr: PathBuf,
+}
+
+impl Agent {
+    fn start(tag: &str, port: u16, args: &[&str]) -> Agent {
+        let f = common::fake();
+        let stderr = common::fresh_output(tag).with_extension("agent.stderr");
+        let child = Command::new(common::tracer_bin())
+            .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--libcuda"])
+            .arg(&f.lib)
+            .args(if args.contains(&"--grace") { &[][..] } else { &["--grace", "2s"][..] })
+            .args(["--scan-interval-ms", "100"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("starting tracer agent");
+        let mut a = Agent { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), stderr };
+        wait_until("the agent to serve /metrics", LIMIT, || {
+            if let Some(st) = a.child.try_wait().unwrap() {
+                panic!("tracer agent exited ({st}) at start:\n{}", a.stderr_text());
+            }
+            http(a.addr, "GET", "/metrics").ok().filter(|r| r.0 == 200)
+        });
+        a
+    }
+
+    fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn metrics(&self) -> String {
+        let (code, body) = http(self.addr, "GET", "/metrics").expect("GET /metrics");
+        assert_eq!(code, 200, "{body}");
+        body
+    }
+
+    /// The value of the sample `name` whose labels include `pid`, if any.
+    fn value(&self, name: &str, pid: u32) -> Option<f64> {
+        let needle = format!("pid=\"{pid}\"");
+        self.metrics()
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&needle))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    /// SIGTERM; the agent exits 0 saying every probe was detached.
+    fn stop(mut self) {
+        // SAFETY: kill on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let st = common::wait_with_timeout(&mut self.child, LIMIT, false, "tracer agent after SIGTERM");
+        let err = self.stderr_text();
+        assert_eq!(common::shell_code(&st), 0, "{err}");
+        assert!(err.contains("every probe detached"), "{err}");
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One run of tests/fakecuda/agent_load.c, with its control directory.
+struct Load {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Load {
+    fn start(tag: &str, launches: &[u32]) -> Load {
+        let dir = common::fresh_output(tag).with_extension("dir");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = Command::new(common::fake_program("agent_load"));
+        c.arg(&dir).args(launches.iter().map(|n| n.to_string()));
+        let child = c.stdin(Stdio::null()).spawn().expect("starting agent_load");
+        Load { child, dir }
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    fn touch(&self, name: &str) {
+        std::fs::write(self.dir.join(name), b"").unwrap();
+    }
+    fn wait_file(&self, name: &str) {
+        wait_until(&format!("{}/{name}", self.dir.display()), LIMIT, || self.dir.join(name).exists().then_some(()));
+    }
+    fn finish(mut self) {
+        self.touch("exit");
+        let st = common::wait_with_timeout(&mut self.child, LIMIT, false, "agent_load");
+        assert!(st.success(), "agent_load: {st}");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Waits until the agent reports `load` (its cuInit calls while it waits
+/// for `go`), then lets it do its counted work and waits for `done`.
+fn run_phase(agent: &Agent, load: &Load, go: &str, done: &str) {
+    wait_until(&format!("the agent to report pid {}", load.pid()), LIMIT, || {
+        agent.value("tracer_driver_calls_total", load.pid())
+    });
+    load.touch(go);
+    load.wait_file(done);
+}
+
+/// A Prometheus server scraping `target` every second.
+struct Prometheus {
+    child: Child,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Prometheus {
+    fn start(target: SocketAddr) -> Prometheus {
+        let bin = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("prometheus is not installed: `cargo xtask setup` installs Debian's prometheus package");
+        let dir = common::fresh_output("prometheus").with_extension("prom");
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+             scrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let port = free_port();
+        let child = Command::new(bin)
+            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .expect("starting prometheus");
+        let p = Prometheus { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), dir };
+        wait_until("prometheus to be ready", LIMIT, || http(p.addr, "GET", "/-/ready").ok().filter(|r| r.0 == 200));
+        p
+    }
+
+    /// An instant query: (labels, value) of each series.
+    fn query(&self, q: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+        let enc: String = q
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (code, body) = http(self.addr, "GET", &format!("/api/v1/query?query={enc}")).expect("prometheus query");
+        assert_eq!(code, 200, "{q}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{q}: {e}: {body}"));
+        assert_eq!(v["status"], "success", "{body}");
+        v["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let labels = r["metric"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                    .collect();
+                (labels, r["value"][1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+
+    fn launches(&self, pid: u32) -> Option<f64> {
+        let r = self.query(&format!("tracer_kernel_launches_total{{pid=\"{pid}\",api=\"cuLaunchKernel\"}}"));
+        assert!(r.len() <= 1, "{r:?}");
+        r.first().map(|x| x.1)
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr")).unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[test]
+fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let port = free_port();
+    // A: started before the agent; B: after it, and it outlives the agent.
+    let a = Load::start("agent-a", &[7]);
+    let agent = Agent::start("agent-1", port, &["--all-libcuda"]);
+    let b = Load::start("agent-b", &[11, 5]);
+    let prom = Prometheus::start(agent.addr);
+    run_phase(&agent, &a, "go", "done");
+    run_phase(&agent, &b, "go", "done");
+    let (pa, pb) = (a.pid(), b.pid());
+    wait_until("prometheus to scrape 7 and 11 launches", LIMIT, || {
+        (prom.launches(pa) == Some(7.0) && prom.launches(pb) == Some(11.0)).then_some(())
+    });
+    // The other counters of A, through Prometheus too.
+    let one = |q: &str| {
+        let r = prom.query(q);
+        assert_eq!(r.len(), 1, "{q}: {r:?}\nprometheus: {}", prom.stderr());
+        r[0].clone()
+    };
+    let (labels, v) = one(&format!("tracer_kernels_total{{pid=\"{pa}\"}}"));
+    assert_eq!((labels["family"].as_str(), v), ("gemm", 7.0));
+    assert_eq!(labels["command"], format!("agent_load {} 7", a.dir.display()));
+    assert_eq!(one(&format!("tracer_copy_bytes_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3000.0);
+    assert_eq!(one(&format!("tracer_copies_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3.0);
+    assert_eq!(one(&format!("tracer_allocated_bytes_live{{pid=\"{pa}\"}}")).1, 4096.0);
+    assert_eq!(one(&format!("tracer_allocations_total{{pid=\"{pa}\"}}")).1, 2.0);
+    assert_eq!(one(&format!("tracer_synchronizations_total{{pid=\"{pa}\"}}")).1, 1.0);
+    assert_eq!(one("tracer_lost_records_total").1, 0.0);
+
+    // A exits: its series go after the grace period (2 s); B's stay.
+    a.finish();
+    wait_until(&format!("pid {pa}'s series to disappear from Prometheus"), LIMIT, || {
+        prom.launches(pa).is_none().then_some(())
+    });
+    assert_eq!(prom.launches(pb), Some(11.0));
+    assert_eq!(one("tracer_processes_dropped_total").1, 1.0);
+
+    // The agent restarts; B, started before the new agent, is found again
+    // and its next launches counted from zero.
+    agent.stop();
+    let agent = Agent::start("agent-2", port, &["--all-libcuda"]);
+    run_phase(&agent, &b, "go2", "done2");
+    wait_until("the restarted agent to count 5 launches", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", pb) == Some(5.0)).then_some(())
+    });
+    wait_until("prometheus to scrape the restarted agent's 5 launches", LIMIT, || {
+        (prom.launches(pb) == Some(5.0)).then_some(())
+    });
+    b.finish();
+    agent.stop();
+}
+
+#[test]
+fn a_process_outside_the_selection_is_not_reported() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let a = Load::start("agent-sel-a", &[3]);
+    let c = Load::start("agent-sel-c", &[4]);
+    let agent = Agent::start("agent-sel", free_port(), &["-p", &a.pid().to_string()]);
+    run_phase(&agent, &a, "go", "done");
+    c.touch("go");
+    c.wait_file("done");
+    // Whatever C did was seen by the same probes: a scrape after A's work
+    // and C's shows A's launches and nothing of C.
+    wait_until("the agent to count A's 3 launches", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", a.pid()) == Some(3.0)).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let text = agent.metrics();
+    assert!(!text.contains(&format!("pid=\"{}\"", c.pid())), "{text}");
+    a.finish();
+    c.finish();
+    agent.stop();
+}
+
+/// A tmpfs of `kib` KiB mounted at a fresh directory (unmounted on drop).
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(kib: u32) -> SmallFs {
+        let dir = common::fresh_output("agent-tmpfs").with_extension("mnt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tracer-agent"])
+            .arg(&dir)
+            .status();
+        assert!(st.is_ok_and(|s| s.success()), "mounting a tmpfs at {}", dir.display());
+        SmallFs(dir)
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn recording_pauses_on_a_full_disk_and_metrics_go_on() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let fs = SmallFs::mount(256);
+    let records = fs.0.join("traces");
+    std::fs::create_dir_all(&records).unwrap();
+    // Fill the file system: nothing left for a trace file.
+    let filler = fs.0.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    while f.write_all(&[0u8; 4096]).is_ok() {}
+    drop(f);
+    // cuStreamQuery every millisecond: lines in every window.
+    let mut busy = common::driver_cmd(&["sleep_loop"]).stdin(Stdio::null()).spawn().unwrap();
+    let pid = busy.id().to_string();
+    let rec = records.to_str().unwrap();
+    let agent = Agent::start(
+        "agent-rec",
+        free_port(),
+        &["-p", &pid, "--record-dir", rec, "--record-every", "1s", "--record-for", "300ms"],
+    );
+    let paused = |reason: &str| format!("tracer_recording_paused{{reason=\"{reason}\"}} 1");
+    wait_until("recording paused with reason disk_full", LIMIT, || {
+        agent.metrics().contains(&paused("disk_full")).then_some(())
+    });
+    // Metrics keep flowing while recording is paused.
+    let calls = |a: &Agent| a.value("tracer_driver_calls_total", busy.id()).unwrap_or(0.0);
+    let before = calls(&agent);
+    wait_until("more calls counted while paused", LIMIT, || (calls(&agent) > before + 50.0).then_some(()));
+    // Space again: the next window is written whole and the pause ends.
+    std::fs::remove_file(&filler).unwrap();
+    wait_until("recording to resume", LIMIT, || {
+        agent.metrics().contains("tracer_recording_paused{reason=\"\"} 0").then_some(())
+    });
+    // A window on request (POST /record) too.
+    let (code, body) = http(agent.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 202, "{body}");
+    agent.stop();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    // Every file whole (header first, footer last) and read by `tracer summary`.
+    let mut whole = 0;
+    for e in std::fs::read_dir(&records).unwrap().flatten() {
+        let out = Command::new(common::tracer_bin()).args(["summary", "--json"]).arg(e.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if e.metadata().unwrap().len() == 0 || !out.status.success() {
+            // The windows cut by the full disk.
+            continue;
+        }
+        let s: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        let calls = s["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "cuStreamQuery")
+            .and_then(|f| f["calls"].as_u64())
+            .unwrap_or(0);
+        assert!(calls > 10, "{}: {s}", e.path().display());
+        whole += 1;
+    }
+    assert!(whole >= 1, "no whole window file in {}", records.display());
+}
+
+/// tests/fakecuda/agent_dlopen.c, built without linking libcuda.
+fn dlopen_program() -> PathBuf {
+    let f = common::fake();
+    let out = f.dir.join("agent_dlopen");
+    let tmp = f.dir.join("agent_dlopen.tmp");
+    let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-Wall", "-Wextra", "-o"])
+        .arg(&tmp)
+        .arg(common::src_dir().join("agent_dlopen.c"))
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(st.success(), "building agent_dlopen.c");
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// A process that maps libcuda only after the agent looked at it: found by
+/// the next scan, every launch after that counted.
+#[test]
+fn a_process_that_loads_libcuda_late_is_found() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let agent = Agent::start("agent-late", free_port(), &["--all-libcuda"]);
+    let dir = common::fresh_output("agent-late").with_extension("dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut p = Command::new(dlopen_program())
+        .arg(&dir)
+        .arg(&common::fake().lib)
+        .arg("9")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = p.id();
+    // Several scans (100 ms) go by while it has no libcuda mapped.
+    std::thread::sleep(Duration::from_millis(500));
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("libcuda"), "{maps}");
+    std::fs::write(dir.join("open"), b"").unwrap();
+    wait_until("the agent to report the late process", LIMIT, || agent.value("tracer_driver_calls_total", pid));
+    std::fs::write(dir.join("go"), b"").unwrap();
+    wait_until("done", LIMIT, || dir.join("done").exists().then_some(()));
+    wait_until("9 launches counted", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", pid) == Some(9.0)).then_some(())
+    });
+    std::fs::write(dir.join("exit"), b"").unwrap();
+    let st = common::wait_with_timeout(&mut p, LIMIT, false, "agent_dlopen");
+    assert!(st.success(), "{st}");
+    let _ = std::fs::remove_dir_all(&dir);
+    agent.stop();
+}
+
+/// A child killed when the test fails.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The sum of every sample of `name` in an exposition.
+fn total(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Two runs of 101 000 launches in a row (tests/fakecuda/bench.c, children
+/// of a traced shell): every launch counted, and the agent's resident
+/// memory after the second run within 1 MiB of that after the first.
+#[test]
+fn memory_stays_flat_across_runs() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let bench = common::fake_program("bench");
+    let dir = common::fresh_output("agent-mem").with_extension("dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "d={d}; for r in 1 2; do while [ ! -e $d/go$r ]; do sleep 0.05; done; \
+         {b} calls launch 100000 1 >/dev/null || exit 1; touch $d/done$r; done; \
+         while [ ! -e $d/exit ]; do sleep 0.05; done",
+        d = dir.display(),
+        b = bench.display()
+    );
+    let mut sh = KillOnDrop(Command::new("sh").args(["-c", &script]).stdin(Stdio::null()).spawn().unwrap());
+    let agent = Agent::start("agent-mem", free_port(), &["-p", &sh.0.id().to_string(), "--grace", "600s"]);
+    let mut rss = vec![];
+    for r in 1..=2 {
+        std::fs::write(dir.join(format!("go{r}")), b"").unwrap();
+        wait_until(&format!("run {r}"), LIMIT, || dir.join(format!("done{r}")).exists().then_some(()));
+        let want = 101_000.0 * r as f64;
+        let text = wait_until(&format!("{want} launches counted"), LIMIT, || {
+            let t = agent.metrics();
+            (total(&t, "tracer_kernel_launches_total") == want).then_some(t)
+        });
+        assert_eq!(total(&text, "tracer_lost_records_total"), 0.0);
+        // The housekeeping round (every second) that reads the agent's memory.
+        std::thread::sleep(Duration::from_millis(1200));
+        rss.push(total(&agent.metrics(), "tracer_agent_resident_bytes"));
+    }
+    eprintln!("agent resident bytes after each run: {rss:?}");
+    assert!(rss[0] > 0.0, "{rss:?}");
+    assert!(rss[1] - rss[0] < 1024.0 * 1024.0, "resident memory grew from {} to {} bytes", rss[0], rss[1]);
+    std::fs::write(dir.join("exit"), b"").unwrap();
+    let st = common::wait_with_timeout(&mut sh.0, LIMIT, false, "the bench shell");
+    assert!(st.success(), "{st}");
+    let _ = std::fs::remove_dir_all(&dir);
+    agent.stop();
+}
+
+/// The cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
+fn cgroup2_root() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    mounts
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, mountpoint, fstype) = (f.next()?, f.next()?, f.next()?);
+            (fstype == "cgroup2").then(|| PathBuf::from(mountpoint))
+        })
+        .expect("no cgroup2 mount: this test needs cgroup v2")
+}
+
+/// `--cgroup`: the kernel selects the processes of one cgroup (and, as with
+/// `tracer record --cgroup`, nothing else); no -p, no /proc scan.
+#[test]
+fn cgroup_selects_the_processes_inside_in_the_kernel() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let name = format!("tracer-agent-cg-{}", std::process::id());
+    let dir = cgroup2_root().join(&name);
+    std::fs::create_dir(&dir).unwrap();
+    let a = Load::start("agent-cg-a", &[3]);
+    let c = Load::start("agent-cg-c", &[4]);
+    std::fs::write(dir.join("cgroup.procs"), a.pid().to_string()).unwrap();
+    let agent = Agent::start("agent-cg", free_port(), &["--cgroup", &format!("/{name}")]);
+    assert!(agent.stderr_text().contains("selected in the kernel"), "{}", agent.stderr_text());
+    run_phase(&agent, &a, "go", "done");
+    c.touch("go");
+    c.wait_file("done");
+    wait_until("the agent to count A's 3 launches", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", a.pid()) == Some(3.0)).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let text = agent.metrics();
+    assert!(!text.contains(&format!("pid=\"{}\"", c.pid())), "{text}");
+    a.finish();
+    c.finish();
+    agent.stop();
+    let _ = std::fs::remove_dir(&dir);
+}
