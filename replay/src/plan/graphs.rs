@@ -83,7 +83,10 @@ impl<'a> Builder<'a> {
         match name {
             "cuStreamEndCapture" => {
                 let nodes = c.u64_field("capture").and_then(|id| g.captures.remove(&id)).unwrap_or_default();
-                if let Some(h) = graph {
+                // cuStreamBeginCaptureToGraph into a graph with nodes of its own: stays not replayable.
+                if let Some(h) = graph
+                    && !matches!(g.graphs.get(&(pid, h)), Some(Contents::Opaque(_)))
+                {
                     g.graphs.insert((pid, h), Contents::Captured(Rc::new(nodes)));
                 }
             }
