@@ -203,3 +203,20 @@ fn a_node_changed_after_capture_makes_later_instantiations_opaque() {
     assert_eq!(c.graph_launches_not_replayed.get(why), Some(&4));
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
 }
+
+#[test]
+fn a_capture_into_a_graph_with_nodes_of_its_own_stays_not_replayable() {
+    let mut r = build();
+    // cuGraphCreate of the graph the capture ends in (cuStreamBeginCaptureToGraph into it).
+    r.lines.insert(
+        6,
+        json!({"ts": 7500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_create", "name": "cuGraphCreate", "ret": 0, "args": {}, "graph": "0x90001"}),
+    );
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.captured_launches), (6, 0, 0, 3));
+    let not: Vec<(&str, usize)> = c.graph_launches_not_replayed.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(not, vec![(EXPLICIT, 5), (OPAQUE, 1)]);
+    assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
+}
