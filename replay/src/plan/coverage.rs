@@ -17,8 +17,25 @@ pub struct Coverage {
     pub skipped_by_reason: BTreeMap<String, usize>,
     /// Every skipped launch, in recorded order.
     pub skipped: Vec<Skipped>,
-    /// cuGraphLaunch lines (graph contents are not recorded: not replayed).
+    /// cuGraphLaunch lines (plan/graphs.rs).
     pub graph_launches: usize,
+    /// Graph launches expanded into their captured work, in stream order on the launch's stream.
+    pub graph_launches_expanded: usize,
+    /// Reason -> graph launches not replayed for it (exec not built in the recording, explicit graph, …).
+    pub graph_launches_not_replayed: BTreeMap<String, usize>,
+    /// Kernels of the expanded graph launches (each launch × its exec's captured kernels), and those replayed.
+    pub graph_kernels: usize,
+    pub graph_kernels_replayed: usize,
+    /// Copies and sets of the expanded graph launches, and those replayed.
+    pub graph_copies_sets: usize,
+    pub graph_copies_sets_replayed: usize,
+    /// Reason -> expanded graph kernels, copies and sets not replayed for it.
+    pub graph_skipped_by_reason: BTreeMap<String, usize>,
+    /// Launches, copies/sets and event records/waits made while a stream captured: recorded
+    /// into a graph, not run then (they run in the graph launches that expand them).
+    pub captured_launches: usize,
+    pub captured_copies_sets: usize,
+    pub captured_events: usize,
     pub copies: usize,
     pub copies_replayed: usize,
     /// H2D copies replayed with the recorded bytes / with a deterministic fill.
@@ -34,8 +51,10 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// Kernels replayed among the kernels recorded as run: launch lines and the kernels of expanded graph launches.
     pub fn percent(&self) -> f64 {
-        if self.launches == 0 { 0.0 } else { 100.0 * self.launches_replayed as f64 / self.launches as f64 }
+        let all = self.launches + self.graph_kernels;
+        if all == 0 { 0.0 } else { 100.0 * (self.launches_replayed + self.graph_kernels_replayed) as f64 / all as f64 }
     }
 
     pub(crate) fn skip_launch(&mut self, s: Skipped) {
@@ -71,9 +90,8 @@ impl Coverage {
                 if *n > examples { ", …" } else { "" }
             );
         }
-        if self.graph_launches > 0 {
-            let _ =
-                writeln!(s, "graph launches: {} (not replayed: graph contents are not recorded)", self.graph_launches);
+        if self.graph_launches > 0 || self.captured_launches + self.captured_copies_sets + self.captured_events > 0 {
+            self.graph_text(&mut s);
         }
         let _ = writeln!(
             s,
@@ -95,5 +113,34 @@ impl Coverage {
             let _ = writeln!(s, "  not replayed {n}: {reason} (first at line {first})");
         }
         s
+    }
+}
+
+impl Coverage {
+    /// The graph lines of [`Coverage::text`].
+    fn graph_text(&self, s: &mut String) {
+        use std::fmt::Write;
+        let _ = writeln!(
+            s,
+            "graph launches: {}, expanded into stream order {} ({} kernels, replayed {}; {} copies/sets, replayed {}), not replayed {}",
+            self.graph_launches,
+            self.graph_launches_expanded,
+            self.graph_kernels,
+            self.graph_kernels_replayed,
+            self.graph_copies_sets,
+            self.graph_copies_sets_replayed,
+            self.graph_launches - self.graph_launches_expanded
+        );
+        for (reason, n) in &self.graph_launches_not_replayed {
+            let _ = writeln!(s, "  graph launches not replayed {n}: {reason}");
+        }
+        for (reason, n) in &self.graph_skipped_by_reason {
+            let _ = writeln!(s, "  graph work not replayed {n}: {reason}");
+        }
+        let _ = writeln!(
+            s,
+            "captured into graphs (not run when captured): {} launches, {} copies/sets, {} event records/waits",
+            self.captured_launches, self.captured_copies_sets, self.captured_events
+        );
     }
 }

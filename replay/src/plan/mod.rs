@@ -8,6 +8,7 @@
 pub mod coverage;
 pub mod deps;
 pub mod family;
+mod graphs;
 pub mod memory;
 pub mod types;
 
@@ -33,6 +34,8 @@ pub struct Plan {
     pub ranges: Vec<AddrRange>,
     pub relocations: Vec<RelocCandidate>,
     pub coverage: Coverage,
+    /// The ops that expand graph launches (plan/graphs.rs), in op order.
+    pub graph_ops: Vec<GraphOp>,
     pub warnings: Vec<String>,
 }
 
@@ -136,6 +139,7 @@ struct Builder<'a> {
     pids: HashMap<u32, PidState>,
     plan: Plan,
     ranges: memory::Ranges,
+    graphs: graphs::Graphs,
 }
 
 const STREAM_LEGACY: u64 = 1;
@@ -203,9 +207,11 @@ impl<'a> Builder<'a> {
                 ranges: vec![],
                 relocations: vec![],
                 coverage: Coverage::default(),
+                graph_ops: vec![],
                 warnings: vec![],
             },
             ranges: memory::Ranges::default(),
+            graphs: graphs::Graphs::default(),
         }
     }
 
@@ -312,6 +318,9 @@ impl<'a> Builder<'a> {
     /// attribute, stream, event or allocation call updates the tables the ops are resolved with.
     fn call(&mut self, c: &Call) -> Result<()> {
         let name = c.name.as_str();
+        if self.graph_call(c)? {
+            return Ok(());
+        }
         if let Some(api) = is_launch(name) {
             return self.launch(c, api);
         }
@@ -370,14 +379,9 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// Whether `c` is a call replay does not re-execute: a graph launch (counted, skipped) or a call
-    /// that failed, was incomplete or lost its entry when recorded (copies and sets counted, skipped).
+    /// Whether `c` is a call replay does not re-execute: a call that failed, was incomplete or
+    /// lost its entry when recorded (copies and sets counted, skipped).
     fn skip_unreplayable(&mut self, c: &Call, name: &str) -> bool {
-        if name.starts_with("cuGraphLaunch") {
-            self.plan.coverage.graph_launches += 1;
-            self.skip_other(c, "graph launch: graph contents are not recorded");
-            return true;
-        }
         if c.failed() || c.entry_lost || c.incomplete {
             if name.starts_with("cuMemcpy") {
                 self.plan.coverage.copies += 1;

@@ -278,3 +278,11 @@ pub struct Skipped {
     pub kernel: Option<String>,
     pub reason: String,
 }
+
+/// An op that runs captured work in a graph launch: the launch's line and the captured call's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GraphOp {
+    pub op: usize,
+    pub launch_line: usize,
+    pub captured_line: usize,
+}

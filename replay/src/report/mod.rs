@@ -224,6 +224,32 @@ fn f(v: &serde_json::Value) -> String {
     v.as_f64().map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
 }
 
+/// Graph launches: how many were expanded into stream order, how many not and why (only when there were some).
+fn text_graphs(s: &mut String, c: &serde_json::Value) {
+    use std::fmt::Write;
+    let n = c["graph_launches"].as_u64().unwrap_or(0);
+    if n == 0 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "graph launches: {n}, expanded into stream order on the launch stream {} (their {} kernels counted above, {} replayed)",
+        c["graph_launches_expanded"], c["graph_kernels"], c["graph_kernels_replayed"]
+    );
+    for key in ["graph_launches_not_replayed", "graph_skipped_by_reason"] {
+        if let Some(m) = c[key].as_object() {
+            for (k, v) in m {
+                let what = if key == "graph_launches_not_replayed" {
+                    "graph launches not replayed"
+                } else {
+                    "graph work not replayed"
+                };
+                let _ = writeln!(s, "  {what} {v}: {k}");
+            }
+        }
+    }
+}
+
 /// The recording, device, coverage, memory and recorded GPU time.
 fn text_setup(s: &mut String, r: &serde_json::Value) {
     use std::fmt::Write;
@@ -233,8 +259,8 @@ fn text_setup(s: &mut String, r: &serde_json::Value) {
     let _ = writeln!(
         s,
         "coverage: {} of {} launches replayed ({}%)",
-        c["launches_replayed"],
-        c["launches"],
+        c["launches_replayed"].as_u64().unwrap_or(0) + c["graph_kernels_replayed"].as_u64().unwrap_or(0),
+        c["launches"].as_u64().unwrap_or(0) + c["graph_kernels"].as_u64().unwrap_or(0),
         f(&c["percent"])
     );
     if let Some(m) = c["skipped_by_reason"].as_object() {
@@ -242,6 +268,7 @@ fn text_setup(s: &mut String, r: &serde_json::Value) {
             let _ = writeln!(s, "  skipped {v}: {k}");
         }
     }
+    text_graphs(s, c);
     let _ = writeln!(s, "memory: {}", r["memory"]["summary"].as_str().unwrap_or("-"));
     let rec = &r["recorded"];
     if rec["source"] == "launch_to_sync" {
