@@ -129,7 +129,7 @@ def main():
     ap.add_argument("--workloads", default="gen,launch")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--pin", type=int, default=None if len(os.sched_getaffinity(0)) < 4 else 2)
+    ap.add_argument("--pin", type=int, default=None, help="CPU to pin the workload to (default: not pinned, as users run it)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
     args = ap.parse_args()
     modes = args.modes.split(",")
