@@ -58,13 +58,19 @@ impl GpuLines {
             }
         };
         match m {
-            Msg::Kernel { span, grid, block, shared_mem, name_id } => {
+            Msg::Kernel { span, grid, block, shared_mem, name_id, graph_id, graph_node_id } => {
                 let mut v = self.base(pid, "kernel", &span)?;
                 self.kernels += 1;
                 v["name"] = self.names.get(&(pid, name_id)).map_or(Value::Null, |n| json!(n));
                 v["grid"] = json!(grid);
                 v["block"] = json!(block);
                 v["shared_mem"] = json!(shared_mem);
+                if graph_id != 0 {
+                    v["graph_id"] = json!(graph_id);
+                }
+                if graph_node_id != 0 {
+                    v["graph_node_id"] = json!(graph_node_id);
+                }
                 Some(v)
             }
             Msg::Memcpy { span, bytes, copy_kind: k, .. } => {
@@ -289,6 +295,8 @@ mod tests {
                     block: [256, 1, 1],
                     shared_mem: 1024,
                     name_id: 1,
+                    graph_id: 0,
+                    graph_node_id: 0,
                 },
             ),
             (
@@ -352,7 +360,7 @@ mod tests {
     #[test]
     fn names_and_streams_are_per_process() {
         let k = |pid, stream| {
-            (pid, Msg::Kernel { span: span(10, 20, stream, 1), grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1 })
+            (pid, Msg::Kernel { span: span(10, 20, stream, 1), grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1, graph_id: 0, graph_node_id: 0 })
         };
         let (_, lines) = run(&[
             (1, Msg::Name { id: 1, name: "a".into() }),
