@@ -358,6 +358,19 @@ mod tests {
     }
 
     #[test]
+    fn graph_kernels_carry_their_graph_and_node_ids() {
+        let k = |graph_id, graph_node_id| {
+            let span = span(10, 20, 7, 5);
+            (1, Msg::Kernel { span, grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1, graph_id, graph_node_id })
+        };
+        let (_, lines) = run(&[(1, Msg::Name { id: 1, name: "k".into() }), k(3, 0x2_0000_0005), k(0, 0)]);
+        let v: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!((v[0]["graph_id"].as_u64(), v[0]["graph_node_id"].as_u64()), (Some(3), Some(0x2_0000_0005)));
+        // not launched by a graph: no ids on the line
+        assert_eq!((v[1].get("graph_id"), v[1].get("graph_node_id")), (None, None));
+    }
+
+    #[test]
     fn names_and_streams_are_per_process() {
         let k = |pid, stream| {
             (pid, Msg::Kernel { span: span(10, 20, stream, 1), grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1, graph_id: 0, graph_node_id: 0 })
