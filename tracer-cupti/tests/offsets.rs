@@ -55,7 +55,9 @@ fn offsets_match_cupti_13() {
         if let Some(&o) = m.get(&("KT".to_string(), f.to_string())) {
             assert_eq!(o, off, "CUpti_ActivityKernel10.{f}");
         } else {
-            eprintln!("CUpti_ActivityKernel10.{f}: not in the committed offsets yet (re-run scripts/cupti_offsets.sh on the GPU machine)");
+            eprintln!(
+                "CUpti_ActivityKernel10.{f}: not in the committed offsets yet (re-run scripts/cupti_offsets.sh on the GPU machine)"
+            );
         }
     }
     assert!(kernel_off::MIN_LEN <= at("KT", "sizeof"));

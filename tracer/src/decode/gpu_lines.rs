@@ -373,7 +373,18 @@ mod tests {
     #[test]
     fn names_and_streams_are_per_process() {
         let k = |pid, stream| {
-            (pid, Msg::Kernel { span: span(10, 20, stream, 1), grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1, graph_id: 0, graph_node_id: 0 })
+            (
+                pid,
+                Msg::Kernel {
+                    span: span(10, 20, stream, 1),
+                    grid: [1; 3],
+                    block: [1; 3],
+                    shared_mem: 0,
+                    name_id: 1,
+                    graph_id: 0,
+                    graph_node_id: 0,
+                },
+            )
         };
         let (_, lines) = run(&[
             (1, Msg::Name { id: 1, name: "a".into() }),
