@@ -30,7 +30,8 @@ int main(void) {
          CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
   O(CUpti_ResourceData, context); O(CUpti_ResourceData, resourceHandle);
   O(KT, start); O(KT, end); O(KT, deviceId); O(KT, contextId); O(KT, streamId); O(KT, gridX); O(KT, blockX);
-  O(KT, dynamicSharedMemory); O(KT, correlationId); O(KT, name); printf("sizeof KT %zu\n", sizeof(KT));
+  O(KT, dynamicSharedMemory); O(KT, correlationId); O(KT, name); O(KT, graphNodeId); O(KT, graphId);
+  printf("sizeof KT %zu\n", sizeof(KT));
   O(MT, copyKind); O(MT, srcKind); O(MT, dstKind); O(MT, flags); O(MT, bytes); O(MT, start); O(MT, end);
   O(MT, deviceId); O(MT, contextId); O(MT, streamId); O(MT, correlationId); printf("sizeof MT %zu\n", sizeof(MT));
   O(ST, value); O(ST, bytes); O(ST, start); O(ST, end); O(ST, deviceId); O(ST, contextId); O(ST, streamId);

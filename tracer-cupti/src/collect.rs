@@ -236,7 +236,15 @@ mod tests {
     fn messages_become_activities() {
         let span = Span { start: 10, end: 25, device: 0, context: 1, stream: 13, correlation: 7 };
         let k = activity(
-            Msg::Kernel { span, grid: [80, 1, 1], block: [256, 1, 1], shared_mem: 1024, name_id: 0 },
+            Msg::Kernel {
+                span,
+                grid: [80, 1, 1],
+                block: [256, 1, 1],
+                shared_mem: 1024,
+                name_id: 0,
+                graph_id: 0,
+                graph_node_id: 0,
+            },
             Some(Arc::from("_Z6vecAddPfS_S_i")),
         )
         .unwrap();

@@ -30,8 +30,13 @@ pub mod kernel_off {
     pub const DYNAMIC_SHARED_MEMORY: usize = 80;
     pub const CORRELATION_ID: usize = 92;
     pub const NAME: usize = 104;
-    /// Bytes we read: up to the end of `name`.
-    pub const MIN_LEN: usize = 112;
+    /// CUPTI's id of the graph node that launched the kernel (0 outside
+    /// graphs): `uint64_t graphNodeId`, unchanged since CUpti_ActivityKernel6.
+    pub const GRAPH_NODE_ID: usize = 144;
+    /// CUPTI's id of the graph whose launch ran the kernel (0 outside graphs).
+    pub const GRAPH_ID: usize = 156;
+    /// Bytes we read: up to the end of `graphId`.
+    pub const MIN_LEN: usize = 160;
 }
 
 /// Offsets in CUpti_ActivityMemcpy* (CUPTI 13.0).
@@ -145,6 +150,8 @@ pub fn decode(kind: u32, b: &[u8], offset_ns: i64) -> Option<Decoded> {
                     block: g(k::BLOCK_X),
                     shared_mem: i32_at(b, k::DYNAMIC_SHARED_MEMORY),
                     name_id: 0,
+                    graph_id: u32_at(b, k::GRAPH_ID),
+                    graph_node_id: u64_at(b, k::GRAPH_NODE_ID),
                 },
                 name_ptr: u64_at(b, k::NAME),
             }
@@ -224,6 +231,9 @@ mod tests {
         put32(&mut b, 92, 1234);
         put64(&mut b, 96, 99); // gridId
         put64(&mut b, 104, 0x7f00_1234_5678);
+        put64(&mut b, 144, 0x0000_0003_0000_0011); // graphNodeId
+        put32(&mut b, 152, 1); // shmemLimitConfig
+        put32(&mut b, 156, 5); // graphId
         b
     }
 
@@ -246,6 +256,8 @@ mod tests {
                 block: [128, 1, 1],
                 shared_mem: 512,
                 name_id: 0,
+                graph_id: 5,
+                graph_node_id: 0x0000_0003_0000_0011,
             }
         );
     }
@@ -304,7 +316,7 @@ mod tests {
 
     #[test]
     fn short_or_unknown_records_are_refused() {
-        assert_eq!(decode(kind::KERNEL, &kernel_record()[..111], 0), None);
+        assert_eq!(decode(kind::KERNEL, &kernel_record()[..159], 0), None);
         assert_eq!(decode(kind::MEMSET, &[0; 51], 0), None);
         assert_eq!(decode(25, &[0; 200], 0), None);
     }

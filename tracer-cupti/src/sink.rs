@@ -158,7 +158,15 @@ mod tests {
 
     fn kernel(i: u32) -> Msg {
         let span = Span { start: i as u64, end: i as u64 + 1, device: 0, context: 1, stream: 7, correlation: i };
-        Msg::Kernel { span, grid: [1, 1, 1], block: [32, 1, 1], shared_mem: 0, name_id: 1 }
+        Msg::Kernel {
+            span,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+            name_id: 1,
+            graph_id: 0,
+            graph_node_id: 0,
+        }
     }
 
     #[test]
@@ -184,7 +192,7 @@ mod tests {
         s.flush();
         let bytes = read_all(rd);
         let _ = std::fs::remove_file(&path);
-        assert_eq!(bytes.len(), 500 * 72);
+        assert_eq!(bytes.len(), 500 * 84);
         let mut d = StreamDecoder::default();
         let mut n = 0;
         d.feed(&bytes, &mut |pid, m| {

@@ -61,6 +61,10 @@ pub enum Msg {
         shared_mem: i32,
         /// Id of a [`Msg::Name`] sent before by the same process.
         name_id: u32,
+        /// CUPTI's graphId and graphNodeId (0 when not launched by a graph).
+        /// Sent after `name_id`; a message without them reads as 0.
+        graph_id: u32,
+        graph_node_id: u64,
     },
     Memcpy {
         span: Span,
@@ -147,12 +151,14 @@ impl Msg {
         let at = out.len();
         out.extend_from_slice(&[0; HEADER]);
         let t = match self {
-            Msg::Kernel { span, grid, block, shared_mem, name_id } => {
+            Msg::Kernel { span, grid, block, shared_mem, name_id, graph_id, graph_node_id } => {
                 put_span(out, span);
                 for v in grid.iter().chain(block.iter()).chain([shared_mem]) {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.extend_from_slice(&name_id.to_le_bytes());
+                out.extend_from_slice(&graph_id.to_le_bytes());
+                out.extend_from_slice(&graph_node_id.to_le_bytes());
                 ty::KERNEL
             }
             Msg::Memcpy { span, bytes, copy_kind, src_kind, dst_kind, flags } => {
@@ -281,7 +287,10 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
             let span = r.span()?;
             let g = [r.i32()?, r.i32()?, r.i32()?];
             let b = [r.i32()?, r.i32()?, r.i32()?];
-            Some(Msg::Kernel { span, grid: g, block: b, shared_mem: r.i32()?, name_id: r.u32()? })
+            let (shared_mem, name_id) = (r.i32()?, r.u32()?);
+            // graph ids: absent from messages of libraries built before them
+            let (graph_id, graph_node_id) = (r.u32().unwrap_or(0), r.u64().unwrap_or(0));
+            Some(Msg::Kernel { span, grid: g, block: b, shared_mem, name_id, graph_id, graph_node_id })
         })(),
         ty::MEMCPY => (|| {
             Some(Msg::Memcpy {
@@ -373,7 +382,15 @@ mod tests {
     fn all() -> Vec<Msg> {
         let span = Span { start: 1_000, end: 3_500, device: 0, context: 1, stream: 7, correlation: 42 };
         vec![
-            Msg::Kernel { span, grid: [80, 1, 1], block: [256, 1, 1], shared_mem: 1024, name_id: 3 },
+            Msg::Kernel {
+                span,
+                grid: [80, 1, 1],
+                block: [256, 1, 1],
+                shared_mem: 1024,
+                name_id: 3,
+                graph_id: 2,
+                graph_node_id: 1 << 33,
+            },
             Msg::Memcpy { span, bytes: 4096, copy_kind: 1, src_kind: 1, dst_kind: 3, flags: 1 },
             Msg::Memset { span, bytes: 64, value: 0, mem_kind: 3 },
             Msg::Stream { context: 1, stream: 13, handle: 0x5555_dead_beef },
@@ -395,11 +412,26 @@ mod tests {
     fn kernel_bytes_are_exact() {
         let mut o = vec![];
         all()[0].encode(77, &mut o);
-        assert_eq!(o.len(), 72);
-        assert_eq!(&o[..8], &[1, 0, 72, 0, 77, 0, 0, 0]);
+        assert_eq!(o.len(), 84);
+        assert_eq!(&o[..8], &[1, 0, 84, 0, 77, 0, 0, 0]);
         assert_eq!(u64::from_le_bytes(o[8..16].try_into().unwrap()), 1_000);
         assert_eq!(u32::from_le_bytes(o[36..40].try_into().unwrap()), 42); // correlation
         assert_eq!(u32::from_le_bytes(o[68..72].try_into().unwrap()), 3); // name id
+        assert_eq!(u32::from_le_bytes(o[72..76].try_into().unwrap()), 2); // graph id
+        assert_eq!(u64::from_le_bytes(o[76..84].try_into().unwrap()), 1 << 33); // graph node id
+    }
+
+    #[test]
+    fn a_kernel_message_without_graph_ids_reads_them_as_zero() {
+        let mut o = vec![];
+        all()[0].encode(77, &mut o);
+        o.truncate(72); // as a library built before graph ids sent it
+        o[2] = 72;
+        let mut d = StreamDecoder::default();
+        let mut got = vec![];
+        d.feed(&o, &mut |_, m| got.push(m.unwrap()));
+        let Msg::Kernel { graph_id, graph_node_id, name_id, .. } = got[0] else { panic!("{got:?}") };
+        assert_eq!((got.len(), graph_id, graph_node_id, name_id), (1, 0, 0, 3));
     }
 
     #[test]

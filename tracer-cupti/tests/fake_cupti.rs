@@ -146,14 +146,18 @@ fn records_streams_names_drops_and_the_final_flush_arrive_exactly() {
                 grid: [2, 3, 4],
                 block: [128, 1, 1],
                 shared_mem: 256,
-                name_id: 1
+                name_id: 1,
+                graph_id: 0,
+                graph_node_id: 0
             },
             Msg::Kernel {
                 span: sp(t + 10000, t + 14500, 7, 42),
                 grid: [2, 3, 4],
                 block: [128, 1, 1],
                 shared_mem: 256,
-                name_id: 1
+                name_id: 1,
+                graph_id: 3,
+                graph_node_id: 0x2_0000_0005
             },
             Msg::Memcpy {
                 span: sp(t + 20000, t + 22250, 7, 43),

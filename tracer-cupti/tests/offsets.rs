@@ -48,6 +48,18 @@ fn offsets_match_cupti_13() {
     for (f, off) in k {
         assert_eq!(at("KT", f), off, "CUpti_ActivityKernel10.{f}");
     }
+    // graphNodeId and graphId (144, 156: from cupti_activity.h's text, the
+    // same in CUpti_ActivityKernel6 to 10) joined the script after the
+    // committed output was made; checked once it is re-run on the GPU machine.
+    for (f, off) in [("graphNodeId", kernel_off::GRAPH_NODE_ID), ("graphId", kernel_off::GRAPH_ID)] {
+        if let Some(&o) = m.get(&("KT".to_string(), f.to_string())) {
+            assert_eq!(o, off, "CUpti_ActivityKernel10.{f}");
+        } else {
+            eprintln!(
+                "CUpti_ActivityKernel10.{f}: not in the committed offsets yet (re-run scripts/cupti_offsets.sh on the GPU machine)"
+            );
+        }
+    }
     assert!(kernel_off::MIN_LEN <= at("KT", "sizeof"));
     let c = [
         ("copyKind", memcpy_off::COPY_KIND),

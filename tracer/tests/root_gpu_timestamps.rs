@@ -100,7 +100,16 @@ fn fake_cupti_records_become_gpu_lines() {
         got,
         vec![
             (k(13, "0x5000", 41), 4500),
-            (k(7, "0x0", 42), 4500),
+            // the fake's graph node kernel: CUPTI's graph and node ids reach the line
+            (
+                {
+                    let mut v = k(7, "0x0", 42);
+                    v["graph_id"] = json!(3);
+                    v["graph_node_id"] = json!(0x2_0000_0005u64);
+                    v
+                },
+                4500
+            ),
             (
                 json!({"type":"gpu","op":"memcpy","name":"memcpy_htod","source":"cupti","tid":0,"device":0,"context_id":1,
                        "stream_id":7,"stream":"0x0","correlation_id":43,"size":1048576,"direction":"h2d","duration_us":2.25}),

@@ -4,7 +4,8 @@
  * known activity records, laid out at CUPTI 13's offsets (records.rs):
  *
  *   cuptiActivityFlushAll   the first call (forced or not) requests one
- *                           buffer, writes 2 kernels, 1 memcpy, 1 memset and
+ *                           buffer, writes 2 kernels (the second one a graph
+ *                           node's: graphId 3, graphNodeId 0x200000005), 1 memcpy, 1 memset and
  *                           1 record of a kind we do not read, completes the
  *                           buffer (context 0x1, stream id 7); later calls
  *                           deliver nothing
@@ -120,7 +121,8 @@ int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n) {
 #define PUT(p, off, type, v) do { type v_ = (v); memcpy((p) + (off), &v_, sizeof v_); } while (0)
 static const char kernel_name[] = "_Z3fooPf";
 
-static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t start) {
+/* graph, node: CUpti_ActivityKernel10's graphId and graphNodeId (0 outside graphs). */
+static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t start, uint32_t graph, uint64_t node) {
     memset(p, 0xAB, 200);
     PUT(p, 0, uint32_t, 10);
     PUT(p, 16, uint64_t, start);
@@ -133,6 +135,8 @@ static uint8_t *kernel(uint8_t *p, uint32_t stream, uint32_t corr, uint64_t star
     PUT(p, 80, int32_t, 256);
     PUT(p, 92, uint32_t, corr);
     PUT(p, 104, const char *, kernel_name);
+    PUT(p, 144, uint64_t, node);
+    PUT(p, 156, uint32_t, graph);
     return p + 200;
 }
 
@@ -149,7 +153,7 @@ static int flush_launches(void) {
     requested(&buf, &size, &max);
     if (!buf || size < n * 200) { free(starts); return 1; }
     uint8_t *p = buf;
-    for (size_t i = 0; i < n; i++) p = kernel(p, 7, (uint32_t)i, starts[i]);
+    for (size_t i = 0; i < n; i++) p = kernel(p, 7, (uint32_t)i, starts[i], 0, 0);
     free(starts);
     completed((void *)0x1, 7, buf, size, (size_t)(p - buf));
     return 0;
@@ -165,8 +169,8 @@ int cuptiActivityFlushAll(uint32_t flag) {
     if (!buf || size < 1024) return 1;
     uint64_t t = now();
     uint8_t *p = buf;
-    p = kernel(p, 13, 41, t);
-    p = kernel(p, 7, 42, t + 10000);
+    p = kernel(p, 13, 41, t, 0, 0);
+    p = kernel(p, 7, 42, t + 10000, 3, 0x200000005ULL); /* a graph's kernel node */
     memset(p, 0xCD, 64); /* memcpy HtoD, 1 MiB */
     PUT(p, 0, uint32_t, 1);
     p[4] = 1; p[5] = 1; p[6] = 3; p[7] = 0;

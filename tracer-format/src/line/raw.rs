@@ -157,4 +157,8 @@ pub struct RawLine<'a> {
     /// The stream capture a launch, copy, set or event call was recorded
     /// into (the work did not run then; docs/trace-format.md, "CUDA graphs").
     pub capture: Option<u64>,
+    /// CUPTI's graphId and graphNodeId of a measured kernel a graph launch
+    /// ran (`gpu` lines; docs/trace-format.md, "CUDA graphs").
+    pub graph_id: Option<u64>,
+    pub graph_node_id: Option<u64>,
 }

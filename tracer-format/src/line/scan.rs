@@ -428,7 +428,9 @@ impl<'a> Cur<'a> {
                 41 => r.stream_id = Some(c.u64()?),
                 42 => r.correlation_id = Some(c.u64()?),
                 43 => r.rank = Some(c.u64()?),
-                _ => r.capture = Some(c.u64()?),
+                44 => r.capture = Some(c.u64()?),
+                45 => r.graph_id = Some(c.u64()?),
+                _ => r.graph_node_id = Some(c.u64()?),
             }
             Some(true)
         })
@@ -488,6 +490,7 @@ fn field_bit(key: &[u8]) -> Option<u32> {
             _ => return None,
         },
         8 => match key {
+            b"graph_id" => 45,
             b"exit_cpu" => 22,
             b"exit_seq" => 23,
             b"filename" => 25,
@@ -519,6 +522,7 @@ fn field_bit(key: &[u8]) -> Option<u32> {
         },
         13 => match key {
             b"mem_clock_mhz" => 36,
+            b"graph_node_id" => 46,
             _ => return None,
         },
         14 => match key {
@@ -580,6 +584,8 @@ mod tests {
             "correlation_id",
             "rank",
             "capture",
+            "graph_id",
+            "graph_node_id",
         ];
         for (i, f) in fields.iter().enumerate() {
             assert_eq!(super::field_bit(f.as_bytes()), Some(i as u32), "{f}");

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::fasthash::FxHashMap;
 
+pub mod graph_measured;
 pub mod graphs;
 use tracer_format::line::{RawLine, StrOrNum, scan_into};
 
@@ -374,6 +375,10 @@ pub struct GpuOp {
     pub geom: u32,
     pub size: u64,
     pub dir: Dir,
+    /// CUPTI's graphId and graphNodeId of a kernel a graph launch ran (0
+    /// otherwise): tied to nodes by model/graph_measured.rs.
+    pub graph_id: u64,
+    pub graph_node_id: u64,
 }
 
 /// Where records are missing, found from the (cpu, seq) pairs.
@@ -839,6 +844,8 @@ impl TraceBuilder {
             geom,
             size: raw.size.unwrap_or(0),
             dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
+            graph_id: raw.graph_id.unwrap_or(0),
+            graph_node_id: raw.graph_node_id.unwrap_or(0),
         });
         Ok(())
     }

@@ -409,6 +409,9 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
         if tl.source == Source::Measured {
             let (matched, nodes) = super::model::graphs::measured_matches(t, tl);
             notes.push(format!("CUDA graphs: {matched} of {nodes} graph nodes' work matched a measured GPU record"));
+            if let Some(s) = super::model::graph_measured::tie_by_ids(t).sentence() {
+                notes.push(s);
+            }
         }
     }
     if tl.source != Source::Measured

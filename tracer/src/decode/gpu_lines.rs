@@ -58,13 +58,19 @@ impl GpuLines {
             }
         };
         match m {
-            Msg::Kernel { span, grid, block, shared_mem, name_id } => {
+            Msg::Kernel { span, grid, block, shared_mem, name_id, graph_id, graph_node_id } => {
                 let mut v = self.base(pid, "kernel", &span)?;
                 self.kernels += 1;
                 v["name"] = self.names.get(&(pid, name_id)).map_or(Value::Null, |n| json!(n));
                 v["grid"] = json!(grid);
                 v["block"] = json!(block);
                 v["shared_mem"] = json!(shared_mem);
+                if graph_id != 0 {
+                    v["graph_id"] = json!(graph_id);
+                }
+                if graph_node_id != 0 {
+                    v["graph_node_id"] = json!(graph_node_id);
+                }
                 Some(v)
             }
             Msg::Memcpy { span, bytes, copy_kind: k, .. } => {
@@ -289,6 +295,8 @@ mod tests {
                     block: [256, 1, 1],
                     shared_mem: 1024,
                     name_id: 1,
+                    graph_id: 0,
+                    graph_node_id: 0,
                 },
             ),
             (
@@ -350,9 +358,33 @@ mod tests {
     }
 
     #[test]
+    fn graph_kernels_carry_their_graph_and_node_ids() {
+        let k = |graph_id, graph_node_id| {
+            let span = span(10, 20, 7, 5);
+            (1, Msg::Kernel { span, grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1, graph_id, graph_node_id })
+        };
+        let (_, lines) = run(&[(1, Msg::Name { id: 1, name: "k".into() }), k(3, 0x2_0000_0005), k(0, 0)]);
+        let v: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!((v[0]["graph_id"].as_u64(), v[0]["graph_node_id"].as_u64()), (Some(3), Some(0x2_0000_0005)));
+        // not launched by a graph: no ids on the line
+        assert_eq!((v[1].get("graph_id"), v[1].get("graph_node_id")), (None, None));
+    }
+
+    #[test]
     fn names_and_streams_are_per_process() {
         let k = |pid, stream| {
-            (pid, Msg::Kernel { span: span(10, 20, stream, 1), grid: [1; 3], block: [1; 3], shared_mem: 0, name_id: 1 })
+            (
+                pid,
+                Msg::Kernel {
+                    span: span(10, 20, stream, 1),
+                    grid: [1; 3],
+                    block: [1; 3],
+                    shared_mem: 0,
+                    name_id: 1,
+                    graph_id: 0,
+                    graph_node_id: 0,
+                },
+            )
         };
         let (_, lines) = run(&[
             (1, Msg::Name { id: 1, name: "a".into() }),
