@@ -377,7 +377,7 @@ pub struct GpuOp {
     pub dir: Dir,
     /// CUPTI's graphId and graphNodeId of a kernel a graph launch ran (0
     /// otherwise): tied to nodes by model/graph_measured.rs.
-    pub graph_id: u64,
+    pub graph_id: u32,
     pub graph_node_id: u64,
 }
 
@@ -844,7 +844,7 @@ impl TraceBuilder {
             geom,
             size: raw.size.unwrap_or(0),
             dir: raw.direction.as_deref().map_or(Dir::None, Dir::parse),
-            graph_id: raw.graph_id.unwrap_or(0),
+            graph_id: raw.graph_id.and_then(|g| u32::try_from(g).ok()).unwrap_or(0),
             graph_node_id: raw.graph_node_id.unwrap_or(0),
         });
         Ok(())
@@ -1102,7 +1102,8 @@ mod tests {
     fn compact_records() {
         // 10 million calls in 0.64 GB
         assert_eq!(std::mem::size_of::<Call>(), 64);
-        assert!(std::mem::size_of::<GpuOp>() <= 72, "{}", std::mem::size_of::<GpuOp>());
+        // 72 before CUPTI's graph ids (u32 graphId, u64 graphNodeId) joined.
+        assert!(std::mem::size_of::<GpuOp>() <= 80, "{}", std::mem::size_of::<GpuOp>());
     }
 
     #[test]
