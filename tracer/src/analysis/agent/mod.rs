@@ -216,7 +216,8 @@ impl AgentMetrics {
             }
             _ => {
                 let (Some(pid), Some(name)) = (n("pid"), s("name")) else { return };
-                let device = v.get("device").map(|d| match d {
+                // `"device": null` (a call outside any known context) is no GPU label.
+                let device = v.get("device").filter(|d| !d.is_null()).map(|d| match d {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 });

@@ -66,7 +66,11 @@ pub fn tie_by_ids(t: &Trace) -> GraphKernelTies {
     for (i, g) in t.gpu.iter().enumerate() {
         if g.kind == GpuOpKind::Kernel && g.graph_id != 0 {
             out.records += 1;
-            let e = measured.entry(g.pid).or_default().entry(g.correlation_id).or_insert((u64::from(g.graph_id), Vec::new()));
+            let e = measured
+                .entry(g.pid)
+                .or_default()
+                .entry(g.correlation_id)
+                .or_insert((u64::from(g.graph_id), Vec::new()));
             e.1.push(i);
         }
     }

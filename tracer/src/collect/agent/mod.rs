@@ -194,6 +194,7 @@ impl Loop<'_> {
                 }
                 _ = tick.tick() => {
                     self.drain(afd.get_mut());
+                    self.continue_opens();
                     self.side();
                     self.recording_tick();
                     if last_scan.elapsed() >= self.scan_interval {
@@ -212,6 +213,7 @@ impl Loop<'_> {
         };
         log::info!("signal {sig}: detaching");
         loader::detach_all(std::mem::take(&mut self.loaded.links));
+        self.continue_opens();
         drop(self.loaded.ebpf.take());
         let mut ring = afd.into_inner();
         while self.drain(&mut ring) > 0 {}
@@ -220,6 +222,18 @@ impl Loop<'_> {
             r.finish(&|n, s| recording::footer(n, s, lost));
         }
         Ok(0)
+    }
+}
+
+impl Loop<'_> {
+    /// The kernel's libcuda-open watch (tracer-ebpf/src/libwatch.rs) stops a
+    /// traced process as it opens a `libcuda.so*`, for `tracer record` to
+    /// probe that file first. The agent probes only the file chosen at start
+    /// (docs/agent.md), so it continues such processes at once, every tick.
+    fn continue_opens(&mut self) {
+        if let Some(r) = self.loaded.libopens.as_mut() {
+            crate::collect::libcuda_watch::continue_all(r);
+        }
     }
 }
 
