@@ -204,7 +204,8 @@ impl Walk<'_> {
         if v.get("ret").and_then(Value::as_i64).is_some_and(|r| r != 0) {
             return;
         }
-        self.stats.deps_cut += v.get("deps_cut").and_then(Value::as_u64).unwrap_or(0);
+        let cut = v.get("deps_cut").and_then(Value::as_u64).unwrap_or(0);
+        self.stats.deps_cut = self.stats.deps_cut.saturating_add(cut);
         match base {
             "cuGraphCreate" => {
                 if let Some(g) = hex(v, "graph") {
