@@ -27,6 +27,7 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
                ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ.setdefault(_k, _v)
 
+from profiler_counts import report_profile  # torch.profiler counted as tracer counts (next to this file)
 from tracer_markers import mark  # phase markers for tracer (next to this file)
 
 
@@ -167,28 +168,6 @@ def main() -> None:
         prof.__exit__(None, None, None)
         report_profile(prof, tag)
     dist.destroy_process_group()
-
-
-def report_profile(prof, tag) -> None:
-    """Counts what torch.profiler saw on this rank: GPU kernels (NCCL apart), launch calls, copies."""
-    from collections import Counter
-    kinds = Counter()
-    for e in prof.events():
-        dev = str(getattr(e, "device_type", ""))
-        name = e.name
-        if dev.endswith("CUDA"):
-            if "Memcpy" in name:
-                kinds["gpu_memcpy"] += 1
-            elif "Memset" in name:
-                kinds["gpu_memset"] += 1
-            else:
-                kinds["gpu_kernel"] += 1
-                if name.startswith("nccl"):
-                    kinds["gpu_kernel_nccl"] += 1
-        elif name in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                      "cudaLaunchCooperativeKernel", "cudaGraphLaunch"):
-            kinds["runtime_" + name] += 1
-    print(f"{tag} [torch.profiler] " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ marked in the trace (phase/iteration markers, docs/markers.md).
 import argparse
 import time
 
+from profiler_counts import report_profile  # torch.profiler counted as tracer counts (next to this file)
 from tracer_markers import mark  # phase markers for tracer (next to this file)
 
 
@@ -79,21 +80,6 @@ def main() -> None:
     if prof is not None:
         prof.__exit__(None, None, None)
         report_profile(prof)
-
-
-def report_profile(prof) -> None:
-    """Counts what torch.profiler saw: GPU kernels, runtime launch calls, copies."""
-    from collections import Counter
-    kinds = Counter()
-    for e in prof.events():
-        dev = str(getattr(e, "device_type", ""))
-        name = e.name
-        if dev.endswith("CUDA"):
-            kinds["gpu_memcpy" if "Memcpy" in name else "gpu_memset" if "Memset" in name else "gpu_kernel"] += 1
-        elif name in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                      "cudaLaunchCooperativeKernel", "cudaGraphLaunch"):
-            kinds["runtime_" + name] += 1
-    print("[torch.profiler] " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ log=$OUT/log_$part.txt
 nvidia-smi -L
 if [ "$part" = tp ]; then
 echo "## issue 22: tensor-parallel generation, 2 ranks"
-mkdir -p /tmp/tpd && cp examples/tp_inference.py examples/tracer_markers.py scripts/gpu_multi_gpu.sh /tmp/tpd/
+mkdir -p /tmp/tpd && cp examples/tp_inference.py examples/tracer_markers.py examples/profiler_counts.py scripts/gpu_multi_gpu.sh /tmp/tpd/
 bash /tmp/tpd/gpu_multi_gpu.sh "$T" /tmp/tp
 for f in tp_report.txt tp_gaps.txt tp_gpu_report.txt tp_gpu_gaps.txt tp_gpu_compare.txt; do echo "=== $f"; cat /tmp/tp/$f; done
 gzip -c /tmp/tp/tp.jsonl > $OUT/tp.jsonl.gz; gzip -c /tmp/tp/tp_gpu.jsonl > $OUT/tp_gpu.jsonl.gz

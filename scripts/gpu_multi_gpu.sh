@@ -6,7 +6,7 @@
 # their own family, launches per rank against torch.profiler's count;
 # report, gaps and the Perfetto export per GPU and rank.
 #   nice -n 10 cargo build --release -p tracer; copy target/release/tracer,
-#   examples/{tp_inference.py,tracer_markers.py} and this script into one
+#   examples/{tp_inference.py,tracer_markers.py,profiler_counts.py} and this script into one
 #   directory D; then there: bash D/gpu_multi_gpu.sh D/tracer OUTDIR
 # Writes OUTDIR/{tp.jsonl,tp_gpu.jsonl,*.txt,*.json,multi_gpu.log}.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 16 on the GPU machine (no Rust there), docs/idle-accuracy.md: a folder
 # with scripts/{this,sample_offline.py}, examples/{transformer_inference.py,
-# launch_loop.py,tracer_markers.py} and target/release/{tracer,
+# launch_loop.py,tracer_markers.py,profiler_counts.py} and target/release/{tracer,
 # libtracer_cupti.so} (release build of this branch) is carried; run as root
 # with `bash FOLDER/scripts/idle_accuracy_gpu.sh` (outputs under $OUT).
 # Per workload (GPT-2 generation at batch 1 and 8, the launch-bound loop), one
