@@ -114,7 +114,8 @@ fn stage_vm_tracer() -> Result<PathBuf> {
     let dir = util::target_dir().join("kprobe-vm");
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let to = dir.join("tracer-debug");
-    fs::copy(&from, &to).with_context(|| format!("copying {} (built by phase 1?) to {}", from.display(), to.display()))?;
+    fs::copy(&from, &to)
+        .with_context(|| format!("copying {} (built by phase 1?) to {}", from.display(), to.display()))?;
     Ok(to)
 }
 
