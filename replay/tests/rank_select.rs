@@ -88,7 +88,7 @@ fn two_ranks(dir: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
             "kernel",
             "launch",
             "cuLaunchKernel",
-            json!({"args": {"f": h}, "func": h, "kernel": k, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": hex(params), "params_from": "layout"}),
+            json!({"args": {"f": h}, "func": h, "kernel": k, "device": pid - 101, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": hex(params), "params_from": "layout"}),
         )
     };
     let d2h = |pid| {
@@ -140,6 +140,9 @@ fn two_ranks(dir: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
         json!({"type": "gpu", "op": "kernel", "pid": 102, "name": "k_pointers", "end_ts": 16_500, "stream_id": 7}),
     ); // 24
     lines.push(json!({"type": "gpu", "op": "kernel", "pid": 102, "name": NCCL, "end_ts": 24_000, "stream_id": 7})); // 25
+    // Power samples of both GPUs.
+    lines.push(json!({"type": "power", "op": "sample", "name": "nvml", "pid": 0, "tid": 0, "gpu": 0, "energy_mj": 100, "power_mw": 70_000})); // 26
+    lines.push(json!({"type": "power", "op": "sample", "name": "nvml", "pid": 0, "tid": 0, "gpu": 1, "energy_mj": 200, "power_mw": 90_000})); // 27
     for (i, l) in lines.iter_mut().enumerate() {
         let ts = 1000 * (i as u64 + 2);
         l["ts"] = json!(ts);
@@ -204,10 +207,14 @@ fn rank_one_alone_has_only_its_non_collective_launches() {
     assert_eq!((s.pid, s.rank, s.world_size, s.processes, s.skip_collectives), (102, Some(1), Some(2), 2, true));
     assert_eq!((s.collective_gpu_lines, s.collective_gpu_ns, s.other_calls), (1, 5_000, 11));
     assert_eq!(p.rec.trace.gpu.iter().map(|g| g.line).collect::<Vec<_>>(), vec![24]);
+    // Its GPU's power samples only, as GPU 0 (the GPU replay compares the recorded energy of).
+    assert_eq!(s.recorded_gpu, Some(1));
+    let power: Vec<(u64, u32, Option<u64>)> = p.rec.trace.power.iter().map(|p| (p.ts, p.gpu, p.energy_mj)).collect();
+    assert_eq!(power, vec![(27_000, 0, Some(200))]);
     assert_eq!(
         p.notes,
         vec![
-            "selected: pid 102 (rank 1 of 2), 1 of 2 processes (11 call lines of the others left out); collectives skipped: 1 launches (1 measured on the GPU took 5.0 µs when recorded)"
+            "selected: pid 102 (rank 1 of 2), recorded on GPU 1, 1 of 2 processes (11 call lines of the others left out); collectives skipped: 1 launches (1 measured on the GPU took 5.0 µs when recorded)"
         ]
     );
     // The recorded time compared with the replay's: rank 1's k_pointers alone (0.5 µs), no collective.
@@ -247,7 +254,7 @@ fn rank_zero_by_pid_and_without_gpu_lines() {
     assert_eq!(
         p.notes,
         vec![
-            "selected: pid 101 (rank 0 of 2), 1 of 2 processes (9 call lines of the others left out); collectives skipped: 2 launches (their recorded GPU time was not measured (no gpu lines: record with --gpu-timestamps))"
+            "selected: pid 101 (rank 0 of 2), recorded on GPU 0, 1 of 2 processes (9 call lines of the others left out); collectives skipped: 2 launches (their recorded GPU time was not measured (no gpu lines: record with --gpu-timestamps))"
         ]
     );
     // No output check after a collective: rank 0 copies nothing.
@@ -370,7 +377,7 @@ fn report_text_states_selection_and_not_comparable_outputs() {
     assert_eq!(
         tail,
         vec![
-            "selected: pid 102 (rank 1 of 2), 1 of 2 processes; collectives skipped: 1 launches, 1 measured took 5.0 µs on the GPU when recorded (left out of the recorded time)",
+            "selected: pid 102 (rank 1 of 2), recorded on GPU 1, 1 of 2 processes; collectives skipped: 1 launches, 1 measured took 5.0 µs on the GPU when recorded (left out of the recorded time)",
             "output check: line 17: 16 bytes: bit-for-bit identical",
             "output check: line 22: 16 bytes: not comparable: 1 collectives skipped (16 bytes differ (first at 0); after the first skipped collective, line 19)",
         ]

@@ -121,6 +121,19 @@ pub struct Selected {
     pub collective_gpu_ns: u64,
     /// Call lines of the other processes left out.
     pub other_calls: usize,
+    /// The GPU (NVML/CUDA index) the process's launches ran on when recorded (their `device`,
+    /// the most frequent one), when known: the selected trace's power samples are that GPU's,
+    /// as GPU 0 (replay compares the recorded energy of GPU 0 with the GPU it replays on).
+    pub recorded_gpu: Option<u32>,
+}
+
+/// The most frequent `device` of the call lines (ties: the lowest index).
+fn recorded_gpu(calls: &[super::Call]) -> Option<u32> {
+    let mut n: BTreeMap<u32, usize> = BTreeMap::new();
+    for d in calls.iter().filter_map(|c| c.u64_field("device")) {
+        *n.entry(d as u32).or_default() += 1;
+    }
+    n.into_iter().max_by_key(|(d, k)| (*k, std::cmp::Reverse(*d))).map(|(d, _)| d)
 }
 
 /// Whether `kernel` is a collective (NCCL's kernels: family `nccl`).
@@ -129,8 +142,9 @@ pub fn is_collective(kernel: &str) -> bool {
 }
 
 /// The trace of the selected process alone: its call lines, gpu lines (less
-/// its collectives', when those are skipped), markers, exec lines; power
-/// samples (per GPU, not per process) and header/footer kept. An unknown pid
+/// its collectives', when those are skipped), markers, exec lines; the power
+/// samples of the GPU it ran on, as GPU 0 (all when its GPU is not known);
+/// header/footer kept. An unknown pid
 /// or rank is a [`crate::Misuse`] listing the processes present.
 pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
     let procs = processes(trace);
@@ -193,7 +207,12 @@ pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
         collective_gpu_lines: 0,
         collective_gpu_ns: 0,
         other_calls: trace.calls.len() - t.calls.len(),
+        recorded_gpu: recorded_gpu(&t.calls),
     };
+    if let Some(g) = s.recorded_gpu {
+        t.power =
+            trace.power.iter().filter(|p| p.gpu == g).map(|p| super::PowerSample { gpu: 0, ..p.clone() }).collect();
+    }
     for g in trace.gpu.iter().filter(|g| g.pid == p.pid) {
         if skip_collectives && g.op == "kernel" && g.name.as_deref().is_some_and(is_collective) {
             s.collective_gpu_lines += 1;
@@ -213,8 +232,9 @@ impl Selected {
             (Some(r), None) => format!("pid {} (rank {r})", self.pid),
             _ => format!("pid {}", self.pid),
         };
+        let gpu = self.recorded_gpu.map(|g| format!(", recorded on GPU {g}")).unwrap_or_default();
         let mut s = format!(
-            "selected: {who}, 1 of {} processes ({} call lines of the others left out)",
+            "selected: {who}{gpu}, 1 of {} processes ({} call lines of the others left out)",
             self.processes, self.other_calls
         );
         if self.skip_collectives {

@@ -553,7 +553,8 @@ fn text_selection(sel: &serde_json::Value) -> String {
         (Some(r), None) => format!("pid {} (rank {r})", sel["pid"]),
         _ => format!("pid {}", sel["pid"]),
     };
-    let mut s = format!("selected: {who}, 1 of {} processes", sel["processes"]);
+    let gpu = sel["recorded_gpu"].as_u64().map(|g| format!(", recorded on GPU {g}")).unwrap_or_default();
+    let mut s = format!("selected: {who}{gpu}, 1 of {} processes", sel["processes"]);
     if sel["skip_collectives"].as_bool() == Some(true) {
         s += &format!("; collectives skipped: {} launches", sel["collectives_skipped"]);
         match sel["collective_gpu_lines"].as_u64() {
