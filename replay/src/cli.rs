@@ -43,14 +43,15 @@ pub fn main() -> Result<ExitCode> {
     let cli = Cli::parse_from(args);
     match cli.cmd {
         Cmd::Plan { recording, json, select } => {
-            let planned = replay::selection::open_and_plan(&recording, select.selection())?;
-            let (rec, p) = (&planned.rec, &planned.plan);
-            for w in &rec.trace.warnings {
+            let opened = replay::selection::open(&recording, select.selection())?;
+            for w in &opened.rec.trace.warnings {
                 eprintln!("warning: {w}");
             }
+            let planned = opened.plan()?;
             for n in &planned.notes {
                 eprintln!("{n}");
             }
+            let p = &planned.plan;
             if json {
                 println!("{}", serde_json::to_string_pretty(p)?);
             } else {

@@ -137,14 +137,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
 
 /// Opens the recording (its warnings printed) and plans it: its data files are there, it has GPU work.
 fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan, Option<Selected>)> {
-    let planned = replay::selection::open_and_plan(&a.recording, a.select.selection())?;
-    let (rec, p) = (planned.rec, planned.plan);
-    for w in &rec.trace.warnings {
+    let opened = replay::selection::open(&a.recording, a.select.selection())?;
+    for w in &opened.rec.trace.warnings {
         eprintln!("warning: {w}");
     }
+    let planned = opened.plan()?;
     for n in &planned.notes {
         eprintln!("{n}");
     }
+    let (rec, p) = (planned.rec, planned.plan);
     eprint!("{}", p.summary());
     if p.ops.iter().all(|o| !o.is_work()) {
         anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());

@@ -15,6 +15,14 @@ use crate::plan::{self, Plan};
 use crate::recording::Recording;
 use crate::recording::ranks::{self, Selected, Selection};
 
+/// A recording opened, cut down to the selected process when asked.
+pub struct Opened {
+    pub rec: Recording,
+    pub selected: Option<Selected>,
+    /// Without selection, a recording of several processes: the line that says so.
+    pub processes_note: Option<String>,
+}
+
 /// A recording opened and planned.
 pub struct Planned {
     pub rec: Recording,
@@ -26,31 +34,42 @@ pub struct Planned {
     pub notes: Vec<String>,
 }
 
-/// Opens `dir`, keeps the selected process's lines (when `sel`), plans them (one rank of several:
-/// collectives skipped) and checks the data files the plan needs.
-pub fn open_and_plan(dir: &Path, sel: Option<Selection>) -> Result<Planned> {
+/// Opens `dir` and keeps the selected process's lines (when `sel`). Callers print the
+/// recording's warnings before planning, which may fail.
+pub fn open(dir: &Path, sel: Option<Selection>) -> Result<Opened> {
     let mut rec = Recording::open(dir)?;
-    let mut notes = Vec::new();
-    let selected = match sel {
-        None => {
-            notes.extend(ranks::several_processes_note(&ranks::processes(&rec.trace)));
-            None
-        }
+    let (selected, processes_note) = match sel {
+        None => (None, ranks::several_processes_note(&ranks::processes(&rec.trace))),
         Some(sel) => {
             let (t, s) = ranks::select(&rec.trace, sel)?;
             rec.trace = t;
-            Some(s)
+            (Some(s), None)
         }
     };
-    let plan = match &selected {
-        Some(s) if s.skip_collectives => plan::build_rank(&rec.manifest, &rec.trace, rec.trace_name())?,
-        _ => plan::build(&rec.manifest, &rec.trace, rec.trace_name())?,
-    };
-    crate::data_check::check(&rec, &plan)?;
-    if let Some(s) = &selected {
-        notes.push(s.text(plan.coverage.collectives.map_or(0, |c| c.launches)));
+    Ok(Opened { rec, selected, processes_note })
+}
+
+impl Opened {
+    /// Plans the recording (one rank of several: collectives skipped) and checks the data files the
+    /// plan needs.
+    pub fn plan(self) -> Result<Planned> {
+        let Opened { rec, selected, processes_note } = self;
+        let plan = match &selected {
+            Some(s) if s.skip_collectives => plan::build_rank(&rec.manifest, &rec.trace, rec.trace_name())?,
+            _ => plan::build(&rec.manifest, &rec.trace, rec.trace_name())?,
+        };
+        crate::data_check::check(&rec, &plan)?;
+        let mut notes: Vec<String> = processes_note.into_iter().collect();
+        if let Some(s) = &selected {
+            notes.push(s.text(plan.coverage.collectives.map_or(0, |c| c.launches)));
+        }
+        Ok(Planned { rec, plan, selected, notes })
     }
-    Ok(Planned { rec, plan, selected, notes })
+}
+
+/// [`open`], then [`Opened::plan`].
+pub fn open_and_plan(dir: &Path, sel: Option<Selection>) -> Result<Planned> {
+    open(dir, sel)?.plan()
 }
 
 /// The output checks (trace lines of device-to-host copies) that come after the first skipped
