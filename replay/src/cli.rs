@@ -6,9 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::options::RunArgs;
-use replay::plan;
-use replay::recording::Recording;
+use crate::options::{RunArgs, SelectArgs};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +27,8 @@ enum Cmd {
         /// Print the plan as JSON (ops without parameter bytes)
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        select: SelectArgs,
     },
     /// Replay on a GPU and write NAME.rec/replay-report.json (the default command)
     Run(RunArgs),
@@ -42,15 +42,18 @@ pub fn main() -> Result<ExitCode> {
     }
     let cli = Cli::parse_from(args);
     match cli.cmd {
-        Cmd::Plan { recording, json } => {
-            let rec = Recording::open(&recording)?;
-            let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-            replay::data_check::check(&rec, &p)?;
-            for w in &rec.trace.warnings {
+        Cmd::Plan { recording, json, select } => {
+            let opened = replay::selection::open(&recording, select.selection())?;
+            for w in &opened.rec.trace.warnings {
                 eprintln!("warning: {w}");
             }
+            let planned = opened.plan()?;
+            for n in &planned.notes {
+                eprintln!("{n}");
+            }
+            let p = &planned.plan;
             if json {
-                println!("{}", serde_json::to_string_pretty(&p)?);
+                println!("{}", serde_json::to_string_pretty(p)?);
             } else {
                 print!("{}", p.summary());
             }

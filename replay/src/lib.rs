@@ -6,6 +6,7 @@
 //! - [`recording`]: read and validate `NAME.rec/`;
 //! - [`plan`]: pure planning (handles, streams, dependencies, address ranges,
 //!   relocation candidates, coverage);
+//! - [`selection`]: open and plan one process of a multi-process recording (`--pid`, `--rank`);
 //! - [`data_check`]: the data files a plan's copies need are in the recording;
 //! - [`exec`]: execution with the CUDA driver API (cudarc, libcuda loaded at run time);
 //! - [`report`]: the validation report (JSON and text);
@@ -33,3 +34,4 @@ pub mod gpu_time;
 pub mod plan;
 pub mod recording;
 pub mod report;
+pub mod selection;

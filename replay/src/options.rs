@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
+use replay::recording::ranks::Selection;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -18,9 +19,33 @@ pub enum Mode {
     Graph,
 }
 
+/// Which process of a multi-process recording to replay (recording/ranks.rs).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SelectArgs {
+    /// Replay only this process's calls (a multi-process recording; its collectives are skipped)
+    #[arg(long, value_name = "PID", conflicts_with = "rank")]
+    pub pid: Option<u32>,
+    /// Replay only the process of this rank (the exec line's `rank`: RANK of torchrun, mpirun);
+    /// its collectives (NCCL kernels) are skipped: they need their peer ranks
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u64>,
+}
+
+impl SelectArgs {
+    pub fn selection(&self) -> Option<Selection> {
+        match (self.pid, self.rank) {
+            (Some(p), _) => Some(Selection::Pid(p)),
+            (None, Some(r)) => Some(Selection::Rank(r)),
+            (None, None) => None,
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     pub recording: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Modes to run, in order (comma separated)
     #[arg(long, value_enum, value_delimiter = ',', default_value = "sequence,isolated")]
     pub mode: Vec<Mode>,
@@ -30,7 +55,7 @@ pub struct RunArgs {
     /// Untimed iterations before
     #[arg(long, default_value_t = 1)]
     pub warmup: u32,
-    /// CUDA device ordinal
+    /// CUDA device ordinal (with --rank: the GPU that rank replays on)
     #[arg(long, default_value_t = 0)]
     pub device: i32,
     /// Isolated mode: timed repetitions of each distinct kernel+shape

@@ -17,6 +17,7 @@ use replay::gpu_time::figures::{self, ModeGpu};
 use replay::gpu_time::matching::Submitted;
 use replay::plan;
 use replay::recording::Recording;
+use replay::recording::ranks::Selected;
 use replay::report::{self, RecordedTime};
 use tracer_cupti::collect::{Collector, monotonic_ns};
 
@@ -90,7 +91,7 @@ impl Default for Isolated {
 }
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
-    let (rec, p) = open_and_plan(a)?;
+    let (rec, p, selected) = open_and_plan(a)?;
     let recorded = report::recorded_time(&rec.trace, &p);
     // CUPTI before the first CUDA call, so that the context is covered.
     let mut notes = Vec::new();
@@ -99,6 +100,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     notes.extend(s.setup_notes.iter().cloned());
     let r = Replay { a, rec: &rec, p: &p, recorded: &recorded, s: &s, cupti: &cupti };
     let checks = r.checking_pass()?;
+    let lines: Vec<(usize, bool)> = checks.iter().map(|c| (c.line, c.matches)).collect();
+    let not_comparable = replay::selection::not_comparable(&p, &lines);
     let mut res = Results {
         modes: Vec::new(),
         pass_checks: vec![pass_check_row("first", 0, &checks)],
@@ -112,6 +115,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     r.run_modes(&mut res)?;
     let mut out = r.report_json(&checks, std::mem::take(&mut res.modes), std::mem::take(&mut res.pass_checks));
     r.add_isolated(&mut out, &res.isolated)?;
+    if let Some(s) = &selected {
+        out["selection"] = json!(s);
+        out["selection"]["collectives_skipped"] = json!(p.coverage.collectives.map_or(0, |c| c.launches));
+    }
+    if let Some(nc) = &not_comparable {
+        out["outputs_not_comparable"] = json!(nc);
+    }
     if let Some(c) = &cupti {
         out["cupti"] = json!({"library": c.library(), "version": c.version(), "clock": c.clock()});
     }
@@ -120,22 +130,27 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     r.add_energy(&mut out, &mut res.notes);
     out["notes"] = json!(res.notes);
     write_report(a, &rec, &out)?;
-    Ok(if checks.iter().all(|c| c.matches) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    // Outputs after a skipped collective are not comparable: not failures.
+    let pass = replay::selection::checks_pass(&lines, not_comparable.as_ref());
+    Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// Opens the recording (its warnings printed) and plans it: its data files are there, it has GPU work.
-fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan)> {
-    let rec = Recording::open(&a.recording)?;
-    for w in &rec.trace.warnings {
+fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan, Option<Selected>)> {
+    let opened = replay::selection::open(&a.recording, a.select.selection())?;
+    for w in &opened.rec.trace.warnings {
         eprintln!("warning: {w}");
     }
-    let p = plan::build(&rec.manifest, &rec.trace, rec.trace_name())?;
-    replay::data_check::check(&rec, &p)?;
+    let planned = opened.plan()?;
+    for n in &planned.notes {
+        eprintln!("{n}");
+    }
+    let (rec, p) = (planned.rec, planned.plan);
     eprint!("{}", p.summary());
     if p.ops.iter().all(|o| !o.is_work()) {
         anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());
     }
-    Ok((rec, p))
+    Ok((rec, p, planned.selected))
 }
 
 /// CUPTI's collector, unless --no-cupti or it cannot start (then a note says so).

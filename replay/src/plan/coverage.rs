@@ -48,6 +48,21 @@ pub struct Coverage {
     pub sets_replayed: usize,
     /// Copies, sets, attribute settings and synchronizations that are not replayed, with the reason.
     pub other_skipped: Vec<Skipped>,
+    /// One rank of several (`replay --rank`): its collective launches, skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<SkippedCollectives>,
+}
+
+/// The reason a selected rank's collective launches are skipped.
+pub const COLLECTIVE: &str = "collective: needs its peer ranks";
+
+/// The collective launches a selected rank skips: how many, and the first (what runs after it
+/// reads memory the collective would have written: its outputs are not comparable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SkippedCollectives {
+    pub launches: usize,
+    pub first_line: usize,
+    pub first_ts: u64,
 }
 
 impl Coverage {
@@ -55,6 +70,11 @@ impl Coverage {
     pub fn percent(&self) -> f64 {
         let all = self.launches + self.graph_kernels;
         if all == 0 { 0.0 } else { 100.0 * (self.launches_replayed + self.graph_kernels_replayed) as f64 / all as f64 }
+    }
+
+    pub(crate) fn collective_skipped(&mut self, line: usize, ts: u64) {
+        let c = self.collectives.get_or_insert(SkippedCollectives { launches: 0, first_line: line, first_ts: ts });
+        c.launches += 1;
     }
 
     pub(crate) fn skip_launch(&mut self, s: Skipped) {

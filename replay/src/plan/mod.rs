@@ -121,6 +121,14 @@ pub fn build(manifest: &Manifest, trace: &Trace, trace_name: &str) -> Result<Pla
     Builder::new(manifest, trace_name).run(trace)
 }
 
+/// The plan of one rank of a job of several (`replay --rank`, recording/ranks.rs): as [`build`],
+/// its collective launches skipped (they need their peer ranks) and counted in the coverage.
+pub fn build_rank(manifest: &Manifest, trace: &Trace, trace_name: &str) -> Result<Plan> {
+    let mut b = Builder::new(manifest, trace_name);
+    b.skip_collectives = true;
+    b.run(trace)
+}
+
 #[derive(Default)]
 struct PidState {
     /// CUmodule / CUlibrary handle -> load id.
@@ -140,6 +148,8 @@ struct Builder<'a> {
     plan: Plan,
     ranges: memory::Ranges,
     graphs: graphs::Graphs,
+    /// Skip collective launches ([`build_rank`]).
+    skip_collectives: bool,
 }
 
 const STREAM_LEGACY: u64 = 1;
@@ -212,6 +222,7 @@ impl<'a> Builder<'a> {
             },
             ranges: memory::Ranges::default(),
             graphs: graphs::Graphs::default(),
+            skip_collectives: false,
         }
     }
 
@@ -561,6 +572,10 @@ impl<'a> Builder<'a> {
         if c.failed() {
             return skip(self, format!("failed when recorded ({})", c.str_field("error").unwrap_or("error")));
         }
+        if self.skip_collectives && self.launches_collective(c) {
+            self.plan.coverage.collective_skipped(c.line, c.ts);
+            return skip(self, coverage::COLLECTIVE.into());
+        }
         let Some(params) = &c.params else {
             return match c.str_field("params_error") {
                 Some(e) => skip(self, format!("params not captured: {e}")),
@@ -618,6 +633,18 @@ impl<'a> Builder<'a> {
         self.push(c, Some(stream), OpKind::Launch(l));
         self.plan.coverage.launches_replayed += 1;
         Ok(())
+    }
+
+    /// Whether the launch's kernel (the line's `kernel`, else its function handle's) is a collective.
+    fn launches_collective(&self, c: &Call) -> bool {
+        let by_handle = || {
+            let h = c.addr_field("func").or(c.addr_arg("f"))?;
+            Some(self.pids.get(&c.pid)?.funcs.get(&h)?.1.clone())
+        };
+        c.str_field("kernel")
+            .map(str::to_owned)
+            .or_else(by_handle)
+            .is_some_and(|k| crate::recording::ranks::is_collective(&k))
     }
 
     /// The params' size against the kernel's `param_size` in the image's layout (with

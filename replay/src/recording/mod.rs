@@ -6,6 +6,7 @@
 //! The manifest, its schema check, the content addresses and the trace
 //! reader are tracer-format's, shared with tracer.
 
+pub mod ranks;
 pub mod trace;
 
 use std::path::{Path, PathBuf};

@@ -136,6 +136,8 @@ pub struct Trace {
     pub power: Vec<PowerSample>,
     /// `(line, ts, pid)` of `process`/`exec` lines: the pid's handles are forgotten there.
     pub execs: Vec<(usize, u64, u32)>,
+    /// The rank fields of the exec lines that have them (recording/ranks.rs).
+    pub ranks: Vec<super::ranks::ExecRank>,
     /// Lines read (header and footer included).
     pub lines: usize,
     pub warnings: Vec<String>,
@@ -276,6 +278,9 @@ impl Trace {
             }),
             "process" if obj.get("op").and_then(|v| v.as_str()) == Some("exec") => {
                 self.execs.push((line, ts, pid));
+                if let Some(r) = super::ranks::ExecRank::of_line(&obj, line, pid) {
+                    self.ranks.push(r);
+                }
             }
             // --capture-data: the bytes of an asynchronous device-to-host
             // copy, read at the synchronization after it: they belong to

@@ -509,18 +509,27 @@ fn text_energy_timed(s: &mut String, e: &serde_json::Value, t: &serde_json::Valu
 /// The output checks, the files written beside the report, the notes.
 fn text_checks_and_files(s: &mut String, r: &serde_json::Value) {
     use std::fmt::Write;
+    if let Some(sel) = r.get("selection") {
+        let _ = writeln!(s, "{}", text_selection(sel));
+    }
+    let nc = &r["outputs_not_comparable"];
+    let not_comparable = |line: &serde_json::Value| nc["lines"].as_array().is_some_and(|l| l.contains(line));
     for ch in r["output_checks"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            s,
-            "output check: line {}: {} bytes: {}",
-            ch["line"],
-            ch["size"],
-            if ch["matches"].as_bool() == Some(true) {
-                "bit-for-bit identical".to_owned()
-            } else {
-                format!("{} bytes differ (first at {})", ch["mismatched_bytes"], ch["first_mismatch"])
-            }
-        );
+        let bytes = if ch["matches"].as_bool() == Some(true) {
+            "bit-for-bit identical".to_owned()
+        } else {
+            format!("{} bytes differ (first at {})", ch["mismatched_bytes"], ch["first_mismatch"])
+        };
+        let what = if not_comparable(&ch["line"]) {
+            format!(
+                "{} ({bytes}; after the first skipped collective, line {})",
+                f_str(&nc["reason"]),
+                nc["first_collective_line"]
+            )
+        } else {
+            bytes
+        };
+        let _ = writeln!(s, "output check: line {}: {} bytes: {what}", ch["line"], ch["size"]);
     }
     if let Some(t) = r["timeline_file"].as_str() {
         let _ = writeln!(s, "replayed timeline (tracer plot RECORDING --compare {t}): {t}");
@@ -531,6 +540,34 @@ fn text_checks_and_files(s: &mut String, r: &serde_json::Value) {
     for n in r["notes"].as_array().into_iter().flatten() {
         let _ = writeln!(s, "note: {}", n.as_str().unwrap_or(""));
     }
+}
+
+fn f_str(v: &serde_json::Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// The report's `selection` (one process of a multi-process recording) as one line.
+fn text_selection(sel: &serde_json::Value) -> String {
+    let who = match (sel["rank"].as_u64(), sel["world_size"].as_u64()) {
+        (Some(r), Some(w)) => format!("pid {} (rank {r} of {w})", sel["pid"]),
+        (Some(r), None) => format!("pid {} (rank {r})", sel["pid"]),
+        _ => format!("pid {}", sel["pid"]),
+    };
+    let gpu = sel["recorded_gpu"].as_u64().map(|g| format!(", recorded on GPU {g}")).unwrap_or_default();
+    let mut s = format!("selected: {who}{gpu}, 1 of {} processes", sel["processes"]);
+    if sel["skip_collectives"].as_bool() == Some(true) {
+        s += &format!("; collectives skipped: {} launches", sel["collectives_skipped"]);
+        match sel["collective_gpu_lines"].as_u64() {
+            Some(n) if n > 0 => {
+                s += &format!(
+                    ", {n} measured took {:.1} µs on the GPU when recorded (left out of the recorded time)",
+                    sel["collective_gpu_ns"].as_f64().unwrap_or(0.0) / 1e3
+                )
+            }
+            _ => s += ", their recorded GPU time not measured (no gpu lines)",
+        }
+    }
+    s
 }
 
 pub fn direction_name(d: Direction) -> &'static str {
