@@ -21,7 +21,7 @@ log=$OUT/log_rank_replay.txt
 {
 nvidia-smi -L
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-mkdir -p /tmp/tpd && cp examples/tp_inference.py examples/tracer_markers.py /tmp/tpd/
+mkdir -p /tmp/tpd && cp examples/tp_inference.py examples/tracer_markers.py examples/profiler_counts.py /tmp/tpd/
 echo "## record: 2 ranks, --replayable --capture-data --gpu-timestamps, one iteration"
 timeout 240 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/tp.rec -- \
   torchrun --nproc-per-node 2 /tmp/tpd/tp_inference.py --iterations 1 --new-tokens 8
