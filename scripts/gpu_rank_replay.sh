@@ -23,7 +23,7 @@ nvidia-smi -L
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 mkdir -p /tmp/tpd && cp examples/tp_inference.py examples/tracer_markers.py examples/profiler_counts.py /tmp/tpd/
 echo "## record: 2 ranks, --replayable --capture-data --gpu-timestamps, one iteration"
-timeout 240 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/tp.rec -- \
+timeout 200 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/tp.rec -- \
   torchrun --nproc-per-node 2 /tmp/tpd/tp_inference.py --iterations 1 --new-tokens 8
 echo "record exit: $?"
 echo "## replay plan, no selection (expect the 'recording has 2 processes' note)"
@@ -32,7 +32,7 @@ for rank in 0 1; do
   echo "## replay plan --rank $rank"
   "$R" plan /tmp/tp.rec --rank $rank 2>&1 | tail -20
   echo "## replay --rank $rank --device $rank (sequence,isolated)"
-  timeout 200 "$R" /tmp/tp.rec --rank $rank --device $rank --mode sequence,isolated --iterations 3 \
+  timeout 100 "$R" /tmp/tp.rec --rank $rank --device $rank --mode sequence,isolated --iterations 3 \
     --report "$OUT/replay_rank$rank.json" 2>&1 | tail -60
   echo "replay --rank $rank exit: $?"
 done
