@@ -50,21 +50,40 @@ const BPF_RB_NO_WAKEUP: u64 = 1;
 const BPF_RB_FORCE_WAKEUP: u64 = 2;
 const BPF_RB_AVAIL_DATA: u64 = 0;
 
-/// Bytes of the largest record: a submit that leaves between WAKEUP_BYTES
-/// and WAKEUP_BYTES + this much unconsumed data is (one of the few records)
-/// crossing the threshold.
-const WAKEUP_WINDOW: u64 = 2048;
+/// Records a CPU submits between two looks at the ring's fill level (a
+/// power of two). The look (`bpf_ringbuf_query`) reads the consumer
+/// position, a cache line the collector writes from another CPU: on every
+/// record it cost ~50 ns of a launch's ~570 ns program (`--bpf-stats`,
+/// docs/overhead.md). The collector drains on its timed poll (10 ms) whether
+/// woken or not; the wakeup only shortens that sleep when data piles up.
+const WAKEUP_CHECK_EVERY: u64 = 16;
+
+/// Records are at most 2 KiB: between two looks a CPU adds at most
+/// `WAKEUP_CHECK_EVERY` of them, so a look that finds between WAKEUP_BYTES
+/// and WAKEUP_BYTES + this much unconsumed data is (one of the few looks)
+/// crossing the threshold. Should other CPUs carry the fill level past the
+/// window between two looks, the timed poll still drains it.
+const WAKEUP_WINDOW: u64 = WAKEUP_CHECK_EVERY * 2048;
 
 /// Flags for `submit`: wake the reader once when data piles up past the
 /// threshold, never per record. Above it, the collector is busy or asleep
 /// until its next timed poll anyway; forcing a wakeup on every record there
 /// (as an earlier version did) cost each traced call an irq_work, ~5 µs in a
-/// VM, exactly when the collector was already behind.
+/// VM, exactly when the collector was already behind. The fill level is
+/// looked at on one record in `WAKEUP_CHECK_EVERY` of each CPU (the CPU's
+/// sequence counter, which the record's header just advanced).
 #[inline(always)]
 pub fn submit_flags() -> u64 {
     let threshold = unsafe { core::ptr::read_volatile(&WAKEUP_BYTES) };
     if threshold == 0 {
         return 0;
+    }
+    let seq = match COUNTERS.get_ptr_mut(counter::SEQ) {
+        Some(p) => unsafe { *p },
+        None => 0,
+    };
+    if seq % WAKEUP_CHECK_EVERY != 0 {
+        return BPF_RB_NO_WAKEUP;
     }
     let avail = EVENTS.query(BPF_RB_AVAIL_DATA);
     if avail >= threshold && avail < threshold + WAKEUP_WINDOW { BPF_RB_FORCE_WAKEUP } else { BPF_RB_NO_WAKEUP }
