@@ -474,6 +474,87 @@ fn a_process_that_loads_libcuda_late_is_found() {
     agent.stop();
 }
 
+/// The functions probed in each libcuda file the agent probes: inode -> (path, count).
+fn probed_files(text: &str) -> BTreeMap<u64, (String, f64)> {
+    let label = |l: &str, k: &str| -> Option<String> {
+        Some(l.split(&format!("{k}=\"")).nth(1)?.split('"').next()?.to_string())
+    };
+    text.lines()
+        .filter(|l| l.starts_with("tracer_libcuda_file_probed_functions{"))
+        .filter_map(|l| {
+            let ino = label(l, "inode")?.parse().ok()?;
+            Some((ino, (label(l, "path")?, l.rsplit(' ').next()?.parse().ok()?)))
+        })
+        .collect()
+}
+
+/// A process started after the agent that dlopens another libcuda file (a
+/// copy of the fake at another path: another inode) gets that file probed
+/// too, and its exact launches counted; it runs to its end. `--system`: the
+/// kernel stops it as it opens the copy until the copy is probed, so
+/// launches made right after the dlopen are counted; `--all-libcuda`: found
+/// by the next scan of /proc (it calls cuInit until told to launch).
+#[test]
+fn a_process_started_later_with_another_libcuda_file_is_counted() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let fake = std::fs::metadata(&common::fake().lib).unwrap();
+    for mode in ["--system", "--all-libcuda"] {
+        let tag = format!("agent-copy{mode}");
+        let dir = common::fresh_output(&tag).with_extension("dir");
+        let lib_dir = common::fresh_output(&tag).with_extension("lib");
+        for d in [&dir, &lib_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let copy = lib_dir.join("libcuda.so.1");
+        std::fs::copy(&common::fake().lib, &copy).unwrap();
+        let ino = std::fs::metadata(&copy).unwrap().ino();
+        assert_ne!(ino, fake.ino());
+        let agent = Agent::start(&tag, free_port(), &[mode]);
+        // The file chosen at start (from the first housekeeping round on;
+        // other processes of the machine may have other libcuda files
+        // mapped, probed too: only the copy is sure to be new).
+        let before = wait_until("the agent to list its libcuda file", LIMIT, || {
+            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&fake.ino()))
+        });
+        let (path, n) = before[&fake.ino()].clone();
+        assert_eq!(path, common::fake().lib.to_str().unwrap());
+        assert!(n > 10.0, "{before:?}");
+        assert!(!before.contains_key(&ino), "{before:?}");
+        if mode == "--system" {
+            // Launch at once after the dlopen: no wait for the agent.
+            std::fs::write(dir.join("go"), b"").unwrap();
+        }
+        std::fs::write(dir.join("open"), b"").unwrap();
+        let mut p = KillOnDrop(
+            Command::new(dlopen_program()).arg(&dir).arg(&copy).arg("9").stdin(Stdio::null()).spawn().unwrap(),
+        );
+        let pid = p.0.id();
+        if mode == "--all-libcuda" {
+            wait_until("the agent to report the process", LIMIT, || agent.value("tracer_driver_calls_total", pid));
+            std::fs::write(dir.join("go"), b"").unwrap();
+        }
+        wait_until("done", LIMIT, || dir.join("done").exists().then_some(()));
+        wait_until(&format!("{mode}: 9 launches counted"), LIMIT, || {
+            (agent.value("tracer_kernel_launches_total", pid) == Some(9.0)).then_some(())
+        });
+        // The copy: probed once, as many functions as the fake.
+        let after = wait_until("the housekeeping round", LIMIT, || {
+            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&ino))
+        });
+        assert_eq!(after[&ino], (copy.to_str().unwrap().to_string(), n), "{after:?}");
+        assert_eq!(total(&agent.metrics(), "tracer_libcuda_files_not_probed_total"), 0.0);
+        std::fs::write(dir.join("exit"), b"").unwrap();
+        let st = common::wait_with_timeout(&mut p.0, LIMIT, false, "agent_dlopen");
+        assert!(st.success(), "{mode}: {st}");
+        agent.stop();
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&lib_dir);
+    }
+}
+
 /// A child killed when the test fails.
 struct KillOnDrop(Child);
 
