@@ -617,19 +617,6 @@ fn memory_stays_flat_across_runs() {
     agent.stop();
 }
 
-/// The cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
-fn cgroup2_root() -> PathBuf {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    mounts
-        .lines()
-        .find_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, mountpoint, fstype) = (f.next()?, f.next()?, f.next()?);
-            (fstype == "cgroup2").then(|| PathBuf::from(mountpoint))
-        })
-        .expect("no cgroup2 mount: this test needs cgroup v2")
-}
-
 /// `--cgroup`: the kernel selects the processes of one cgroup (and, as with
 /// `tracer record --cgroup`, nothing else); no -p, no /proc scan.
 #[test]
@@ -637,13 +624,11 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     if !common::root_tests_enabled() {
         return;
     }
-    let name = format!("tracer-agent-cg-{}", std::process::id());
-    let dir = cgroup2_root().join(&name);
-    std::fs::create_dir(&dir).unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-cg");
     let a = Load::start("agent-cg-a", &[3]);
     let c = Load::start("agent-cg-c", &[4]);
-    std::fs::write(dir.join("cgroup.procs"), a.pid().to_string()).unwrap();
-    let agent = Agent::start("agent-cg", free_port(), &["--cgroup", &format!("/{name}")]);
+    cg.add(a.pid());
+    let agent = Agent::start("agent-cg", free_port(), &["--cgroup", &cg.arg()]);
     assert!(agent.stderr_text().contains("selected in the kernel"), "{}", agent.stderr_text());
     run_phase(&agent, &a, "go", "done");
     c.touch("go");
@@ -657,5 +642,5 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     a.finish();
     c.finish();
     agent.stop();
-    let _ = std::fs::remove_dir(&dir);
+    drop(cg);
 }
