@@ -488,12 +488,64 @@ fn probed_files(text: &str) -> BTreeMap<u64, (String, f64)> {
         .collect()
 }
 
+/// A copy of the fake libcuda at another path (another inode), and the
+/// control directory of an agent_dlopen run that will load it.
+struct Copy {
+    dir: PathBuf,
+    lib_dir: PathBuf,
+    lib: PathBuf,
+    ino: u64,
+}
+
+impl Copy {
+    fn new(tag: &str) -> Copy {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = common::fresh_output(tag).with_extension("dir");
+        let lib_dir = common::fresh_output(tag).with_extension("lib");
+        for d in [&dir, &lib_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let lib = lib_dir.join("libcuda.so.1");
+        std::fs::copy(&common::fake().lib, &lib).unwrap();
+        let ino = std::fs::metadata(&lib).unwrap().ino();
+        assert_ne!(ino, std::fs::metadata(&common::fake().lib).unwrap().ino());
+        Copy { dir, lib_dir, lib, ino }
+    }
+
+    /// agent_dlopen on the copy, 9 launches; waits for DIR/open.
+    fn spawn(&self) -> KillOnDrop {
+        KillOnDrop(
+            Command::new(dlopen_program()).arg(&self.dir).arg(&self.lib).arg("9").stdin(Stdio::null()).spawn().unwrap(),
+        )
+    }
+
+    fn touch(&self, name: &str) {
+        std::fs::write(self.dir.join(name), b"").unwrap();
+    }
+
+    /// Waits for DIR/done, lets it exit: it must succeed.
+    fn finish(&self, mut p: KillOnDrop, what: &str) {
+        wait_until("done", LIMIT, || self.dir.join("done").exists().then_some(()));
+        self.touch("exit");
+        let st = common::wait_with_timeout(&mut p.0, LIMIT, false, "agent_dlopen");
+        assert!(st.success(), "{what}: {st}");
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.lib_dir);
+    }
+}
+
 /// A process started after the agent that dlopens another libcuda file (a
 /// copy of the fake at another path: another inode) gets that file probed
-/// too, and its exact launches counted; it runs to its end. `--system`: the
-/// kernel stops it as it opens the copy until the copy is probed, so
-/// launches made right after the dlopen are counted; `--all-libcuda`: found
-/// by the next scan of /proc (it calls cuInit until told to launch).
+/// too, and its exact launches counted; it runs to its end. `--system` and
+/// `--cgroup`: the kernel stops it as it opens the copy until the copy is
+/// probed, so launches made right after the dlopen are counted;
+/// `--all-libcuda`: found by the next scan of /proc (it calls cuInit until
+/// told to launch).
 #[test]
 fn a_process_started_later_with_another_libcuda_file_is_counted() {
     if !common::root_tests_enabled() {
@@ -501,18 +553,15 @@ fn a_process_started_later_with_another_libcuda_file_is_counted() {
     }
     use std::os::unix::fs::MetadataExt as _;
     let fake = std::fs::metadata(&common::fake().lib).unwrap();
-    for mode in ["--system", "--all-libcuda"] {
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-copy");
+    for mode in ["--system", "--cgroup", "--all-libcuda"] {
         let tag = format!("agent-copy{mode}");
-        let dir = common::fresh_output(&tag).with_extension("dir");
-        let lib_dir = common::fresh_output(&tag).with_extension("lib");
-        for d in [&dir, &lib_dir] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let copy = lib_dir.join("libcuda.so.1");
-        std::fs::copy(&common::fake().lib, &copy).unwrap();
-        let ino = std::fs::metadata(&copy).unwrap().ino();
-        assert_ne!(ino, fake.ino());
-        let agent = Agent::start(&tag, free_port(), &[mode]);
+        let copy = Copy::new(&tag);
+        let args: Vec<String> = match mode {
+            "--cgroup" => vec![mode.into(), cg.arg()],
+            _ => vec![mode.into()],
+        };
+        let agent = Agent::start(&tag, free_port(), &args.iter().map(String::as_str).collect::<Vec<_>>());
         // The file chosen at start (from the first housekeeping round on;
         // other processes of the machine may have other libcuda files
         // mapped, probed too: only the copy is sure to be new).
@@ -522,37 +571,68 @@ fn a_process_started_later_with_another_libcuda_file_is_counted() {
         let (path, n) = before[&fake.ino()].clone();
         assert_eq!(path, common::fake().lib.to_str().unwrap());
         assert!(n > 10.0, "{before:?}");
-        assert!(!before.contains_key(&ino), "{before:?}");
-        if mode == "--system" {
-            // Launch at once after the dlopen: no wait for the agent.
-            std::fs::write(dir.join("go"), b"").unwrap();
-        }
-        std::fs::write(dir.join("open"), b"").unwrap();
-        let mut p = KillOnDrop(
-            Command::new(dlopen_program()).arg(&dir).arg(&copy).arg("9").stdin(Stdio::null()).spawn().unwrap(),
-        );
+        assert!(!before.contains_key(&copy.ino), "{before:?}");
+        let p = copy.spawn();
         let pid = p.0.id();
+        if mode == "--cgroup" {
+            cg.add(pid);
+        }
+        if mode != "--all-libcuda" {
+            // Launch at once after the dlopen: no wait for the agent.
+            copy.touch("go");
+        }
+        copy.touch("open");
         if mode == "--all-libcuda" {
             wait_until("the agent to report the process", LIMIT, || agent.value("tracer_driver_calls_total", pid));
-            std::fs::write(dir.join("go"), b"").unwrap();
+            copy.touch("go");
         }
-        wait_until("done", LIMIT, || dir.join("done").exists().then_some(()));
+        wait_until("done", LIMIT, || copy.dir.join("done").exists().then_some(()));
         wait_until(&format!("{mode}: 9 launches counted"), LIMIT, || {
             (agent.value("tracer_kernel_launches_total", pid) == Some(9.0)).then_some(())
         });
         // The copy: probed once, as many functions as the fake.
         let after = wait_until("the housekeeping round", LIMIT, || {
-            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&ino))
+            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&copy.ino))
         });
-        assert_eq!(after[&ino], (copy.to_str().unwrap().to_string(), n), "{after:?}");
+        assert_eq!(after[&copy.ino], (copy.lib.to_str().unwrap().to_string(), n), "{after:?}");
         assert_eq!(total(&agent.metrics(), "tracer_libcuda_files_not_probed_total"), 0.0);
-        std::fs::write(dir.join("exit"), b"").unwrap();
-        let st = common::wait_with_timeout(&mut p.0, LIMIT, false, "agent_dlopen");
-        assert!(st.success(), "{mode}: {st}");
+        copy.finish(p, mode);
         agent.stop();
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&lib_dir);
     }
+}
+
+/// `--max-libcuda-files 1`: the file chosen at start is the one; a process
+/// opening a copy is continued with the copy unprobed (counted, and none of
+/// its calls seen) and runs to its end.
+#[test]
+fn past_the_file_limit_a_process_runs_unprobed_and_is_counted() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let copy = Copy::new("agent-limit");
+    let agent = Agent::start("agent-limit", free_port(), &["--system", "--max-libcuda-files", "1"]);
+    let p = copy.spawn();
+    let pid = p.0.id();
+    copy.touch("go");
+    copy.touch("open");
+    copy.finish(p, "past the limit");
+    wait_until("the copy to be counted not probed", LIMIT, || {
+        (total(&agent.metrics(), "tracer_libcuda_files_not_probed_total") >= 1.0).then_some(())
+    });
+    assert!(total(&agent.metrics(), "tracer_libcuda_opens_total") >= 1.0);
+    let files = probed_files(&agent.metrics());
+    assert_eq!(
+        files.keys().copied().collect::<Vec<_>>(),
+        [std::fs::metadata(&common::fake().lib)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt as _;
+                m.ino()
+            })
+            .unwrap()]
+    );
+    assert_eq!(agent.value("tracer_driver_calls_total", pid), None);
+    assert!(agent.stderr_text().contains("libcuda files are probed already (the limit)"), "{}", agent.stderr_text());
+    agent.stop();
 }
 
 /// A child killed when the test fails.
