@@ -474,6 +474,167 @@ fn a_process_that_loads_libcuda_late_is_found() {
     agent.stop();
 }
 
+/// The functions probed in each libcuda file the agent probes: inode -> (path, count).
+fn probed_files(text: &str) -> BTreeMap<u64, (String, f64)> {
+    let label = |l: &str, k: &str| -> Option<String> {
+        Some(l.split(&format!("{k}=\"")).nth(1)?.split('"').next()?.to_string())
+    };
+    text.lines()
+        .filter(|l| l.starts_with("tracer_libcuda_file_probed_functions{"))
+        .filter_map(|l| {
+            let ino = label(l, "inode")?.parse().ok()?;
+            Some((ino, (label(l, "path")?, l.rsplit(' ').next()?.parse().ok()?)))
+        })
+        .collect()
+}
+
+/// A copy of the fake libcuda at another path (another inode), and the
+/// control directory of an agent_dlopen run that will load it.
+struct Copy {
+    dir: PathBuf,
+    lib_dir: PathBuf,
+    lib: PathBuf,
+    ino: u64,
+}
+
+impl Copy {
+    fn new(tag: &str) -> Copy {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = common::fresh_output(tag).with_extension("dir");
+        let lib_dir = common::fresh_output(tag).with_extension("lib");
+        for d in [&dir, &lib_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let lib = lib_dir.join("libcuda.so.1");
+        std::fs::copy(&common::fake().lib, &lib).unwrap();
+        let ino = std::fs::metadata(&lib).unwrap().ino();
+        assert_ne!(ino, std::fs::metadata(&common::fake().lib).unwrap().ino());
+        Copy { dir, lib_dir, lib, ino }
+    }
+
+    /// agent_dlopen on the copy, 9 launches; waits for DIR/open.
+    fn spawn(&self) -> KillOnDrop {
+        KillOnDrop(
+            Command::new(dlopen_program()).arg(&self.dir).arg(&self.lib).arg("9").stdin(Stdio::null()).spawn().unwrap(),
+        )
+    }
+
+    fn touch(&self, name: &str) {
+        std::fs::write(self.dir.join(name), b"").unwrap();
+    }
+
+    /// Waits for DIR/done, lets it exit: it must succeed.
+    fn finish(&self, mut p: KillOnDrop, what: &str) {
+        wait_until("done", LIMIT, || self.dir.join("done").exists().then_some(()));
+        self.touch("exit");
+        let st = common::wait_with_timeout(&mut p.0, LIMIT, false, "agent_dlopen");
+        assert!(st.success(), "{what}: {st}");
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.lib_dir);
+    }
+}
+
+/// A process started after the agent that dlopens another libcuda file (a
+/// copy of the fake at another path: another inode) gets that file probed
+/// too, and its exact launches counted; it runs to its end. `--system` and
+/// `--cgroup`: the kernel stops it as it opens the copy until the copy is
+/// probed, so launches made right after the dlopen are counted;
+/// `--all-libcuda`: found by the next scan of /proc (it calls cuInit until
+/// told to launch).
+#[test]
+fn a_process_started_later_with_another_libcuda_file_is_counted() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let fake = std::fs::metadata(&common::fake().lib).unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-copy");
+    for mode in ["--system", "--cgroup", "--all-libcuda"] {
+        let tag = format!("agent-copy{mode}");
+        let copy = Copy::new(&tag);
+        let args: Vec<String> = match mode {
+            "--cgroup" => vec![mode.into(), cg.arg()],
+            _ => vec![mode.into()],
+        };
+        let agent = Agent::start(&tag, free_port(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+        // The file chosen at start (from the first housekeeping round on;
+        // other processes of the machine may have other libcuda files
+        // mapped, probed too: only the copy is sure to be new).
+        let before = wait_until("the agent to list its libcuda file", LIMIT, || {
+            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&fake.ino()))
+        });
+        let (path, n) = before[&fake.ino()].clone();
+        assert_eq!(path, common::fake().lib.to_str().unwrap());
+        assert!(n > 10.0, "{before:?}");
+        assert!(!before.contains_key(&copy.ino), "{before:?}");
+        let p = copy.spawn();
+        let pid = p.0.id();
+        if mode == "--cgroup" {
+            cg.add(pid);
+        }
+        if mode != "--all-libcuda" {
+            // Launch at once after the dlopen: no wait for the agent.
+            copy.touch("go");
+        }
+        copy.touch("open");
+        if mode == "--all-libcuda" {
+            wait_until("the agent to report the process", LIMIT, || agent.value("tracer_driver_calls_total", pid));
+            copy.touch("go");
+        }
+        wait_until("done", LIMIT, || copy.dir.join("done").exists().then_some(()));
+        wait_until(&format!("{mode}: 9 launches counted"), LIMIT, || {
+            (agent.value("tracer_kernel_launches_total", pid) == Some(9.0)).then_some(())
+        });
+        // The copy: probed once, as many functions as the fake.
+        let after = wait_until("the housekeeping round", LIMIT, || {
+            Some(probed_files(&agent.metrics())).filter(|f| f.contains_key(&copy.ino))
+        });
+        assert_eq!(after[&copy.ino], (copy.lib.to_str().unwrap().to_string(), n), "{after:?}");
+        assert_eq!(total(&agent.metrics(), "tracer_libcuda_files_not_probed_total"), 0.0);
+        copy.finish(p, mode);
+        agent.stop();
+    }
+}
+
+/// `--max-libcuda-files 1`: the file chosen at start is the one; a process
+/// opening a copy is continued with the copy unprobed (counted, and none of
+/// its calls seen) and runs to its end.
+#[test]
+fn past_the_file_limit_a_process_runs_unprobed_and_is_counted() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let copy = Copy::new("agent-limit");
+    let agent = Agent::start("agent-limit", free_port(), &["--system", "--max-libcuda-files", "1"]);
+    let p = copy.spawn();
+    let pid = p.0.id();
+    copy.touch("go");
+    copy.touch("open");
+    copy.finish(p, "past the limit");
+    wait_until("the copy to be counted not probed", LIMIT, || {
+        (total(&agent.metrics(), "tracer_libcuda_files_not_probed_total") >= 1.0).then_some(())
+    });
+    assert!(total(&agent.metrics(), "tracer_libcuda_opens_total") >= 1.0);
+    let files = probed_files(&agent.metrics());
+    assert_eq!(
+        files.keys().copied().collect::<Vec<_>>(),
+        [std::fs::metadata(&common::fake().lib)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt as _;
+                m.ino()
+            })
+            .unwrap()]
+    );
+    assert_eq!(agent.value("tracer_driver_calls_total", pid), None);
+    assert!(agent.stderr_text().contains("libcuda files are probed already (the limit)"), "{}", agent.stderr_text());
+    agent.stop();
+}
+
 /// A child killed when the test fails.
 struct KillOnDrop(Child);
 
@@ -536,19 +697,6 @@ fn memory_stays_flat_across_runs() {
     agent.stop();
 }
 
-/// The cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
-fn cgroup2_root() -> PathBuf {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    mounts
-        .lines()
-        .find_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, mountpoint, fstype) = (f.next()?, f.next()?, f.next()?);
-            (fstype == "cgroup2").then(|| PathBuf::from(mountpoint))
-        })
-        .expect("no cgroup2 mount: this test needs cgroup v2")
-}
-
 /// `--cgroup`: the kernel selects the processes of one cgroup (and, as with
 /// `tracer record --cgroup`, nothing else); no -p, no /proc scan.
 #[test]
@@ -556,13 +704,11 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     if !common::root_tests_enabled() {
         return;
     }
-    let name = format!("tracer-agent-cg-{}", std::process::id());
-    let dir = cgroup2_root().join(&name);
-    std::fs::create_dir(&dir).unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-cg");
     let a = Load::start("agent-cg-a", &[3]);
     let c = Load::start("agent-cg-c", &[4]);
-    std::fs::write(dir.join("cgroup.procs"), a.pid().to_string()).unwrap();
-    let agent = Agent::start("agent-cg", free_port(), &["--cgroup", &format!("/{name}")]);
+    cg.add(a.pid());
+    let agent = Agent::start("agent-cg", free_port(), &["--cgroup", &cg.arg()]);
     assert!(agent.stderr_text().contains("selected in the kernel"), "{}", agent.stderr_text());
     run_phase(&agent, &a, "go", "done");
     c.touch("go");
@@ -576,5 +722,5 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     a.finish();
     c.finish();
     agent.stop();
-    let _ = std::fs::remove_dir(&dir);
+    drop(cg);
 }

@@ -72,6 +72,21 @@ fn count(t: &common::Traced, name: &str, pid: u64) -> usize {
     t.named(name).filter(|l| l["pid"] == pid).count()
 }
 
+/// Runs `sh -c SH` (two drivers in their own mount namespaces, `loop 3` and
+/// `loop 4`): it exits 0, both printed their pid, and the trace has 3 and 4
+/// cuCtxSetCurrent calls of theirs (in either order). Returns the trace and
+/// the pids.
+fn run_two_drivers(tag: &str, sh: &str) -> (common::Traced, Vec<u64>) {
+    let t = run(tag, &[], &["sh", "-c", sh]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    let pids = printed_pids(&t);
+    assert_eq!(pids.len(), 2, "{}", t.describe());
+    let mut counts: Vec<usize> = pids.iter().map(|&p| count(&t, "cuCtxSetCurrent", p)).collect();
+    counts.sort();
+    assert_eq!(counts, [3, 4], "{}", t.describe());
+    (t, pids)
+}
+
 /// The footer's probed libcuda files that the open watch found.
 fn opened(t: &common::Traced) -> Vec<Value> {
     let f = t.footer();
@@ -144,13 +159,7 @@ fn two_processes_with_two_libcuda_files_are_both_traced() {
         a = a.display(),
         b = b.display()
     );
-    let t = run("ctr-two", &[], &["sh", "-c", &sh]);
-    assert_eq!(t.code(), 0, "{}", t.describe());
-    let pids = printed_pids(&t);
-    assert_eq!(pids.len(), 2, "{}", t.describe());
-    let mut counts: Vec<usize> = pids.iter().map(|&p| count(&t, "cuCtxSetCurrent", p)).collect();
-    counts.sort();
-    assert_eq!(counts, [3, 4], "{}", t.describe());
+    let (t, pids) = run_two_drivers("ctr-two", &sh);
     assert_eq!(t.named("cuCtxSetCurrent").count(), 7);
     let files = opened(&t);
     assert_eq!(files.len(), 2, "{:?}", t.footer()["libcuda_files"]);
@@ -199,31 +208,13 @@ fn two_containers_of_one_image_layer_are_probed_once() {
     .unwrap();
     let _ = Command::new("chmod").arg("755").arg(&script).status();
     let sh = format!("unshare -m {s} 1 loop 3 & unshare -m {s} 2 loop 4 & wait", s = script.display());
-    let t = run("ctr-overlay", &[], &["sh", "-c", &sh]);
-    assert_eq!(t.code(), 0, "{}", t.describe());
-    let pids = printed_pids(&t);
-    assert_eq!(pids.len(), 2, "{}", t.describe());
-    let mut counts: Vec<usize> = pids.iter().map(|&p| count(&t, "cuCtxSetCurrent", p)).collect();
-    counts.sort();
     // Probed twice, every call would be recorded twice.
-    assert_eq!(counts, [3, 4], "{}", t.describe());
+    let (t, _) = run_two_drivers("ctr-overlay", &sh);
     let files = opened(&t);
     assert_eq!(files.len(), 1, "{:?}", t.footer()["libcuda_files"]);
     let layer = fs::metadata(lower.join("libcuda.so.1")).unwrap();
     assert_eq!((files[0]["dev"].as_u64(), files[0]["inode"].as_u64()), (Some(layer.dev()), Some(layer.ino())));
     t.cleanup();
-}
-
-/// The cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host).
-fn cgroup2_root() -> PathBuf {
-    let mi = fs::read_to_string("/proc/self/mountinfo").unwrap();
-    mi.lines()
-        .find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let mountpoint = left.split_whitespace().nth(4)?;
-            (right.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(mountpoint))
-        })
-        .expect("no cgroup2 mount: these tests need cgroup v2")
 }
 
 #[test]
@@ -232,20 +223,17 @@ fn cgroup_records_only_the_processes_inside() {
         return;
     }
     let f = common::fake();
-    let root = cgroup2_root();
-    let name = format!("tracer-test-{}", std::process::id());
-    let dir = root.join(&name);
-    fs::create_dir_all(&dir).unwrap();
-    let id = fs::metadata(&dir).unwrap().ino();
+    let cg = common::cgroups::TestCgroup::create("tracer-test");
+    let (name, id) = (cg.name.clone(), cg.id());
     let drv = f.driver.display();
     // Inside: moves itself into the cgroup, then runs the driver (fork: a
     // child and an exec'd grandchild call too). Outside: the same driver.
     let sh = format!(
         "sh -c 'echo $$ > {procs}; echo \"pid $$\"; exec {drv} loop 7' & {drv} loop 3; wait",
-        procs = dir.join("cgroup.procs").display()
+        procs = cg.procs().display()
     );
-    let t = run("cgroup", &["--libcuda", f.lib.to_str().unwrap(), "--cgroup", &format!("/{name}")], &["sh", "-c", &sh]);
-    let _ = fs::remove_dir(&dir);
+    let t = run("cgroup", &["--libcuda", f.lib.to_str().unwrap(), "--cgroup", &cg.arg()], &["sh", "-c", &sh]);
+    drop(cg);
     assert_eq!(t.code(), 0, "{}", t.describe());
     let inside = printed_pids(&t)[0];
     assert_eq!(count(&t, "cuCtxSetCurrent", inside), 7, "{}", t.describe());
@@ -304,7 +292,7 @@ fn system_picks_up_a_process_started_after_tracer() {
     assert_eq!(count(&t, "cuCtxSetCurrent", pid), 6, "{}", t.describe());
     let cg = fs::read_to_string(format!("/proc/{}/cgroup", std::process::id())).unwrap();
     let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_string();
-    let id = fs::metadata(cgroup2_root().join(path.trim_start_matches('/'))).unwrap().ino();
+    let id = fs::metadata(common::cgroups::cgroup2_root().join(path.trim_start_matches('/'))).unwrap().ino();
     // The driver ran in the test's cgroup.
     assert!(t.calls().filter(|l| l["pid"] == pid).all(|l| l["cgroup"] == id), "{}", t.describe());
     assert_eq!(t.footer()["cgroups"][id.to_string()]["path"], path.as_str());

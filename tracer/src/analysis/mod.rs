@@ -40,6 +40,7 @@ pub mod ioctl_report;
 pub mod model;
 pub mod per_gpu;
 pub mod phases;
+pub mod process_energy;
 #[cfg(test)]
 mod recordings_tests;
 pub mod report;

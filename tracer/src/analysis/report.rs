@@ -54,7 +54,14 @@ pub struct PeriodRow {
     /// `idle_basis: lower_bound` only: certain idle time / duration, a lower
     /// bound on the idle share.
     pub gpu_idle_share_lower_bound: Option<f64>,
+    /// Phase and iteration rows: the GPUs' energy over the period. Process
+    /// rows: the energy of the instants when only this process had GPU work
+    /// (analysis/process_energy.rs).
     pub energy: Option<Energy>,
+    /// Process rows: the energy of the instants when this process and
+    /// others had GPU work (not split between them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_shared_j: Option<f64>,
     pub tokens: Option<u64>,
     pub joules_per_token: Option<f64>,
     pub ms_per_token: Option<f64>,
@@ -311,6 +318,7 @@ impl Rows<'_> {
             joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
             ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
             energy,
+            energy_shared_j: None,
             tokens,
         }
     }
@@ -322,6 +330,7 @@ impl Rows<'_> {
         if spans.len() <= 1 {
             return vec![];
         }
+        let mut energy = super::process_energy::attribute(tl, self.series);
         spans
             .iter()
             .map(|(&pid, &(a, b))| {
@@ -334,7 +343,13 @@ impl Rows<'_> {
                 );
                 // the process's span, extended to the end of its GPU work
                 let b = b.max(own.last().map_or(b, |x| x.1));
-                self.row(&own, t.process_name(pid), pid, a, b, None)
+                let mut row = self.row(&own, t.process_name(pid), pid, a, b, None);
+                // Not the GPUs' energy over its lifetime (other processes'
+                // work and idle time are in that): its own share.
+                let e = energy.remove(&pid).unwrap_or_default();
+                row.energy = e.own;
+                row.energy_shared_j = e.shared_j;
+                row
             })
             .collect()
     }
@@ -446,6 +461,9 @@ fn bytes(b: u64) -> String {
     if i == 0 { format!("{b} B") } else { format!("{x:.1} {}", U[i]) }
 }
 
+/// The title of the per-process table.
+const PROCESS_TITLE: &str = "process";
+
 fn energy_cell(e: &Option<Energy>) -> String {
     match e {
         Some(e) if e.covered_share < 1.0 => format!("{:.2} J ({:.0}%)?", e.joules, 100.0 * e.covered_share),
@@ -550,10 +568,14 @@ pub fn render(r: &Report) -> String {
         }
     );
     let bound = !r.idle_basis.share_known();
+    let power = r.power_available;
     let table = |s: &mut String, title: &str, rows: &[PeriodRow], tokens: bool| {
         if rows.is_empty() {
             return;
         }
+        // Process rows: the energy attributed to the process, and the
+        // energy of the time it shared the GPU.
+        let per_process = title == PROCESS_TITLE;
         let _ = writeln!(
             s,
             "\n{title:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}{}",
@@ -565,8 +587,14 @@ pub fn render(r: &Report) -> String {
             "sync",
             if bound { "idle ≥" } else { "GPU busy" },
             if bound { "idle% ≥" } else { "idle %" },
-            "energy",
-            if tokens { "   tokens  ms/token  J/token" } else { "" }
+            if per_process { "own energy" } else { "energy" },
+            if tokens {
+                "   tokens  ms/token  J/token"
+            } else if per_process {
+                "   shared energy"
+            } else {
+                ""
+            }
         );
         for p in rows {
             let c = &p.counts;
@@ -592,13 +620,22 @@ pub fn render(r: &Report) -> String {
                     p.ms_per_token.map_or("-".into(), |x| format!("{x:.2}")),
                     p.joules_per_token.map_or("-".into(), |x| format!("{x:.3}"))
                 );
+            } else if per_process {
+                let _ = write!(s, " {:>16}", p.energy_shared_j.map_or("-".into(), |j| format!("{j:.2} J")));
             }
             let _ = writeln!(s);
+        }
+        if per_process && power {
+            let _ = writeln!(
+                s,
+                "own energy: the GPU's while only that process had work on it; shared: while it and others had \
+                 (counted for each); idle time is no process's (docs/analysis.md)"
+            );
         }
     };
     table(&mut s, "phase", &r.phases, false);
     table(&mut s, "iteration", &r.iterations, true);
-    table(&mut s, "process", &r.per_process, false);
+    table(&mut s, PROCESS_TITLE, &r.per_process, false);
     gpu_table(&mut s, r, bound);
     let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {
         if rows.is_empty() {
@@ -638,6 +675,60 @@ mod tests {
     use crate::analysis::model::parse_str;
     use crate::analysis::phases::phases;
     use crate::analysis::timeline;
+
+    /// Two processes on one GPU at 100 W: pid 1's kernel runs 0-30 ms, pid
+    /// 2's 20-50 ms, nothing 50-100 ms. Each process row shows its own
+    /// energy (2 J: 20 ms alone) and the shared 10 ms (1 J), not the GPU's
+    /// energy over its lifetime (3 J, 3 J).
+    #[test]
+    fn a_shared_gpu_gives_each_process_its_own_energy() {
+        let launch = |pid: u32, ms: u64| {
+            format!(
+                r#"{{"ts":{},"pid":{pid},"tid":{pid},"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k{pid}","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x0","duration_us":1.0,"ret":0}}"#,
+                ms * 1_000_000
+            )
+        };
+        let gpu = |pid: u32, a: u64, b: u64| {
+            format!(
+                r#"{{"ts":{},"end_ts":{},"pid":{pid},"type":"gpu","op":"kernel","name":"k{pid}","device":0,"stream":"0x0","grid":[1,1,1],"block":[32,1,1],"shared_mem":0}}"#,
+                a * 1_000_000,
+                b * 1_000_000
+            )
+        };
+        let mut l = vec![launch(1, 0), gpu(1, 0, 30), launch(2, 20), gpu(2, 20, 50)];
+        for ms in 0..=100u64 {
+            l.push(format!(
+                r#"{{"ts":{},"pid":0,"tid":0,"type":"power","op":"sample","name":"nvml","gpu":0,"energy_mj":{},"power_mw":100000}}"#,
+                ms * 1_000_000,
+                100 * ms
+            ));
+        }
+        let t = parse_str("shared", &l.join("\n")).unwrap();
+        let r = build(&t, &phases(&t), &timeline::measured(&t));
+        let rows: Vec<(u32, f64, f64)> = r
+            .per_process
+            .iter()
+            .map(|p| (p.pid, p.energy.as_ref().unwrap().joules, p.energy_shared_j.unwrap()))
+            .collect();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for (pid, own, shared) in rows {
+            assert!(
+                (own - 2.0).abs() < 1e-9 && (shared - 1.0).abs() < 1e-9,
+                "pid {pid}: {own} J own, {shared} J shared"
+            );
+        }
+        assert!(!r.per_process[0].energy.as_ref().unwrap().uncertain);
+        // The whole GPU over the trace: 10 J, 5 of them idle (no process's).
+        assert!((r.energy_total.as_ref().unwrap().joules - 10.0).abs() < 1e-9);
+        let text = render(&r);
+        let head = text.lines().find(|l| l.starts_with("process ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(head.ends_with("own energy   shared energy"), "{head}");
+        let row = text.lines().find(|l| l.contains(" 2.00 J")).unwrap_or_else(|| panic!("{text}"));
+        assert!(row.ends_with("2.00 J           1.00 J"), "{row}");
+        assert!(text.contains("\nown energy: the GPU's while only that process had work on it;"), "{text}");
+        // Phase rows keep the GPU's energy and no shared column.
+        assert!(r.phases.iter().all(|p| p.energy_shared_j.is_none()));
+    }
 
     #[test]
     fn phases_iterations_energy_and_kernels() {

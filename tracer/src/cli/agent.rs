@@ -16,6 +16,7 @@ use crate::analysis::agent::{AgentMetrics, Options, counters::Caps, snapshot};
 use crate::collect::agent::recording::{Recording, RecordingOptions};
 use crate::collect::agent::selection::{MappingLibcuda, Pids, Selection};
 use crate::collect::agent::{Loop, Shared, http};
+use crate::collect::libcuda_watch::{self, Watch};
 use crate::collect::{libcuda, loader, privileges, procfs, spawn, sysinfo};
 use crate::error::UsageError;
 use crate::export::openmetrics;
@@ -44,6 +45,11 @@ pub struct AgentArgs {
     /// else the one ld.so would load).
     #[arg(long, value_name = "PATH")]
     pub libcuda: Option<PathBuf>,
+    /// Probe at most this many libcuda files (distinct inodes: the one
+    /// chosen at start and those the selected processes map or open later);
+    /// a file past the limit is not probed (tracer_libcuda_files_not_probed_total).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_libcuda_files: usize,
     /// How often --all-libcuda looks for new processes.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub scan_interval_ms: u64,
@@ -174,21 +180,24 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let scope = crate::collect::selection::Selection { system: a.system, cgroup: a.cgroup.clone() }
         .resolve()
         .map_err(UsageError)?;
-    let mut loaded = loader::load(&loader::Options {
-        scope: scope.kernel(),
-        counted: &|_| false,
-        libcuda: &libcuda_path,
-        symbols: &symbols,
-        ebpf_log: false,
-        ioctls: None,
-        return_probe: &|id| !tracer_common::funcs::is_entry_only_by_default(id),
-        programs: loader::Programs::Tracer,
-        bench_producer: None,
-        wakeup_bytes: a.buffer_size as u64 * 1024 * 1024 / 8,
-        select: &|id| a.all_functions || !tracer_common::funcs::is_noisy(id),
-        ring_bytes: a.buffer_size * 1024 * 1024,
-        replay: crate::collect::replayable::probes::Mode { replayable: false, capture_data: false },
-    })?;
+    let kscope = scope.kernel();
+    let mut loaded = with_probe_options(&a, &libcuda_path, &symbols, kscope, loader::load)?;
+    // Further libcuda files (other inodes) as the selected processes map or
+    // open them: the same watch as `tracer record` (libcuda_watch.rs).
+    let mut watch = Watch::new(Box::new(|loaded: &mut loader::Loaded, via: &Path| {
+        let syms = libcuda::exported_functions(via)?;
+        let r = with_probe_options(&a, via, &syms, kscope, |o| loader::attach_libcuda(loaded, o))?;
+        Ok(r.probed.len())
+    }))
+    .with_max_files(a.max_libcuda_files.max(1));
+    watch.initial(&libcuda_path, loaded.report.probed.len());
+    // Those the already running selected processes mapped (with -p and
+    // --all-libcuda the selection's first poll does it).
+    if scope.is_machine_wide() {
+        for pid in libcuda_watch::running_selected(&scope, &[]) {
+            watch.scan(&mut loaded, pid);
+        }
+    }
     let mut selection = selection(&a, &scope, suspended.as_ref().map(|s| s.pid), &libcuda_path)?;
     let metrics = AgentMetrics::new(Options {
         caps: Caps { kernel_names: if a.top_kernels > 0 { 10_000 } else { 0 }, live_allocations: 1 << 20 },
@@ -237,6 +246,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         loaded: &mut loaded,
         asm: assembler(),
         selection: selection.as_mut(),
+        watch,
         shared: shared.clone(),
         recording,
         scan_interval: Duration::from_millis(a.scan_interval_ms.max(10)),
@@ -248,6 +258,31 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let code = rt.block_on(lp.run(&mut signals, &mut usr1))?;
     eprintln!("tracer agent: stopped; every probe detached");
     Ok(code)
+}
+
+/// Calls `f` with the agent's probe options on the libcuda at `libcuda`.
+fn with_probe_options<R>(
+    a: &AgentArgs,
+    libcuda: &Path,
+    symbols: &libcuda::ExportedSymbols,
+    scope: crate::collect::selection::KernelScope,
+    f: impl FnOnce(&loader::Options) -> R,
+) -> R {
+    f(&loader::Options {
+        scope,
+        counted: &|_| false,
+        libcuda,
+        symbols,
+        ebpf_log: false,
+        ioctls: None,
+        return_probe: &|id| !tracer_common::funcs::is_entry_only_by_default(id),
+        programs: loader::Programs::Tracer,
+        bench_producer: None,
+        wakeup_bytes: a.buffer_size as u64 * 1024 * 1024 / 8,
+        select: &|id| a.all_functions || !tracer_common::funcs::is_noisy(id),
+        ring_bytes: a.buffer_size * 1024 * 1024,
+        replay: crate::collect::replayable::probes::Mode { replayable: false, capture_data: false },
+    })
 }
 
 fn selection(

@@ -82,7 +82,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let root_pid =
         mark_traced(&args, &scope, suspended.as_ref(), &mut loaded).inspect_err(|_| remove_output(&out_path))?;
     // Libraries the selected processes mapped before the watch was on.
-    for pid in running_selected(&args, &scope) {
+    for pid in libcuda_watch::running_selected(&scope, args.pid.as_slice()) {
         watch.scan(&mut loaded, pid);
     }
     let mut header = trace_header(&args, &loaded, root_pid, started, &mut side, gpu.as_ref());
@@ -134,24 +134,6 @@ fn cgroup_root() -> PathBuf {
         .ok()
         .and_then(|m| crate::collect::selection::cgroup2_mount(&m).ok())
         .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"))
-}
-
-/// The selected processes already running, whose mapped libcuda files are
-/// probed at start: with `-p` the process and its descendants, with
-/// `--system` every process, with `--cgroup` those of the cgroup subtree.
-fn running_selected(args: &RecordArgs, scope: &Scope) -> Vec<u32> {
-    match scope {
-        Scope::System => libcuda_watch::all_pids(),
-        Scope::Cgroup(c) => libcuda_watch::cgroup_pids(&c.dir),
-        Scope::Traced => match args.pid {
-            Some(pid) => {
-                let mut v = procfs::descendants(pid);
-                v.push(pid);
-                v
-            }
-            None => Vec::new(),
-        },
-    }
 }
 
 /// Refuses arguments that cannot work, before anything is created.

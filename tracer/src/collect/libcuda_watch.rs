@@ -42,11 +42,39 @@ pub struct Watch<'a> {
     pub continued: u64,
     /// Opens whose process was gone before it could be looked at.
     pub gone: u64,
+    /// At most this many files are probed (None: no limit): every file adds
+    /// its probes for as long as tracer runs, so a long-running tracer (the
+    /// agent) bounds them. Files past the limit are not probed.
+    pub max_files: Option<usize>,
+    /// Files found but not probed (each time one was found): past
+    /// `max_files`, or failed; and of those, past `max_files`.
+    pub not_probed: u64,
+    pub over_limit: u64,
 }
+
+/// Failed files kept by path for the footer and the warning (more are only
+/// counted in `not_probed`).
+const FAILED_KEPT: usize = 64;
 
 impl<'a> Watch<'a> {
     pub fn new(attach: AttachFn<'a>) -> Self {
-        Watch { attach, files: Vec::new(), failed: Vec::new(), opens: 0, continued: 0, gone: 0 }
+        Watch {
+            attach,
+            files: Vec::new(),
+            failed: Vec::new(),
+            opens: 0,
+            continued: 0,
+            gone: 0,
+            max_files: None,
+            not_probed: 0,
+            over_limit: 0,
+        }
+    }
+
+    /// Probes at most `n` files (the first counts).
+    pub fn with_max_files(mut self, n: usize) -> Self {
+        self.max_files = Some(n);
+        self
     }
 
     /// Records a file probed by the initial load (tracer's namespace).
@@ -81,8 +109,25 @@ impl<'a> Watch<'a> {
         // container of the image.
         let layer = pid.and_then(|p| crate::collect::overlay::layer_file(p, Path::new(shown)));
         let (dev, ino) = file_identity(layer.as_deref().unwrap_or(via))?;
+        // tracer's own opens of the file must not be watched (a tracer that
+        // selects every process would stop itself).
+        let held = Unwatched::open(via)?;
+        let via = held.path();
+        let via = via.as_path();
         if self.is_probed(dev, ino) {
             return Ok(false);
+        }
+        if self.max_files.is_some_and(|m| self.files.len() >= m) {
+            self.not_probed += 1;
+            self.over_limit += 1;
+            let max = self.files.len();
+            if self.over_limit == 1 {
+                eprintln!(
+                    "tracer: warning: not probing {shown} (process {}): {max} libcuda files are probed already (the limit); its calls are not seen",
+                    pid.unwrap_or(0)
+                );
+            }
+            anyhow::bail!("{shown}: {max} libcuda files are probed already (the limit)");
         }
         match (self.attach)(loaded, via) {
             Ok(n) => {
@@ -91,7 +136,8 @@ impl<'a> Watch<'a> {
                 Ok(true)
             }
             Err(e) => {
-                if !self.failed.iter().any(|(p, _)| p == shown) {
+                self.not_probed += 1;
+                if self.failed.len() < FAILED_KEPT && !self.failed.iter().any(|(p, _)| p == shown) {
                     eprintln!(
                         "tracer: warning: cannot probe {shown} (process {}): {}",
                         pid.unwrap_or(0),
@@ -199,6 +245,26 @@ pub fn continue_all(ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize 
     n
 }
 
+/// A file held open with O_PATH (an open the kernel's watch ignores), to be
+/// named by its `/proc/self/fd/N` path: opened through that path (its last
+/// component a number, not `libcuda.so*`), tracer's own reads of a libcuda
+/// file are not watched either. Under `--system` (or a `--cgroup` that
+/// holds tracer) every process's opens are watched, tracer's included: a
+/// plain open of a `libcuda.so*` path would stop tracer itself.
+pub struct Unwatched(std::fs::File);
+
+impl Unwatched {
+    pub fn open(path: &Path) -> std::io::Result<Unwatched> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).map(Unwatched)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd as _;
+        PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
+}
+
 /// The file the kernel puts uprobes on for `path`: its device and inode as
 /// a mapping of it shows them. For most files that is what stat says; for a
 /// file of an overlay (a container image's layer) stat gives the overlay's
@@ -208,7 +274,7 @@ pub fn continue_all(ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize 
 /// /proc/self/maps.
 pub fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     use std::os::fd::AsRawFd as _;
-    let f = std::fs::File::open(path)?;
+    let f = std::fs::File::open(Unwatched::open(path)?.path())?;
     let m = f.metadata()?;
     if m.len() == 0 {
         return Ok((m.dev(), m.ino()));
@@ -267,6 +333,25 @@ pub fn libcuda_in_maps_line(line: &str) -> Option<&str> {
     (path.starts_with('/') && name.starts_with("libcuda.so")).then_some(path)
 }
 
+/// The selected processes already running, whose mapped libcuda files are
+/// probed at start: with `--system` every process, with `--cgroup` those of
+/// the cgroup subtree, else `roots` (`-p`) and their descendants.
+pub fn running_selected(scope: &crate::collect::selection::Scope, roots: &[u32]) -> Vec<u32> {
+    use crate::collect::selection::Scope;
+    match scope {
+        Scope::System => all_pids(),
+        Scope::Cgroup(c) => cgroup_pids(&c.dir),
+        Scope::Traced => {
+            let mut v = Vec::new();
+            for &pid in roots {
+                v.extend(crate::collect::procfs::descendants(pid));
+                v.push(pid);
+            }
+            v
+        }
+    }
+}
+
 /// Every process of the machine.
 pub fn all_pids() -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
@@ -319,6 +404,17 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let m = std::fs::metadata(&exe).unwrap();
         assert_eq!(file_identity(&exe).unwrap(), (m.dev(), m.ino()));
+    }
+
+    #[test]
+    fn an_unwatched_path_names_the_same_file() {
+        let exe = std::env::current_exe().unwrap();
+        let held = Unwatched::open(&exe).unwrap();
+        let p = held.path();
+        assert!(p.to_str().unwrap().starts_with("/proc/self/fd/"), "{p:?}");
+        let (a, b) = (std::fs::metadata(&exe).unwrap(), std::fs::metadata(&p).unwrap());
+        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
+        assert_eq!(std::fs::read(&p).unwrap().len() as u64, a.len());
     }
 
     #[test]

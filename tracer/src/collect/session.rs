@@ -17,7 +17,7 @@ use crate::collect::loader::{self, KernelCounters};
 use crate::collect::{spawn, sysinfo};
 
 /// Waits until the LIBOPENS ring buffer has records (never without one).
-async fn readable(
+pub(crate) async fn readable(
     a: Option<&mut AsyncFd<aya::maps::RingBuf<aya::maps::MapData>>>,
 ) -> std::io::Result<tokio::io::unix::AsyncFdReadyMutGuard<'_, aya::maps::RingBuf<aya::maps::MapData>>> {
     match a {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod cgroups;
 pub mod replayable;
 
 /// The root-only tests run when this is "1" (`cargo xtask test` sets it).

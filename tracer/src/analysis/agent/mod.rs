@@ -81,6 +81,12 @@ pub struct Health {
     pub recordings: u64,
     pub recorded_bytes: u64,
     pub recording_paused: Option<&'static str>,
+    /// libcuda files probed now: (path as the process that led to it saw
+    /// it, inode, functions probed); files found but not probed (each time:
+    /// failed, or past the agent's limit); opens of libcuda files watched.
+    pub libcuda_files: Vec<(String, u64, usize)>,
+    pub libcuda_files_not_probed: u64,
+    pub libcuda_opens: u64,
     /// The agent's resident memory (bytes) and CPU seconds.
     pub rss_bytes: u64,
     pub cpu_seconds: f64,
@@ -332,8 +338,9 @@ mod tests {
         assert_eq!((c.kernels_by_name.len(), c.kernel_names_over_cap), (100, 199_900));
         assert_eq!((c.live.len(), c.untracked_allocations, c.live_bytes), (1000, 199_000, 8000));
         assert_eq!((c.calls.len(), c.launches["cuLaunchKernel"]), (2, 200_000));
-        // 19 samples of the process (5 of them the top kernels) and 12 of the agent's own.
-        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 31);
+        // 19 samples of the process (5 of them the top kernels) and 14 of the agent's own
+        // (no libcuda file probed here).
+        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 33);
     }
 
     #[test]

@@ -185,6 +185,14 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         vec![("reason", h.recording_paused.unwrap_or("").to_string())],
         h.recording_paused.is_some() as u8 as f64,
     );
+    let mut libcuda_files = Family::new(
+        "tracer_libcuda_file_probed_functions",
+        Gauge,
+        "Functions probed in each libcuda file (distinct inode; path as the process that led to it saw it).",
+    );
+    for (path, inode, n) in &h.libcuda_files {
+        libcuda_files.push(vec![("path", path.clone()), ("inode", inode.to_string())], *n as f64);
+    }
     vec![
         one(
             "tracer_lost_records",
@@ -218,6 +226,19 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
             m.processes.len() as f64,
         ),
         power,
+        libcuda_files,
+        one(
+            "tracer_libcuda_files_not_probed",
+            Counter,
+            "Times a libcuda file a selected process mapped or opened was not probed (failed, or past --max-libcuda-files): its calls are not seen.",
+            h.libcuda_files_not_probed as f64,
+        ),
+        one(
+            "tracer_libcuda_opens",
+            Counter,
+            "Opens of libcuda.so* files by selected processes (each stopped until its file was probed).",
+            h.libcuda_opens as f64,
+        ),
         one("tracer_recordings", Counter, "Duty-cycled trace files written.", h.recordings as f64),
         one("tracer_recorded_bytes", Counter, "Bytes of duty-cycled trace files written.", h.recorded_bytes as f64),
         paused,
@@ -263,5 +284,21 @@ mod tests {
             }
             v => panic!("{v:?}"),
         }
+    }
+
+    #[test]
+    fn each_probed_libcuda_file_is_a_sample() {
+        let mut m = AgentMetrics::new(Options::default());
+        m.health.libcuda_files = vec![("/usr/lib/libcuda.so.1".into(), 12, 40), ("/tmp/c/libcuda.so.1".into(), 99, 38)];
+        m.health.libcuda_files_not_probed = 3;
+        m.health.libcuda_opens = 5;
+        let f = families(&m);
+        let get = |n: &str| f.iter().find(|x| x.name == n).unwrap();
+        let s = &get("tracer_libcuda_file_probed_functions").samples;
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].labels, vec![("path", "/tmp/c/libcuda.so.1".to_string()), ("inode", "99".to_string())]);
+        assert_eq!(s[1].value, super::super::metric::Value::Number(38.0));
+        assert_eq!(get("tracer_libcuda_files_not_probed").samples[0].value, super::super::metric::Value::Number(3.0));
+        assert_eq!(get("tracer_libcuda_opens").samples[0].value, super::super::metric::Value::Number(5.0));
     }
 }

@@ -1,21 +1,9 @@
 use super::*;
 use crate::analysis::model::parse_str;
 
-/// The capture of graphs_tests.rs in short: exec 0xe00 holds the kernel
-/// nodes ka, kb, kc (and a memset), launched at ts 20 and 30; 0xbad is not
-/// in the trace (opaque launch at 40).
-const CAPTURED: &str = r#"{"ts":10,"pid":1,"tid":1,"type":"graph","op":"stream_begin_capture","name":"cuStreamBeginCapture_v2","stream":"0x5","capture":1,"ret":0}
-{"ts":11,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"ka","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x5","capture":1}
-{"ts":12,"pid":1,"tid":1,"type":"memset","op":"set","name":"cuMemsetD32Async","size":64,"dst":"0xd000","stream":"0x5","capture":1,"ret":0}
-{"ts":15,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"kb","grid":[2,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x5","capture":1}
-{"ts":16,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"kc","grid":[3,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x5","capture":1}
-{"ts":17,"pid":1,"tid":1,"type":"graph","op":"stream_end_capture","name":"cuStreamEndCapture","stream":"0x5","capture":1,"graph":"0x900","ret":0}
-{"ts":18,"pid":1,"tid":1,"type":"graph","op":"graph_instantiate_with_flags","name":"cuGraphInstantiateWithFlags","graph_exec":"0xe00","graph":"0x900","ret":0}
-{"ts":20,"pid":1,"tid":1,"type":"graph","op":"graph_launch","name":"cuGraphLaunch","graph_exec":"0xe00","stream":"0x7"}
-{"ts":21,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"kd","grid":[1,1,1],"block":[1,1,1],"shared_mem":0,"stream":"0x7"}
-{"ts":30,"pid":1,"tid":1,"type":"graph","op":"graph_launch","name":"cuGraphLaunch","graph_exec":"0xe00","stream":"0x8"}
-{"ts":40,"pid":1,"tid":1,"type":"graph","op":"graph_launch","name":"cuGraphLaunch","graph_exec":"0xbad","stream":"0x8"}
-"#;
+// The capture of graphs_tests.rs: exec 0xe00 holds the kernel nodes ka, kb,
+// kc (and a memset), launched at ts 20 and 30; 0xbad is not in the trace.
+use crate::analysis::model::graphs::tests::CAPTURED;
 
 fn gpu(ts: u64, name: &str, corr: u64, graph: u64, node: u64) -> String {
     let ids = if graph == 0 { String::new() } else { format!(",\"graph_id\":{graph},\"graph_node_id\":{node}") };

@@ -602,4 +602,4 @@ pub fn note(g: &GraphStats) -> Option<String> {
 
 #[cfg(test)]
 #[path = "graphs_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,10 @@
 use super::*;
 use crate::analysis::model::parse_str;
 
-const CAPTURED: &str = r#"{"ts":10,"pid":1,"tid":1,"type":"graph","op":"stream_begin_capture","name":"cuStreamBeginCapture_v2","stream":"0x5","capture":1,"ret":0}
+/// A stream capture (ka, a memset, kb on a second stream joined by an
+/// event, kc) instantiated as exec 0xe00, launched at ts 20 and 30; 0xbad
+/// is not in the trace (opaque launch at 40). Also graph_measured_tests.rs's.
+pub(crate) const CAPTURED: &str = r#"{"ts":10,"pid":1,"tid":1,"type":"graph","op":"stream_begin_capture","name":"cuStreamBeginCapture_v2","stream":"0x5","capture":1,"ret":0}
 {"ts":11,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"ka","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x5","capture":1}
 {"ts":12,"pid":1,"tid":1,"type":"memset","op":"set","name":"cuMemsetD32Async","size":64,"dst":"0xd000","stream":"0x5","capture":1,"ret":0}
 {"ts":13,"pid":1,"tid":1,"type":"event","op":"event_record","name":"cuEventRecord","event":"0xe1","stream":"0x5","capture":1}

@@ -1,6 +1,9 @@
 //! `tracer agent`'s collection loop: the probes stay attached while the
 //! agent runs; the processes the [`selection`] names are marked traced
-//! (their children follow); every line goes into the metrics
+//! (their children follow), and every libcuda file they map or open gets
+//! the probes once per inode, as `tracer record` does (the same
+//! [`Watch`]: a process opening a `libcuda.so*` waits, stopped, until its
+//! file is probed); every line goes into the metrics
 //! (`crate::analysis::agent`) and, inside a recording window, into a
 //! duty-cycled trace file ([`recording`]). Every second: process facts for
 //! new processes, exits (from the exit lines, and /proc for any whose line
@@ -21,6 +24,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::analysis::agent::AgentMetrics;
+use crate::collect::libcuda_watch::Watch;
 use crate::collect::loader;
 use crate::decode::calls::Assembler;
 use recording::Recording;
@@ -42,6 +46,8 @@ pub struct Loop<'a> {
     pub loaded: &'a mut loader::Loaded,
     pub asm: Assembler,
     pub selection: &'a mut dyn Selection,
+    /// The libcuda files probed, and the probing of new ones.
+    pub watch: Watch<'a>,
     pub shared: Arc<Shared>,
     pub recording: Option<Recording>,
     pub scan_interval: Duration,
@@ -60,37 +66,46 @@ fn now_ns() -> u64 {
 }
 
 impl Loop<'_> {
-    /// Marks the selection's new processes traced.
+    /// Probes the libcuda files the selection's new processes map, then
+    /// marks them traced.
     fn scan(&mut self) {
         for pid in self.selection.poll() {
+            self.watch.scan(self.loaded, pid);
             if let Err(e) = self.loaded.mark_traced(pid) {
                 log::warn!("{e:#}");
             }
         }
     }
 
-    /// Reads every record available now into the metrics (and the window).
+    /// Reads every record available now into the metrics (and the window),
+    /// in batches: the lock is let go between them, so that a scrape is
+    /// answered while a busy process keeps the ring buffer full.
     fn drain(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize {
+        const BATCH: usize = 4096;
         let now = now_ns();
         let mut n = 0;
-        let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
-        let rec = &mut self.recording;
-        while let Some(item) = ring.next() {
-            n += 1;
-            match tracer_common::decode::parse(&item) {
-                Ok(r) => self.asm.push(&r, &mut |l| {
-                    m.add_line(&l, now);
-                    if let Some(w) = rec.as_mut() {
-                        w.line(&l);
+        loop {
+            let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+            let rec = &mut self.recording;
+            for _ in 0..BATCH {
+                let Some(item) = ring.next() else { return n };
+                n += 1;
+                match tracer_common::decode::parse(&item) {
+                    Ok(r) => self.asm.push(&r, &mut |l| {
+                        m.add_line(&l, now);
+                        if let Some(w) = rec.as_mut() {
+                            w.line(&l);
+                        }
+                    }),
+                    Err(e) => {
+                        self.asm.stats.bad_records += 1;
+                        log::warn!("undecodable record: {e}");
                     }
-                }),
-                Err(e) => {
-                    self.asm.stats.bad_records += 1;
-                    log::warn!("undecodable record: {e}");
                 }
             }
+            drop(m);
+            std::thread::yield_now();
         }
-        n
     }
 
     /// `counters` were read before the ring buffer was last drained.
@@ -109,6 +124,12 @@ impl Loop<'_> {
             }
         }
         m.expire(now);
+        if m.health.libcuda_files.len() != self.watch.files.len() {
+            m.health.libcuda_files =
+                self.watch.files.iter().map(|f| (f.path.clone(), f.ino, f.probed_functions)).collect();
+        }
+        m.health.libcuda_files_not_probed = self.watch.not_probed;
+        m.health.libcuda_opens = self.watch.opens;
         if let Some(k) = counters {
             let missing = crate::collect::footer::loss_by_cpu(&k.attempted, &self.asm.stats.records_by_cpu);
             let lost = settled_loss(&self.missing_before, &missing);
@@ -175,6 +196,14 @@ impl Loop<'_> {
         // SAFETY: the ring buffer owns its fd and outlives the registration.
         let mut afd =
             unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.context("polling the ring buffer")?;
+        // Opens of libcuda files (their processes wait, stopped, for us).
+        let mut libopens = match self.loaded.libopens.take() {
+            // SAFETY: as for the ring buffer above.
+            Some(r) => {
+                Some(unsafe { AsyncFd::register_with_interest(r, Interest::READABLE) }.context("polling LIBOPENS")?)
+            }
+            None => None,
+        };
         self.scan();
         let mut tick = tokio::time::interval(crate::collect::session::POLL_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -187,6 +216,11 @@ impl Loop<'_> {
                         eprintln!("tracer agent: SIGUSR1: recording {} s", r.window().as_secs_f64());
                     }
                 }
+                g = crate::collect::session::readable(libopens.as_mut()) => {
+                    let mut g = g?;
+                    self.watch.drain(self.loaded, g.get_inner_mut(), true);
+                    g.clear_ready();
+                }
                 g = afd.readable_mut() => {
                     let mut g = g?;
                     self.drain(g.get_inner_mut());
@@ -194,7 +228,6 @@ impl Loop<'_> {
                 }
                 _ = tick.tick() => {
                     self.drain(afd.get_mut());
-                    self.continue_opens();
                     self.side();
                     self.recording_tick();
                     if last_scan.elapsed() >= self.scan_interval {
@@ -212,8 +245,15 @@ impl Loop<'_> {
             }
         };
         log::info!("signal {sig}: detaching");
+        // Opens still pending, then those made while detaching: their
+        // processes are continued (not probed).
+        if let Some(a) = libopens.as_mut() {
+            self.watch.drain(self.loaded, a.get_mut(), true);
+        }
         loader::detach_all(std::mem::take(&mut self.loaded.links));
-        self.continue_opens();
+        if let Some(a) = libopens.as_mut() {
+            self.watch.drain(self.loaded, a.get_mut(), false);
+        }
         drop(self.loaded.ebpf.take());
         let mut ring = afd.into_inner();
         while self.drain(&mut ring) > 0 {}
@@ -222,18 +262,6 @@ impl Loop<'_> {
             r.finish(&|n, s| recording::footer(n, s, lost));
         }
         Ok(0)
-    }
-}
-
-impl Loop<'_> {
-    /// The kernel's libcuda-open watch (tracer-ebpf/src/libwatch.rs) stops a
-    /// traced process as it opens a `libcuda.so*`, for `tracer record` to
-    /// probe that file first. The agent probes only the file chosen at start
-    /// (docs/agent.md), so it continues such processes at once, every tick.
-    fn continue_opens(&mut self) {
-        if let Some(r) = self.loaded.libopens.as_mut() {
-            crate::collect::libcuda_watch::continue_all(r);
-        }
     }
 }
 

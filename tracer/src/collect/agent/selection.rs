@@ -4,9 +4,10 @@
 //! (their children are traced from then on by the sched tracepoints).
 //!
 //! Here: [`Pids`] (`-p PID`, with descendants), and [`MappingLibcuda`]
-//! (`--all-libcuda`: every process that maps the probed libcuda file, found
-//! by scanning /proc/PID/maps, so processes started later are picked up
-//! within one scan). A kernel-side selection (`--system`, `--cgroup`) plugs
+//! (`--all-libcuda`: every process that maps the libcuda file probed at
+//! start or any other `libcuda.so*` file, found by scanning /proc/PID/maps,
+//! so processes started later are picked up within one scan; the loop
+//! probes the other files they map, `crate::collect::libcuda_watch`). A kernel-side selection (`--system`, `--cgroup`) plugs
 //! in as another implementation whose `poll` returns nothing and whose
 //! [`Selection::kernel_side`] says the eBPF filter does the choosing.
 use std::collections::HashSet;
@@ -52,8 +53,9 @@ impl Selection for Pids {
     }
 }
 
-/// Every process whose memory maps the libcuda file being probed (same
-/// device and inode, whatever path or mount namespace it was mapped from).
+/// Every process whose memory maps the libcuda file probed at start (same
+/// device and inode, whatever path or mount namespace it was mapped from)
+/// or another file named `libcuda.so*` (a container's own copy).
 pub struct MappingLibcuda {
     dev: u64,
     ino: u64,
@@ -84,6 +86,12 @@ pub fn maps_file(maps: &str, dev: u64, ino: u64) -> bool {
     })
 }
 
+/// Whether a /proc/PID/maps text maps the file with this device and inode
+/// or any file named `libcuda.so*`.
+pub fn maps_libcuda(maps: &str, dev: u64, ino: u64) -> bool {
+    maps_file(maps, dev, ino) || maps.lines().any(|l| crate::collect::libcuda_watch::libcuda_in_maps_line(l).is_some())
+}
+
 impl Selection for MappingLibcuda {
     fn poll(&mut self) -> Vec<u32> {
         let mut live = HashSet::new();
@@ -99,7 +107,8 @@ impl Selection for MappingLibcuda {
             if self.seen.contains(&pid) {
                 continue;
             }
-            if std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| maps_file(&m, self.dev, self.ino)) {
+            if std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| maps_libcuda(&m, self.dev, self.ino))
+            {
                 self.seen.insert(pid);
                 new.push(pid);
             }
@@ -108,7 +117,7 @@ impl Selection for MappingLibcuda {
         new
     }
     fn describe(&self) -> String {
-        format!("every process mapping {} (scanned in /proc)", self.path)
+        format!("every process mapping {} or another libcuda.so* (scanned in /proc)", self.path)
     }
 }
 
@@ -124,6 +133,11 @@ mod tests {
         assert!(maps_file(maps, dev, 1234));
         assert!(!maps_file(maps, dev, 1235));
         assert!(!maps_file(maps, libc::makedev(0xfd, 2), 1234));
+        // Another libcuda file (a container's copy): by name.
+        assert!(maps_libcuda(maps, libc::makedev(0xfd, 2), 1));
+        let other = "7f00-7f10 r-xp 00000000 fd:01 1234 /usr/lib/libcudart.so.12\n";
+        assert!(maps_libcuda(other, libc::makedev(0xfd, 1), 1234));
+        assert!(!maps_libcuda(other, libc::makedev(0xfd, 1), 99));
     }
 
     /// This test process maps its own executable: found by inode.

@@ -3,7 +3,7 @@ use parquet::data_type::ByteArray;
 
 use super::context::Context;
 use super::schema::{CALLS, COPIES, LAUNCHES};
-use super::table::TableWriter;
+use super::table::{Row, TableWriter};
 use crate::analysis::model::{Call, Dir, FLAG_RETURNED, Kind, NO_STR, NONE, Trace};
 use std::path::Path;
 
@@ -74,19 +74,26 @@ fn sized(k: Kind) -> bool {
     matches!(k, Kind::Copy | Kind::CopyAsync | Kind::Memset | Kind::MemsetAsync | Kind::Alloc)
 }
 
+/// Starts the row of call `i` (`c`): the context columns, then those every
+/// table of calls starts with (schema.rs `call_columns!`).
+fn call_row<'w>(w: &'w mut TableWriter, ctx: &Context, names: &Names, i: usize, c: &Call) -> Row<'w> {
+    let mut r = w.row();
+    ctx.fill(&mut r, device(ctx, c));
+    r.int64(i as i64)
+        .int64(c.ts as i64)
+        .timestamp(ctx.wall_us(c.ts))
+        .int64(dur(c))
+        .int32(c.pid as i32)
+        .int32(c.tid as i32)
+        .bytes(names.get(c.func));
+    r
+}
+
 pub fn calls(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
     let mut w = TableWriter::create(dir, &CALLS)?;
     for (i, c) in t.calls.iter().enumerate() {
-        let mut r = w.row();
-        ctx.fill(&mut r, device(ctx, c));
-        r.int64(i as i64)
-            .int64(c.ts as i64)
-            .timestamp(ctx.wall_us(c.ts))
-            .int64(dur(c))
-            .int32(c.pid as i32)
-            .int32(c.tid as i32)
-            .bytes(names.get(c.func))
-            .str(Some(kind_name(c.kind)))
+        let mut r = call_row(&mut w, ctx, names, i, c);
+        r.str(Some(kind_name(c.kind)))
             .int64(stream(c))
             .int64(sized(c.kind).then_some(c.size as i64))
             .str((is_copy(c.kind) && c.dir != Dir::None).then(|| c.dir.as_str()))
@@ -111,16 +118,8 @@ pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::
         }
         let g = t.geom(c.geom);
         let dim = |f: fn(&crate::analysis::model::Geom) -> u32| g.map(|g| f(g) as i32);
-        let mut r = w.row();
-        ctx.fill(&mut r, device(ctx, c));
-        r.int64(i as i64)
-            .int64(c.ts as i64)
-            .timestamp(ctx.wall_us(c.ts))
-            .int64(dur(c))
-            .int32(c.pid as i32)
-            .int32(c.tid as i32)
-            .bytes(names.get(c.func))
-            .bytes(names.get(c.kernel))
+        let mut r = call_row(&mut w, ctx, names, i, c);
+        r.bytes(names.get(c.kernel))
             .int32(dim(|g| g.grid[0]))
             .int32(dim(|g| g.grid[1]))
             .int32(dim(|g| g.grid[2]))
@@ -139,16 +138,8 @@ pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::
 pub fn copies(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Result<u64> {
     let mut w = TableWriter::create(dir, &COPIES)?;
     for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| is_copy(c.kind)) {
-        let mut r = w.row();
-        ctx.fill(&mut r, device(ctx, c));
-        r.int64(i as i64)
-            .int64(c.ts as i64)
-            .timestamp(ctx.wall_us(c.ts))
-            .int64(dur(c))
-            .int32(c.pid as i32)
-            .int32(c.tid as i32)
-            .bytes(names.get(c.func))
-            .str(Some(c.dir.as_str()))
+        let mut r = call_row(&mut w, ctx, names, i, c);
+        r.str(Some(c.dir.as_str()))
             .int64(c.size as i64)
             .bool(c.kind == Kind::CopyAsync)
             .int64(stream(c))

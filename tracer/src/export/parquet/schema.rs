@@ -103,6 +103,38 @@ pub const CONTEXT: &[Column] = &[
 
 use Ty::*;
 
+/// The columns a table of driver calls starts with (calls, launches,
+/// copies; calls.rs fills them in `call_row`), then `$rest`.
+macro_rules! call_columns {
+    ($($rest:expr),* $(,)?) => {
+        &[
+            req("call_id", Int64),
+            req("ts_ns", Int64),
+            opt("time", Timestamp),
+            opt("dur_ns", Int64),
+            req("pid", Int32),
+            req("tid", Int32),
+            req("function", Str),
+            $($rest),*
+        ]
+    };
+}
+
+/// The columns an idle table starts with (which scope, on which
+/// timeline), then `$rest`.
+macro_rules! scope_columns {
+    ($($rest:expr),* $(,)?) => {
+        &[
+            req("scope", Str),
+            req("scope_kind", Str),
+            opt("pid", Int32),
+            req("timeline", Str),
+            req("idle_basis", Str),
+            $($rest),*
+        ]
+    };
+}
+
 pub const TRACES: Table = Table {
     name: "traces",
     columns: &[
@@ -129,14 +161,7 @@ pub const TRACES: Table = Table {
 
 pub const CALLS: Table = Table {
     name: "calls",
-    columns: &[
-        req("call_id", Int64),
-        req("ts_ns", Int64),
-        opt("time", Timestamp),
-        opt("dur_ns", Int64),
-        req("pid", Int32),
-        req("tid", Int32),
-        req("function", Str),
+    columns: call_columns![
         req("kind", Str),
         opt("stream", Int64),
         opt("bytes", Int64),
@@ -150,14 +175,7 @@ pub const CALLS: Table = Table {
 
 pub const LAUNCHES: Table = Table {
     name: "launches",
-    columns: &[
-        req("call_id", Int64),
-        req("ts_ns", Int64),
-        opt("time", Timestamp),
-        opt("dur_ns", Int64),
-        req("pid", Int32),
-        req("tid", Int32),
-        req("function", Str),
+    columns: call_columns![
         opt("kernel", Str),
         opt("grid_x", Int32),
         opt("grid_y", Int32),
@@ -174,14 +192,7 @@ pub const LAUNCHES: Table = Table {
 
 pub const COPIES: Table = Table {
     name: "copies",
-    columns: &[
-        req("call_id", Int64),
-        req("ts_ns", Int64),
-        opt("time", Timestamp),
-        opt("dur_ns", Int64),
-        req("pid", Int32),
-        req("tid", Int32),
-        req("function", Str),
+    columns: call_columns![
         req("direction", Str),
         req("bytes", Int64),
         req("async", Bool),
@@ -211,12 +222,7 @@ pub const GPU_ACTIVITY: Table = Table {
 
 pub const IDLE_GAPS: Table = Table {
     name: "idle_gaps",
-    columns: &[
-        req("scope", Str),
-        req("scope_kind", Str),
-        opt("pid", Int32),
-        req("timeline", Str),
-        req("idle_basis", Str),
+    columns: scope_columns![
         req("start_ns", Int64),
         req("end_ns", Int64),
         req("dur_ns", Int64),
@@ -227,12 +233,7 @@ pub const IDLE_GAPS: Table = Table {
 
 pub const IDLE_SCOPES: Table = Table {
     name: "idle_scopes",
-    columns: &[
-        req("scope", Str),
-        req("scope_kind", Str),
-        opt("pid", Int32),
-        req("timeline", Str),
-        req("idle_basis", Str),
+    columns: scope_columns![
         req("window_start_ns", Int64),
         req("window_end_ns", Int64),
         req("window_ns", Int64),
