@@ -9,6 +9,7 @@ pub mod coverage;
 pub mod deps;
 pub mod family;
 mod graphs;
+mod graphs_explicit;
 pub mod memory;
 pub mod types;
 
