@@ -241,7 +241,7 @@ impl<'a> Builder<'a> {
             }
             Some("empty" | "event_record" | "event_wait") => Step::Pass,
             _ => match self.node_work(c, node)? {
-                Some(w) => Step::Work(w),
+                Some(w) => Step::Work(Box::new(w)),
                 None => {
                     let what = c.str_field("node_type").unwrap_or("unknown");
                     let why = format!("{what} node added by {n} (line {}): this node kind is not replayed", c.line);

@@ -13,7 +13,7 @@ use super::graphs::Node;
 #[derive(Debug, Clone)]
 pub(super) enum Step {
     /// A kernel, copy or set (or why it cannot be replayed).
-    Work(Node),
+    Work(Box<Node>),
     /// A child graph, as it was when the node was added (CUDA clones it then).
     Child(Rc<Vec<Node>>),
     /// Empty and event nodes: no work (their order is kept by the serialization).
@@ -63,7 +63,7 @@ impl Explicit {
     pub(super) fn set(&mut self, handle: u64, node: Node) -> bool {
         match self.nodes.iter_mut().find(|n| n.handle == handle) {
             Some(n) if matches!(n.step, Step::Work(_)) => {
-                n.step = Step::Work(node);
+                n.step = Step::Work(Box::new(node));
                 true
             }
             _ => false,
@@ -90,7 +90,7 @@ impl Explicit {
         let mut out = Vec::new();
         while let Some(i) = ready.pop_first() {
             match &self.nodes[i].step {
-                Step::Work(w) => out.push(w.clone()),
+                Step::Work(w) => out.push((**w).clone()),
                 Step::Child(c) => out.extend(c.iter().cloned()),
                 Step::Pass => {}
             }
@@ -110,7 +110,7 @@ mod tests {
     use super::*;
 
     fn work(h: u64) -> Step {
-        Step::Work(Node::test_node(h))
+        Step::Work(Box::new(Node::test_node(h)))
     }
 
     #[test]

@@ -131,6 +131,9 @@ fn dim3(v: &Value, k: &str) -> [u32; 3] {
     [at(0), at(1), at(2)]
 }
 
+/// (ts, pid, tid) of a cuGraphLaunch -> its exec handle and nodes.
+type Launched = HashMap<(u64, u32, u32), (u64, Rc<Vec<ExecNode>>)>;
+
 /// The state of graphs, execs and captures while the trace is walked in time order.
 struct Walk<'a> {
     t: &'a mut Trace,
@@ -143,7 +146,7 @@ struct Walk<'a> {
     captured: HashMap<u64, Vec<usize>>,
     /// (ts, pid, tid) of a cuGraphLaunch -> what its exec held then.
     /// (ts, pid, tid) of a cuGraphLaunch -> its exec handle and nodes.
-    launched: HashMap<(u64, u32, u32), (u64, Rc<Vec<ExecNode>>)>,
+    launched: Launched,
     stats: GraphStats,
 }
 
