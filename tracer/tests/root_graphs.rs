@@ -249,6 +249,7 @@ fn replayable_explicit_graph_nodes_carry_their_parameter_bytes() {
             json!(["cuGraphAddNode_v2", "0xa0070", 1, p(1), "layout"]),
             json!(["cuGraphKernelNodeSetParams_v2", "0xa0070", 2, p(2), "layout"]),
             json!(["cuGraphExecKernelNodeSetParams_v2", "0xa0060", 4, p(4), "layout"]),
+            json!(["cuGraphKernelNodeSetParams", "0xa0060", 9, p(9), "extra"]),
         ]
     );
     // The other graph lines keep their fields; only kernel nodes have bytes.
@@ -265,7 +266,7 @@ fn replayable_explicit_graph_nodes_carry_their_parameter_bytes() {
     assert!(memset.get("params").is_none() && memset.get("params_error").is_none(), "{memset}");
 
     // The model: section 4's 4 launches expand into 0xa0070, the child's 0xa0050, then 0xa0060,
-    // with the bytes of that launch (n 4 after the exec update).
+    // with the bytes of that launch (n 4 after the exec update; the last, graph-level set is not the exec's).
     let t = parse_str("graphs", &text).unwrap();
     assert_eq!((t.graphs.launches, t.graphs.expanded_launches, t.graphs.kernels_run), (13, 13, 34));
     let mut per_launch: Vec<Vec<(String, u32, Option<String>)>> = Vec::new();

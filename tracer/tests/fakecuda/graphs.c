@@ -27,6 +27,9 @@
  *      0xa0080 the child graph node, after 0xa0070.
  *    Exec 0x80021 launched 2 times on 0x5300, node 0xa0060 set to grid 4,
  *    n 4 (cuGraphExecKernelNodeSetParams_v2), then 2 times on 0x5400.
+ *    Last, the graph's node 0xa0060 set to grid 9, n 9 through `extra` (a
+ *    20-byte buffer) with the v1 struct (cuGraphKernelNodeSetParams): the
+ *    exec, already instantiated, does not change.
  *
  * Prints nothing unless a call fails (exit status 1).
  */
@@ -90,6 +93,16 @@ static void explicit_with_params(const char *fixtures) {
     n = -1;
     for (int i = 0; i < 2; i++)
         OK(cuGraphLaunch(x, H(0x5400)));
+    unsigned char buf[20];
+    int nine = 9;
+    memcpy(buf, &out, 8);
+    memcpy(buf + 8, &in, 8);
+    memcpy(buf + 16, &nine, 4);
+    size_t size = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    CUDA_KERNEL_NODE_PARAMS_v1 v1 = {kp, 9, 1, 1, 32, 1, 1, 0, 0, extra};
+    OK(cuGraphKernelNodeSetParams(last, &v1));
+    memset(buf, 0xff, sizeof buf);
 }
 
 int main(int argc, char **argv) {
