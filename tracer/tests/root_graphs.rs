@@ -264,6 +264,20 @@ fn replayable_explicit_graph_nodes_carry_their_parameter_bytes() {
     assert!(early["params_error"].as_str().unwrap().starts_with("no parameter layout known"), "{early}");
     let memset = lines.iter().find(|l| l["name"] == "cuGraphAddMemsetNode").unwrap();
     assert!(memset.get("params").is_none() && memset.get("params_error").is_none(), "{memset}");
+    // cuGraphAddNode_v2 of another type: the plain record (its fields, no bytes).
+    let generic = lines.iter().filter(|l| l["name"] == "cuGraphAddNode_v2").nth(1).unwrap();
+    assert_eq!(
+        json!([
+            generic["node"],
+            generic["node_type"],
+            generic["size"],
+            generic["dst"],
+            generic["value"],
+            generic["deps"]
+        ]),
+        json!(["0xa0090", "memset", 32, "0x7f0000000300", 5, ["0xa0060"]]),
+    );
+    assert!(generic.get("params").is_none() && generic.get("params_error").is_none(), "{generic}");
 
     // The model: section 4's 4 launches expand into 0xa0070, the child's 0xa0050, then 0xa0060,
     // with the bytes of that launch (n 4 after the exec update; the last, graph-level set is not the exec's).

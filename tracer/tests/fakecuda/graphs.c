@@ -29,7 +29,9 @@
  *    n 4 (cuGraphExecKernelNodeSetParams_v2), then 2 times on 0x5400.
  *    Last, the graph's node 0xa0060 set to grid 9, n 9 through `extra` (a
  *    20-byte buffer) with the v1 struct (cuGraphKernelNodeSetParams): the
- *    exec, already instantiated, does not change.
+ *    exec, already instantiated, does not change. Then a memset node 0xa0090
+ *    (cuGraphAddNode_v2 of type memset: 8 words of 5 at 0x7f0000000300)
+ *    after 0xa0060: not a kernel node, no parameter bytes.
  *
  * Prints nothing unless a call fails (exit status 1).
  */
@@ -103,6 +105,15 @@ static void explicit_with_params(const char *fixtures) {
     CUDA_KERNEL_NODE_PARAMS_v1 v1 = {kp, 9, 1, 1, 32, 1, 1, 0, 0, extra};
     OK(cuGraphKernelNodeSetParams(last, &v1));
     memset(buf, 0xff, sizeof buf);
+    CUgraphNode set = 0;
+    memset(&np, 0, sizeof np);
+    np.type = 2;
+    np.u.memset.dst = 0x7f0000000300ULL;
+    np.u.memset.value = 5;
+    np.u.memset.elementSize = 4;
+    np.u.memset.width = 8;
+    np.u.memset.height = 1;
+    OK(cuGraphAddNode_v2(&set, g, &last, 0, 1, &np));
 }
 
 int main(int argc, char **argv) {
