@@ -227,6 +227,21 @@ fn replayable_explicit_graph_nodes_carry_their_parameter_bytes() {
         return;
     }
     let (text, dir) = record_replayable();
+    // The manifest counts the kernel node lines: sections 2-3's 4 (no layout known), section 4's 6.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let cov = &manifest["coverage"];
+    assert_eq!(
+        (&cov["graph_kernel_nodes"], &cov["graph_node_params_exact"], &cov["graph_launches"]),
+        (&json!(10), &json!(6), &json!(13)),
+        "{cov}"
+    );
+    let trace = dir.join(manifest["trace"].as_str().unwrap());
+    let out = Command::new(common::tracer_bin()).arg("summary").arg(&trace).output().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains("\nreplayable graphs: 6 of 10 kernel nodes added or set with exact parameters\n"),
+        "{summary}"
+    );
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // Section 4's node lines: the bytes read when each node was added or set
     // (graphs.c changes `n` right after each call).
