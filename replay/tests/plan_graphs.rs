@@ -371,3 +371,32 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     let lines: Vec<usize> = c.other_skipped.iter().map(|s| s.line).collect();
     assert_eq!(lines, vec![19, 20, 22, 24]);
 }
+
+#[test]
+fn a_change_of_a_node_the_recording_does_not_know_makes_the_graphs_not_replayable() {
+    let mut r = build_explicit();
+    // Before the instantiation (line 17): a clone of the graph, and a node of the clone (its handle,
+    // from cuGraphNodeFindInClone, is not in the trace) changed.
+    let clone = json!({"ts": 16500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_clone", "name": "cuGraphClone", "ret": 0, "args": {}, "graph": "0x90099", "original": "0x90011"});
+    let mut set = kernel_node(6, 6);
+    for (k, v) in [
+        ("ts", json!(16600)),
+        ("pid", json!(7)),
+        ("tid", json!(7)),
+        ("type", json!("graph")),
+        ("op", json!("graph_kernel_node_set_params")),
+        ("name", json!("cuGraphKernelNodeSetParams_v2")),
+        ("node", json!("0xdead")),
+    ] {
+        set[k] = v;
+    }
+    r.lines.insert(15, clone);
+    r.lines.insert(16, set);
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels), (4, 0, 0));
+    let why = "graph node changed by cuGraphKernelNodeSetParams_v2 (line 18): the change is not replayed";
+    assert_eq!(c.graph_launches_not_replayed.get(why), Some(&4));
+    assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
+}

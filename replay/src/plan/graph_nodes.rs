@@ -21,7 +21,8 @@ impl<'a> Builder<'a> {
     }
 
     /// A graph changed in a way that is not replayed: its launches will say why. Without a known
-    /// owner (a captured graph's node, whose handle is not recorded), every captured graph of the pid.
+    /// owner (a captured graph's node, or a clone's, whose handles are not recorded), every graph of
+    /// the pid built so far.
     fn spoil(&mut self, pid: u32, owner: Option<u64>, why: String) {
         match owner {
             Some(h) => {
@@ -29,7 +30,7 @@ impl<'a> Builder<'a> {
             }
             None => {
                 for ((p, _), v) in self.graphs.graphs.iter_mut() {
-                    if *p == pid && matches!(v, Contents::Nodes(_)) {
+                    if *p == pid && matches!(v, Contents::Nodes(_) | Contents::Explicit(_)) {
                         *v = Contents::Opaque(why.clone());
                     }
                 }
