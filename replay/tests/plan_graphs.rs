@@ -1,6 +1,7 @@
-//! Graph launches in the plan (plan/graphs.rs), on a hand-built recording: a
+//! Graph launches in the plan (plan/graphs.rs), on hand-built recordings: a
 //! stream capture of 3 launches launched 4 times, an opaque graph launch and
-//! an explicit graph.
+//! an explicit graph whose kernel node has no parameter bytes; an explicit
+//! graph with dependencies, a child graph and node updates between launches.
 
 mod common;
 
@@ -29,32 +30,7 @@ fn graph_launch(r: &mut Rec, exec: &str) {
 fn build() -> Rec {
     let mut r = Rec::new();
     let cubin = r.image("kernels.sm_90.cubin", "cubin");
-    r.call(
-        "memory",
-        "alloc",
-        "cuMemAlloc_v2",
-        json!({"ret": 0, "args": {"dptr": "0x7f0000000000", "bytesize": 4096}, "ptr": "0x7f0000000000", "size": 4096}),
-    ); // 2
-    r.call(
-        "memory",
-        "alloc",
-        "cuMemAlloc_v2",
-        json!({"ret": 0, "args": {"dptr": "0x7f0000200000", "bytesize": 4096}, "ptr": "0x7f0000200000", "size": 4096}),
-    ); // 3
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00", "image": "0x1234"}, "image": cubin}),
-    ); // 4
-    r.call("module", "module_get_function", "cuModuleGetFunction", json!({"ret": 0, "args": {"hfunc": "0xf1", "hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"})); // 5
-    r.call(
-        "stream",
-        "stream_create",
-        "cuStreamCreate",
-        json!({"ret": 0, "args": {"phStream": "0x5000", "Flags": "0x1"}}),
-    ); // 6
-    r.call("event", "event_create", "cuEventCreate", json!({"ret": 0, "args": {"phEvent": "0xe1", "Flags": "0x2"}})); // 7
+    r.prelude(&cubin, 4096); // lines 2..=7
     r.call(
         "graph",
         "stream_begin_capture",
@@ -100,7 +76,7 @@ fn build() -> Rec {
 }
 
 const OPAQUE: &str = "graph exec not instantiated in the recording (opaque graph launch)";
-const EXPLICIT: &str = "explicit graph (cuGraphCreate / cuGraphAdd*Node): kernel node parameter bytes are not recorded";
+const NO_PARAMS: &str = "cuGraphAddKernelNode_v2 of k_pointers set at line 21: no params recorded";
 
 #[test]
 fn captured_launches_run_in_each_graph_launch_not_at_capture() {
@@ -144,21 +120,24 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
 
     let c = &p.coverage;
     assert_eq!((c.launches, c.launches_replayed, c.captured_launches, c.captured_events), (0, 0, 3, 1));
+    // The explicit graph's launch (line 23) is expanded: its kernel node has no parameter bytes.
     assert_eq!(
         (c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.graph_kernels_replayed),
-        (6, 4, 12, 12)
+        (6, 5, 13, 12)
     );
     assert_eq!((c.graph_copies_sets, c.captured_copies_sets), (0, 0));
-    assert_eq!(c.percent(), 100.0);
+    assert!((c.percent() - 100.0 * 12.0 / 13.0).abs() < 1e-9);
     let not: Vec<(&str, usize)> = c.graph_launches_not_replayed.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    assert_eq!(not, vec![(EXPLICIT, 1), (OPAQUE, 1)]);
+    assert_eq!(not, vec![(OPAQUE, 1)]);
+    let skipped: Vec<(&str, usize)> = c.graph_skipped_by_reason.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(skipped, vec![(NO_PARAMS, 1)]);
     let lines: Vec<usize> = c.other_skipped.iter().map(|s| s.line).collect();
-    assert_eq!(lines, vec![19, 23]);
+    assert_eq!(lines, vec![19]);
     assert_eq!(c.other_skipped[0].reason, format!("graph launch not replayed: {OPAQUE}"));
     let text = p.summary();
     assert!(
         text.contains(
-            "graph launches: 6, expanded into stream order 4 (12 kernels, replayed 12; 0 copies/sets, replayed 0), not replayed 2\n"
+            "graph launches: 6, expanded into stream order 5 (13 kernels, replayed 12; 0 copies/sets, replayed 0), not replayed 1\n"
         ),
         "{text}"
     );
@@ -179,10 +158,13 @@ fn a_captured_launch_that_cannot_replay_is_counted_in_every_graph_launch() {
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
     let c = &p.coverage;
-    assert_eq!((c.graph_kernels, c.graph_kernels_replayed, c.launches, c.captured_launches), (12, 8, 0, 3));
+    assert_eq!((c.graph_kernels, c.graph_kernels_replayed, c.launches, c.captured_launches), (13, 8, 0, 3));
     let skipped: Vec<(&str, usize)> = c.graph_skipped_by_reason.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    assert_eq!(skipped, vec![("cuLaunchKernel of k_pointers captured at line 11: no params recorded", 4)]);
-    assert!((c.percent() - 100.0 * 8.0 / 12.0).abs() < 1e-9);
+    assert_eq!(
+        skipped,
+        vec![(NO_PARAMS, 1), ("cuLaunchKernel of k_pointers captured at line 11: no params recorded", 4)]
+    );
+    assert!((c.percent() - 100.0 * 8.0 / 13.0).abs() < 1e-9);
     let grids: Vec<u32> = p.ops.iter().filter_map(|o| o.launch().map(|l| l.grid[0])).collect();
     assert_eq!(grids, [1, 3].repeat(4));
 }
@@ -198,7 +180,8 @@ fn a_node_changed_after_capture_makes_later_instantiations_opaque() {
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
     let c = &p.coverage;
-    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels), (6, 0, 0));
+    // Only the explicit graph's launch is expanded (its node without parameter bytes is not replayed).
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels), (6, 1, 1));
     let why = "graph node changed by cuGraphKernelNodeSetParams_v2 (line 14): the change is not replayed";
     assert_eq!(c.graph_launches_not_replayed.get(why), Some(&4));
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
@@ -207,16 +190,213 @@ fn a_node_changed_after_capture_makes_later_instantiations_opaque() {
 #[test]
 fn a_capture_into_a_graph_with_nodes_of_its_own_stays_not_replayable() {
     let mut r = build();
-    // cuGraphCreate of the graph the capture ends in (cuStreamBeginCaptureToGraph into it).
+    // cuGraphCreate of the graph the capture ends in (cuStreamBeginCaptureToGraph into it), and a node of its own.
     r.lines.insert(
         6,
         json!({"ts": 7500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_create", "name": "cuGraphCreate", "ret": 0, "args": {}, "graph": "0x90001"}),
     );
+    r.lines.insert(
+        7,
+        json!({"ts": 7600, "pid": 7, "tid": 7, "type": "graph", "op": "graph_add_empty_node", "name": "cuGraphAddEmptyNode", "ret": 0, "args": {}, "graph": "0x90001", "node": "0xa9", "node_type": "empty", "deps": []}),
+    );
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
     let c = &p.coverage;
-    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.captured_launches), (6, 0, 0, 3));
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.captured_launches), (6, 1, 1, 3));
     let not: Vec<(&str, usize)> = c.graph_launches_not_replayed.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    assert_eq!(not, vec![(EXPLICIT, 5), (OPAQUE, 1)]);
+    let into = "capture into a graph that had nodes (line 15): not replayed";
+    assert_eq!(not, vec![(into, 4), (OPAQUE, 1)]);
+    assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
+}
+
+/// k_pointers' parameter bytes (A, B, n) as a trace writes them.
+fn ptrs(n: u32) -> String {
+    params(20, &[(0, &A.to_le_bytes()), (8, &B.to_le_bytes()), (16, &n.to_le_bytes())])
+}
+
+/// A kernel node line's fields: k_pointers with grid `grid` and parameter n = `n`.
+fn kernel_node(grid: u32, n: u32) -> serde_json::Value {
+    json!({"ret": 0, "args": {}, "node_type": "kernel", "kernel": "k_pointers", "func": "0xf1", "grid": [grid, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "params": ptrs(n), "params_from": "layout"})
+}
+
+fn node_line(r: &mut Rec, name: &str, graph: &str, node: &str, deps: &[&str], mut fields: serde_json::Value) {
+    let o = fields.as_object_mut().unwrap();
+    o.insert("graph".into(), json!(graph));
+    o.insert("node".into(), json!(node));
+    o.insert("deps".into(), json!(deps));
+    r.call("graph", "graph_add_node", name, fields);
+}
+
+/// An explicit graph 0x90011: node 0xb3 (grid 3, n 3) added first but, by a
+/// later cuGraphAddDependencies, after the child graph node 0xb2 (graph
+/// 0x90010: kernel 0xc1, grid 5, n 50, then a memset node 0xc2 of 16 words),
+/// which waits for 0xb1 (grid 1, n 1, set to grid 2, n 2 before the
+/// instantiation). Exec 0x80020 launched twice, its node 0xb3 set to grid 4,
+/// n 4 (cuGraphExecKernelNodeSetParams_v2), launched once, the graph's node
+/// 0xb3 set to grid 7 (not the exec's), launched once more.
+fn build_explicit() -> Rec {
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.prelude(&cubin, 4096); // lines 2..=7
+    let create = |r: &mut Rec, g: &str| {
+        r.call("graph", "graph_create", "cuGraphCreate", json!({"ret": 0, "args": {}, "graph": g}));
+    };
+    create(&mut r, "0x90010"); // 8
+    create(&mut r, "0x90011"); // 9
+    node_line(&mut r, "cuGraphAddKernelNode_v2", "0x90010", "0xc1", &[], kernel_node(5, 50)); // 10
+    let memset = json!({"ret": 0, "args": {"memsetParams": {"dst": "0x7f0000000100", "value": 9, "elementSize": 4, "width": 16, "height": 1}}, "node_type": "memset", "size": 64, "dst": "0x7f0000000100", "value": 9});
+    node_line(&mut r, "cuGraphAddMemsetNode", "0x90010", "0xc2", &["0xc1"], memset); // 11
+    node_line(&mut r, "cuGraphAddKernelNode_v2", "0x90011", "0xb3", &[], kernel_node(3, 3)); // 12
+    node_line(&mut r, "cuGraphAddKernelNode_v2", "0x90011", "0xb1", &[], kernel_node(1, 1)); // 13
+    let child = json!({"ret": 0, "args": {}, "node_type": "graph", "child_graph": "0x90010"});
+    node_line(&mut r, "cuGraphAddChildGraphNode", "0x90011", "0xb2", &["0xb1"], child); // 14
+    r.call(
+        "graph",
+        "graph_add_dependencies",
+        "cuGraphAddDependencies",
+        json!({"ret": 0, "args": {}, "graph": "0x90011", "from": ["0xb2"], "to": ["0xb3"]}),
+    ); // 15
+    let mut set = kernel_node(2, 2);
+    set["node"] = json!("0xb1");
+    r.call("graph", "graph_kernel_node_set_params", "cuGraphKernelNodeSetParams_v2", set); // 16
+    r.call(
+        "graph",
+        "graph_instantiate_with_flags",
+        "cuGraphInstantiateWithFlags",
+        json!({"ret": 0, "args": {}, "graph_exec": "0x80020", "graph": "0x90011"}),
+    ); // 17
+    graph_launch(&mut r, "0x80020"); // 18
+    graph_launch(&mut r, "0x80020"); // 19
+    let mut exec_set = kernel_node(4, 4);
+    exec_set["node"] = json!("0xb3");
+    exec_set["graph_exec"] = json!("0x80020");
+    r.call("graph", "graph_exec_kernel_node_set_params", "cuGraphExecKernelNodeSetParams_v2", exec_set); // 20
+    graph_launch(&mut r, "0x80020"); // 21
+    let mut later = kernel_node(7, 7);
+    later["node"] = json!("0xb3");
+    r.call("graph", "graph_kernel_node_set_params", "cuGraphKernelNodeSetParams_v2", later); // 22
+    graph_launch(&mut r, "0x80020"); // 23
+    r.call(
+        "sync",
+        "stream_synchronize",
+        "cuStreamSynchronize",
+        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000"}),
+    ); // 24
+    r
+}
+
+#[test]
+fn explicit_graph_launches_run_their_nodes_in_dependency_order_with_the_parameters_of_each_launch() {
+    let rec = Recording::open(&build_explicit().write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    replay::data_check::check(&rec, &p).unwrap();
+
+    // (line, grid, parameter bytes) of every kernel op, and the memsets, in op order.
+    let ops: Vec<(usize, String)> = p
+        .ops
+        .iter()
+        .map(|o| match &o.kind {
+            OpKind::Launch(l) => (o.line, format!("k{} {}", l.grid[0], hex(&l.params))),
+            OpKind::Set(s) => (o.line, format!("set {:#x}={} x{} ({}B)", s.dst, s.value, s.count, s.elem)),
+            OpKind::StreamSync => (o.line, "sync".into()),
+            other => (o.line, format!("{other:?}")),
+        })
+        .collect();
+    let mut want = Vec::new();
+    for (line, last) in [(18, 3), (19, 3), (21, 4), (23, 4)] {
+        want.push((line, format!("k2 {}", ptrs(2))));
+        want.push((line, format!("k5 {}", ptrs(50))));
+        want.push((line, "set 0x7f0000000100=9 x16 (4B)".to_string()));
+        want.push((line, format!("k{last} {}", ptrs(last))));
+    }
+    want.push((24, "sync".into()));
+    assert_eq!(ops, want);
+    assert!(p.ops.iter().all(|o| o.stream == Some(0)));
+    assert_eq!(p.per_stream[0], (0..17).collect::<Vec<_>>());
+    // Each expanded op names its launch and the line that gave its parameters.
+    let from: Vec<usize> = p.graph_ops.iter().filter(|g| g.launch_line == 21).map(|g| g.captured_line).collect();
+    assert_eq!(from, [16, 10, 11, 20]);
+    assert_eq!(p.graph_ops.len(), 16);
+    // A and B in every expanded kernel: 12 kernels × 2.
+    assert_eq!(p.relocations.len(), 24);
+
+    let c = &p.coverage;
+    assert_eq!(
+        (c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.graph_kernels_replayed),
+        (4, 4, 12, 12)
+    );
+    assert_eq!((c.graph_copies_sets, c.graph_copies_sets_replayed, c.launches, c.sets), (4, 4, 0, 0));
+    assert!(c.graph_launches_not_replayed.is_empty() && c.graph_skipped_by_reason.is_empty());
+    assert_eq!(c.percent(), 100.0);
+    assert!(
+        p.summary().contains(
+            "graph launches: 4, expanded into stream order 4 (12 kernels, replayed 12; 4 copies/sets, replayed 4), not replayed 0\n"
+        ),
+        "{}",
+        p.summary()
+    );
+}
+
+#[test]
+fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() {
+    let mut r = build_explicit();
+    // A memcpy node in the parent graph, after 0xb1 (line 17; the instantiation moves to 18).
+    let copy = json!({"ts": 16500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_add_memcpy_node", "name": "cuGraphAddMemcpyNode", "ret": 0, "args": {}, "graph": "0x90011", "node": "0xb9", "deps": ["0xb1"], "node_type": "memcpy", "size": 256, "direction": "d2d", "dst": "0x7f0000000000", "src": "0x7f0000200000"});
+    r.lines.insert(15, copy);
+    // And a kernel node whose parameters were not captured, in another graph launched once.
+    let mut lost = kernel_node(9, 9);
+    lost.as_object_mut().unwrap().remove("params");
+    lost["params_error"] = json!("the parameters could not be read from the process's memory");
+    r.call("graph", "graph_create", "cuGraphCreate", json!({"ret": 0, "args": {}, "graph": "0x90030"})); // 26
+    node_line(&mut r, "cuGraphAddKernelNode_v2", "0x90030", "0xd1", &[], lost); // 27
+    r.call(
+        "graph",
+        "graph_instantiate_with_flags",
+        "cuGraphInstantiateWithFlags",
+        json!({"ret": 0, "args": {}, "graph_exec": "0x80030", "graph": "0x90030"}),
+    ); // 28
+    graph_launch(&mut r, "0x80030"); // 29
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.graph_kernels_replayed), (5, 1, 1, 0));
+    let not: Vec<(&str, usize)> = c.graph_launches_not_replayed.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let why = "memcpy node added by cuGraphAddMemcpyNode (line 17): this node kind is not replayed";
+    assert_eq!(not, vec![(why, 4)]);
+    let skipped: Vec<(&str, usize)> = c.graph_skipped_by_reason.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let lost = "cuGraphAddKernelNode_v2 of k_pointers set at line 27: params not captured: the parameters could not be read from the process's memory";
+    assert_eq!(skipped, vec![(lost, 1)]);
+    assert_eq!(c.percent(), 0.0);
+    assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
+    let lines: Vec<usize> = c.other_skipped.iter().map(|s| s.line).collect();
+    assert_eq!(lines, vec![19, 20, 22, 24]);
+}
+
+#[test]
+fn a_change_of_a_node_the_recording_does_not_know_makes_the_graphs_not_replayable() {
+    let mut r = build_explicit();
+    // Before the instantiation (line 17): a clone of the graph, and a node of the clone (its handle,
+    // from cuGraphNodeFindInClone, is not in the trace) changed.
+    let clone = json!({"ts": 16500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_clone", "name": "cuGraphClone", "ret": 0, "args": {}, "graph": "0x90099", "original": "0x90011"});
+    let mut set = kernel_node(6, 6);
+    for (k, v) in [
+        ("ts", json!(16600)),
+        ("pid", json!(7)),
+        ("tid", json!(7)),
+        ("type", json!("graph")),
+        ("op", json!("graph_kernel_node_set_params")),
+        ("name", json!("cuGraphKernelNodeSetParams_v2")),
+        ("node", json!("0xdead")),
+    ] {
+        set[k] = v;
+    }
+    r.lines.insert(15, clone);
+    r.lines.insert(16, set);
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels), (4, 0, 0));
+    let why = "graph node changed by cuGraphKernelNodeSetParams_v2 (line 18): the change is not replayed";
+    assert_eq!(c.graph_launches_not_replayed.get(why), Some(&4));
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
 }

@@ -15,27 +15,7 @@ fn build() -> (Rec, String, String, String) {
     let cubin = r.image("kernels.sm_90.cubin", "cubin");
     let fatbin = r.image("kernels.no-compress.fatbin", "fatbin");
     let data = r.data(&[7u8; 4096]);
-    r.call(
-        "memory",
-        "alloc",
-        "cuMemAlloc_v2",
-        json!({"ret": 0, "args": {"dptr": "0x7f0000000000", "bytesize": 4096}, "ptr": "0x7f0000000000", "size": 4096}),
-    ); // 2
-    r.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "args": {"dptr": "0x7f0000200000", "bytesize": 1048576}, "ptr": "0x7f0000200000", "size": 1048576})); // 3
-    r.call(
-        "module",
-        "module_load_data",
-        "cuModuleLoadData",
-        json!({"ret": 0, "args": {"module": "0xa00", "image": "0x1234"}, "image": cubin}),
-    ); // 4
-    r.call("module", "module_get_function", "cuModuleGetFunction", json!({"ret": 0, "args": {"hfunc": "0xf1", "hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"})); // 5
-    r.call(
-        "stream",
-        "stream_create",
-        "cuStreamCreate",
-        json!({"ret": 0, "args": {"phStream": "0x5000", "Flags": "0x1"}}),
-    ); // 6
-    r.call("event", "event_create", "cuEventCreate", json!({"ret": 0, "args": {"phEvent": "0xe1", "Flags": "0x2"}})); // 7
+    r.prelude(&cubin, 1048576); // lines 2..=7
     r.call("memcpy", "copy", "cuMemcpyHtoDAsync_v2", json!({"ret": 0, "args": {"dstDevice": "0x7f0000000000", "srcHost": "0x1000", "ByteCount": 4096, "hStream": "0x0"}, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 4096, "stream": "0x0", "data": data})); // 8
     let p9 = params(20, &[(0, &(B + 0x10).to_le_bytes()), (8, &A.to_le_bytes()), (16, &1024u32.to_le_bytes())]);
     r.call("kernel", "launch", "cuLaunchKernel", json!({"args": {"f": "0xf1"}, "func": "0xf1", "kernel": "k_pointers", "grid": [4, 1, 1], "block": [256, 1, 1], "shared_mem": 0, "stream": "0x0", "params": p9, "params_from": "layout"})); // 9

@@ -162,6 +162,11 @@ pub mod role {
     /// cuLibraryGetModule (out 0, library 1): the module gets the
     /// library's image.
     pub const ALIAS_MODULE: u8 = 4;
+    /// Not a return role: a graph call that passes kernel node parameters
+    /// (cuGraphAddKernelNode*, cuGraph*NodeSetParams*): its entry goes to
+    /// the launch program, which also copies the node's parameter bytes
+    /// (tracer-ebpf/src/graph_params.rs).
+    pub const GRAPH_NODE: u8 = 5;
 }
 
 #[cfg(test)]

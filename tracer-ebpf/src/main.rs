@@ -7,6 +7,7 @@
 mod bench;
 mod counts;
 mod graph;
+mod graph_params;
 mod libwatch;
 mod maps;
 mod nvfile;

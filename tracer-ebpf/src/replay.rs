@@ -52,7 +52,7 @@ pub static ROLE_ARGS: HashMap<u64, [u64; 2]> = HashMap::with_max_entries(1, 0);
 /// One launch record under construction per CPU (indexed by CPU number: a
 /// per-CPU map's values are limited to 32 KiB; this one is 66 KiB).
 #[map]
-static SCRATCH: Array<LaunchParams> = Array::with_max_entries(1, 0);
+pub(crate) static SCRATCH: Array<LaunchParams> = Array::with_max_entries(1, 0);
 /// `kernelParams[0..n]` of the launch in progress.
 #[map]
 static PTRS: PerCpuArray<[u64; MAX_PARAMS]> = PerCpuArray::with_max_entries(1, 0);
@@ -203,6 +203,10 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
+    if c.role() == role::GRAPH_NODE {
+        crate::graph_params::graph_node(&ctx, c, pid, tid);
+        return 0;
+    }
     let hdr = header(EventKind::LaunchParams as u16, c.func(), pid, tid);
     let cpu = unsafe { bpf_get_smp_processor_id() };
     let Some(rec) = SCRATCH.get_ptr_mut(cpu) else {
@@ -243,7 +247,7 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
 
 /// Fills `data` with the parameter buffer: (status, bytes, layout id).
 #[inline(always)]
-fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32, u32, u32) {
+pub(crate) fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 * PARAMS_CAP]) -> (u32, u32, u32) {
     let lid = unsafe { LAYOUT_BY_HANDLE.get(&[f, pid as u64]) }.copied().unwrap_or(0);
     if kp == 0 && extra != 0 {
         return from_extra(extra, data, lid);

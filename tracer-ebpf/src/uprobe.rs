@@ -128,7 +128,7 @@ fn outptr_key(tid: u32, c: Cookie) -> u64 {
 /// Saves out-parameter pointers (and an unread string's pointer) for the
 /// return probe.
 #[inline(always)]
-fn save_outs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS]) {
+pub(crate) fn save_outs(c: Cookie, tid: u32, args: &[u64; MAX_ARGS]) {
     save_ptrs(c, tid, args, 0)
 }
 

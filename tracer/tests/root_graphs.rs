@@ -179,3 +179,142 @@ fn capture_explicit_graphs_updates_and_launches() {
         j["notes"]
     );
 }
+
+/// k_pointers' parameter bytes as graphs.c passes them (out, in, n), in hex.
+fn k_pointers_params(n: i32) -> String {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x7f00_0000_0000u64.to_le_bytes());
+    b.extend_from_slice(&0x7f00_0020_0000u64.to_le_bytes());
+    b.extend_from_slice(&n.to_le_bytes());
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `tracer record --replayable` of `graphs FIXTURE_DIR` (section 4 of graphs.c
+/// runs): the trace's text.
+fn record_replayable() -> (String, std::path::PathBuf) {
+    let dir = common::fresh_output("graphs-replayable").with_extension("rec");
+    let _ = std::fs::remove_dir_all(&dir);
+    let prog = common::fake_program("graphs");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
+    let mut c = Command::new(common::tracer_bin());
+    c.args(["record", "--replayable", "-q", "-o"])
+        .arg(&dir)
+        .arg("--libcuda")
+        .arg(&common::fake().lib)
+        .arg("--")
+        .arg(&prog)
+        .arg(&fixtures)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(File::create(dir.with_extension("stdout")).unwrap()))
+        .stderr(Stdio::from(File::create(dir.with_extension("stderr")).unwrap()));
+    let mut child = c.spawn().unwrap();
+    let status = common::wait_with_timeout(&mut child, Duration::from_secs(120), false, "tracer on graphs");
+    let stderr = std::fs::read_to_string(dir.with_extension("stderr")).unwrap_or_default();
+    assert!(status.success(), "tracer record --replayable on graphs: {status}\n{stderr}");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let trace = dir.join(manifest["trace"].as_str().unwrap());
+    let text = if trace.extension().is_some_and(|e| e == "zst") {
+        String::from_utf8(zstd::stream::decode_all(File::open(&trace).unwrap()).unwrap()).unwrap()
+    } else {
+        std::fs::read_to_string(&trace).unwrap()
+    };
+    (text, dir)
+}
+
+#[test]
+fn replayable_explicit_graph_nodes_carry_their_parameter_bytes() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let (text, dir) = record_replayable();
+    // The manifest counts the kernel node lines: sections 2-3's 4 (no layout known), section 4's 6.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let cov = &manifest["coverage"];
+    assert_eq!(
+        (&cov["graph_kernel_nodes"], &cov["graph_node_params_exact"], &cov["graph_launches"]),
+        (&json!(10), &json!(6), &json!(13)),
+        "{cov}"
+    );
+    let trace = dir.join(manifest["trace"].as_str().unwrap());
+    let out = Command::new(common::tracer_bin()).arg("summary").arg(&trace).output().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains("\nreplayable graphs: 6 of 10 kernel nodes added or set with exact parameters\n"),
+        "{summary}"
+    );
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Section 4's node lines: the bytes read when each node was added or set
+    // (graphs.c changes `n` right after each call).
+    let node_lines: Vec<Value> = lines
+        .iter()
+        .filter(|l| {
+            l["type"] == "graph"
+                && l["node_type"] == "kernel"
+                && l["kernel"] == "k_pointers"
+                && l["name"].as_str().is_some_and(|n| n.contains("Node"))
+        })
+        .map(|l| json!([l["name"], l["node"], l["grid"][0], l["params"], l["params_from"]]))
+        .collect();
+    let p = |n: i32| json!(k_pointers_params(n));
+    assert_eq!(
+        node_lines,
+        [
+            json!(["cuGraphAddKernelNode_v2", "0xa0050", 5, p(50), "layout"]),
+            json!(["cuGraphAddKernelNode_v2", "0xa0060", 3, p(3), "layout"]),
+            json!(["cuGraphAddNode_v2", "0xa0070", 1, p(1), "layout"]),
+            json!(["cuGraphKernelNodeSetParams_v2", "0xa0070", 2, p(2), "layout"]),
+            json!(["cuGraphExecKernelNodeSetParams_v2", "0xa0060", 4, p(4), "layout"]),
+            json!(["cuGraphKernelNodeSetParams", "0xa0060", 9, p(9), "extra"]),
+        ]
+    );
+    // The other graph lines keep their fields; only kernel nodes have bytes.
+    let add = lines.iter().find(|l| l["name"] == "cuGraphAddNode_v2").unwrap();
+    assert_eq!((add["graph"].as_str(), add["deps"].clone()), (Some("0x612000"), json!([])));
+    let child = lines.iter().find(|l| l["name"] == "cuGraphAddChildGraphNode" && l["graph"] == "0x612000").unwrap();
+    assert_eq!((child["node"].as_str(), child["deps"].clone()), (Some("0xa0080"), json!(["0xa0070"])));
+    assert!(child.get("params").is_none() && child.get("params_error").is_none());
+    // Sections 2-3 (kernels of a module whose image has no layout): the bytes could not be read.
+    let early = lines.iter().find(|l| l["name"] == "cuGraphAddKernelNode_v2" && l["kernel"] == "node_kkk").unwrap();
+    assert!(early.get("params").is_none());
+    assert!(early["params_error"].as_str().unwrap().starts_with("no parameter layout known"), "{early}");
+    let memset = lines.iter().find(|l| l["name"] == "cuGraphAddMemsetNode").unwrap();
+    assert!(memset.get("params").is_none() && memset.get("params_error").is_none(), "{memset}");
+    // cuGraphAddNode_v2 of another type: the plain record (its fields, no bytes).
+    let generic = lines.iter().filter(|l| l["name"] == "cuGraphAddNode_v2").nth(1).unwrap();
+    assert_eq!(
+        json!([
+            generic["node"],
+            generic["node_type"],
+            generic["size"],
+            generic["dst"],
+            generic["value"],
+            generic["deps"]
+        ]),
+        json!(["0xa0090", "memset", 32, "0x7f0000000300", 5, ["0xa0060"]]),
+    );
+    assert!(generic.get("params").is_none() && generic.get("params_error").is_none(), "{generic}");
+
+    // The model: section 4's 4 launches expand into 0xa0070, the child's 0xa0050, then 0xa0060,
+    // with the bytes of that launch (n 4 after the exec update; the last, graph-level set is not the exec's).
+    let t = parse_str("graphs", &text).unwrap();
+    assert_eq!((t.graphs.launches, t.graphs.expanded_launches, t.graphs.kernels_run), (13, 13, 34));
+    let mut per_launch: Vec<Vec<(String, u32, Option<String>)>> = Vec::new();
+    for c in &t.calls {
+        if c.expanded() {
+            per_launch.push(Vec::new());
+        } else if c.from_graph() && c.kind == Kind::Launch && t.name(c.kernel) == "k_pointers" {
+            let g = t.geom(c.geom).unwrap().grid[0];
+            per_launch.last_mut().unwrap().push((format!("{:#x}", c.obj), g, t.node_params(c).map(str::to_owned)));
+        }
+    }
+    let section4: Vec<_> = per_launch.into_iter().filter(|v| !v.is_empty()).collect();
+    let launch = |last: i32| {
+        vec![
+            ("0xa0070".to_string(), 2, Some(k_pointers_params(2))),
+            ("0xa0050".to_string(), 5, Some(k_pointers_params(50))),
+            ("0xa0060".to_string(), last as u32, Some(k_pointers_params(last))),
+        ]
+    };
+    assert_eq!(section4, [launch(3), launch(3), launch(4), launch(4)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,7 +21,7 @@ pub struct Coverage {
     pub graph_launches: usize,
     /// Graph launches expanded into their captured work, in stream order on the launch's stream.
     pub graph_launches_expanded: usize,
-    /// Reason -> graph launches not replayed for it (exec not built in the recording, explicit graph, …).
+    /// Reason -> graph launches not replayed for it (exec not built in the recording, a node kind not replayed, …).
     pub graph_launches_not_replayed: BTreeMap<String, usize>,
     /// Kernels of the expanded graph launches (each launch × its exec's captured kernels), and those replayed.
     pub graph_kernels: usize,

@@ -2,40 +2,70 @@
 //! on a capturing stream (lines with `capture`) did not run when recorded:
 //! it is planned like a launch, copy or set of its own but kept aside, per
 //! capture, instead of becoming an op. `cuStreamEndCapture` gives the
-//! capture's graph, `cuGraphInstantiate*` / `cuGraphExecUpdate_v2` give an
-//! exec that graph's work, and each `cuGraphLaunch` of the exec becomes that
-//! work again, in capture order, in stream order on the launch's stream at
-//! the launch's time (graph nodes serialized: no node runs concurrently with
-//! another of its graph, the captured dependencies hold). A launch whose exec
-//! was not built from a capture (explicit graphs: their kernel nodes have no
-//! parameter bytes; a node changed after capture; an exec not built in the
-//! recording) is counted as not replayed, with the reason.
+//! capture's graph. An explicit graph (`cuGraphCreate`, `cuGraphAdd*Node`,
+//! `cuGraphAddDependencies*`, child graphs, `cuGraphClone`) is built from
+//! its node lines: a kernel node is planned like a launch from the node's
+//! recorded parameter bytes (`--replayable`), a 1-D memset node like a
+//! memset (graph_nodes.rs reads the node lines, graphs_explicit.rs keeps
+//! the structure). `cuGraphInstantiate*` /
+//! `cuGraphExecUpdate_v2` give an exec that graph's work in dependency
+//! order, child graphs inlined; `cuGraph(Exec)*NodeSetParams*` replace a
+//! node's work in the graph or the exec. Each `cuGraphLaunch` of the exec
+//! becomes that work again, in stream order on the launch's stream at the
+//! launch's time (graph nodes serialized: no node runs concurrently with
+//! another of its graph, the dependencies hold). A launch whose exec holds
+//! a node kind not replayed (memcpy, host, …), a node changed after capture,
+//! or an exec not built in the recording is counted as not replayed, with
+//! the reason.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use anyhow::Result;
 
+use super::graphs_explicit::Explicit;
 use super::{Builder, Direction, OpKind, is_launch};
 use crate::recording::Call;
 
-/// One piece of captured work: what replay runs for it, or why it cannot.
+/// One piece of graph work: what replay runs for it, or why it cannot.
 #[derive(Debug, Clone)]
 pub(super) struct Node {
-    line: usize,
-    name: String,
-    kernel: Option<String>,
-    is_kernel: bool,
-    work: std::result::Result<OpKind, String>,
+    /// The graph node (0 for captured work: its node handle is not recorded).
+    pub(super) handle: u64,
+    /// The line that gave its parameters (the captured call, or the node's add / set-params line).
+    pub(super) line: usize,
+    pub(super) name: String,
+    pub(super) kernel: Option<String>,
+    pub(super) is_kernel: bool,
+    pub(super) work: std::result::Result<OpKind, String>,
+}
+
+#[cfg(test)]
+impl Node {
+    pub(super) fn test_node(handle: u64) -> Node {
+        Node { handle, line: 0, name: String::new(), kernel: None, is_kernel: false, work: Err(String::new()) }
+    }
 }
 
 /// What a graph or exec runs.
 #[derive(Debug, Clone)]
 pub(super) enum Contents {
-    /// The work of a stream capture, in capture order.
-    Captured(Rc<Vec<Node>>),
+    /// Work in the order it runs: a stream capture's, or an exec's.
+    Nodes(Rc<Vec<Node>>),
+    /// An explicit graph being built.
+    Explicit(Rc<Explicit>),
     /// Not replayable, with the reason.
     Opaque(String),
+}
+
+impl Contents {
+    /// What an instantiation of this graph runs.
+    pub(super) fn instantiated(&self) -> Contents {
+        match self {
+            Contents::Explicit(g) => Contents::Nodes(Rc::new(g.flatten())),
+            other => other.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -43,14 +73,12 @@ pub(super) struct Graphs {
     /// Capture id -> its work so far.
     captures: HashMap<u64, Vec<Node>>,
     /// (pid, CUgraph) -> contents.
-    graphs: HashMap<(u32, u64), Contents>,
+    pub(super) graphs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphExec) -> contents at instantiation (or update).
-    execs: HashMap<(u32, u64), Contents>,
+    pub(super) execs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphNode) -> graph, for nodes added with cuGraphAdd*Node.
-    nodes: HashMap<(u32, u64), u64>,
+    pub(super) nodes: HashMap<(u32, u64), u64>,
 }
-
-const EXPLICIT: &str = "explicit graph (cuGraphCreate / cuGraphAdd*Node): kernel node parameter bytes are not recorded";
 
 fn base(name: &str) -> &str {
     name.trim_end_matches("_ptsz").trim_end_matches("_ptds")
@@ -79,24 +107,34 @@ impl<'a> Builder<'a> {
         }
         let pid = c.pid;
         let graph = c.addr_field("graph");
-        let g = &mut self.graphs;
         match name {
             "cuStreamEndCapture" => {
+                let g = &mut self.graphs;
                 let nodes = c.u64_field("capture").and_then(|id| g.captures.remove(&id)).unwrap_or_default();
-                // cuStreamBeginCaptureToGraph into a graph with nodes of its own: stays not replayable.
-                if let Some(h) = graph
-                    && !matches!(g.graphs.get(&(pid, h)), Some(Contents::Opaque(_)))
-                {
-                    g.graphs.insert((pid, h), Contents::Captured(Rc::new(nodes)));
+                // cuStreamBeginCaptureToGraph into a graph with nodes of its own: not replayable.
+                if let Some(h) = graph {
+                    let into_nodes = match g.graphs.get(&(pid, h)) {
+                        Some(Contents::Explicit(e)) => !e.is_empty(),
+                        other => matches!(other, Some(Contents::Opaque(_))),
+                    };
+                    let contents = if into_nodes {
+                        Contents::Opaque(format!("capture into a graph that had nodes (line {}): not replayed", c.line))
+                    } else {
+                        Contents::Nodes(Rc::new(nodes))
+                    };
+                    if !matches!(g.graphs.get(&(pid, h)), Some(Contents::Opaque(_))) {
+                        g.graphs.insert((pid, h), contents);
+                    }
                 }
             }
             "cuGraphCreate" => {
                 if let Some(h) = graph {
-                    g.graphs.insert((pid, h), Contents::Opaque(EXPLICIT.into()));
+                    self.graphs.graphs.insert((pid, h), Contents::Explicit(Rc::default()));
                 }
             }
             "cuGraphClone" => {
                 if let Some(h) = graph {
+                    let g = &mut self.graphs;
                     let from = c.addr_field("original").and_then(|o| g.graphs.get(&(pid, o)).cloned());
                     let why = format!("clone of a graph not built in the recording (line {})", c.line);
                     g.graphs.insert((pid, h), from.unwrap_or(Contents::Opaque(why)));
@@ -104,15 +142,17 @@ impl<'a> Builder<'a> {
             }
             "cuGraphDestroy" => {
                 if let Some(h) = graph {
-                    g.graphs.remove(&(pid, h));
+                    self.graphs.graphs.remove(&(pid, h));
                 }
             }
             "cuGraphInstantiateWithFlags"
             | "cuGraphInstantiateWithParams"
             | "cuGraphInstantiate_v2"
             | "cuGraphExecUpdate_v2" => {
+                let g = &mut self.graphs;
                 if let Some(e) = c.addr_field("graph_exec") {
-                    let contents = graph.and_then(|h| g.graphs.get(&(pid, h)).cloned()).unwrap_or_else(|| {
+                    let contents = graph.and_then(|h| g.graphs.get(&(pid, h))).map(Contents::instantiated);
+                    let contents = contents.unwrap_or_else(|| {
                         Contents::Opaque(format!(
                             "instantiated from a graph not built in the recording (line {})",
                             c.line
@@ -123,53 +163,52 @@ impl<'a> Builder<'a> {
             }
             "cuGraphExecDestroy" => {
                 if let Some(e) = c.addr_field("graph_exec") {
-                    g.execs.remove(&(pid, e));
+                    self.graphs.execs.remove(&(pid, e));
                 }
             }
-            n if n.starts_with("cuGraphExec") && n.contains("SetParams") => {
-                if let Some(e) = c.addr_field("graph_exec") {
-                    let why =
-                        format!("exec node changed by {n} (line {}): the new parameter bytes are not recorded", c.line);
-                    g.execs.insert((pid, e), Contents::Opaque(why));
-                }
-            }
-            n if n.starts_with("cuGraphAdd") && n.contains("Node") => {
-                if let (Some(h), Some(node)) = (graph, c.addr_field("node")) {
-                    g.nodes.insert((pid, node), h);
-                    let why = match g.graphs.get(&(pid, h)) {
-                        Some(Contents::Captured(_)) => {
-                            format!(
-                                "node added to a captured graph by {n} (line {}): its parameter bytes are not recorded",
-                                c.line
-                            )
-                        }
-                        Some(Contents::Opaque(w)) => w.clone(),
-                        None => EXPLICIT.into(),
-                    };
-                    g.graphs.insert((pid, h), Contents::Opaque(why));
-                }
-            }
-            n if n.contains("SetParams") || n.starts_with("cuGraphAddDependencies") || n == "cuGraphDestroyNode" => {
-                // A node changed: its graph if the node was added in the recording, else
-                // (a captured graph's node, whose handle is not recorded) every captured graph of the pid.
-                let why = format!("graph node changed by {n} (line {}): the change is not replayed", c.line);
-                let owner = graph.or_else(|| c.addr_field("node").and_then(|nd| g.nodes.get(&(pid, nd)).copied()));
-                match owner {
-                    Some(h) => {
-                        g.graphs.insert((pid, h), Contents::Opaque(why));
-                    }
-                    None => {
-                        for ((p, _), v) in g.graphs.iter_mut() {
-                            if *p == pid && matches!(v, Contents::Captured(_)) {
-                                *v = Contents::Opaque(why.clone());
-                            }
-                        }
-                    }
-                }
-            }
+            n if n.starts_with("cuGraphExec") && n.contains("SetParams") => self.exec_set_params(c, n)?,
+            n if n.starts_with("cuGraphAdd") && n.contains("Node") => self.add_node(c, n, graph)?,
+            n if n.contains("SetParams") => self.set_params(c, n)?,
+            n if n.starts_with("cuGraphAddDependencies") || n == "cuGraphDestroyNode" => self.change_edges(c, n, graph),
             _ => {}
         }
         Ok(true)
+    }
+
+    /// Plans `f` (a launch, copy or set) but keeps its op aside: the op's kind, or why it was not planned.
+    /// The coverage and relocations are left as they were, and for a node line (no stream) the streams.
+    pub(super) fn aside(
+        &mut self,
+        c: &Call,
+        node_line: bool,
+        f: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<std::result::Result<OpKind, String>> {
+        let saved = self.plan.coverage.clone();
+        let (ops, relocs, streams) = (self.plan.ops.len(), self.plan.relocations.len(), self.plan.streams.len());
+        let legacy = self.pids.get(&c.pid).and_then(|p| p.legacy);
+        let (skipped, other) = (saved.skipped.len(), saved.other_skipped.len());
+        f(self)?;
+        let work = if self.plan.ops.len() > ops {
+            let op = self.plan.ops.pop().expect("an op was pushed");
+            Ok(op.kind)
+        } else {
+            let cov = &self.plan.coverage;
+            let why = cov.skipped.get(skipped).or(cov.other_skipped.get(other)).map(|s| s.reason.clone());
+            Err(why.unwrap_or_else(|| "not planned".into()))
+        };
+        self.plan.relocations.truncate(relocs);
+        self.plan.coverage = saved;
+        if node_line
+            && self.plan.streams.len() > streams
+            && self.plan.streams[streams..].iter().all(|s| s.kind == super::StreamKind::Legacy)
+        {
+            // A node line has no stream: the one its planning made is not the plan's.
+            self.plan.streams.truncate(streams);
+            if let Some(p) = self.pids.get_mut(&c.pid) {
+                p.legacy = legacy;
+            }
+        }
+        Ok(work)
     }
 
     /// Work on a capturing stream: planned as usual, then taken out of the ops into its capture.
@@ -187,29 +226,20 @@ impl<'a> Builder<'a> {
             cov.captured_events += 1;
             return Ok(());
         }
-        let saved = self.plan.coverage.clone();
-        let (ops, relocs) = (self.plan.ops.len(), self.plan.relocations.len());
-        let (skipped, other) = (saved.skipped.len(), saved.other_skipped.len());
-        if let Some(api) = launch {
-            self.launch(c, api)?;
-        } else if c.failed() || c.incomplete {
-            self.skip_other(c, "failed or incomplete when recorded");
-        } else if copy {
-            self.copy(c, name)?;
-        } else {
-            self.set(c, name)?;
-        }
-        let work = if self.plan.ops.len() > ops {
-            let op = self.plan.ops.pop().expect("an op was pushed");
-            Ok(op.kind)
-        } else {
-            let cov = &self.plan.coverage;
-            let why = cov.skipped.get(skipped).or(cov.other_skipped.get(other)).map(|s| s.reason.clone());
-            Err(why.unwrap_or_else(|| "not planned".into()))
-        };
-        self.plan.relocations.truncate(relocs);
-        self.plan.coverage = saved;
+        let work = self.aside(c, false, |b| {
+            if let Some(api) = launch {
+                b.launch(c, api)
+            } else if c.failed() || c.incomplete {
+                b.skip_other(c, "failed or incomplete when recorded");
+                Ok(())
+            } else if copy {
+                b.copy(c, name)
+            } else {
+                b.set(c, name)
+            }
+        })?;
         let node = Node {
+            handle: 0,
             line: c.line,
             name: c.name.clone(),
             kernel: c.str_field("kernel").map(str::to_owned),
@@ -232,7 +262,8 @@ impl<'a> Builder<'a> {
             }
         };
         let nodes = match contents {
-            Contents::Captured(n) => n,
+            Contents::Nodes(n) => n,
+            Contents::Explicit(_) => unreachable!("execs hold instantiated contents"),
             Contents::Opaque(why) => {
                 *self.plan.coverage.graph_launches_not_replayed.entry(why.clone()).or_default() += 1;
                 self.skip_other(c, format!("graph launch not replayed: {why}"));
@@ -256,7 +287,8 @@ impl<'a> Builder<'a> {
                         Some(k) => format!("{} of {k}", n.name),
                         None => n.name.clone(),
                     };
-                    let reason = format!("{what} captured at line {}: {why}", n.line);
+                    let how = if n.handle == 0 { "captured" } else { "set" };
+                    let reason = format!("{what} {how} at line {}: {why}", n.line);
                     *cov.graph_skipped_by_reason.entry(reason).or_default() += 1;
                     continue;
                 }

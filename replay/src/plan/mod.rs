@@ -8,7 +8,9 @@
 pub mod coverage;
 pub mod deps;
 pub mod family;
+mod graph_nodes;
 mod graphs;
+mod graphs_explicit;
 pub mod memory;
 pub mod types;
 

@@ -73,6 +73,39 @@ impl Rec {
         cubin
     }
 
+    /// The first six lines both plan tests build on (lines 2..=7): buffers
+    /// A (0x7f0000000000, 4096 bytes) and B (0x7f0000200000, `b_bytes`),
+    /// `cuModuleLoadData` of image `cubin` as module 0xa00, k_pointers as
+    /// 0xf1, stream 0x5000 and event 0xe1.
+    pub fn prelude(&mut self, cubin: &str, b_bytes: u64) {
+        self.call(
+            "memory",
+            "alloc",
+            "cuMemAlloc_v2",
+            json!({"ret": 0, "args": {"dptr": "0x7f0000000000", "bytesize": 4096}, "ptr": "0x7f0000000000", "size": 4096}),
+        ); // 2
+        self.call("memory", "alloc", "cuMemAlloc_v2", json!({"ret": 0, "args": {"dptr": "0x7f0000200000", "bytesize": b_bytes}, "ptr": "0x7f0000200000", "size": b_bytes})); // 3
+        self.call(
+            "module",
+            "module_load_data",
+            "cuModuleLoadData",
+            json!({"ret": 0, "args": {"module": "0xa00", "image": "0x1234"}, "image": cubin}),
+        ); // 4
+        self.call("module", "module_get_function", "cuModuleGetFunction", json!({"ret": 0, "args": {"hfunc": "0xf1", "hmod": "0xa00", "name": "k_pointers"}, "handle": "0xf1", "kernel": "k_pointers"})); // 5
+        self.call(
+            "stream",
+            "stream_create",
+            "cuStreamCreate",
+            json!({"ret": 0, "args": {"phStream": "0x5000", "Flags": "0x1"}}),
+        ); // 6
+        self.call(
+            "event",
+            "event_create",
+            "cuEventCreate",
+            json!({"ret": 0, "args": {"phEvent": "0xe1", "Flags": "0x2"}}),
+        ); // 7
+    }
+
     pub fn call(&mut self, ty: &str, op: &str, name: &str, mut fields: Value) {
         let line = self.lines.len() + 2; // line 1 is the header
         let o = fields.as_object_mut().unwrap();

@@ -105,7 +105,15 @@ pub struct Coverage {
     /// Device-to-host copies whose destination bytes were stored, of `d2h_copies`.
     pub d2h_captured: u64,
     pub d2h_copies: u64,
+    /// Kernel nodes added or set (`cuGraphAddKernelNode*`, `cuGraphAddNode*`
+    /// of type kernel, `cuGraph(Exec)*NodeSetParams*`), not in `launches`.
+    /// Written only when not 0 (older manifests round-trip unchanged).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_kernel_nodes: u64,
     pub graph_launches: u64,
+    /// Of `graph_kernel_nodes`, the ones with exact parameter bytes.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_node_params_exact: u64,
     pub h2d_captured: u64,
     pub h2d_copies: u64,
     pub image_errors: u64,
@@ -121,6 +129,10 @@ pub struct Coverage {
     pub params_from_extra: u64,
     pub params_missing: u64,
     pub params_missing_reasons: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Accepts a manifest of this format with a schema version this crate

@@ -441,9 +441,21 @@ pub struct Trace {
     pub truncated: bool,
     /// CUDA graphs built, launched and expanded (analysis/graphs.rs).
     pub graphs: graphs::GraphStats,
+    /// `--replayable`: (ts, pid, tid) of an expanded graph launch whose exec
+    /// has kernel nodes with parameter bytes -> its nodes ([`Trace::node_params`]).
+    pub graph_node_params: HashMap<(u64, u32, u32), std::sync::Arc<Vec<graphs::ExecNode>>>,
 }
 
 impl Trace {
+    /// `--replayable`: the parameter bytes (hex) a kernel expanded from a
+    /// graph launch ran with: its node's as of that launch (after updates).
+    pub fn node_params(&self, c: &Call) -> Option<&str> {
+        if !c.from_graph() {
+            return None;
+        }
+        let ex = self.graph_node_params.get(&(c.ts, c.pid, c.tid))?;
+        ex.iter().find(|n| n.node == c.obj)?.params.as_deref()
+    }
     pub fn geom(&self, i: u32) -> Option<&Geom> {
         self.geoms.get(i as usize)
     }

@@ -520,6 +520,14 @@ impl Summary {
                         String::new()
                     }
                 );
+                if n("graph_kernel_nodes") > 0 {
+                    let _ = writeln!(
+                        s,
+                        "replayable graphs: {} of {} kernel nodes added or set with exact parameters",
+                        n("graph_node_params_exact"),
+                        n("graph_kernel_nodes")
+                    );
+                }
             }
         } else if self.header.is_some() {
             let _ = writeln!(s, "no footer: the recording was cut short (tracer killed?)");

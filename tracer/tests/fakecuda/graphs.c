@@ -13,6 +13,25 @@
  * 3. Exec 0x80001 launched 3 times on 0x5300 and 2 times on 0x5400; exec
  *    0x80011 2 times on 0x5300, then its last node set to grid 8
  *    (cuGraphExecKernelNodeSetParams_v2), then 2 times on 0x5400.
+ * 4. Only with an argument (`graphs FIXTURE_DIR`, for `--replayable`): the
+ *    fixture k_pointers (kernels.sm_90.cubin from FIXTURE_DIR; parameters
+ *    out, in, n) in an explicit graph 0x612000 with child graph 0x613000.
+ *    Every node passes out = 0x7f0000000000, in = 0x7f0000200000 and its own
+ *    n, changed in the caller's variable right after each call (the
+ *    recorder must read the bytes when the node is added or set):
+ *      child: node 0xa0050 (cuGraphAddKernelNode_v2, grid 5, n 50)
+ *      0xa0060 (grid 3, n 3), added first, runs last: a later
+ *              cuGraphAddDependencies makes it wait for the child node;
+ *      0xa0070 (cuGraphAddNode_v2 of type kernel, grid 1, n 1), then set to
+ *              grid 2, n 2 by cuGraphKernelNodeSetParams_v2;
+ *      0xa0080 the child graph node, after 0xa0070.
+ *    Exec 0x80021 launched 2 times on 0x5300, node 0xa0060 set to grid 4,
+ *    n 4 (cuGraphExecKernelNodeSetParams_v2), then 2 times on 0x5400.
+ *    Last, the graph's node 0xa0060 set to grid 9, n 9 through `extra` (a
+ *    20-byte buffer) with the v1 struct (cuGraphKernelNodeSetParams): the
+ *    exec, already instantiated, does not change. Then a memset node 0xa0090
+ *    (cuGraphAddNode_v2 of type memset: 8 words of 5 at 0x7f0000000300)
+ *    after 0xa0060: not a kernel node, no parameter bytes.
  *
  * Prints nothing unless a call fails (exit status 1).
  */
@@ -32,7 +51,72 @@ static int failures;
         }                                                                                                              \
     } while (0)
 
-int main(void) {
+/* Section 4 (see the top). */
+static void explicit_with_params(const char *fixtures) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/kernels.sm_90.cubin", fixtures);
+    CUmodule mod = 0;
+    CUfunction kp = 0;
+    OK(cuModuleLoad(&mod, path));
+    OK(cuModuleGetFunction(&kp, mod, "k_pointers"));
+    CUdeviceptr out = 0x7f0000000000ULL, in = 0x7f0000200000ULL;
+    int n = 0;
+    void *params[] = {&out, &in, &n};
+    CUgraph g = 0, child = 0;
+    CUgraphNode c1 = 0, last = 0, first = 0, sub = 0;
+    CUgraphExec x = 0;
+    OK(cuGraphCreate(&g, 0));
+    OK(cuGraphCreate(&child, 0));
+    CUDA_KERNEL_NODE_PARAMS k = {kp, 5, 1, 1, 32, 1, 1, 0, params, 0, 0, 0};
+    n = 50;
+    OK(cuGraphAddKernelNode_v2(&c1, child, 0, 0, &k));
+    n = 3;
+    k.gridDimX = 3;
+    OK(cuGraphAddKernelNode_v2(&last, g, 0, 0, &k));
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = 0;
+    np.u.kernel = k;
+    np.u.kernel.gridDimX = 1;
+    n = 1;
+    OK(cuGraphAddNode_v2(&first, g, 0, 0, 0, &np));
+    n = 2;
+    k.gridDimX = 2;
+    OK(cuGraphKernelNodeSetParams_v2(first, &k));
+    OK(cuGraphAddChildGraphNode(&sub, g, &first, 1, child));
+    OK(cuGraphAddDependencies(g, &sub, &last, 1));
+    n = -1;
+    OK(cuGraphInstantiateWithFlags(&x, g, 0));
+    for (int i = 0; i < 2; i++)
+        OK(cuGraphLaunch(x, H(0x5300)));
+    n = 4;
+    k.gridDimX = 4;
+    OK(cuGraphExecKernelNodeSetParams_v2(x, last, &k));
+    n = -1;
+    for (int i = 0; i < 2; i++)
+        OK(cuGraphLaunch(x, H(0x5400)));
+    unsigned char buf[20];
+    int nine = 9;
+    memcpy(buf, &out, 8);
+    memcpy(buf + 8, &in, 8);
+    memcpy(buf + 16, &nine, 4);
+    size_t size = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    CUDA_KERNEL_NODE_PARAMS_v1 v1 = {kp, 9, 1, 1, 32, 1, 1, 0, 0, extra};
+    OK(cuGraphKernelNodeSetParams(last, &v1));
+    memset(buf, 0xff, sizeof buf);
+    CUgraphNode set = 0;
+    memset(&np, 0, sizeof np);
+    np.type = 2;
+    np.u.memset.dst = 0x7f0000000300ULL;
+    np.u.memset.value = 5;
+    np.u.memset.elementSize = 4;
+    np.u.memset.width = 8;
+    np.u.memset.height = 1;
+    OK(cuGraphAddNode_v2(&set, g, &last, 0, 1, &np));
+}
+
+int main(int argc, char **argv) {
     CUmodule mod = 0;
     CUfunction cap_a = 0, cap_b = 0, node_k = 0, child_k = 0;
     OK(cuInit(0));
@@ -90,6 +174,8 @@ int main(void) {
     OK(cuGraphExecKernelNodeSetParams_v2(x2, n3, &kn));
     for (int i = 0; i < 2; i++)
         OK(cuGraphLaunch(x2, H(0x5400)));
+    if (argc > 1)
+        explicit_with_params(argv[1]);
     OK(cuCtxSynchronize());
     return failures ? 1 : 0;
 }

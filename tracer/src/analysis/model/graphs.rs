@@ -89,6 +89,8 @@ struct Node {
     size: u64,
     dir: Dir,
     deps: Vec<u64>,
+    /// `--replayable`: a kernel node's parameter bytes (hex, the line's `params`).
+    params: Option<std::sync::Arc<str>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -108,6 +110,8 @@ pub struct ExecNode {
     pub dir: Dir,
     /// Indexes of the exec nodes this one waits for.
     pub deps: Vec<usize>,
+    /// `--replayable`: a kernel node's parameter bytes (hex) as of the launch.
+    pub params: Option<std::sync::Arc<str>>,
 }
 
 fn hex(v: &Value, k: &str) -> Option<u64> {
@@ -127,6 +131,9 @@ fn dim3(v: &Value, k: &str) -> [u32; 3] {
     [at(0), at(1), at(2)]
 }
 
+/// (ts, pid, tid) of a cuGraphLaunch -> its exec handle and nodes.
+type Launched = HashMap<(u64, u32, u32), (u64, Rc<Vec<ExecNode>>)>;
+
 /// The state of graphs, execs and captures while the trace is walked in time order.
 struct Walk<'a> {
     t: &'a mut Trace,
@@ -139,7 +146,7 @@ struct Walk<'a> {
     captured: HashMap<u64, Vec<usize>>,
     /// (ts, pid, tid) of a cuGraphLaunch -> what its exec held then.
     /// (ts, pid, tid) of a cuGraphLaunch -> its exec handle and nodes.
-    launched: HashMap<(u64, u32, u32), (u64, Rc<Vec<ExecNode>>)>,
+    launched: Launched,
     stats: GraphStats,
 }
 
@@ -181,6 +188,7 @@ impl Walk<'_> {
             size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
             dir: v.get("direction").and_then(Value::as_str).map_or(Dir::None, Dir::parse),
             deps: hexes(v, "deps"),
+            params: v.get("params").and_then(Value::as_str).map(std::sync::Arc::from),
         }
     }
 
@@ -192,6 +200,7 @@ impl Walk<'_> {
         if new.kernel != NO_STR || new.geom != u32::MAX {
             node.kernel = new.kernel;
             node.geom = new.geom;
+            node.params = new.params;
         }
         node.size = new.size;
         node.dir = new.dir;
@@ -276,6 +285,7 @@ impl Walk<'_> {
                             if new.kernel != NO_STR || new.geom != u32::MAX {
                                 n.kernel = new.kernel;
                                 n.geom = new.geom;
+                                n.params = new.params.clone();
                             }
                             if new.kind != NodeKind::Kernel && new.kind != NodeKind::Pass {
                                 n.size = new.size;
@@ -348,7 +358,9 @@ impl Walk<'_> {
             // Captured nodes have no handle in the trace: (capture, index).
             let handle = (1 << 63) | (id << 24) | k as u64;
             let deps = last.insert(c.stream, vec![handle]).unwrap_or_default();
-            nodes.push(Node { handle, kind, kernel: c.kernel, geom: c.geom, size: c.size, dir: c.dir, deps });
+            // (A captured launch's parameter bytes are on its own line.)
+            let params = None;
+            nodes.push(Node { handle, kind, kernel: c.kernel, geom: c.geom, size: c.size, dir: c.dir, deps, params });
         }
         let gr = self.graphs.entry((pid, g)).or_insert_with(|| {
             self.stats.graphs += 1;
@@ -411,6 +423,7 @@ impl Walk<'_> {
                         size: node.size,
                         dir: node.dir,
                         deps,
+                        params: node.params.clone(),
                     });
                     vec![out.len() - 1]
                 }
@@ -481,6 +494,12 @@ pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt
         return stats;
     }
     let node_func = t.strings.intern("(graph node)");
+    // Shared per exec state (an exec's launches hold the same nodes until it changes).
+    let mut shared: HashMap<*const Vec<ExecNode>, std::sync::Arc<Vec<ExecNode>>> = HashMap::new();
+    for (k, (_, ex)) in launched.iter().filter(|(_, (_, ex))| ex.iter().any(|n| n.params.is_some())) {
+        let a = shared.entry(Rc::as_ptr(ex)).or_insert_with(|| std::sync::Arc::new((**ex).clone()));
+        t.graph_node_params.insert(*k, a.clone());
+    }
     let mut out = Vec::with_capacity(t.calls.len());
     for c in std::mem::take(&mut t.calls) {
         let ex = (c.kind == Kind::GraphLaunch && !c.failed()).then(|| launched.get(&(c.ts, c.pid, c.tid))).flatten();

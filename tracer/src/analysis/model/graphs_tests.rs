@@ -1,5 +1,6 @@
 use super::*;
 use crate::analysis::model::parse_str;
+use serde_json::json;
 
 /// A stream capture (ka, a memset, kb on a second stream joined by an
 /// event, kc) instantiated as exec 0xe00, launched at ts 20 and 30; 0xbad
@@ -246,4 +247,39 @@ fn measured_graph_kernels_are_tied_to_their_nodes_and_counted() {
         "{:?}",
         r.notes
     );
+}
+
+#[test]
+fn expanded_kernels_carry_their_nodes_parameter_bytes_as_of_each_launch() {
+    // EXPLICIT with `--replayable` parameter bytes on the kernel node lines: first "01",
+    // child_k "02", last "03", set to "63" in the graph (ts 11) and "08" in the exec (ts 21).
+    let with = |line: &str| -> String {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        let p = match (v["node"].as_str(), v["grid"][0].as_u64()) {
+            (Some("0xa0"), _) => "01",
+            (Some("0xb0"), _) => "02",
+            (Some("0xa3"), Some(1)) => "03",
+            (Some("0xa3"), Some(99)) => "63",
+            (Some("0xa3"), Some(8)) => "08",
+            _ => return line.to_string(),
+        };
+        v["params"] = json!(p);
+        v["params_from"] = json!("layout");
+        v.to_string()
+    };
+    let text: String = EXPLICIT.lines().map(|l| with(l) + "\n").collect();
+    let t = parse_str("explicit", &text).unwrap();
+    let params: Vec<(u64, Option<&str>)> =
+        t.calls.iter().filter(|c| c.from_graph()).map(|c| (c.obj, t.node_params(c))).collect();
+    let launch = |last: &'static str| {
+        vec![(0xa0, Some("01")), (0xb0, Some("02")), (0xb1, None), (0xa3, Some(last)), (0xa2, None)]
+    };
+    let mut want = launch("03");
+    want.extend(launch("08"));
+    want.extend(launch("63"));
+    assert_eq!(params, want);
+    // Not from a graph: none; a trace without bytes keeps no table.
+    assert!(t.calls.iter().filter(|c| !c.from_graph()).all(|c| t.node_params(c).is_none()));
+    assert_eq!(t.graph_node_params.len(), 3);
+    assert!(parse_str("explicit", EXPLICIT).unwrap().graph_node_params.is_empty());
 }

@@ -32,6 +32,26 @@ pub const LAUNCHES: [(&str, u8, u8, Option<u8>); 3] = [
     ("cuLaunchKernelEx", 1, 2, Some(3)),
 ];
 
+/// Graph calls that pass kernel node parameters: their entry goes to the
+/// launch program, which also copies the node's parameter bytes (role
+/// `GRAPH_NODE`; tracer-ebpf/src/graph_params.rs).
+pub const GRAPH_NODES: [&str; 10] = [
+    "cuGraphAddKernelNode",
+    "cuGraphAddKernelNode_v2",
+    "cuGraphAddNode",
+    "cuGraphAddNode_v2",
+    "cuGraphKernelNodeSetParams",
+    "cuGraphKernelNodeSetParams_v2",
+    "cuGraphNodeSetParams",
+    "cuGraphExecKernelNodeSetParams",
+    "cuGraphExecKernelNodeSetParams_v2",
+    "cuGraphExecNodeSetParams",
+];
+
+pub fn is_graph_node(id: FuncId) -> bool {
+    GRAPH_NODES.contains(&base(id))
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Mode {
     pub replayable: bool,
@@ -85,6 +105,7 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
         "cuModuleGetFunction" | "cuLibraryGetKernel" => role::GET_FUNCTION,
         "cuKernelGetFunction" => role::ALIAS_LAYOUT,
         "cuLibraryGetModule" => role::ALIAS_MODULE,
+        n if GRAPH_NODES.contains(&n) => role::GRAPH_NODE,
         _ => role::NONE,
     };
     let mut c = c.with_role(r);
@@ -102,7 +123,7 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
 
 /// The entry program for `id`, given the plain choice.
 pub fn entry_program(id: FuncId, m: Mode, plain: &'static str) -> &'static str {
-    if m.replayable && launch_args(id).is_some() { "cu_launch" } else { plain }
+    if m.replayable && (launch_args(id).is_some() || is_graph_node(id)) { "cu_launch" } else { plain }
 }
 
 #[cfg(test)]
@@ -141,6 +162,18 @@ mod tests {
         assert_eq!((co.kernel_params_arg(), co.extra_arg()), (Some(9), None));
         assert_eq!(entry_program(id("cuLaunchKernelEx"), on, "cu_enter_blob"), "cu_launch");
         assert_eq!(entry_program(id("cuLaunchKernelEx"), Mode::default(), "cu_enter_blob"), "cu_enter_blob");
+        for n in GRAPH_NODES {
+            let g = cookie(id(n), on);
+            assert_eq!((g.role(), g.stop()), (role::GRAPH_NODE, false), "{n}");
+            assert_eq!(entry_program(id(n), on, "cu_enter_blob"), "cu_launch", "{n}");
+            assert_eq!(entry_program(id(n), Mode::default(), "cu_enter_blob"), "cu_enter_blob", "{n}");
+            assert!(!needs_return(id(n), on), "{n}");
+            assert!(id(n).spec().unwrap().has_blob(), "{n}");
+        }
+        // The node lists stay in the graph bits (the launch bits are not set).
+        let add = cookie(id("cuGraphAddKernelNode_v2"), on);
+        assert_eq!(tracer_common::graph::node_lists(add), Some((2, 3, false)));
+        assert_eq!(entry_program(id("cuGraphAddMemsetNode"), on, "cu_enter_blob"), "cu_enter_blob");
         assert!(!cookie(id("cuMemcpyHtoD_v2"), on).stop());
         assert!(cookie(id("cuMemcpyHtoD_v2"), data).stop());
         assert!(cookie(id("cuMemcpyHtoDAsync_v2"), data).stop());
@@ -152,7 +185,7 @@ mod tests {
         }
         assert!(!cookie(id("cuMemcpyHtoD_v2"), data).stop_at_return());
         // Off: exactly the table's cookie.
-        for n in ["cuLaunchKernel", "cuLibraryLoadData", "cuLibraryGetKernel"] {
+        for n in ["cuLaunchKernel", "cuLibraryLoadData", "cuLibraryGetKernel", "cuGraphAddKernelNode_v2"] {
             assert_eq!(cookie(id(n), Mode::default()), id(n).spec().unwrap().cookie(id(n)));
         }
     }

@@ -354,6 +354,9 @@ impl Recorder {
             self.count_params(st);
         } else if base == "cuGraphLaunch" {
             self.cov.graph_launches += 1;
+        } else if probes::is_graph_node(id) && v.get("node_type").and_then(Value::as_str) == Some("kernel") {
+            self.cov.graph_kernel_nodes += 1;
+            self.cov.graph_node_params_exact += v.get("params").is_some_and(Value::is_string) as u64;
         } else if probes::is_load(id) {
             self.cov.image_loads += 1;
             let r = key().and_then(|k| self.loads.remove(&k));

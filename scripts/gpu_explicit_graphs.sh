@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Issue 17, explicit CUDA graphs under --replayable, on the GPU machine. One
+# device call (kind nvidia-h100-x1, as root, from the repo root, with
+# .device-bin/{tracer,replay} carried: `cargo xtask build --release` here,
+# then copy target/release/{tracer,replay} to .device-bin/):
+#
+#   bash scripts/gpu_explicit_graphs.sh
+#
+# Builds a small driver-API program (nvcc): kernel axpb(y, x, a, b, n)
+# (y = a*x + b) from a cubin, an explicit graph of
+#   P3 axpb(y, y, 1, 5)   added first, made to wait for C by cuGraphAddDependencies
+#   P1 axpb(y, x, 2, 1)
+#   C  child graph { axpb(y, y, 3, 0) }, after P1
+#   M  memset node z = 1.0f (1-D), P4 axpb(z, z, 1, 1) after M
+# instantiated and launched twice, then P3 set to b = 7 in the exec
+# (cuGraphExecKernelNodeSetParams), launched twice more, y and z copied back
+# and checked (y = 3(2x+1)+7, z = 2). Records it with --replayable
+# --capture-data, prints the node lines' parameter bytes, `replay plan`, and
+# replays it (the D2H copies compared bit for bit).
+# Expect: every kernel node line with `params` (params_from layout), `replay
+# plan`: "graph launches: 4, expanded into stream order 4 (16 kernels,
+# replayed 16; 4 copies/sets, replayed 4), not replayed 0", coverage 100 %,
+# the replay's D2H copies identical.
+set -uo pipefail
+T=$(realpath .device-bin/tracer)
+R=$(realpath .device-bin/replay)
+OUT=${OUT:-/tmp/gx-out}
+mkdir -p "$OUT"
+W=$(mktemp -d)
+log=$OUT/log_explicit_graphs.txt
+cat > "$W/kern.cu" <<'EOF'
+extern "C" __global__ void axpb(float *y, const float *x, float a, float b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + b;
+}
+EOF
+cat > "$W/main.c" <<'EOF'
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define CK(x) do { CUresult r_ = (x); if (r_) { fprintf(stderr, "%s: %d\n", #x, r_); exit(1); } } while (0)
+enum { N = 1 << 20 };
+static CUDA_KERNEL_NODE_PARAMS node(CUfunction f, void **params) {
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.func = f;
+    p.gridDimX = N / 256; p.gridDimY = 1; p.gridDimZ = 1;
+    p.blockDimX = 256; p.blockDimY = 1; p.blockDimZ = 1;
+    p.kernelParams = params;
+    return p;
+}
+int main(int argc, char **argv) {
+    CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction f; CUstream s;
+    CK(cuInit(0)); CK(cuDeviceGet(&dev, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
+    CK(cuModuleLoad(&mod, argv[1])); CK(cuModuleGetFunction(&f, mod, "axpb"));
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x, y, z;
+    CK(cuMemAlloc(&x, N * 4)); CK(cuMemAlloc(&y, N * 4)); CK(cuMemAlloc(&z, N * 4));
+    float *h = malloc(N * 4), *hz = malloc(N * 4);
+    for (int i = 0; i < N; i++) h[i] = (float)(i % 1000) * 0.25f;
+    CK(cuMemcpyHtoD(x, h, N * 4));
+    int n = N;
+    float a1 = 2, b1 = 1, a3 = 1, b3 = 5, ac = 3, bc = 0, a4 = 1, b4 = 1;
+    void *p1[] = {&y, &x, &a1, &b1, &n}, *p3[] = {&y, &y, &a3, &b3, &n};
+    void *pc[] = {&y, &y, &ac, &bc, &n}, *p4[] = {&z, &z, &a4, &b4, &n};
+    CUgraph g, child; CUgraphNode P1, P3, C, CK1, M, P4; CUgraphExec e;
+    CK(cuGraphCreate(&g, 0)); CK(cuGraphCreate(&child, 0));
+    CUDA_KERNEL_NODE_PARAMS k;
+    k = node(f, pc); CK(cuGraphAddKernelNode(&CK1, child, NULL, 0, &k));
+    k = node(f, p3); CK(cuGraphAddKernelNode(&P3, g, NULL, 0, &k));
+    k = node(f, p1); CK(cuGraphAddKernelNode(&P1, g, NULL, 0, &k));
+    CK(cuGraphAddChildGraphNode(&C, g, &P1, 1, child));
+    CK(cuGraphAddDependencies(g, &C, &P3, 1));
+    CUDA_MEMSET_NODE_PARAMS ms;
+    memset(&ms, 0, sizeof ms);
+    ms.dst = z; ms.pitch = 0; ms.value = 0x3f800000u; ms.elementSize = 4; ms.width = N; ms.height = 1;
+    CK(cuGraphAddMemsetNode(&M, g, NULL, 0, &ms, ctx));
+    k = node(f, p4); CK(cuGraphAddKernelNode(&P4, g, &M, 1, &k));
+    CK(cuGraphInstantiateWithFlags(&e, g, 0));
+    for (int i = 0; i < 2; i++) CK(cuGraphLaunch(e, s));
+    b3 = 7;
+    k = node(f, p3); CK(cuGraphExecKernelNodeSetParams(e, P3, &k));
+    b3 = -1; /* the recorded bytes must be those at the set call */
+    for (int i = 0; i < 2; i++) CK(cuGraphLaunch(e, s));
+    CK(cuStreamSynchronize(s));
+    float *hy = malloc(N * 4);
+    CK(cuMemcpyDtoH(hy, y, N * 4)); CK(cuMemcpyDtoH(hz, z, N * 4));
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        float want = 3.0f * (2.0f * h[i] + 1.0f) + 7.0f;
+        if (hy[i] != want || hz[i] != 2.0f) bad++;
+    }
+    printf("explicit graph: %d wrong of %d (y[1] = %g, z[1] = %g)\n", bad, N, hy[1], hz[1]);
+    return bad != 0;
+}
+EOF
+{
+nvidia-smi -L
+nvcc --version | tail -1
+(cd "$W" && nvcc -cubin -arch=native -o kern.cubin kern.cu && nvcc -o explicit main.c -lcuda) || { echo "build failed"; exit 1; }
+"$W/explicit" "$W/kern.cubin"; echo "untraced exit: $?"
+rm -rf /tmp/gx.rec
+timeout 120 "$T" record --replayable --capture-data -q --force -o /tmp/gx.rec -- "$W/explicit" "$W/kern.cubin"; echo "record exit: $?"
+tr=$(ls /tmp/gx.rec/trace.jsonl* | head -1)
+case "$tr" in *.zst) zstd -dc "$tr" ;; *) cat "$tr" ;; esac > "$W/trace.jsonl"
+echo "## node lines (name node kernel grid params params_from params_error)"
+python3 - "$W/trace.jsonl" <<'EOF'
+import json, sys
+for l in open(sys.argv[1]):
+    v = json.loads(l)
+    if v.get("type") == "graph" and "Node" in v.get("name", ""):
+        print(v["name"], v.get("node"), v.get("node_type"), v.get("kernel"), v.get("grid"),
+              v.get("params"), v.get("params_from"), v.get("params_error"))
+EOF
+"$R" plan /tmp/gx.rec | grep -E "launches|graph|coverage|replayed"
+timeout 200 "$R" /tmp/gx.rec --iterations 3 --warmup 1; echo "replay exit: $?"
+cp /tmp/gx.rec/replay-report.json "$OUT/explicit_graph_replay_report.json" 2>/dev/null
+} > "$log" 2>&1
+tail -c 9000 "$log"
