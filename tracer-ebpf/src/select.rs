@@ -25,6 +25,12 @@ static SELECT_MODE: u32 = 0;
 static SELECT_CGROUP_ID: u64 = 0;
 #[unsafe(no_mangle)]
 static SELECT_CGROUP_LEVEL: u32 = 0;
+/// The tracer's own tgid: never selected by `--system` / `--cgroup`. Its
+/// NVML thread loads libcuda (driver 580's libnvidia-ml does): watched,
+/// the open would stop the tracer itself, which is the one that continues
+/// stopped processes; wanted, it would trace its own power sampling.
+#[unsafe(no_mangle)]
+static SELECT_SELF_TGID: u32 = 0;
 
 /// `--system` / `--cgroup`: tgid -> the cgroup id it had when it joined the
 /// traced set (its first probed call), for the lines' `cgroup` field: read
@@ -36,6 +42,11 @@ pub static PID_CGROUP: LruHashMap<u32, u64> = LruHashMap::with_max_entries(65536
 #[inline(always)]
 fn selection_mode() -> u32 {
     unsafe { core::ptr::read_volatile(&SELECT_MODE) }
+}
+
+#[inline(always)]
+fn is_self(pid: u32) -> bool {
+    pid == unsafe { core::ptr::read_volatile(&SELECT_SELF_TGID) }
 }
 
 /// Whether the current task is in the selected cgroup or below it: one
@@ -67,11 +78,14 @@ pub fn wanted(pid: u32) -> bool {
     match selection_mode() {
         mode::TRACED => is_traced(pid),
         mode::ALL => {
+            if is_self(pid) {
+                return false;
+            }
             adopt(pid);
             true
         }
         _ => {
-            if in_cgroup() {
+            if in_cgroup() && !is_self(pid) {
                 adopt(pid);
                 true
             } else {
@@ -87,7 +101,7 @@ pub fn wanted(pid: u32) -> bool {
 pub fn watched(pid: u32) -> bool {
     match selection_mode() {
         mode::TRACED => is_traced(pid),
-        mode::ALL => true,
-        _ => in_cgroup(),
+        mode::ALL => !is_self(pid),
+        _ => in_cgroup() && !is_self(pid),
     }
 }

@@ -56,9 +56,14 @@ struct Agent {
 
 impl Agent {
     fn start(tag: &str, port: u16, args: &[&str]) -> Agent {
+        Agent::start_env(tag, port, args, &[])
+    }
+
+    fn start_env(tag: &str, port: u16, args: &[&str], env: &[(&str, &str)]) -> Agent {
         let f = common::fake();
         let stderr = common::fresh_output(tag).with_extension("agent.stderr");
         let child = Command::new(common::tracer_bin())
+            .envs(env.iter().copied())
             .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--libcuda"])
             .arg(&f.lib)
             .args(if args.contains(&"--grace") { &[][..] } else { &["--grace", "2s"][..] })
@@ -307,6 +312,53 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
         (prom.launches(pb) == Some(5.0)).then_some(())
     });
     b.finish();
+    agent.stop();
+}
+
+/// Driver 580's libnvidia-ml loads libcuda while it initialises, in the
+/// agent's own process. Under --system that open must not be stopped by the
+/// agent's libcuda watch: the agent is the one that continues stopped
+/// processes, and on the GPU machine it stopped itself (State T) and never
+/// answered. A stand-in NVML (tests/fakecuda/fakenvml.c) found through
+/// LD_LIBRARY_PATH dlopens the fake libcuda the same way.
+#[test]
+fn the_agents_own_libcuda_open_through_nvml_does_not_stop_it() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let f = common::fake();
+    let dir = f.dir.join("fakenvml");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join("libnvidia-ml.so.1");
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(common::LIB_CFLAGS)
+        .arg(format!("-DFAKE_LIBCUDA=\"{}\"", f.lib.display()))
+        .arg("-o")
+        .arg(&lib)
+        .arg(common::src_dir().join("fakenvml.c"))
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "building the stand-in NVML: {}", String::from_utf8_lossy(&out.stderr));
+    let agent =
+        Agent::start_env("agent-own-nvml", free_port(), &["--system"], &[("LD_LIBRARY_PATH", dir.to_str().unwrap())]);
+    let pid = agent.child.id();
+    // The stand-in was loaded and its dlopen of libcuda in the agent worked
+    // (its init returns 9, "driver not loaded", only then; 999 otherwise)...
+    let m = agent.metrics();
+    assert_eq!(
+        m.lines().find(|l| l.starts_with("tracer_power_available{")),
+        Some(r#"tracer_power_available{reason="NVML unavailable: libnvidia-ml.so.1: NVIDIA driver is not loaded"} 0"#),
+        "{m}"
+    );
+    // ...and the agent still runs and answers, scrape after scrape.
+    for _ in 0..3 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let state = status.lines().find(|l| l.starts_with("State:")).unwrap().to_string();
+        assert!(!state.contains("stopped"), "the agent stopped itself: {state}");
+        assert!(agent.metrics().contains("tracer_power_available"), "no power metric");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     agent.stop();
 }
 

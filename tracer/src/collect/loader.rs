@@ -168,6 +168,8 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
 
     let log_enabled = opts.ebpf_log as u32;
     let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
+    // --system / --cgroup never select the tracer itself (select.rs).
+    let self_tgid = std::process::id();
     let mut loader = EbpfLoader::new();
     loader
         .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
@@ -180,6 +182,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("SELECT_MODE", &opts.scope.mode, true)
         .override_global("SELECT_CGROUP_ID", &opts.scope.cgroup_id, true)
         .override_global("SELECT_CGROUP_LEVEL", &opts.scope.cgroup_level, true)
+        .override_global("SELECT_SELF_TGID", &self_tgid, true)
         .map_max_entries("EVENTS", opts.ring_bytes);
     if opts.replay.replayable {
         // Sizes of the layout maps (docs/recording-format.md); the launch
