@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
     k = node(f, p3); CK(cuGraphAddKernelNode(&P3, g, NULL, 0, &k));
     k = node(f, p1); CK(cuGraphAddKernelNode(&P1, g, NULL, 0, &k));
     CK(cuGraphAddChildGraphNode(&C, g, &P1, 1, child));
-    CK(cuGraphAddDependencies(g, &C, &P3, 1));
+    CK(cuGraphAddDependencies(g, &C, &P3, NULL, 1)); /* CUDA 13: the _v2 form with edge data */
     CUDA_MEMSET_NODE_PARAMS ms;
     memset(&ms, 0, sizeof ms);
     ms.dst = z; ms.pitch = 0; ms.value = 0x3f800000u; ms.elementSize = 4; ms.width = N; ms.height = 1;
