@@ -133,13 +133,16 @@ fn a_two_process_job_has_ranks_and_a_gpu_each() {
         .map(|g| (g["device"].as_u64().unwrap(), g["pid"].as_u64(), g["launches"].as_u64().unwrap()))
         .collect();
     assert_eq!(rows, [(0, None, 3), (0, Some(pid_of(0)), 3), (1, None, 4), (1, Some(pid_of(1)), 4)]);
-    let names: Vec<(u64, String)> = r["processes"]
+    // The report lists processes by first appearance; the two ranks start
+    // at the same time, so either may come first.
+    let mut names: Vec<(u64, String)> = r["processes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|p| ranks.contains_key(&p[0].as_u64().unwrap()))
         .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
         .collect();
+    names.sort();
     assert_eq!(names, {
         let mut v = vec![(pid_of(0), "worker rank 0".to_string()), (pid_of(1), "worker rank 1".to_string())];
         v.sort();
