@@ -125,17 +125,9 @@ fn check_args(a: &AgentArgs) -> anyhow::Result<()> {
         .into());
     }
     for p in &a.pids {
-        if !Path::new(&format!("/proc/{p}")).exists() {
-            return Err(UsageError(format!("-p {p}: no such process")).into());
-        }
+        crate::cli::args::check_pid(*p)?;
     }
-    if a.buffer_size == 0 || !a.buffer_size.is_power_of_two() || a.buffer_size > 4096 {
-        return Err(UsageError(format!(
-            "--buffer-size {}: must be a power of two between 1 and 4096 MiB",
-            a.buffer_size
-        ))
-        .into());
-    }
+    crate::cli::args::check_buffer_size(a.buffer_size)?;
     if a.record_dir.is_some() && a.record_for.is_zero() {
         return Err(UsageError("--record-for 0: a recording window needs a length".into()).into());
     }

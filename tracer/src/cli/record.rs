@@ -138,18 +138,10 @@ fn cgroup_root() -> PathBuf {
 
 /// Refuses arguments that cannot work, before anything is created.
 fn check_args(args: &RecordArgs) -> anyhow::Result<()> {
-    if let Some(pid) = args.pid
-        && !Path::new(&format!("/proc/{pid}")).exists()
-    {
-        return Err(UsageError(format!("-p {pid}: no such process")).into());
+    if let Some(pid) = args.pid {
+        crate::cli::args::check_pid(pid)?;
     }
-    if args.buffer_size == 0 || !args.buffer_size.is_power_of_two() || args.buffer_size > 4096 {
-        return Err(UsageError(format!(
-            "--buffer-size {}: must be a power of two between 1 and 4096 MiB",
-            args.buffer_size
-        ))
-        .into());
-    }
+    crate::cli::args::check_buffer_size(args.buffer_size)?;
     if args.replayable && args.bench_probe.is_some() {
         return Err(UsageError("--replayable cannot be combined with --bench-probe".into()).into());
     }
