@@ -195,7 +195,7 @@ fn record_replayable() -> (String, std::path::PathBuf) {
     let dir = common::fresh_output("graphs-replayable").with_extension("rec");
     let _ = std::fs::remove_dir_all(&dir);
     let prog = common::fake_program("graphs");
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
+    let fixtures = common::replayable::fixture_dir();
     let mut c = Command::new(common::tracer_bin());
     c.args(["record", "--replayable", "-q", "-o"])
         .arg(&dir)
