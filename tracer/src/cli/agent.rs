@@ -125,9 +125,9 @@ fn check_args(a: &AgentArgs) -> anyhow::Result<()> {
         .into());
     }
     for p in &a.pids {
-        crate::cli::args::check_pid(*p)?;
+        crate::cli::arg_checks::check_pid(*p)?;
     }
-    crate::cli::args::check_buffer_size(a.buffer_size)?;
+    crate::cli::arg_checks::check_buffer_size(a.buffer_size)?;
     if a.record_dir.is_some() && a.record_for.is_zero() {
         return Err(UsageError("--record-for 0: a recording window needs a length".into()).into());
     }

@@ -12,6 +12,7 @@
 //! - [`usage`]: command-line errors as one line, exit code 2.
 pub mod agent;
 pub mod analysis;
+pub mod arg_checks;
 pub mod args;
 pub mod demangle;
 pub mod export_parquet;

@@ -139,9 +139,9 @@ fn cgroup_root() -> PathBuf {
 /// Refuses arguments that cannot work, before anything is created.
 fn check_args(args: &RecordArgs) -> anyhow::Result<()> {
     if let Some(pid) = args.pid {
-        crate::cli::args::check_pid(pid)?;
+        crate::cli::arg_checks::check_pid(pid)?;
     }
-    crate::cli::args::check_buffer_size(args.buffer_size)?;
+    crate::cli::arg_checks::check_buffer_size(args.buffer_size)?;
     if args.replayable && args.bench_probe.is_some() {
         return Err(UsageError("--replayable cannot be combined with --bench-probe".into()).into());
     }
