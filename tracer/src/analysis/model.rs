@@ -1001,17 +1001,17 @@ impl TraceBuilder {
             let mut s = CpuSeqs { seen: v.len() as u64, max: *v.last().unwrap_or(&0), ..Default::default() };
             let mut expect = 0u64;
             for &q in &v {
-                if q + 1 == expect {
+                if expect.checked_sub(1) == Some(q) {
                     s.duplicates += 1;
                     continue;
                 }
                 if q > expect {
-                    s.missing += q - expect;
+                    s.missing = s.missing.saturating_add(q - expect);
                     if s.holes.len() < 20 {
                         s.holes.push((expect, q - 1));
                     }
                 }
-                expect = q + 1;
+                expect = q.saturating_add(1);
             }
             t.loss.by_cpu.insert(cpu, s);
         }
