@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// (default: the recorded kind, so that copy times compare)
     #[arg(long)]
     pub pinned_copies: bool,
+    /// Run each recorded graph launch as separate launches of its work, in its order on the
+    /// launch's stream (default: the exec is rebuilt once as a CUDA graph and launched as recorded)
+    #[arg(long)]
+    pub expand_graphs: bool,
     /// Do not measure the replay's GPU time with CUPTI (CUDA events only)
     #[arg(long)]
     pub no_cupti: bool,

@@ -179,6 +179,7 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         fill: a.fill,
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
+        expand_graphs: a.expand_graphs,
     };
     let s = Session::new(rec, p, a.device, &opts)?;
     eprintln!(
@@ -510,6 +511,7 @@ impl Replay<'_> {
                 "skipped_by_reason": p.coverage.skipped_by_reason, "skipped": p.coverage.skipped,
                 "graph_launches": p.coverage.graph_launches, "graph_launches_expanded": p.coverage.graph_launches_expanded,
                 "graph_launches_not_replayed": p.coverage.graph_launches_not_replayed,
+                "graph_launches_as_graphs": s.graphs.launches, "graph_execs_rebuilt": s.graphs.rebuilt,
                 "graph_kernels": p.coverage.graph_kernels, "graph_kernels_replayed": p.coverage.graph_kernels_replayed,
                 "graph_skipped_by_reason": p.coverage.graph_skipped_by_reason, "copies": p.coverage.copies,
                 "copies_replayed": p.coverage.copies_replayed, "h2d_with_data": p.coverage.h2d_with_data,

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use replay::plan::{self, EdgeKind, GraphOp, OpKind};
+use replay::plan::{self, Direction, EdgeKind, GraphLaunch, GraphOp, OpKind, Rows};
 use replay::recording::Recording;
 use serde_json::json;
 
@@ -137,10 +137,20 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
     let text = p.summary();
     assert!(
         text.contains(
-            "graph launches: 6, expanded into stream order 5 (13 kernels, replayed 12; 0 copies/sets, replayed 0), not replayed 1\n"
+            "graph launches: 6, planned 5 (13 kernels, replayed 12; 0 copies/sets, replayed 0), not replayed 1\n"
         ),
         "{text}"
     );
+    // The 4 launches of the capture's exec run as one rebuilt graph; the explicit graph's
+    // launch (a node without bytes) runs as separate launches.
+    assert!(
+        text.contains("  as rebuilt CUDA graphs 4 (1 execs); as separate launches 1 (a node not replayable)\n"),
+        "{text}"
+    );
+    let rebuilt: Vec<GraphLaunch> =
+        (0..4).map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0 }).collect();
+    assert_eq!(p.graph_launches, rebuilt);
+    assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 1));
     assert!(text.contains(&format!("  graph launches not replayed 1: {OPAQUE}\n")), "{text}");
     assert!(
         text.contains(
@@ -326,11 +336,17 @@ fn explicit_graph_launches_run_their_nodes_in_dependency_order_with_the_paramete
         (4, 4, 12, 12)
     );
     assert_eq!((c.graph_copies_sets, c.graph_copies_sets_replayed, c.launches, c.sets), (4, 4, 0, 0));
+    // Two execs to rebuild: as instantiated (launches 18, 19) and after the exec's own update
+    // (21, and 23: the later change of the graph's node does not reach the exec).
+    let rebuilt: Vec<(usize, usize, usize)> = p.graph_launches.iter().map(|g| (g.first_op, g.exec, g.line)).collect();
+    assert_eq!(rebuilt, [(0, 0, 18), (4, 0, 19), (8, 1, 21), (12, 1, 23)]);
+    assert!(p.graph_launches.iter().all(|g| g.ops == 4 && g.stream == 0));
+    assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 2));
     assert!(c.graph_launches_not_replayed.is_empty() && c.graph_skipped_by_reason.is_empty());
     assert_eq!(c.percent(), 100.0);
     assert!(
         p.summary().contains(
-            "graph launches: 4, expanded into stream order 4 (12 kernels, replayed 12; 4 copies/sets, replayed 4), not replayed 0\n"
+            "graph launches: 4, planned 4 (12 kernels, replayed 12; 4 copies/sets, replayed 4), not replayed 0\n"
         ),
         "{}",
         p.summary()
@@ -340,9 +356,9 @@ fn explicit_graph_launches_run_their_nodes_in_dependency_order_with_the_paramete
 #[test]
 fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() {
     let mut r = build_explicit();
-    // A memcpy node in the parent graph, after 0xb1 (line 17; the instantiation moves to 18).
-    let copy = json!({"ts": 16500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_add_memcpy_node", "name": "cuGraphAddMemcpyNode", "ret": 0, "args": {}, "graph": "0x90011", "node": "0xb9", "deps": ["0xb1"], "node_type": "memcpy", "size": 256, "direction": "d2d", "dst": "0x7f0000000000", "src": "0x7f0000200000"});
-    r.lines.insert(15, copy);
+    // A host node in the parent graph, after 0xb1 (line 17; the instantiation moves to 18).
+    let host = json!({"ts": 16500, "pid": 7, "tid": 7, "type": "graph", "op": "graph_add_host_node", "name": "cuGraphAddHostNode", "ret": 0, "args": {}, "graph": "0x90011", "node": "0xb9", "deps": ["0xb1"], "node_type": "host"});
+    r.lines.insert(15, host);
     // And a kernel node whose parameters were not captured, in another graph launched once.
     let mut lost = kernel_node(9, 9);
     lost.as_object_mut().unwrap().remove("params");
@@ -361,7 +377,7 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     let c = &p.coverage;
     assert_eq!((c.graph_launches, c.graph_launches_expanded, c.graph_kernels, c.graph_kernels_replayed), (5, 1, 1, 0));
     let not: Vec<(&str, usize)> = c.graph_launches_not_replayed.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    let why = "memcpy node added by cuGraphAddMemcpyNode (line 17): this node kind is not replayed";
+    let why = "host node added by cuGraphAddHostNode (line 17): this node kind is not replayed";
     assert_eq!(not, vec![(why, 4)]);
     let skipped: Vec<(&str, usize)> = c.graph_skipped_by_reason.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     let lost = "cuGraphAddKernelNode_v2 of k_pointers set at line 27: params not captured: the parameters could not be read from the process's memory";
@@ -370,6 +386,77 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
     let lines: Vec<usize> = c.other_skipped.iter().map(|s| s.line).collect();
     assert_eq!(lines, vec![19, 20, 22, 24]);
+}
+
+/// A graph line of `build_explicit`'s graph 0x90011 at ts 16500 + `k`.
+fn inserted(k: u64, name: &str, node: &str, deps: &[&str], fields: serde_json::Value) -> serde_json::Value {
+    let mut v = fields;
+    for (key, val) in [
+        ("ts", json!(16500 + k)),
+        ("pid", json!(7)),
+        ("tid", json!(7)),
+        ("type", json!("graph")),
+        ("op", json!("graph_add_node")),
+        ("name", json!(name)),
+        ("ret", json!(0)),
+        ("graph", json!("0x90011")),
+        ("node", json!(node)),
+        ("deps", json!(deps)),
+    ] {
+        v[key] = val;
+    }
+    v
+}
+
+#[test]
+fn one_row_memcpy_nodes_and_2d_memsets_replay_in_the_graph() {
+    let mut r = build_explicit();
+    // After 0xb1: a device-to-device memcpy node of one row starting 16 and 32 bytes into its
+    // source and destination (line 17), then a 2-D memset node (3 rows of 100 u16 at a
+    // 512-byte pitch, line 18), then a host-to-device one of one row (line 19).
+    let d2d = json!({"args": {}, "node_type": "memcpy", "size": 256, "direction": "d2d", "dst": "0x7f0000000000", "src": "0x7f0000200000", "width": 256, "height": 1, "depth": 1, "src_offset": 16, "dst_offset": 32});
+    let set2d = json!({"args": {"memsetParams": {"dst": "0x7f0000000400", "pitch": 512, "value": 7, "elementSize": 2, "width": 100, "height": 3}}, "node_type": "memset", "size": 600, "dst": "0x7f0000000400", "value": 7});
+    let h2d = json!({"args": {}, "node_type": "memcpy", "size": 64, "direction": "h2d", "dst": "0x7f0000000800", "src": "0x10000", "width": 64, "height": 1, "depth": 1, "src_offset": 0, "dst_offset": 0});
+    r.lines.insert(15, inserted(0, "cuGraphAddMemcpyNode", "0xb9", &["0xb1"], d2d));
+    r.lines.insert(16, inserted(1, "cuGraphAddMemsetNode", "0xba", &["0xb9"], set2d));
+    r.lines.insert(17, inserted(2, "cuGraphAddMemcpyNode", "0xbb", &["0xba"], h2d));
+    // A plain 2-D memset call after the last launch.
+    r.call(
+        "memset",
+        "memset",
+        "cuMemsetD2D32Async",
+        json!({"ret": 0, "args": {"dstDevice": "0x7f0000001000", "dstPitch": 1024, "ui": 5, "Width": 64, "Height": 4, "hStream": "0x5000"}, "stream": "0x5000"}),
+    );
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    replay::data_check::check(&rec, &p).unwrap();
+    let c = &p.coverage;
+    assert!(c.graph_skipped_by_reason.is_empty() && c.graph_launches_not_replayed.is_empty(), "{c:?}");
+    // 4 launches × (3 kernels + the child's memset + the 3 new nodes).
+    assert_eq!((c.graph_kernels, c.graph_copies_sets, c.graph_copies_sets_replayed), (12, 16, 16));
+    assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 2));
+    let copies: Vec<(Direction, u64, u64, u64)> = p
+        .ops
+        .iter()
+        .filter_map(|o| if let OpKind::Copy(k) = &o.kind { Some((k.direction, k.dst, k.src, k.size)) } else { None })
+        .collect();
+    let one =
+        [(Direction::D2d, 0x7f00_0000_0020, 0x7f00_0020_0010, 256), (Direction::H2d, 0x7f00_0000_0800, 0x10000, 64)];
+    assert_eq!(copies, [one, one, one, one].concat());
+    let sets: Vec<(u64, u32, u8, u64, Option<Rows>)> = p
+        .ops
+        .iter()
+        .filter_map(
+            |o| if let OpKind::Set(s) = &o.kind { Some((s.dst, s.value, s.elem, s.count, s.rows)) } else { None },
+        )
+        .filter(|s| s.4.is_some())
+        .collect();
+    let node = (0x7f00_0000_0400, 7, 2, 100, Some(Rows { pitch: 512, height: 3 }));
+    let call = (0x7f00_0000_1000, 5, 4, 64, Some(Rows { pitch: 1024, height: 4 }));
+    assert_eq!(sets, [node, node, node, node, call]);
+    assert_eq!((c.sets, c.sets_replayed), (1, 1));
+    // Each launch of the two execs runs its 7 nodes as one rebuilt graph.
+    assert!(p.graph_launches.iter().all(|g| g.ops == 7), "{:?}", p.graph_launches);
 }
 
 #[test]

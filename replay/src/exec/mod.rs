@@ -2,6 +2,7 @@
 //! libcuda loaded at run time: no link-time CUDA dependency).
 
 pub mod cuda;
+pub mod graph_execs;
 pub mod memory;
 pub mod probe;
 pub mod session;

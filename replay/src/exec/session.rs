@@ -12,6 +12,7 @@ use cudarc::driver::sys;
 use serde::Serialize;
 
 use super::cuda::{self, CUfunction, CUstream, Context, Event, Pinned, ck};
+use super::graph_execs::GraphExecs;
 use super::memory::AddressMap;
 use super::probe::Probe;
 use crate::plan::{Direction, LaunchApi, LaunchAttr, OpKind, Plan, RangeKind, StreamKind};
@@ -44,6 +45,8 @@ pub enum Prep {
         value: u32,
         elem: u8,
         count: usize,
+        /// 2-D: (pitch, height).
+        rows: Option<(usize, usize)>,
         stream: usize,
     },
     EventRecord {
@@ -98,6 +101,9 @@ pub struct SessionOpts {
     /// Copy from/to page-locked buffers even where the recorded host side
     /// was pageable (faster copies than recorded).
     pub pinned_copies: bool,
+    /// Run graph launches as separate launches of their work instead of
+    /// rebuilt graphs (graph_execs.rs).
+    pub expand_graphs: bool,
 }
 
 pub struct Session {
@@ -121,6 +127,8 @@ pub struct Session {
     /// (op index, probe), sorted by op.
     probes: Vec<(usize, Probe)>,
     passes: std::cell::Cell<u32>,
+    /// The recorded graph execs, rebuilt (unless `expand_graphs`).
+    pub graphs: GraphExecs,
 }
 
 #[derive(Clone, Copy)]
@@ -361,9 +369,14 @@ fn prepare_ops(plan: &Plan, funcs: &Functions, map: &AddressMap, host: &HostBuff
                 prepare_launch(l, f, cands, map, stream)
             }
             OpKind::Copy(c) => prepare_copy(c, map, host, opts, stream),
-            OpKind::Set(s) => {
-                Prep::Set { dst: map.translate(s.dst), value: s.value, elem: s.elem, count: s.count as usize, stream }
-            }
+            OpKind::Set(s) => Prep::Set {
+                dst: map.translate(s.dst),
+                value: s.value,
+                elem: s.elem,
+                count: s.count as usize,
+                rows: s.rows.map(|r| (r.pitch as usize, r.height as usize)),
+                stream,
+            },
             OpKind::EventRecord { event } => Prep::EventRecord { event: *event, stream },
             OpKind::StreamWaitEvent { event } => Prep::Wait { event: *event, stream },
             OpKind::StreamSync => Prep::StreamSync { stream },
@@ -461,7 +474,7 @@ impl Session {
         let prep = prepare_ops(plan, &funcs, &map, &host, opts);
         ctx.sync()?;
         let HostBuffers { data, fill, scratch, expected, .. } = host;
-        Ok(Session {
+        let mut s = Session {
             ctx,
             map,
             modules,
@@ -477,8 +490,16 @@ impl Session {
             probes,
             passes: std::cell::Cell::new(0),
             setup_notes: notes,
-            setup_s: t0.elapsed().as_secs_f64(),
-        })
+            setup_s: 0.0,
+            graphs: GraphExecs::default(),
+        };
+        if !opts.expand_graphs {
+            let graphs = GraphExecs::build(plan, |i, st| s.submit(i, Some(st)))?;
+            s.setup_notes.extend(graphs.notes.iter().cloned());
+            s.graphs = graphs;
+        }
+        s.setup_s = t0.elapsed().as_secs_f64();
+        Ok(s)
     }
 
     fn host_ptr(&self, h: HostBuf) -> *mut c_void {
@@ -514,12 +535,15 @@ impl Session {
                     };
                     ck(r, &format!("{}: copy {dir:?} {size} bytes", what()))
                 }
-                Prep::Set { dst, value, elem, count, stream } => {
+                Prep::Set { dst, value, elem, count, rows, stream } => {
                     let s = st(*stream);
-                    let r = match elem {
-                        1 => sys::cuMemsetD8Async(*dst, *value as u8, *count, s),
-                        2 => sys::cuMemsetD16Async(*dst, *value as u16, *count, s),
-                        _ => sys::cuMemsetD32Async(*dst, *value, *count, s),
+                    let r = match (elem, rows) {
+                        (1, None) => sys::cuMemsetD8Async(*dst, *value as u8, *count, s),
+                        (2, None) => sys::cuMemsetD16Async(*dst, *value as u16, *count, s),
+                        (_, None) => sys::cuMemsetD32Async(*dst, *value, *count, s),
+                        (1, Some((p, h))) => sys::cuMemsetD2D8Async(*dst, *p, *value as u8, *count, *h, s),
+                        (2, Some((p, h))) => sys::cuMemsetD2D16Async(*dst, *p, *value as u16, *count, *h, s),
+                        (_, Some((p, h))) => sys::cuMemsetD2D32Async(*dst, *p, *value, *count, *h, s),
                     };
                     ck(r, &format!("{}: memset", what()))
                 }
@@ -623,20 +647,31 @@ impl Session {
         let t0 = Instant::now();
         start.record(std::ptr::null_mut())?;
         let mut checks = Vec::new();
-        for i in 0..self.prep.len() {
+        let mut i = 0;
+        while i < self.prep.len() {
             if let Some(p) = pace {
                 let due = Duration::from_nanos(p[i]);
                 while t0.elapsed() < due {
                     std::hint::spin_loop();
                 }
             }
+            let graph = self.graphs.at(i);
+            // A rebuilt graph launch stands for its ops: probes before any of them run before it.
+            let last = i + graph.map_or(1, |g| g.ops);
             while let Some(&(op, p)) = self.probes.get(next_probe)
-                && op <= i
+                && op < last
             {
                 next_probe += 1;
-                if op == i {
+                if op >= i {
                     self.probe(pass_no, &p)?;
                 }
+            }
+            if let Some(g) = graph {
+                let what = format!("graph launch (trace.jsonl line {})", self.op_lines[i]);
+                // SAFETY: exec and stream from setup.
+                ck(unsafe { sys::cuGraphLaunch(g.exec, self.streams[g.stream]) }, &what)?;
+                i = last;
+                continue;
             }
             self.submit(i, None)?;
             if let Some(rec) = check
@@ -657,6 +692,7 @@ impl Session {
                     first_mismatch: bad.first().map(|&b| b as u64),
                 });
             }
+            i += 1;
         }
         let mut ends = Vec::new();
         for s in self.used_streams() {
@@ -1067,6 +1103,8 @@ impl Drop for Session {
         // SAFETY: teardown of what setup created; errors ignored.
         unsafe {
             sys::cuCtxSynchronize();
+            // The rebuilt graphs before the modules their kernel nodes use.
+            drop(std::mem::take(&mut self.graphs));
             for &e in &self.events {
                 sys::cuEventDestroy_v2(e);
             }

@@ -19,8 +19,15 @@ pub struct Coverage {
     pub skipped: Vec<Skipped>,
     /// cuGraphLaunch lines (plan/graphs.rs).
     pub graph_launches: usize,
-    /// Graph launches expanded into their captured work, in stream order on the launch's stream.
+    /// Graph launches whose work was planned (their exec's work, in dependency order on the launch's stream).
     pub graph_launches_expanded: usize,
+    /// Of those, the ones whose every node is replayable: replay rebuilds their exec as a CUDA
+    /// graph and launches it (exec/graph_execs.rs); the others run as separate launches.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_launches_rebuildable: usize,
+    /// Distinct execs among the rebuildable launches.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_execs: usize,
     /// Reason -> graph launches not replayed for it (exec not built in the recording, a node kind not replayed, …).
     pub graph_launches_not_replayed: BTreeMap<String, usize>,
     /// Kernels of the expanded graph launches (each launch × its exec's captured kernels), and those replayed.
@@ -136,13 +143,17 @@ impl Coverage {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl Coverage {
     /// The graph lines of [`Coverage::text`].
     fn graph_text(&self, s: &mut String) {
         use std::fmt::Write;
         let _ = writeln!(
             s,
-            "graph launches: {}, expanded into stream order {} ({} kernels, replayed {}; {} copies/sets, replayed {}), not replayed {}",
+            "graph launches: {}, planned {} ({} kernels, replayed {}; {} copies/sets, replayed {}), not replayed {}",
             self.graph_launches,
             self.graph_launches_expanded,
             self.graph_kernels,
@@ -151,6 +162,15 @@ impl Coverage {
             self.graph_copies_sets_replayed,
             self.graph_launches - self.graph_launches_expanded
         );
+        if self.graph_launches_expanded > 0 {
+            let _ = writeln!(
+                s,
+                "  as rebuilt CUDA graphs {} ({} execs); as separate launches {} (a node not replayable)",
+                self.graph_launches_rebuildable,
+                self.graph_execs,
+                self.graph_launches_expanded - self.graph_launches_rebuildable
+            );
+        }
         for (reason, n) in &self.graph_launches_not_replayed {
             let _ = writeln!(s, "  graph launches not replayed {n}: {reason}");
         }

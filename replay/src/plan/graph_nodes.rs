@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::graphs::{Contents, Node};
 use super::graphs_explicit::Step;
-use super::{Builder, LaunchApi, OpKind, Set};
+use super::{Builder, Copy, Direction, LaunchApi, OpKind, RangeKind, Rows, Set};
 use crate::recording::Call;
 
 impl<'a> Builder<'a> {
@@ -107,6 +107,7 @@ impl<'a> Builder<'a> {
         let work = match c.str_field("node_type") {
             Some("kernel") => self.aside(c, true, |b| b.launch(c, LaunchApi::Kernel))?,
             Some("memset") => memset_node(c),
+            Some("memcpy") => self.memcpy_node(c),
             _ => return Ok(None),
         };
         Ok(Some(Node {
@@ -199,20 +200,59 @@ impl<'a> Builder<'a> {
     }
 }
 
+impl Builder<'_> {
+    /// A memcpy node of one row (height and depth 1) as an async copy on the launch's stream;
+    /// the source of a host-to-device copy is a deterministic fill (its bytes at launch time
+    /// were not recorded).
+    fn memcpy_node(&self, c: &Call) -> std::result::Result<OpKind, String> {
+        let f = |k: &str| c.u64_field(k);
+        let (Some(dst), Some(src), Some(width)) = (c.addr_field("dst"), c.addr_field("src"), f("width")) else {
+            return Err("memcpy node parameters not recorded".into());
+        };
+        if f("height") != Some(1) || f("depth") != Some(1) {
+            return Err("2D/3D memcpy node: not replayed".into());
+        }
+        let direction = match c.str_field("direction") {
+            Some("h2d") => Direction::H2d,
+            Some("d2h") => Direction::D2h,
+            Some("d2d") => Direction::D2d,
+            other => return Err(format!("memcpy node direction {} not replayed", other.unwrap_or("unknown"))),
+        };
+        let (dst, src) =
+            (dst.wrapping_add(f("dst_offset").unwrap_or(0)), src.wrapping_add(f("src_offset").unwrap_or(0)));
+        let host = match direction {
+            Direction::H2d => Some(src),
+            Direction::D2h => Some(dst),
+            Direction::D2d => None,
+        };
+        let host_pinned = host
+            .and_then(|h| self.ranges.find(c.pid, h))
+            .is_some_and(|id| matches!(self.ranges.all[id].kind, RangeKind::HostPinned | RangeKind::HostRegistered));
+        let (data, data_error) = (None, None);
+        Ok(OpKind::Copy(Copy { direction, dst, src, size: width, is_async: true, data, data_error, host_pinned }))
+    }
+}
+
 /// A memset node (1-D: height 1) as a memset on the launch's stream.
 fn memset_node(c: &Call) -> std::result::Result<OpKind, String> {
+    // memsetParams (cuGraphAddMemsetNode), else the line's own fields (also cuGraphAddNode's).
     let p = c.arg("memsetParams").filter(|p| p.is_object());
-    let get = |k: &str| p.and_then(|p| p.get(k)).and_then(crate::recording::trace::as_addr);
+    let top = |k: &str| c.field(k).and_then(crate::recording::trace::as_addr);
+    let get =
+        |k: &str, line_key: &str| p.and_then(|p| p.get(k)).and_then(crate::recording::trace::as_addr).or(top(line_key));
     let (Some(dst), Some(value), Some(elem), Some(width)) =
-        (get("dst"), get("value"), get("elementSize"), get("width"))
+        (get("dst", "dst"), get("value", "value"), get("elementSize", "element_size"), get("width", "width"))
     else {
         return Err("memset node parameters not recorded".into());
     };
-    if get("height").unwrap_or(1) > 1 {
-        return Err("2D memset node: not replayed".into());
-    }
+    let height = get("height", "height").unwrap_or(1);
+    let rows = match (height > 1, get("pitch", "pitch")) {
+        (false, _) => None,
+        (true, Some(pitch)) => Some(Rows { pitch, height }),
+        (true, None) => return Err("2D memset node without its pitch (recorded before tracer read it)".into()),
+    };
     if !matches!(elem, 1 | 2 | 4) {
         return Err(format!("memset node element size {elem}: not 1, 2 or 4"));
     }
-    Ok(OpKind::Set(Set { dst, value: value as u32, elem: elem as u8, count: width, is_async: true }))
+    Ok(OpKind::Set(Set { dst, value: value as u32, elem: elem as u8, count: width, is_async: true, rows }))
 }

@@ -78,6 +78,21 @@ pub(super) struct Graphs {
     pub(super) execs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphNode) -> graph, for nodes added with cuGraphAdd*Node.
     pub(super) nodes: HashMap<(u32, u64), u64>,
+    /// The distinct exec contents launched (kept alive, so pointers stay unique): their `GraphLaunch::exec`.
+    launched: Vec<Rc<Vec<Node>>>,
+    exec_ids: HashMap<*const Vec<Node>, usize>,
+}
+
+impl Graphs {
+    /// The number of the exec whose contents these are (one per distinct contents).
+    fn exec_id(&mut self, nodes: &Rc<Vec<Node>>) -> usize {
+        let next = self.launched.len();
+        let id = *self.exec_ids.entry(Rc::as_ptr(nodes)).or_insert(next);
+        if id == next {
+            self.launched.push(nodes.clone());
+        }
+        id
+    }
 }
 
 fn base(name: &str) -> &str {
@@ -273,6 +288,8 @@ impl<'a> Builder<'a> {
         self.plan.coverage.graph_launches_expanded += 1;
         let stream_h = c.addr_field("stream").or(c.addr_arg("hStream")).unwrap_or(0);
         let stream = self.stream(c, stream_h);
+        let first_op = self.plan.ops.len();
+        let mut whole = true;
         for n in nodes.iter() {
             let cov = &mut self.plan.coverage;
             if n.is_kernel {
@@ -290,6 +307,7 @@ impl<'a> Builder<'a> {
                     let how = if n.handle == 0 { "captured" } else { "set" };
                     let reason = format!("{what} {how} at line {}: {why}", n.line);
                     *cov.graph_skipped_by_reason.entry(reason).or_default() += 1;
+                    whole = false;
                     continue;
                 }
             };
@@ -312,6 +330,14 @@ impl<'a> Builder<'a> {
             let i = self.push(c, Some(stream), kind);
             self.plan.ops[i].duration_ns = None;
             self.plan.graph_ops.push(super::GraphOp { op: i, launch_line: c.line, captured_line: n.line });
+        }
+        // Every node replayable: the exec can be rebuilt as a graph and launched in place of its ops.
+        let ops = self.plan.ops.len() - first_op;
+        if whole && ops > 0 {
+            let exec = self.graphs.exec_id(&nodes);
+            self.plan.coverage.graph_launches_rebuildable += 1;
+            self.plan.coverage.graph_execs = self.plan.coverage.graph_execs.max(exec + 1);
+            self.plan.graph_launches.push(super::GraphLaunch { first_op, ops, exec, line: c.line, stream });
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct Plan {
     pub coverage: Coverage,
     /// The ops that expand graph launches (plan/graphs.rs), in op order.
     pub graph_ops: Vec<GraphOp>,
+    /// The graph launches replay can run as rebuilt graphs (plan/graphs.rs), in op order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub graph_launches: Vec<GraphLaunch>,
     pub warnings: Vec<String>,
 }
 
@@ -220,6 +223,7 @@ impl<'a> Builder<'a> {
                 relocations: vec![],
                 coverage: Coverage::default(),
                 graph_ops: vec![],
+                graph_launches: vec![],
                 warnings: vec![],
             },
             ranges: memory::Ranges::default(),
@@ -739,25 +743,31 @@ impl<'a> Builder<'a> {
 
     fn set(&mut self, c: &Call, base: &str) -> Result<()> {
         self.plan.coverage.sets += 1;
-        if base.contains("2D") {
-            self.skip_other(c, "2D memsets are not replayed");
-            return Ok(());
-        }
-        let (elem, vkey) = if base.starts_with("cuMemsetD8") {
+        let two_d = base.starts_with("cuMemsetD2D");
+        let (elem, vkey) = if base.starts_with("cuMemsetD8") || base.starts_with("cuMemsetD2D8") {
             (1u8, "uc")
-        } else if base.starts_with("cuMemsetD16") {
+        } else if base.starts_with("cuMemsetD16") || base.starts_with("cuMemsetD2D16") {
             (2, "us")
         } else {
             (4, "ui")
         };
-        let (Some(dst), Some(value), Some(count)) = (c.addr_arg("dstDevice"), c.u64_arg(vkey), c.u64_arg("N")) else {
-            self.skip_other(c, "memset without dstDevice/value/N");
+        let count = c.u64_arg(if two_d { "Width" } else { "N" });
+        let (Some(dst), Some(value), Some(count)) = (c.addr_arg("dstDevice"), c.u64_arg(vkey), count) else {
+            self.skip_other(c, "memset without dstDevice/value/N (Width)");
             return Ok(());
+        };
+        let rows = match (two_d, c.u64_arg("dstPitch"), c.u64_arg("Height")) {
+            (false, ..) => None,
+            (true, Some(pitch), Some(height)) => Some(Rows { pitch, height }),
+            _ => {
+                self.skip_other(c, "2D memset without dstPitch/Height");
+                return Ok(());
+            }
         };
         let is_async = base.contains("Async");
         let stream_h = if is_async { c.addr_field("stream").or(c.addr_arg("hStream")).unwrap_or(0) } else { 0 };
         let stream = self.stream(c, stream_h);
-        self.push(c, Some(stream), OpKind::Set(Set { dst, value: value as u32, elem, count, is_async }));
+        self.push(c, Some(stream), OpKind::Set(Set { dst, value: value as u32, elem, count, is_async, rows }));
         self.plan.coverage.sets_replayed += 1;
         Ok(())
     }

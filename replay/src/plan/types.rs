@@ -134,8 +134,25 @@ pub struct Set {
     pub value: u32,
     /// Element size: 1, 2 or 4 bytes.
     pub elem: u8,
+    /// Elements per row (a 1-D set: all of them).
     pub count: u64,
     pub is_async: bool,
+    /// A 2-D set (cuMemsetD2D*, a memset node of height > 1): `height` rows `pitch` bytes apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Rows>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rows {
+    pub pitch: u64,
+    pub height: u64,
+}
+
+impl Set {
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.count.saturating_mul(self.elem as u64).saturating_mul(self.rows.map_or(1, |r| r.height))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -277,6 +294,22 @@ pub struct Skipped {
     pub name: String,
     pub kernel: Option<String>,
     pub reason: String,
+}
+
+/// A graph launch whose work is all replayable: its ops (`first_op`, the
+/// `ops` after it, in dependency order on one stream) are what the exec
+/// runs, so replay can rebuild the exec once as a CUDA graph and launch it
+/// in their place (exec/graph_execs.rs). `exec` numbers the distinct execs
+/// (an exec updated between launches is a new one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GraphLaunch {
+    pub first_op: usize,
+    pub ops: usize,
+    pub exec: usize,
+    /// The cuGraphLaunch line.
+    pub line: usize,
+    /// The plan stream it was launched on.
+    pub stream: usize,
 }
 
 /// An op that runs captured work in a graph launch: the launch's line and the captured call's line.

@@ -19,7 +19,10 @@ pub fn op_key(plan: &Plan, i: usize) -> Option<String> {
             l.kernel, l.load, l.grid, l.block, l.shared_mem
         )),
         OpKind::Copy(c) => Some(format!("copy {:?} {}", c.direction, c.size)),
-        OpKind::Set(s) => Some(format!("set {}x{}", s.count, s.elem)),
+        OpKind::Set(s) => Some(match s.rows {
+            None => format!("set {}x{}", s.count, s.elem),
+            Some(r) => format!("set {}x{} x{} rows", s.count, s.elem, r.height),
+        }),
         _ => None,
     }
 }
@@ -169,7 +172,7 @@ pub fn durations_file(plan: &Plan, samples_ms: &BTreeMap<String, Vec<f64>>, gpu:
             k => {
                 let (kind, size) = match k {
                     OpKind::Copy(c) => (direction_name(c.direction), c.size),
-                    OpKind::Set(s) => ("memset", s.count * s.elem as u64),
+                    OpKind::Set(s) => ("memset", s.bytes()),
                     _ => continue,
                 };
                 let e = copies.entry(kind).or_default();
@@ -231,10 +234,15 @@ fn text_graphs(s: &mut String, c: &serde_json::Value) {
     if n == 0 {
         return;
     }
+    let planned = c["graph_launches_expanded"].as_u64().unwrap_or(0);
+    let as_graphs = c["graph_launches_as_graphs"].as_u64().unwrap_or(0);
     let _ = writeln!(
         s,
-        "graph launches: {n}, expanded into stream order on the launch stream {} (their {} kernels counted above, {} replayed)",
-        c["graph_launches_expanded"], c["graph_kernels"], c["graph_kernels_replayed"]
+        "graph launches: {n}, as rebuilt CUDA graphs {as_graphs} ({} execs), as separate launches on the launch stream {} (their {} kernels counted above, {} replayed)",
+        c["graph_execs_rebuilt"].as_u64().unwrap_or(0),
+        planned.saturating_sub(as_graphs),
+        c["graph_kernels"],
+        c["graph_kernels_replayed"]
     );
     for key in ["graph_launches_not_replayed", "graph_skipped_by_reason"] {
         if let Some(m) = c[key].as_object() {

@@ -196,6 +196,9 @@ pub struct Copy2D3D {
     pub width: u64,
     pub height: u64,
     pub depth: u64,
+    /// Bytes from `src` / `dst` to the first byte copied (X + Y × pitch + Z × pitch × height).
+    pub src_offset: u64,
+    pub dst_offset: u64,
 }
 
 impl Copy2D3D {
@@ -207,6 +210,11 @@ impl Copy2D3D {
                 _ => u64_at(b, dev),
             }
         };
+        let offset = |x: usize, y: usize, z: Option<usize>, pitch: usize, height: Option<usize>| -> u64 {
+            let g = |o: usize| u64_at(b, o).unwrap_or(0);
+            let (p, rows) = (g(pitch), height.map_or(0, g));
+            g(x).wrapping_add(g(y).wrapping_mul(p)).wrapping_add(z.map_or(0, g).wrapping_mul(p).wrapping_mul(rows))
+        };
         if kind == Arg::Memcpy2D {
             let (st, dt) = (u32_at(b, 16)?, u32_at(b, 72)?);
             Some(Copy2D3D {
@@ -217,6 +225,8 @@ impl Copy2D3D {
                 width: u64_at(b, 112)?,
                 height: u64_at(b, 120)?,
                 depth: 1,
+                src_offset: offset(0, 8, None, 48, None),
+                dst_offset: offset(56, 64, None, 104, None),
             })
         } else {
             let (st, dt) = (u32_at(b, 32)?, u32_at(b, 120)?);
@@ -228,6 +238,8 @@ impl Copy2D3D {
                 width: u64_at(b, 176)?,
                 height: u64_at(b, 184)?,
                 depth: u64_at(b, 192)?,
+                src_offset: offset(0, 8, Some(16), 72, Some(80)),
+                dst_offset: offset(88, 96, Some(104), 160, Some(168)),
             })
         }
     }

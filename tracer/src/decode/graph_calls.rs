@@ -225,6 +225,12 @@ fn node_params(m: &mut Map<String, Value>, b: Option<&[u8]>, kind: Arg, name_of:
                 m.insert("direction".into(), json!(cp.direction()));
                 m.insert("dst".into(), hex(cp.dst));
                 m.insert("src".into(), hex(cp.src));
+                // What a replay needs of a one-row copy: its shape and where it starts.
+                m.insert("width".into(), json!(cp.width));
+                m.insert("height".into(), json!(cp.height));
+                m.insert("depth".into(), json!(cp.depth));
+                m.insert("src_offset".into(), json!(cp.src_offset));
+                m.insert("dst_offset".into(), json!(cp.dst_offset));
             }
         }
         Arg::GraphNodeParams => {
@@ -273,6 +279,13 @@ fn memset_fields(m: &mut Map<String, Value>, s: &MemsetNode) {
     m.insert("size".into(), json!(s.bytes()));
     m.insert("dst".into(), hex(s.dst));
     m.insert("value".into(), json!(s.value));
+    // What a replay needs of the set (cuGraphAddNode has no memsetParams argument).
+    m.insert("element_size".into(), json!(s.element_size));
+    m.insert("width".into(), json!(s.width));
+    m.insert("height".into(), json!(s.height));
+    if s.height > 1 {
+        m.insert("pitch".into(), json!(s.pitch));
+    }
 }
 
 #[cfg(test)]

@@ -164,6 +164,9 @@ fn explicit_nodes_carry_kind_parameters_and_dependencies() {
         (s["node_type"].as_str(), s["size"].as_u64(), s["value"].as_u64()),
         (Some("memset"), Some(400), Some(9))
     );
+    // What replay reads: element size, width, height; no pitch for one row.
+    assert_eq!((s["element_size"].as_u64(), s["width"].as_u64(), s["height"].as_u64()), (Some(4), Some(100), Some(1)));
+    assert_eq!(s.get("pitch"), None);
     assert_eq!(s["deps"], json!(["0xa1"]));
     assert_eq!(s["deps_cut"], 19);
     let c = by_ts(9);

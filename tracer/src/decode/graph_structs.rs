@@ -54,6 +54,8 @@ impl KernelNode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemsetNode {
     pub dst: u64,
+    /// Bytes between rows (2-D sets).
+    pub pitch: u64,
     pub value: u32,
     pub element_size: u32,
     pub width: u64,
@@ -64,6 +66,7 @@ impl MemsetNode {
     pub fn parse(b: &[u8]) -> Option<Self> {
         Some(MemsetNode {
             dst: u64_at(b, 0)?,
+            pitch: u64_at(b, 8)?,
             value: u32_at(b, 16)?,
             element_size: u32_at(b, 20)?,
             width: u64_at(b, 24)?,
@@ -144,7 +147,7 @@ pub fn decode_struct(kind: Arg, b: &[u8]) -> Value {
         },
         Arg::MemsetNode => match MemsetNode::parse(b) {
             Some(s) => json!({
-                "dst": hex(s.dst), "value": s.value, "elementSize": s.element_size,
+                "dst": hex(s.dst), "pitch": s.pitch, "value": s.value, "elementSize": s.element_size,
                 "width": s.width, "height": s.height,
             }),
             None => Value::Null,
