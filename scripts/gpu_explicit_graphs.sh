@@ -12,15 +12,20 @@
 #   P1 axpb(y, x, 2, 1)
 #   C  child graph { axpb(y, y, 3, 0) }, after P1
 #   M  memset node z = 1.0f (1-D), P4 axpb(z, z, 1, 1) after M
+#   W  memcpy node w <- y from byte 1024 on (one row), after P3
+#   Q  2-D memset node: 64 rows of 256 floats = 3.0f at a 4096-byte pitch in q
 # instantiated and launched twice, then P3 set to b = 7 in the exec
-# (cuGraphExecKernelNodeSetParams), launched twice more, y and z copied back
-# and checked (y = 3(2x+1)+7, z = 2). Records it with --replayable
-# --capture-data, prints the node lines' parameter bytes, `replay plan`, and
-# replays it (the D2H copies compared bit for bit).
+# (cuGraphExecKernelNodeSetParams), launched twice more, then a plain
+# cuMemsetD2D32Async (32 rows of 128 floats = 5.0f from byte 2048 of q);
+# y, z, w and q copied back and checked (y = 3(2x+1)+7, z = 2, w = y shifted
+# by 256 floats, q's rows). Records it with --replayable --capture-data,
+# prints the node lines' parameter bytes, `replay plan`, and replays it, the
+# execs rebuilt as CUDA graphs (default) and with --expand-graphs (the D2H
+# copies compared bit for bit in both).
 # Expect: every kernel node line with `params` (params_from layout), `replay
-# plan`: "graph launches: 4, expanded into stream order 4 (16 kernels,
-# replayed 16; 4 copies/sets, replayed 4), not replayed 0", coverage 100 %,
-# the replay's D2H copies identical.
+# plan`: "graph launches: 4, planned 4 (16 kernels, replayed 16; 12
+# copies/sets, replayed 12), not replayed 0" and "as rebuilt CUDA graphs 4
+# (2 execs)", coverage 100 %, the replay's D2H copies identical.
 set -uo pipefail
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
@@ -57,8 +62,10 @@ int main(int argc, char **argv) {
     CK(cuInit(0)); CK(cuDeviceGet(&dev, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
     CK(cuModuleLoad(&mod, argv[1])); CK(cuModuleGetFunction(&f, mod, "axpb"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr x, y, z;
+    CUdeviceptr x, y, z, w, q;
     CK(cuMemAlloc(&x, N * 4)); CK(cuMemAlloc(&y, N * 4)); CK(cuMemAlloc(&z, N * 4));
+    CK(cuMemAlloc(&w, N * 4)); CK(cuMemAlloc(&q, 64 * 4096));
+    CK(cuMemsetD32(w, 0, N)); CK(cuMemsetD32(q, 0, 64 * 1024));
     float *h = malloc(N * 4), *hz = malloc(N * 4);
     for (int i = 0; i < N; i++) h[i] = (float)(i % 1000) * 0.25f;
     CK(cuMemcpyHtoD(x, h, N * 4));
@@ -79,20 +86,39 @@ int main(int argc, char **argv) {
     ms.dst = z; ms.pitch = 0; ms.value = 0x3f800000u; ms.elementSize = 4; ms.width = N; ms.height = 1;
     CK(cuGraphAddMemsetNode(&M, g, NULL, 0, &ms, ctx));
     k = node(f, p4); CK(cuGraphAddKernelNode(&P4, g, &M, 1, &k));
+    CUgraphNode W, Q;
+    CUDA_MEMCPY3D cp;
+    memset(&cp, 0, sizeof cp);
+    cp.srcMemoryType = CU_MEMORYTYPE_DEVICE; cp.srcDevice = y; cp.srcXInBytes = 1024;
+    cp.dstMemoryType = CU_MEMORYTYPE_DEVICE; cp.dstDevice = w;
+    cp.WidthInBytes = N * 4 - 1024; cp.Height = 1; cp.Depth = 1;
+    CK(cuGraphAddMemcpyNode(&W, g, &P3, 1, &cp, ctx));
+    CUDA_MEMSET_NODE_PARAMS m2;
+    memset(&m2, 0, sizeof m2);
+    m2.dst = q; m2.pitch = 4096; m2.value = 0x40400000u; m2.elementSize = 4; m2.width = 256; m2.height = 64;
+    CK(cuGraphAddMemsetNode(&Q, g, NULL, 0, &m2, ctx));
     CK(cuGraphInstantiateWithFlags(&e, g, 0));
     for (int i = 0; i < 2; i++) CK(cuGraphLaunch(e, s));
     b3 = 7;
     k = node(f, p3); CK(cuGraphExecKernelNodeSetParams(e, P3, &k));
     b3 = -1; /* the recorded bytes must be those at the set call */
     for (int i = 0; i < 2; i++) CK(cuGraphLaunch(e, s));
+    CK(cuMemsetD2D32Async(q + 2048, 4096, 0x40a00000u, 128, 32, s));
     CK(cuStreamSynchronize(s));
-    float *hy = malloc(N * 4);
+    float *hy = malloc(N * 4), *hw = malloc(N * 4), *hq = malloc(64 * 4096);
     CK(cuMemcpyDtoH(hy, y, N * 4)); CK(cuMemcpyDtoH(hz, z, N * 4));
+    CK(cuMemcpyDtoH(hw, w, N * 4)); CK(cuMemcpyDtoH(hq, q, 64 * 4096));
     int bad = 0;
     for (int i = 0; i < N; i++) {
         float want = 3.0f * (2.0f * h[i] + 1.0f) + 7.0f;
         if (hy[i] != want || hz[i] != 2.0f) bad++;
+        if (i < N - 256 && hw[i] != hy[i + 256]) bad++;
     }
+    for (int r = 0; r < 64; r++)
+        for (int c = 0; c < 1024; c++) {
+            float want = c < 256 ? 3.0f : (r < 32 && c >= 512 && c < 640) ? 5.0f : 0.0f;
+            if (hq[r * 1024 + c] != want) bad++;
+        }
     printf("explicit graph: %d wrong of %d (y[1] = %g, z[1] = %g)\n", bad, N, hy[1], hz[1]);
     return bad != 0;
 }
@@ -118,5 +144,7 @@ EOF
 "$R" plan /tmp/gx.rec | grep -E "launches|graph|coverage|replayed"
 timeout 200 "$R" /tmp/gx.rec --iterations 3 --warmup 1; echo "replay exit: $?"
 cp /tmp/gx.rec/replay-report.json "$OUT/explicit_graph_replay_report.json" 2>/dev/null
+echo "## the same, --expand-graphs"
+timeout 200 "$R" /tmp/gx.rec --iterations 3 --warmup 1 --expand-graphs 2>&1 | grep -E "graph|output|identical|differ|coverage|error"; echo "replay exit: $?"
 } > "$log" 2>&1
 tail -c 9000 "$log"

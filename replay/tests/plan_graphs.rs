@@ -147,8 +147,10 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
         text.contains("  as rebuilt CUDA graphs 4 (1 execs); as separate launches 1 (a node not replayable)\n"),
         "{text}"
     );
-    let rebuilt: Vec<GraphLaunch> =
-        (0..4).map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0 }).collect();
+    // A capture's work: each op after the one before it (after: None).
+    let rebuilt: Vec<GraphLaunch> = (0..4)
+        .map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0, after: None })
+        .collect();
     assert_eq!(p.graph_launches, rebuilt);
     assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 1));
     assert!(text.contains(&format!("  graph launches not replayed 1: {OPAQUE}\n")), "{text}");
@@ -341,6 +343,10 @@ fn explicit_graph_launches_run_their_nodes_in_dependency_order_with_the_paramete
     let rebuilt: Vec<(usize, usize, usize)> = p.graph_launches.iter().map(|g| (g.first_op, g.exec, g.line)).collect();
     assert_eq!(rebuilt, [(0, 0, 18), (4, 0, 19), (8, 1, 21), (12, 1, 23)]);
     assert!(p.graph_launches.iter().all(|g| g.ops == 4 && g.stream == 0));
+    // The graph's dependencies, per op of a launch: b1 first, the child's kernel after it, the
+    // child's memset after its kernel, b3 after the child.
+    let after: Vec<Vec<usize>> = vec![vec![], vec![0], vec![1], vec![2]];
+    assert!(p.graph_launches.iter().all(|g| g.after.as_ref() == Some(&after)), "{:?}", p.graph_launches);
     assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 2));
     assert!(c.graph_launches_not_replayed.is_empty() && c.graph_skipped_by_reason.is_empty());
     assert_eq!(c.percent(), 100.0);
@@ -455,8 +461,10 @@ fn one_row_memcpy_nodes_and_2d_memsets_replay_in_the_graph() {
     let call = (0x7f00_0000_1000, 5, 4, 64, Some(Rows { pitch: 1024, height: 4 }));
     assert_eq!(sets, [node, node, node, node, call]);
     assert_eq!((c.sets, c.sets_replayed), (1, 1));
-    // Each launch of the two execs runs its 7 nodes as one rebuilt graph.
-    assert!(p.graph_launches.iter().all(|g| g.ops == 7), "{:?}", p.graph_launches);
+    // Each launch of the two execs runs its 7 nodes as one rebuilt graph: b1, the child's kernel
+    // and memset, b3, then the new nodes, a branch of their own after b1.
+    let after: Vec<Vec<usize>> = vec![vec![], vec![0], vec![1], vec![2], vec![0], vec![4], vec![5]];
+    assert!(p.graph_launches.iter().all(|g| g.ops == 7 && g.after.as_ref() == Some(&after)), "{:?}", p.graph_launches);
 }
 
 #[test]

@@ -5,9 +5,12 @@
 //! relocated parameters) — on a stream of its own, then instantiated. A pass
 //! launches the exec with `cuGraphLaunch` on the recorded launch's stream in
 //! place of those ops, so the driver's graph launch path and the graph's
-//! scheduling on the GPU are replayed, not separate launches. The nodes form
-//! one chain (the recorded order, which keeps every dependency; parallel
-//! branches of an explicit graph are serialized). An exec that cannot be
+//! scheduling on the GPU are replayed, not separate launches. An explicit
+//! graph's nodes keep their recorded dependencies (each op's capture
+//! dependencies are set to the nodes of the ops it waits for), so its
+//! parallel branches stay parallel; a stream capture's work forms one chain
+//! (its recorded order on the stream; work captured from several streams
+//! is serialized). An exec that cannot be
 //! rebuilt (capture or instantiation refused) has its launches run as
 //! separate launches, with a note saying why.
 
@@ -59,7 +62,7 @@ impl GraphExecs {
             let exec = match built.get(&l.exec) {
                 Some(e) => *e,
                 None => {
-                    let e = match capture(s, l.first_op, l.ops, &submit) {
+                    let e = match capture(s, l.first_op, l.ops, l.after.as_deref(), &submit) {
                         Ok((graph, exec)) => {
                             g.graphs.push(graph);
                             g.execs.push(exec);
@@ -95,10 +98,13 @@ impl GraphExecs {
 }
 
 /// Captures ops `first..first + n` on `s` into a graph and instantiates it.
+/// `after`: per op, the ops it waits for (the capture's dependencies are set
+/// to their nodes before it is submitted); None: the stream's order.
 fn capture(
     s: CUstream,
     first: usize,
     n: usize,
+    after: Option<&[Vec<usize>]>,
     submit: &impl Fn(usize, CUstream) -> Result<()>,
 ) -> Result<(sys::CUgraph, sys::CUgraphExec)> {
     // SAFETY: plain driver calls on our own stream; the capture is always ended.
@@ -108,8 +114,16 @@ fn capture(
             "cuStreamBeginCapture",
         )?;
         let mut err = None;
-        for i in first..first + n {
-            if let Err(e) = submit(i, s) {
+        let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(n);
+        for k in 0..n {
+            let r = match after {
+                None => submit(first + k, s),
+                Some(after) => set_dependencies(s, &after[k], &nodes)
+                    .and_then(|()| submit(first + k, s))
+                    .and_then(|()| captured_node(s))
+                    .map(|node| nodes.push(node)),
+            };
+            if let Err(e) = r {
                 err = Some(e);
                 break;
             }
@@ -130,6 +144,41 @@ fn capture(
         }
         Ok((graph, exec))
     }
+}
+
+/// Makes the next node captured on `s` wait for exactly `after`'s nodes.
+///
+/// # Safety
+/// `s` is capturing; `nodes` are its captured nodes.
+unsafe fn set_dependencies(s: CUstream, after: &[usize], nodes: &[sys::CUgraphNode]) -> Result<()> {
+    let Some(mut deps) = after.iter().map(|&k| nodes.get(k).copied()).collect::<Option<Vec<_>>>() else {
+        anyhow::bail!("a node waits for one captured after it");
+    };
+    const SET: u32 = 1; // CU_STREAM_SET_CAPTURE_DEPENDENCIES
+    // SAFETY: deps outlives the call; no edge data.
+    let r =
+        unsafe { sys::cuStreamUpdateCaptureDependencies_v2(s, deps.as_mut_ptr(), std::ptr::null(), deps.len(), SET) };
+    ck(r, "cuStreamUpdateCaptureDependencies")
+}
+
+/// The node the op just submitted to `s` became (the capture's one dependency now).
+///
+/// # Safety
+/// `s` is capturing.
+unsafe fn captured_node(s: CUstream) -> Result<sys::CUgraphNode> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let (mut id, mut graph) = (0u64, std::ptr::null_mut());
+    let (mut deps, mut edges, mut n): (*const sys::CUgraphNode, *const sys::CUgraphEdgeData, usize) =
+        (std::ptr::null(), std::ptr::null(), 0);
+    // SAFETY: out-pointers to locals.
+    let r =
+        unsafe { sys::cuStreamGetCaptureInfo_v3(s, &mut status, &mut id, &mut graph, &mut deps, &mut edges, &mut n) };
+    ck(r, "cuStreamGetCaptureInfo")?;
+    if n != 1 || deps.is_null() {
+        anyhow::bail!("an op captured as {n} graph nodes, not 1");
+    }
+    // SAFETY: the driver's array of n (= 1) nodes, valid until the next capture call.
+    Ok(unsafe { *deps })
 }
 
 impl Drop for GraphExecs {

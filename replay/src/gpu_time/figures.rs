@@ -87,6 +87,10 @@ pub fn mode_gpu(
             json!({"kernels": expected(Op::Kernel), "copies": expected(Op::Memcpy), "sets": expected(Op::Memset)});
         json["paired_passes"] = json!(matched.len());
         json["pairing_errors"] = json!(match_errors);
+        let replayed = super::graph_launches::replayed(plan, &matched);
+        if let Some(g) = super::graph_launches::figures(&rec.graph_launches, &replayed) {
+            json["graph_launches"] = g;
+        }
     }
     ModeGpu { json, matched, last_links, passes, segments: None }
 }

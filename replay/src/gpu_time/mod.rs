@@ -12,6 +12,7 @@
 //! - [`timeline_file`]: the replayed pass as a tracer trace (`replay-timeline.jsonl`).
 
 pub mod figures;
+pub mod graph_launches;
 pub mod matching;
 pub mod recorded;
 pub mod segments;

@@ -23,6 +23,9 @@ pub struct RecordedTime {
     pub copies_ns: u64,
     pub sets_ns: u64,
     pub per_kernel: BTreeMap<String, (u64, u64)>,
+    /// gpu lines only: (span, busy) ns of each measured graph launch (graph_launches.rs).
+    #[serde(skip)]
+    pub graph_launches: Vec<(u64, u64)>,
 }
 
 impl RecordedTime {
@@ -50,7 +53,12 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
     if !acts.is_empty() {
         let mut iv: Vec<(u64, u64)> = acts.iter().map(|g| (g.ts, g.end_ts)).collect();
         let busy = super::union_ns(&mut iv);
-        let mut r = RecordedTime { source: "gpu_lines".into(), busy_ns: busy, ..Default::default() };
+        let mut r = RecordedTime {
+            source: "gpu_lines".into(),
+            busy_ns: busy,
+            graph_launches: super::graph_launches::recorded(&acts),
+            ..Default::default()
+        };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;
         for g in &acts {
             let d = g.end_ts - g.ts;

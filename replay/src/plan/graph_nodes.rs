@@ -117,6 +117,7 @@ impl<'a> Builder<'a> {
             kernel: c.str_field("kernel").map(str::to_owned),
             is_kernel: c.str_field("node_type") == Some("kernel"),
             work,
+            after: None,
         }))
     }
 
@@ -162,7 +163,8 @@ impl<'a> Builder<'a> {
             Some(w) => {
                 let mut x = Rc::unwrap_or_clone(x);
                 for old in x.iter_mut().filter(|o| o.handle == nd) {
-                    *old = w.clone();
+                    // The node's place in the exec's graph stays.
+                    *old = Node { after: old.after.take(), ..w.clone() };
                 }
                 Contents::Nodes(Rc::new(x))
             }

@@ -38,12 +38,23 @@ pub(super) struct Node {
     pub(super) kernel: Option<String>,
     pub(super) is_kernel: bool,
     pub(super) work: std::result::Result<OpKind, String>,
+    /// In an instantiated graph's work list: the nodes (indices in that list) this one waits
+    /// for; None: the one before it (a capture's work, a child graph's).
+    pub(super) after: Option<Vec<usize>>,
 }
 
 #[cfg(test)]
 impl Node {
     pub(super) fn test_node(handle: u64) -> Node {
-        Node { handle, line: 0, name: String::new(), kernel: None, is_kernel: false, work: Err(String::new()) }
+        Node {
+            handle,
+            line: 0,
+            name: String::new(),
+            kernel: None,
+            is_kernel: false,
+            work: Err(String::new()),
+            after: None,
+        }
     }
 }
 
@@ -260,6 +271,7 @@ impl<'a> Builder<'a> {
             kernel: c.str_field("kernel").map(str::to_owned),
             is_kernel: launch.is_some(),
             work,
+            after: None,
         };
         self.graphs.captures.entry(cap).or_default().push(node);
         Ok(())
@@ -337,7 +349,8 @@ impl<'a> Builder<'a> {
             let exec = self.graphs.exec_id(&nodes);
             self.plan.coverage.graph_launches_rebuildable += 1;
             self.plan.coverage.graph_execs = self.plan.coverage.graph_execs.max(exec + 1);
-            self.plan.graph_launches.push(super::GraphLaunch { first_op, ops, exec, line: c.line, stream });
+            let after = nodes.iter().map(|n| n.after.clone()).collect::<Option<Vec<_>>>();
+            self.plan.graph_launches.push(super::GraphLaunch { first_op, ops, exec, line: c.line, stream, after });
         }
     }
 }

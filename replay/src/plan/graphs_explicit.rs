@@ -71,8 +71,11 @@ impl Explicit {
     }
 
     /// The work nodes in dependency order, child graphs inlined (Kahn's
-    /// order, insertion order among the ready ones). A cycle's nodes (an
-    /// invalid graph) are left out.
+    /// order, insertion order among the ready ones), each with the work
+    /// nodes it waits for (`Node::after`: through empty and event nodes; a
+    /// child graph's nodes run one after the other, the first after the
+    /// child node's dependencies). A cycle's nodes (an invalid graph) are
+    /// left out.
     pub(super) fn flatten(&self) -> Vec<Node> {
         let index: HashMap<u64, usize> = self.nodes.iter().enumerate().map(|(i, n)| (n.handle, i)).collect();
         let n = self.nodes.len();
@@ -87,13 +90,28 @@ impl Explicit {
             }
         }
         let mut ready: BTreeSet<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
-        let mut out = Vec::new();
+        let mut out: Vec<Node> = Vec::new();
+        // Per graph node: the work nodes (indices in `out`) whose end is its end.
+        let mut ends: Vec<Vec<usize>> = vec![vec![]; n];
         while let Some(i) = ready.pop_first() {
-            match &self.nodes[i].step {
-                Step::Work(w) => out.push((**w).clone()),
-                Step::Child(c) => out.extend(c.iter().cloned()),
-                Step::Pass => {}
-            }
+            let mut before: Vec<usize> =
+                self.nodes[i].deps.iter().filter_map(|d| index.get(d)).flat_map(|&j| ends[j].iter().copied()).collect();
+            before.sort_unstable();
+            before.dedup();
+            ends[i] = match &self.nodes[i].step {
+                Step::Work(w) => {
+                    out.push(Node { after: Some(before), ..(**w).clone() });
+                    vec![out.len() - 1]
+                }
+                Step::Child(c) if !c.is_empty() => {
+                    for (k, node) in c.iter().enumerate() {
+                        let after = if k == 0 { before.clone() } else { vec![out.len() - 1] };
+                        out.push(Node { after: Some(after), ..node.clone() });
+                    }
+                    vec![out.len() - 1]
+                }
+                Step::Child(_) | Step::Pass => before,
+            };
             for &u in &users[i] {
                 indeg[u] -= 1;
                 if indeg[u] == 0 {
@@ -126,6 +144,16 @@ mod tests {
         assert!(!g.add_dependencies(&[1], &[77]));
         let order = |g: &Explicit| g.flatten().iter().map(|n| n.handle).collect::<Vec<_>>();
         assert_eq!(order(&g), [1, 20, 21, 3]);
+        // What each waits for: the child's first node waits for 1, its second for its first, 3 for the child's end.
+        let after: Vec<Option<Vec<usize>>> = g.flatten().into_iter().map(|n| n.after).collect();
+        assert_eq!(after, [Some(vec![]), Some(vec![0]), Some(vec![1]), Some(vec![2])]);
+        // Through an empty node: 4 waits for the empty node 9, which waits for 1 and 3.
+        let mut d = g.clone();
+        d.add(4, vec![9], work(4));
+        assert!(d.add_dependencies(&[1, 3], &[9, 9]));
+        let flat = d.flatten();
+        assert_eq!(flat.iter().map(|n| n.handle).collect::<Vec<_>>(), [1, 20, 21, 3, 4]);
+        assert_eq!(flat[4].after, Some(vec![0, 3]));
         assert!(g.set(3, Node::test_node(33)));
         assert!(!g.set(2, Node::test_node(2)), "a child graph node is not a work node");
         assert_eq!(order(&g), [1, 20, 21, 33]);

@@ -301,7 +301,7 @@ pub struct Skipped {
 /// runs, so replay can rebuild the exec once as a CUDA graph and launch it
 /// in their place (exec/graph_execs.rs). `exec` numbers the distinct execs
 /// (an exec updated between launches is a new one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GraphLaunch {
     pub first_op: usize,
     pub ops: usize,
@@ -310,6 +310,9 @@ pub struct GraphLaunch {
     pub line: usize,
     /// The plan stream it was launched on.
     pub stream: usize,
+    /// Per op of the launch, the ops (0-based within the launch) it waits for: an explicit
+    /// graph's dependencies. None: each op waits for the one before it (a stream capture).
+    pub after: Option<Vec<Vec<usize>>>,
 }
 
 /// An op that runs captured work in a graph launch: the launch's line and the captured call's line.

@@ -95,6 +95,10 @@ pub struct GpuActivity {
     pub stream_id: u32,
     /// Copies and sets: bytes.
     pub size: u64,
+    /// CUPTI's correlation id (a graph's kernels: that of their cuGraphLaunch; 0 when absent).
+    pub correlation_id: u64,
+    /// Kernels a graph launch ran: CUPTI's graph id (0 otherwise).
+    pub graph_id: u64,
 }
 
 impl GpuActivity {
@@ -261,6 +265,8 @@ impl Trace {
                     name: obj.get("name").and_then(|v| v.as_str()).map(str::to_owned),
                     stream_id: obj.get("stream_id").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
                     size: obj.get("size").and_then(|v| v.as_u64()).unwrap_or(0),
+                    correlation_id: obj.get("correlation_id").and_then(|v| v.as_u64()).unwrap_or(0),
+                    graph_id: obj.get("graph_id").and_then(|v| v.as_u64()).unwrap_or(0),
                 });
             }
             "marker" => self.markers.push(Marker {

@@ -339,6 +339,20 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
             for e in c["pairing_errors"].as_array().into_iter().flatten().take(2) {
                 let _ = writeln!(s, "            pairing: {}", e.as_str().unwrap_or(""));
             }
+            let g = &c["graph_launches"];
+            if g.is_object() {
+                let _ = writeln!(
+                    s,
+                    "            per graph launch (median): span {} us, busy {} us over {} launches; recorded span {} us, busy {} us over {} ({} %)",
+                    f(&g["replayed"]["span_us_median"]),
+                    f(&g["replayed"]["busy_us_median"]),
+                    g["replayed"]["launches"],
+                    f(&g["recorded"]["span_us_median"]),
+                    f(&g["recorded"]["busy_us_median"]),
+                    g["recorded"]["launches"],
+                    f(&g["span_error_pct"])
+                );
+            }
         }
     }
 }
