@@ -43,7 +43,7 @@ fn submitted(p: &Plan) -> Vec<Submitted> {
                 OpKind::Copy(c) => (Op::Memcpy, if c.is_async { o.stream.unwrap() } else { legacy }),
                 _ => (Op::Memset, o.stream.unwrap()),
             };
-            Submitted { op: i, stream: stream as u64, kind, kernel: o.launch().map(|l| l.kernel.clone()) }
+            Submitted { op: i, stream: stream as u64, kind, kernel: o.launch().map(|l| l.kernel.clone()), graph: None }
         })
         .collect()
 }

@@ -394,6 +394,26 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     assert_eq!(lines, vec![19, 20, 22, 24]);
 }
 
+#[test]
+fn a_selected_ranks_collective_inside_a_graph_launch_is_skipped_and_makes_later_outputs_not_comparable() {
+    let mut r = build();
+    // The capture's second launch (line 11) is an NCCL kernel.
+    r.lines[9]["kernel"] = json!("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build_rank(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    let why = "cuLaunchKernel of ncclDevKernel_AllReduce_Sum_f32_RING_LL captured at line 11: collective: needs its peer ranks";
+    assert_eq!(c.graph_skipped_by_reason.get(why), Some(&4), "{:?}", c.graph_skipped_by_reason);
+    // The other two captured kernels still run in each of the 4 launches, as separate launches.
+    assert_eq!((c.graph_kernels, c.graph_kernels_replayed, c.graph_launches_rebuildable), (13, 8, 0));
+    let col = c.collectives.as_ref().unwrap();
+    assert_eq!((col.launches, col.first_line, col.first_ts), (4, 15, 15_000));
+    // Without a rank selected the collective runs in every launch.
+    let all = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    assert_eq!((all.coverage.graph_kernels_replayed, all.coverage.graph_launches_rebuildable), (12, 4));
+    assert_eq!(all.coverage.collectives, None);
+}
+
 /// A graph line of `build_explicit`'s graph 0x90011 at ts 16500 + `k`.
 fn inserted(k: u64, name: &str, node: &str, deps: &[&str], fields: serde_json::Value) -> serde_json::Value {
     let mut v = fields;

@@ -588,6 +588,13 @@ impl Session {
     pub fn submitted(&self, plan: &Plan) -> Vec<crate::gpu_time::matching::Submitted> {
         use crate::gpu_time::{Op, matching::Submitted};
         let key = |s: usize| self.streams[s] as u64;
+        // The rebuilt graph launch each op runs in (its first op).
+        let mut graph_of: Vec<Option<usize>> = vec![None; self.prep.len()];
+        for i in 0..self.prep.len() {
+            if let Some(g) = self.graphs.at(i) {
+                graph_of[i..i + g.ops].fill(Some(i));
+            }
+        }
         self.prep
             .iter()
             .enumerate()
@@ -598,7 +605,8 @@ impl Session {
                     Prep::Set { stream, .. } => (key(*stream), Op::Memset),
                     _ => return None,
                 };
-                Some(Submitted { op: i, stream, kind, kernel: plan.ops[i].launch().map(|l| l.kernel.clone()) })
+                let kernel = plan.ops[i].launch().map(|l| l.kernel.clone());
+                Some(Submitted { op: i, stream, kind, kernel, graph: graph_of[i] })
             })
             .collect()
     }

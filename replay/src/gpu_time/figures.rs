@@ -57,7 +57,12 @@ pub fn mode_gpu(
     let mut last_links = passes.last().map_or(vec![], |p| vec![None; p.len()]);
     if let Some(sub) = sub {
         for (k, p) in passes.iter().enumerate() {
-            match matching::match_ops(sub, p) {
+            let pairs = if sub.iter().any(|s| s.graph.is_some()) {
+                matching::match_by_correlation(sub, p)
+            } else {
+                matching::match_ops(sub, p)
+            };
+            match pairs {
                 Ok(pairs) => {
                     if k + 1 == passes.len() {
                         for &(op, i) in &pairs {

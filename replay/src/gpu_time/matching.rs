@@ -6,6 +6,15 @@
 //! each stream's records are paired with the replay stream whose ops have the
 //! same sequence of kinds (kernel, copy, set) and kernel names. A pass whose
 //! records cannot all be paired that way is reported, not guessed at.
+//!
+//! A pass that launches rebuilt graphs (exec/graph_execs.rs) is paired by
+//! correlation id instead: the nodes of a graph's branches run on streams of
+//! the driver's choosing, but every record of one graph launch carries the
+//! correlation id of its `cuGraphLaunch`, and correlation ids follow the
+//! order of the calls. So the records grouped by correlation id, in id
+//! order, are the pass's units in submission order: an op submitted alone,
+//! or a graph launch with all its ops. Within a graph launch, records of
+//! the same kind and kernel name pair with its ops in start order.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +30,8 @@ pub struct Submitted {
     pub kind: Op,
     /// Launches: the kernel's (mangled) name.
     pub kernel: Option<String>,
+    /// Ops a rebuilt graph launch runs: its first op (all its ops share it).
+    pub graph: Option<usize>,
 }
 
 fn same(s: &Submitted, a: &Activity) -> bool {
@@ -89,13 +100,94 @@ pub fn match_ops(sub: &[Submitted], acts: &[Activity]) -> Result<Vec<(usize, usi
     Ok(pairs)
 }
 
+/// Pairs a pass that launched rebuilt graphs, by correlation id (module doc).
+pub fn match_by_correlation(sub: &[Submitted], acts: &[Activity]) -> Result<Vec<(usize, usize)>, String> {
+    // Units in submission order: an op alone, or the ops of one graph launch.
+    let mut units: Vec<Vec<&Submitted>> = Vec::new();
+    for s in sub {
+        match (s.graph, units.last_mut()) {
+            (Some(g), Some(u)) if u[0].graph == Some(g) => u.push(s),
+            _ => units.push(vec![s]),
+        }
+    }
+    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, a) in acts.iter().enumerate() {
+        groups.entry(a.correlation).or_default().push(i);
+    }
+    if groups.len() != units.len() {
+        return Err(format!(
+            "{} correlation ids in the records, {} ops and graph launches submitted",
+            groups.len(),
+            units.len()
+        ));
+    }
+    let mut pairs = Vec::with_capacity(acts.len());
+    for (unit, (corr, recs)) in units.iter().zip(groups.iter_mut()) {
+        recs.sort_by_key(|&i| (acts[i].start, acts[i].end, i));
+        let mut free: Vec<Option<usize>> = recs.iter().map(|&i| Some(i)).collect();
+        for s in unit {
+            let Some(slot) = free.iter_mut().find(|r| r.is_some_and(|i| same(s, &acts[i]))) else {
+                let rs: Vec<&Activity> = recs.iter().map(|&i| &acts[i]).collect();
+                return Err(format!(
+                    "correlation id {corr}: records ({}) do not match the ops submitted in its place ({}, first: plan op {})",
+                    describe(&rs),
+                    describe_ops(unit),
+                    unit[0].op
+                ));
+            };
+            pairs.push((s.op, slot.take().expect("found a record")));
+        }
+        if free.iter().any(Option::is_some) {
+            return Err(format!("correlation id {corr}: more records than ops (plan op {})", unit[0].op));
+        }
+    }
+    pairs.sort_unstable();
+    Ok(pairs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::act;
     use super::*;
 
     fn sub(op: usize, stream: u64, kind: Op, kernel: Option<&str>) -> Submitted {
-        Submitted { op, stream, kind, kernel: kernel.map(str::to_owned) }
+        Submitted { op, stream, kind, kernel: kernel.map(str::to_owned), graph: None }
+    }
+
+    #[test]
+    fn a_rebuilt_graph_launch_pairs_by_correlation_whatever_streams_its_branches_ran_on() {
+        // op 0 alone; ops 1..=3 one graph launch (kernels a, b, a; the branch with b on stream 21);
+        // op 4 alone.
+        let mut s = vec![
+            sub(0, 0xA, Op::Memcpy, None),
+            sub(1, 0xA, Op::Kernel, Some("a")),
+            sub(2, 0xA, Op::Kernel, Some("b")),
+            sub(3, 0xA, Op::Kernel, Some("a")),
+            sub(4, 0xA, Op::Memset, None),
+        ];
+        for x in &mut s[1..4] {
+            x.graph = Some(1);
+        }
+        let with = |mut a: Activity, corr: u32| {
+            a.correlation = corr;
+            a
+        };
+        let a = vec![
+            with(act(Op::Kernel, 300, 310, 20, Some("a")), 9), // 0: the graph's second a
+            with(act(Op::Memcpy, 100, 150, 7, None), 5),       // 1
+            with(act(Op::Kernel, 160, 170, 21, Some("b")), 9), // 2
+            with(act(Op::Kernel, 155, 158, 20, Some("a")), 9), // 3: the graph's first a
+            with(act(Op::Memset, 400, 401, 7, None), 12),      // 4
+        ];
+        assert_eq!(match_by_correlation(&s, &a).unwrap(), vec![(0, 1), (1, 3), (2, 2), (3, 0), (4, 4)]);
+        // By stream these records pair with nothing.
+        assert!(match_ops(&s, &a).is_err());
+        // A record missing from the graph launch is an error, not a guess.
+        let short: Vec<Activity> = a.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, x)| x.clone()).collect();
+        assert_eq!(
+            match_by_correlation(&s, &short).unwrap_err(),
+            "correlation id 9: records (2 kernels, 0 copies, 0 sets) do not match the ops submitted in its place (3 kernels, 0 copies, 0 sets, first: plan op 1)"
+        );
     }
 
     #[test]

@@ -319,6 +319,11 @@ impl<'a> Builder<'a> {
                     let how = if n.handle == 0 { "captured" } else { "set" };
                     let reason = format!("{what} {how} at line {}: {why}", n.line);
                     *cov.graph_skipped_by_reason.entry(reason).or_default() += 1;
+                    if why == super::coverage::COLLECTIVE {
+                        // A selected rank's collective run by this graph launch: what runs after it
+                        // reads memory the collective would have written.
+                        cov.collective_skipped(c.line, c.ts);
+                    }
                     whole = false;
                     continue;
                 }
