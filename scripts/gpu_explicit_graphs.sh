@@ -18,7 +18,7 @@
 # (cuGraphExecKernelNodeSetParams), launched twice more, then a plain
 # cuMemsetD2D32Async (32 rows of 128 floats = 5.0f from byte 2048 of q);
 # y, z, w and q copied back and checked (y = 3(2x+1)+7, z = 2, w = y shifted
-# by 256 floats, q's rows). Records it with --replayable --capture-data,
+# by 256 floats, q's rows). Records it with --replayable --capture-data --gpu-timestamps,
 # prints the node lines' parameter bytes, `replay plan`, and replays it, the
 # execs rebuilt as CUDA graphs (default) and with --expand-graphs (the D2H
 # copies compared bit for bit in both).
@@ -129,7 +129,7 @@ nvcc --version | tail -1
 (cd "$W" && nvcc -cubin -arch=native -o kern.cubin kern.cu && nvcc -o explicit main.c -lcuda) || { echo "build failed"; exit 1; }
 "$W/explicit" "$W/kern.cubin"; echo "untraced exit: $?"
 rm -rf /tmp/gx.rec
-timeout 120 "$T" record --replayable --capture-data -q --force -o /tmp/gx.rec -- "$W/explicit" "$W/kern.cubin"; echo "record exit: $?"
+timeout 120 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/gx.rec -- "$W/explicit" "$W/kern.cubin"; echo "record exit: $?"
 tr=$(ls /tmp/gx.rec/trace.jsonl* | head -1)
 case "$tr" in *.zst) zstd -dc "$tr" ;; *) cat "$tr" ;; esac > "$W/trace.jsonl"
 echo "## node lines (name node kernel grid params params_from params_error)"

@@ -8,7 +8,7 @@
 #
 #  1. scripts/gpu_explicit_graphs.sh: a driver-API explicit graph (child
 #     graph, dependency, 1-D and 2-D memset nodes, a one-row memcpy node, an
-#     exec update) recorded with --replayable and replayed both ways;
+#     exec update) recorded with --replayable --gpu-timestamps and replayed both ways;
 #  2. GPT-2 captured with torch.cuda.graph and launched 20 times
 #     (examples/graphs_inference.py capture), recorded with --replayable
 #     --capture-data --gpu-timestamps, replayed with the execs rebuilt
