@@ -147,9 +147,10 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
         text.contains("  as rebuilt CUDA graphs 4 (1 execs); as separate launches 1 (a node not replayable)\n"),
         "{text}"
     );
-    // A capture's work: each op after the one before it (after: None).
+    // A capture on one stream: each op after the one before it.
+    let chain = Some(vec![vec![], vec![0], vec![1]]);
     let rebuilt: Vec<GraphLaunch> = (0..4)
-        .map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0, after: None })
+        .map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0, after: chain.clone() })
         .collect();
     assert_eq!(p.graph_launches, rebuilt);
     assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 1));
@@ -392,6 +393,79 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
     let lines: Vec<usize> = c.other_skipped.iter().map(|s| s.line).collect();
     assert_eq!(lines, vec![19, 20, 22, 24]);
+}
+
+#[test]
+fn a_capture_over_two_streams_keeps_its_fork_and_join() {
+    // Stream 0x5000 captures k1, records e1; 0x5100 waits for e1 (joins), runs k2, records e2;
+    // 0x5000 runs k3, waits for e2, runs k4: k2 and k3 both wait for k1 only, k4 for both.
+    let mut r = Rec::new();
+    let cubin = r.image("kernels.sm_90.cubin", "cubin");
+    r.prelude(&cubin, 4096); // lines 2..=7
+    let cap = |r: &mut Rec, name: &str, op: &str, fields: serde_json::Value| {
+        let mut f = fields;
+        f["ret"] = json!(0);
+        f["capture"] = json!(1);
+        r.call(if op.starts_with("stream") { "graph" } else { "event" }, op, name, f);
+    };
+    let on = |r: &mut Rec, stream: &str, n: u32| {
+        let p = params(20, &[(0, &A.to_le_bytes()), (8, &B.to_le_bytes()), (16, &n.to_le_bytes())]);
+        r.call("kernel", "launch", "cuLaunchKernel", json!({"args": {"f": "0xf1"}, "func": "0xf1", "kernel": "k_pointers", "grid": [n, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": p, "params_from": "layout", "capture": 1}));
+    };
+    cap(
+        &mut r,
+        "cuStreamBeginCapture_v2",
+        "stream_begin_capture",
+        json!({"args": {"hStream": "0x5000", "mode": 0}, "stream": "0x5000"}),
+    ); // 8
+    on(&mut r, "0x5000", 1); // 9: k1
+    cap(
+        &mut r,
+        "cuEventRecord",
+        "event_record",
+        json!({"args": {"hEvent": "0xe1", "hStream": "0x5000"}, "stream": "0x5000"}),
+    ); // 10
+    cap(
+        &mut r,
+        "cuStreamWaitEvent",
+        "stream_wait_event",
+        json!({"args": {"hStream": "0x5100", "hEvent": "0xe1", "Flags": 0}, "stream": "0x5100"}),
+    ); // 11
+    on(&mut r, "0x5100", 2); // 12: k2
+    cap(
+        &mut r,
+        "cuEventRecord",
+        "event_record",
+        json!({"args": {"hEvent": "0xe2", "hStream": "0x5100"}, "stream": "0x5100"}),
+    ); // 13
+    on(&mut r, "0x5000", 3); // 14: k3
+    cap(
+        &mut r,
+        "cuStreamWaitEvent",
+        "stream_wait_event",
+        json!({"args": {"hStream": "0x5000", "hEvent": "0xe2", "Flags": 0}, "stream": "0x5000"}),
+    ); // 15
+    on(&mut r, "0x5000", 4); // 16: k4
+    r.call(
+        "graph",
+        "stream_end_capture",
+        "cuStreamEndCapture",
+        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000", "capture": 1, "graph": "0x90001"}),
+    ); // 17
+    r.call(
+        "graph",
+        "graph_instantiate_with_flags",
+        "cuGraphInstantiateWithFlags",
+        json!({"ret": 0, "args": {}, "graph_exec": "0x80001", "graph": "0x90001"}),
+    ); // 18
+    graph_launch(&mut r, "0x80001"); // 19
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let grids: Vec<u32> = p.ops.iter().filter_map(|o| o.launch()).map(|l| l.grid[0]).collect();
+    assert_eq!(grids, [1, 2, 3, 4]);
+    assert_eq!(p.coverage.captured_events, 4);
+    assert_eq!(p.graph_launches.len(), 1);
+    assert_eq!(p.graph_launches[0].after, Some(vec![vec![], vec![0], vec![0], vec![1, 2]]));
 }
 
 #[test]

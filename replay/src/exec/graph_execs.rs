@@ -5,12 +5,12 @@
 //! relocated parameters) — on a stream of its own, then instantiated. A pass
 //! launches the exec with `cuGraphLaunch` on the recorded launch's stream in
 //! place of those ops, so the driver's graph launch path and the graph's
-//! scheduling on the GPU are replayed, not separate launches. An explicit
-//! graph's nodes keep their recorded dependencies (each op's capture
-//! dependencies are set to the nodes of the ops it waits for), so its
-//! parallel branches stay parallel; a stream capture's work forms one chain
-//! (its recorded order on the stream; work captured from several streams
-//! is serialized). An exec that cannot be
+//! scheduling on the GPU are replayed, not separate launches. The nodes keep
+//! their recorded dependencies (each op's capture dependencies are set to
+//! the nodes of the ops it waits for): an explicit graph's edges, and in a
+//! stream capture each stream's order joined by the event records and
+//! waits made in the capture, so parallel branches stay parallel. An exec
+//! that cannot be
 //! rebuilt (capture or instantiation refused) has its launches run as
 //! separate launches, with a note saying why.
 

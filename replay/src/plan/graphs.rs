@@ -1,7 +1,8 @@
 //! CUDA graphs in the plan (docs/trace-format.md "CUDA graphs"). Work made
 //! on a capturing stream (lines with `capture`) did not run when recorded:
 //! it is planned like a launch, copy or set of its own but kept aside, per
-//! capture, instead of becoming an op. `cuStreamEndCapture` gives the
+//! capture, instead of becoming an op, with what it waits for (its stream's
+//! previous work; event records and waits in the capture join streams). `cuStreamEndCapture` gives the
 //! capture's graph. An explicit graph (`cuGraphCreate`, `cuGraphAdd*Node`,
 //! `cuGraphAddDependencies*`, child graphs, `cuGraphClone`) is built from
 //! its node lines: a kernel node is planned like a launch from the node's
@@ -38,8 +39,8 @@ pub(super) struct Node {
     pub(super) kernel: Option<String>,
     pub(super) is_kernel: bool,
     pub(super) work: std::result::Result<OpKind, String>,
-    /// In an instantiated graph's work list: the nodes (indices in that list) this one waits
-    /// for; None: the one before it (a capture's work, a child graph's).
+    /// In a graph's work list (a capture's, or an instantiated explicit graph's): the nodes
+    /// (indices in that list) this one waits for; None: the one before it.
     pub(super) after: Option<Vec<usize>>,
 }
 
@@ -79,10 +80,47 @@ impl Contents {
     }
 }
 
+/// A stream capture in progress: its work, and what the next work on each of
+/// its streams and each event recorded in it waits for (as CUDA tracks a
+/// capture's dependencies: work on a stream waits for the stream's last
+/// work; an event recorded in the capture carries its stream's last work to
+/// the streams that wait on it).
+#[derive(Default)]
+struct Capture {
+    nodes: Vec<Node>,
+    stream_deps: HashMap<u64, Vec<usize>>,
+    event_deps: HashMap<u64, Vec<usize>>,
+}
+
+impl Capture {
+    fn event(&mut self, c: &Call, wait: bool) {
+        let (Some(e), Some(s)) = (c.addr_arg("hEvent"), c.addr_field("stream").or(c.addr_arg("hStream"))) else {
+            return;
+        };
+        if wait {
+            let from = self.event_deps.get(&e).cloned().unwrap_or_default();
+            let deps = self.stream_deps.entry(s).or_default();
+            deps.extend(from);
+            deps.sort_unstable();
+            deps.dedup();
+        } else {
+            let deps = self.stream_deps.get(&s).cloned().unwrap_or_default();
+            self.event_deps.insert(e, deps);
+        }
+    }
+
+    /// Adds work made on stream `s`: it waits for the stream's dependencies.
+    fn push(&mut self, s: u64, mut node: Node) {
+        let k = self.nodes.len();
+        node.after = Some(self.stream_deps.insert(s, vec![k]).unwrap_or_default());
+        self.nodes.push(node);
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Graphs {
     /// Capture id -> its work so far.
-    captures: HashMap<u64, Vec<Node>>,
+    captures: HashMap<u64, Capture>,
     /// (pid, CUgraph) -> contents.
     pub(super) graphs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphExec) -> contents at instantiation (or update).
@@ -136,7 +174,8 @@ impl<'a> Builder<'a> {
         match name {
             "cuStreamEndCapture" => {
                 let g = &mut self.graphs;
-                let nodes = c.u64_field("capture").and_then(|id| g.captures.remove(&id)).unwrap_or_default();
+                let nodes =
+                    c.u64_field("capture").and_then(|id| g.captures.remove(&id)).map(|c| c.nodes).unwrap_or_default();
                 // cuStreamBeginCaptureToGraph into a graph with nodes of its own: not replayable.
                 if let Some(h) = graph {
                     let into_nodes = match g.graphs.get(&(pid, h)) {
@@ -248,8 +287,12 @@ impl<'a> Builder<'a> {
         } else if copy || set {
             cov.captured_copies_sets += 1;
         } else {
-            // cuEventRecord / cuStreamWaitEvent inside a capture: graph edges, kept by the serialization.
+            // cuEventRecord / cuStreamWaitEvent inside a capture: edges between its streams' work.
             cov.captured_events += 1;
+            let wait = name == "cuStreamWaitEvent";
+            if wait || name.starts_with("cuEventRecord") {
+                self.graphs.captures.entry(cap).or_default().event(c, wait);
+            }
             return Ok(());
         }
         let work = self.aside(c, false, |b| {
@@ -273,7 +316,8 @@ impl<'a> Builder<'a> {
             work,
             after: None,
         };
-        self.graphs.captures.entry(cap).or_default().push(node);
+        let stream = c.addr_field("stream").or(c.addr_arg("hStream")).unwrap_or(0);
+        self.graphs.captures.entry(cap).or_default().push(stream, node);
         Ok(())
     }
 
