@@ -15,7 +15,11 @@
 #     (default) and with --expand-graphs: coverage, kernel and busy time per
 #     pass and per graph launch (the `run` phase), outputs bit for bit;
 #  3. the same for torch.compile(mode="reduce-overhead") decoding
-#     (graphs_inference.py decode --impl compiled), batch 1, 8 tokens.
+#     (graphs_inference.py decode --impl compiled), batch 1, 8 tokens;
+#  4. a torch.cuda.graph capture that forks onto a side stream and joins
+#     back (two independent matmuls, then their sum), launched 20 times:
+#     rebuilt, the branches stay parallel (span per launch close to the
+#     recording's); as separate launches they run one after the other.
 set -uo pipefail
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
@@ -45,5 +49,36 @@ rm -rf /tmp/g_compiled.rec
 (cd examples && timeout 200 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/g_compiled.rec -- python3 graphs_inference.py decode --impl compiled --batch 1 --tokens 8); echo "record exit: $?"
 "$R" plan /tmp/g_compiled.rec | grep -E "launches|graph|captured|coverage"
 replay_both /tmp/g_compiled.rec compiled
+echo "## 4. a capture over two streams (fork and join), 20 launches"
+cat > /tmp/fork_join.py <<'PY'
+import torch
+torch.manual_seed(0)
+n = 4096
+x = torch.randn(n, n, device="cuda", dtype=torch.float16)
+w1 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 64
+w2 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 64
+side = torch.cuda.Stream()
+def step():
+    y = x @ w1
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        z = x @ w2
+    torch.cuda.current_stream().wait_stream(side)
+    return y + z
+for _ in range(3):  # warm-up outside the graph
+    step()
+torch.cuda.synchronize()
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    out = step()
+for _ in range(20):
+    g.replay()
+torch.cuda.synchronize()
+print("fork/join checksum", float(out.float().sum()))
+PY
+rm -rf /tmp/g_fork.rec
+timeout 150 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o /tmp/g_fork.rec -- python3 /tmp/fork_join.py; echo "record exit: $?"
+"$R" plan /tmp/g_fork.rec | grep -E "launches|graph|captured|coverage"
+replay_both /tmp/g_fork.rec fork
 } > "$log" 2>&1
 tail -c 6000 "$log"
