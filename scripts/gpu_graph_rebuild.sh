@@ -17,9 +17,11 @@
 #  3. the same for torch.compile(mode="reduce-overhead") decoding
 #     (graphs_inference.py decode --impl compiled), batch 1, 8 tokens;
 #  4. a torch.cuda.graph capture that forks onto a side stream and joins
-#     back (two independent matmuls, then their sum), launched 20 times:
-#     rebuilt, the branches stay parallel (span per launch close to the
-#     recording's); as separate launches they run one after the other.
+#     back (two independent chains of 8 small matmuls, then their sum),
+#     launched 20 times: rebuilt, the branches stay parallel (span per
+#     launch close to the recording's); as separate launches on one stream
+#     they run one after the other.
+# The rebuilt replays' reports are kept as NAME_replay_report.json.
 set -uo pipefail
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
@@ -31,7 +33,7 @@ replay_both() { # $1: recording, $2: name
         extra=(); [ "$how" = expanded ] && extra=(--expand-graphs)
         echo "### replay $2, graphs $how"
         timeout 200 "$R" "$1" --iterations 3 --warmup 1 "${extra[@]}"; echo "replay exit: $?"
-        cp "$1/replay-report.json" "$OUT/${2}_replay_report_$how.json" 2>/dev/null
+        [ "$how" = rebuilt ] && cp "$1/replay-report.json" "$OUT/${2}_replay_report.json" 2>/dev/null
     done
 }
 {
@@ -53,16 +55,20 @@ echo "## 4. a capture over two streams (fork and join), 20 launches"
 cat > /tmp/fork_join.py <<'PY'
 import torch
 torch.manual_seed(0)
-n = 4096
+n = 512
 x = torch.randn(n, n, device="cuda", dtype=torch.float16)
-w1 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 64
-w2 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 64
+w1 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 32
+w2 = torch.randn(n, n, device="cuda", dtype=torch.float16) / 32
 side = torch.cuda.Stream()
 def step():
-    y = x @ w1
     side.wait_stream(torch.cuda.current_stream())
+    y = x
+    for _ in range(8):
+        y = y @ w1
     with torch.cuda.stream(side):
-        z = x @ w2
+        z = x
+        for _ in range(8):
+            z = z @ w2
     torch.cuda.current_stream().wait_stream(side)
     return y + z
 for _ in range(3):  # warm-up outside the graph
