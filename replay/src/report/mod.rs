@@ -341,16 +341,23 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
             }
             let g = &c["graph_launches"];
             if g.is_object() {
+                let recorded = if g["recorded"]["launches"].as_u64().unwrap_or(0) == 0 {
+                    "recorded: no graph kernels with CUPTI's graph id (record with --gpu-timestamps)".to_owned()
+                } else {
+                    format!(
+                        "recorded span {} us, busy {} us over {} ({} %)",
+                        f(&g["recorded"]["span_us_median"]),
+                        f(&g["recorded"]["busy_us_median"]),
+                        g["recorded"]["launches"],
+                        f(&g["span_error_pct"])
+                    )
+                };
                 let _ = writeln!(
                     s,
-                    "            per graph launch (median): span {} us, busy {} us over {} launches; recorded span {} us, busy {} us over {} ({} %)",
+                    "            per graph launch (median): span {} us, busy {} us over {} launches; {recorded}",
                     f(&g["replayed"]["span_us_median"]),
                     f(&g["replayed"]["busy_us_median"]),
                     g["replayed"]["launches"],
-                    f(&g["recorded"]["span_us_median"]),
-                    f(&g["recorded"]["busy_us_median"]),
-                    g["recorded"]["launches"],
-                    f(&g["span_error_pct"])
                 );
             }
         }
