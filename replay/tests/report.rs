@@ -219,3 +219,40 @@ fn text_of_a_report() {
     );
     assert!(!t.contains("error vs recorded"), "{t}");
 }
+
+#[test]
+fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
+    let cupti = |recorded: serde_json::Value| {
+        json!({"busy_us": 90.0, "busy_error_pct": -10.0, "span_us": 120.0, "kernels_us": 80.0, "kernels_error_pct": 1.0,
+               "copies_us": 0.0, "copies_error_pct": null, "sets_us": 0.0, "sets_error_pct": null,
+               "passes": [{}, {}], "paired_passes": 2, "pairing_errors": [],
+               "graph_launches": {"replayed": {"launches": 8, "span_us_median": 14.0, "busy_us_median": 13.5},
+                                  "recorded": recorded, "span_error_pct": -10.8}})
+    };
+    let mut r = json!({
+        "recording": "g.rec", "device": "H100",
+        "coverage": {"launches": 0, "launches_replayed": 0, "graph_kernels": 16, "graph_kernels_replayed": 16, "percent": 100.0,
+                     "graph_launches": 4, "graph_launches_expanded": 4, "graph_launches_as_graphs": 3, "graph_execs_rebuilt": 2,
+                     "graph_launches_not_replayed": {}, "graph_skipped_by_reason": {}},
+        "memory": {"summary": "1 windows"},
+        "recorded": {"source": "gpu_lines", "busy_us": 100.0, "span_us": 400.0},
+        "modes": [{"mode": "sequence", "mean_us": 110.0, "min_us": 105.0, "gpu_ms": [0.11, 0.11], "reference": "busy", "error_pct": 10.0,
+                   "cupti": cupti(json!({"launches": 4, "span_us_median": 15.7, "busy_us_median": 15.0}))}],
+    });
+    let lines = |r: &serde_json::Value| -> Vec<String> {
+        report::text(r).lines().filter(|l| l.contains("graph")).map(str::to_owned).collect()
+    };
+    assert_eq!(
+        lines(&r),
+        [
+            "graph launches: 4, as rebuilt CUDA graphs 3 (2 execs), as separate launches on the launch stream 1 (their 16 kernels counted above, 16 replayed)",
+            "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded span 15.7 us, busy 15.0 us over 4 (-10.8 %)",
+        ]
+    );
+    // A recording whose gpu lines have no graph ids (tracer before them): said, no empty figures.
+    r["modes"][0]["cupti"] = cupti(json!({"launches": 0, "span_us_median": null, "busy_us_median": null}));
+    assert_eq!(
+        lines(&r)[1],
+        "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded: no graph kernels with CUPTI's graph id (record with --gpu-timestamps)"
+    );
+}
