@@ -562,6 +562,66 @@ fn one_row_memcpy_nodes_and_2d_memsets_replay_in_the_graph() {
 }
 
 #[test]
+fn a_clones_node_found_by_find_in_clone_is_changed_in_the_clone_only() {
+    let mut r = build_explicit();
+    // After 0xb1's change (line 16): a clone of the graph, its copy of 0xb3 found and set to
+    // grid 6 (lines 17..=19); at the end the clone instantiated and launched.
+    let line = |ts: u64, name: &str, op: &str, fields: serde_json::Value| {
+        let mut v = fields;
+        for (k, x) in [
+            ("ts", json!(ts)),
+            ("pid", json!(7)),
+            ("tid", json!(7)),
+            ("type", json!("graph")),
+            ("op", json!(op)),
+            ("name", json!(name)),
+            ("ret", json!(0)),
+        ] {
+            v[k] = x;
+        }
+        v
+    };
+    let mut set = kernel_node(6, 6);
+    set["node"] = json!("0x1b3");
+    r.lines.insert(
+        15,
+        line(16500, "cuGraphClone", "graph_clone", json!({"args": {}, "graph": "0x90099", "original": "0x90011"})),
+    );
+    r.lines.insert(
+        16,
+        line(
+            16600,
+            "cuGraphNodeFindInClone",
+            "graph_node_find_in_clone",
+            json!({"args": {}, "node": "0x1b3", "original_node": "0xb3", "graph": "0x90099"}),
+        ),
+    );
+    r.lines.insert(17, line(16700, "cuGraphKernelNodeSetParams_v2", "graph_kernel_node_set_params", set));
+    r.call(
+        "graph",
+        "graph_instantiate_with_flags",
+        "cuGraphInstantiateWithFlags",
+        json!({"ret": 0, "args": {}, "graph_exec": "0x80099", "graph": "0x90099"}),
+    ); // 28
+    graph_launch(&mut r, "0x80099"); // 29
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let c = &p.coverage;
+    assert!(c.graph_launches_not_replayed.is_empty() && c.graph_skipped_by_reason.is_empty(), "{c:?}");
+    let grids = |line: usize| -> Vec<u32> {
+        p.ops.iter().filter(|o| o.line == line).filter_map(|o| o.launch()).map(|l| l.grid[0]).collect()
+    };
+    // The original's launches as before (b1 set to 2, the child's 5, b3 3, then 4 in the exec);
+    // the clone's: its own b3 at 6.
+    assert_eq!(
+        (grids(21), grids(22), grids(24), grids(26)),
+        (vec![2, 5, 3], vec![2, 5, 3], vec![2, 5, 4], vec![2, 5, 4])
+    );
+    assert_eq!(grids(29), [2, 5, 6]);
+    assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (5, 3));
+}
+
+#[test]
 fn a_change_of_a_node_the_recording_does_not_know_makes_the_graphs_not_replayable() {
     let mut r = build_explicit();
     // Before the instantiation (line 17): a clone of the graph, and a node of the clone (its handle,

@@ -371,6 +371,8 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuEventSynchronize", Sync, [hEvent: Handle]),
     f!("cuEventElapsedTime", Event, [pMilliseconds: OutF32, hStart: Handle, hEnd: Handle]),
     f!("cuEventElapsedTime_v2", Event, [pMilliseconds: OutF32, hStart: Handle, hEnd: Handle]),
+    // ---- graph construction, added after the rest (the others keep their function ids)
+    f!("cuGraphNodeFindInClone", Graph, [phNode: OutHandle, hOriginalNode: Handle, hClonedGraph: Handle]),
 ];
 
 /// State getters that the CUDA runtime calls several times per kernel launch

@@ -369,6 +369,11 @@ fn expected_all() -> Vec<Exp> {
         ),
         e("cuGraphClone", json!({"phGraphClone": "0x620000"}), json!({"graph": "0x620000", "original": "0x610000"})),
         e(
+            "cuGraphNodeFindInClone",
+            json!({"phNode": "0x1a0000", "hOriginalNode": "0xa0000", "hClonedGraph": "0x620000"}),
+            json!({"node": "0x1a0000", "original_node": "0xa0000", "graph": "0x620000"}),
+        ),
+        e(
             "cuGraphInstantiate_v2",
             json!({"phGraphExec": "0x80003", "hGraph": "0x610000", "bufferSize": 0}),
             json!({"graph_exec": "0x80003", "graph": "0x610000"}),

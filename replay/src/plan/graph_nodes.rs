@@ -21,8 +21,8 @@ impl<'a> Builder<'a> {
     }
 
     /// A graph changed in a way that is not replayed: its launches will say why. Without a known
-    /// owner (a captured graph's node, or a clone's, whose handles are not recorded), every graph of
-    /// the pid built so far.
+    /// owner (a captured graph's node, whose handles are not recorded, or a clone's node not named by
+    /// cuGraphNodeFindInClone), every graph of the pid built so far.
     fn spoil(&mut self, pid: u32, owner: Option<u64>, why: String) {
         match owner {
             Some(h) => {
@@ -92,10 +92,12 @@ impl<'a> Builder<'a> {
                 }
             },
         };
-        let deps = c
-            .field("deps")
-            .and_then(|d| d.as_array())
-            .map_or(vec![], |a| a.iter().filter_map(crate::recording::trace::as_addr).collect::<Vec<u64>>());
+        let deps = c.field("deps").and_then(|d| d.as_array()).map_or(vec![], |a| {
+            a.iter()
+                .filter_map(crate::recording::trace::as_addr)
+                .map(|d| self.graphs.node(pid, d))
+                .collect::<Vec<u64>>()
+        });
         let mut e = Rc::unwrap_or_clone(explicit);
         e.add(node, deps, step);
         self.graphs.graphs.insert((pid, h), Contents::Explicit(Rc::new(e)));
@@ -136,6 +138,7 @@ impl<'a> Builder<'a> {
             }
             return Ok(());
         };
+        let nd = self.graphs.node(c.pid, nd);
         let mut e = Rc::unwrap_or_clone(e);
         let done = match self.node_work(c, nd)? {
             Some(w) => e.set(nd, w),
@@ -150,7 +153,8 @@ impl<'a> Builder<'a> {
     pub(super) fn exec_set_params(&mut self, c: &Call, n: &str) -> Result<()> {
         let Some(e) = c.addr_field("graph_exec") else { return Ok(()) };
         let why = format!("exec node changed by {n} (line {}): the change is not replayed", c.line);
-        let nodes = match (self.graphs.execs.get(&(c.pid, e)), c.addr_field("node")) {
+        let node = c.addr_field("node").map(|nd| self.graphs.node(c.pid, nd));
+        let nodes = match (self.graphs.execs.get(&(c.pid, e)), node) {
             (Some(Contents::Nodes(x)), Some(nd)) if nd != 0 && x.iter().any(|w| w.handle == nd) => (x.clone(), nd),
             (Some(Contents::Opaque(_)), _) => return Ok(()),
             _ => {
@@ -187,12 +191,15 @@ impl<'a> Builder<'a> {
         };
         let mut e = (**e).clone();
         let ok = if n == "cuGraphDestroyNode" {
-            c.addr_field("node").map(|nd| e.remove(nd)).is_some()
+            c.addr_field("node").map(|nd| e.remove(self.graphs.node(pid, nd))).is_some()
         } else {
             let list = |k: &str| {
-                c.field(k)
-                    .and_then(|d| d.as_array())
-                    .map_or(vec![], |a| a.iter().filter_map(crate::recording::trace::as_addr).collect::<Vec<u64>>())
+                c.field(k).and_then(|d| d.as_array()).map_or(vec![], |a| {
+                    a.iter()
+                        .filter_map(crate::recording::trace::as_addr)
+                        .map(|d| self.graphs.node(pid, d))
+                        .collect::<Vec<u64>>()
+                })
             };
             c.u64_field("deps_cut").unwrap_or(0) == 0 && e.add_dependencies(&list("from"), &list("to"))
         };

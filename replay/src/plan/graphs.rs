@@ -125,14 +125,23 @@ pub(super) struct Graphs {
     pub(super) graphs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphExec) -> contents at instantiation (or update).
     pub(super) execs: HashMap<(u32, u64), Contents>,
-    /// (pid, CUgraphNode) -> graph, for nodes added with cuGraphAdd*Node.
+    /// (pid, CUgraphNode) -> graph, for nodes added with cuGraphAdd*Node (and the nodes of a
+    /// clone that cuGraphNodeFindInClone named).
     pub(super) nodes: HashMap<(u32, u64), u64>,
+    /// (pid, a clone's node) -> the handle its graph's structure knows it by (the original's:
+    /// a clone is a copy of the original's structure).
+    pub(super) clone_nodes: HashMap<(u32, u64), u64>,
     /// The distinct exec contents launched (kept alive, so pointers stay unique): their `GraphLaunch::exec`.
     launched: Vec<Rc<Vec<Node>>>,
     exec_ids: HashMap<*const Vec<Node>, usize>,
 }
 
 impl Graphs {
+    /// The handle a graph's structure knows node `h` by (a clone's node: the original's).
+    pub(super) fn node(&self, pid: u32, h: u64) -> u64 {
+        self.clone_nodes.get(&(pid, h)).copied().unwrap_or(h)
+    }
+
     /// The number of the exec whose contents these are (one per distinct contents).
     fn exec_id(&mut self, nodes: &Rc<Vec<Node>>) -> usize {
         let next = self.launched.len();
@@ -203,6 +212,14 @@ impl<'a> Builder<'a> {
                     let from = c.addr_field("original").and_then(|o| g.graphs.get(&(pid, o)).cloned());
                     let why = format!("clone of a graph not built in the recording (line {})", c.line);
                     g.graphs.insert((pid, h), from.unwrap_or(Contents::Opaque(why)));
+                }
+            }
+            "cuGraphNodeFindInClone" => {
+                if let (Some(node), Some(orig), Some(g)) = (c.addr_field("node"), c.addr_field("original_node"), graph)
+                {
+                    let orig = self.graphs.node(pid, orig);
+                    self.graphs.clone_nodes.insert((pid, node), orig);
+                    self.graphs.nodes.insert((pid, node), g);
                 }
             }
             "cuGraphDestroy" => {

@@ -113,6 +113,11 @@ impl Captures {
                 put(m, "graph", out0);
                 m.insert("original".into(), hex(a(1)));
             }
+            "cuGraphNodeFindInClone" => {
+                put(m, "node", out0);
+                m.insert("original_node".into(), hex(a(1)));
+                m.insert("graph".into(), hex(a(2)));
+            }
             "cuGraphDestroy" => {
                 m.insert("graph".into(), hex(a(0)));
             }

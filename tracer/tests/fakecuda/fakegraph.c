@@ -2,6 +2,7 @@
  * Values returned:
  *   cuGraphCreate             0x610000 + 0x1000 * n (n: graphs created so far)
  *   cuGraphClone              0x620000 + 0x1000 * n (n: clones so far)
+ *   cuGraphNodeFindInClone    the original node + 0x100000
  *   cuGraphAdd*Node*          0xa0000 + 0x10 * k (k: nodes added so far)
  *   cuGraphInstantiate_v2     0x80003 + 0x10 * n (n: its calls so far)
  *   cuStreamGetCaptureInfo_v2/_v3 status 1 (active), id 7, graph 0x90001,
@@ -79,6 +80,13 @@ API CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
     fake_calls++;
     fake_sink = (uintptr_t)originalGraph;
     *phGraphClone = H(0x620000 + 0x1000 * fake_clones++);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph) {
+    fake_calls++;
+    fake_sink = (uintptr_t)hClonedGraph;
+    *phNode = H((uintptr_t)hOriginalNode + 0x100000);
     return CUDA_SUCCESS;
 }
 

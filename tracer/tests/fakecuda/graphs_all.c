@@ -54,6 +54,8 @@ static void graph_calls_all(CUfunction f, CUfunction f2, void **params) {
     OK(cuGraphKernelNodeSetParams_v2(k2, &kp2));
     OK(cuGraphNodeSetParams(gn, &np));
     OK(cuGraphClone(&clone, g));
+    CUgraphNode k1_clone;
+    OK(cuGraphNodeFindInClone(&k1_clone, k1, clone));
     OK(cuGraphInstantiate_v2(&ge, g, 0, 0, 0));
     OK(cuGraphExecKernelNodeSetParams(ge, k1, &kp1));
     OK(cuGraphExecKernelNodeSetParams_v2(ge, k2, &kp2));
