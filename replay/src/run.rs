@@ -56,6 +56,8 @@ struct Results {
     modes: Vec<Value>,
     /// The first pass's output checks, then every sequence/timed pass's with --check-every-pass.
     pass_checks: Vec<Value>,
+    /// The lines of outputs that are not comparable (after a skipped collective).
+    set_aside: Vec<usize>,
     /// CUPTI figures of sequence, then timed passes: (mode, what they measured).
     measured: Vec<(Mode, ModeGpu)>,
     isolated: Isolated,
@@ -102,9 +104,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let checks = r.checking_pass()?;
     let lines: Vec<(usize, bool)> = checks.iter().map(|c| (c.line, c.matches)).collect();
     let not_comparable = replay::selection::not_comparable(&p, &lines);
+    let set_aside = not_comparable.as_ref().map_or(vec![], |n| n.lines.clone());
     let mut res = Results {
         modes: Vec::new(),
-        pass_checks: vec![pass_check_row("first", 0, &checks)],
+        pass_checks: vec![pass_check_row("first", 0, &checks, &set_aside)],
+        set_aside,
         measured: Vec::new(),
         isolated: Isolated::default(),
         notes,
@@ -263,7 +267,7 @@ impl Replay<'_> {
                 windows.push((t0, monotonic_ns()));
             }
             if a.check_every_pass {
-                let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c);
+                let row = pass_check_row(&format!("{m:?}").to_lowercase(), it + 1, &c, &res.set_aside);
                 eprintln!("\n{}", pass_check_line(&row));
                 res.pass_checks.push(row);
             }
@@ -820,22 +824,33 @@ fn timed_energy(tw: &Window, rec: &Recording, idle: &Idle, (a, b): (u64, u64), s
 }
 
 /// One pass's output checks, summarized: how many, how many identical, the first line that differed.
-fn pass_check_row(mode: &str, pass: u32, c: &[OutputCheck]) -> Value {
-    let bad: Vec<&OutputCheck> = c.iter().filter(|x| !x.matches).collect();
-    json!({"mode": mode, "pass": pass, "checked": c.len(), "identical": c.len() - bad.len(),
+/// A pass's output checks; those of `set_aside` lines (outputs after a skipped collective, not
+/// comparable) are counted apart, not as differences.
+fn pass_check_row(mode: &str, pass: u32, c: &[OutputCheck], set_aside: &[usize]) -> Value {
+    let (aside, c): (Vec<&OutputCheck>, Vec<&OutputCheck>) = c.iter().partition(|x| set_aside.contains(&x.line));
+    let bad: Vec<&&OutputCheck> = c.iter().filter(|x| !x.matches).collect();
+    let mut row = json!({"mode": mode, "pass": pass, "checked": c.len(), "identical": c.len() - bad.len(),
         "first_difference_line": bad.first().map(|x| x.line),
-        "different_bytes": bad.iter().map(|x| x.mismatched_bytes).sum::<u64>()})
+        "different_bytes": bad.iter().map(|x| x.mismatched_bytes).sum::<u64>()});
+    if !aside.is_empty() {
+        row["not_comparable"] = json!(aside.len());
+    }
+    row
 }
 
 fn pass_check_line(r: &Value) -> String {
     format!(
-        "checks {} pass {}: {}/{} device-to-host copies identical{}",
+        "checks {} pass {}: {}/{} device-to-host copies identical{}{}",
         r["mode"].as_str().unwrap_or(""),
         r["pass"],
         r["identical"],
         r["checked"],
         match r["first_difference_line"].as_u64() {
             Some(l) => format!(", first difference at trace.jsonl line {l}"),
+            None => String::new(),
+        },
+        match r["not_comparable"].as_u64() {
+            Some(n) => format!(" ({n} more not comparable: after a skipped collective)"),
             None => String::new(),
         }
     )
@@ -874,7 +889,7 @@ mod tests {
 
     #[test]
     fn pass_check_summary() {
-        let r = pass_check_row("sequence", 3, &[chk(10, true, 0), chk(20, false, 1), chk(30, false, 4)]);
+        let r = pass_check_row("sequence", 3, &[chk(10, true, 0), chk(20, false, 1), chk(30, false, 4)], &[]);
         assert_eq!(
             r,
             json!({"mode": "sequence", "pass": 3, "checked": 3, "identical": 1, "first_difference_line": 20, "different_bytes": 5})
@@ -883,7 +898,18 @@ mod tests {
             pass_check_line(&r),
             "checks sequence pass 3: 1/3 device-to-host copies identical, first difference at trace.jsonl line 20"
         );
-        let ok = pass_check_row("first", 0, &[chk(10, true, 0)]);
+        let ok = pass_check_row("first", 0, &[chk(10, true, 0)], &[]);
         assert_eq!(pass_check_line(&ok), "checks first pass 0: 1/1 device-to-host copies identical");
+        // Outputs after a skipped collective are set aside, not differences.
+        let rank = pass_check_row("sequence", 1, &[chk(10, true, 0), chk(20, false, 1), chk(30, true, 0)], &[20, 30]);
+        assert_eq!(
+            rank,
+            json!({"mode": "sequence", "pass": 1, "checked": 1, "identical": 1, "first_difference_line": null,
+                   "different_bytes": 0, "not_comparable": 2})
+        );
+        assert_eq!(
+            pass_check_line(&rank),
+            "checks sequence pass 1: 1/1 device-to-host copies identical (2 more not comparable: after a skipped collective)"
+        );
     }
 }
