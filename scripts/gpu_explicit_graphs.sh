@@ -15,17 +15,20 @@
 #   W  memcpy node w <- y from byte 1024 on (one row), after P3
 #   Q  2-D memset node: 64 rows of 256 floats = 3.0f at a 4096-byte pitch in q
 # instantiated and launched twice, then P3 set to b = 7 in the exec
-# (cuGraphExecKernelNodeSetParams), launched twice more, then a plain
+# (cuGraphExecKernelNodeSetParams), launched twice more; then the graph
+# cloned (cuGraphClone), the clone's P3 found (cuGraphNodeFindInClone) and
+# set to b = 9, the clone instantiated and launched once; then a plain
 # cuMemsetD2D32Async (32 rows of 128 floats = 5.0f from byte 2048 of q);
-# y, z, w and q copied back and checked (y = 3(2x+1)+7, z = 2, w = y shifted
+# y, z, w and q copied back and checked (y = 3(2x+1)+9, z = 2, w = y shifted
 # by 256 floats, q's rows). Records it with --replayable --capture-data --gpu-timestamps,
 # prints the node lines' parameter bytes, `replay plan`, and replays it, the
 # execs rebuilt as CUDA graphs (default) and with --expand-graphs (the D2H
 # copies compared bit for bit in both).
 # Expect: every kernel node line with `params` (params_from layout), `replay
-# plan`: "graph launches: 4, planned 4 (16 kernels, replayed 16; 12
-# copies/sets, replayed 12), not replayed 0" and "as rebuilt CUDA graphs 4
-# (2 execs)", coverage 100 %, the replay's D2H copies identical.
+# plan`: "graph launches: 5, planned 5 (20 kernels, replayed 20; 15
+# copies/sets, replayed 15), not replayed 0" and "as rebuilt CUDA graphs 5
+# (3 execs)", coverage 100 %, the replay's D2H copies identical (y holds
+# the clone's b = 9: a replay that missed the clone's change would differ).
 set -uo pipefail
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
@@ -103,6 +106,15 @@ int main(int argc, char **argv) {
     k = node(f, p3); CK(cuGraphExecKernelNodeSetParams(e, P3, &k));
     b3 = -1; /* the recorded bytes must be those at the set call */
     for (int i = 0; i < 2; i++) CK(cuGraphLaunch(e, s));
+    /* A clone of the graph whose copy of P3 is found and set to b = 9, launched once. */
+    CUgraph g2; CUgraphNode P3c; CUgraphExec e2;
+    CK(cuGraphClone(&g2, g));
+    CK(cuGraphNodeFindInClone(&P3c, P3, g2));
+    b3 = 9;
+    k = node(f, p3); CK(cuGraphKernelNodeSetParams(P3c, &k));
+    b3 = -1;
+    CK(cuGraphInstantiateWithFlags(&e2, g2, 0));
+    CK(cuGraphLaunch(e2, s));
     CK(cuMemsetD2D32Async(q + 2048, 4096, 0x40a00000u, 128, 32, s));
     CK(cuStreamSynchronize(s));
     float *hy = malloc(N * 4), *hw = malloc(N * 4), *hq = malloc(64 * 4096);
@@ -110,7 +122,7 @@ int main(int argc, char **argv) {
     CK(cuMemcpyDtoH(hw, w, N * 4)); CK(cuMemcpyDtoH(hq, q, 64 * 4096));
     int bad = 0;
     for (int i = 0; i < N; i++) {
-        float want = 3.0f * (2.0f * h[i] + 1.0f) + 7.0f;
+        float want = 3.0f * (2.0f * h[i] + 1.0f) + 9.0f;
         if (hy[i] != want || hz[i] != 2.0f) bad++;
         if (i < N - 256 && hw[i] != hy[i + 256]) bad++;
     }
@@ -141,6 +153,8 @@ for l in open(sys.argv[1]):
         print(v["name"], v.get("node"), v.get("node_type"), v.get("kernel"), v.get("grid"),
               v.get("params"), v.get("params_from"), v.get("params_error"))
 EOF
+grep -c '"name":"cuGraphNodeFindInClone"' "$W/trace.jsonl" | sed 's/^/cuGraphNodeFindInClone lines: /'
+grep '"name":"cuGraphNodeFindInClone"' "$W/trace.jsonl" | head -1
 "$R" plan /tmp/gx.rec | grep -E "launches|graph|coverage|replayed"
 timeout 200 "$R" /tmp/gx.rec --iterations 3 --warmup 1; echo "replay exit: $?"
 cp /tmp/gx.rec/replay-report.json "$OUT/explicit_graph_replay_report.json" 2>/dev/null
