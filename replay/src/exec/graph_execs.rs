@@ -10,9 +10,8 @@
 //! the nodes of the ops it waits for): an explicit graph's edges, and in a
 //! stream capture each stream's order joined by the event records and
 //! waits made in the capture, so parallel branches stay parallel. An exec
-//! that cannot be
-//! rebuilt (capture or instantiation refused) has its launches run as
-//! separate launches, with a note saying why.
+//! that cannot be rebuilt (capture or instantiation refused) has its
+//! launches run as separate launches, with a note saying why.
 
 use std::collections::HashMap;
 

@@ -2,9 +2,10 @@
 //! `cuGraphAdd*Node*`, `cuGraph(Exec)*SetParams*`,
 //! `cuGraphAddDependencies*` and `cuGraphDestroyNode` change a graph's
 //! [`Explicit`] structure or an exec's work; kernel nodes are planned like a
-//! launch from the node line's parameter bytes, 1-D memset nodes like a
-//! memset; any other change makes the graph's launches not replayed, with
-//! the reason.
+//! launch from the node line's parameter bytes, memset nodes like a memset
+//! (2-D ones with their pitch), one-row memcpy nodes like a copy; a clone's
+//! nodes are known through `cuGraphNodeFindInClone`; any other change makes
+//! the graph's launches not replayed, with the reason.
 use std::rc::Rc;
 
 use anyhow::Result;
@@ -242,7 +243,7 @@ impl Builder<'_> {
     }
 }
 
-/// A memset node (1-D: height 1) as a memset on the launch's stream.
+/// A memset node as a memset on the launch's stream (height > 1: a 2-D memset with its pitch).
 fn memset_node(c: &Call) -> std::result::Result<OpKind, String> {
     // memsetParams (cuGraphAddMemsetNode), else the line's own fields (also cuGraphAddNode's).
     let p = c.arg("memsetParams").filter(|p| p.is_object());

@@ -2,22 +2,25 @@
 //! on a capturing stream (lines with `capture`) did not run when recorded:
 //! it is planned like a launch, copy or set of its own but kept aside, per
 //! capture, instead of becoming an op, with what it waits for (its stream's
-//! previous work; event records and waits in the capture join streams). `cuStreamEndCapture` gives the
-//! capture's graph. An explicit graph (`cuGraphCreate`, `cuGraphAdd*Node`,
-//! `cuGraphAddDependencies*`, child graphs, `cuGraphClone`) is built from
-//! its node lines: a kernel node is planned like a launch from the node's
-//! recorded parameter bytes (`--replayable`), a 1-D memset node like a
-//! memset (graph_nodes.rs reads the node lines, graphs_explicit.rs keeps
-//! the structure). `cuGraphInstantiate*` /
+//! previous work; event records and waits in the capture join streams).
+//! `cuStreamEndCapture` gives the capture's graph. An explicit graph
+//! (`cuGraphCreate`, `cuGraphAdd*Node`, `cuGraphAddDependencies*`, child
+//! graphs, `cuGraphClone` with `cuGraphNodeFindInClone`) is built from its
+//! node lines: a kernel node is planned like a launch from the node's
+//! recorded parameter bytes (`--replayable`), a memset node like a memset, a
+//! one-row memcpy node like a copy (graph_nodes.rs reads the node lines,
+//! graphs_explicit.rs keeps the structure). `cuGraphInstantiate*` /
 //! `cuGraphExecUpdate_v2` give an exec that graph's work in dependency
-//! order, child graphs inlined; `cuGraph(Exec)*NodeSetParams*` replace a
-//! node's work in the graph or the exec. Each `cuGraphLaunch` of the exec
-//! becomes that work again, in stream order on the launch's stream at the
-//! launch's time (graph nodes serialized: no node runs concurrently with
-//! another of its graph, the dependencies hold). A launch whose exec holds
-//! a node kind not replayed (memcpy, host, …), a node changed after capture,
-//! or an exec not built in the recording is counted as not replayed, with
-//! the reason.
+//! order, child graphs inlined, each piece with what it waits for;
+//! `cuGraph(Exec)*NodeSetParams*` replace a node's work in the graph or the
+//! exec. Each `cuGraphLaunch` of the exec becomes that work again on the
+//! launch's stream at the launch's time; a launch whose work is all
+//! replayable is also listed for replay to rebuild its exec as a CUDA graph
+//! (`Plan::graph_launches`, exec/graph_execs.rs), the others run as
+//! separate launches in that order. A launch whose exec holds a node kind
+//! not replayed (host, memory, conditional, …), a node changed in a way the
+//! recording cannot follow, or an exec not built in the recording is
+//! counted as not replayed, with the reason.
 
 use std::collections::HashMap;
 use std::rc::Rc;
