@@ -141,6 +141,9 @@ struct Walk<'a> {
     graphs: HashMap<(u32, u64), Graph>,
     /// node -> the graph holding it.
     node_graph: HashMap<(u32, u64), u64>,
+    /// A clone's node (named by cuGraphNodeFindInClone) -> the handle the
+    /// clone's copy of the structure has for it (the original's).
+    clone_nodes: HashMap<(u32, u64), u64>,
     execs: HashMap<(u32, u64), Rc<Vec<ExecNode>>>,
     /// capture id -> its calls (indexes into t.calls), in time order.
     captured: HashMap<u64, Vec<usize>>,
@@ -151,6 +154,11 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// The handle a graph's structure has for node `h` (a clone's node: the original's).
+    fn node_handle(&self, pid: u32, h: u64) -> u64 {
+        self.clone_nodes.get(&(pid, h)).copied().unwrap_or(h)
+    }
+
     fn geom(&mut self, g: Geom) -> u32 {
         if let Some(&i) = self.geom_ids.get(&g) {
             return i;
@@ -229,6 +237,13 @@ impl Walk<'_> {
                     self.stats.graphs += 1;
                 }
             }
+            "cuGraphNodeFindInClone" => {
+                if let (Some(n), Some(o), Some(g)) = (hex(v, "node"), hex(v, "original_node"), hex(v, "graph")) {
+                    let o = self.node_handle(pid, o);
+                    self.clone_nodes.insert((pid, n), o);
+                    self.node_graph.insert((pid, n), g);
+                }
+            }
             "cuGraphDestroy" => {
                 if let Some(g) = hex(v, "graph") {
                     self.graphs.remove(&(pid, g));
@@ -236,7 +251,8 @@ impl Walk<'_> {
             }
             "cuStreamEndCapture" => self.end_capture(pid, v),
             "cuGraphAddDependencies" | "cuGraphAddDependencies_v2" => {
-                let (from, to) = (hexes(v, "from"), hexes(v, "to"));
+                let handles = |k: &str| hexes(v, k).into_iter().map(|h| self.node_handle(pid, h)).collect::<Vec<_>>();
+                let (from, to) = (handles("from"), handles("to"));
                 if let Some(g) = hex(v, "graph").and_then(|g| self.graphs.get_mut(&(pid, g))) {
                     for (f, t) in from.iter().zip(&to) {
                         if let Some(n) = g.nodes.iter_mut().find(|n| n.handle == *t) {
@@ -246,8 +262,9 @@ impl Walk<'_> {
                 }
             }
             "cuGraphDestroyNode" => {
-                if let Some(h) = hex(v, "node")
-                    && let Some(g) = self.node_graph.remove(&(pid, h))
+                if let Some(n) = hex(v, "node")
+                    && let Some(g) = self.node_graph.remove(&(pid, n))
+                    && let h = self.node_handle(pid, n)
                     && let Some(g) = self.graphs.get_mut(&(pid, g))
                 {
                     g.nodes.retain(|n| n.handle != h);
@@ -258,7 +275,8 @@ impl Walk<'_> {
             }
             n if n.starts_with("cuGraphAdd") => {
                 if let (Some(h), Some(g)) = (hex(v, "node"), hex(v, "graph")) {
-                    let node = self.node_of(v, h);
+                    let mut node = self.node_of(v, h);
+                    node.deps = node.deps.iter().map(|&d| self.node_handle(pid, d)).collect();
                     if let Some(gr) = self.graphs.get_mut(&(pid, g)) {
                         gr.nodes.push(node);
                         self.node_graph.insert((pid, h), g);
@@ -266,9 +284,10 @@ impl Walk<'_> {
                 }
             }
             "cuGraphKernelNodeSetParams" | "cuGraphKernelNodeSetParams_v2" | "cuGraphNodeSetParams" => {
-                if let Some(h) = hex(v, "node") {
+                if let Some(raw) = hex(v, "node") {
+                    let h = self.node_handle(pid, raw);
                     let new = self.node_of(v, h);
-                    if let Some(g) = self.node_graph.get(&(pid, h)).copied()
+                    if let Some(g) = self.node_graph.get(&(pid, raw)).copied()
                         && let Some(n) =
                             self.graphs.get_mut(&(pid, g)).and_then(|g| g.nodes.iter_mut().find(|n| n.handle == h))
                     {
@@ -277,7 +296,7 @@ impl Walk<'_> {
                 }
             }
             "cuGraphExecKernelNodeSetParams" | "cuGraphExecKernelNodeSetParams_v2" | "cuGraphExecNodeSetParams" => {
-                if let (Some(e), Some(h)) = (hex(v, "graph_exec"), hex(v, "node")) {
+                if let (Some(e), Some(h)) = (hex(v, "graph_exec"), hex(v, "node").map(|n| self.node_handle(pid, n))) {
                     let new = self.node_of(v, h);
                     if let Some(ex) = self.execs.get_mut(&(pid, e)) {
                         let ex = Rc::make_mut(ex);
@@ -463,6 +482,7 @@ pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt
         geom_ids,
         graphs: HashMap::new(),
         node_graph: HashMap::new(),
+        clone_nodes: HashMap::new(),
         execs: HashMap::new(),
         captured: HashMap::new(),
         launched: HashMap::new(),

@@ -123,6 +123,24 @@ fn explicit_graph_with_a_child_dependencies_and_updates_between_launches() {
 }
 
 #[test]
+fn a_clones_node_found_by_find_in_clone_changes_in_the_clone_only() {
+    let clone = r#"{"ts":41,"pid":2,"tid":2,"type":"graph","op":"graph_clone","name":"cuGraphClone","graph":"0x612","original":"0x610","ret":0}
+{"ts":42,"pid":2,"tid":2,"type":"graph","op":"graph_node_find_in_clone","name":"cuGraphNodeFindInClone","node":"0xca3","original_node":"0xa3","graph":"0x612","ret":0}
+{"ts":43,"pid":2,"tid":2,"type":"graph","op":"graph_kernel_node_set_params_v2","name":"cuGraphKernelNodeSetParams_v2","node":"0xca3","node_type":"kernel","kernel":"last","grid":[7,1,1],"block":[32,1,1],"shared_mem":0,"ret":0}
+{"ts":44,"pid":2,"tid":2,"type":"graph","op":"graph_instantiate_with_flags","name":"cuGraphInstantiateWithFlags","graph_exec":"0xe2","graph":"0x612","ret":0}
+{"ts":45,"pid":2,"tid":2,"type":"graph","op":"graph_instantiate_with_flags","name":"cuGraphInstantiateWithFlags","graph_exec":"0xe3","graph":"0x610","ret":0}
+{"ts":50,"pid":2,"tid":2,"type":"graph","op":"graph_launch","name":"cuGraphLaunch","graph_exec":"0xe2","stream":"0x9"}
+{"ts":60,"pid":2,"tid":2,"type":"graph","op":"graph_launch","name":"cuGraphLaunch","graph_exec":"0xe3","stream":"0x9"}
+"#;
+    let t = parse_str("clone", &format!("{EXPLICIT}{clone}")).unwrap();
+    let last: Vec<u32> = expanded(&t).iter().filter(|x| x.1 == "last").map(|x| x.2).collect();
+    // The three launches of 0xe1 as before; the clone's launch with its node at 7; the
+    // original instantiated again still at 99.
+    assert_eq!(last, [1, 8, 99, 7, 99]);
+    assert_eq!((t.graphs.graphs, t.graphs.execs, t.graphs.expanded_launches), (3, 3, 5));
+}
+
+#[test]
 fn flattened_topology_inlines_child_graphs() {
     let t = parse_str("explicit", EXPLICIT).unwrap();
     // Rebuild the exec the way expand does, to look at its dependencies.
@@ -137,6 +155,7 @@ fn flattened_topology_inlines_child_graphs() {
         geom_ids: HashMap::new(),
         graphs: HashMap::new(),
         node_graph: HashMap::new(),
+        clone_nodes: HashMap::new(),
         execs: HashMap::new(),
         captured: HashMap::new(),
         launched: HashMap::new(),
