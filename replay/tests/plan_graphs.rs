@@ -27,6 +27,23 @@ fn graph_launch(r: &mut Rec, exec: &str) {
     );
 }
 
+/// cuStreamEndCapture of capture `capture` on `stream`, giving `graph`.
+fn end_capture(r: &mut Rec, stream: &str, capture: u64, graph: &str) {
+    let args = json!({"hStream": stream});
+    let fields = json!({"ret": 0, "args": args, "stream": stream, "capture": capture, "graph": graph});
+    r.call("graph", "stream_end_capture", "cuStreamEndCapture", fields);
+}
+
+/// cuGraphInstantiateWithFlags of `graph` into `exec`.
+fn instantiate(r: &mut Rec, exec: &str, graph: &str) {
+    r.call(
+        "graph",
+        "graph_instantiate_with_flags",
+        "cuGraphInstantiateWithFlags",
+        json!({"ret": 0, "args": {}, "graph_exec": exec, "graph": graph}),
+    );
+}
+
 fn build() -> Rec {
     let mut r = Rec::new();
     let cubin = r.image("kernels.sm_90.cubin", "cubin");
@@ -41,30 +58,15 @@ fn build() -> Rec {
     r.call("event", "event_record", "cuEventRecord", json!({"ret": 0, "args": {"hEvent": "0xe1", "hStream": "0x5000"}, "event": "0xe1", "stream": "0x5000", "capture": 1})); // 10
     launch(&mut r, 2, 20); // 11
     launch(&mut r, 3, 30); // 12
-    r.call(
-        "graph",
-        "stream_end_capture",
-        "cuStreamEndCapture",
-        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000", "capture": 1, "graph": "0x90001"}),
-    ); // 13
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80001", "graph": "0x90001"}),
-    ); // 14
+    end_capture(&mut r, "0x5000", 1, "0x90001"); // 13
+    instantiate(&mut r, "0x80001", "0x90001"); // 14
     for _ in 0..4 {
         graph_launch(&mut r, "0x80001"); // 15..18
     }
     graph_launch(&mut r, "0x80009"); // 19: exec not built in the recording
     r.call("graph", "graph_create", "cuGraphCreate", json!({"ret": 0, "args": {}, "graph": "0x90002"})); // 20
     r.call("graph", "graph_add_kernel_node", "cuGraphAddKernelNode_v2", json!({"ret": 0, "args": {}, "graph": "0x90002", "node": "0xa1", "node_type": "kernel", "kernel": "k_pointers", "func": "0xf1", "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "deps": []})); // 21
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80002", "graph": "0x90002"}),
-    ); // 22
+    instantiate(&mut r, "0x80002", "0x90002"); // 22
     graph_launch(&mut r, "0x80002"); // 23
     r.call(
         "sync",
@@ -272,12 +274,7 @@ fn build_explicit() -> Rec {
     let mut set = kernel_node(2, 2);
     set["node"] = json!("0xb1");
     r.call("graph", "graph_kernel_node_set_params", "cuGraphKernelNodeSetParams_v2", set); // 16
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80020", "graph": "0x90011"}),
-    ); // 17
+    instantiate(&mut r, "0x80020", "0x90011"); // 17
     graph_launch(&mut r, "0x80020"); // 18
     graph_launch(&mut r, "0x80020"); // 19
     let mut exec_set = kernel_node(4, 4);
@@ -372,12 +369,7 @@ fn an_explicit_graph_with_a_node_kind_not_replayed_is_counted_with_its_reason() 
     lost["params_error"] = json!("the parameters could not be read from the process's memory");
     r.call("graph", "graph_create", "cuGraphCreate", json!({"ret": 0, "args": {}, "graph": "0x90030"})); // 26
     node_line(&mut r, "cuGraphAddKernelNode_v2", "0x90030", "0xd1", &[], lost); // 27
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80030", "graph": "0x90030"}),
-    ); // 28
+    instantiate(&mut r, "0x80030", "0x90030"); // 28
     graph_launch(&mut r, "0x80030"); // 29
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
@@ -408,6 +400,18 @@ fn a_capture_over_two_streams_keeps_its_fork_and_join() {
         f["capture"] = json!(1);
         r.call(if op.starts_with("stream") { "graph" } else { "event" }, op, name, f);
     };
+    let record = |r: &mut Rec, event: &str, stream: &str| {
+        cap(
+            r,
+            "cuEventRecord",
+            "event_record",
+            json!({"args": {"hEvent": event, "hStream": stream}, "stream": stream}),
+        );
+    };
+    let wait = |r: &mut Rec, stream: &str, event: &str| {
+        let args = json!({"hStream": stream, "hEvent": event, "Flags": 0});
+        cap(r, "cuStreamWaitEvent", "stream_wait_event", json!({"args": args, "stream": stream}));
+    };
     let on = |r: &mut Rec, stream: &str, n: u32| {
         let p = params(20, &[(0, &A.to_le_bytes()), (8, &B.to_le_bytes()), (16, &n.to_le_bytes())]);
         r.call("kernel", "launch", "cuLaunchKernel", json!({"args": {"f": "0xf1"}, "func": "0xf1", "kernel": "k_pointers", "grid": [n, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": p, "params_from": "layout", "capture": 1}));
@@ -419,45 +423,15 @@ fn a_capture_over_two_streams_keeps_its_fork_and_join() {
         json!({"args": {"hStream": "0x5000", "mode": 0}, "stream": "0x5000"}),
     ); // 8
     on(&mut r, "0x5000", 1); // 9: k1
-    cap(
-        &mut r,
-        "cuEventRecord",
-        "event_record",
-        json!({"args": {"hEvent": "0xe1", "hStream": "0x5000"}, "stream": "0x5000"}),
-    ); // 10
-    cap(
-        &mut r,
-        "cuStreamWaitEvent",
-        "stream_wait_event",
-        json!({"args": {"hStream": "0x5100", "hEvent": "0xe1", "Flags": 0}, "stream": "0x5100"}),
-    ); // 11
+    record(&mut r, "0xe1", "0x5000"); // 10
+    wait(&mut r, "0x5100", "0xe1"); // 11
     on(&mut r, "0x5100", 2); // 12: k2
-    cap(
-        &mut r,
-        "cuEventRecord",
-        "event_record",
-        json!({"args": {"hEvent": "0xe2", "hStream": "0x5100"}, "stream": "0x5100"}),
-    ); // 13
+    record(&mut r, "0xe2", "0x5100"); // 13
     on(&mut r, "0x5000", 3); // 14: k3
-    cap(
-        &mut r,
-        "cuStreamWaitEvent",
-        "stream_wait_event",
-        json!({"args": {"hStream": "0x5000", "hEvent": "0xe2", "Flags": 0}, "stream": "0x5000"}),
-    ); // 15
+    wait(&mut r, "0x5000", "0xe2"); // 15
     on(&mut r, "0x5000", 4); // 16: k4
-    r.call(
-        "graph",
-        "stream_end_capture",
-        "cuStreamEndCapture",
-        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000", "capture": 1, "graph": "0x90001"}),
-    ); // 17
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80001", "graph": "0x90001"}),
-    ); // 18
+    end_capture(&mut r, "0x5000", 1, "0x90001"); // 17
+    instantiate(&mut r, "0x80001", "0x90001"); // 18
     graph_launch(&mut r, "0x80001"); // 19
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
@@ -597,12 +571,7 @@ fn a_clones_node_found_by_find_in_clone_is_changed_in_the_clone_only() {
         ),
     );
     r.lines.insert(17, line(16700, "cuGraphKernelNodeSetParams_v2", "graph_kernel_node_set_params", set));
-    r.call(
-        "graph",
-        "graph_instantiate_with_flags",
-        "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": "0x80099", "graph": "0x90099"}),
-    ); // 28
+    instantiate(&mut r, "0x80099", "0x90099"); // 28
     graph_launch(&mut r, "0x80099"); // 29
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();

@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use super::graphs::{Contents, Node};
 use super::graphs_explicit::Step;
-use super::{Builder, Copy, Direction, LaunchApi, OpKind, RangeKind, Rows, Set};
+use super::{Builder, Copy, Direction, LaunchApi, OpKind, Rows, Set};
 use crate::recording::Call;
 
 impl<'a> Builder<'a> {
@@ -222,22 +222,13 @@ impl Builder<'_> {
         if f("height") != Some(1) || f("depth") != Some(1) {
             return Err("2D/3D memcpy node: not replayed".into());
         }
-        let direction = match c.str_field("direction") {
-            Some("h2d") => Direction::H2d,
-            Some("d2h") => Direction::D2h,
-            Some("d2d") => Direction::D2d,
-            other => return Err(format!("memcpy node direction {} not replayed", other.unwrap_or("unknown"))),
+        let Some(direction) = c.str_field("direction").and_then(Direction::parse) else {
+            let what = c.str_field("direction").unwrap_or("unknown");
+            return Err(format!("memcpy node direction {what} not replayed"));
         };
         let (dst, src) =
             (dst.wrapping_add(f("dst_offset").unwrap_or(0)), src.wrapping_add(f("src_offset").unwrap_or(0)));
-        let host = match direction {
-            Direction::H2d => Some(src),
-            Direction::D2h => Some(dst),
-            Direction::D2d => None,
-        };
-        let host_pinned = host
-            .and_then(|h| self.ranges.find(c.pid, h))
-            .is_some_and(|id| matches!(self.ranges.all[id].kind, RangeKind::HostPinned | RangeKind::HostRegistered));
+        let host_pinned = self.host_pinned(c.pid, direction, dst, src);
         let (data, data_error) = (None, None);
         Ok(OpKind::Copy(Copy { direction, dst, src, size: width, is_async: true, data, data_error, host_pinned }))
     }

@@ -679,16 +679,24 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// Whether a copy's host side (an H2D source, a D2H destination) lay in recorded pinned memory.
+    fn host_pinned(&self, pid: u32, dir: Direction, dst: u64, src: u64) -> bool {
+        let host = match dir {
+            Direction::H2d => src,
+            Direction::D2h => dst,
+            Direction::D2d => return false,
+        };
+        self.ranges
+            .find(pid, host)
+            .is_some_and(|id| matches!(self.ranges.all[id].kind, RangeKind::HostPinned | RangeKind::HostRegistered))
+    }
+
     fn copy(&mut self, c: &Call, base: &str) -> Result<()> {
         self.plan.coverage.copies += 1;
-        let dir = match c.str_field("direction") {
-            Some("h2d") => Direction::H2d,
-            Some("d2h") => Direction::D2h,
-            Some("d2d") => Direction::D2d,
-            other => {
-                self.skip_other(c, format!("copy direction {} not replayed", other.unwrap_or("unknown")));
-                return Ok(());
-            }
+        let Some(dir) = c.str_field("direction").and_then(Direction::parse) else {
+            let what = c.str_field("direction").unwrap_or("unknown");
+            self.skip_other(c, format!("copy direction {what} not replayed"));
+            return Ok(());
         };
         if base.contains("2D")
             || base.contains("3D")
@@ -721,15 +729,8 @@ impl<'a> Builder<'a> {
             }
         }
         let data_error = c.str_field("data_error").map(str::to_owned);
-        let host = match dir {
-            Direction::H2d => Some(src),
-            Direction::D2h => Some(dst),
-            Direction::D2d => None,
-        };
-        let host_pinned = host
-            .and_then(|h| self.ranges.find(c.pid, h))
-            .is_some_and(|id| matches!(self.ranges.all[id].kind, RangeKind::HostPinned | RangeKind::HostRegistered));
-        if host.is_some() && !host_pinned {
+        let host_pinned = self.host_pinned(c.pid, dir, dst, src);
+        if dir != Direction::D2d && !host_pinned {
             self.plan.coverage.host_pageable += 1;
         }
         self.push(

@@ -112,6 +112,18 @@ pub enum Direction {
     D2d,
 }
 
+impl Direction {
+    /// A line's `direction` (`h2d`, `d2h`, `d2d`; others are not replayed).
+    pub fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "h2d" => Some(Direction::H2d),
+            "d2h" => Some(Direction::D2h),
+            "d2d" => Some(Direction::D2d),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Copy {
     pub direction: Direction,
