@@ -581,6 +581,13 @@ impl Copy {
         std::fs::write(self.dir.join(name), b"").unwrap();
     }
 
+    /// Removes the marker files, for the copy to be run again.
+    fn reset(&self) {
+        for name in ["go", "open", "done", "exit"] {
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
+    }
+
     /// Waits for DIR/done, lets it exit: it must succeed.
     fn finish(&self, mut p: KillOnDrop, what: &str) {
         wait_until("done", LIMIT, || self.dir.join("done").exists().then_some(()));
@@ -677,7 +684,20 @@ fn past_the_file_limit_a_process_runs_unprobed_and_is_counted() {
     wait_until("the copy to be counted not probed", LIMIT, || {
         (total(&agent.metrics(), "tracer_libcuda_files_not_probed_total") >= 1.0).then_some(())
     });
-    assert!(total(&agent.metrics(), "tracer_libcuda_opens_total") >= 1.0);
+    let opens = total(&agent.metrics(), "tracer_libcuda_opens_total");
+    assert!(opens >= 1.0);
+    // A second process opening the same copy: one more open, still one file not probed.
+    copy.reset();
+    let p = copy.spawn();
+    copy.touch("go");
+    copy.touch("open");
+    copy.finish(p, "past the limit, again");
+    wait_until("the second open", LIMIT, || {
+        (total(&agent.metrics(), "tracer_libcuda_opens_total") > opens).then_some(())
+    });
+    assert_eq!(total(&agent.metrics(), "tracer_libcuda_files_not_probed_total"), 1.0);
+    let warned = agent.stderr_text().matches("libcuda files are probed already (the limit)").count();
+    assert_eq!(warned, 1, "{}", agent.stderr_text());
     let files = probed_files(&agent.metrics());
     assert_eq!(
         files.keys().copied().collect::<Vec<_>>(),

@@ -46,10 +46,13 @@ pub struct Watch<'a> {
     /// its probes for as long as tracer runs, so a long-running tracer (the
     /// agent) bounds them. Files past the limit are not probed.
     pub max_files: Option<usize>,
-    /// Files found but not probed (each time one was found): past
-    /// `max_files`, or failed; and of those, past `max_files`.
+    /// Files found but not probed, each counted once (however many
+    /// processes open it): past `max_files`, or failed; and of those, past
+    /// `max_files`.
     pub not_probed: u64,
     pub over_limit: u64,
+    /// (device, inode) of the files counted in `not_probed`.
+    not_probed_files: std::collections::HashSet<(u64, u64)>,
 }
 
 /// Failed files kept by path for the footer and the warning (more are only
@@ -68,6 +71,7 @@ impl<'a> Watch<'a> {
             max_files: None,
             not_probed: 0,
             over_limit: 0,
+            not_probed_files: std::collections::HashSet::new(),
         }
     }
 
@@ -117,11 +121,15 @@ impl<'a> Watch<'a> {
         if self.is_probed(dev, ino) {
             return Ok(false);
         }
+        let first_miss = !self.not_probed_files.contains(&(dev, ino));
         if self.max_files.is_some_and(|m| self.files.len() >= m) {
-            self.not_probed += 1;
-            self.over_limit += 1;
+            if first_miss {
+                self.not_probed_files.insert((dev, ino));
+                self.not_probed += 1;
+                self.over_limit += 1;
+            }
             let max = self.files.len();
-            if self.over_limit == 1 {
+            if first_miss && self.over_limit == 1 {
                 eprintln!(
                     "tracer: warning: not probing {shown} (process {}): {max} libcuda files are probed already (the limit); its calls are not seen",
                     pid.unwrap_or(0)
@@ -136,7 +144,10 @@ impl<'a> Watch<'a> {
                 Ok(true)
             }
             Err(e) => {
-                self.not_probed += 1;
+                if first_miss {
+                    self.not_probed_files.insert((dev, ino));
+                    self.not_probed += 1;
+                }
                 if self.failed.len() < FAILED_KEPT && !self.failed.iter().any(|(p, _)| p == shown) {
                     eprintln!(
                         "tracer: warning: cannot probe {shown} (process {}): {}",
