@@ -1,8 +1,11 @@
 //! The byte stream from the injection library to the tracer.
 //!
 //! A stream of messages, little-endian. Every message starts with an 8-byte
-//! header: `u8 type, u8 0, u16 len` (the whole message, header included),
-//! `u32 pid` (the process that sent it). The injection library only ever
+//! header: `u8 type, u8 version` ([`VERSION`]; libraries built before it
+//! wrote 0), `u16 len` (the whole message, header included), `u32 pid` (the
+//! process that sent it). A message of another version is not decoded: it is
+//! reported, naming both versions (the injection library is not the one
+//! built with this tracer). The injection library only ever
 //! writes whole messages in writes of at most [`MAX_WRITE`] bytes, which a
 //! pipe keeps atomic, so several processes can share one FIFO.
 //!
@@ -13,6 +16,9 @@
 pub const MAX_WRITE: usize = 4096;
 /// Header bytes of every message.
 pub const HEADER: usize = 8;
+/// The version of the messages (header byte 1); changed with any change of a body's layout
+/// that an older reader would misread.
+pub const VERSION: u8 = 1;
 /// Longest text (kernel name, path, error) carried; longer ones are cut.
 pub const MAX_TEXT: usize = MAX_WRITE - HEADER - 16;
 
@@ -216,6 +222,7 @@ impl Msg {
         };
         let len = (out.len() - at) as u16;
         out[at] = t;
+        out[at + 1] = VERSION;
         out[at + 2..at + 4].copy_from_slice(&len.to_le_bytes());
         out[at + 4..at + 8].copy_from_slice(&pid.to_le_bytes());
     }
@@ -361,6 +368,15 @@ impl StreamDecoder {
             if self.pending.len() - at < len {
                 break;
             }
+            if h[1] != VERSION {
+                let what = format!(
+                    "message of wire version {}, this tracer reads version {VERSION}: the injection library (libtracer_cupti.so) is not the one built with this tracer; use the one beside it",
+                    h[1]
+                );
+                f(pid, Err(WireError { offset: off, what }));
+                at += len;
+                continue;
+            }
             let m = decode_body(h[0], &self.pending[at + HEADER..at + len]);
             f(pid, m.map_err(|what| WireError { offset: off, what }));
             at += len;
@@ -413,7 +429,7 @@ mod tests {
         let mut o = vec![];
         all()[0].encode(77, &mut o);
         assert_eq!(o.len(), 84);
-        assert_eq!(&o[..8], &[1, 0, 84, 0, 77, 0, 0, 0]);
+        assert_eq!(&o[..8], &[1, VERSION, 84, 0, 77, 0, 0, 0]);
         assert_eq!(u64::from_le_bytes(o[8..16].try_into().unwrap()), 1_000);
         assert_eq!(u32::from_le_bytes(o[36..40].try_into().unwrap()), 42); // correlation
         assert_eq!(u32::from_le_bytes(o[68..72].try_into().unwrap()), 3); // name id
@@ -472,8 +488,8 @@ mod tests {
     fn bad_input_is_reported_with_its_offset() {
         let mut bytes = vec![];
         Msg::Error { text: "x".into() }.encode(5, &mut bytes); // 9 bytes
-        bytes.extend_from_slice(&[1, 0, 12, 0, 5, 0, 0, 0, 1, 2, 3, 4]); // kernel, body too short
-        bytes.extend_from_slice(&[99, 0, 8, 0, 5, 0, 0, 0]); // unknown type
+        bytes.extend_from_slice(&[1, VERSION, 12, 0, 5, 0, 0, 0, 1, 2, 3, 4]); // kernel, body too short
+        bytes.extend_from_slice(&[99, VERSION, 8, 0, 5, 0, 0, 0]); // unknown type
         bytes.extend_from_slice(&[1, 0, 3, 0, 5, 0, 0, 0]); // length below header
         let mut d = StreamDecoder::default();
         let mut errs = vec![];
@@ -491,5 +507,24 @@ mod tests {
             ]
         );
         assert!(d.broken.is_some());
+    }
+
+    #[test]
+    fn a_message_of_another_version_is_reported_and_the_next_read() {
+        let mut bytes = vec![];
+        Msg::Name { id: 1, name: "k".into() }.encode(5, &mut bytes);
+        bytes[1] = 0; // as a library built before versions sent it
+        Msg::Name { id: 2, name: "j".into() }.encode(5, &mut bytes);
+        let mut d = StreamDecoder::default();
+        let mut got = vec![];
+        d.feed(&bytes, &mut |_, m| got.push(m.map_err(|e| e.to_string())));
+        assert_eq!(
+            got,
+            vec![
+                Err("CUPTI record stream, byte 0: message of wire version 0, this tracer reads version 1: the injection library (libtracer_cupti.so) is not the one built with this tracer; use the one beside it".to_string()),
+                Ok(Msg::Name { id: 2, name: "j".into() }),
+            ]
+        );
+        assert!(d.broken.is_none());
     }
 }
