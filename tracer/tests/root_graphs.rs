@@ -10,7 +10,7 @@
 mod common;
 
 use std::fs::File;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,19 +20,8 @@ use tracer::analysis::model::{Kind, parse_str};
 fn record() -> (Vec<Value>, std::path::PathBuf) {
     let out = common::fresh_output("graphs");
     let prog = common::fake_program("graphs");
-    let mut c = Command::new(common::tracer_bin());
-    c.args(["record", "-q", "-o"])
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&common::fake().lib)
-        .arg("--")
-        .arg(&prog)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()))
-        .stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
-    let mut child = c.spawn().unwrap();
-    let status = common::wait_with_timeout(&mut child, Duration::from_secs(120), false, "tracer on graphs");
-    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    let (status, stderr) =
+        common::record_program(&out, &["-q"], &[prog.as_os_str()], &[], Duration::from_secs(120), "tracer on graphs");
     assert!(status.success(), "tracer on graphs: {status}\n{stderr}");
     (common::read_trace(&out).unwrap(), out)
 }
@@ -196,20 +185,9 @@ fn record_replayable() -> (String, std::path::PathBuf) {
     let _ = std::fs::remove_dir_all(&dir);
     let prog = common::fake_program("graphs");
     let fixtures = common::replayable::fixture_dir();
-    let mut c = Command::new(common::tracer_bin());
-    c.args(["record", "--replayable", "-q", "-o"])
-        .arg(&dir)
-        .arg("--libcuda")
-        .arg(&common::fake().lib)
-        .arg("--")
-        .arg(&prog)
-        .arg(&fixtures)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(File::create(dir.with_extension("stdout")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.with_extension("stderr")).unwrap()));
-    let mut child = c.spawn().unwrap();
-    let status = common::wait_with_timeout(&mut child, Duration::from_secs(120), false, "tracer on graphs");
-    let stderr = std::fs::read_to_string(dir.with_extension("stderr")).unwrap_or_default();
+    let cmd = [prog.as_os_str(), fixtures.as_os_str()];
+    let (status, stderr) =
+        common::record_program(&dir, &["--replayable", "-q"], &cmd, &[], Duration::from_secs(120), "tracer on graphs");
     assert!(status.success(), "tracer record --replayable on graphs: {status}\n{stderr}");
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let trace = dir.join(manifest["trace"].as_str().unwrap());

@@ -76,22 +76,9 @@ fn fresh_rec_dir(tag: &str) -> PathBuf {
 /// `tracer record --replayable TRACER_ARGS -o DIR --libcuda FAKE -- CMD...`,
 /// stdout and stderr to DIR.stdout / DIR.stderr.
 fn run_tracer(dir: &Path, tracer_args: &[&str], cmd: &[&std::ffi::OsStr]) -> (ExitStatus, String) {
-    let mut c = Command::new(common::tracer_bin());
-    c.args(["record", "--replayable"])
-        .env("FAKECUDA_D2H_PATTERN", "1")
-        .args(tracer_args)
-        .arg("-o")
-        .arg(dir)
-        .arg("--libcuda")
-        .arg(&common::fake().lib)
-        .arg("--")
-        .args(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(File::create(dir.with_extension("stdout")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.with_extension("stderr")).unwrap()));
-    let mut child = c.spawn().expect("starting tracer");
-    let st = common::wait_with_timeout(&mut child, Duration::from_secs(180), false, "tracer record --replayable");
-    (st, fs::read_to_string(dir.with_extension("stderr")).unwrap_or_default())
+    let args: Vec<&str> = ["--replayable"].iter().chain(tracer_args).copied().collect();
+    let env = [("FAKECUDA_D2H_PATTERN", "1")];
+    common::record_program(dir, &args, cmd, &env, Duration::from_secs(180), "tracer record --replayable")
 }
 
 /// What one recording of replayable.c left.
@@ -802,25 +789,15 @@ fn checks_accept_a_reference_recording_and_refuse_wrong_bytes() {
     }
     let dir = fresh_rec_dir("reference");
     fs::create_dir(&dir).unwrap();
-    let plain = dir.join("plain.jsonl");
+    // Beside the recording directory, as its stdout and stderr: the directory holds only what a recording has.
+    let plain = dir.with_extension("jsonl");
     let prog = common::fake_program("replayable");
     let fixtures = r::fixture_dir();
-    let mut c = Command::new(common::tracer_bin());
-    c.args(["record", "-q", "-o"])
-        .arg(&plain)
-        .arg("--libcuda")
-        .arg(&common::fake().lib)
-        .arg("--")
-        .arg(&prog)
-        .arg(&fixtures)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(File::create(dir.with_extension("stdout")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.with_extension("stderr")).unwrap()));
-    let mut child = c.spawn().unwrap();
-    let st = common::wait_with_timeout(&mut child, Duration::from_secs(180), false, "tracer on replayable");
-    let stderr = fs::read_to_string(dir.with_extension("stderr")).unwrap();
+    let cmd = [prog.as_os_str(), fixtures.as_os_str()];
+    let (st, stderr) =
+        common::record_program(&plain, &["-q"], &cmd, &[], Duration::from_secs(180), "tracer on replayable");
     assert_eq!(common::shell_code(&st), 0, "{stderr}");
-    let stdout = fs::read_to_string(dir.with_extension("stdout")).unwrap();
+    let stdout = fs::read_to_string(plain.with_extension("stdout")).unwrap();
     let lines = common::read_trace(&plain).unwrap();
     fs::remove_file(&plain).unwrap();
     let rec = reference_recording(&dir, lines, &stdout);

@@ -280,6 +280,35 @@ pub fn shell_code(st: &ExitStatus) -> i32 {
     }
 }
 
+/// `tracer record TRACER_ARGS -o OUT --libcuda FAKE -- CMD...` with `env`,
+/// stdout and stderr to OUT.stdout / OUT.stderr; waits at most `limit`
+/// (`what` names it in the timeout's panic). The status and the stderr text.
+pub fn record_program(
+    out: &Path,
+    tracer_args: &[&str],
+    cmd: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+    limit: Duration,
+    what: &str,
+) -> (ExitStatus, String) {
+    let mut c = Command::new(tracer_bin());
+    c.arg("record")
+        .args(tracer_args)
+        .envs(env.iter().copied())
+        .arg("-o")
+        .arg(out)
+        .arg("--libcuda")
+        .arg(&fake().lib)
+        .arg("--")
+        .args(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()))
+        .stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
+    let mut child = c.spawn().expect("starting tracer");
+    let st = wait_with_timeout(&mut child, limit, false, what);
+    (st, fs::read_to_string(out.with_extension("stderr")).unwrap_or_default())
+}
+
 /// Waits for `child` at most `limit`; on timeout kills it (and its process
 /// group when `group` is set) and panics with `what`.
 pub fn wait_with_timeout(child: &mut Child, limit: Duration, group: bool, what: &str) -> ExitStatus {
