@@ -27,6 +27,16 @@ fn graph_launch(r: &mut Rec, exec: &str) {
     );
 }
 
+/// cuStreamSynchronize of `stream`.
+fn stream_sync(r: &mut Rec, stream: &str) {
+    r.call(
+        "sync",
+        "stream_synchronize",
+        "cuStreamSynchronize",
+        json!({"ret": 0, "args": {"hStream": stream}, "stream": stream}),
+    );
+}
+
 /// cuStreamEndCapture of capture `capture` on `stream`, giving `graph`.
 fn end_capture(r: &mut Rec, stream: &str, capture: u64, graph: &str) {
     let args = json!({"hStream": stream});
@@ -68,12 +78,7 @@ fn build() -> Rec {
     r.call("graph", "graph_add_kernel_node", "cuGraphAddKernelNode_v2", json!({"ret": 0, "args": {}, "graph": "0x90002", "node": "0xa1", "node_type": "kernel", "kernel": "k_pointers", "func": "0xf1", "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "deps": []})); // 21
     instantiate(&mut r, "0x80002", "0x90002"); // 22
     graph_launch(&mut r, "0x80002"); // 23
-    r.call(
-        "sync",
-        "stream_synchronize",
-        "cuStreamSynchronize",
-        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000"}),
-    ); // 24
+    stream_sync(&mut r, "0x5000"); // 24
     r
 }
 
@@ -286,12 +291,7 @@ fn build_explicit() -> Rec {
     later["node"] = json!("0xb3");
     r.call("graph", "graph_kernel_node_set_params", "cuGraphKernelNodeSetParams_v2", later); // 22
     graph_launch(&mut r, "0x80020"); // 23
-    r.call(
-        "sync",
-        "stream_synchronize",
-        "cuStreamSynchronize",
-        json!({"ret": 0, "args": {"hStream": "0x5000"}, "stream": "0x5000"}),
-    ); // 24
+    stream_sync(&mut r, "0x5000"); // 24
     r
 }
 
