@@ -134,9 +134,8 @@ pub(super) struct Graphs {
     /// (pid, a clone's node) -> the handle its graph's structure knows it by (the original's:
     /// a clone is a copy of the original's structure).
     pub(super) clone_nodes: HashMap<(u32, u64), u64>,
-    /// The distinct exec contents launched (kept alive, so pointers stay unique): their `GraphLaunch::exec`.
+    /// The distinct exec contents launched; the index is their `GraphLaunch::exec`.
     launched: Vec<Rc<Vec<Node>>>,
-    exec_ids: HashMap<*const Vec<Node>, usize>,
 }
 
 impl Graphs {
@@ -147,12 +146,13 @@ impl Graphs {
 
     /// The number of the exec whose contents these are (one per distinct contents).
     fn exec_id(&mut self, nodes: &Rc<Vec<Node>>) -> usize {
-        let next = self.launched.len();
-        let id = *self.exec_ids.entry(Rc::as_ptr(nodes)).or_insert(next);
-        if id == next {
-            self.launched.push(nodes.clone());
+        match self.launched.iter().position(|l| Rc::ptr_eq(l, nodes)) {
+            Some(id) => id,
+            None => {
+                self.launched.push(nodes.clone());
+                self.launched.len() - 1
+            }
         }
-        id
     }
 }
 
