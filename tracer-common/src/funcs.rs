@@ -81,6 +81,8 @@ pub enum Arg {
     /// `CUgraphNodeParams *`: type, then the union at 16 (232 bytes read: a
     /// memcpy node's CUDA_MEMCPY3D ends there; the rest is reserved).
     GraphNodeParams,
+    /// `CUmemLocation` passed by value (8 bytes in one register: type, id).
+    MemLocation,
     /// `const CUgraphNode *` of `numDependencies` handles: the graph entry
     /// program copies up to [`crate::graph::NODES_CAP`] of them after the
     /// struct ([`crate::graph`]).
@@ -373,6 +375,56 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuEventElapsedTime_v2", Event, [pMilliseconds: OutF32, hStart: Handle, hEnd: Handle]),
     // ---- graph construction, added after the rest (the others keep their function ids)
     f!("cuGraphNodeFindInClone", Graph, [phNode: OutHandle, hOriginalNode: Handle, hClonedGraph: Handle]),
+    // ---- entry points that cuGetProcAddress hands out by CUDA version (12.x, 13.0) and
+    // the work they submit or wait for; signatures from cuda.h 13.0 (the `_v1` ones from
+    // its __CUDA_API_VERSION_INTERNAL section). docs/capture.md lists what is left out.
+    f!("cuGetProcAddress", Init, [symbol: Str, pfn: OutPtr, cudaVersion: I32, flags: Flags64]),
+    f!("cuCtxSynchronize_v2", Sync, [ctx: Handle]),
+    f!("cuCtxGetDevice_v2", Context, [device: OutI32, ctx: Handle]),
+    f!("cuDeviceGetUuid", Device, [uuid: Ptr, dev: Device]),
+    f!("cuGraphExecUpdate", Graph, [hGraphExec: Handle, hGraph: Handle, hErrorNode_out: Ptr, updateResult_out: Ptr]),
+    f!("cuStreamGetCaptureInfo", Graph, [hStream: Handle, captureStatus_out: OutU32, id_out: OutHandle]),
+    f!("cuStreamUpdateCaptureDependencies", Graph, [hStream: Handle, dependencies: Ptr, numDependencies: Size, flags: Flags]),
+    f!("cuStreamUpdateCaptureDependencies_v2", Graph, [hStream: Handle, dependencies: Ptr, dependencyData: Ptr, numDependencies: Size, flags: Flags]),
+    f!("cuGraphGetEdges", Graph, [hGraph: Handle, from: Ptr, to: Ptr, numEdges: Ptr]),
+    f!("cuGraphGetEdges_v2", Graph, [hGraph: Handle, from: Ptr, to: Ptr, edgeData: Ptr, numEdges: Ptr]),
+    f!("cuMemPrefetchAsync_v2", Memory, [devPtr: DevPtr, count: Size, location: MemLocation, flags: Flags, hStream: Handle]),
+    f!("cuMemAdvise", Memory, [devPtr: DevPtr, count: Size, advice: U32, device: Device]),
+    f!("cuMemAdvise_v2", Memory, [devPtr: DevPtr, count: Size, advice: U32, location: MemLocation]),
+    f!("cuMemPrefetchBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, prefetchLocs: Ptr, prefetchLocIdxs: Ptr, numPrefetchLocs: Size, flags: Flags64, hStream: Handle]),
+    f!("cuMemDiscardBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, flags: Flags64, hStream: Handle]),
+    f!("cuMemDiscardAndPrefetchBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, prefetchLocs: Ptr, prefetchLocIdxs: Ptr, numPrefetchLocs: Size, flags: Flags64, hStream: Handle]),
+    f!("cuMemcpyBatchAsync", Copy, [dsts: Ptr, srcs: Ptr, sizes: Ptr, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, failIdx: Ptr, hStream: Handle]),
+    f!("cuMemcpyBatchAsync_v2", Copy, [dsts: Ptr, srcs: Ptr, sizes: Ptr, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, hStream: Handle]),
+    f!("cuMemcpy3DBatchAsync", Copy, [numOps: Size, opList: Ptr, failIdx: Ptr, flags: Flags64, hStream: Handle]),
+    f!("cuMemcpy3DBatchAsync_v2", Copy, [numOps: Size, opList: Ptr, flags: Flags64, hStream: Handle]),
+    f!("cuMemcpy3DPeer", Copy, [pCopy: Ptr]),
+    f!("cuMemcpy3DPeerAsync", Copy, [pCopy: Ptr, hStream: Handle]),
+    f!("cuMemcpyHtoA_v2", Copy, [dstArray: Handle, dstOffset: Size, srcHost: Ptr, ByteCount: Size]),
+    f!("cuMemcpyAtoH_v2", Copy, [dstHost: Ptr, srcArray: Handle, srcOffset: Size, ByteCount: Size]),
+    f!("cuMemcpyDtoA_v2", Copy, [dstArray: Handle, dstOffset: Size, srcDevice: DevPtr, ByteCount: Size]),
+    f!("cuMemcpyAtoD_v2", Copy, [dstDevice: DevPtr, srcArray: Handle, srcOffset: Size, ByteCount: Size]),
+    f!("cuMemcpyAtoA_v2", Copy, [dstArray: Handle, dstOffset: Size, srcArray: Handle, srcOffset: Size, ByteCount: Size]),
+    f!("cuMemcpyHtoAAsync_v2", Copy, [dstArray: Handle, dstOffset: Size, srcHost: Ptr, ByteCount: Size, hStream: Handle]),
+    f!("cuMemcpyAtoHAsync_v2", Copy, [dstHost: Ptr, srcArray: Handle, srcOffset: Size, ByteCount: Size, hStream: Handle]),
+    f!("cuStreamWaitValue32", Stream, [stream: Handle, addr: DevPtr, value: U32, flags: Flags]),
+    f!("cuStreamWaitValue32_v2", Stream, [stream: Handle, addr: DevPtr, value: U32, flags: Flags]),
+    f!("cuStreamWaitValue64", Stream, [stream: Handle, addr: DevPtr, value: U64, flags: Flags]),
+    f!("cuStreamWaitValue64_v2", Stream, [stream: Handle, addr: DevPtr, value: U64, flags: Flags]),
+    f!("cuStreamWriteValue32", Stream, [stream: Handle, addr: DevPtr, value: U32, flags: Flags]),
+    f!("cuStreamWriteValue32_v2", Stream, [stream: Handle, addr: DevPtr, value: U32, flags: Flags]),
+    f!("cuStreamWriteValue64", Stream, [stream: Handle, addr: DevPtr, value: U64, flags: Flags]),
+    f!("cuStreamWriteValue64_v2", Stream, [stream: Handle, addr: DevPtr, value: U64, flags: Flags]),
+    f!("cuStreamBatchMemOp", Stream, [stream: Handle, count: U32, paramArray: Ptr, flags: Flags]),
+    f!("cuStreamBatchMemOp_v2", Stream, [stream: Handle, count: U32, paramArray: Ptr, flags: Flags]),
+    f!("cuStreamAddCallback", Stream, [hStream: Handle, callback: Ptr, userData: Ptr, flags: Flags]),
+    f!("cuCtxRecordEvent", Event, [hCtx: Handle, hEvent: Handle]),
+    f!("cuCtxWaitEvent", Event, [hCtx: Handle, hEvent: Handle]),
+    // The CUipcMemHandle (64 bytes) is passed on the stack: Flags is the second register.
+    f!("cuIpcOpenMemHandle", Memory, [pdptr: OutDevPtr, Flags: Flags]),
+    f!("cuIpcOpenMemHandle_v2", Memory, [pdptr: OutDevPtr, Flags: Flags]),
+    f!("cuIpcGetMemHandle", Memory, [pHandle: Ptr, dptr: DevPtr]),
+    f!("cuIpcCloseMemHandle", Memory, [dptr: DevPtr]),
 ];
 
 /// State getters that the CUDA runtime calls several times per kernel launch
@@ -385,6 +437,7 @@ pub const NOISY: &[&str] = &[
     "cuDevicePrimaryCtxGetState",
     "cuCtxGetCurrent",
     "cuCtxGetDevice",
+    "cuCtxGetDevice_v2",
     "cuKernelGetAttribute",
     "cuFuncGetAttribute",
     "cuDriverGetVersion",

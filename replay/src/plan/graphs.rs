@@ -233,7 +233,8 @@ impl<'a> Builder<'a> {
             "cuGraphInstantiateWithFlags"
             | "cuGraphInstantiateWithParams"
             | "cuGraphInstantiate_v2"
-            | "cuGraphExecUpdate_v2" => {
+            | "cuGraphExecUpdate_v2"
+            | "cuGraphExecUpdate" => {
                 let g = &mut self.graphs;
                 if let Some(e) = c.addr_field("graph_exec") {
                     let contents = graph.and_then(|h| g.graphs.get(&(pid, h))).map(Contents::instantiated);

@@ -68,6 +68,7 @@ pub fn decode_args(spec: &FuncSpec, c: &Captured) -> Map<String, Value> {
             Arg::U32 => json!(raw as u32),
             Arg::I32 | Arg::Device => json!(raw as u32 as i32),
             Arg::U64 | Arg::Size => json!(raw),
+            Arg::MemLocation => json!({ "type": raw as u32, "id": (raw >> 32) as u32 as i32 }),
             Arg::Str => match c.string {
                 Some(s) if c.string_truncated => json!(format!("{s}…")),
                 Some(s) => json!(s),

@@ -316,20 +316,12 @@ impl Assembler {
                 let (dst, src) = (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
                 // As `normalize` (the variant suffixes contain none of these).
                 let n = spec.name;
-                let direction = if n.contains("HtoD") {
-                    "h2d"
-                } else if n.contains("DtoH") {
-                    "d2h"
-                } else if n.contains("DtoD") {
-                    "d2d"
-                } else if n.starts_with("cuMemcpyPeer") {
-                    "peer"
-                } else {
+                let direction = named_direction(n).unwrap_or_else(|| {
                     let (s, d) = (self.side(pid, src), self.side(pid, dst));
                     let guess =
                         |x: Side, other: Side| if x == Side::Unknown && other == Side::Device { Side::Host } else { x };
                     args::direction(guess(s, d), guess(d, s))
-                };
+                });
                 Norm::Copy { size: a("ByteCount").unwrap_or(0), direction, dst, src }
             }
             Class::Set => {
@@ -646,22 +638,14 @@ impl Assembler {
 
     /// A 1D copy's direction: from its name, else (unified addressing) from the address ranges seen.
     fn copy_direction(&self, name: &str, pid: u32, dst: u64, src: u64) -> &'static str {
-        if name.contains("HtoD") {
-            "h2d"
-        } else if name.contains("DtoH") {
-            "d2h"
-        } else if name.contains("DtoD") {
-            "d2d"
-        } else if name.starts_with("cuMemcpyPeer") {
-            "peer"
-        } else {
+        named_direction(name).unwrap_or_else(|| {
             // Unified addressing: classify by the ranges seen.
             let (s, d) = (self.side(pid, src), self.side(pid, dst));
             let guess = |x: Side, other: Side| {
                 if x == Side::Unknown && other == Side::Device { Side::Host } else { x }
             };
             args::direction(guess(s, d), guess(d, s))
-        }
+        })
     }
 
     fn put_kernel(&self, pid: u32, f: u64, m: &mut Map<String, Value>) {
@@ -674,6 +658,26 @@ impl Assembler {
             },
         );
     }
+}
+
+/// A copy's direction where its name says it (CUDA arrays are device memory); a batch
+/// of copies has one per copy ("batch"). None: unified addressing, found from the ranges.
+fn named_direction(name: &str) -> Option<&'static str> {
+    let base = name.strip_prefix("cuMemcpy").unwrap_or("");
+    Some(if base.starts_with("HtoD") || base.starts_with("HtoA") {
+        "h2d"
+    } else if base.starts_with("DtoH") || base.starts_with("AtoH") {
+        "d2h"
+    } else if base.starts_with("DtoD") || base.starts_with("DtoA") || base.starts_with("AtoD") || base.starts_with("AtoA")
+    {
+        "d2d"
+    } else if base.starts_with("Peer") || base.starts_with("3DPeer") {
+        "peer"
+    } else if base.starts_with("BatchAsync") || base.starts_with("3DBatchAsync") {
+        "batch"
+    } else {
+        return None;
+    })
 }
 
 /// Memsets: size in bytes (count × element size) and destination.

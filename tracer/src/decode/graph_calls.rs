@@ -128,7 +128,7 @@ impl Captures {
                 put(m, "graph_exec", out0);
                 m.insert("graph".into(), hex(a(1)));
             }
-            "cuGraphExecUpdate_v2" => {
+            "cuGraphExecUpdate_v2" | "cuGraphExecUpdate" => {
                 m.insert("graph_exec".into(), hex(a(0)));
                 m.insert("graph".into(), hex(a(1)));
             }

@@ -321,7 +321,7 @@ impl Walk<'_> {
                     self.stats.execs += 1;
                 }
             }
-            "cuGraphExecUpdate_v2" => {
+            "cuGraphExecUpdate_v2" | "cuGraphExecUpdate" => {
                 if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
                     let flat = self.flatten(pid, g);
                     self.execs.insert((pid, e), Rc::new(flat));
