@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::cupti::{self, Api, measure_offset, monotonic_ns};
+use crate::driver_counts;
 use crate::records::{self, kind};
 use crate::sample::{self, Spec};
 use crate::sink::Sink;
@@ -146,6 +147,13 @@ fn init() -> c_int {
                      (another CUPTI subscriber in this process, e.g. torch.profiler?)",
                     api.err(r)
                 ));
+            } else if std::env::var_os(driver_counts::ENV).is_some() {
+                // --check-coverage: every driver call counted by CUPTI (driver_counts.rs).
+                // SAFETY: h is the live subscriber handle.
+                let r = unsafe { en(1, h, driver_counts::DOMAIN_DRIVER_API) };
+                if r != 0 {
+                    warnings.push(format!("driver call counts off: CUPTI driver-API callbacks refused: {}", api.err(r)));
+                }
             }
         }
         _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
@@ -289,6 +297,7 @@ extern "C" fn at_exit() {
         if st.pid != pid() {
             return;
         }
+        driver_counts::write(st.pid);
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
         close_window(st, monotonic_ns());
@@ -393,6 +402,11 @@ struct ResourceData {
 /// Stream (and context) creation: learn which CUPTI stream id each CUstream
 /// handle has. One call per stream/context created, nothing per launch.
 extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    if domain == driver_counts::DOMAIN_DRIVER_API {
+        // SAFETY: CUPTI's callback data of the driver-API domain.
+        unsafe { driver_counts::count(cbid, data) };
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         if domain != cupti::DOMAIN_RESOURCE || data.is_null() {
             return;

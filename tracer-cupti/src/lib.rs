@@ -8,6 +8,7 @@
 //! `TRACER_CUPTI_FIFO`, where the tracer turns them into trace lines.
 //! See docs/gpu-timestamps.md.
 
+pub mod driver_counts;
 pub mod records;
 pub mod sample;
 pub mod wire;

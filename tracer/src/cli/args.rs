@@ -289,6 +289,12 @@ pub struct RecordArgs {
     /// time (docs/gpu-timestamps.md).
     #[arg(long, conflicts_with = "pid")]
     pub gpu_timestamps: bool,
+    /// With --gpu-timestamps: also count every driver call per function with CUPTI's
+    /// driver-API callbacks and compare with the trace, function by function (footer
+    /// `coverage`, a table of differences on stderr; docs/capture.md). Slows every
+    /// driver call; for checking tracer, not for measuring.
+    #[arg(long, requires = "gpu_timestamps", conflicts_with = "counts")]
+    pub check_coverage: bool,
     /// With --gpu-timestamps: measure in windows only, CUPTI's records on for
     /// the first WINDOW_MS of every PERIOD_MS (from each process's cuInit) and
     /// off in between (`gpu_window` lines); the analyses calibrate the rest

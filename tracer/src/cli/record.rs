@@ -90,6 +90,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     let header_copy = recorder.as_ref().map(|_| header.clone());
     let asm = assembler(&args, &loaded);
     let mut col = start_collector(&args, file, &out_path, asm, &mut side, recorder, header)?;
+    if args.check_coverage {
+        col.coverage = Some(Default::default());
+    }
+    let all_functions = args.all_functions;
+    col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(Box::new(move |id| {
+        match all_functions || !tracer_common::funcs::is_noisy(id) {
+            true => None,
+            false => Some("a state getter left out by default (--all-functions records it)"),
+        }
+    })));
     if scope.is_machine_wide() {
         col.cgroups = Some(CgroupTable::new(cgroup_root(), loaded.pid_cgroup.take()));
     }
@@ -117,10 +127,59 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         col.footer_extra.insert("cgroups".into(), v);
     }
     write_counts(&mut col, loaded.counts.as_ref().filter(|_| args.counts));
+    let mut entry_lines = entry_points_footer(&mut col, &loaded);
+    if let Some(g) = gpu.as_ref().filter(|_| args.check_coverage) {
+        entry_lines.extend(coverage_footer(&mut col, &g.driver_counts_path(), args.all_functions));
+    }
     let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
-    Ok(report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit))
+    let code = report(&args, &col, gpu.as_ref(), &out_path, manifest, write_err, exit);
+    // Last, where it is seen: what the program used that the trace does not hold.
+    entry_lines.iter().for_each(|l| eprintln!("{l}"));
+    Ok(code)
+}
+
+/// `--check-coverage`: the footer's `coverage` (coverage.rs), the trace's calls against
+/// CUPTI's per function; returns the lines for stderr.
+fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool) -> Vec<String> {
+    let Some(c) = col.coverage.as_ref() else { return Vec::new() };
+    let cupti = match crate::collect::coverage::read_cupti(cupti_counts) {
+        Ok(m) => m,
+        Err(e) => {
+            let why = format!("no CUPTI driver call counts ({e:#}): did the command initialise CUDA and exit normally?");
+            col.footer_extra.insert("coverage".into(), json!({ "error": why }));
+            return vec![format!("tracer: --check-coverage: {why}")];
+        }
+    };
+    let counted = col.footer_extra["entry_points"]["unrecorded_calls"].clone();
+    let counted: std::collections::BTreeMap<String, u64> = serde_json::from_value(counted).unwrap_or_default();
+    let left_out = |name: &str| {
+        let noisy = tracer_common::funcs::lookup(name).is_some_and(tracer_common::funcs::is_noisy);
+        (noisy && !all_functions).then_some("a state getter left out by default (--all-functions records it)")
+    };
+    let (footer, lines) = crate::collect::coverage::compare(&cupti, &c.after_init, &counted, &left_out);
+    col.footer_extra.insert("coverage".into(), footer);
+    lines
+}
+
+/// The footer's `entry_points` (entry_points.rs): every resolved entry point tracer does
+/// not record, and the calls of undecoded functions; returns the lines for stderr.
+fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded) -> Vec<String> {
+    let Some(ep) = col.entry_points.as_ref() else { return Vec::new() };
+    let calls = match loaded.counts.as_ref().map(|c| c.unrecorded_calls()) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            eprintln!("tracer: reading the counts of undecoded driver functions failed: {e:#}");
+            Default::default()
+        }
+        None => Default::default(),
+    };
+    let counted = crate::collect::counts::unrecorded_names().into_iter().collect();
+    let not_counted = loaded.report.not_counted.iter().map(|(n, why)| (n.clone(), why.to_string())).collect();
+    let (footer, lines) = ep.finish(&calls, &counted, &not_counted);
+    col.footer_extra.insert("entry_points".into(), footer);
+    lines
 }
 
 /// The process selection the arguments ask for.
@@ -227,6 +286,10 @@ fn start_gpu_timestamps(
         .inspect_err(|_| {
             remove_output(out_path);
         })?;
+    if args.check_coverage {
+        // SAFETY: still single-threaded (as GpuSession::start); the command inherits it.
+        unsafe { std::env::set_var(tracer_cupti::driver_counts::ENV, g.driver_counts_path()) };
+    }
     Ok(Some(g))
 }
 

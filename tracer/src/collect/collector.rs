@@ -28,6 +28,10 @@ pub struct Collector {
     pub cgroups: Option<crate::collect::cgroups::CgroupTable>,
     /// Footer fields from elsewhere (the libcuda files, the cgroups).
     pub footer_extra: serde_json::Map<String, Value>,
+    /// The pointers cuGetProcAddress handed out, checked against the probes.
+    pub entry_points: Option<crate::collect::entry_points::EntryPoints>,
+    /// `--check-coverage`: call lines per function after each process's cuInit.
+    pub coverage: Option<crate::collect::coverage::CallCounts>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -44,6 +48,8 @@ impl Collector {
             replay: None,
             cgroups: None,
             footer_extra: serde_json::Map::new(),
+            entry_points: None,
+            coverage: None,
         }
     }
 
@@ -93,13 +99,19 @@ impl Collector {
             match decode::parse(&item) {
                 Ok(rec) => {
                     self.track_fds(&rec);
-                    let Collector { asm, summary, writer, replay, cgroups, .. } = self;
+                    let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, .. } = self;
                     if let Some(r) = replay.as_mut() {
                         r.before(&rec);
                     }
                     asm.push(&rec, &mut |mut l| {
                         if let Some(r) = replay.as_mut() {
                             r.annotate(&mut l);
+                        }
+                        if let Some(e) = entry_points.as_mut() {
+                            e.observe(&l);
+                        }
+                        if let Some(c) = coverage.as_mut() {
+                            c.observe(&l);
                         }
                         if let crate::decode::fastline::Line::Value(v) = &mut l {
                             crate::collect::ranks::annotate_exec(v);
@@ -139,10 +151,16 @@ impl Collector {
     }
 
     pub fn finish_calls(&mut self) {
-        let Collector { asm, summary, writer, replay, cgroups, .. } = self;
+        let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, .. } = self;
         asm.finish(&mut |mut l| {
             if let Some(r) = replay.as_mut() {
                 r.annotate(&mut l);
+            }
+            if let Some(e) = entry_points.as_mut() {
+                e.observe(&l);
+            }
+            if let Some(c) = coverage.as_mut() {
+                c.observe(&l);
             }
             summary.add_line(&l);
             match cgroups.as_mut() {

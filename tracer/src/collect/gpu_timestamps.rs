@@ -172,6 +172,12 @@ impl GpuSession {
     }
 
     /// The footer's `gpu_timestamps` object; warns when no process used CUPTI.
+    /// `--check-coverage`: the file the processes append CUPTI's driver call counts to,
+    /// in the session's directory (owned by the user the command runs as).
+    pub fn driver_counts_path(&self) -> PathBuf {
+        self.dir.join("driver_counts")
+    }
+
     pub fn finish(&mut self, col: &mut Collector) -> Value {
         self.drain(col);
         if self.lines.procs.is_empty() {

@@ -45,6 +45,10 @@ pub struct ProbeReport {
     pub ioctl_path_refusals: Vec<(&'static str, String)>,
     /// "uprobe_multi" (one link per program) or "perf" (one per function).
     pub attach_mode: &'static str,
+    /// Exported `cu*` functions outside the table, counted by `cu_count` (entry_points.rs).
+    pub counted_unrecorded: Vec<String>,
+    /// Exported `cu*` functions outside the table that are not even counted, and why.
+    pub not_counted: Vec<(String, &'static str)>,
 }
 
 pub struct Loaded {
@@ -490,6 +494,12 @@ fn attach_uprobes(
         Some(Ok(l)) => {
             links.multi = l;
             report.attach_mode = "uprobe_multi";
+            if opts.programs == Programs::Tracer {
+                let (counted, not_counted, link) = attach_unrecorded_counts(multi.expect("attached"), opts)?;
+                links.multi.extend(link);
+                report.counted_unrecorded = counted;
+                report.not_counted = not_counted;
+            }
             return Ok(report);
         }
         // Loading worked but the kernel refuses the link (no uprobe_multi
@@ -502,7 +512,58 @@ fn attach_uprobes(
     }
     attach_perf(ebpf, opts, &targets, links)?;
     report.attach_mode = "perf";
+    // One perf event per function costs a grace period each to detach: the undecoded
+    // functions are named when a program resolves them, but not counted.
+    report.not_counted = unrecorded_exports(opts.symbols)
+        .into_iter()
+        .map(|(n, _)| (n, "not counted: the kernel has no uprobe_multi"))
+        .collect();
     Ok(report)
+}
+
+/// Exported driver functions (`cu*`) that no table entry covers, with their offsets, one
+/// name per offset (aliases share one probe), sorted by name.
+pub fn unrecorded_exports(syms: &ExportedSymbols) -> Vec<(String, u64)> {
+    let table: std::collections::HashSet<u64> = probe_targets(syms).into_iter().map(|(_, _, off)| off).collect();
+    let mut v: Vec<(String, u64)> = syms
+        .symbols
+        .iter()
+        .filter(|(n, off)| n.starts_with("cu") && !n.starts_with("cudbg") && !table.contains(off))
+        .map(|(n, off)| (n.clone(), *off))
+        .collect();
+    v.sort();
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|(_, off)| seen.insert(*off));
+    v
+}
+
+/// Counts every call of the exported driver functions the table does not cover with
+/// `cu_count` (no record, no user-memory read): a program that calls one, through
+/// cuGetProcAddress or otherwise, is told so in the footer. Functions whose first
+/// instruction would be single-stepped (7-17 µs a call) are left out and named.
+fn attach_unrecorded_counts(
+    progs: &uprobe_multi::MultiPrograms,
+    opts: &Options,
+) -> anyhow::Result<(Vec<String>, Vec<(String, &'static str)>, Option<MultiLink>)> {
+    let (mut counted, mut not_counted, mut offsets, mut cookies) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (name, off) in unrecorded_exports(opts.symbols) {
+        if !opts.symbols.prologue(&name).is_some_and(crate::collect::libcuda::starts_with_push_rbp) {
+            not_counted.push((name, "not counted: its first instruction would be single-stepped"));
+            continue;
+        }
+        let Some(id) = crate::collect::counts::unrecorded_id(&name) else {
+            not_counted.push((name, "not counted: no counting slot left"));
+            continue;
+        };
+        offsets.push(off);
+        cookies.push(tracer_common::cookie::Cookie::new(id.0).0);
+        counted.push(name);
+    }
+    if offsets.is_empty() {
+        return Ok((counted, not_counted, None));
+    }
+    let link = progs.attach("cu_count", opts.libcuda, &offsets, &cookies, false)?;
+    Ok((counted, not_counted, Some(link)))
 }
 
 const ENTRY_PROGRAMS: [&str; 5] = ["cu_enter", "cu_enter_str", "cu_enter_blob", "cu_launch", "cu_count"];
@@ -527,10 +588,8 @@ fn multi_programs(ebpf: &Ebpf, opts: &Options) -> anyhow::Result<uprobe_multi::M
     if opts.replay.replayable {
         names.push("cu_launch");
     }
-    // --counts (cuLaunchKernel is counted exactly when counting is on).
-    if tracer_common::funcs::lookup("cuLaunchKernel").is_some_and(|id| (opts.counted)(id)) {
-        names.push("cu_count");
-    }
+    // --counts, and the exported functions outside the table (attach_unrecorded_counts).
+    names.push("cu_count");
     uprobe_multi::load(EBPF_OBJECT, ebpf, &names)
 }
 

@@ -3,7 +3,8 @@
 //! [`uprobe_multi`]) after the capability check ([`privileges`]), starting
 //! the command ([`spawn`]), the collection loop ([`session`]) draining the
 //! ring buffer ([`collector`]) through the decoders of `crate::decode` into
-//! the trace file ([`writer`], [`output`], [`zstd_out`]) and its [`footer`];
+//! the trace file ([`writer`], [`output`], [`zstd_out`]) and its [`footer`], which names
+//! every driver entry point a program resolved that is not recorded ([`entry_points`]);
 //! what /proc tells about the traced processes ([`procfs`]); the lines that come from elsewhere
 //! ([`side`]: NVML [`power`] samples and phase [`markers`];
 //! [`gpu_timestamps`]: CUPTI through an injection library); replayable
@@ -21,6 +22,8 @@ pub mod agent;
 pub mod cgroups;
 pub mod collector;
 pub mod counts;
+pub mod coverage;
+pub mod entry_points;
 pub mod footer;
 pub mod gpu_timestamps;
 pub mod libcuda;

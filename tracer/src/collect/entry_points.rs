@@ -1,0 +1,404 @@
+//! Checks every pointer `cuGetProcAddress` hands out against what tracer records.
+//!
+//! The CUDA runtime (12.x, 13) does not call the driver by the names in cuda.h: it asks
+//! `cuGetProcAddress` for each entry point by CUDA version and flags and calls the pointer
+//! it gets, e.g. `cuCtxSynchronize_v2` for `cuCtxSynchronize` at 13000, or
+//! `cuLaunchKernel_ptsz` with the per-thread default stream. Each recorded successful
+//! `cuGetProcAddress` call is resolved here to the function its pointer starts: the
+//! process's mapping of the address (`/proc/PID/maps`, read when the call is seen and
+//! cached), the file offset, and the exported symbol at that offset. The footer's
+//! `entry_points` names every entry point a program resolved that tracer does not record,
+//! with its CUDA version, flags, what it resolved to, why it is not recorded, and its
+//! calls where the counting probes on undecoded functions (loader.rs) give them; a
+//! pointer outside any libcuda, or to no exported symbol, is named as such.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use tracer_common::funcs::{self, FuncId};
+
+use crate::collect::libcuda::{self, ExportedSymbols};
+use crate::decode::fastline::Line;
+
+/// What tracer does with the function an entry point resolves to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Recorded call by call (or counted with `--counts`).
+    Recorded,
+    /// A table function left out of this recording, and why.
+    NotSelected(&'static str),
+    /// Outside the table: calls counted, arguments not decoded.
+    Counted,
+    /// Outside the table and not counted either (why).
+    NotCounted(String),
+}
+
+/// Where a pointer led.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// An exported function of a libcuda file.
+    Symbol(String),
+    /// Inside a libcuda file, at no exported function's first byte.
+    Unexported { file: String, offset: u64 },
+    /// Outside every libcuda file (another library, anonymous memory).
+    Outside { file: Option<String>, address: u64 },
+    /// The process's mappings could not be read (it had exited).
+    Unknown { address: u64 },
+}
+
+/// One mapping of `/proc/PID/maps` backed by a file.
+#[derive(Clone, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    dev: (u32, u32),
+    inode: u64,
+    path: String,
+}
+
+/// A libcuda file seen through some process's mappings.
+struct Lib {
+    symbols: ExportedSymbols,
+    by_offset: HashMap<u64, String>,
+}
+
+#[derive(Default)]
+struct Seen {
+    times: u64,
+    pids: BTreeSet<u32>,
+}
+
+/// Which table functions this recording probes (the `--all-functions` / `--functions`
+/// selection); the reason for one left out.
+pub type Selection = Box<dyn Fn(FuncId) -> Option<&'static str>>;
+
+pub struct EntryPoints {
+    selection: Selection,
+    maps: HashMap<u32, Vec<Mapping>>,
+    libs: HashMap<(u32, u32, u64), Option<Lib>>,
+    /// (symbol, CUDA version, flags, target) -> resolutions.
+    resolved: BTreeMap<(String, i64, u64, Target), Seen>,
+    /// (symbol, CUDA version, flags, CUresult) of failed calls.
+    failed: BTreeMap<(String, i64, u64, i64), Seen>,
+    /// Where the maps are read (tests: a directory laid out like /proc).
+    proc_root: PathBuf,
+}
+
+impl EntryPoints {
+    pub fn new(selection: Selection) -> Self {
+        EntryPoints {
+            selection,
+            maps: HashMap::new(),
+            libs: HashMap::new(),
+            resolved: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+
+    /// Looks at one decoded line: a `cuGetProcAddress` call is resolved.
+    pub fn observe(&mut self, line: &Line) {
+        let Line::Value(v) = line else { return };
+        let Some(name) = v["name"].as_str() else { return };
+        if !name.starts_with("cuGetProcAddress") {
+            return;
+        }
+        let a = &v["args"];
+        let Some(symbol) = a["symbol"].as_str().filter(|s| !s.is_empty()) else { return };
+        let version = a["cudaVersion"].as_i64().unwrap_or(0);
+        let flags = hex_u64(&a["flags"]).unwrap_or(0);
+        let pid = v["pid"].as_u64().unwrap_or(0) as u32;
+        let ret = v["ret"].as_i64();
+        match (ret, hex_u64(&a["pfn"])) {
+            (Some(0), Some(p)) if p != 0 => {
+                let target = self.resolve(pid, p);
+                let s = self.resolved.entry((symbol.to_string(), version, flags, target)).or_default();
+                s.times += 1;
+                s.pids.insert(pid);
+            }
+            // Not returned (exit record lost, process gone): nothing to resolve.
+            (None, _) => {}
+            (Some(r), _) => {
+                let s = self.failed.entry((symbol.to_string(), version, flags, r)).or_default();
+                s.times += 1;
+                s.pids.insert(pid);
+            }
+        }
+    }
+
+    /// The function at `address` in process `pid`.
+    fn resolve(&mut self, pid: u32, address: u64) -> Target {
+        let mut m = self.mapping(pid, address);
+        if m.is_none() {
+            // Mapped since the maps were read: read them again.
+            self.maps.remove(&pid);
+            m = self.mapping(pid, address);
+        }
+        let Some(m) = m else {
+            return if self.maps.get(&pid).is_some_and(|v| !v.is_empty()) {
+                Target::Outside { file: None, address }
+            } else {
+                Target::Unknown { address }
+            };
+        };
+        let offset = address - m.start + m.offset;
+        let file_name = m.path.rsplit('/').next().unwrap_or(&m.path);
+        if !file_name.starts_with("libcuda") {
+            return Target::Outside { file: Some(m.path.clone()), address };
+        }
+        let key = (m.dev.0, m.dev.1, m.inode);
+        let root = self.proc_root.join(pid.to_string()).join("root");
+        let lib = self.libs.entry(key).or_insert_with(|| {
+            let path = root.join(m.path.trim_start_matches('/'));
+            match libcuda::exported_functions(&path) {
+                Ok(symbols) => {
+                    let by_offset = symbols.symbols.iter().map(|(n, o)| (*o, n.clone())).collect();
+                    Some(Lib { symbols, by_offset })
+                }
+                Err(e) => {
+                    log::warn!("entry points: reading {}: {e:#}", path.display());
+                    None
+                }
+            }
+        });
+        match lib.as_ref().and_then(|l| l.by_offset.get(&offset)) {
+            Some(name) => Target::Symbol(preferred_alias(lib.as_ref().expect("found"), name, offset)),
+            None => Target::Unexported { file: m.path.clone(), offset },
+        }
+    }
+
+    fn mapping(&mut self, pid: u32, address: u64) -> Option<Mapping> {
+        let root = &self.proc_root;
+        let maps = self.maps.entry(pid).or_insert_with(|| {
+            std::fs::read_to_string(root.join(pid.to_string()).join("maps"))
+                .map(|t| parse_maps(&t))
+                .unwrap_or_default()
+        });
+        maps.iter().find(|m| m.start <= address && address < m.end).cloned()
+    }
+
+    /// What tracer does with function `name` (`counted`: the undecoded functions the
+    /// counting probes are on).
+    fn status(&self, name: &str, counted: &BTreeSet<String>, not_counted: &BTreeMap<String, String>) -> Status {
+        if let Some(id) = funcs::lookup(name) {
+            return match (self.selection)(id) {
+                None => Status::Recorded,
+                Some(why) => Status::NotSelected(why),
+            };
+        }
+        if counted.contains(name) {
+            return Status::Counted;
+        }
+        Status::NotCounted(not_counted.get(name).cloned().unwrap_or_else(|| "not counted: no probe on it".into()))
+    }
+
+    /// The footer's `entry_points` object and the end-of-run lines for stderr (none
+    /// when every resolved entry point is recorded). `calls`: the counting probes'
+    /// calls by name; `counted` / `not_counted`: the undecoded functions with and
+    /// without a counting probe.
+    pub fn finish(
+        &self,
+        calls: &BTreeMap<String, u64>,
+        counted: &BTreeSet<String>,
+        not_counted: &BTreeMap<String, String>,
+    ) -> (Value, Vec<String>) {
+        let mut recorded = 0u64;
+        let mut missing = Vec::new();
+        let mut called: BTreeMap<String, u64> = BTreeMap::new();
+        for ((symbol, version, flags, target), seen) in &self.resolved {
+            let (resolves_to, status) = match target {
+                Target::Symbol(n) => (json!(n), self.status(n, counted, not_counted)),
+                Target::Unexported { file, offset } => (
+                    json!(format!("{file}+{offset:#x}")),
+                    Status::NotCounted("not exported: no probe on it".into()),
+                ),
+                Target::Outside { file, address } => (
+                    json!(match file {
+                        Some(f) => format!("{f} ({address:#x})"),
+                        None => format!("{address:#x}"),
+                    }),
+                    Status::NotCounted("outside every libcuda file".into()),
+                ),
+                Target::Unknown { address } => (
+                    json!(format!("{address:#x}")),
+                    Status::NotCounted("the process exited before its mappings were read".into()),
+                ),
+            };
+            if status == Status::Recorded {
+                recorded += 1;
+                continue;
+            }
+            let n = match (&status, target) {
+                (Status::Counted, Target::Symbol(name)) => Some(calls.get(name).copied().unwrap_or(0)),
+                _ => None,
+            };
+            if let (Some(c), Target::Symbol(name)) = (n, target)
+                && c > 0
+            {
+                called.insert(name.clone(), c);
+            }
+            let (status_name, reason) = match &status {
+                Status::Recorded => unreachable!(),
+                Status::NotSelected(why) => ("not_selected", why.to_string()),
+                Status::Counted => ("counted", "outside tracer's table: calls counted, arguments not decoded".into()),
+                Status::NotCounted(why) => ("not_counted", why.clone()),
+            };
+            missing.push(json!({
+                "symbol": symbol,
+                "cuda_version": version,
+                "flags": format!("{flags:#x}"),
+                "resolves_to": resolves_to,
+                "status": status_name,
+                "reason": reason,
+                "calls": n,
+                "resolutions": seen.times,
+                "pids": seen.pids.len(),
+            }));
+        }
+        let failed: Vec<Value> = self
+            .failed
+            .iter()
+            .map(|((symbol, version, flags, ret), seen)| {
+                json!({
+                    "symbol": symbol,
+                    "cuda_version": version,
+                    "flags": format!("{flags:#x}"),
+                    "ret": ret,
+                    "error": crate::decode::cuda_names::cu_result(*ret as u32),
+                    "resolutions": seen.times,
+                })
+            })
+            .collect();
+        let footer = json!({
+            "resolved": self.resolved.len(),
+            "recorded": recorded,
+            "not_recorded": missing,
+            "failed": failed,
+            // Undecoded functions called by any path (a pointer, dlsym, direct linking).
+            "unrecorded_calls": calls,
+            "counted_functions": counted.len(),
+            "not_counted_functions": not_counted.len(),
+        });
+        let mut lines = Vec::new();
+        if !missing.is_empty() {
+            let mut top: Vec<(&String, &u64)> = called.iter().collect();
+            top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let named: Vec<String> = top.iter().take(8).map(|(n, c)| format!("{n} ×{c}")).collect();
+            lines.push(format!(
+                "tracer: the program resolved {} driver entry points (symbol, CUDA version, flags) that tracer does not record{}; the footer's entry_points lists each with the reason",
+                missing.len(),
+                if named.is_empty() { String::new() } else { format!(", called: {}", named.join(", ")) }
+            ));
+        }
+        let other: Vec<String> = calls
+            .iter()
+            .filter(|(n, _)| !called.contains_key(*n))
+            .map(|(n, c)| format!("{n} ×{c}"))
+            .collect();
+        if !other.is_empty() {
+            lines.push(format!(
+                "tracer: undecoded driver functions called (counted, not recorded): {}{}",
+                other.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+                if other.len() > 8 { format!(" and {} more", other.len() - 8) } else { String::new() }
+            ));
+        }
+        (footer, lines)
+    }
+}
+
+/// The name to report for a function several exported names share: the table's, if
+/// one of them is in it, else the one the lookup found.
+fn preferred_alias(lib: &Lib, name: &str, offset: u64) -> String {
+    if funcs::lookup(name).is_some() {
+        return name.to_string();
+    }
+    let mut aliases: Vec<&String> =
+        lib.symbols.symbols.iter().filter(|(_, o)| **o == offset).map(|(n, _)| n).collect();
+    aliases.sort();
+    aliases.iter().find(|n| funcs::lookup(n).is_some()).map_or_else(|| name.to_string(), |n| n.to_string())
+}
+
+fn hex_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::String(s) => u64::from_str_radix(s.trim_start_matches("0x"), 16).ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// The file-backed mappings of a `/proc/PID/maps` text.
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (range, _perms, off, dev, inode) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+            let path: Vec<&str> = it.collect();
+            let path = path.join(" ");
+            if !path.starts_with('/') {
+                return None;
+            }
+            let (s, e) = range.split_once('-')?;
+            let (ma, mi) = dev.split_once(':')?;
+            Some(Mapping {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset: u64::from_str_radix(off, 16).ok()?,
+                dev: (u32::from_str_radix(ma, 16).ok()?, u32::from_str_radix(mi, 16).ok()?),
+                inode: inode.parse().ok()?,
+                path,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_are_parsed_and_anonymous_ones_skipped() {
+        let t = "7f0000000000-7f0000100000 r-xp 00002000 fd:01 1234 /usr/lib/libcuda.so.580.1\n\
+                 7f0000100000-7f0000200000 rw-p 00000000 00:00 0 \n\
+                 7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]\n\
+                 7f0000300000-7f0000400000 r-xp 00000000 08:02 99 /opt/my lib/libx.so\n";
+        let m = parse_maps(t);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].start, m[0].end, m[0].offset, m[0].dev, m[0].inode), (0x7f00_0000_0000, 0x7f00_0010_0000, 0x2000, (0xfd, 1), 1234));
+        assert_eq!(m[1].path, "/opt/my lib/libx.so");
+    }
+
+    fn line(symbol: &str, version: i64, flags: &str, pfn: &str, ret: i64) -> Line<'static> {
+        Line::Value(json!({
+            "name": "cuGetProcAddress_v2", "pid": 42, "ret": ret,
+            "args": { "symbol": symbol, "cudaVersion": version, "flags": flags, "pfn": pfn },
+        }))
+    }
+
+    #[test]
+    fn failed_and_unmapped_resolutions_are_named() {
+        let dir = std::env::temp_dir().join(format!("tracer-ep-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("42")).unwrap();
+        std::fs::write(dir.join("42/maps"), "1000-2000 r-xp 00000000 00:10 7 /usr/lib/libother.so\n").unwrap();
+        let mut ep = EntryPoints::new(Box::new(|_| None));
+        ep.proc_root = dir.clone();
+        ep.observe(&line("cuNoSuchThing", 13000, "0x0", "0x0", 500));
+        ep.observe(&line("cuFoo", 12000, "0x2", "0x1800", 0));
+        ep.observe(&line("cuBar", 12000, "0x0", "0x9000", 0));
+        let (f, lines) = ep.finish(&BTreeMap::new(), &BTreeSet::new(), &BTreeMap::new());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(f["failed"][0]["symbol"], "cuNoSuchThing");
+        assert_eq!(f["failed"][0]["error"], "CUDA_ERROR_NOT_FOUND");
+        let nr = f["not_recorded"].as_array().unwrap();
+        assert_eq!(nr.len(), 2);
+        assert_eq!(nr[0]["symbol"], "cuBar");
+        assert_eq!(nr[0]["resolves_to"], "0x9000");
+        assert_eq!(nr[0]["reason"], "outside every libcuda file");
+        assert_eq!(nr[1]["symbol"], "cuFoo");
+        assert_eq!(nr[1]["flags"], "0x2");
+        assert_eq!(nr[1]["resolves_to"], "/usr/lib/libother.so (0x1800)");
+        assert_eq!(f["resolved"], 2);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("resolved 2 driver entry points"), "{}", lines[0]);
+    }
+}
