@@ -22,6 +22,10 @@ const NN: &str = "<nonnull>";
 /// Marker in expectations: the key must not be there.
 const ABSENT: &str = "<absent>";
 
+/// The _ptsz / _ptds variants the fake exports (fakecuda_lib.rs's VARIANTS):
+/// tracer probes each beside its table function.
+const EXPORTED_VARIANTS: usize = 11;
+
 /// cuStreamSynchronize sleeps this long in the `all` scenario.
 const SYNC_US: u64 = 20_000;
 
@@ -82,7 +86,7 @@ fn expected_all() -> Vec<Exp> {
         ),
         e(
             "cuGetProcAddress_v2",
-            json!({"symbol": "cuLaunchKernel", "pfn": "0xf0000000", "cudaVersion": 12000, "flags": "0x2", "symbolStatus": NN}),
+            json!({"symbol": "cuLaunchKernel", "pfn": NN, "cudaVersion": 12000, "flags": "0x2", "symbolStatus": NN}),
             json!({}),
         ),
         e("cuDeviceGet", json!({"device": 1, "ordinal": 1}), json!({"type": "device"})),
@@ -664,6 +668,242 @@ fn expected_all() -> Vec<Exp> {
         e("cuModuleUnload", json!({"hmod": "0x30002"}), json!({})),
         e("cuLibraryUnload", json!({"library": "0x50002"}), json!({})),
         e("cuCtxDestroy_v2", json!({"ctx": "0xc4001"}), json!({})),
+        // ---- versioned entry points and work/wait functions (fakeversioned.c), in table order
+        e(
+            "cuGetProcAddress",
+            json!({"symbol": "cuCtxSynchronize", "pfn": NN, "cudaVersion": 13000, "flags": "0x0"}),
+            json!({"type": "init", "op": "get_proc_address"}),
+        ),
+        e("cuCtxSynchronize_v2", json!({"ctx": CTX}), json!({"type": "sync", "op": "ctx_synchronize"})),
+        e("cuCtxGetDevice_v2", json!({"device": 2, "ctx": CTX}), json!({"type": "context", "op": "ctx_get_device"})),
+        e("cuDeviceGetUuid", json!({"uuid": NN, "dev": 1}), json!({"type": "device", "op": "device_get_uuid"})),
+        e(
+            "cuGraphExecUpdate",
+            json!({"hGraphExec": "0x80003", "hGraph": "0x620000", "hErrorNode_out": NN, "updateResult_out": NN}),
+            json!({"type": "graph", "op": "graph_exec_update", "graph_exec": "0x80003", "graph": "0x620000"}),
+        ),
+        e(
+            "cuStreamGetCaptureInfo",
+            json!({"hStream": "0x5008", "captureStatus_out": 1, "id_out": "0x108"}),
+            json!({"type": "graph", "op": "stream_get_capture_info", "stream": "0x5008"}),
+        ),
+        e(
+            "cuStreamGetCaptureInfo_ptsz",
+            json!({"hStream": "0x5009", "captureStatus_out": 1, "id_out": "0x109"}),
+            json!({"type": "graph", "op": "stream_get_capture_info", "stream": "0x5009"}),
+        ),
+        e(
+            "cuStreamUpdateCaptureDependencies",
+            json!({"hStream": "0x5008", "dependencies": NN, "numDependencies": 2, "flags": "0x1"}),
+            json!({"type": "graph", "op": "stream_update_capture_dependencies", "stream": "0x5008"}),
+        ),
+        e(
+            "cuStreamUpdateCaptureDependencies_v2",
+            json!({"hStream": "0x5009", "dependencies": NN, "dependencyData": "0x0", "numDependencies": 1,
+                   "flags": "0x0"}),
+            json!({"op": "stream_update_capture_dependencies", "stream": "0x5009"}),
+        ),
+        e(
+            "cuGraphGetEdges",
+            json!({"hGraph": "0x610000", "from": "0x0", "to": "0x0", "numEdges": NN}),
+            json!({"type": "graph", "op": "graph_get_edges"}),
+        ),
+        e(
+            "cuGraphGetEdges_v2",
+            json!({"hGraph": "0x610000", "from": NN, "to": NN, "edgeData": "0x0", "numEdges": NN}),
+            json!({"op": "graph_get_edges"}),
+        ),
+        e(
+            "cuMemPrefetchAsync_v2",
+            json!({"devPtr": DM, "count": 4096, "location": {"type": 1, "id": 1}, "flags": "0x0", "hStream": "0x8001"}),
+            json!({"type": "memory", "op": "mem_prefetch_async", "stream": "0x8001"}),
+        ),
+        e(
+            "cuMemPrefetchAsync_v2_ptsz",
+            json!({"devPtr": DM, "count": 2048, "location": {"type": 3, "id": 1}, "flags": "0x0", "hStream": "0x8002"}),
+            json!({"type": "memory", "op": "mem_prefetch_async", "stream": "0x8002"}),
+        ),
+        e(
+            "cuMemAdvise",
+            json!({"devPtr": DM, "count": 4096, "advice": 3, "device": 1}),
+            json!({"type": "memory", "op": "mem_advise"}),
+        ),
+        e(
+            "cuMemAdvise_v2",
+            json!({"devPtr": DM, "count": 2048, "advice": 5, "location": {"type": 1, "id": 0}}),
+            json!({"type": "memory", "op": "mem_advise"}),
+        ),
+        e(
+            "cuMemPrefetchBatchAsync",
+            json!({"dptrs": NN, "sizes": NN, "count": 2, "prefetchLocs": NN, "prefetchLocIdxs": NN,
+                   "numPrefetchLocs": 1, "flags": "0x0", "hStream": "0x8003"}),
+            json!({"type": "memory", "op": "mem_prefetch_batch_async", "stream": "0x8003"}),
+        ),
+        e(
+            "cuMemDiscardBatchAsync",
+            json!({"dptrs": NN, "sizes": NN, "count": 2, "flags": "0x0", "hStream": "0x8004"}),
+            json!({"type": "memory", "op": "mem_discard_batch_async", "stream": "0x8004"}),
+        ),
+        e(
+            "cuMemDiscardAndPrefetchBatchAsync",
+            json!({"dptrs": NN, "sizes": NN, "count": 2, "prefetchLocs": NN, "prefetchLocIdxs": NN,
+                   "numPrefetchLocs": 1, "flags": "0x0", "hStream": "0x8005"}),
+            json!({"type": "memory", "op": "mem_discard_and_prefetch_batch_async", "stream": "0x8005"}),
+        ),
+        // batches: one direction per copy ("batch")
+        e(
+            "cuMemcpyBatchAsync",
+            json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 2, "attrs": "0x12000000", "attrsIdxs": NN,
+                   "numAttrs": 1, "failIdx": NN, "hStream": "0x8006"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8006"}),
+        ),
+        e(
+            "cuMemcpyBatchAsync_v2",
+            json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 2, "attrs": "0x12000000", "attrsIdxs": NN,
+                   "numAttrs": 1, "hStream": "0x8007"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8007"}),
+        ),
+        e(
+            "cuMemcpyBatchAsync_v2_ptsz",
+            json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 1, "attrs": "0x12000000", "attrsIdxs": NN,
+                   "numAttrs": 1, "hStream": "0x8008"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8008"}),
+        ),
+        e(
+            "cuMemcpy3DBatchAsync",
+            json!({"numOps": 2, "opList": "0x12100000", "failIdx": NN, "flags": "0x0", "hStream": "0x8009"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8009"}),
+        ),
+        e(
+            "cuMemcpy3DBatchAsync_v2",
+            json!({"numOps": 1, "opList": "0x12100000", "flags": "0x0", "hStream": "0x800a"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x800a"}),
+        ),
+        e("cuMemcpy3DPeer", json!({"pCopy": "0x12200000"}), json!({"type": "memcpy", "op": "copy", "direction": "peer"})),
+        e(
+            "cuMemcpy3DPeerAsync",
+            json!({"pCopy": "0x12200000", "hStream": "0x800b"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "peer", "stream": "0x800b"}),
+        ),
+        // CUDA arrays are device memory
+        e(
+            "cuMemcpyHtoA_v2",
+            json!({"dstArray": "0x13000", "dstOffset": 16, "srcHost": HOSTBUF, "ByteCount": 4096}),
+            json!({"type": "memcpy", "op": "copy", "size": 4096, "direction": "h2d", "dst": "0x13000", "src": HOSTBUF}),
+        ),
+        e(
+            "cuMemcpyAtoH_v2",
+            json!({"dstHost": HOSTBUF, "srcArray": "0x13000", "srcOffset": 32, "ByteCount": 2048}),
+            json!({"size": 2048, "direction": "d2h", "dst": HOSTBUF, "src": "0x13000"}),
+        ),
+        e(
+            "cuMemcpyDtoA_v2",
+            json!({"dstArray": "0x13100", "dstOffset": 64, "srcDevice": DM, "ByteCount": 1024}),
+            json!({"size": 1024, "direction": "d2d", "dst": "0x13100", "src": DM}),
+        ),
+        e(
+            "cuMemcpyAtoD_v2",
+            json!({"dstDevice": DM, "srcArray": "0x13100", "srcOffset": 128, "ByteCount": 512}),
+            json!({"size": 512, "direction": "d2d", "dst": DM, "src": "0x13100"}),
+        ),
+        e(
+            "cuMemcpyAtoA_v2",
+            json!({"dstArray": "0x13100", "dstOffset": 256, "srcArray": "0x13000", "srcOffset": 8, "ByteCount": 128}),
+            json!({"size": 128, "direction": "d2d", "dst": "0x13100", "src": "0x13000"}),
+        ),
+        e(
+            "cuMemcpyHtoAAsync_v2",
+            json!({"dstArray": "0x13000", "dstOffset": 0, "srcHost": HOSTBUF, "ByteCount": 64, "hStream": "0x800c"}),
+            json!({"size": 64, "direction": "h2d", "dst": "0x13000", "src": HOSTBUF, "stream": "0x800c"}),
+        ),
+        e(
+            "cuMemcpyAtoHAsync_v2",
+            json!({"dstHost": HOSTBUF, "srcArray": "0x13000", "srcOffset": 4, "ByteCount": 32, "hStream": "0x800c"}),
+            json!({"size": 32, "direction": "d2h", "dst": HOSTBUF, "src": "0x13000", "stream": "0x800c"}),
+        ),
+        // stream memory operations (on stream 0x800d, at the managed allocation)
+        e(
+            "cuStreamWaitValue32",
+            json!({"stream": "0x800d", "addr": DM, "value": 0x11, "flags": "0x1"}),
+            json!({"type": "stream", "op": "stream_wait_value32"}),
+        ),
+        e(
+            "cuStreamWaitValue32_v2",
+            json!({"stream": "0x800d", "addr": "0x7f2000000004", "value": 0x22, "flags": "0x2"}),
+            json!({"type": "stream", "op": "stream_wait_value32"}),
+        ),
+        e(
+            "cuStreamWaitValue64",
+            json!({"stream": "0x800d", "addr": "0x7f2000000008", "value": 0x3300000000u64, "flags": "0x1"}),
+            json!({"type": "stream", "op": "stream_wait_value64"}),
+        ),
+        e(
+            "cuStreamWaitValue64_v2",
+            json!({"stream": "0x800d", "addr": "0x7f2000000010", "value": 0x44, "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_wait_value64"}),
+        ),
+        e(
+            "cuStreamWriteValue32",
+            json!({"stream": "0x800d", "addr": "0x7f2000000018", "value": 0x55, "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_write_value32"}),
+        ),
+        e(
+            "cuStreamWriteValue32_v2",
+            json!({"stream": "0x800d", "addr": "0x7f200000001c", "value": 0x66, "flags": "0x1"}),
+            json!({"type": "stream", "op": "stream_write_value32"}),
+        ),
+        e(
+            "cuStreamWriteValue64",
+            json!({"stream": "0x800d", "addr": "0x7f2000000020", "value": 0x7700000000u64, "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_write_value64"}),
+        ),
+        e(
+            "cuStreamWriteValue64_v2",
+            json!({"stream": "0x800d", "addr": "0x7f2000000028", "value": 0x88, "flags": "0x1"}),
+            json!({"type": "stream", "op": "stream_write_value64"}),
+        ),
+        e(
+            "cuStreamBatchMemOp",
+            json!({"stream": "0x800d", "count": 2, "paramArray": "0x12300000", "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_batch_mem_op"}),
+        ),
+        e(
+            "cuStreamBatchMemOp_v2",
+            json!({"stream": "0x800d", "count": 3, "paramArray": "0x12300000", "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_batch_mem_op"}),
+        ),
+        e(
+            "cuStreamAddCallback",
+            json!({"hStream": "0x800e", "callback": NN, "userData": "0x32001", "flags": "0x0"}),
+            json!({"type": "stream", "op": "stream_add_callback", "stream": "0x800e"}),
+        ),
+        e(
+            "cuCtxRecordEvent",
+            json!({"hCtx": CTX, "hEvent": "0xee004"}),
+            json!({"type": "event", "op": "ctx_record_event", "event": "0xee004"}),
+        ),
+        e(
+            "cuCtxWaitEvent",
+            json!({"hCtx": CTX3, "hEvent": "0xee004"}),
+            json!({"type": "event", "op": "ctx_wait_event", "event": "0xee004"}),
+        ),
+        // the 64-byte handle goes on the stack: Flags is the second register
+        e(
+            "cuIpcOpenMemHandle",
+            json!({"pdptr": "0x7f6000500000", "Flags": "0x1"}),
+            json!({"type": "memory", "op": "ipc_open_mem_handle"}),
+        ),
+        e(
+            "cuIpcOpenMemHandle_v2",
+            json!({"pdptr": "0x7f7000600000", "Flags": "0x1"}),
+            json!({"type": "memory", "op": "ipc_open_mem_handle"}),
+        ),
+        e("cuIpcGetMemHandle", json!({"pHandle": NN, "dptr": DM}), json!({"type": "memory", "op": "ipc_get_mem_handle"})),
+        e(
+            "cuIpcCloseMemHandle",
+            json!({"dptr": "0x7f6000500000"}),
+            json!({"type": "memory", "op": "ipc_close_mem_handle"}),
+        ),
     ]
 }
 
@@ -923,8 +1163,8 @@ fn all_scenario_every_call_and_field() {
     let called: BTreeSet<&str> = exp.iter().map(|x| base_name(x.name)).collect();
     let uncovered: Vec<&str> = FUNCS.iter().map(|f| f.name).filter(|n| !called.contains(n)).collect();
     assert!(uncovered.is_empty(), "driver.c's `all` scenario does not call {uncovered:?}");
-    // --all-functions: all 130 table entries + 8 variants the fake exports.
-    check_all_trace(all_trace(), &exp, FUNCS.len() + 8, true);
+    // --all-functions: every table entry (204) + the 11 variants the fake exports.
+    check_all_trace(all_trace(), &exp, FUNCS.len() + EXPORTED_VARIANTS, true);
 }
 
 #[test]
@@ -939,7 +1179,7 @@ fn default_leaves_out_noisy_getters_only() {
     assert!(!NOISY.is_empty());
     let noisy_called = expected_all().len() - exp.len();
     assert_eq!(noisy_called, NOISY.len(), "driver.c calls each NOISY function once");
-    check_all_trace(&t, &exp, FUNCS.len() + 8 - NOISY.len(), false);
+    check_all_trace(&t, &exp, FUNCS.len() + EXPORTED_VARIANTS - NOISY.len(), false);
     t.cleanup();
 }
 

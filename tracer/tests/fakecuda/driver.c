@@ -80,6 +80,117 @@ static void long_name(char *buf, size_t n) {
 
 #include "graphs_all.c"
 
+static void stream_callback(CUstream hStream, CUresult status, void *userData) {
+    (void)hStream, (void)status, (void)userData;
+}
+
+/* The `all` scenario's last part: the table's versioned entry points and
+ * work/wait functions (fakeversioned.c), each once, in table order. Live
+ * contexts and the managed allocation; streams 0x8001.., arrays 0x13000 and
+ * 0x13100, fake host structs at 0x12000000.. (the fake never reads them). */
+static void versioned_calls_all(CUcontext ctx, CUcontext ctx3, CUdeviceptr dm) {
+    void *pfn = 0;
+    OK(cuGetProcAddress("cuCtxSynchronize", &pfn, 13000, 0));
+    EXPECT(pfn != 0);
+    OK(cuCtxSynchronize_v2(ctx));
+    CUdevice dev = -1;
+    OK(cuCtxGetDevice_v2(&dev, ctx));
+    EXPECT(dev == 2);
+    CUuuid uuid;
+    OK(cuDeviceGetUuid(&uuid, 1));
+    EXPECT(uuid.bytes[0] == 0x10 && uuid.bytes[15] == 0x1f);
+
+    /* graphs and capture */
+    CUgraphNode error_node = H(1);
+    CUgraphExecUpdateResult update_result = -1;
+    OK(cuGraphExecUpdate(H(0x80003), H(0x620000), &error_node, &update_result));
+    EXPECT(error_node == 0 && update_result == 0);
+    CUstreamCaptureStatus st = 0;
+    cuuint64_t id = 0;
+    OK(cuStreamGetCaptureInfo(H(0x5008), &st, &id));
+    EXPECT(st == 1 && id == 0x108);
+    OK(cuStreamGetCaptureInfo_ptsz(H(0x5009), &st, &id));
+    EXPECT(id == 0x109);
+    CUgraphNode deps[2] = {H(0xa0000), H(0xa0010)};
+    OK(cuStreamUpdateCaptureDependencies(H(0x5008), deps, 2, 1));
+    OK(cuStreamUpdateCaptureDependencies_v2(H(0x5009), deps, 0, 1, 0));
+    size_t nedges = 0;
+    OK(cuGraphGetEdges(H(0x610000), 0, 0, &nedges));
+    EXPECT(nedges == 3);
+    CUgraphNode from[3] = {0}, to[3] = {0};
+    OK(cuGraphGetEdges_v2(H(0x610000), from, to, 0, &nedges));
+    EXPECT(nedges == 3 && from[2] == H(0xa0020) && to[2] == H(0xa0030));
+
+    /* unified memory */
+    CUmemLocation dev1 = {1, 1}, numa1 = {3, 1}, dev0 = {1, 0};
+    OK(cuMemPrefetchAsync_v2(dm, 4096, dev1, 0, H(0x8001)));
+    OK(cuMemPrefetchAsync_v2_ptsz(dm, 2048, numa1, 0, H(0x8002)));
+    OK(cuMemAdvise(dm, 4096, 3, 1));
+    OK(cuMemAdvise_v2(dm, 2048, 5, dev0));
+    CUdeviceptr ptrs[2] = {dm, dm + 2048};
+    size_t sizes[2] = {2048, 1024};
+    CUmemLocation locs[1] = {{1, 0}};
+    size_t loc_idxs[1] = {0};
+    OK(cuMemPrefetchBatchAsync(ptrs, sizes, 2, locs, loc_idxs, 1, 0, H(0x8003)));
+    OK(cuMemDiscardBatchAsync(ptrs, sizes, 2, 0, H(0x8004)));
+    OK(cuMemDiscardAndPrefetchBatchAsync(ptrs, sizes, 2, locs, loc_idxs, 1, 0, H(0x8005)));
+
+    /* copies */
+    CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)HOSTBUF, (CUdeviceptr)(uintptr_t)HOSTBUF + 2048};
+    size_t attr_idxs[1] = {0};
+    size_t fail = 0;
+    OK(cuMemcpyBatchAsync(ptrs, srcs, sizes, 2, H(0x12000000), attr_idxs, 1, &fail, H(0x8006)));
+    EXPECT(fail == SIZE_MAX);
+    OK(cuMemcpyBatchAsync_v2(ptrs, srcs, sizes, 2, H(0x12000000), attr_idxs, 1, H(0x8007)));
+    OK(cuMemcpyBatchAsync_v2_ptsz(ptrs, srcs, sizes, 1, H(0x12000000), attr_idxs, 1, H(0x8008)));
+    fail = 0;
+    OK(cuMemcpy3DBatchAsync(2, H(0x12100000), &fail, 0, H(0x8009)));
+    EXPECT(fail == SIZE_MAX);
+    OK(cuMemcpy3DBatchAsync_v2(1, H(0x12100000), 0, H(0x800a)));
+    OK(cuMemcpy3DPeer(H(0x12200000)));
+    OK(cuMemcpy3DPeerAsync(H(0x12200000), H(0x800b)));
+    CUarray a1 = H(0x13000), a2 = H(0x13100);
+    OK(cuMemcpyHtoA_v2(a1, 16, HOSTBUF, 4096));
+    OK(cuMemcpyAtoH_v2(HOSTBUF, a1, 32, 2048));
+    OK(cuMemcpyDtoA_v2(a2, 64, dm, 1024));
+    OK(cuMemcpyAtoD_v2(dm, a2, 128, 512));
+    OK(cuMemcpyAtoA_v2(a2, 256, a1, 8, 128));
+    OK(cuMemcpyHtoAAsync_v2(a1, 0, HOSTBUF, 64, H(0x800c)));
+    OK(cuMemcpyAtoHAsync_v2(HOSTBUF, a1, 4, 32, H(0x800c)));
+
+    /* stream memory operations */
+    CUstream s = H(0x800d);
+    OK(cuStreamWaitValue32(s, dm, 0x11, 0x1));
+    OK(cuStreamWaitValue32_v2(s, dm + 4, 0x22, 0x2));
+    OK(cuStreamWaitValue64(s, dm + 8, 0x3300000000ULL, 0x1));
+    OK(cuStreamWaitValue64_v2(s, dm + 16, 0x44, 0x0));
+    OK(cuStreamWriteValue32(s, dm + 24, 0x55, 0x0));
+    OK(cuStreamWriteValue32_v2(s, dm + 28, 0x66, 0x1));
+    OK(cuStreamWriteValue64(s, dm + 32, 0x7700000000ULL, 0x0));
+    OK(cuStreamWriteValue64_v2(s, dm + 40, 0x88, 0x1));
+    OK(cuStreamBatchMemOp(s, 2, H(0x12300000), 0));
+    OK(cuStreamBatchMemOp_v2(s, 3, H(0x12300000), 0));
+    OK(cuStreamAddCallback(H(0x800e), stream_callback, H(0x32001), 0));
+
+    /* context-wide events */
+    OK(cuCtxRecordEvent(ctx, H(0xee004)));
+    OK(cuCtxWaitEvent(ctx3, H(0xee004)));
+
+    /* inter-process memory: the handle is passed by value (64 bytes, on the stack) */
+    CUipcMemHandle ipc;
+    memset(&ipc, 0, sizeof ipc);
+    ipc.reserved[63] = 5;
+    CUdeviceptr opened = 0, opened2 = 0;
+    OK(cuIpcOpenMemHandle(&opened, ipc, 0x1));
+    EXPECT(opened == 0x7f6000500000ULL);
+    ipc.reserved[63] = 6;
+    OK(cuIpcOpenMemHandle_v2(&opened2, ipc, 0x1));
+    EXPECT(opened2 == 0x7f7000600000ULL);
+    OK(cuIpcGetMemHandle(&ipc, dm));
+    EXPECT(ipc.reserved[5] == 0x7f && ipc.reserved[4] == 0x20 && ipc.reserved[63] == 0);
+    OK(cuIpcCloseMemHandle(opened));
+}
+
 static int scenario_all(void) {
     /* ---- initialisation and devices */
     OK(cuInit(0));
@@ -400,6 +511,7 @@ static int scenario_all(void) {
     OK(cuModuleUnload(mod2));
     OK(cuLibraryUnload(lib2));
     OK(cuCtxDestroy_v2(ctx4));
+    versioned_calls_all(ctx, ctx3, dm);
     return 0;
 }
 
