@@ -425,6 +425,13 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuIpcOpenMemHandle_v2", Memory, [pdptr: OutDevPtr, Flags: Flags]),
     f!("cuIpcGetMemHandle", Memory, [pHandle: Ptr, dptr: DevPtr]),
     f!("cuIpcCloseMemHandle", Memory, [dptr: DevPtr]),
+    // The first versions that CUDA 13's runtime still asks for by an old version (seen on
+    // the GPU machine: cuDevicePrimaryCtxRelease at 7000, cuStreamBeginCapture at 10000),
+    // with the signatures of their _v2.
+    f!("cuDevicePrimaryCtxRelease", Context, [dev: Device]),
+    f!("cuDevicePrimaryCtxReset", Context, [dev: Device]),
+    f!("cuStreamBeginCapture", Graph, [hStream: Handle]),
+    f!("cuGraphInstantiate", Graph, [phGraphExec: OutHandle, hGraph: Handle, phErrorNode: Ptr, logBuffer: Ptr, bufferSize: Size]),
 ];
 
 /// State getters that the CUDA runtime calls several times per kernel launch

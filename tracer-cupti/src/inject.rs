@@ -297,7 +297,6 @@ extern "C" fn at_exit() {
         if st.pid != pid() {
             return;
         }
-        driver_counts::write(st.pid);
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
         close_window(st, monotonic_ns());
@@ -401,6 +400,24 @@ struct ResourceData {
 
 /// Stream (and context) creation: learn which CUPTI stream id each CUstream
 /// handle has. One call per stream/context created, nothing per launch.
+/// `--check-coverage`: the driver call counts are written when this library is unloaded
+/// at exit (its destructor runs from the loader's fini, after every atexit handler), so
+/// that the runtime's own teardown calls (cuLibraryUnload, cuDevicePrimaryCtxRelease),
+/// made in its atexit handlers after ours, are counted too.
+extern "C" fn write_driver_counts() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(st) = STATE.get()
+            && st.pid == pid()
+        {
+            driver_counts::write(st.pid);
+        }
+    });
+}
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static WRITE_DRIVER_COUNTS: extern "C" fn() = write_driver_counts;
+
 extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
     if domain == driver_counts::DOMAIN_DRIVER_API {
         // SAFETY: CUPTI's callback data of the driver-API domain.

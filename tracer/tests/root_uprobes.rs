@@ -904,6 +904,20 @@ fn expected_all() -> Vec<Exp> {
             json!({"dptr": "0x7f6000500000"}),
             json!({"type": "memory", "op": "ipc_close_mem_handle"}),
         ),
+        // first versions still handed out for old CUDA versions
+        e("cuDevicePrimaryCtxRelease", json!({"dev": 1}), json!({"type": "context", "op": "device_primary_ctx_release"})),
+        e("cuDevicePrimaryCtxReset", json!({"dev": 1}), json!({"type": "context", "op": "device_primary_ctx_reset"})),
+        e(
+            "cuStreamBeginCapture",
+            json!({"hStream": "0x500a"}),
+            json!({"type": "graph", "op": "stream_begin_capture", "stream": "0x500a", "capture": 3}),
+        ),
+        e("cuStreamEndCapture", json!({"hStream": "0x500a", "phGraph": "0x90021"}), json!({"capture": 3, "graph": "0x90021"})),
+        e(
+            "cuGraphInstantiate",
+            json!({"phGraphExec": "0x80f21", "hGraph": "0x90021", "bufferSize": 0}),
+            json!({"type": "graph", "graph_exec": "0x80f21", "graph": "0x90021"}),
+        ),
     ]
 }
 

@@ -233,6 +233,7 @@ impl<'a> Builder<'a> {
             "cuGraphInstantiateWithFlags"
             | "cuGraphInstantiateWithParams"
             | "cuGraphInstantiate_v2"
+            | "cuGraphInstantiate"
             | "cuGraphExecUpdate_v2"
             | "cuGraphExecUpdate" => {
                 let g = &mut self.graphs;

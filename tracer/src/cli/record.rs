@@ -94,12 +94,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         col.coverage = Some(Default::default());
     }
     let all_functions = args.all_functions;
-    col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(Box::new(move |id| {
-        match all_functions || !tracer_common::funcs::is_noisy(id) {
+    col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(
+        Box::new(move |id| match all_functions || !tracer_common::funcs::is_noisy(id) {
             true => None,
             false => Some("a state getter left out by default (--all-functions records it)"),
-        }
-    })));
+        }),
+        libcuda_path.as_deref().map(|p| (p, &symbols)),
+    ));
     if scope.is_machine_wide() {
         col.cgroups = Some(CgroupTable::new(cgroup_root(), loaded.pid_cgroup.take()));
     }
@@ -156,7 +157,11 @@ fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool
     let counted: std::collections::BTreeMap<String, u64> = serde_json::from_value(counted).unwrap_or_default();
     let left_out = |name: &str| {
         let noisy = tracer_common::funcs::lookup(name).is_some_and(tracer_common::funcs::is_noisy);
-        (noisy && !all_functions).then_some("a state getter left out by default (--all-functions records it)")
+        if noisy && !all_functions {
+            Some("a state getter left out by default (--all-functions records it)")
+        } else {
+            crate::collect::coverage::cupti_silent(name)
+        }
     };
     let (footer, lines) = crate::collect::coverage::compare(&cupti, &c.after_init, &counted, &left_out);
     col.footer_extra.insert("coverage".into(), footer);
@@ -166,7 +171,7 @@ fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool
 /// The footer's `entry_points` (entry_points.rs): every resolved entry point tracer does
 /// not record, and the calls of undecoded functions; returns the lines for stderr.
 fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded) -> Vec<String> {
-    let Some(ep) = col.entry_points.as_ref() else { return Vec::new() };
+    let Some(ep) = col.entry_points.as_mut() else { return Vec::new() };
     let calls = match loaded.counts.as_ref().map(|c| c.unrecorded_calls()) {
         Some(Ok(c)) => c,
         Some(Err(e)) => {

@@ -81,18 +81,29 @@ pub struct EntryPoints {
     resolved: BTreeMap<(String, i64, u64, Target), Seen>,
     /// (symbol, CUDA version, flags, CUresult) of failed calls.
     failed: BTreeMap<(String, i64, u64, i64), Seen>,
+    /// Resolutions of processes whose mappings could not be read (gone by then):
+    /// (pid, symbol, version, flags, pointer), resolved at the end by [`load_bias`].
+    pending: Vec<(u32, String, i64, u64, u64)>,
+    /// The libcuda probed from the start (path, size, functions), for the pending ones.
+    main_lib: Option<(String, u64, Lib)>,
     /// Where the maps are read (tests: a directory laid out like /proc).
     proc_root: PathBuf,
 }
 
 impl EntryPoints {
-    pub fn new(selection: Selection) -> Self {
+    /// `main`: the libcuda probed from the start and its exported functions.
+    pub fn new(selection: Selection, main: Option<(&std::path::Path, &ExportedSymbols)>) -> Self {
         EntryPoints {
             selection,
             maps: HashMap::new(),
             libs: HashMap::new(),
             resolved: BTreeMap::new(),
             failed: BTreeMap::new(),
+            pending: Vec::new(),
+            main_lib: main.map(|(path, syms)| {
+                let size = std::fs::metadata(path).map_or(u64::MAX, |m| m.len());
+                (path.display().to_string(), size, Lib::new(syms.clone()))
+            }),
             proc_root: PathBuf::from("/proc"),
         }
     }
@@ -111,18 +122,52 @@ impl EntryPoints {
         let pid = v["pid"].as_u64().unwrap_or(0) as u32;
         let ret = v["ret"].as_i64();
         match (ret, hex_u64(&a["pfn"])) {
-            (Some(0), Some(p)) if p != 0 => {
-                let target = self.resolve(pid, p);
-                let s = self.resolved.entry((symbol.to_string(), version, flags, target)).or_default();
-                s.times += 1;
-                s.pids.insert(pid);
-            }
+            (Some(0), Some(p)) if p != 0 => match self.resolve(pid, p) {
+                Target::Unknown { .. } => self.pending.push((pid, symbol.to_string(), version, flags, p)),
+                target => self.add(symbol, version, flags, target, pid),
+            },
             // Not returned (exit record lost, process gone): nothing to resolve.
             (None, _) => {}
             (Some(r), _) => {
                 let s = self.failed.entry((symbol.to_string(), version, flags, r)).or_default();
                 s.times += 1;
                 s.pids.insert(pid);
+            }
+        }
+    }
+
+    fn add(&mut self, symbol: &str, version: i64, flags: u64, target: Target, pid: u32) {
+        let s = self.resolved.entry((symbol.to_string(), version, flags, target)).or_default();
+        s.times += 1;
+        s.pids.insert(pid);
+    }
+
+    /// Resolves the pointers of processes that were gone before their mappings were read,
+    /// in the libcuda probed from the start, at the load bias their own resolutions agree
+    /// on ([`load_bias`]).
+    fn resolve_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut by_pid: BTreeMap<u32, Vec<(String, i64, u64, u64)>> = BTreeMap::new();
+        for (pid, s, v, f, p) in pending {
+            by_pid.entry(pid).or_default().push((s, v, f, p));
+        }
+        for (pid, calls) in by_pid {
+            let bias = self.main_lib.as_ref().and_then(|(_, _, lib)| {
+                load_bias(&lib.symbols, calls.iter().map(|(s, _, _, p)| (s.as_str(), *p)))
+            });
+            for (symbol, version, flags, p) in calls {
+                let target = match (bias, self.main_lib.as_ref()) {
+                    (Some(b), Some((file, size, lib))) => match p.checked_sub(b) {
+                        Some(off) => match lib.by_offset.get(&off) {
+                            Some(name) => Target::Symbol(preferred_alias(lib, name, off)),
+                            None if off < *size => Target::Unexported { file: file.clone(), offset: off },
+                            None => Target::Unknown { address: p },
+                        },
+                        None => Target::Unknown { address: p },
+                    },
+                    _ => Target::Unknown { address: p },
+                };
+                self.add(&symbol, version, flags, target, pid);
             }
         }
     }
@@ -152,10 +197,7 @@ impl EntryPoints {
         let lib = self.libs.entry(key).or_insert_with(|| {
             let path = root.join(m.path.trim_start_matches('/'));
             match libcuda::exported_functions(&path) {
-                Ok(symbols) => {
-                    let by_offset = symbols.symbols.iter().map(|(n, o)| (*o, n.clone())).collect();
-                    Some(Lib { symbols, by_offset })
-                }
+                Ok(symbols) => Some(Lib::new(symbols)),
                 Err(e) => {
                     log::warn!("entry points: reading {}: {e:#}", path.display());
                     None
@@ -198,11 +240,12 @@ impl EntryPoints {
     /// calls by name; `counted` / `not_counted`: the undecoded functions with and
     /// without a counting probe.
     pub fn finish(
-        &self,
+        &mut self,
         calls: &BTreeMap<String, u64>,
         counted: &BTreeSet<String>,
         not_counted: &BTreeMap<String, String>,
     ) -> (Value, Vec<String>) {
+        self.resolve_pending();
         let mut recorded = 0u64;
         let mut missing = Vec::new();
         let mut called: BTreeMap<String, u64> = BTreeMap::new();
@@ -307,6 +350,50 @@ impl EntryPoints {
     }
 }
 
+impl Lib {
+    fn new(symbols: ExportedSymbols) -> Lib {
+        let by_offset = symbols.symbols.iter().map(|(n, o)| (*o, n.clone())).collect();
+        Lib { symbols, by_offset }
+    }
+}
+
+/// The base of a driver function's name: `cuMemcpyHtoDAsync_v2_ptsz` -> `cuMemcpyHtoDAsync`.
+fn base_name(name: &str) -> &str {
+    let n = name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")).unwrap_or(name);
+    match n.rsplit_once("_v") {
+        Some((b, v)) if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) => b,
+        _ => n,
+    }
+}
+
+/// The load bias (address minus file offset, a multiple of the page size) at which the
+/// pointers a process got for `(symbol, pointer)` fall on exported functions of the
+/// symbol's family (`S`, `S_vN`, `S_ptsz`, …): the bias most of them agree on, None
+/// when none does. Found without the process's mappings, so after it exited too.
+pub fn load_bias<'a>(symbols: &ExportedSymbols, calls: impl Iterator<Item = (&'a str, u64)>) -> Option<u64> {
+    const PAGE: u64 = 4096;
+    let mut family: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (n, off) in &symbols.symbols {
+        family.entry(base_name(n)).or_default().push(*off);
+    }
+    let mut votes: BTreeMap<u64, u64> = BTreeMap::new();
+    for (symbol, p) in calls {
+        let mut biases: Vec<u64> = family
+            .get(base_name(symbol))
+            .into_iter()
+            .flatten()
+            .filter_map(|off| p.checked_sub(*off))
+            .filter(|b| b % PAGE == 0)
+            .collect();
+        biases.sort_unstable();
+        biases.dedup();
+        for b in biases {
+            *votes.entry(b).or_insert(0) += 1;
+        }
+    }
+    votes.into_iter().max_by_key(|&(b, n)| (n, std::cmp::Reverse(b))).map(|(b, _)| b)
+}
+
 /// The name to report for a function several exported names share: the table's, if
 /// one of them is in it, else the one the lookup found.
 fn preferred_alias(lib: &Lib, name: &str, offset: u64) -> String {
@@ -368,6 +455,45 @@ mod tests {
         assert_eq!(m[1].path, "/opt/my lib/libx.so");
     }
 
+    #[test]
+    fn the_load_bias_is_found_from_the_pointers_alone() {
+        let mut syms = ExportedSymbols::default();
+        for (n, off) in [("cuLaunchKernel", 0x2a10), ("cuLaunchKernel_ptsz", 0x2b40), ("cuCtxSynchronize", 0x3000), ("cuCtxSynchronize_v2", 0x3120), ("cuInit", 0x1000)] {
+            syms.symbols.insert(n.to_string(), off);
+        }
+        let bias = 0x7f12_3456_7000;
+        let calls = [("cuLaunchKernel", bias + 0x2b40), ("cuCtxSynchronize", bias + 0x3120)];
+        assert_eq!(load_bias(&syms, calls.iter().copied()), Some(bias));
+        // One pointer is enough: the other candidates' offsets are not on its page grid.
+        assert_eq!(load_bias(&syms, [("cuInit", bias + 0x1000)].into_iter()), Some(bias));
+        assert_eq!(load_bias(&syms, [("cuNothing", bias + 0x1000)].into_iter()), None);
+        assert_eq!(base_name("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync");
+        assert_eq!(base_name("cuStreamGetCaptureInfo_v3"), "cuStreamGetCaptureInfo");
+        assert_eq!(base_name("cuMemcpy_ptds"), "cuMemcpy");
+    }
+
+    #[test]
+    fn a_gone_process_is_resolved_in_the_main_libcuda() {
+        let mut syms = ExportedSymbols::default();
+        for (n, off) in [("cuCtxSynchronize", 0x3000u64), ("cuCtxSynchronize_v2", 0x3120), ("cuFakeUnlisted", 0x4010)] {
+            syms.symbols.insert(n.to_string(), off);
+        }
+        let mut ep = EntryPoints::new(Box::new(|_| None), Some((std::path::Path::new("/nonexistent/libcuda.so.1"), &syms)));
+        ep.proc_root = PathBuf::from("/nonexistent");
+        let bias = 0x7f00_0000_0000u64;
+        ep.observe(&line("cuCtxSynchronize", 13000, "0x0", &format!("{:#x}", bias + 0x3120), 0));
+        ep.observe(&line("cuFakeUnlisted", 13000, "0x0", &format!("{:#x}", bias + 0x4010), 0));
+        ep.observe(&line("cuHidden", 13000, "0x0", &format!("{:#x}", bias + 0x5555), 0));
+        let counted = ["cuFakeUnlisted".to_string()].into_iter().collect();
+        let calls = [("cuFakeUnlisted".to_string(), 3)].into_iter().collect();
+        let (f, _) = ep.finish(&calls, &counted, &BTreeMap::new());
+        assert_eq!(f["recorded"], 1, "{f}");
+        let nr = f["not_recorded"].as_array().unwrap();
+        assert_eq!((nr[0]["symbol"].as_str(), nr[0]["calls"].as_u64()), (Some("cuFakeUnlisted"), Some(3)), "{f}");
+        assert_eq!(nr[1]["symbol"], "cuHidden", "{f}");
+        assert_eq!(nr[1]["resolves_to"], "/nonexistent/libcuda.so.1+0x5555", "{f}");
+    }
+
     fn line(symbol: &str, version: i64, flags: &str, pfn: &str, ret: i64) -> Line<'static> {
         Line::Value(json!({
             "name": "cuGetProcAddress_v2", "pid": 42, "ret": ret,
@@ -380,7 +506,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tracer-ep-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("42")).unwrap();
         std::fs::write(dir.join("42/maps"), "1000-2000 r-xp 00000000 00:10 7 /usr/lib/libother.so\n").unwrap();
-        let mut ep = EntryPoints::new(Box::new(|_| None));
+        let mut ep = EntryPoints::new(Box::new(|_| None), None);
         ep.proc_root = dir.clone();
         ep.observe(&line("cuNoSuchThing", 13000, "0x0", "0x0", 500));
         ep.observe(&line("cuFoo", 12000, "0x2", "0x1800", 0));

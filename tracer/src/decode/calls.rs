@@ -313,7 +313,7 @@ impl Assembler {
         let pid = p.hdr.pid;
         let norm = match spec.class {
             Class::Copy => {
-                let (dst, src) = (p.args[0], if spec.name.starts_with("cuMemcpyPeer") { p.args[2] } else { p.args[1] });
+                let (dst, src) = copy_ends(spec, &p.args);
                 // As `normalize` (the variant suffixes contain none of these).
                 let n = spec.name;
                 let direction = named_direction(n).unwrap_or_else(|| {
@@ -507,7 +507,8 @@ impl Assembler {
     ) {
         let a = |n: &str| param(spec, n).map(|i| c.args[i]);
         let ok = ret == Some(0);
-        if let Some(s) = a("hStream") {
+        // (`stream` in the stream memory operations' prototypes.)
+        if let Some(s) = a("hStream").or_else(|| a("stream")) {
             m.insert("stream".into(), hex(s));
         }
         match spec.class {
@@ -625,8 +626,7 @@ impl Assembler {
             },
             _ => {
                 let size = a("ByteCount").unwrap_or(0);
-                let dst = c.args[0];
-                let src = if spec.name.starts_with("cuMemcpyPeer") { c.args[2] } else { c.args[1] };
+                let (dst, src) = copy_ends(spec, c.args);
                 (size, self.copy_direction(name, pid, dst, src), dst, src)
             }
         };
@@ -658,6 +658,14 @@ impl Assembler {
             },
         );
     }
+}
+
+/// A 1D copy's destination and source by their parameters' names (a device or host
+/// address, or a CUDA array's handle); 0 for a copy without them (batches, whose lists
+/// are in user memory, and 3D peer copies, whose struct is not read).
+fn copy_ends(spec: &FuncSpec, args: &[u64]) -> (u64, u64) {
+    let find = |names: &[&str]| spec.params.iter().position(|p| names.contains(&p.name)).map_or(0, |i| args[i]);
+    (find(&["dst", "dstDevice", "dstHost", "dstArray"]), find(&["src", "srcDevice", "srcHost", "srcArray"]))
 }
 
 /// A copy's direction where its name says it (CUDA arrays are device memory); a batch

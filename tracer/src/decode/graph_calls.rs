@@ -87,7 +87,7 @@ impl Captures {
         let a = |i: usize| c.args.get(i).copied().unwrap_or(0);
         let p = parts(spec, c.args, c.blob, c.nattrs);
         match spec.name {
-            "cuStreamBeginCapture_v2" | "cuStreamBeginCaptureToGraph" => {
+            "cuStreamBeginCapture_v2" | "cuStreamBeginCapture" | "cuStreamBeginCaptureToGraph" => {
                 if ok {
                     self.next += 1;
                     self.streams.insert((pid, a(0)), self.next);
@@ -124,7 +124,10 @@ impl Captures {
             "cuGraphExecDestroy" | "cuGraphUpload" | "cuGraphLaunch" => {
                 m.insert("graph_exec".into(), hex(a(0)));
             }
-            "cuGraphInstantiateWithFlags" | "cuGraphInstantiateWithParams" | "cuGraphInstantiate_v2" => {
+            "cuGraphInstantiateWithFlags"
+            | "cuGraphInstantiateWithParams"
+            | "cuGraphInstantiate_v2"
+            | "cuGraphInstantiate" => {
                 put(m, "graph_exec", out0);
                 m.insert("graph".into(), hex(a(1)));
             }

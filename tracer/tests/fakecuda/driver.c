@@ -189,6 +189,17 @@ static void versioned_calls_all(CUcontext ctx, CUcontext ctx3, CUdeviceptr dm) {
     OK(cuIpcGetMemHandle(&ipc, dm));
     EXPECT(ipc.reserved[5] == 0x7f && ipc.reserved[4] == 0x20 && ipc.reserved[63] == 0);
     OK(cuIpcCloseMemHandle(opened));
+
+    /* first versions still handed out for old CUDA versions */
+    OK(cuDevicePrimaryCtxRelease(1));
+    OK(cuDevicePrimaryCtxReset(1));
+    OK(cuStreamBeginCapture(H(0x500a)));
+    CUgraph captured = 0;
+    OK(cuStreamEndCapture(H(0x500a), &captured));
+    EXPECT(captured == H(0x90021));
+    CUgraphExec exec1 = 0;
+    OK(cuGraphInstantiate(&exec1, captured, 0, 0, 0));
+    EXPECT(exec1 == H(0x80f21));
 }
 
 static int scenario_all(void) {

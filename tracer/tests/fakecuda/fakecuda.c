@@ -19,7 +19,9 @@
  * Values returned (the tests in ../root_uprobes.rs rely on them):
  *   cuDriverGetVersion        13000
  *   cuGetExportTable          0xe0000000
- *   cuGetProcAddress_v2       pfn 0xf0000000, *symbolStatus 0
+ *   cuGetProcAddress_v2       the entry point a real driver hands out for (symbol, version,
+ *                             flags), see fake_proc_address(); unknown symbol:
+ *                             CUDA_ERROR_NOT_FOUND, pfn NULL, *symbolStatus 1
  *   cuDeviceGet               ordinal
  *   cuDeviceGetCount          2
  *   cuDeviceTotalMem_v2       80 GiB
@@ -81,6 +83,9 @@
  *   cuEventElapsedTime_v2     2.25
  * Everything else returns CUDA_SUCCESS and writes nothing.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,14 +123,16 @@ API CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportT
     return CUDA_SUCCESS;
 }
 
+static void *fake_proc_address(const char *symbol, int cudaVersion, cuuint64_t flags);
+
 API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                  CUdriverProcAddressQueryResult *symbolStatus) {
     fake_calls++;
     fake_sink = strlen(symbol) + cudaVersion + flags;
-    *pfn = H(0xf0000000);
+    *pfn = fake_proc_address(symbol, cudaVersion, flags);
     if (symbolStatus)
-        *symbolStatus = 0;
-    return CUDA_SUCCESS;
+        *symbolStatus = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+    return *pfn ? CUDA_SUCCESS : 500; /* CUDA_ERROR_NOT_FOUND */
 }
 
 API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
@@ -1152,3 +1159,83 @@ API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent
 }
 
 #include "fakegraph.c"
+#include "fakeversioned.c"
+
+/* ======================================================================== */
+/* cuGetProcAddress                                                         */
+/* ======================================================================== */
+
+/*
+ * Like a CUDA 12/13 driver, cuGetProcAddress hands out versioned entry points by the
+ * caller's CUDA version, and the per-thread-default-stream variant (_ptsz) when flags
+ * has CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (2). Programs that reach these only
+ * through the pointer never name them: tracer must find out which function it was.
+ *
+ *   cuFakeUnlistedAsync  exported, in no list of tracer's (counted, not decoded)
+ *   cuFakeHidden         a function of the library that no exported symbol names
+ */
+static const struct {
+    const char *symbol;
+    int since;
+    const char *entry;
+} VERSIONED[] = {
+    {"cuCtxSynchronize", 13000, "cuCtxSynchronize_v2"},
+    {"cuCtxGetDevice", 13000, "cuCtxGetDevice_v2"},
+    {"cuEventElapsedTime", 12080, "cuEventElapsedTime_v2"},
+    {"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2"},
+    {"cuMemAdvise", 12020, "cuMemAdvise_v2"},
+    {"cuMemcpyBatchAsync", 13000, "cuMemcpyBatchAsync_v2"},
+    {"cuMemcpy3DBatchAsync", 13000, "cuMemcpy3DBatchAsync_v2"},
+    {"cuGraphExecUpdate", 12000, "cuGraphExecUpdate_v2"},
+    {"cuStreamGetCaptureInfo", 12030, "cuStreamGetCaptureInfo_v3"},
+    {"cuGetProcAddress", 12050, "cuGetProcAddress_v2"},
+};
+
+API CUresult cuFakeUnlistedAsync(CUstream hStream, unsigned int flags) {
+    fake_calls++;
+    fake_sink = (uintptr_t)hStream + flags;
+    return CUDA_SUCCESS;
+}
+
+__attribute__((noinline, used, visibility("hidden"))) CUresult fake_hidden_entry(CUstream hStream) {
+    fake_calls++;
+    fake_sink = (uintptr_t)hStream;
+    return CUDA_SUCCESS;
+}
+
+static void *own_symbol(const char *name) {
+    static void *self;
+    if (!self)
+        self = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    return self ? dlsym(self, name) : NULL;
+}
+
+static void *fake_proc_address(const char *symbol, int cudaVersion, cuuint64_t flags) {
+    char base[192], name[192];
+    if (strcmp(symbol, "cuFakeHidden") == 0)
+        return (void *)&fake_hidden_entry;
+    if (strncmp(symbol, "cu", 2) != 0 || strlen(symbol) >= 128)
+        return NULL;
+    snprintf(base, sizeof base, "%s", symbol);
+    int listed = 0;
+    for (size_t i = 0; i < sizeof VERSIONED / sizeof VERSIONED[0]; i++)
+        if (strcmp(symbol, VERSIONED[i].symbol) == 0) {
+            listed = 1;
+            if (cudaVersion >= VERSIONED[i].since)
+                snprintf(base, sizeof base, "%s", VERSIONED[i].entry);
+        }
+    /* cuMemAlloc -> cuMemAlloc_v2: the unversioned name is the pre-3.2 ABI. */
+    snprintf(name, sizeof name, "%.180s_v2", base);
+    if (!listed && own_symbol(name))
+        snprintf(base, sizeof base, "%s", name);
+    if (flags & 2) {
+        void *p;
+        snprintf(name, sizeof name, "%.180s_ptsz", base);
+        if ((p = own_symbol(name)))
+            return p;
+        snprintf(name, sizeof name, "%.180s_ptds", base);
+        if ((p = own_symbol(name)))
+            return p;
+    }
+    return own_symbol(base);
+}

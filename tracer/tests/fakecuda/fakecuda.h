@@ -481,4 +481,10 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsign
 CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
 
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+CUresult cuStreamBeginCapture(CUstream hStream);
+CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,
+                            size_t bufferSize);
+
 #endif

@@ -362,3 +362,31 @@ API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
     fake_sink = dptr;
     return CUDA_SUCCESS;
 }
+
+/* First versions still handed out for old CUDA versions (signatures as their _v2). */
+API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+    fake_calls++;
+    fake_sink = dev;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+    fake_calls++;
+    fake_sink = dev + 1;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamBeginCapture(CUstream hStream) {
+    fake_calls++;
+    fake_sink = (uintptr_t)hStream;
+    return CUDA_SUCCESS;
+}
+
+/* cuGraphInstantiate (v1)      0x80f00 + the graph's low 8 bits */
+API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,
+                                size_t bufferSize) {
+    fake_calls++;
+    fake_sink = (uintptr_t)phErrorNode + (uintptr_t)logBuffer + bufferSize;
+    *phGraphExec = H(0x80f00 + ((uintptr_t)hGraph & 0xff));
+    return CUDA_SUCCESS;
+}

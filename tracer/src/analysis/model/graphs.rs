@@ -314,7 +314,10 @@ impl Walk<'_> {
                     }
                 }
             }
-            "cuGraphInstantiateWithFlags" | "cuGraphInstantiateWithParams" | "cuGraphInstantiate_v2" => {
+            "cuGraphInstantiateWithFlags"
+            | "cuGraphInstantiateWithParams"
+            | "cuGraphInstantiate_v2"
+            | "cuGraphInstantiate" => {
                 if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
                     let flat = self.flatten(pid, g);
                     self.execs.insert((pid, e), Rc::new(flat));
