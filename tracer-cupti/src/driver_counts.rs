@@ -25,6 +25,16 @@ static CALLS: [AtomicU64; IDS] = [const { AtomicU64::new(0) }; IDS];
 static NAMES: [AtomicPtr<c_char>; IDS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; IDS];
 /// Calls whose callback id was past IDS.
 static OUT_OF_RANGE: AtomicU64 = AtomicU64::new(0);
+/// CLOCK_MONOTONIC (ns) of the latest API_ENTER: calls the trace holds after it were
+/// made once CUPTI stopped reporting (its own teardown at exit).
+static LAST_NS: AtomicU64 = AtomicU64::new(0);
+
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
 
 /// The start of CUpti_CallbackData (cupti_callbacks.h): the site, then the function name.
 #[repr(C)]
@@ -51,13 +61,18 @@ pub unsafe fn count(cbid: u32, data: *const c_void) {
         return;
     };
     c.fetch_add(1, Ordering::Relaxed);
+    LAST_NS.fetch_max(monotonic_ns(), Ordering::Relaxed);
     let n = &NAMES[cbid as usize];
     if n.load(Ordering::Relaxed).is_null() {
         n.store(d.function_name as *mut c_char, Ordering::Relaxed);
     }
 }
 
-/// The lines for one process: `pid\tname\tcalls`, then `pid\t(unnamed ids)\tcalls`.
+/// The name of the line that gives the time of the latest callback.
+pub const LAST_CALLBACK: &str = "#last_callback_ns";
+
+/// The lines for one process: `pid\tname\tcalls`, then `pid\t(unnamed ids)\tcalls`, and
+/// `pid\t#last_callback_ns\tNS`.
 pub fn lines(pid: u32) -> String {
     let mut s = String::new();
     for (i, c) in CALLS.iter().enumerate() {
@@ -78,6 +93,7 @@ pub fn lines(pid: u32) -> String {
     if o > 0 {
         s.push_str(&format!("{pid}\t(callback ids past {IDS})\t{o}\n"));
     }
+    s.push_str(&format!("{pid}\t{LAST_CALLBACK}\t{}\n", LAST_NS.load(Ordering::Relaxed)));
     s
 }
 
@@ -109,6 +125,11 @@ mod tests {
             unsafe { count(800, (&exit as *const CallbackData).cast()) };
         }
         unsafe { count(5000, (&enter as *const CallbackData).cast()) };
-        assert_eq!(lines(7), "7\tcuCtxSynchronize_v2\t3\n7\t(callback ids past 2048)\t1\n");
+        let last = LAST_NS.load(Ordering::Relaxed);
+        assert!(last > 0);
+        assert_eq!(
+            lines(7),
+            format!("7\tcuCtxSynchronize_v2\t3\n7\t(callback ids past 2048)\t1\n7\t{LAST_CALLBACK}\t{last}\n")
+        );
     }
 }

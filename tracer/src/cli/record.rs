@@ -163,7 +163,8 @@ fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool
             crate::collect::coverage::cupti_silent(name)
         }
     };
-    let (footer, lines) = crate::collect::coverage::compare(&cupti, &c.after_init, &counted, &left_out);
+    let traced = c.split(&cupti.last_ns);
+    let (footer, lines) = crate::collect::coverage::compare(&cupti.calls, &traced, &counted, &left_out);
     col.footer_extra.insert("coverage".into(), footer);
     lines
 }

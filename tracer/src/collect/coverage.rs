@@ -4,31 +4,47 @@
 //! CUPTI sees a process's calls from the end of its first `cuInit` on (the injection is
 //! loaded inside it), so the trace side counts each process's call lines after its first
 //! `cuInit` line; functions outside tracer's table add the calls their counting probes
-//! saw (entry_points.rs). A function is `equal` when both counts are; functions tracer
+//! saw (entry_points.rs). Calls a process made after its last CUPTI callback (CUPTI's own
+//! teardown at exit has unsubscribed by then) are set apart, not compared. A function is
+//! `equal` when both counts are; functions tracer
 //! leaves out on purpose (the state getters without `--all-functions`) are listed with
 //! the reason; every other difference is listed as such.
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::decode::fastline::Line;
 
+/// Each process's latest calls kept to find those after CUPTI's last callback.
+const RECENT: usize = 4096;
+
 /// Call lines per function name, from each process's first cuInit on.
 #[derive(Default)]
 pub struct CallCounts {
     initialised: HashSet<u32>,
-    pub after_init: BTreeMap<String, u64>,
+    after_init: BTreeMap<String, u64>,
+    /// pid -> its latest calls (entry time, name), oldest first.
+    recent: HashMap<u32, VecDeque<(u64, String)>>,
+}
+
+/// The trace's side of the comparison.
+#[derive(Debug, Default, PartialEq)]
+pub struct Traced {
+    /// Calls per function CUPTI could have seen.
+    pub calls: BTreeMap<String, u64>,
+    /// Calls per function made after the process's last CUPTI callback (its teardown).
+    pub after_cupti: BTreeMap<String, u64>,
 }
 
 impl CallCounts {
     pub fn observe(&mut self, line: &Line) {
-        let (pid, name): (u32, std::borrow::Cow<str>) = match line {
-            Line::Launch(l) => (l.hdr.pid, l.name.into()),
-            Line::Call(l) => (l.hdr.pid, l.name().into()),
+        let (pid, ts, name): (u32, u64, std::borrow::Cow<str>) = match line {
+            Line::Launch(l) => (l.hdr.pid, l.hdr.ts, l.name.into()),
+            Line::Call(l) => (l.hdr.pid, l.hdr.ts, l.name().into()),
             Line::Value(v) => match (v["pid"].as_u64(), v["name"].as_str()) {
                 (Some(p), Some(n)) if n.starts_with("cu") && v.get("type").is_some_and(|t| t != "count") => {
-                    (p as u32, n.into())
+                    (p as u32, v["ts"].as_u64().unwrap_or(0), n.into())
                 }
                 _ => return,
             },
@@ -38,26 +54,59 @@ impl CallCounts {
             return;
         }
         if self.initialised.contains(&pid) {
-            *self.after_init.entry(name.into_owned()).or_insert(0) += 1;
+            *self.after_init.entry(name.to_string()).or_insert(0) += 1;
+            let r = self.recent.entry(pid).or_default();
+            if r.len() == RECENT {
+                r.pop_front();
+            }
+            r.push_back((ts, name.into_owned()));
         }
+    }
+
+    /// The counts, split at each process's last CUPTI callback (`last_ns`; a process
+    /// without one keeps all its calls on CUPTI's side).
+    pub fn split(&self, last_ns: &BTreeMap<u32, u64>) -> Traced {
+        let mut t = Traced { calls: self.after_init.clone(), after_cupti: BTreeMap::new() };
+        for (pid, recent) in &self.recent {
+            let Some(&last) = last_ns.get(pid) else { continue };
+            for (_, name) in recent.iter().filter(|(ts, _)| *ts > last) {
+                *t.after_cupti.entry(name.clone()).or_insert(0) += 1;
+                if let Some(n) = t.calls.get_mut(name) {
+                    *n -= 1;
+                }
+            }
+        }
+        t.calls.retain(|_, n| *n > 0);
+        t
     }
 }
 
-/// CUPTI's counts from the file the processes appended to: calls per function, all
-/// processes together.
-pub fn read_cupti(path: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
+/// CUPTI's side: calls per function, all processes together, and each process's last
+/// callback time.
+#[derive(Debug, Default, PartialEq)]
+pub struct Cupti {
+    pub calls: BTreeMap<String, u64>,
+    pub last_ns: BTreeMap<u32, u64>,
+}
+
+/// CUPTI's counts from the file the processes appended to.
+pub fn read_cupti(path: &Path) -> anyhow::Result<Cupti> {
     use anyhow::Context as _;
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut m = BTreeMap::new();
+    let mut c = Cupti::default();
     for (i, l) in text.lines().enumerate() {
         let f: Vec<&str> = l.split('\t').collect();
+        let pid: Option<u32> = f.first().and_then(|s| s.parse().ok());
         let n: Option<u64> = f.get(2).and_then(|s| s.parse().ok());
-        match (f.len(), n) {
-            (3, Some(n)) => *m.entry(f[1].to_string()).or_insert(0) += n,
+        match (f.len(), pid, n) {
+            (3, Some(pid), Some(n)) if f[1] == tracer_cupti::driver_counts::LAST_CALLBACK => {
+                c.last_ns.insert(pid, n);
+            }
+            (3, Some(_), Some(n)) => *c.calls.entry(f[1].to_string()).or_insert(0) += n,
             _ => anyhow::bail!("{}:{}: not `pid<TAB>function<TAB>calls`: {l:?}", path.display(), i + 1),
         }
     }
-    Ok(m)
+    Ok(c)
 }
 
 /// Driver functions CUPTI gives no callback for, though they have a callback id (seen on
@@ -70,10 +119,11 @@ pub fn cupti_silent(name: &str) -> Option<&'static str> {
 /// for stderr. `left_out`: why a function tracer does not record on purpose is left out.
 pub fn compare(
     cupti: &BTreeMap<String, u64>,
-    traced: &BTreeMap<String, u64>,
+    traced: &Traced,
     counted: &BTreeMap<String, u64>,
     left_out: &dyn Fn(&str) -> Option<&'static str>,
 ) -> (Value, Vec<String>) {
+    let (after_cupti, traced) = (&traced.after_cupti, &traced.calls);
     let names: std::collections::BTreeSet<&String> = cupti.keys().chain(traced.keys()).chain(counted.keys()).collect();
     let (mut equal, mut differ, mut on_purpose) = (Vec::new(), Vec::new(), Vec::new());
     for name in names {
@@ -90,12 +140,18 @@ pub fn compare(
             differ.push(row);
         }
     }
+    let teardown: u64 = after_cupti.values().sum();
     let mut lines = vec![format!(
-        "coverage (CUPTI driver callbacks): {} functions called, {} with equal counts, {} differ, {} left out on purpose",
+        "coverage (CUPTI driver callbacks): {} functions called, {} with equal counts, {} differ, {} left out on purpose{}",
         equal.len() + differ.len() + on_purpose.len(),
         equal.len(),
         differ.len(),
-        on_purpose.len()
+        on_purpose.len(),
+        if teardown > 0 {
+            format!("; {teardown} recorded calls came after CUPTI's last callback (process teardown), not compared")
+        } else {
+            String::new()
+        }
     )];
     if !differ.is_empty() {
         lines.push(format!("  {:<48} {:>10} {:>10} {:>10}", "function", "CUPTI", "recorded", "counted"));
@@ -114,6 +170,10 @@ pub fn compare(
         "equal": equal,
         "differ": differ,
         "left_out": on_purpose,
+        // Recorded calls made after the process's last CUPTI callback: CUPTI's own
+        // teardown has unsubscribed by then (the runtime's cuLibraryUnload,
+        // cuDevicePrimaryCtxRelease at exit).
+        "after_cupti_stopped": after_cupti,
     });
     (footer, lines)
 }
@@ -129,7 +189,10 @@ mod tests {
     #[test]
     fn counts_are_compared_function_by_function() {
         let cupti = m(&[("cuLaunchKernel_ptsz", 1000), ("cuCtxSynchronize_v2", 100), ("cuStreamGetId", 7), ("cuCtxGetCurrent", 5), ("cuMemcpyBatchAsync_v2", 2)]);
-        let traced = m(&[("cuLaunchKernel_ptsz", 1000), ("cuCtxSynchronize_v2", 99)]);
+        let traced = Traced {
+            calls: m(&[("cuLaunchKernel_ptsz", 1000), ("cuCtxSynchronize_v2", 99)]),
+            after_cupti: m(&[("cuLibraryUnload", 2)]),
+        };
         let counted = m(&[("cuStreamGetId", 7)]);
         let left_out = |n: &str| (n == "cuCtxGetCurrent").then_some("a state getter");
         let (f, lines) = compare(&cupti, &traced, &counted, &left_out);
@@ -139,25 +202,47 @@ mod tests {
         assert_eq!(names("differ"), ["cuCtxSynchronize_v2", "cuMemcpyBatchAsync_v2"]);
         assert_eq!(names("left_out"), ["cuCtxGetCurrent"]);
         assert_eq!(f["left_out"][0]["reason"], "a state getter");
-        assert_eq!(lines[0], "coverage (CUPTI driver callbacks): 5 functions called, 2 with equal counts, 2 differ, 1 left out on purpose");
+        assert_eq!(
+            lines[0],
+            "coverage (CUPTI driver callbacks): 5 functions called, 2 with equal counts, 2 differ, 1 left out on purpose; \
+             2 recorded calls came after CUPTI's last callback (process teardown), not compared"
+        );
+        assert_eq!(f["after_cupti_stopped"], json!({"cuLibraryUnload": 2}));
         assert!(lines[2].contains("cuCtxSynchronize_v2") && lines[2].contains("100") && lines[2].contains("99"), "{}", lines[2]);
     }
 
     #[test]
     fn calls_before_the_first_cuinit_of_a_process_are_not_counted() {
         let mut c = CallCounts::default();
-        let l = |pid: u32, name: &str| Line::Value(json!({"pid": pid, "name": name, "type": "init"}));
-        for (pid, name) in [(1, "cuGetProcAddress_v2"), (1, "cuInit"), (1, "cuGetProcAddress_v2"), (2, "cuDriverGetVersion"), (1, "cuInit"), (2, "cuInit"), (2, "cuDriverGetVersion")] {
-            c.observe(&l(pid, name));
+        let l = |pid: u32, ts: u64, name: &str| Line::Value(json!({"pid": pid, "ts": ts, "name": name, "type": "init"}));
+        for (pid, ts, name) in [
+            (1, 1, "cuGetProcAddress_v2"),
+            (1, 2, "cuInit"),
+            (1, 3, "cuGetProcAddress_v2"),
+            (2, 4, "cuDriverGetVersion"),
+            (1, 5, "cuInit"),
+            (2, 6, "cuInit"),
+            (2, 7, "cuDriverGetVersion"),
+            (2, 20, "cuLibraryUnload"),
+            (1, 21, "cuLibraryUnload"),
+        ] {
+            c.observe(&l(pid, ts, name));
         }
-        assert_eq!(c.after_init, m(&[("cuGetProcAddress_v2", 1), ("cuDriverGetVersion", 1), ("cuInit", 1)]));
+        let all = m(&[("cuGetProcAddress_v2", 1), ("cuDriverGetVersion", 1), ("cuInit", 1), ("cuLibraryUnload", 2)]);
+        assert_eq!(c.split(&BTreeMap::new()), Traced { calls: all.clone(), after_cupti: BTreeMap::new() });
+        // Process 2's last callback at 10: its cuLibraryUnload came after.
+        let t = c.split(&[(2, 10)].into_iter().collect());
+        assert_eq!(t.after_cupti, m(&[("cuLibraryUnload", 1)]));
+        assert_eq!(t.calls, m(&[("cuGetProcAddress_v2", 1), ("cuDriverGetVersion", 1), ("cuInit", 1), ("cuLibraryUnload", 1)]));
     }
 
     #[test]
     fn a_malformed_counts_file_is_named_with_its_line() {
         let p = std::env::temp_dir().join(format!("tracer-cov-{}", std::process::id()));
-        std::fs::write(&p, "1\tcuInit\t1\n2\tcuLaunchKernel\t5\n2\tcuLaunchKernel\t5\n").unwrap();
-        assert_eq!(read_cupti(&p).unwrap(), m(&[("cuInit", 1), ("cuLaunchKernel", 10)]));
+        std::fs::write(&p, "1\tcuInit\t1\n2\tcuLaunchKernel\t5\n2\tcuLaunchKernel\t5\n2\t#last_callback_ns\t99\n").unwrap();
+        let c = read_cupti(&p).unwrap();
+        assert_eq!(c.calls, m(&[("cuInit", 1), ("cuLaunchKernel", 10)]));
+        assert_eq!(c.last_ns, [(2, 99)].into_iter().collect());
         std::fs::write(&p, "1\tcuInit\t1\n1 cuInit x\n").unwrap();
         let e = read_cupti(&p).unwrap_err().to_string();
         std::fs::remove_file(&p).unwrap();
