@@ -450,9 +450,9 @@ fn recording_pauses_on_a_full_disk_and_metrics_go_on() {
     wait_until("recording to resume", LIMIT, || {
         agent.metrics().contains("tracer_recording_paused{reason=\"\"} 0").then_some(())
     });
-    // A window on request (POST /record) too.
+    // Without --web.enable-record, POST /record is refused.
     let (code, body) = http(agent.addr, "POST", "/record").unwrap();
-    assert_eq!(code, 202, "{body}");
+    assert_eq!(code, 403, "{body}");
     agent.stop();
     let _ = busy.kill();
     let _ = busy.wait();

@@ -2,7 +2,6 @@
 //! the probes attached until SIGTERM/SIGINT, serves OpenMetrics at
 //! /metrics (docs/agent.md), optionally writes duty-cycled trace files.
 use std::ffi::OsString;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +22,29 @@ use crate::export::openmetrics;
 
 #[derive(Args, Debug, Clone)]
 pub struct AgentArgs {
-    /// Address to serve /metrics on (HOST:PORT; port 0 picks one, printed on stderr).
+    /// Address to serve /metrics on: HOST:PORT, :PORT (every address, IPv6
+    /// and IPv4), 0.0.0.0:PORT or [::]:PORT; port 0 picks one (printed on stderr).
     #[arg(long, value_name = "ADDR")]
     pub listen: String,
+    /// TLS and basic auth: a Prometheus exporter-toolkit web config file
+    /// (tls_server_config.cert_file/key_file, basic_auth_users with bcrypt
+    /// hashes; docs/agent.md).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// Serve POST /record (a recording window now; needs --record-dir).
+    /// Off by default: the endpoint answers 403.
+    #[arg(long = "web.enable-record", requires = "record_dir")]
+    pub web_enable_record: bool,
+    /// POST /record is accepted at most once in this long (429 otherwise).
+    #[arg(long = "web.record-min-interval", value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
+    pub web_record_min_interval: Duration,
+    /// HTTP connections open at once at most (more are closed at accept).
+    #[arg(long = "web.max-connections", value_name = "N", default_value_t = 1024)]
+    pub web_max_connections: usize,
+    /// The `command` label carries the program's arguments too (they may
+    /// hold secrets; default: the executable's name only).
+    #[arg(long)]
+    pub label_command_args: bool,
     /// Trace this running process and its descendants (repeatable).
     #[arg(short, long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
@@ -155,7 +174,13 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
             ))
         })
         .context("installing signal handlers")?;
-    let listener = TcpListener::bind(&a.listen).map_err(|e| UsageError(format!("--listen {}: {e}", a.listen)))?;
+    let web = match &a.web_config_file {
+        Some(p) => {
+            Some(crate::collect::agent::webconfig::WebConfig::load(p).map_err(|e| UsageError(format!("{e:#}")))?)
+        }
+        None => None,
+    };
+    let listener = http::bind(&a.listen).map_err(UsageError)?;
     let addr = listener.local_addr()?;
     let run_as = spawn::invoking_user(a.as_root)?;
     let suspended = match a.command.is_empty() {
@@ -200,7 +225,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let shared = Arc::new(Shared {
         metrics: std::sync::Mutex::new(metrics),
         record_requested: AtomicBool::new(false),
-        recording_enabled: a.record_dir.is_some(),
+        recording_active: AtomicBool::new(false),
+        http: Default::default(),
     });
     let power = start_power(&a, &libcuda_path, &shared);
     let recording = match &a.record_dir {
@@ -216,7 +242,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         )?),
         None => None,
     };
-    serve(listener, &shared)?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    serve(listener, &shared, &a, web)?;
     let command_pid = match suspended {
         Some(s) => {
             loaded.mark_traced(s.pid)?;
@@ -228,7 +255,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         None => None,
     };
     eprintln!(
-        "tracer agent: probing {} driver functions in {}; tracing {}; serving http://{addr}/metrics",
+        "tracer agent: probing {} driver functions in {}; tracing {}; serving {scheme}://{addr}/metrics",
         loaded.report.probed.len(),
         libcuda_path.display(),
         selection.describe()
@@ -352,23 +379,57 @@ fn start_power(a: &AgentArgs, libcuda: &Path, shared: &Shared) -> Option<std::sy
     Some(rx)
 }
 
-fn serve(listener: TcpListener, shared: &Arc<Shared>) -> anyhow::Result<()> {
-    let (s1, s2) = (shared.clone(), shared.clone());
-    let h = http::Handlers {
-        metrics: Box::new(move || {
-            let m = s1.metrics.lock().unwrap_or_else(|e| e.into_inner());
-            openmetrics::render(&snapshot::families(&m))
-        }),
-        content_type: openmetrics::CONTENT_TYPE,
-        record: Box::new(move || {
-            if !s2.recording_enabled {
-                return ("409 Conflict", "recording is off: start the agent with --record-dir DIR\n".into());
-            }
-            s2.record_requested.store(true, Ordering::Relaxed);
-            ("202 Accepted", "recording window requested\n".into())
-        }),
+fn serve(
+    listener: std::net::TcpListener,
+    shared: &Arc<Shared>,
+    a: &AgentArgs,
+    web: Option<crate::collect::agent::webconfig::WebConfig>,
+) -> anyhow::Result<()> {
+    let s1 = shared.clone();
+    let record: Option<Box<dyn Fn() -> http::RecordAnswer + Send + Sync>> = match a.web_enable_record {
+        false => None,
+        true => Some(Box::new(record_handler(shared.clone(), a.record_for, a.web_record_min_interval))),
     };
-    http::spawn(listener, Arc::new(h)).context("starting the HTTP thread")
+    let (tls, auth) = web.map_or((None, None), |w| (w.tls, w.auth));
+    let server = http::Server {
+        handlers: http::Handlers {
+            metrics: Box::new(move || {
+                let m = s1.metrics.lock().unwrap_or_else(|e| e.into_inner());
+                openmetrics::render(&snapshot::families(&m))
+            }),
+            content_type: openmetrics::CONTENT_TYPE,
+            record,
+        },
+        limits: http::Limits { max_connections: a.web_max_connections.max(1), ..Default::default() },
+        tls,
+        auth,
+        stats: shared.http.clone(),
+    };
+    http::spawn(listener, Arc::new(server)).context("starting the HTTP thread")
+}
+
+/// `POST /record`: 409 while a window is open or requested, 429 within
+/// `min_interval` of the last accepted request, else a window now.
+fn record_handler(
+    shared: Arc<Shared>,
+    window: Duration,
+    min_interval: Duration,
+) -> impl Fn() -> http::RecordAnswer + Send + Sync {
+    let last = std::sync::Mutex::new(None::<std::time::Instant>);
+    move || {
+        if shared.recording_active.load(Ordering::Relaxed) || shared.record_requested.load(Ordering::Relaxed) {
+            return http::RecordAnswer::Busy("a recording window is open: wait for it to end\n".into());
+        }
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = *last
+            && t.elapsed() < min_interval
+        {
+            return http::RecordAnswer::TooSoon((min_interval - t.elapsed()).as_secs_f64().ceil().max(1.0) as u64);
+        }
+        *last = Some(std::time::Instant::now());
+        shared.record_requested.store(true, Ordering::Relaxed);
+        http::RecordAnswer::Started(format!("recording window of {} s requested\n", window.as_secs_f64()))
+    }
 }
 
 /// The header line of a duty-cycled trace file.

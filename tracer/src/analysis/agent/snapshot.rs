@@ -242,6 +242,24 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         one("tracer_recordings", Counter, "Duty-cycled trace files written.", h.recordings as f64),
         one("tracer_recorded_bytes", Counter, "Bytes of duty-cycled trace files written.", h.recorded_bytes as f64),
         paused,
+        one(
+            "tracer_http_connections_refused",
+            Counter,
+            "HTTP connections closed at accept because --web.max-connections were open.",
+            h.http_refused as f64,
+        ),
+        one(
+            "tracer_http_connections_timed_out",
+            Counter,
+            "HTTP connections closed by a timeout (request head not whole in time, no byte moved, TLS handshake).",
+            h.http_timed_out as f64,
+        ),
+        one(
+            "tracer_http_unauthorized",
+            Counter,
+            "HTTP requests answered 401 (basic auth of --web.config.file).",
+            h.http_unauthorized as f64,
+        ),
         one("tracer_agent_resident_bytes", Gauge, "Resident memory of the agent.", h.rss_bytes as f64),
         one("tracer_agent_cpu_seconds", Counter, "CPU time of the agent (user + system).", h.cpu_seconds),
     ]

@@ -13,6 +13,7 @@ pub mod http;
 pub mod procinfo;
 pub mod recording;
 pub mod selection;
+pub mod webconfig;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,8 +39,10 @@ pub struct Shared {
     pub metrics: Mutex<AgentMetrics>,
     /// Set by `POST /record`, taken by the loop.
     pub record_requested: AtomicBool,
-    /// Whether duty-cycled recording is configured.
-    pub recording_enabled: bool,
+    /// True while a recording window is open (`POST /record` answers 409).
+    pub recording_active: AtomicBool,
+    /// What the HTTP server counts (refused, timed out, unauthorized).
+    pub http: Arc<http::Stats>,
 }
 
 pub struct Loop<'a> {
@@ -138,6 +141,9 @@ impl Loop<'_> {
             m.health.lost_records = m.health.lost_records.max(lost + self.asm.stats.bad_records);
             m.health.ring_buffer_full = k.ring_full;
         }
+        m.health.http_refused = self.shared.http.refused.load(Ordering::Relaxed);
+        m.health.http_timed_out = self.shared.http.timed_out.load(Ordering::Relaxed);
+        m.health.http_unauthorized = self.shared.http.unauthorized.load(Ordering::Relaxed);
         let (rss, cpu) = own_cost();
         m.health.rss_bytes = rss;
         m.health.cpu_seconds = cpu;
@@ -183,6 +189,7 @@ impl Loop<'_> {
         }
         let lost = self.shared.metrics.lock().map(|m| m.health.lost_records).unwrap_or(0);
         r.tick(Instant::now(), &*self.window_header, &|n, s| recording::footer(n, s, lost));
+        self.shared.recording_active.store(r.active(), Ordering::Relaxed);
     }
 
     /// Runs until SIGTERM/SIGINT/SIGHUP; then detaches every probe and
