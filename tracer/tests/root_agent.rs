@@ -265,10 +265,17 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
         return;
     }
     let port = free_port();
+    // The test's own processes, selected by cgroup: under --all-libcuda or
+    // --system every process of the machine that calls a libcuda (other
+    // test runs beside this one) would be counted, and dropped.
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-prom");
+    let sel = ["--cgroup", &cg.arg()];
     // A: started before the agent; B: after it, and it outlives the agent.
     let a = Load::start("agent-a", &[7]);
-    let agent = Agent::start("agent-1", port, &["--all-libcuda"]);
+    cg.add(a.pid());
+    let agent = Agent::start("agent-1", port, &sel);
     let b = Load::start("agent-b", &[11, 5]);
+    cg.add(b.pid());
     let prom = Prometheus::start(agent.addr);
     run_phase(&agent, &a, "go", "done");
     run_phase(&agent, &b, "go", "done");
@@ -284,7 +291,9 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
     };
     let (labels, v) = one(&format!("tracer_kernels_total{{pid=\"{pa}\"}}"));
     assert_eq!((labels["family"].as_str(), v), ("gemm", 7.0));
-    assert_eq!(labels["command"], format!("agent_load {} 7", a.dir.display()));
+    // The executable's name, not its arguments; the cgroup's path.
+    assert_eq!(labels["command"], "agent_load");
+    assert_eq!(labels["cgroup"], cg.arg());
     assert_eq!(one(&format!("tracer_copy_bytes_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3000.0);
     assert_eq!(one(&format!("tracer_copies_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3.0);
     assert_eq!(one(&format!("tracer_allocated_bytes_live{{pid=\"{pa}\"}}")).1, 4096.0);
@@ -303,7 +312,7 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
     // The agent restarts; B, started before the new agent, is found again
     // and its next launches counted from zero.
     agent.stop();
-    let agent = Agent::start("agent-2", port, &["--all-libcuda"]);
+    let agent = Agent::start("agent-2", port, &sel);
     run_phase(&agent, &b, "go2", "done2");
     wait_until("the restarted agent to count 5 launches", LIMIT, || {
         (agent.value("tracer_kernel_launches_total", pb) == Some(5.0)).then_some(())
@@ -796,4 +805,197 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     assert!(agent.stderr_text().contains("selected in the kernel"), "{}", agent.stderr_text());
     a_counted_c_not_reported(agent, a, c);
     drop(cg);
+}
+
+/// The labels of the first sample of `name` for `pid`: label -> value.
+fn labels_of(text: &str, name: &str, pid: u32) -> BTreeMap<String, String> {
+    let needle = format!("pid=\"{pid}\"");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&needle))
+        .unwrap_or_else(|| panic!("no {name} for pid {pid} in:\n{text}"));
+    let inner = line.split_once('{').unwrap().1.rsplit_once('}').unwrap().0;
+    inner
+        .split("\",")
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once("=\"")?;
+            Some((k.to_string(), v.trim_end_matches('"').to_string()))
+        })
+        .collect()
+}
+
+/// Under `--system` and `--all-libcuda`, processes that live about a
+/// millisecond (777 launches, then exit) are counted exactly, each named
+/// by the kernel's note at its first call (the executable's name, never
+/// its arguments: the secret on its command line appears nowhere) and in
+/// its cgroup. They run in a test cgroup; the test reads their pids only.
+#[test]
+fn short_lived_processes_are_counted_exactly_with_their_name_and_cgroup() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = common::fake_program("short_lived");
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-short");
+    for mode in ["--system", "--all-libcuda"] {
+        let agent = Agent::start(&format!("agent-short{mode}"), free_port(), &[mode, "--grace", "60s"]);
+        let mut pids = vec![];
+        for _ in 0..5 {
+            // The shell moves itself into the cgroup, then becomes the program.
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo $$ > {} && echo $$ >&2 && exec {} 777 --api-key=hunter2-secret",
+                    cg.procs().display(),
+                    prog.display()
+                ))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            let pid: u32 = err.lines().next().unwrap().trim().parse().unwrap();
+            eprintln!("{mode}: pid {pid}: {}", err.lines().nth(1).unwrap_or(""));
+            pids.push(pid);
+        }
+        for &pid in &pids {
+            wait_until(&format!("{mode}: 777 launches of pid {pid}"), LIMIT, || {
+                (agent.value("tracer_kernel_launches_total", pid) == Some(777.0)).then_some(())
+            });
+        }
+        let text = agent.metrics();
+        for &pid in &pids {
+            let l = labels_of(&text, "tracer_kernel_launches_total", pid);
+            assert_eq!(l["command"], "short_lived", "{mode}: {l:?}");
+            assert_eq!(l["cgroup"], cg.arg(), "{mode}: {l:?}");
+        }
+        assert!(!text.contains("hunter2"), "{mode}: an argument in the labels:\n{text}");
+        agent.stop();
+    }
+}
+
+/// `POST /record` is refused (403) unless `--web.enable-record`; enabled,
+/// it starts a window (202), answers 409 while it records and 429 within
+/// `--web.record-min-interval`; the trace file is 0600 in a 0700 directory.
+#[test]
+fn post_record_is_opt_in_busy_aware_and_rate_limited() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut busy = KillOnDrop(common::driver_cmd(&["sleep_loop"]).stdin(Stdio::null()).spawn().unwrap());
+    let pid = busy.0.id().to_string();
+    let records = common::fresh_output("agent-post").with_extension("records");
+    let _ = std::fs::remove_dir_all(&records);
+    let rec = records.to_str().unwrap();
+    let off = Agent::start("agent-post-off", free_port(), &["-p", &pid, "--record-dir", rec]);
+    let (code, body) = http(off.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("--web.enable-record"), "{body}");
+    off.stop();
+    let agent = Agent::start(
+        "agent-post",
+        free_port(),
+        &[
+            "-p",
+            &pid,
+            "--record-dir",
+            rec,
+            "--record-for",
+            "2s",
+            "--web.enable-record",
+            "--web.record-min-interval",
+            "60s",
+        ],
+    );
+    let (code, body) = http(agent.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 202, "{body}");
+    let (code, body) = http(agent.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 409, "{body}");
+    wait_until("the window to be written", LIMIT, || {
+        (total(&agent.metrics(), "tracer_recordings_total") == 1.0).then_some(())
+    });
+    let mut c = TcpStream::connect(agent.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "POST /record HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 429"), "{out}");
+    let retry: u64 = out
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("retry-after: ").map(|v| v.trim().parse().unwrap()))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!((50..=60).contains(&retry), "{out}");
+    agent.stop();
+    let _ = busy.0.kill();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&records), 0o700);
+    let files: Vec<PathBuf> = std::fs::read_dir(&records).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!files.is_empty());
+    for f in &files {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
+    }
+    let _ = std::fs::remove_dir_all(&records);
+}
+
+/// `--listen :PORT` (every address) serves /metrics within a second, over
+/// IPv4 and IPv6 loopback, while 100 clients hold connections sending a
+/// header line now and then (slowloris) and 4 never read their answers.
+#[test]
+fn listen_any_port_answers_within_a_second_under_slow_clients() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let port = free_port();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-slow");
+    let f = common::fake();
+    let stderr = common::fresh_output("agent-any").with_extension("agent.stderr");
+    let child = Command::new(common::tracer_bin())
+        .args(["agent", "--listen", &format!(":{port}"), "--libcuda"])
+        .arg(&f.lib)
+        .args(["--cgroup", &cg.arg()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), stderr };
+    wait_until("the agent to serve /metrics", LIMIT, || {
+        http(agent.addr, "GET", "/metrics").ok().filter(|r| r.0 == 200)
+    });
+    let mut slow: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut c = TcpStream::connect(agent.addr).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let silent: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = TcpStream::connect(agent.addr).unwrap();
+            for _ in 0..50 {
+                let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            }
+            c
+        })
+        .collect();
+    let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
+    let mut worst: f64 = 0.0;
+    for i in 0..10 {
+        for c in slow.iter_mut() {
+            let _ = c.write_all(format!("X-{i}: y\r\n").as_bytes());
+        }
+        for addr in [agent.addr, v6] {
+            let t = Instant::now();
+            let (code, body) = http(addr, "GET", "/metrics").unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(code, 200, "{body}");
+            assert!(body.ends_with("# EOF\n"));
+            assert!(secs < 1.0, "scrape {i} on {addr} took {secs:.3} s");
+            worst = worst.max(secs);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("worst scrape under 100 slow and 4 silent clients: {worst:.3} s");
+    drop((slow, silent));
+    agent.stop();
 }

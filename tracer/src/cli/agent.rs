@@ -194,9 +194,12 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let symbols = libcuda::exported_functions(&libcuda_path)?;
     // --system / --cgroup: the kernel selects (collect/selection.rs); else
     // the processes the selection below marks traced.
-    let scope = crate::collect::selection::Selection { system: a.system, cgroup: a.cgroup.clone() }
-        .resolve()
-        .map_err(UsageError)?;
+    // --all-libcuda selects in the kernel too: every process that calls a
+    // probed libcuda file is counted from its first call, however short its
+    // life (its /proc scan finds the other libcuda files mapped).
+    let system = a.system || (a.all_libcuda && a.cgroup.is_none());
+    let scope =
+        crate::collect::selection::Selection { system, cgroup: a.cgroup.clone() }.resolve().map_err(UsageError)?;
     let kscope = scope.kernel();
     let mut loaded = with_probe_options(&a, &libcuda_path, &symbols, kscope, loader::load)?;
     // Further libcuda files (other inodes) as the selected processes map or
@@ -261,6 +264,11 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         selection.describe()
     );
     let header_libcuda = libcuda_path.display().to_string();
+    let facts = crate::collect::agent::procinfo::Facts {
+        comm: loaded.pid_comm.take(),
+        cgroups: crate::collect::cgroups::CgroupTable::new(crate::cli::record::cgroup_root(), loaded.pid_cgroup.take()),
+        command_args: a.label_command_args,
+    };
     let mut lp = Loop {
         loaded: &mut loaded,
         asm: assembler(),
@@ -273,6 +281,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         window_header: Box::new(move || window_header(&header_libcuda)),
         command_pid,
         missing_before: Default::default(),
+        facts,
     };
     let code = rt.block_on(lp.run(&mut signals, &mut usr1))?;
     eprintln!("tracer agent: stopped; every probe detached");
@@ -310,7 +319,7 @@ fn selection(
     command: Option<u32>,
     libcuda: &Path,
 ) -> anyhow::Result<Box<dyn Selection>> {
-    if scope.is_machine_wide() {
+    if scope.is_machine_wide() && !a.all_libcuda {
         return Ok(Box::new(KernelSide(scope.header().to_string())));
     }
     let mut pids = a.pids.clone();
@@ -346,7 +355,7 @@ impl Selection for Both {
         v
     }
     fn describe(&self) -> String {
-        self.1.describe()
+        format!("every process that calls a probed libcuda (selected in the kernel); {}", self.1.describe())
     }
 }
 

@@ -129,7 +129,7 @@ pub fn selection(args: &RecordArgs) -> Selection {
 }
 
 /// The cgroup2 mount (for the lines' cgroup ids), /sys/fs/cgroup if unknown.
-fn cgroup_root() -> PathBuf {
+pub fn cgroup_root() -> PathBuf {
     std::fs::read_to_string("/proc/self/mountinfo")
         .ok()
         .and_then(|m| crate::collect::selection::cgroup2_mount(&m).ok())

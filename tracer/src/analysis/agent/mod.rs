@@ -13,7 +13,7 @@ pub mod counters;
 pub mod metric;
 pub mod snapshot;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -44,7 +44,9 @@ impl Default for Options {
 /// One traced process.
 #[derive(Clone, Debug, Default)]
 pub struct Process {
-    /// From /proc (the collect layer fills it in); None until known.
+    /// The program's name (comm): from its exec line, its parent's at a
+    /// fork, else the collect layer's (the kernel's note at the first
+    /// probed call, /proc); None until known.
     pub command: Option<String>,
     pub cgroup: Option<String>,
     /// GPU label -> counters.
@@ -103,6 +105,28 @@ pub struct AgentMetrics {
     pub processes: BTreeMap<u32, Process>,
     pub power: BTreeMap<u32, GpuPower>,
     pub health: Health,
+    /// pid -> program name from the exec and fork lines, also of processes
+    /// without series yet (an exec comes before the first driver call);
+    /// forgotten at exit, bounded by [`NAMES_CAP`].
+    pub names: HashMap<u32, String>,
+    /// Processes given series since the collect layer last took them (it
+    /// looks up what the lines did not say: name, cgroup).
+    pub fresh: Vec<u32>,
+}
+
+/// Entries of [`AgentMetrics::names`] at most (cleared when full: the
+/// collect layer's lookups remain).
+pub const NAMES_CAP: usize = 65536;
+
+/// The kernel's name of a program started from `filename` (comm): its file
+/// name, cut to 15 bytes.
+pub fn comm_of(filename: &str) -> String {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    let mut cut = base.len().min(15);
+    while !base.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    base[..cut].to_string()
 }
 
 impl AgentMetrics {
@@ -118,7 +142,8 @@ impl AgentMetrics {
                 return None;
             }
             self.health.processes_seen += 1;
-            self.processes.insert(pid, Process::default());
+            self.processes.insert(pid, Process { command: self.names.get(&pid).cloned(), ..Default::default() });
+            self.fresh.push(pid);
         }
         self.processes.get_mut(&pid)
     }
@@ -129,11 +154,24 @@ impl AgentMetrics {
         self.processes.iter().filter(|(_, p)| p.command.is_none() && p.exited_at.is_none()).map(|(&k, _)| k).collect()
     }
 
-    pub fn set_info(&mut self, pid: u32, command: String, cgroup: Option<String>) {
+    /// What the collect layer found: a name where the lines gave none (or
+    /// the command line, `replace`), and the cgroup.
+    pub fn set_info(&mut self, pid: u32, command: Option<String>, cgroup: Option<String>, replace: bool) {
         if let Some(p) = self.processes.get_mut(&pid) {
-            p.command = Some(command);
-            p.cgroup = cgroup;
+            if p.command.is_none() || replace {
+                p.command = command.or(p.command.take());
+            }
+            if cgroup.is_some() {
+                p.cgroup = cgroup;
+            }
         }
+    }
+
+    fn named(&mut self, pid: u32, name: String) {
+        if self.names.len() >= NAMES_CAP && !self.names.contains_key(&pid) {
+            self.names.clear();
+        }
+        self.names.insert(pid, name);
     }
 
     /// The process exited at `now` (agent clock): its series go after the grace period.
@@ -219,10 +257,30 @@ impl AgentMetrics {
                 p.samples += 1;
             }
             "process" => {
-                if s("op") == Some("exit")
-                    && let Some(pid) = n("pid")
-                {
-                    self.exited(pid as u32, now);
+                let Some(pid) = n("pid").map(|p| p as u32) else { return };
+                match s("op") {
+                    Some("exit") => {
+                        self.names.remove(&pid);
+                        self.exited(pid, now);
+                    }
+                    Some("exec") => {
+                        let name = comm_of(s("filename").unwrap_or(""));
+                        if let Some(p) = self.processes.get_mut(&pid) {
+                            p.command = Some(name.clone());
+                        }
+                        self.named(pid, name);
+                    }
+                    Some("fork") => {
+                        // A process (or thread) starts with its parent's name.
+                        let parent =
+                            self.names.get(&pid).cloned().or_else(|| self.processes.get(&pid)?.command.clone());
+                        if let (Some(child), Some(name)) = (n("child").map(|c| c as u32), parent)
+                            && child != pid
+                        {
+                            self.named(child, name);
+                        }
+                    }
+                    _ => {}
                 }
             }
             _ => {
@@ -346,6 +404,40 @@ mod tests {
         // 19 samples of the process (5 of them the top kernels) and 14 of the agent's own
         // (no libcuda file probed here).
         assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 36);
+    }
+
+    /// The name comes from the lines: exec (before the first call), a fork
+    /// (the parent's), a later exec (the new program); never arguments.
+    #[test]
+    fn names_come_from_exec_and_fork_lines() {
+        let mut m = AgentMetrics::default();
+        let v = |s: &str| line(s);
+        m.add_value(&v(r#"{"type":"process","op":"exec","name":"process","pid":5,"ts":1,"filename":"/opt/bin/a_very_long_program_name"}"#), 0);
+        m.add_value(&v(r#"{"type":"init","op":"init","name":"cuInit","pid":5,"ts":2}"#), 0);
+        assert_eq!(m.processes[&5].command.as_deref(), Some("a_very_long_pro"));
+        m.add_value(&v(r#"{"type":"process","op":"fork","name":"process","pid":5,"ts":3,"child":6}"#), 0);
+        m.add_value(&v(r#"{"type":"init","op":"init","name":"cuInit","pid":6,"ts":4}"#), 0);
+        assert_eq!(m.processes[&6].command.as_deref(), Some("a_very_long_pro"));
+        m.add_value(
+            &v(r#"{"type":"process","op":"exec","name":"process","pid":6,"ts":5,"filename":"/usr/bin/python3"}"#),
+            0,
+        );
+        assert_eq!(m.processes[&6].command.as_deref(), Some("python3"));
+        assert_eq!(m.fresh, [5, 6]);
+        // The collect layer's name only fills a gap, unless asked to replace.
+        m.set_info(6, Some("other".into()), Some("/a".into()), false);
+        assert_eq!(
+            (m.processes[&6].command.as_deref(), m.processes[&6].cgroup.as_deref()),
+            (Some("python3"), Some("/a"))
+        );
+        m.set_info(6, Some("python3 serve.py".into()), None, true);
+        assert_eq!(
+            (m.processes[&6].command.as_deref(), m.processes[&6].cgroup.as_deref()),
+            (Some("python3 serve.py"), Some("/a"))
+        );
+        m.add_value(&v(r#"{"type":"process","op":"exit","name":"process","pid":5,"ts":6}"#), 0);
+        assert!(!m.names.contains_key(&5));
+        assert_eq!(comm_of("/x/é123456789abcdef"), "é123456789abcd");
     }
 
     #[test]

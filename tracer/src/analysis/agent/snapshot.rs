@@ -276,7 +276,7 @@ mod tests {
         m.opts.caps.kernel_names = 10;
         let l = r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"flash_fwd","pid":9,"ts":1}"#;
         m.add_value(&serde_json::from_str(l).unwrap(), 0);
-        m.set_info(9, "python3".into(), Some("/system.slice/x.service".into()));
+        m.set_info(9, Some("python3".into()), Some("/system.slice/x.service".into()), false);
         let f = families(&m);
         let get = |n: &str| f.iter().find(|x| x.name == n).unwrap();
         let s = &get("tracer_kernel_launches").samples;

@@ -62,6 +62,8 @@ pub struct Loop<'a> {
     pub command_pid: Option<u32>,
     /// Per CPU: records numbered but not received at the last housekeeping.
     pub missing_before: std::collections::BTreeMap<u32, u64>,
+    /// Names and cgroups the lines do not carry.
+    pub facts: procinfo::Facts,
 }
 
 fn now_ns() -> u64 {
@@ -86,15 +88,32 @@ impl Loop<'_> {
     fn drain(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize {
         const BATCH: usize = 4096;
         let now = now_ns();
+        let shared = self.shared.clone();
         let mut n = 0;
+        let mut forks = vec![];
+        let mut exits = vec![];
         loop {
-            let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+            let mut m = shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
             let rec = &mut self.recording;
+            let mut empty = false;
             for _ in 0..BATCH {
-                let Some(item) = ring.next() else { return n };
+                let Some(item) = ring.next() else {
+                    empty = true;
+                    break;
+                };
                 n += 1;
                 match tracer_common::decode::parse(&item) {
                     Ok(r) => self.asm.push(&r, &mut |l| {
+                        if let crate::decode::fastline::Line::Value(v) = &l
+                            && v["type"] == "process"
+                            && let Some(pid) = v["pid"].as_u64()
+                        {
+                            match v["op"].as_str() {
+                                Some("fork") => forks.push((pid as u32, v["child"].as_u64().unwrap_or(0) as u32)),
+                                Some("exit") => exits.push(pid as u32),
+                                _ => {}
+                            }
+                        }
                         m.add_line(&l, now);
                         if let Some(w) = rec.as_mut() {
                             w.line(&l);
@@ -106,7 +125,22 @@ impl Loop<'_> {
                     }
                 }
             }
+            // The facts of the processes met in this batch, before their
+            // exits make the kernel's and /proc's forget them.
+            for (parent, child) in forks.drain(..) {
+                self.facts.forked(parent, child);
+            }
+            for pid in std::mem::take(&mut m.fresh) {
+                let (name, cgroup) = self.facts.of(pid);
+                m.set_info(pid, name, cgroup, self.facts.command_args);
+            }
+            for pid in exits.drain(..) {
+                self.facts.exited(pid);
+            }
             drop(m);
+            if empty {
+                return n;
+            }
             std::thread::yield_now();
         }
     }
@@ -116,10 +150,8 @@ impl Loop<'_> {
         let now = now_ns();
         let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for pid in m.unknown_processes() {
-            match procinfo::command(pid) {
-                Some(c) => m.set_info(pid, c, procinfo::cgroup(pid)),
-                None => m.exited(pid, now),
-            }
+            let (name, cgroup) = self.facts.of(pid);
+            m.set_info(pid, name, cgroup, self.facts.command_args);
         }
         for pid in m.live_pids() {
             if !procinfo::alive(pid) {
