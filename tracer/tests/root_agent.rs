@@ -183,16 +183,18 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(target: SocketAddr) -> Prometheus {
+        Prometheus::start_jobs(&format!("  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"))
+    }
+
+    /// With these scrape jobs (YAML list items under scrape_configs).
+    fn start_jobs(jobs: &str) -> Prometheus {
         let bin = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
             .into_iter()
             .find(|p| Path::new(p).exists())
             .expect("prometheus is not installed: `cargo xtask setup` installs Debian's prometheus package");
         let dir = common::fresh_output("prometheus").with_extension("prom");
         std::fs::create_dir_all(&dir).unwrap();
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"
-        );
+        let config = format!("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{jobs}");
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
         let port = free_port();
         let child = Command::new(bin)
@@ -998,4 +1000,92 @@ fn listen_any_port_answers_within_a_second_under_slow_clients() {
     eprintln!("worst scrape under 100 slow and 4 silent clients: {worst:.3} s");
     drop((slow, silent));
     agent.stop();
+}
+
+/// `--web.config.file` with the exporter-toolkit keys: Debian's Prometheus
+/// scrapes the agent over TLS (a self-signed certificate made here with
+/// openssl, trusted as the CA) with basic auth (a bcrypt hash), and reads
+/// the exact launch count; its jobs with a wrong password and over plain
+/// HTTP are down (`up` 0), the wrong password counted as unauthorized.
+#[test]
+fn prometheus_scrapes_over_tls_with_basic_auth() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let dir = common::fresh_output("agent-tls").with_extension("tls");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("agent.crt"), dir.join("agent.key"));
+    let out = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=tracer-agent-test", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (`cargo xtask setup` installs it)");
+    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+    let hash = bcrypt::hash("s3cret", 6).unwrap();
+    let web = dir.join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: agent.crt\n  key_file: agent.key\nbasic_auth_users:\n  prom: '{hash}'\n"
+        ),
+    )
+    .unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-tls");
+    let load = Load::start("agent-tls-load", &[13]);
+    cg.add(load.pid());
+    let port = free_port();
+    let f = common::fake();
+    let stderr = dir.join("agent.stderr");
+    let child = Command::new(common::tracer_bin())
+        .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--libcuda"])
+        .arg(&f.lib)
+        .args(["--cgroup", &cg.arg(), "--web.config.file"])
+        .arg(&web)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), stderr };
+    wait_until("the agent to say it serves https", LIMIT, || {
+        agent.stderr_text().contains(&format!("serving https://127.0.0.1:{port}/metrics")).then_some(())
+    });
+    // Plain HTTP to the TLS port: no answer (the handshake fails).
+    let plain = http(agent.addr, "GET", "/metrics");
+    assert!(plain.as_ref().map_or(true, |r| r.0 == 0), "{plain:?}");
+    let ca = cert.display();
+    let job = |name: &str, scheme: &str, password: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: {scheme}\n    tls_config:\n      ca_file: {ca}\n      server_name: localhost\n\
+             \x20   basic_auth:\n      username: prom\n      password: {password}\n\
+             \x20   static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        )
+    };
+    let jobs =
+        [job("tracer", "https", "s3cret"), job("wrong", "https", "nope"), job("plain", "http", "s3cret")].concat();
+    let prom = Prometheus::start_jobs(&jobs);
+    load.touch("go");
+    load.wait_file("done");
+    wait_until("prometheus to scrape 13 launches over TLS", LIMIT, || {
+        (prom.launches(load.pid()) == Some(13.0)).then_some(())
+    });
+    let up = |job: &str| {
+        let r = prom.query(&format!("up{{job=\"{job}\"}}"));
+        r.first().map(|x| x.1)
+    };
+    assert_eq!(up("tracer"), Some(1.0), "{}", prom.stderr());
+    wait_until("the other jobs to be scraped", LIMIT, || {
+        (up("wrong").is_some() && up("plain").is_some()).then_some(())
+    });
+    assert_eq!((up("wrong"), up("plain")), (Some(0.0), Some(0.0)));
+    let unauthorized = prom.query("tracer_http_unauthorized_total");
+    assert!(unauthorized.first().is_some_and(|x| x.1 >= 1.0), "{unauthorized:?}");
+    load.finish();
+    agent.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }
