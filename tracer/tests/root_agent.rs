@@ -1089,3 +1089,72 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
     agent.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--duty-cycle 1s/3s`: the probes are attached 1 s in every 3. A
+/// short-lived process (777 launches) run inside a window is counted
+/// exactly; one run while the probes are detached is not seen at all; a
+/// process calling cuStreamQuery every millisecond is counted only in the
+/// windows (its count stands still while detached); the series say
+/// sampled="true" and the last window's launch rate is exported.
+#[test]
+fn duty_cycle_counts_exactly_within_windows_and_nothing_between() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = common::fake_program("short_lived");
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-duty");
+    let agent =
+        Agent::start("agent-duty", free_port(), &["--cgroup", &cg.arg(), "--duty-cycle", "1s/3s", "--grace", "60s"]);
+    let attached = |a: &Agent| total(&a.metrics(), "tracer_probes_attached") == 1.0;
+    let edge = |a: &Agent, to: bool| {
+        // Wait for the other state first, then for the change: a fresh edge.
+        wait_until("the other state", LIMIT, || (attached(a) != to).then_some(()));
+        let t = Instant::now();
+        loop {
+            if attached(a) == to {
+                return;
+            }
+            assert!(t.elapsed() < LIMIT, "no edge to attached={to}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let run = |n: u32| -> u32 {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("echo $$ > {} && echo $$ >&2 && exec {} {n}", cg.procs().display(), prog.display()))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        err.lines().next().unwrap().trim().parse().unwrap()
+    };
+    let busy = KillOnDrop(common::driver_cmd(&["sleep_loop"]).stdin(Stdio::null()).spawn().unwrap());
+    cg.add(busy.0.id());
+    edge(&agent, true);
+    let inside = run(777);
+    edge(&agent, false);
+    let outside = run(555);
+    let queries = |a: &Agent| a.value("tracer_driver_calls_total", busy.0.id()).unwrap_or(0.0);
+    // Detached: the busy process's count stands still.
+    std::thread::sleep(Duration::from_millis(100));
+    let q1 = queries(&agent);
+    std::thread::sleep(Duration::from_millis(800));
+    let text = agent.metrics();
+    assert_eq!(total(&text, "tracer_probes_attached"), 0.0, "the window came back too soon for this check");
+    assert_eq!(queries(&agent), q1, "calls counted while the probes were detached");
+    assert!(q1 > 100.0, "{q1}");
+    assert_eq!(agent.value("tracer_kernel_launches_total", inside), Some(777.0));
+    assert!(!text.contains(&format!("pid=\"{outside}\"")), "a process run between windows was seen:\n{text}");
+    let l = labels_of(&text, "tracer_kernel_launches_total", inside);
+    assert_eq!(l.get("sampled").map(String::as_str), Some("true"), "{l:?}");
+    let rate = agent.value("tracer_kernel_launch_rate", inside).expect("the window's launch rate");
+    assert!((700.0..=800.0).contains(&rate), "777 launches in a window of about 1 s: {rate}/s");
+    assert!((total(&text, "tracer_duty_cycle_ratio") - 1.0 / 3.0).abs() < 1e-9);
+    // The next window counts again.
+    edge(&agent, true);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(queries(&agent) > q1 + 50.0);
+    drop(busy);
+    agent.stop();
+}

@@ -41,6 +41,12 @@ pub struct AgentArgs {
     /// HTTP connections open at once at most (more are closed at accept).
     #[arg(long = "web.max-connections", value_name = "N", default_value_t = 1024)]
     pub web_max_connections: usize,
+    /// Attach the libcuda probes ON in every PERIOD only (e.g. 1s/10s): the
+    /// counters count the calls of the windows (exact within each), the
+    /// series are labelled sampled="true", and tracer_*_rate gauges give
+    /// the last window's rates (docs/agent.md).
+    #[arg(long, value_name = "ON/PERIOD", value_parser = duty_cycle_arg)]
+    pub duty_cycle: Option<(Duration, Duration)>,
     /// The `command` label carries the program's arguments too (they may
     /// hold secrets; default: the executable's name only).
     #[arg(long)]
@@ -136,6 +142,16 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// `1s/10s`: (on, period), 0 < on < period.
+pub fn duty_cycle_arg(s: &str) -> Result<(Duration, Duration), String> {
+    let (on, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: ON/PERIOD, e.g. 1s/10s"))?;
+    let (on, period) = (duration_arg(on)?, duration_arg(period)?);
+    if on.is_zero() || on >= period {
+        return Err(format!("{s:?}: ON must be more than 0 and less than PERIOD (e.g. 1s/10s)"));
+    }
+    Ok((on, period))
+}
+
 fn check_args(a: &AgentArgs) -> anyhow::Result<()> {
     if a.pids.is_empty() && !a.all_libcuda && !a.system && a.cgroup.is_none() && a.command.is_empty() {
         return Err(UsageError(
@@ -225,6 +241,10 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         max_processes: a.max_processes,
         grace_ns: a.grace.as_nanos() as u64,
     });
+    let mut metrics = metrics;
+    if let Some((on, period)) = a.duty_cycle {
+        metrics.sample(on.as_secs_f64() / period.as_secs_f64());
+    }
     let shared = Arc::new(Shared {
         metrics: std::sync::Mutex::new(metrics),
         record_requested: AtomicBool::new(false),
@@ -282,6 +302,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         command_pid,
         missing_before: Default::default(),
         facts,
+        duty: a.duty_cycle.map(|(on, period)| crate::collect::agent::Duty::new(on, period)),
     };
     let code = rt.block_on(lp.run(&mut signals, &mut usr1))?;
     eprintln!("tracer agent: stopped; every probe detached");
@@ -480,5 +501,9 @@ mod tests {
         assert_eq!(duration_arg("1.5"), Ok(Duration::from_millis(1500)));
         assert!(duration_arg("2d").unwrap_err().contains("unknown unit"));
         assert!(duration_arg("-1s").is_err());
+        assert_eq!(duty_cycle_arg("1s/10s"), Ok((Duration::from_secs(1), Duration::from_secs(10))));
+        assert_eq!(duty_cycle_arg("500ms/2s"), Ok((Duration::from_millis(500), Duration::from_secs(2))));
+        assert!(duty_cycle_arg("10s/1s").unwrap_err().contains("less than PERIOD"));
+        assert!(duty_cycle_arg("1s").unwrap_err().contains("ON/PERIOD"));
     }
 }

@@ -112,6 +112,29 @@ pub struct AgentMetrics {
     /// Processes given series since the collect layer last took them (it
     /// looks up what the lines did not say: name, cgroup).
     pub fresh: Vec<u32>,
+    /// `--duty-cycle`: the probes are attached part of the time.
+    pub sampling: Option<Sampling>,
+}
+
+/// Calls and launches by API of one process and GPU.
+type ApiCounts = (HashMap<Box<str>, u64>, HashMap<Box<str>, u64>);
+
+/// `--duty-cycle ON/PERIOD`: the counters count what the probes saw while
+/// attached (exact within each window); the rates of the last whole window
+/// estimate the rates of the whole period.
+#[derive(Clone, Debug, Default)]
+pub struct Sampling {
+    /// ON / PERIOD.
+    pub ratio: f64,
+    pub attached: bool,
+    /// Seconds attached in the windows that ended, and their number.
+    pub attached_s: f64,
+    pub windows: u64,
+    /// (pid, gpu) -> calls and launches by API at the open window's start.
+    start: HashMap<(u32, String), ApiCounts>,
+    /// (pid, gpu) -> calls and launches by API per second in the last
+    /// window (processes that made calls in it).
+    pub rates: BTreeMap<(u32, String), (BTreeMap<String, f64>, BTreeMap<String, f64>)>,
 }
 
 /// Entries of [`AgentMetrics::names`] at most (cleared when full: the
@@ -146,6 +169,52 @@ impl AgentMetrics {
             self.fresh.push(pid);
         }
         self.processes.get_mut(&pid)
+    }
+
+    /// `--duty-cycle`: sampling at `ratio` (ON / PERIOD), a window open.
+    pub fn sample(&mut self, ratio: f64) {
+        self.sampling = Some(Sampling { ratio, ..Default::default() });
+        self.window_started();
+    }
+
+    /// A sampling window starts (the probes were attached).
+    pub fn window_started(&mut self) {
+        let Some(sm) = self.sampling.as_mut() else { return };
+        sm.start.clear();
+        for (&pid, p) in &self.processes {
+            for (gpu, c) in &p.gpus {
+                sm.start.insert((pid, gpu.clone()), (c.calls.clone(), c.launches.clone()));
+            }
+        }
+        sm.attached = true;
+    }
+
+    /// The window ends after `seconds` attached: the rates of its calls.
+    pub fn window_ended(&mut self, seconds: f64) {
+        let Some(sm) = self.sampling.as_mut() else { return };
+        let per_s = |now: &HashMap<Box<str>, u64>, before: Option<&HashMap<Box<str>, u64>>| {
+            now.iter()
+                .filter_map(|(k, &n)| {
+                    let d = n - before.and_then(|b| b.get(k)).copied().unwrap_or(0).min(n);
+                    (d > 0).then(|| (k.to_string(), d as f64 / seconds.max(1e-9)))
+                })
+                .collect::<BTreeMap<String, f64>>()
+        };
+        sm.rates.clear();
+        for (&pid, p) in &self.processes {
+            for (gpu, c) in &p.gpus {
+                let before = sm.start.get(&(pid, gpu.clone()));
+                let calls = per_s(&c.calls, before.map(|b| &b.0));
+                if !calls.is_empty() {
+                    let launches = per_s(&c.launches, before.map(|b| &b.1));
+                    sm.rates.insert((pid, gpu.clone()), (calls, launches));
+                }
+            }
+        }
+        sm.start.clear();
+        sm.attached = false;
+        sm.attached_s += seconds;
+        sm.windows += 1;
     }
 
     /// Processes whose command is not known yet (the collect layer looks
@@ -438,6 +507,34 @@ mod tests {
         m.add_value(&v(r#"{"type":"process","op":"exit","name":"process","pid":5,"ts":6}"#), 0);
         assert!(!m.names.contains_key(&5));
         assert_eq!(comm_of("/x/é123456789abcdef"), "é123456789abcd");
+    }
+
+    /// Rates of the last window: the calls made in it over its length.
+    #[test]
+    fn a_sampling_window_gives_rates() {
+        let mut m =
+            AgentMetrics { sampling: Some(Sampling { ratio: 0.1, ..Default::default() }), ..Default::default() };
+        let launch = r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":4,"ts":1}"#;
+        m.window_started();
+        for _ in 0..30 {
+            m.add_value(&line(launch), 0);
+        }
+        m.window_ended(2.0);
+        let s = m.sampling.as_ref().unwrap();
+        assert_eq!(s.rates[&(4, String::new())].1["cuLaunchKernel"], 15.0);
+        assert_eq!((s.windows, s.attached_s, s.attached), (1, 2.0, false));
+        m.window_started();
+        for _ in 0..5 {
+            m.add_value(&line(launch), 0);
+        }
+        m.window_ended(1.0);
+        let s = m.sampling.as_ref().unwrap();
+        assert_eq!(s.rates[&(4, String::new())].0["cuLaunchKernel"], 5.0);
+        assert_eq!(m.processes[&4].gpus[""].launches["cuLaunchKernel"], 35);
+        // A window without calls: no rate.
+        m.window_started();
+        m.window_ended(1.0);
+        assert!(m.sampling.as_ref().unwrap().rates.is_empty());
     }
 
     #[test]

@@ -64,6 +64,26 @@ pub struct Loop<'a> {
     pub missing_before: std::collections::BTreeMap<u32, u64>,
     /// Names and cgroups the lines do not carry.
     pub facts: procinfo::Facts,
+    /// `--duty-cycle ON/PERIOD`: the libcuda probes attached ON in every PERIOD.
+    pub duty: Option<Duty>,
+}
+
+/// The state of `--duty-cycle`.
+pub struct Duty {
+    pub on: Duration,
+    pub period: Duration,
+    pub attached: bool,
+    /// When the current period began, and when the probes were attached.
+    pub period_start: Instant,
+    pub attached_at: Instant,
+}
+
+impl Duty {
+    /// Attached now, the first period starting.
+    pub fn new(on: Duration, period: Duration) -> Duty {
+        let now = Instant::now();
+        Duty { on, period, attached: true, period_start: now, attached_at: now }
+    }
 }
 
 fn now_ns() -> u64 {
@@ -202,6 +222,41 @@ impl Loop<'_> {
         }
     }
 
+    /// `--duty-cycle`: detaches the libcuda probes at the end of a window
+    /// (the sched and open tracepoints stay: processes are followed
+    /// throughout) and attaches them again at the start of the next period.
+    fn duty_tick(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) {
+        let Some(d) = self.duty.as_ref() else { return };
+        let (attached, on, period, period_start, attached_at) =
+            (d.attached, d.on, d.period, d.period_start, d.attached_at);
+        let now = Instant::now();
+        if attached && now >= period_start + on {
+            let links = loader::Links {
+                uprobes: std::mem::take(&mut self.loaded.links.uprobes),
+                multi: std::mem::take(&mut self.loaded.links.multi),
+                ..Default::default()
+            };
+            loader::detach_all(links);
+            let seconds = attached_at.elapsed().as_secs_f64();
+            self.drain(ring);
+            self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner()).window_ended(seconds);
+            if let Some(d) = self.duty.as_mut() {
+                d.attached = false;
+            }
+        } else if !attached && now >= period_start + period {
+            self.drain(ring);
+            let (functions, failed) = self.watch.reattach_all(self.loaded);
+            log::debug!("duty cycle: {functions} functions probed again ({failed} files failed)");
+            self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner()).window_started();
+            if let Some(d) = self.duty.as_mut() {
+                // The next period starts on time (not late by the attach).
+                d.period_start = if now < period_start + period * 2 { period_start + period } else { now };
+                d.attached = true;
+                d.attached_at = Instant::now();
+            }
+        }
+    }
+
     fn side(&mut self) {
         let Some(rx) = &self.power else { return };
         let now = now_ns();
@@ -267,6 +322,7 @@ impl Loop<'_> {
                 }
                 _ = tick.tick() => {
                     self.drain(afd.get_mut());
+                    self.duty_tick(afd.get_mut());
                     self.side();
                     self.recording_tick();
                     if last_scan.elapsed() >= self.scan_interval {
