@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
-"""Overhead of `tracer agent` (metrics only, and with duty-cycled recording)
-on the GPU machine, side by side with untraced and with `tracer record`, in
-one run (modes interleaved, rotated each repetition):
+"""Overhead of `tracer agent` (metrics only, with sampled probes
+`--duty-cycle`, with duty-cycled recording) on the GPU machine, side by
+side with untraced and with `tracer record`, in one run (modes
+interleaved, rotated each repetition). `untraced_b` is a second untraced
+mode: its ratio to `untraced` is the machine's own spread.
 
 - gen:    GPT-2 generation (bench/workloads.py --workloads gen)
 - launch: the launch-bound loop (examples/launch_loop.py)
 
 Per workload and mode: median iteration time, ratio to untraced (median of
-the paired per-repetition ratios), and for the agent modes what the agent
+the paired per-repetition ratios of medians, their min and max, and the
+ratio of means: a sampled agent slows only the iterations inside its
+windows, which the median hides and the mean does not), and for the agent modes what the agent
 saw (launches of the workload's process from /metrics, lost records, the
 agent's own CPU seconds and resident memory). Writes
 docs/bench/agent_overhead_<date>_<gpu>.{json,md} and prints the Markdown.
 
     sudo python3 bench/agent_overhead.py --tracer .device-bin/tracer --reps 3
+    sudo python3 bench/agent_overhead.py --tracer .device-bin/tracer --workloads gen \
+        --modes untraced,untraced_b,agent,agent_sampled --reps 12 --iterations 100 --duty-cycle 1s/10s
 """
 import argparse
 import datetime
@@ -31,7 +37,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-MODES = ["untraced", "agent", "agent_duty", "record"]
+MODES = ["untraced", "untraced_b", "agent", "agent_sampled", "agent_duty", "record"]
 
 
 def free_port():
@@ -95,8 +101,9 @@ def run_one(args, w, mode):
     agent = None
     rec = {"workload": w, "mode": mode}
     tmp = tempfile.mkdtemp(prefix="agent_overhead_")
-    if mode in ("agent", "agent_duty"):
-        extra = ["--record-dir", tmp, "--record-every", "10s", "--record-for", "2s"] if mode == "agent_duty" else []
+    if mode in ("agent", "agent_duty", "agent_sampled"):
+        extra = {"agent": [], "agent_duty": ["--record-dir", tmp, "--record-every", "10s", "--record-for", "2s"],
+                 "agent_sampled": ["--duty-cycle", args.duty_cycle]}[mode]
         agent, port = start_agent(args, extra)
     elif mode == "record":
         cmd = [args.tracer, "-q", "--force", "-o", os.path.join(tmp, "t.jsonl"), "--", *cmd]
@@ -112,7 +119,8 @@ def run_one(args, w, mode):
                    lost=sample(text, "tracer_lost_records_total"),
                    agent_cpu_s=sample(text, "tracer_agent_cpu_seconds_total"),
                    agent_rss_mib=sample(text, "tracer_agent_resident_bytes") / 2**20,
-                   recordings=sample(text, "tracer_recordings_total"))
+                   recordings=sample(text, "tracer_recordings_total"),
+                   sampling_windows=sample(text, "tracer_sampling_windows_total"))
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=60)
     subprocess.run(["rm", "-rf", tmp])
@@ -129,6 +137,7 @@ def main():
     ap.add_argument("--workloads", default="gen,launch")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--duty-cycle", default="1s/10s", help="agent_sampled's --duty-cycle ON/PERIOD")
     ap.add_argument("--pin", type=int, default=None, help="CPU to pin the workload to (default: not pinned, as users run it)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
     args = ap.parse_args()
@@ -149,9 +158,12 @@ def main():
             rs = [r for r in runs if r["workload"] == w and r["mode"] == m]
             allv = [s for r in rs for s in r["seconds"]]
             paired = [st.median(r["seconds"]) / base[r["rep"]] for r in rs if r["rep"] in base]
-            row = {"workload": w, "mode": m, "median_s": st.median(allv),
-                   "paired_ratio": st.median(paired) if paired else None}
-            for k in ("launches", "lost", "agent_cpu_s", "agent_rss_mib", "recordings"):
+            base_mean = [st.mean(r["seconds"]) for r in runs if r["workload"] == w and r["mode"] == "untraced"]
+            row = {"workload": w, "mode": m, "median_s": st.median(allv), "mean_s": st.mean(allv),
+                   "paired_ratio": st.median(paired) if paired else None,
+                   "paired_min": min(paired) if paired else None, "paired_max": max(paired) if paired else None,
+                   "mean_ratio": st.mean(allv) / st.mean(base_mean) if base_mean else None}
+            for k in ("launches", "lost", "agent_cpu_s", "agent_rss_mib", "recordings", "sampling_windows"):
                 if rs and k in rs[0]:
                     row[k] = st.median([r[k] for r in rs])
             table.append(row)
@@ -159,11 +171,12 @@ def main():
                          capture_output=True, text=True).stdout.strip().split("\n")[0]
     day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     md = [f"tracer agent overhead, {day}, {gpu}; {args.reps} repetitions x {args.iterations} iterations, modes interleaved.",
-          "", "| workload | mode | median iteration | paired ratio | launches seen | lost | agent CPU s | agent RSS MiB |",
-          "|---|---|---|---|---|---|---|---|"]
+          "", "| workload | mode | median iteration | paired ratio (min–max) | ratio of means | launches seen | lost | agent CPU s | agent RSS MiB |",
+          "|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, fmt: fmt.format(v) if v is not None else "–"
     for r in table:
-        md.append(f"| {r['workload']} | {r['mode']} | {r['median_s'] * 1e3:.2f} ms | {f(r['paired_ratio'], '{:.3f}x')} | "
+        md.append(f"| {r['workload']} | {r['mode']} | {r['median_s'] * 1e3:.2f} ms | {f(r['paired_ratio'], '{:.3f}x')} "
+                  f"({f(r['paired_min'], '{:.3f}')}–{f(r['paired_max'], '{:.3f}')}) | {f(r['mean_ratio'], '{:.3f}x')} | "
                   f"{f(r.get('launches'), '{:.0f}')} | {f(r.get('lost'), '{:.0f}')} | {f(r.get('agent_cpu_s'), '{:.2f}')} | "
                   f"{f(r.get('agent_rss_mib'), '{:.1f}')} |")
     os.makedirs(args.out, exist_ok=True)
