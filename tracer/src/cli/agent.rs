@@ -180,6 +180,13 @@ fn find_libcuda(a: &AgentArgs) -> anyhow::Result<PathBuf> {
 
 pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     check_args(&a)?;
+    // A bad web config file is a usage error, found before any privilege is needed.
+    let web = match &a.web_config_file {
+        Some(p) => {
+            Some(crate::collect::agent::webconfig::WebConfig::load(p).map_err(|e| UsageError(format!("{e:#}")))?)
+        }
+        None => None,
+    };
     privileges::check_privileges()?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut signals, mut usr1) = rt
@@ -190,12 +197,6 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
             ))
         })
         .context("installing signal handlers")?;
-    let web = match &a.web_config_file {
-        Some(p) => {
-            Some(crate::collect::agent::webconfig::WebConfig::load(p).map_err(|e| UsageError(format!("{e:#}")))?)
-        }
-        None => None,
-    };
     let listener = http::bind(&a.listen).map_err(UsageError)?;
     let addr = listener.local_addr()?;
     let run_as = spawn::invoking_user(a.as_root)?;
