@@ -198,6 +198,13 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         })
         .context("installing signal handlers")?;
     let listener = http::bind(&a.listen).map_err(UsageError)?;
+    let files = http::raise_open_files_limit();
+    if files < a.web_max_connections as u64 + 1024 {
+        eprintln!(
+            "tracer agent: warning: at most {files} open files (ulimit -n): fewer than --web.max-connections {} and the probes need",
+            a.web_max_connections
+        );
+    }
     let addr = listener.local_addr()?;
     let run_as = spawn::invoking_user(a.as_root)?;
     let suspended = match a.command.is_empty() {
@@ -219,6 +226,14 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         crate::collect::selection::Selection { system, cgroup: a.cgroup.clone() }.resolve().map_err(UsageError)?;
     let kscope = scope.kernel();
     let mut loaded = with_probe_options(&a, &libcuda_path, &symbols, kscope, loader::load)?;
+    if a.duty_cycle.is_some() && loaded.report.attach_mode == "perf" {
+        // Closing one perf event per function waits a grace period each
+        // (loader::detach_all): minutes per window.
+        return Err(UsageError(
+            "--duty-cycle needs uprobe_multi links (Linux 6.6 or later); this kernel attaches one perf event per function, too slow to detach every window".into(),
+        )
+        .into());
+    }
     // Further libcuda files (other inodes) as the selected processes map or
     // open them: the same watch as `tracer record` (libcuda_watch.rs).
     let mut watch = Watch::new(Box::new(|loaded: &mut loader::Loaded, via: &Path| {

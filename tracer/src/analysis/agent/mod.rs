@@ -89,9 +89,10 @@ pub struct Health {
     pub libcuda_files: Vec<(String, u64, usize)>,
     pub libcuda_files_not_probed: u64,
     pub libcuda_opens: u64,
-    /// HTTP connections closed at accept (connection cap), closed by a
-    /// timeout, and requests answered 401.
+    /// HTTP connections closed at accept (connection cap), closed to make
+    /// room for a new one, closed by a timeout, and requests answered 401.
     pub http_refused: u64,
+    pub http_evicted: u64,
     pub http_timed_out: u64,
     pub http_unauthorized: u64,
     /// The agent's resident memory (bytes) and CPU seconds.
@@ -472,7 +473,7 @@ mod tests {
         assert_eq!((c.calls.len(), c.launches["cuLaunchKernel"]), (2, 200_000));
         // 19 samples of the process (5 of them the top kernels) and 14 of the agent's own
         // (no libcuda file probed here).
-        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 36);
+        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 37);
     }
 
     /// The name comes from the lines: exec (before the first call), a fork

@@ -305,8 +305,14 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         one(
             "tracer_http_connections_refused",
             Counter,
-            "HTTP connections closed at accept because --web.max-connections were open.",
+            "HTTP connections closed at accept: --web.max-connections were open, all being answered.",
             h.http_refused as f64,
+        ),
+        one(
+            "tracer_http_connections_evicted",
+            Counter,
+            "HTTP connections closed to make room for a new one (the oldest not being answered, at --web.max-connections).",
+            h.http_evicted as f64,
         ),
         one(
             "tracer_http_connections_timed_out",

@@ -5,7 +5,9 @@
 //! starts a duty-cycled recording window now.
 //!
 //! Hostile clients get bounded resources: at most `max_connections` at
-//! once (past it a connection is closed at accept), the request head must
+//! once (past it the oldest connection that is not being answered is
+//! closed to make room, so that a scraper always gets in; if none can be,
+//! the new one is closed at accept), the request head must
 //! arrive whole within `header_timeout` (slowloris), a connection on which
 //! no byte moves either way for `idle_timeout` is closed (a client that
 //! never reads its reply, an idle keep-alive), a head over
@@ -74,8 +76,12 @@ impl Default for Limits {
 /// What the server counts (tracer_http_* metrics).
 #[derive(Debug, Default)]
 pub struct Stats {
-    /// Connections closed at accept: `max_connections` were open.
+    /// Connections closed at accept: `max_connections` were open and
+    /// being answered.
     pub refused: AtomicU64,
+    /// Connections closed to make room for a new one (the oldest not being
+    /// answered, at `max_connections`).
+    pub evicted: AtomicU64,
     /// Connections closed by a timeout (head, idle, TLS handshake).
     pub timed_out: AtomicU64,
     /// Requests answered 401.
@@ -126,6 +132,26 @@ fn dual_stack(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     Ok(s.into())
 }
 
+/// Raises the soft limit of open files to the hard one (a service's soft
+/// limit is often 1024: the agent's probes and maps take hundreds of
+/// descriptors, and `max_connections` clients one each). Returns the limit.
+pub fn raise_open_files_limit() -> u64 {
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit { rlim_cur: r.rlim_max, rlim_max: r.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                return want.rlim_cur as u64;
+            }
+        }
+        r.rlim_cur as u64
+    }
+}
+
 /// Serves on `listener` until the process ends (the thread is detached).
 pub fn spawn(listener: std::net::TcpListener, server: Arc<Server>) -> io::Result<()> {
     listener.set_nonblocking(true)?;
@@ -136,6 +162,16 @@ pub fn spawn(listener: std::net::TcpListener, server: Arc<Server>) -> io::Result
     Ok(())
 }
 
+/// One open connection, as the accept loop sees it.
+#[derive(Default)]
+struct Conn {
+    /// A request is being answered (never evicted then).
+    busy: AtomicU64,
+    done: std::sync::atomic::AtomicBool,
+    evicted: std::sync::atomic::AtomicBool,
+    evict: tokio::sync::Notify,
+}
+
 async fn accept(listener: std::net::TcpListener, server: Arc<Server>) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
@@ -144,8 +180,11 @@ async fn accept(listener: std::net::TcpListener, server: Arc<Server>) {
             return;
         }
     };
-    let slots = Arc::new(tokio::sync::Semaphore::new(server.limits.max_connections));
+    let cap = server.limits.max_connections;
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
     let tls = server.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    // Oldest first.
+    let mut conns: std::collections::VecDeque<Arc<Conn>> = std::collections::VecDeque::new();
     loop {
         let s = match listener.accept().await {
             Ok((s, _)) => s,
@@ -156,25 +195,52 @@ async fn accept(listener: std::net::TcpListener, server: Arc<Server>) {
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            server.stats.refused.fetch_add(1, Ordering::Relaxed);
-            continue;
+        if conns.len() >= cap {
+            conns.retain(|c| !c.done.load(Ordering::Relaxed));
+        }
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                // Full: the oldest connection not being answered makes room.
+                let victim = conns.iter().find(|c| {
+                    !c.done.load(Ordering::Relaxed)
+                        && c.busy.load(Ordering::Relaxed) == 0
+                        && !c.evicted.swap(true, Ordering::Relaxed)
+                });
+                if let Some(v) = victim {
+                    v.evict.notify_one();
+                    server.stats.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned()).await {
+                    Ok(Ok(p)) => p,
+                    _ => {
+                        server.stats.refused.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                }
+            }
         };
         let _ = s.set_nodelay(true);
+        let conn = Arc::new(Conn::default());
+        conns.push_back(conn.clone());
         let (server, tls) = (server.clone(), tls.clone());
         tokio::spawn(async move {
-            connection(s, server, tls).await;
+            tokio::select! {
+                _ = connection(s, server, tls, conn.clone()) => {}
+                _ = conn.evict.notified() => {}
+            }
+            conn.done.store(true, Ordering::Relaxed);
             drop(slot);
         });
     }
 }
 
-async fn connection(s: TcpStream, server: Arc<Server>, tls: Option<tokio_rustls::TlsAcceptor>) {
+async fn connection(s: TcpStream, server: Arc<Server>, tls: Option<tokio_rustls::TlsAcceptor>, conn: Arc<Conn>) {
     let io = Watchdog::new(s, server.limits.idle_timeout, server.stats.clone());
     match tls {
-        None => serve(io, server).await,
+        None => serve(io, server, conn).await,
         Some(acceptor) => match tokio::time::timeout(server.limits.header_timeout, acceptor.accept(io)).await {
-            Ok(Ok(tls)) => serve(tls, server).await,
+            Ok(Ok(tls)) => serve(tls, server, conn).await,
             Ok(Err(e)) => log::debug!("agent https: handshake: {e}"),
             Err(_) => {
                 server.stats.timed_out.fetch_add(1, Ordering::Relaxed);
@@ -183,12 +249,17 @@ async fn connection(s: TcpStream, server: Arc<Server>, tls: Option<tokio_rustls:
     }
 }
 
-async fn serve<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: I, server: Arc<Server>) {
+async fn serve<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: I, server: Arc<Server>, conn: Arc<Conn>) {
     let l = server.limits;
     let s = server.clone();
     let svc = hyper::service::service_fn(move |req| {
-        let s = s.clone();
-        async move { Ok::<_, Infallible>(respond(req, s).await) }
+        let (s, conn) = (s.clone(), conn.clone());
+        async move {
+            conn.busy.fetch_add(1, Ordering::Relaxed);
+            let r = respond(req, s).await;
+            conn.busy.fetch_sub(1, Ordering::Relaxed);
+            Ok::<_, Infallible>(r)
+        }
     });
     let r = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())

@@ -194,6 +194,7 @@ impl Loop<'_> {
             m.health.ring_buffer_full = k.ring_full;
         }
         m.health.http_refused = self.shared.http.refused.load(Ordering::Relaxed);
+        m.health.http_evicted = self.shared.http.evicted.load(Ordering::Relaxed);
         m.health.http_timed_out = self.shared.http.timed_out.load(Ordering::Relaxed);
         m.health.http_unauthorized = self.shared.http.unauthorized.load(Ordering::Relaxed);
         let (rss, cpu) = own_cost();

@@ -272,3 +272,26 @@ fn listen_addresses_of_the_readme() {
     assert!(bind(":x").unwrap_err().contains("--listen :x: \"x\" is not a port"));
     assert!(bind("127.0.0.1").unwrap_err().starts_with("--listen 127.0.0.1: "));
 }
+
+/// 1,000 connections that send nothing against a cap of 256: the oldest
+/// idle ones are closed to make room, and every scrape gets in and is
+/// answered within a second.
+#[test]
+fn a_thousand_idle_connections_do_not_lock_out_a_scrape() {
+    raise_open_files_limit();
+    let limits = Limits { max_connections: 256, ..Limits::default() };
+    let addr = start("tracer_x 1\n# EOF\n".into(), None, limits);
+    let mut idle = Vec::with_capacity(1000);
+    for i in 0..1000 {
+        idle.push(TcpStream::connect(addr).unwrap_or_else(|e| panic!("connection {i}: {e}")));
+        if i % 250 == 249 {
+            let (status, n, secs) = scrape(addr);
+            assert_eq!((status.as_str(), n), ("HTTP/1.1 200 OK", 17), "after {} connections", i + 1);
+            assert!(secs < 1.0, "after {} connections the scrape took {secs:.3} s", i + 1);
+        }
+    }
+    // The connections made last are still open; the first ones were closed.
+    let mut first = idle.swap_remove(0);
+    first.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(first.read(&mut [0u8; 16]).unwrap_or(0), 0, "the oldest idle connection is closed");
+}
