@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -93,6 +94,13 @@ def start_agent(args, extra):
             time.sleep(0.2)
 
 
+def duty_period_s(spec):
+    """The PERIOD of ON/PERIOD, in seconds (1s/10s, 500ms/5s, 1m)."""
+    v = spec.split("/")[1]
+    m = re.fullmatch(r"([0-9.]+)(ms|s|m|h)?", v)
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+
+
 def run_one(args, w, mode):
     cmd = workload_cmd(args, w)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "examples") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -105,6 +113,11 @@ def run_one(args, w, mode):
         extra = {"agent": [], "agent_duty": ["--record-dir", tmp, "--record-every", "10s", "--record-for", "2s"],
                  "agent_sampled": ["--duty-cycle", args.duty_cycle]}[mode]
         agent, port = start_agent(args, extra)
+        if mode == "agent_sampled":
+            # The workload starts at a random phase of the sampling period:
+            # over the repetitions its iterations meet the windows in their
+            # true share (the first window opens as the agent starts).
+            time.sleep(random.uniform(0, duty_period_s(args.duty_cycle)))
     elif mode == "record":
         cmd = [args.tracer, "-q", "--force", "-o", os.path.join(tmp, "t.jsonl"), "--", *cmd]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -129,7 +142,7 @@ def run_one(args, w, mode):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tracer", required=True)
+    ap.add_argument("--tracer", help="the tracer binary (not needed with --merge)")
     ap.add_argument("--libcuda", default=None, help="the libcuda the workloads load (default: the agent resolves it)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=10)
@@ -140,10 +153,27 @@ def main():
     ap.add_argument("--duty-cycle", default="1s/10s", help="agent_sampled's --duty-cycle ON/PERIOD")
     ap.add_argument("--pin", type=int, default=None, help="CPU to pin the workload to (default: not pinned, as users run it)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
+    ap.add_argument("--merge", nargs="+", metavar="JSON", default=None,
+                    help="no runs: the table of the runs in these files (several device calls of the same modes)")
     args = ap.parse_args()
+    if not args.tracer and not args.merge:
+        ap.error("--tracer TRACER is required (unless --merge)")
     modes = args.modes.split(",")
     runs = []
-    for rep in range(args.reps):
+    gpu = None
+    if args.merge:
+        for i, path in enumerate(args.merge):
+            with open(path) as fh:
+                d = json.load(fh)
+            gpu = gpu or d.get("gpu")
+            for r in d["runs"]:
+                r["rep"] = f"{i}.{r['rep']}"
+                runs.append(r)
+        modes = [m for m in modes if any(r["mode"] == m for r in runs)]
+        args.workloads = ",".join(dict.fromkeys(r["workload"] for r in runs))
+        args.reps = len({r["rep"] for r in runs})
+        args.iterations = len(runs[0]["seconds"]) if runs else 0
+    for rep in range(0 if args.merge else args.reps):
         for w in args.workloads.split(","):
             k = rep % len(modes)
             for m in modes[k:] + modes[:k]:
@@ -167,8 +197,9 @@ def main():
                 if rs and k in rs[0]:
                     row[k] = st.median([r[k] for r in rs])
             table.append(row)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().split("\n")[0]
+    if gpu is None:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip().split("\n")[0]
     day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     md = [f"tracer agent overhead, {day}, {gpu}; {args.reps} repetitions x {args.iterations} iterations, modes interleaved.",
           "", "| workload | mode | median iteration | paired ratio (min–max) | ratio of means | launches seen | lost | agent CPU s | agent RSS MiB |",
