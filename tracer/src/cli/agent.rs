@@ -38,7 +38,8 @@ pub struct AgentArgs {
     /// POST /record is accepted at most once in this long (429 otherwise).
     #[arg(long = "web.record-min-interval", value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
     pub web_record_min_interval: Duration,
-    /// HTTP connections open at once at most (more are closed at accept).
+    /// HTTP connections open at once at most (at the cap, the oldest one not
+    /// being answered is closed to make room).
     #[arg(long = "web.max-connections", value_name = "N", default_value_t = 1024)]
     pub web_max_connections: usize,
     /// Attach the libcuda probes ON in every PERIOD only (e.g. 1s/10s): the
@@ -54,8 +55,10 @@ pub struct AgentArgs {
     /// Trace this running process and its descendants (repeatable).
     #[arg(short, long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
-    /// Trace every process that maps the probed libcuda, found by scanning
-    /// /proc every --scan-interval-ms (processes started later too).
+    /// Trace every process that calls a probed libcuda, selected in the
+    /// kernel at its first call (however short its life), and probe the
+    /// other libcuda.so* files processes map, found by scanning /proc every
+    /// --scan-interval-ms.
     #[arg(long)]
     pub all_libcuda: bool,
     /// Every process on the machine that calls the probed libcuda, also
@@ -75,7 +78,7 @@ pub struct AgentArgs {
     /// a file past the limit is not probed (tracer_libcuda_files_not_probed_total).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_libcuda_files: usize,
-    /// How often --all-libcuda looks for new processes.
+    /// How often --all-libcuda looks for libcuda files mapped by processes.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub scan_interval_ms: u64,
     /// Series of an exited process stay this long.
@@ -251,13 +254,12 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         }
     }
     let mut selection = selection(&a, &scope, suspended.as_ref().map(|s| s.pid), &libcuda_path)?;
-    let metrics = AgentMetrics::new(Options {
+    let mut metrics = AgentMetrics::new(Options {
         caps: Caps { kernel_names: if a.top_kernels > 0 { 10_000 } else { 0 }, live_allocations: 1 << 20 },
         top_kernels: a.top_kernels,
         max_processes: a.max_processes,
         grace_ns: a.grace.as_nanos() as u64,
     });
-    let mut metrics = metrics;
     if let Some((on, period)) = a.duty_cycle {
         metrics.sample(on.as_secs_f64() / period.as_secs_f64());
     }
