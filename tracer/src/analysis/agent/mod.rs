@@ -119,6 +119,8 @@ pub struct AgentMetrics {
 
 /// Calls and launches by API of one process and GPU.
 type ApiCounts = (HashMap<Box<str>, u64>, HashMap<Box<str>, u64>);
+/// Calls and launches per second by API of one process and GPU.
+pub type ApiRates = (BTreeMap<String, f64>, BTreeMap<String, f64>);
 
 /// `--duty-cycle ON/PERIOD`: the counters count what the probes saw while
 /// attached (exact within each window); the rates of the last whole window
@@ -135,7 +137,7 @@ pub struct Sampling {
     start: HashMap<(u32, String), ApiCounts>,
     /// (pid, gpu) -> calls and launches by API per second in the last
     /// window (processes that made calls in it).
-    pub rates: BTreeMap<(u32, String), (BTreeMap<String, f64>, BTreeMap<String, f64>)>,
+    pub rates: BTreeMap<(u32, String), ApiRates>,
 }
 
 /// Entries of [`AgentMetrics::names`] at most (cleared when full: the
