@@ -6,7 +6,12 @@
 //! before the agent and one started after are both reported, and a
 //! restarted agent picks up a process that was already running. Also: a
 //! process outside the selection is not reported, and duty-cycled
-//! recording pauses on a full disk (metrics go on) and resumes.
+//! recording pauses on a full disk (metrics go on) and resumes. Issue 31:
+//! processes of about a millisecond counted exactly with name and cgroup
+//! and no argument; POST /record opt-in, 409 and 429, private files;
+//! `--listen :PORT` under slow clients; Prometheus over TLS with basic
+//! auth; `--duty-cycle` exact within windows. Tests whose mode is
+//! machine-wide select their own processes by cgroup.
 mod common;
 
 use std::collections::BTreeMap;
