@@ -9,7 +9,10 @@
 //! array read), so the sched tracepoints follow its children and exit
 //! without recording other processes of the machine.
 use aya_ebpf::{
-    helpers::generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+    helpers::{
+        bpf_get_current_comm,
+        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+    },
     macros::map,
     maps::LruHashMap,
 };
@@ -39,6 +42,12 @@ static SELECT_SELF_TGID: u32 = 0;
 #[map]
 pub static PID_CGROUP: LruHashMap<u32, u64> = LruHashMap::with_max_entries(65536, 0);
 
+/// `--system` / `--cgroup`: tgid -> the task name (comm: the executable's
+/// file name, at most 15 bytes) at its first probed call, for `tracer
+/// agent`'s `command` label of a process gone before userspace looks.
+#[map]
+pub static PID_COMM: LruHashMap<u32, [u8; 16]> = LruHashMap::with_max_entries(65536, 0);
+
 #[inline(always)]
 fn selection_mode() -> u32 {
     unsafe { core::ptr::read_volatile(&SELECT_MODE) }
@@ -65,6 +74,9 @@ fn in_cgroup() -> bool {
 fn adopt(pid: u32) {
     if !is_traced(pid) {
         let _ = PID_CGROUP.insert(&pid, &unsafe { bpf_get_current_cgroup_id() }, 0);
+        if let Ok(comm) = bpf_get_current_comm() {
+            let _ = PID_COMM.insert(&pid, &comm, 0);
+        }
         if TRACED.insert(&pid, &1, 0).is_ok() {
             traced_changed();
         }

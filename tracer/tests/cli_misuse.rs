@@ -89,3 +89,41 @@ fn parquet_export_options() {
     misuse(&["export", "no-such.jsonl", "--format", "parquet", "--host", " "], "--host: an empty host name");
     misuse(&["export", "no-such.jsonl", "--host", "node1"], "--host applies to --format parquet only");
 }
+
+/// `tracer agent`'s web options: a bad web config file names the file, the
+/// line and the key; POST /record needs a recording directory; a duty
+/// cycle is ON/PERIOD with ON shorter.
+#[test]
+fn agent_web_options() {
+    let dir = std::env::temp_dir().join(format!("tracer-misuse-web-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let web = dir.join("web.yml");
+    let w = web.to_str().unwrap();
+    std::fs::write(&web, "tls_server_config:\n  cert_file: a.crt\n  cipher_suites: [x]\n").unwrap();
+    misuse(
+        &["agent", "--listen", ":0", "--all-libcuda", "--web.config.file", w],
+        &format!(
+            "--web.config.file {w}: line 3: tls_server_config: unknown field `cipher_suites`, expected one of `cert_file`, \
+             `key_file`, `client_auth_type`, `client_ca_file`, `min_version`, `max_version` at line 3 column 3 (keys: \
+             tls_server_config.cert_file/key_file/client_auth_type/client_ca_file/min_version/max_version, basic_auth_users)"
+        ),
+    );
+    std::fs::write(&web, "basic_auth_users:\n  prom: hunter2\n").unwrap();
+    misuse(
+        &["agent", "--listen", ":0", "--all-libcuda", "--web.config.file", w],
+        &format!(
+            "--web.config.file {w}: basic_auth_users.prom: not a bcrypt hash ($2y$10$..., e.g. from `htpasswd -nBC 10 prom`)"
+        ),
+    );
+    misuse(
+        &["agent", "--listen", ":0", "--all-libcuda", "--web.enable-record"],
+        "the following required arguments were not provided: --record-dir <DIR>; usage: tracer agent --listen <ADDR> \
+         --record-dir <DIR> --all-libcuda --web.enable-record [-- <CMD>...]",
+    );
+    misuse(
+        &["agent", "--listen", ":0", "--all-libcuda", "--duty-cycle", "3s/1s"],
+        "invalid value '3s/1s' for '--duty-cycle <ON/PERIOD>': \"3s/1s\": ON must be more than 0 and less than PERIOD \
+         (e.g. 1s/10s); see tracer --help",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

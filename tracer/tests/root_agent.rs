@@ -6,7 +6,12 @@
 //! before the agent and one started after are both reported, and a
 //! restarted agent picks up a process that was already running. Also: a
 //! process outside the selection is not reported, and duty-cycled
-//! recording pauses on a full disk (metrics go on) and resumes.
+//! recording pauses on a full disk (metrics go on) and resumes. Issue 31:
+//! processes of about a millisecond counted exactly with name and cgroup
+//! and no argument; POST /record opt-in, 409 and 429, private files;
+//! `--listen :PORT` under slow clients; Prometheus over TLS with basic
+//! auth; `--duty-cycle` exact within windows. Tests whose mode is
+//! machine-wide select their own processes by cgroup.
 mod common;
 
 use std::collections::BTreeMap;
@@ -183,16 +188,18 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(target: SocketAddr) -> Prometheus {
+        Prometheus::start_jobs(&format!("  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"))
+    }
+
+    /// With these scrape jobs (YAML list items under scrape_configs).
+    fn start_jobs(jobs: &str) -> Prometheus {
         let bin = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
             .into_iter()
             .find(|p| Path::new(p).exists())
             .expect("prometheus is not installed: `cargo xtask setup` installs Debian's prometheus package");
         let dir = common::fresh_output("prometheus").with_extension("prom");
         std::fs::create_dir_all(&dir).unwrap();
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"
-        );
+        let config = format!("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{jobs}");
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
         let port = free_port();
         let child = Command::new(bin)
@@ -265,10 +272,17 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
         return;
     }
     let port = free_port();
+    // The test's own processes, selected by cgroup: under --all-libcuda or
+    // --system every process of the machine that calls a libcuda (other
+    // test runs beside this one) would be counted, and dropped.
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-prom");
+    let sel = ["--cgroup", &cg.arg()];
     // A: started before the agent; B: after it, and it outlives the agent.
     let a = Load::start("agent-a", &[7]);
-    let agent = Agent::start("agent-1", port, &["--all-libcuda"]);
+    cg.add(a.pid());
+    let agent = Agent::start("agent-1", port, &sel);
     let b = Load::start("agent-b", &[11, 5]);
+    cg.add(b.pid());
     let prom = Prometheus::start(agent.addr);
     run_phase(&agent, &a, "go", "done");
     run_phase(&agent, &b, "go", "done");
@@ -284,7 +298,9 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
     };
     let (labels, v) = one(&format!("tracer_kernels_total{{pid=\"{pa}\"}}"));
     assert_eq!((labels["family"].as_str(), v), ("gemm", 7.0));
-    assert_eq!(labels["command"], format!("agent_load {} 7", a.dir.display()));
+    // The executable's name, not its arguments; the cgroup's path.
+    assert_eq!(labels["command"], "agent_load");
+    assert_eq!(labels["cgroup"], cg.arg());
     assert_eq!(one(&format!("tracer_copy_bytes_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3000.0);
     assert_eq!(one(&format!("tracer_copies_total{{pid=\"{pa}\",direction=\"h2d\"}}")).1, 3.0);
     assert_eq!(one(&format!("tracer_allocated_bytes_live{{pid=\"{pa}\"}}")).1, 4096.0);
@@ -303,7 +319,7 @@ fn prometheus_scrapes_launches_drops_exited_processes_and_survives_a_restart() {
     // The agent restarts; B, started before the new agent, is found again
     // and its next launches counted from zero.
     agent.stop();
-    let agent = Agent::start("agent-2", port, &["--all-libcuda"]);
+    let agent = Agent::start("agent-2", port, &sel);
     run_phase(&agent, &b, "go2", "done2");
     wait_until("the restarted agent to count 5 launches", LIMIT, || {
         (agent.value("tracer_kernel_launches_total", pb) == Some(5.0)).then_some(())
@@ -450,9 +466,9 @@ fn recording_pauses_on_a_full_disk_and_metrics_go_on() {
     wait_until("recording to resume", LIMIT, || {
         agent.metrics().contains("tracer_recording_paused{reason=\"\"} 0").then_some(())
     });
-    // A window on request (POST /record) too.
+    // Without --web.enable-record, POST /record is refused.
     let (code, body) = http(agent.addr, "POST", "/record").unwrap();
-    assert_eq!(code, 202, "{body}");
+    assert_eq!(code, 403, "{body}");
     agent.stop();
     let _ = busy.kill();
     let _ = busy.wait();
@@ -796,4 +812,356 @@ fn cgroup_selects_the_processes_inside_in_the_kernel() {
     assert!(agent.stderr_text().contains("selected in the kernel"), "{}", agent.stderr_text());
     a_counted_c_not_reported(agent, a, c);
     drop(cg);
+}
+
+/// The labels of the first sample of `name` for `pid`: label -> value.
+fn labels_of(text: &str, name: &str, pid: u32) -> BTreeMap<String, String> {
+    let needle = format!("pid=\"{pid}\"");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&needle))
+        .unwrap_or_else(|| panic!("no {name} for pid {pid} in:\n{text}"));
+    let inner = line.split_once('{').unwrap().1.rsplit_once('}').unwrap().0;
+    inner
+        .split("\",")
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once("=\"")?;
+            Some((k.to_string(), v.trim_end_matches('"').to_string()))
+        })
+        .collect()
+}
+
+/// Under `--system` and `--all-libcuda`, processes that live about a
+/// millisecond (777 launches, then exit) are counted exactly, each named
+/// by the kernel's note at its first call (the executable's name, never
+/// its arguments: the secret on its command line appears nowhere) and in
+/// its cgroup. They run in a test cgroup; the test reads their pids only.
+#[test]
+fn short_lived_processes_are_counted_exactly_with_their_name_and_cgroup() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = common::fake_program("short_lived");
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-short");
+    for mode in ["--system", "--all-libcuda"] {
+        let agent = Agent::start(&format!("agent-short{mode}"), free_port(), &[mode, "--grace", "60s"]);
+        let mut pids = vec![];
+        for _ in 0..5 {
+            // The shell moves itself into the cgroup, then becomes the program.
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo $$ > {} && echo $$ >&2 && exec {} 777 --api-key=hunter2-secret",
+                    cg.procs().display(),
+                    prog.display()
+                ))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            let pid: u32 = err.lines().next().unwrap().trim().parse().unwrap();
+            eprintln!("{mode}: pid {pid}: {}", err.lines().nth(1).unwrap_or(""));
+            pids.push(pid);
+        }
+        for &pid in &pids {
+            wait_until(&format!("{mode}: 777 launches of pid {pid}"), LIMIT, || {
+                (agent.value("tracer_kernel_launches_total", pid) == Some(777.0)).then_some(())
+            });
+        }
+        let text = agent.metrics();
+        for &pid in &pids {
+            let l = labels_of(&text, "tracer_kernel_launches_total", pid);
+            assert_eq!(l["command"], "short_lived", "{mode}: {l:?}");
+            assert_eq!(l["cgroup"], cg.arg(), "{mode}: {l:?}");
+        }
+        assert!(!text.contains("hunter2"), "{mode}: an argument in the labels:\n{text}");
+        agent.stop();
+    }
+}
+
+/// `POST /record` is refused (403) unless `--web.enable-record`; enabled,
+/// it starts a window (202), answers 409 while it records and 429 within
+/// `--web.record-min-interval`; the trace file is 0600 in a 0700 directory.
+#[test]
+fn post_record_is_opt_in_busy_aware_and_rate_limited() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut busy = KillOnDrop(common::driver_cmd(&["sleep_loop"]).stdin(Stdio::null()).spawn().unwrap());
+    let pid = busy.0.id().to_string();
+    let records = common::fresh_output("agent-post").with_extension("records");
+    let _ = std::fs::remove_dir_all(&records);
+    let rec = records.to_str().unwrap();
+    let off = Agent::start("agent-post-off", free_port(), &["-p", &pid, "--record-dir", rec]);
+    let (code, body) = http(off.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("--web.enable-record"), "{body}");
+    off.stop();
+    let agent = Agent::start(
+        "agent-post",
+        free_port(),
+        &[
+            "-p",
+            &pid,
+            "--record-dir",
+            rec,
+            "--record-for",
+            "2s",
+            "--web.enable-record",
+            "--web.record-min-interval",
+            "60s",
+        ],
+    );
+    let (code, body) = http(agent.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 202, "{body}");
+    let (code, body) = http(agent.addr, "POST", "/record").unwrap();
+    assert_eq!(code, 409, "{body}");
+    wait_until("the window to be written", LIMIT, || {
+        (total(&agent.metrics(), "tracer_recordings_total") == 1.0).then_some(())
+    });
+    let mut c = TcpStream::connect(agent.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "POST /record HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 429"), "{out}");
+    let retry: u64 = out
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("retry-after: ").map(|v| v.trim().parse().unwrap()))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!((50..=60).contains(&retry), "{out}");
+    agent.stop();
+    let _ = busy.0.kill();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&records), 0o700);
+    let files: Vec<PathBuf> = std::fs::read_dir(&records).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!files.is_empty());
+    for f in &files {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
+    }
+    let _ = std::fs::remove_dir_all(&records);
+}
+
+/// `--listen :PORT` (every address) serves /metrics within a second, over
+/// IPv4 and IPv6 loopback, while 100 clients hold connections sending a
+/// header line now and then (slowloris) and 4 never read their answers.
+#[test]
+fn listen_any_port_answers_within_a_second_under_slow_clients() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let port = free_port();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-slow");
+    let f = common::fake();
+    let stderr = common::fresh_output("agent-any").with_extension("agent.stderr");
+    let child = Command::new(common::tracer_bin())
+        .args(["agent", "--listen", &format!(":{port}"), "--libcuda"])
+        .arg(&f.lib)
+        .args(["--cgroup", &cg.arg()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), stderr };
+    wait_until("the agent to serve /metrics", LIMIT, || {
+        http(agent.addr, "GET", "/metrics").ok().filter(|r| r.0 == 200)
+    });
+    let mut slow: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut c = TcpStream::connect(agent.addr).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let silent: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = TcpStream::connect(agent.addr).unwrap();
+            for _ in 0..50 {
+                let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            }
+            c
+        })
+        .collect();
+    let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
+    let mut worst: f64 = 0.0;
+    for i in 0..10 {
+        for c in slow.iter_mut() {
+            let _ = c.write_all(format!("X-{i}: y\r\n").as_bytes());
+        }
+        for addr in [agent.addr, v6] {
+            let t = Instant::now();
+            let (code, body) = http(addr, "GET", "/metrics").unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(code, 200, "{body}");
+            assert!(body.ends_with("# EOF\n"));
+            assert!(secs < 1.0, "scrape {i} on {addr} took {secs:.3} s");
+            worst = worst.max(secs);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("worst scrape under 100 slow and 4 silent clients: {worst:.3} s");
+    drop((slow, silent));
+    agent.stop();
+}
+
+/// `--web.config.file` with the exporter-toolkit keys: Debian's Prometheus
+/// scrapes the agent over TLS (a self-signed certificate made here with
+/// openssl, trusted as the CA) with basic auth (a bcrypt hash), and reads
+/// the exact launch count; its jobs with a wrong password and over plain
+/// HTTP are down (`up` 0), the wrong password counted as unauthorized.
+#[test]
+fn prometheus_scrapes_over_tls_with_basic_auth() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let dir = common::fresh_output("agent-tls").with_extension("tls");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("agent.crt"), dir.join("agent.key"));
+    let out = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=tracer-agent-test", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (`cargo xtask setup` installs it)");
+    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+    let hash = bcrypt::hash("s3cret", 6).unwrap();
+    let web = dir.join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: agent.crt\n  key_file: agent.key\nbasic_auth_users:\n  prom: '{hash}'\n"
+        ),
+    )
+    .unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-tls");
+    let load = Load::start("agent-tls-load", &[13]);
+    cg.add(load.pid());
+    let port = free_port();
+    let f = common::fake();
+    let stderr = dir.join("agent.stderr");
+    let child = Command::new(common::tracer_bin())
+        .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--libcuda"])
+        .arg(&f.lib)
+        .args(["--cgroup", &cg.arg(), "--web.config.file"])
+        .arg(&web)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent { child, addr: format!("127.0.0.1:{port}").parse().unwrap(), stderr };
+    wait_until("the agent to say it serves https", LIMIT, || {
+        agent.stderr_text().contains(&format!("serving https://127.0.0.1:{port}/metrics")).then_some(())
+    });
+    // Plain HTTP to the TLS port: no answer (the handshake fails).
+    let plain = http(agent.addr, "GET", "/metrics");
+    assert!(plain.as_ref().map_or(true, |r| r.0 == 0), "{plain:?}");
+    let ca = cert.display();
+    let job = |name: &str, scheme: &str, password: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: {scheme}\n    tls_config:\n      ca_file: {ca}\n      server_name: localhost\n\
+             \x20   basic_auth:\n      username: prom\n      password: {password}\n\
+             \x20   static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        )
+    };
+    let jobs =
+        [job("tracer", "https", "s3cret"), job("wrong", "https", "nope"), job("plain", "http", "s3cret")].concat();
+    let prom = Prometheus::start_jobs(&jobs);
+    load.touch("go");
+    load.wait_file("done");
+    wait_until("prometheus to scrape 13 launches over TLS", LIMIT, || {
+        (prom.launches(load.pid()) == Some(13.0)).then_some(())
+    });
+    let up = |job: &str| {
+        let r = prom.query(&format!("up{{job=\"{job}\"}}"));
+        r.first().map(|x| x.1)
+    };
+    assert_eq!(up("tracer"), Some(1.0), "{}", prom.stderr());
+    wait_until("the other jobs to be scraped", LIMIT, || {
+        (up("wrong").is_some() && up("plain").is_some()).then_some(())
+    });
+    assert_eq!((up("wrong"), up("plain")), (Some(0.0), Some(0.0)));
+    // Counted at the agent's next housekeeping round, read at the next scrape.
+    wait_until("the wrong password to be counted", LIMIT, || {
+        prom.query("tracer_http_unauthorized_total").first().is_some_and(|x| x.1 >= 1.0).then_some(())
+    });
+    load.finish();
+    agent.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--duty-cycle 1s/3s`: the probes are attached 1 s in every 3. A
+/// short-lived process (777 launches) run inside a window is counted
+/// exactly; one run while the probes are detached is not seen at all; a
+/// process calling cuStreamQuery every millisecond is counted only in the
+/// windows (its count stands still while detached); the series say
+/// sampled="true" and the last window's launch rate is exported.
+#[test]
+fn duty_cycle_counts_exactly_within_windows_and_nothing_between() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = common::fake_program("short_lived");
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-duty");
+    let agent =
+        Agent::start("agent-duty", free_port(), &["--cgroup", &cg.arg(), "--duty-cycle", "1s/3s", "--grace", "60s"]);
+    let attached = |a: &Agent| total(&a.metrics(), "tracer_probes_attached") == 1.0;
+    let edge = |a: &Agent, to: bool| {
+        // Wait for the other state first, then for the change: a fresh edge.
+        wait_until("the other state", LIMIT, || (attached(a) != to).then_some(()));
+        let t = Instant::now();
+        loop {
+            if attached(a) == to {
+                return;
+            }
+            assert!(t.elapsed() < LIMIT, "no edge to attached={to}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let run = |n: u32| -> u32 {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("echo $$ > {} && echo $$ >&2 && exec {} {n}", cg.procs().display(), prog.display()))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        err.lines().next().unwrap().trim().parse().unwrap()
+    };
+    let busy = KillOnDrop(common::driver_cmd(&["sleep_loop"]).stdin(Stdio::null()).spawn().unwrap());
+    cg.add(busy.0.id());
+    edge(&agent, true);
+    let inside = run(777);
+    edge(&agent, false);
+    let outside = run(555);
+    let queries = |a: &Agent| a.value("tracer_driver_calls_total", busy.0.id()).unwrap_or(0.0);
+    // Detached: the busy process's count stands still.
+    std::thread::sleep(Duration::from_millis(100));
+    let q1 = queries(&agent);
+    std::thread::sleep(Duration::from_millis(800));
+    let text = agent.metrics();
+    assert_eq!(total(&text, "tracer_probes_attached"), 0.0, "the window came back too soon for this check");
+    assert_eq!(queries(&agent), q1, "calls counted while the probes were detached");
+    assert!(q1 > 100.0, "{q1}");
+    assert_eq!(agent.value("tracer_kernel_launches_total", inside), Some(777.0));
+    assert!(!text.contains(&format!("pid=\"{outside}\"")), "a process run between windows was seen:\n{text}");
+    let l = labels_of(&text, "tracer_kernel_launches_total", inside);
+    assert_eq!(l.get("sampled").map(String::as_str), Some("true"), "{l:?}");
+    let rate = agent.value("tracer_kernel_launch_rate", inside).expect("the window's launch rate");
+    assert!((700.0..=800.0).contains(&rate), "777 launches in a window of about 1 s: {rate}/s");
+    assert!((total(&text, "tracer_duty_cycle_ratio") - 1.0 / 3.0).abs() < 1e-9);
+    // The next window counts again.
+    edge(&agent, true);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(queries(&agent) > q1 + 50.0);
+    drop(busy);
+    agent.stop();
 }

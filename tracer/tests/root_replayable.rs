@@ -500,7 +500,30 @@ fn capture_data_stores_host_to_device_bytes_once() {
     // Capturing data changes nothing else.
     check_images(&rec);
     check_launches(&rec);
+    // Device memory contents: the recording is its owner's only.
+    check_private(&rec.dir);
     rec.cleanup();
+}
+
+/// Every directory of a recording 0700, every file 0600.
+fn check_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        let m = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o700, "{}", d.display());
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{}", p.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files > 2, "{}: {files} files", dir.display());
 }
 
 /// Each line's kind: its `type` and, for calls, its `name`.

@@ -2,7 +2,6 @@
 //! the probes attached until SIGTERM/SIGINT, serves OpenMetrics at
 //! /metrics (docs/agent.md), optionally writes duty-cycled trace files.
 use std::ffi::OsString;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,14 +22,43 @@ use crate::export::openmetrics;
 
 #[derive(Args, Debug, Clone)]
 pub struct AgentArgs {
-    /// Address to serve /metrics on (HOST:PORT; port 0 picks one, printed on stderr).
+    /// Address to serve /metrics on: HOST:PORT, :PORT (every address, IPv6
+    /// and IPv4), 0.0.0.0:PORT or [::]:PORT; port 0 picks one (printed on stderr).
     #[arg(long, value_name = "ADDR")]
     pub listen: String,
+    /// TLS and basic auth: a Prometheus exporter-toolkit web config file
+    /// (tls_server_config.cert_file/key_file, basic_auth_users with bcrypt
+    /// hashes; docs/agent.md).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// Serve POST /record (a recording window now; needs --record-dir).
+    /// Off by default: the endpoint answers 403.
+    #[arg(long = "web.enable-record", requires = "record_dir")]
+    pub web_enable_record: bool,
+    /// POST /record is accepted at most once in this long (429 otherwise).
+    #[arg(long = "web.record-min-interval", value_name = "DURATION", default_value = "60s", value_parser = duration_arg)]
+    pub web_record_min_interval: Duration,
+    /// HTTP connections open at once at most (at the cap, the oldest one not
+    /// being answered is closed to make room).
+    #[arg(long = "web.max-connections", value_name = "N", default_value_t = 1024)]
+    pub web_max_connections: usize,
+    /// Attach the libcuda probes ON in every PERIOD only (e.g. 1s/10s): the
+    /// counters count the calls of the windows (exact within each), the
+    /// series are labelled sampled="true", and tracer_*_rate gauges give
+    /// the last window's rates (docs/agent.md).
+    #[arg(long, value_name = "ON/PERIOD", value_parser = duty_cycle_arg)]
+    pub duty_cycle: Option<(Duration, Duration)>,
+    /// The `command` label carries the program's arguments too (they may
+    /// hold secrets; default: the executable's name only).
+    #[arg(long)]
+    pub label_command_args: bool,
     /// Trace this running process and its descendants (repeatable).
     #[arg(short, long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
-    /// Trace every process that maps the probed libcuda, found by scanning
-    /// /proc every --scan-interval-ms (processes started later too).
+    /// Trace every process that calls a probed libcuda, selected in the
+    /// kernel at its first call (however short its life), and probe the
+    /// other libcuda.so* files processes map, found by scanning /proc every
+    /// --scan-interval-ms.
     #[arg(long)]
     pub all_libcuda: bool,
     /// Every process on the machine that calls the probed libcuda, also
@@ -50,7 +78,7 @@ pub struct AgentArgs {
     /// a file past the limit is not probed (tracer_libcuda_files_not_probed_total).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_libcuda_files: usize,
-    /// How often --all-libcuda looks for new processes.
+    /// How often --all-libcuda looks for libcuda files mapped by processes.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub scan_interval_ms: u64,
     /// Series of an exited process stay this long.
@@ -117,6 +145,16 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// `1s/10s`: (on, period), 0 < on < period.
+pub fn duty_cycle_arg(s: &str) -> Result<(Duration, Duration), String> {
+    let (on, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: ON/PERIOD, e.g. 1s/10s"))?;
+    let (on, period) = (duration_arg(on)?, duration_arg(period)?);
+    if on.is_zero() || on >= period {
+        return Err(format!("{s:?}: ON must be more than 0 and less than PERIOD (e.g. 1s/10s)"));
+    }
+    Ok((on, period))
+}
+
 fn check_args(a: &AgentArgs) -> anyhow::Result<()> {
     if a.pids.is_empty() && !a.all_libcuda && !a.system && a.cgroup.is_none() && a.command.is_empty() {
         return Err(UsageError(
@@ -145,6 +183,13 @@ fn find_libcuda(a: &AgentArgs) -> anyhow::Result<PathBuf> {
 
 pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     check_args(&a)?;
+    // A bad web config file is a usage error, found before any privilege is needed.
+    let web = match &a.web_config_file {
+        Some(p) => {
+            Some(crate::collect::agent::webconfig::WebConfig::load(p).map_err(|e| UsageError(format!("{e:#}")))?)
+        }
+        None => None,
+    };
     privileges::check_privileges()?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut signals, mut usr1) = rt
@@ -155,7 +200,14 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
             ))
         })
         .context("installing signal handlers")?;
-    let listener = TcpListener::bind(&a.listen).map_err(|e| UsageError(format!("--listen {}: {e}", a.listen)))?;
+    let listener = http::bind(&a.listen).map_err(UsageError)?;
+    let files = http::raise_open_files_limit();
+    if files < a.web_max_connections as u64 + 1024 {
+        eprintln!(
+            "tracer agent: warning: at most {files} open files (ulimit -n): fewer than --web.max-connections {} and the probes need",
+            a.web_max_connections
+        );
+    }
     let addr = listener.local_addr()?;
     let run_as = spawn::invoking_user(a.as_root)?;
     let suspended = match a.command.is_empty() {
@@ -169,11 +221,22 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let symbols = libcuda::exported_functions(&libcuda_path)?;
     // --system / --cgroup: the kernel selects (collect/selection.rs); else
     // the processes the selection below marks traced.
-    let scope = crate::collect::selection::Selection { system: a.system, cgroup: a.cgroup.clone() }
-        .resolve()
-        .map_err(UsageError)?;
+    // --all-libcuda selects in the kernel too: every process that calls a
+    // probed libcuda file is counted from its first call, however short its
+    // life (its /proc scan finds the other libcuda files mapped).
+    let system = a.system || (a.all_libcuda && a.cgroup.is_none());
+    let scope =
+        crate::collect::selection::Selection { system, cgroup: a.cgroup.clone() }.resolve().map_err(UsageError)?;
     let kscope = scope.kernel();
     let mut loaded = with_probe_options(&a, &libcuda_path, &symbols, kscope, loader::load)?;
+    if a.duty_cycle.is_some() && loaded.report.attach_mode == "perf" {
+        // Closing one perf event per function waits a grace period each
+        // (loader::detach_all): minutes per window.
+        return Err(UsageError(
+            "--duty-cycle needs uprobe_multi links (Linux 6.6 or later); this kernel attaches one perf event per function, too slow to detach every window".into(),
+        )
+        .into());
+    }
     // Further libcuda files (other inodes) as the selected processes map or
     // open them: the same watch as `tracer record` (libcuda_watch.rs).
     let mut watch = Watch::new(Box::new(|loaded: &mut loader::Loaded, via: &Path| {
@@ -191,16 +254,20 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         }
     }
     let mut selection = selection(&a, &scope, suspended.as_ref().map(|s| s.pid), &libcuda_path)?;
-    let metrics = AgentMetrics::new(Options {
+    let mut metrics = AgentMetrics::new(Options {
         caps: Caps { kernel_names: if a.top_kernels > 0 { 10_000 } else { 0 }, live_allocations: 1 << 20 },
         top_kernels: a.top_kernels,
         max_processes: a.max_processes,
         grace_ns: a.grace.as_nanos() as u64,
     });
+    if let Some((on, period)) = a.duty_cycle {
+        metrics.sample(on.as_secs_f64() / period.as_secs_f64());
+    }
     let shared = Arc::new(Shared {
         metrics: std::sync::Mutex::new(metrics),
         record_requested: AtomicBool::new(false),
-        recording_enabled: a.record_dir.is_some(),
+        recording_active: AtomicBool::new(false),
+        http: Default::default(),
     });
     let power = start_power(&a, &libcuda_path, &shared);
     let recording = match &a.record_dir {
@@ -216,7 +283,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         )?),
         None => None,
     };
-    serve(listener, &shared)?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    serve(listener, &shared, &a, web)?;
     let command_pid = match suspended {
         Some(s) => {
             loaded.mark_traced(s.pid)?;
@@ -228,12 +296,17 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         None => None,
     };
     eprintln!(
-        "tracer agent: probing {} driver functions in {}; tracing {}; serving http://{addr}/metrics",
+        "tracer agent: probing {} driver functions in {}; tracing {}; serving {scheme}://{addr}/metrics",
         loaded.report.probed.len(),
         libcuda_path.display(),
         selection.describe()
     );
     let header_libcuda = libcuda_path.display().to_string();
+    let facts = crate::collect::agent::procinfo::Facts {
+        comm: loaded.pid_comm.take(),
+        cgroups: crate::collect::cgroups::CgroupTable::new(crate::cli::record::cgroup_root(), loaded.pid_cgroup.take()),
+        command_args: a.label_command_args,
+    };
     let mut lp = Loop {
         loaded: &mut loaded,
         asm: assembler(),
@@ -246,6 +319,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
         window_header: Box::new(move || window_header(&header_libcuda)),
         command_pid,
         missing_before: Default::default(),
+        facts,
+        duty: a.duty_cycle.map(|(on, period)| crate::collect::agent::Duty::new(on, period)),
     };
     let code = rt.block_on(lp.run(&mut signals, &mut usr1))?;
     eprintln!("tracer agent: stopped; every probe detached");
@@ -283,7 +358,7 @@ fn selection(
     command: Option<u32>,
     libcuda: &Path,
 ) -> anyhow::Result<Box<dyn Selection>> {
-    if scope.is_machine_wide() {
+    if scope.is_machine_wide() && !a.all_libcuda {
         return Ok(Box::new(KernelSide(scope.header().to_string())));
     }
     let mut pids = a.pids.clone();
@@ -319,7 +394,7 @@ impl Selection for Both {
         v
     }
     fn describe(&self) -> String {
-        self.1.describe()
+        format!("every process that calls a probed libcuda (selected in the kernel); {}", self.1.describe())
     }
 }
 
@@ -352,23 +427,57 @@ fn start_power(a: &AgentArgs, libcuda: &Path, shared: &Shared) -> Option<std::sy
     Some(rx)
 }
 
-fn serve(listener: TcpListener, shared: &Arc<Shared>) -> anyhow::Result<()> {
-    let (s1, s2) = (shared.clone(), shared.clone());
-    let h = http::Handlers {
-        metrics: Box::new(move || {
-            let m = s1.metrics.lock().unwrap_or_else(|e| e.into_inner());
-            openmetrics::render(&snapshot::families(&m))
-        }),
-        content_type: openmetrics::CONTENT_TYPE,
-        record: Box::new(move || {
-            if !s2.recording_enabled {
-                return ("409 Conflict", "recording is off: start the agent with --record-dir DIR\n".into());
-            }
-            s2.record_requested.store(true, Ordering::Relaxed);
-            ("202 Accepted", "recording window requested\n".into())
-        }),
+fn serve(
+    listener: std::net::TcpListener,
+    shared: &Arc<Shared>,
+    a: &AgentArgs,
+    web: Option<crate::collect::agent::webconfig::WebConfig>,
+) -> anyhow::Result<()> {
+    let s1 = shared.clone();
+    let record: Option<Box<dyn Fn() -> http::RecordAnswer + Send + Sync>> = match a.web_enable_record {
+        false => None,
+        true => Some(Box::new(record_handler(shared.clone(), a.record_for, a.web_record_min_interval))),
     };
-    http::spawn(listener, Arc::new(h)).context("starting the HTTP thread")
+    let (tls, auth) = web.map_or((None, None), |w| (w.tls, w.auth));
+    let server = http::Server {
+        handlers: http::Handlers {
+            metrics: Box::new(move || {
+                let m = s1.metrics.lock().unwrap_or_else(|e| e.into_inner());
+                openmetrics::render(&snapshot::families(&m))
+            }),
+            content_type: openmetrics::CONTENT_TYPE,
+            record,
+        },
+        limits: http::Limits { max_connections: a.web_max_connections.max(1), ..Default::default() },
+        tls,
+        auth,
+        stats: shared.http.clone(),
+    };
+    http::spawn(listener, Arc::new(server)).context("starting the HTTP thread")
+}
+
+/// `POST /record`: 409 while a window is open or requested, 429 within
+/// `min_interval` of the last accepted request, else a window now.
+fn record_handler(
+    shared: Arc<Shared>,
+    window: Duration,
+    min_interval: Duration,
+) -> impl Fn() -> http::RecordAnswer + Send + Sync {
+    let last = std::sync::Mutex::new(None::<std::time::Instant>);
+    move || {
+        if shared.recording_active.load(Ordering::Relaxed) || shared.record_requested.load(Ordering::Relaxed) {
+            return http::RecordAnswer::Busy("a recording window is open: wait for it to end\n".into());
+        }
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = *last
+            && t.elapsed() < min_interval
+        {
+            return http::RecordAnswer::TooSoon((min_interval - t.elapsed()).as_secs_f64().ceil().max(1.0) as u64);
+        }
+        *last = Some(std::time::Instant::now());
+        shared.record_requested.store(true, Ordering::Relaxed);
+        http::RecordAnswer::Started(format!("recording window of {} s requested\n", window.as_secs_f64()))
+    }
 }
 
 /// The header line of a duty-cycled trace file.
@@ -410,5 +519,9 @@ mod tests {
         assert_eq!(duration_arg("1.5"), Ok(Duration::from_millis(1500)));
         assert!(duration_arg("2d").unwrap_err().contains("unknown unit"));
         assert!(duration_arg("-1s").is_err());
+        assert_eq!(duty_cycle_arg("1s/10s"), Ok((Duration::from_secs(1), Duration::from_secs(10))));
+        assert_eq!(duty_cycle_arg("500ms/2s"), Ok((Duration::from_millis(500), Duration::from_secs(2))));
+        assert!(duty_cycle_arg("10s/1s").unwrap_err().contains("less than PERIOD"));
+        assert!(duty_cycle_arg("1s").unwrap_err().contains("ON/PERIOD"));
     }
 }

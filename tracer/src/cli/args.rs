@@ -145,6 +145,12 @@ impl Returns {
 }
 
 impl RecordArgs {
+    /// Whether the output is its owner's only: `--private`, or
+    /// `--capture-data` (device memory contents: weights, inputs).
+    pub fn private_output(&self) -> bool {
+        self.private || self.capture_data
+    }
+
     /// `--returns`, with the hidden `--no-return-probes` alias applied.
     pub fn returns(&self) -> Returns {
         if self.no_return_probes { Returns::None } else { self.returns }
@@ -180,7 +186,9 @@ pub struct RecordArgs {
     /// Overwrite the output file if it exists.
     #[arg(long)]
     pub force: bool,
-    /// Make the output file readable by its owner only (mode 0600; default 0644).
+    /// Make the output file readable by its owner only (mode 0600; default
+    /// 0644; a --replayable directory and its subdirectories 0700). Implied
+    /// by --capture-data, whose data/ holds device memory contents.
     #[arg(long)]
     pub private: bool,
     /// Compress the trace with zstd (also chosen by an output name ending in
@@ -259,7 +267,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub replayable: bool,
     /// With --replayable: also store the host bytes of host-to-device copies
-    /// (deduplicated), so that replay can rebuild the device memory.
+    /// (deduplicated), so that replay can rebuild the device memory. The
+    /// recording is then private (0700 directories, 0600 files: --private).
     #[arg(long, requires = "replayable")]
     pub capture_data: bool,
     /// With --capture-data: store at most this many MiB of copy data; copies

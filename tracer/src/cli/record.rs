@@ -194,7 +194,7 @@ pub fn selection(args: &RecordArgs) -> Selection {
 }
 
 /// The cgroup2 mount (for the lines' cgroup ids), /sys/fs/cgroup if unknown.
-fn cgroup_root() -> PathBuf {
+pub fn cgroup_root() -> PathBuf {
     std::fs::read_to_string("/proc/self/mountinfo")
         .ok()
         .and_then(|m| crate::collect::selection::cgroup2_mount(&m).ok())
@@ -258,7 +258,7 @@ fn create_output(args: &RecordArgs, run_as: Option<&spawn::RunAs>, started: Dura
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(format!("trace_{}.rec", sysinfo::compact_utc(started.as_secs()))));
             Some(
-                Store::create(&dir, args.force, run_as, args.private)
+                Store::create(&dir, args.force, run_as, args.private_output())
                     .map_err(|e| UsageError(crate::error::one_line(&e)))?
                     .zstd(zstd),
             )
@@ -272,7 +272,7 @@ fn create_output(args: &RecordArgs, run_as: Option<&spawn::RunAs>, started: Dura
             .output_path(args.output.as_deref(), &sysinfo::compact_utc(started.as_secs()))
             .map_err(UsageError)?,
     };
-    let mode = if args.private { 0o600 } else { 0o644 };
+    let mode = if args.private_output() { 0o600 } else { 0o644 };
     let file = spawn::create_output_file(&path, args.force || store.is_some(), run_as, mode)
         .map_err(|e| UsageError(crate::error::one_line(&e)))?;
     Ok(Output { store, path, file })
@@ -302,7 +302,7 @@ fn start_gpu_timestamps(
 /// `--private`: an existing file (`--force`) keeps its mode on open, so set
 /// it (never on a device such as `--force -o /dev/null`).
 fn make_private(args: &RecordArgs, file: &std::fs::File, out_path: &Path) -> anyhow::Result<()> {
-    if args.private && file.metadata().is_ok_and(|m| m.is_file()) {
+    if args.private_output() && file.metadata().is_ok_and(|m| m.is_file()) {
         use std::os::unix::fs::PermissionsExt as _;
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("making {} private", out_path.display()))?;

@@ -42,6 +42,18 @@ impl CgroupTable {
         self.parent.insert(child, parent);
     }
 
+    /// Forgets `pid` (it exited: its number may come back for another
+    /// process). For a long-running caller (`tracer agent`).
+    pub fn forget(&mut self, pid: u32) {
+        self.by_pid.remove(&pid);
+        self.parent.remove(&pid);
+    }
+
+    /// The path of a cgroup id [`of`](Self::of) returned.
+    pub fn path(&self, id: u64) -> Option<&str> {
+        self.paths.get(&id).map(String::as_str)
+    }
+
     /// The cgroup id of `pid`, looked up once per process.
     pub fn of(&mut self, pid: u32) -> Option<u64> {
         if let Some(&id) = self.by_pid.get(&pid) {

@@ -53,6 +53,10 @@ pub struct Watch<'a> {
     pub over_limit: u64,
     /// (device, inode) of the files counted in `not_probed`.
     not_probed_files: std::collections::HashSet<(u64, u64)>,
+    /// An open handle of each file of `files` (same order; None where it
+    /// could not be opened), to attach its probes again after they were
+    /// detached (`tracer agent --duty-cycle`) whatever became of the path.
+    held: Vec<Option<Unwatched>>,
 }
 
 /// Failed files kept by path for the footer and the warning (more are only
@@ -72,7 +76,25 @@ impl<'a> Watch<'a> {
             not_probed: 0,
             over_limit: 0,
             not_probed_files: std::collections::HashSet::new(),
+            held: Vec::new(),
         }
+    }
+
+    /// Attaches the probes again to every file probed (their links were
+    /// detached); returns the functions probed and the files that failed.
+    pub fn reattach_all(&mut self, loaded: &mut Loaded) -> (usize, usize) {
+        let (mut functions, mut failed) = (0, 0);
+        for (f, h) in self.files.iter().zip(&self.held) {
+            let path = h.as_ref().map_or_else(|| PathBuf::from(&f.path), Unwatched::path);
+            match (self.attach)(loaded, &path) {
+                Ok(n) => functions += n,
+                Err(e) => {
+                    failed += 1;
+                    log::warn!("attaching the probes to {} again: {e:#}", f.path);
+                }
+            }
+        }
+        (functions, failed)
     }
 
     /// Probes at most `n` files (the first counts).
@@ -92,6 +114,7 @@ impl<'a> Watch<'a> {
                 how: "tracer",
                 probed_functions,
             });
+            self.held.push(Unwatched::open(path).ok());
         }
     }
 
@@ -140,6 +163,7 @@ impl<'a> Watch<'a> {
         match (self.attach)(loaded, via) {
             Ok(n) => {
                 self.files.push(Probed { dev, ino, path: shown.to_string(), pid, how, probed_functions: n });
+                self.held.push(Some(held));
                 log::info!("probing {n} functions in {shown} (process {pid:?}, {how})");
                 Ok(true)
             }

@@ -76,6 +76,8 @@ pub struct Loaded {
     pub libopen_lost: PerCpuArray<MapData, u64>,
     /// tgid -> cgroup id at its first call (`--system`, `--cgroup`).
     pub pid_cgroup: Option<BpfHashMap<MapData, u32, u64>>,
+    /// The same, tgid -> comm (tracer-ebpf/src/select.rs).
+    pub pid_comm: Option<BpfHashMap<MapData, u32, [u8; 16]>>,
     /// The uprobe programs loaded for uprobe_multi (None: the kernel has no
     /// uprobe_multi, perf events are used), kept for later libcuda files:
     /// they cannot be loaded again once the maps are taken.
@@ -270,6 +272,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let libopens = Some(RingBuf::try_from(ebpf.take_map("LIBOPENS").context("LIBOPENS map")?)?);
     let libopen_lost = PerCpuArray::try_from(ebpf.take_map("LIBOPEN_LOST").context("LIBOPEN_LOST map")?)?;
     let pid_cgroup = Some(BpfHashMap::try_from(ebpf.take_map("PID_CGROUP").context("PID_CGROUP map")?)?);
+    let pid_comm = Some(BpfHashMap::try_from(ebpf.take_map("PID_COMM").context("PID_COMM map")?)?);
     Ok(Loaded {
         ebpf: Some(ebpf),
         links,
@@ -284,6 +287,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         libopens,
         libopen_lost,
         pid_cgroup,
+        pid_comm,
         multi_progs,
     })
 }

@@ -201,7 +201,7 @@ fn the_agent_exposition_is_valid() {
     for l in lines {
         m.add_value(&serde_json::from_str(l).unwrap(), 0);
     }
-    m.set_info(5, "python3 \"a\\b\"".into(), None);
+    m.set_info(5, Some("python3 \"a\\b\"".into()), None, true);
     m.health.power_unavailable = Some("NVML: libnvidia-ml.so.1 not found".into());
     let text = render(&snapshot::families(&m));
     let p = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -4,7 +4,8 @@
 //! groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
 //! python3-venv (the DuckDB of the Parquet test, duckdb.rs),
 //! prometheus (tracer/tests/root_agent.rs: a real Prometheus server scrapes `tracer agent`; the
-//! test starts its own on 127.0.0.1, the package's service is not used).
+//! test starts its own on 127.0.0.1, the package's service is not used), openssl (the same test
+//! makes a self-signed certificate for the agent's TLS).
 
 use std::collections::HashSet;
 
@@ -29,6 +30,7 @@ const PACKAGES: &[&str] = &[
     "python3",
     "python3-venv",
     "prometheus",
+    "openssl",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {

@@ -13,7 +13,7 @@ pub mod counters;
 pub mod metric;
 pub mod snapshot;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -44,7 +44,9 @@ impl Default for Options {
 /// One traced process.
 #[derive(Clone, Debug, Default)]
 pub struct Process {
-    /// From /proc (the collect layer fills it in); None until known.
+    /// The program's name (comm): from its exec line, its parent's at a
+    /// fork, else the collect layer's (the kernel's note at the first
+    /// probed call, /proc); None until known.
     pub command: Option<String>,
     pub cgroup: Option<String>,
     /// GPU label -> counters.
@@ -87,6 +89,12 @@ pub struct Health {
     pub libcuda_files: Vec<(String, u64, usize)>,
     pub libcuda_files_not_probed: u64,
     pub libcuda_opens: u64,
+    /// HTTP connections closed at accept (connection cap), closed to make
+    /// room for a new one, closed by a timeout, and requests answered 401.
+    pub http_refused: u64,
+    pub http_evicted: u64,
+    pub http_timed_out: u64,
+    pub http_unauthorized: u64,
     /// The agent's resident memory (bytes) and CPU seconds.
     pub rss_bytes: u64,
     pub cpu_seconds: f64,
@@ -98,6 +106,53 @@ pub struct AgentMetrics {
     pub processes: BTreeMap<u32, Process>,
     pub power: BTreeMap<u32, GpuPower>,
     pub health: Health,
+    /// pid -> program name from the exec and fork lines, also of processes
+    /// without series yet (an exec comes before the first driver call);
+    /// forgotten at exit, bounded by [`NAMES_CAP`].
+    pub names: HashMap<u32, String>,
+    /// Processes given series since the collect layer last took them (it
+    /// looks up what the lines did not say: name, cgroup).
+    pub fresh: Vec<u32>,
+    /// `--duty-cycle`: the probes are attached part of the time.
+    pub sampling: Option<Sampling>,
+}
+
+/// Calls and launches by API of one process and GPU.
+type ApiCounts = (HashMap<Box<str>, u64>, HashMap<Box<str>, u64>);
+/// Calls and launches per second by API of one process and GPU.
+pub type ApiRates = (BTreeMap<String, f64>, BTreeMap<String, f64>);
+
+/// `--duty-cycle ON/PERIOD`: the counters count what the probes saw while
+/// attached (exact within each window); the rates of the last whole window
+/// estimate the rates of the whole period.
+#[derive(Clone, Debug, Default)]
+pub struct Sampling {
+    /// ON / PERIOD.
+    pub ratio: f64,
+    pub attached: bool,
+    /// Seconds attached in the windows that ended, and their number.
+    pub attached_s: f64,
+    pub windows: u64,
+    /// (pid, gpu) -> calls and launches by API at the open window's start.
+    start: HashMap<(u32, String), ApiCounts>,
+    /// (pid, gpu) -> calls and launches by API per second in the last
+    /// window (processes that made calls in it).
+    pub rates: BTreeMap<(u32, String), ApiRates>,
+}
+
+/// Entries of [`AgentMetrics::names`] at most (cleared when full: the
+/// collect layer's lookups remain).
+pub const NAMES_CAP: usize = 65536;
+
+/// The kernel's name of a program started from `filename` (comm): its file
+/// name, cut to 15 bytes.
+pub fn comm_of(filename: &str) -> String {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    let mut cut = base.len().min(15);
+    while !base.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    base[..cut].to_string()
 }
 
 impl AgentMetrics {
@@ -113,9 +168,56 @@ impl AgentMetrics {
                 return None;
             }
             self.health.processes_seen += 1;
-            self.processes.insert(pid, Process::default());
+            self.processes.insert(pid, Process { command: self.names.get(&pid).cloned(), ..Default::default() });
+            self.fresh.push(pid);
         }
         self.processes.get_mut(&pid)
+    }
+
+    /// `--duty-cycle`: sampling at `ratio` (ON / PERIOD), a window open.
+    pub fn sample(&mut self, ratio: f64) {
+        self.sampling = Some(Sampling { ratio, ..Default::default() });
+        self.window_started();
+    }
+
+    /// A sampling window starts (the probes were attached).
+    pub fn window_started(&mut self) {
+        let Some(sm) = self.sampling.as_mut() else { return };
+        sm.start.clear();
+        for (&pid, p) in &self.processes {
+            for (gpu, c) in &p.gpus {
+                sm.start.insert((pid, gpu.clone()), (c.calls.clone(), c.launches.clone()));
+            }
+        }
+        sm.attached = true;
+    }
+
+    /// The window ends after `seconds` attached: the rates of its calls.
+    pub fn window_ended(&mut self, seconds: f64) {
+        let Some(sm) = self.sampling.as_mut() else { return };
+        let per_s = |now: &HashMap<Box<str>, u64>, before: Option<&HashMap<Box<str>, u64>>| {
+            now.iter()
+                .filter_map(|(k, &n)| {
+                    let d = n - before.and_then(|b| b.get(k)).copied().unwrap_or(0).min(n);
+                    (d > 0).then(|| (k.to_string(), d as f64 / seconds.max(1e-9)))
+                })
+                .collect::<BTreeMap<String, f64>>()
+        };
+        sm.rates.clear();
+        for (&pid, p) in &self.processes {
+            for (gpu, c) in &p.gpus {
+                let before = sm.start.get(&(pid, gpu.clone()));
+                let calls = per_s(&c.calls, before.map(|b| &b.0));
+                if !calls.is_empty() {
+                    let launches = per_s(&c.launches, before.map(|b| &b.1));
+                    sm.rates.insert((pid, gpu.clone()), (calls, launches));
+                }
+            }
+        }
+        sm.start.clear();
+        sm.attached = false;
+        sm.attached_s += seconds;
+        sm.windows += 1;
     }
 
     /// Processes whose command is not known yet (the collect layer looks
@@ -124,11 +226,24 @@ impl AgentMetrics {
         self.processes.iter().filter(|(_, p)| p.command.is_none() && p.exited_at.is_none()).map(|(&k, _)| k).collect()
     }
 
-    pub fn set_info(&mut self, pid: u32, command: String, cgroup: Option<String>) {
+    /// What the collect layer found: a name where the lines gave none (or
+    /// the command line, `replace`), and the cgroup.
+    pub fn set_info(&mut self, pid: u32, command: Option<String>, cgroup: Option<String>, replace: bool) {
         if let Some(p) = self.processes.get_mut(&pid) {
-            p.command = Some(command);
-            p.cgroup = cgroup;
+            if p.command.is_none() || replace {
+                p.command = command.or(p.command.take());
+            }
+            if cgroup.is_some() {
+                p.cgroup = cgroup;
+            }
         }
+    }
+
+    fn named(&mut self, pid: u32, name: String) {
+        if self.names.len() >= NAMES_CAP && !self.names.contains_key(&pid) {
+            self.names.clear();
+        }
+        self.names.insert(pid, name);
     }
 
     /// The process exited at `now` (agent clock): its series go after the grace period.
@@ -214,10 +329,30 @@ impl AgentMetrics {
                 p.samples += 1;
             }
             "process" => {
-                if s("op") == Some("exit")
-                    && let Some(pid) = n("pid")
-                {
-                    self.exited(pid as u32, now);
+                let Some(pid) = n("pid").map(|p| p as u32) else { return };
+                match s("op") {
+                    Some("exit") => {
+                        self.names.remove(&pid);
+                        self.exited(pid, now);
+                    }
+                    Some("exec") => {
+                        let name = comm_of(s("filename").unwrap_or(""));
+                        if let Some(p) = self.processes.get_mut(&pid) {
+                            p.command = Some(name.clone());
+                        }
+                        self.named(pid, name);
+                    }
+                    Some("fork") => {
+                        // A process (or thread) starts with its parent's name.
+                        let parent =
+                            self.names.get(&pid).cloned().or_else(|| self.processes.get(&pid)?.command.clone());
+                        if let (Some(child), Some(name)) = (n("child").map(|c| c as u32), parent)
+                            && child != pid
+                        {
+                            self.named(child, name);
+                        }
+                    }
+                    _ => {}
                 }
             }
             _ => {
@@ -340,7 +475,69 @@ mod tests {
         assert_eq!((c.calls.len(), c.launches["cuLaunchKernel"]), (2, 200_000));
         // 19 samples of the process (5 of them the top kernels) and 14 of the agent's own
         // (no libcuda file probed here).
-        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 33);
+        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 37);
+    }
+
+    /// The name comes from the lines: exec (before the first call), a fork
+    /// (the parent's), a later exec (the new program); never arguments.
+    #[test]
+    fn names_come_from_exec_and_fork_lines() {
+        let mut m = AgentMetrics::default();
+        let v = |s: &str| line(s);
+        m.add_value(&v(r#"{"type":"process","op":"exec","name":"process","pid":5,"ts":1,"filename":"/opt/bin/a_very_long_program_name"}"#), 0);
+        m.add_value(&v(r#"{"type":"init","op":"init","name":"cuInit","pid":5,"ts":2}"#), 0);
+        assert_eq!(m.processes[&5].command.as_deref(), Some("a_very_long_pro"));
+        m.add_value(&v(r#"{"type":"process","op":"fork","name":"process","pid":5,"ts":3,"child":6}"#), 0);
+        m.add_value(&v(r#"{"type":"init","op":"init","name":"cuInit","pid":6,"ts":4}"#), 0);
+        assert_eq!(m.processes[&6].command.as_deref(), Some("a_very_long_pro"));
+        m.add_value(
+            &v(r#"{"type":"process","op":"exec","name":"process","pid":6,"ts":5,"filename":"/usr/bin/python3"}"#),
+            0,
+        );
+        assert_eq!(m.processes[&6].command.as_deref(), Some("python3"));
+        assert_eq!(m.fresh, [5, 6]);
+        // The collect layer's name only fills a gap, unless asked to replace.
+        m.set_info(6, Some("other".into()), Some("/a".into()), false);
+        assert_eq!(
+            (m.processes[&6].command.as_deref(), m.processes[&6].cgroup.as_deref()),
+            (Some("python3"), Some("/a"))
+        );
+        m.set_info(6, Some("python3 serve.py".into()), None, true);
+        assert_eq!(
+            (m.processes[&6].command.as_deref(), m.processes[&6].cgroup.as_deref()),
+            (Some("python3 serve.py"), Some("/a"))
+        );
+        m.add_value(&v(r#"{"type":"process","op":"exit","name":"process","pid":5,"ts":6}"#), 0);
+        assert!(!m.names.contains_key(&5));
+        assert_eq!(comm_of("/x/é123456789abcdef"), "é123456789abcd");
+    }
+
+    /// Rates of the last window: the calls made in it over its length.
+    #[test]
+    fn a_sampling_window_gives_rates() {
+        let mut m =
+            AgentMetrics { sampling: Some(Sampling { ratio: 0.1, ..Default::default() }), ..Default::default() };
+        let launch = r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":4,"ts":1}"#;
+        m.window_started();
+        for _ in 0..30 {
+            m.add_value(&line(launch), 0);
+        }
+        m.window_ended(2.0);
+        let s = m.sampling.as_ref().unwrap();
+        assert_eq!(s.rates[&(4, String::new())].1["cuLaunchKernel"], 15.0);
+        assert_eq!((s.windows, s.attached_s, s.attached), (1, 2.0, false));
+        m.window_started();
+        for _ in 0..5 {
+            m.add_value(&line(launch), 0);
+        }
+        m.window_ended(1.0);
+        let s = m.sampling.as_ref().unwrap();
+        assert_eq!(s.rates[&(4, String::new())].0["cuLaunchKernel"], 5.0);
+        assert_eq!(m.processes[&4].gpus[""].launches["cuLaunchKernel"], 35);
+        // A window without calls: no rate.
+        m.window_started();
+        m.window_ended(1.0);
+        assert!(m.sampling.as_ref().unwrap().rates.is_empty());
     }
 
     #[test]

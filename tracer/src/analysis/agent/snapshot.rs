@@ -9,13 +9,17 @@ use super::{AgentMetrics, Process};
 
 type Labels = Vec<(&'static str, String)>;
 
-fn proc_labels(pid: u32, p: &Process, gpu: &str) -> Labels {
-    vec![
+fn proc_labels(pid: u32, p: &Process, gpu: &str, sampled: bool) -> Labels {
+    let mut l = vec![
         ("pid", pid.to_string()),
         ("command", p.command.clone().unwrap_or_default()),
         ("cgroup", p.cgroup.clone().unwrap_or_default()),
         ("gpu", gpu.to_string()),
-    ]
+    ];
+    if sampled {
+        l.push(("sampled", "true".to_string()));
+    }
+    l
 }
 
 fn with(mut l: Labels, k: &'static str, v: &str) -> Labels {
@@ -72,7 +76,7 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
     let mut gaps = Family::new("tracer_gpu_idle_gap_seconds", Kind::Histogram, "Idle gaps between busy stretches.");
     for (&pid, p) in &m.processes {
         for (gpu, c) in &p.gpus {
-            let l = proc_labels(pid, p, gpu);
+            let l = proc_labels(pid, p, gpu, m.sampling.is_some());
             for (api, n) in sorted(&c.calls) {
                 calls.push(with(l.clone(), "api", api), n as f64);
             }
@@ -127,7 +131,63 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
     ];
     v.extend(power(m));
     v.extend(health(m));
+    v.extend(sampling(m));
     v
+}
+
+/// `--duty-cycle`: the estimated rates of the last window and the state of
+/// the sampling (nothing without it).
+fn sampling(m: &AgentMetrics) -> Vec<Family> {
+    use Kind::{Counter, Gauge};
+    let Some(s) = &m.sampling else { return vec![] };
+    let mut calls = Family::new(
+        "tracer_driver_call_rate",
+        Gauge,
+        "Driver calls per second in the last sampling window (--duty-cycle): the estimated rate, by function (api).",
+    );
+    let mut launches = Family::new(
+        "tracer_kernel_launch_rate",
+        Gauge,
+        "Kernel launches per second in the last sampling window (--duty-cycle): the estimated rate, by launch function (api).",
+    );
+    for ((pid, gpu), (c, l)) in &s.rates {
+        let Some(p) = m.processes.get(pid) else { continue };
+        let labels = proc_labels(*pid, p, gpu, true);
+        for (api, r) in c {
+            calls.push(with(labels.clone(), "api", api), *r);
+        }
+        for (api, r) in l {
+            launches.push(with(labels.clone(), "api", api), *r);
+        }
+    }
+    let one = |name, kind, help, v: f64| {
+        let mut f = Family::new(name, kind, help);
+        f.push(vec![], v);
+        f
+    };
+    vec![
+        calls,
+        launches,
+        one(
+            "tracer_duty_cycle_ratio",
+            Gauge,
+            "Share of the time the probes are attached (--duty-cycle ON/PERIOD): the counters see this share of the calls.",
+            s.ratio,
+        ),
+        one(
+            "tracer_probes_attached",
+            Gauge,
+            "1 while the probes are attached (a sampling window).",
+            s.attached as u8 as f64,
+        ),
+        one(
+            "tracer_probes_attached_seconds",
+            Counter,
+            "Seconds the probes were attached, windows that ended.",
+            s.attached_s,
+        ),
+        one("tracer_sampling_windows", Counter, "Sampling windows that ended.", s.windows as f64),
+    ]
 }
 
 fn gap_histogram(b: &super::busy::Busy) -> Histogram {
@@ -242,6 +302,30 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         one("tracer_recordings", Counter, "Duty-cycled trace files written.", h.recordings as f64),
         one("tracer_recorded_bytes", Counter, "Bytes of duty-cycled trace files written.", h.recorded_bytes as f64),
         paused,
+        one(
+            "tracer_http_connections_refused",
+            Counter,
+            "HTTP connections closed at accept: --web.max-connections were open, all being answered.",
+            h.http_refused as f64,
+        ),
+        one(
+            "tracer_http_connections_evicted",
+            Counter,
+            "HTTP connections closed to make room for a new one (the oldest not being answered, at --web.max-connections).",
+            h.http_evicted as f64,
+        ),
+        one(
+            "tracer_http_connections_timed_out",
+            Counter,
+            "HTTP connections closed by a timeout (request head not whole in time, no byte moved, TLS handshake).",
+            h.http_timed_out as f64,
+        ),
+        one(
+            "tracer_http_unauthorized",
+            Counter,
+            "HTTP requests answered 401 (basic auth of --web.config.file).",
+            h.http_unauthorized as f64,
+        ),
         one("tracer_agent_resident_bytes", Gauge, "Resident memory of the agent.", h.rss_bytes as f64),
         one("tracer_agent_cpu_seconds", Counter, "CPU time of the agent (user + system).", h.cpu_seconds),
     ]
@@ -258,7 +342,7 @@ mod tests {
         m.opts.caps.kernel_names = 10;
         let l = r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"flash_fwd","pid":9,"ts":1}"#;
         m.add_value(&serde_json::from_str(l).unwrap(), 0);
-        m.set_info(9, "python3".into(), Some("/system.slice/x.service".into()));
+        m.set_info(9, Some("python3".into()), Some("/system.slice/x.service".into()), false);
         let f = families(&m);
         let get = |n: &str| f.iter().find(|x| x.name == n).unwrap();
         let s = &get("tracer_kernel_launches").samples;

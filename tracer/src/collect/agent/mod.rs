@@ -13,6 +13,7 @@ pub mod http;
 pub mod procinfo;
 pub mod recording;
 pub mod selection;
+pub mod webconfig;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,8 +39,10 @@ pub struct Shared {
     pub metrics: Mutex<AgentMetrics>,
     /// Set by `POST /record`, taken by the loop.
     pub record_requested: AtomicBool,
-    /// Whether duty-cycled recording is configured.
-    pub recording_enabled: bool,
+    /// True while a recording window is open (`POST /record` answers 409).
+    pub recording_active: AtomicBool,
+    /// What the HTTP server counts (refused, timed out, unauthorized).
+    pub http: Arc<http::Stats>,
 }
 
 pub struct Loop<'a> {
@@ -59,6 +62,28 @@ pub struct Loop<'a> {
     pub command_pid: Option<u32>,
     /// Per CPU: records numbered but not received at the last housekeeping.
     pub missing_before: std::collections::BTreeMap<u32, u64>,
+    /// Names and cgroups the lines do not carry.
+    pub facts: procinfo::Facts,
+    /// `--duty-cycle ON/PERIOD`: the libcuda probes attached ON in every PERIOD.
+    pub duty: Option<Duty>,
+}
+
+/// The state of `--duty-cycle`.
+pub struct Duty {
+    pub on: Duration,
+    pub period: Duration,
+    pub attached: bool,
+    /// When the current period began, and when the probes were attached.
+    pub period_start: Instant,
+    pub attached_at: Instant,
+}
+
+impl Duty {
+    /// Attached now, the first period starting.
+    pub fn new(on: Duration, period: Duration) -> Duty {
+        let now = Instant::now();
+        Duty { on, period, attached: true, period_start: now, attached_at: now }
+    }
 }
 
 fn now_ns() -> u64 {
@@ -83,15 +108,32 @@ impl Loop<'_> {
     fn drain(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) -> usize {
         const BATCH: usize = 4096;
         let now = now_ns();
+        let shared = self.shared.clone();
         let mut n = 0;
+        let mut forks = vec![];
+        let mut exits = vec![];
         loop {
-            let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
+            let mut m = shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
             let rec = &mut self.recording;
+            let mut empty = false;
             for _ in 0..BATCH {
-                let Some(item) = ring.next() else { return n };
+                let Some(item) = ring.next() else {
+                    empty = true;
+                    break;
+                };
                 n += 1;
                 match tracer_common::decode::parse(&item) {
                     Ok(r) => self.asm.push(&r, &mut |l| {
+                        if let crate::decode::fastline::Line::Value(v) = &l
+                            && v["type"] == "process"
+                            && let Some(pid) = v["pid"].as_u64()
+                        {
+                            match v["op"].as_str() {
+                                Some("fork") => forks.push((pid as u32, v["child"].as_u64().unwrap_or(0) as u32)),
+                                Some("exit") => exits.push(pid as u32),
+                                _ => {}
+                            }
+                        }
                         m.add_line(&l, now);
                         if let Some(w) = rec.as_mut() {
                             w.line(&l);
@@ -103,7 +145,22 @@ impl Loop<'_> {
                     }
                 }
             }
+            // The facts of the processes met in this batch, before their
+            // exits make the kernel's and /proc's forget them.
+            for (parent, child) in forks.drain(..) {
+                self.facts.forked(parent, child);
+            }
+            for pid in std::mem::take(&mut m.fresh) {
+                let (name, cgroup) = self.facts.of(pid);
+                m.set_info(pid, name, cgroup, self.facts.command_args);
+            }
+            for pid in exits.drain(..) {
+                self.facts.exited(pid);
+            }
             drop(m);
+            if empty {
+                return n;
+            }
             std::thread::yield_now();
         }
     }
@@ -113,10 +170,8 @@ impl Loop<'_> {
         let now = now_ns();
         let mut m = self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for pid in m.unknown_processes() {
-            match procinfo::command(pid) {
-                Some(c) => m.set_info(pid, c, procinfo::cgroup(pid)),
-                None => m.exited(pid, now),
-            }
+            let (name, cgroup) = self.facts.of(pid);
+            m.set_info(pid, name, cgroup, self.facts.command_args);
         }
         for pid in m.live_pids() {
             if !procinfo::alive(pid) {
@@ -138,6 +193,10 @@ impl Loop<'_> {
             m.health.lost_records = m.health.lost_records.max(lost + self.asm.stats.bad_records);
             m.health.ring_buffer_full = k.ring_full;
         }
+        m.health.http_refused = self.shared.http.refused.load(Ordering::Relaxed);
+        m.health.http_evicted = self.shared.http.evicted.load(Ordering::Relaxed);
+        m.health.http_timed_out = self.shared.http.timed_out.load(Ordering::Relaxed);
+        m.health.http_unauthorized = self.shared.http.unauthorized.load(Ordering::Relaxed);
         let (rss, cpu) = own_cost();
         m.health.rss_bytes = rss;
         m.health.cpu_seconds = cpu;
@@ -164,6 +223,41 @@ impl Loop<'_> {
         }
     }
 
+    /// `--duty-cycle`: detaches the libcuda probes at the end of a window
+    /// (the sched and open tracepoints stay: processes are followed
+    /// throughout) and attaches them again at the start of the next period.
+    fn duty_tick(&mut self, ring: &mut aya::maps::RingBuf<aya::maps::MapData>) {
+        let Some(d) = self.duty.as_ref() else { return };
+        let (attached, on, period, period_start, attached_at) =
+            (d.attached, d.on, d.period, d.period_start, d.attached_at);
+        let now = Instant::now();
+        if attached && now >= period_start + on {
+            let links = loader::Links {
+                uprobes: std::mem::take(&mut self.loaded.links.uprobes),
+                multi: std::mem::take(&mut self.loaded.links.multi),
+                ..Default::default()
+            };
+            loader::detach_all(links);
+            let seconds = attached_at.elapsed().as_secs_f64();
+            self.drain(ring);
+            self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner()).window_ended(seconds);
+            if let Some(d) = self.duty.as_mut() {
+                d.attached = false;
+            }
+        } else if !attached && now >= period_start + period {
+            self.drain(ring);
+            let (functions, failed) = self.watch.reattach_all(self.loaded);
+            log::debug!("duty cycle: {functions} functions probed again ({failed} files failed)");
+            self.shared.metrics.lock().unwrap_or_else(|e| e.into_inner()).window_started();
+            if let Some(d) = self.duty.as_mut() {
+                // The next period starts on time (not late by the attach).
+                d.period_start = if now < period_start + period * 2 { period_start + period } else { now };
+                d.attached = true;
+                d.attached_at = Instant::now();
+            }
+        }
+    }
+
     fn side(&mut self) {
         let Some(rx) = &self.power else { return };
         let now = now_ns();
@@ -183,6 +277,7 @@ impl Loop<'_> {
         }
         let lost = self.shared.metrics.lock().map(|m| m.health.lost_records).unwrap_or(0);
         r.tick(Instant::now(), &*self.window_header, &|n, s| recording::footer(n, s, lost));
+        self.shared.recording_active.store(r.active(), Ordering::Relaxed);
     }
 
     /// Runs until SIGTERM/SIGINT/SIGHUP; then detaches every probe and
@@ -228,6 +323,7 @@ impl Loop<'_> {
                 }
                 _ = tick.tick() => {
                     self.drain(afd.get_mut());
+                    self.duty_tick(afd.get_mut());
                     self.side();
                     self.recording_tick();
                     if last_scan.elapsed() >= self.scan_interval {

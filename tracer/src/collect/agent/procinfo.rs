@@ -1,7 +1,58 @@
-//! What /proc says about a traced process for its metric labels: the
-//! command (argv[0]'s file name and the first arguments, cut to a bounded
-//! length) and its cgroup (v2 path; the v1 hierarchies joined otherwise).
+//! The facts of a traced process for its metric labels that its lines do
+//! not carry (the exec and fork lines name most processes:
+//! `crate::analysis::agent`): its name as the kernel noted it at its first
+//! probed call (`--system`, `--cgroup`, `--all-libcuda`: known even for a
+//! process gone before the agent looks), else /proc's; its cgroup (the
+//! kernel's note, its parent's, /proc: [`CgroupTable`]); and, only with
+//! `--label-command-args`, its command line (argv[0]'s file name and the
+//! arguments, cut to a bounded length), read from /proc while it lives.
 use std::path::Path;
+
+use aya::maps::{HashMap as BpfHashMap, MapData};
+
+use crate::collect::cgroups::CgroupTable;
+
+pub struct Facts {
+    /// The kernel side's tgid -> comm (tracer-ebpf/src/select.rs).
+    pub comm: Option<BpfHashMap<MapData, u32, [u8; 16]>>,
+    pub cgroups: CgroupTable,
+    /// The command line replaces the name (`--label-command-args`).
+    pub command_args: bool,
+}
+
+impl Facts {
+    /// (name, or the command line with `command_args`; cgroup path).
+    pub fn of(&mut self, pid: u32) -> (Option<String>, Option<String>) {
+        let args = if self.command_args { command(pid) } else { None };
+        let name = args
+            .or_else(|| self.comm.as_ref().and_then(|m| m.get(&pid, 0).ok()).map(|c| comm_text(&c)))
+            .or_else(|| name(pid));
+        let cgroup = self.cgroups.of(pid).and_then(|id| self.cgroups.path(id)).map(str::to_string);
+        (name.filter(|n| !n.is_empty()), cgroup)
+    }
+
+    /// A child's cgroup is its parent's unless known otherwise.
+    pub fn forked(&mut self, parent: u32, child: u32) {
+        if parent != child {
+            self.cgroups.forked(parent, child);
+        }
+    }
+
+    pub fn exited(&mut self, pid: u32) {
+        self.cgroups.forget(pid);
+    }
+}
+
+/// A comm buffer (NUL-padded) as text.
+pub fn comm_text(c: &[u8]) -> String {
+    let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+    String::from_utf8_lossy(&c[..end]).into_owned()
+}
+
+/// The kernel's name of `pid` (comm), None when the process is gone.
+pub fn name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim_end_matches('\n').to_string())
+}
 
 /// Longest command label (bytes); longer ones are cut at a char boundary.
 const COMMAND_MAX: usize = 120;
@@ -88,6 +139,10 @@ mod tests {
         let me = std::process::id();
         assert!(alive(me));
         assert!(command(me).is_some_and(|c| !c.is_empty()));
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let want = crate::analysis::agent::comm_of(exe.to_str().unwrap());
+        assert_eq!(name(me).as_deref(), Some(want.as_str()));
+        assert_eq!(comm_text(b"python3\0\0\0\0\0\0\0\0\0"), "python3");
         assert!(!alive(u32::MAX - 1));
     }
 }

@@ -7,6 +7,8 @@
 //! ends the window and pauses recording with the reason (`disk_full` for
 //! ENOSPC, else `write_error`; `cannot_create` when the file cannot be
 //! created) until a later window is written whole; metrics never stop.
+//! The files are their owner's only (0600; they hold kernel names, pointers
+//! and arguments), and a directory the agent creates is 0700.
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -93,7 +95,20 @@ fn pause_reason(e: &std::io::Error) -> &'static str {
 
 impl Recording {
     pub fn new(opts: RecordingOptions, now: Instant) -> anyhow::Result<Recording> {
-        std::fs::create_dir_all(&opts.dir).map_err(|e| anyhow::anyhow!("--record-dir {}: {e}", opts.dir.display()))?;
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&opts.dir)
+            .map_err(|e| anyhow::anyhow!("--record-dir {}: {e}", opts.dir.display()))?;
+        let mode = std::fs::metadata(&opts.dir).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        if mode & 0o077 != 0 {
+            // An existing directory keeps its mode (it may be shared); the files are 0600 anyway.
+            eprintln!(
+                "tracer agent: warning: --record-dir {} is mode {mode:o}: others can list the recordings (chmod 700 it)",
+                opts.dir.display()
+            );
+        }
         let next_at = opts.every.map(|_| now);
         Ok(Recording {
             opts,
@@ -151,9 +166,11 @@ impl Recording {
         );
         self.seq += 1;
         let path = self.opts.dir.join(format!("agent-{stamp}-{}.jsonl.zst", self.seq));
+        use std::os::unix::fs::OpenOptionsExt as _;
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .and_then(|f| crate::collect::zstd_out::TraceFile::new(f, &path, true));
         match file {
@@ -255,6 +272,9 @@ mod tests {
         tracer_format::read::for_each(&files[0].0, |v| lines.push(v.clone())).unwrap();
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["type"], "header");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&d), mode(&files[0].0)), (0o700, 0o600));
         assert_eq!(lines[1]["name"], "cuInit");
         assert_eq!((lines[2]["type"].as_str(), lines[2]["lines"].as_u64()), (Some("footer"), Some(3)));
         let _ = std::fs::remove_dir_all(&d);
