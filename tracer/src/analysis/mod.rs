@@ -28,6 +28,8 @@
 #![allow(dead_code)]
 pub mod agent;
 pub mod basis;
+#[cfg(test)]
+mod bound_check_tests;
 pub mod compare;
 pub mod coverage;
 pub mod durations;
