@@ -4,8 +4,10 @@
 //! A scope (a GPU, or one process's work on its GPUs) is busy when any of its
 //! streams has an interval of the [`Timeline`]; its gaps are the complement of
 //! the union of those intervals within its window, from its first GPU work to
-//! its last. Per phase, gaps are clipped to the phase (the main process's
-//! phases; a gap across a boundary counts in both, each its part).
+//! its last. Per phase, the gaps are those of the phase's whole window (the
+//! main process's phases, as `tracer report` shows them: time of the phase
+//! before the scope's first or after its last GPU work is idle too; a gap
+//! across a boundary counts in both, each its part).
 //!
 //! Each gap of at least the threshold is attributed, instant by instant, to
 //! what the CPU side of the scope's processes was doing, by priority:
@@ -147,6 +149,8 @@ pub struct GapReport {
     pub diagnostics: super::timeline::Diagnostics,
     /// Where the per-phase windows come from (markers or detected).
     pub phase_source: Option<super::phases::PhaseSource>,
+    /// The synchronization time of the trace's calls (analysis/figures.rs).
+    pub synchronization: super::figures::SyncTime,
     pub scopes: Vec<ScopeReport>,
 }
 
@@ -328,13 +332,12 @@ fn scope_report(
     };
     let mut per_phase = Vec::new();
     for p in phase_list {
-        let lo = p.start.max(window.0);
-        let hi = p.end.min(window.1);
+        // the phase's whole window (analysis/figures.rs), as in `tracer report`
+        let (lo, hi) = (p.start, p.end);
         if hi <= lo {
             continue;
         }
-        let clipped: Vec<(u64, u64)> =
-            gaps.iter().filter(|g| g.1 > lo && g.0 < hi).map(|g| (g.0.max(lo), g.1.min(hi))).collect();
+        let clipped = complement(&busy, lo, hi);
         per_phase.push(PhaseGaps {
             phase: p.name.clone(),
             start: lo,
@@ -439,6 +442,11 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         timeline_meaning: meaning(tl.source),
         diagnostics: tl.diag.clone(),
         phase_source: phases.source(),
+        synchronization: {
+            let mut s = super::figures::SyncTime::default();
+            t.calls.iter().for_each(|c| s.add_call(c));
+            s
+        },
         scopes,
     }
 }
@@ -473,6 +481,16 @@ pub fn render(r: &GapReport) -> String {
             None => "none",
         }
     );
+    let _ = writeln!(s, "synchronization: {}", r.synchronization.sentence());
+    if r.diagnostics.unbounded_ops > 0 && bound {
+        let _ = writeln!(
+            s,
+            "{} operations never proven complete (no later synchronization, successful query or device-to-host copy \
+             of their stream): their streams are possibly busy from them to the end of the trace, so idle time after \
+             them is unknown, not idle",
+            r.diagnostics.unbounded_ops
+        );
+    }
     if matches!(r.timeline, Source::Inferred | Source::Sampled) {
         let d = &r.diagnostics;
         let _ = writeln!(
@@ -568,6 +586,7 @@ pub fn render(r: &GapReport) -> String {
             );
         }
         if !sc.phases.is_empty() {
+            let _ = writeln!(s, "per phase, each phase's whole window (as in `tracer report`):");
             let _ = writeln!(
                 s,
                 "{:<14} {:>12} {:>12} {:>7} {:>8} {:>10} {:>10} {:>10}",

@@ -35,6 +35,7 @@ pub mod coverage;
 pub mod durations;
 pub mod energy;
 mod fasthash;
+pub mod figures;
 pub mod filter;
 pub mod gap_causes;
 pub mod gaps;

@@ -9,7 +9,8 @@ use serde::Serialize;
 use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
 use super::gaps::fmt_ns;
-use super::model::{Dir, Kind, NO_STR, Trace};
+use super::figures::{self, SyncTime};
+use super::model::{Kind, NO_STR, Trace};
 use super::phases::Phases;
 use super::stats::{covered, union};
 use super::timeline::{Source, Timeline, WorkKind};
@@ -25,9 +26,14 @@ pub struct Counts {
     pub copy_bytes_by_direction: BTreeMap<&'static str, u64>,
     pub allocs: u64,
     pub alloc_bytes: u64,
+    /// Calls that blocked the host until GPU work was done: synchronizations
+    /// and host-blocking copies (analysis/figures.rs, [`SyncTime`]).
     pub sync_calls: u64,
-    /// Time spent inside blocking synchronization calls (and blocking copies).
+    /// Time spent inside them.
     pub sync_ns: u64,
+    /// Polling queries (cuStreamQuery, cuEventQuery): not blocking waits, not in `sync_ns`.
+    pub polling_calls: u64,
+    pub polling_ns: u64,
     pub failed_calls: u64,
     /// ioctls on NVIDIA device files (traces recorded with --ioctls).
     pub ioctls: u64,
@@ -136,6 +142,7 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
     let lo = t.calls.partition_point(|x| x.ts < a);
     let hi = t.calls.partition_point(|x| x.ts < b);
     let mut kernels = std::collections::HashSet::new();
+    let mut sync = SyncTime::default();
     for x in &t.calls[lo..hi] {
         if pid.is_some_and(|p| p != x.pid) {
             continue;
@@ -169,11 +176,9 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
             }
             _ => {}
         }
-        if x.kind.is_blocking_sync() || (x.kind == Kind::Copy && matches!(x.dir, Dir::D2H | Dir::H2D)) {
-            c.sync_calls += 1;
-            c.sync_ns = c.sync_ns.saturating_add(x.dur);
-        }
+        sync.add_call(x);
     }
+    (c.sync_calls, c.sync_ns, c.polling_calls, c.polling_ns) = (sync.calls, sync.ns, sync.polling_calls, sync.polling_ns);
     c.distinct_kernels = kernels.len() as u64;
     let lo = t.ioctls.partition_point(|x| x.ts < a);
     let hi = t.ioctls.partition_point(|x| x.ts < b);
@@ -465,12 +470,15 @@ fn bytes(b: u64) -> String {
 const PROCESS_TITLE: &str = "process";
 
 fn energy_cell(e: &Option<Energy>) -> String {
-    match e {
-        Some(e) if e.covered_share < 1.0 => format!("{:.2} J ({:.0}%)?", e.joules, 100.0 * e.covered_share),
-        Some(e) if e.uncertain => format!("{:.2} J ±{:.2}?", e.joules, e.uncertainty_j),
-        Some(e) => format!("{:.2} J", e.joules),
-        None => "-".into(),
-    }
+    figures::energy_text(e)
+}
+
+/// Whether any energy figure of the report covers only part of its period.
+fn partly_sampled(r: &Report) -> bool {
+    let part = |e: &Option<Energy>| e.as_ref().is_some_and(|e| e.covered_share < 1.0);
+    r.phases.iter().chain(&r.iterations).chain(&r.per_process).any(|p| part(&p.energy))
+        || r.per_gpu.iter().any(|g| part(&g.energy))
+        || part(&r.energy_total)
 }
 
 /// The rows per GPU and per process on each GPU.
@@ -480,9 +488,9 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
     }
     let _ = writeln!(
         s,
-        "\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
+        "\nper GPU, from its first GPU work to its last (the GPU window, as in `tracer gaps`)\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
         "GPU (process)",
-        "time",
+        "GPU window",
         "launches",
         if bound { "idle ≥" } else { "GPU busy" },
         if bound { "idle% ≥" } else { "idle %" },
@@ -525,7 +533,7 @@ pub fn render(r: &Report) -> String {
     let t = &r.total;
     let _ = writeln!(
         s,
-        "{} calls, {} launches ({} kernels), {} copies ({}), {} allocations ({}), {} frees, {} blocked in {} synchronizing calls, {} failed calls",
+        "{} calls, {} launches ({} kernels), {} copies ({}), {} allocations ({}), {} frees, {}, {} failed calls",
         t.calls,
         t.launches,
         t.distinct_kernels,
@@ -534,8 +542,8 @@ pub fn render(r: &Report) -> String {
         t.allocs,
         bytes(t.alloc_bytes),
         r.frees,
-        fmt_ns(t.sync_ns),
-        t.sync_calls,
+        SyncTime { calls: t.sync_calls, ns: t.sync_ns, polling_calls: t.polling_calls, polling_ns: t.polling_ns }
+            .sentence(),
         t.failed_calls
     );
     for (d, (n, b)) in &r.copies_by_direction {
@@ -633,6 +641,9 @@ pub fn render(r: &Report) -> String {
             );
         }
     };
+    if !r.per_gpu.is_empty() && !r.phases.is_empty() {
+        let _ = writeln!(s, "\nphase, iteration and process rows: all GPUs together (busy while any GPU is); per GPU below");
+    }
     table(&mut s, "phase", &r.phases, false);
     table(&mut s, "iteration", &r.iterations, true);
     table(&mut s, PROCESS_TITLE, &r.per_process, false);
@@ -663,6 +674,9 @@ pub fn render(r: &Report) -> String {
             format!("; sequence gaps: {}", v.join(", "))
         }
     );
+    if partly_sampled(r) {
+        let _ = writeln!(s, "note: {}", figures::PARTLY_SAMPLED_NOTE);
+    }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
