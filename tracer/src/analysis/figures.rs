@@ -160,6 +160,25 @@ pub fn idle_within(busy: &[(u64, u64)], a: u64, b: u64) -> u64 {
     b.saturating_sub(a).saturating_sub(covered(busy, a, b))
 }
 
+/// NVML's utilization (`util_gpu_pct`: the share of its last sample period,
+/// 1/6 s to 1 s, in which any kernel ran on the device) averaged over the
+/// samples taken in [a, b) on the given GPUs (all when `gpus` is empty);
+/// `None` without samples there. Device-wide (every process, traced or
+/// not) and coarse: beside a lower bound it tells roughly how busy the
+/// GPU was, not when (docs/gaps.md, NVML utilization).
+pub fn nvml_util_pct(series: &[super::energy::EnergySeries], gpus: &[u32], a: u64, b: u64) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0u64);
+    for s in series.iter().filter(|s| gpus.is_empty() || gpus.contains(&s.gpu)) {
+        let lo = s.util.partition_point(|u| u.0 < a);
+        let hi = s.util.partition_point(|u| u.0 < b);
+        for u in &s.util[lo..hi] {
+            sum += u.1;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
 /// An energy figure as the tables print it: "12.50 J", "12.50 J ±0.40?"
 /// (a period shorter than two counter updates), or "≥ 7292.52 J (99.6 %
 /// sampled)" when NVML samples cover only part of the period (the energy of
@@ -226,6 +245,15 @@ mod tests {
         let mut b = SpanAcc::default();
         b.add("kernel", Some(100), Some(6.0), None);
         assert_eq!(b.span(), Some((100, 6_100)));
+    }
+
+    #[test]
+    fn nvml_utilization_is_the_mean_of_the_samples_in_the_window() {
+        let s = |gpu: u32, util: Vec<(u64, f64)>| super::super::energy::EnergySeries { gpu, util, ..Default::default() };
+        let series = [s(0, vec![(10, 20.0), (20, 40.0), (30, 90.0)]), s(1, vec![(15, 0.0)])];
+        assert_eq!(nvml_util_pct(&series, &[0], 10, 30), Some(30.0));
+        assert_eq!(nvml_util_pct(&series, &[], 10, 30), Some(20.0));
+        assert_eq!(nvml_util_pct(&series, &[0], 31, 40), None);
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct ScopeReport {
     /// Shares of the time of all gaps ≥ threshold, by cause.
     pub long_gap_causes: BTreeMap<&'static str, f64>,
     pub longest: Vec<LongGap>,
+    /// `gpu` scopes: NVML's utilization over the window (mean of its samples,
+    /// device-wide; analysis/figures.rs), beside a lower bound a rough busy share.
+    pub nvml_util_pct: Option<f64>,
     /// Every gap [start, end) (JSON only with `tracer gaps --json --list`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<(u64, u64)>,
@@ -369,7 +372,23 @@ fn scope_report(
             causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
         })
         .collect();
-    ScopeReport { scope: name, kind, window, overall, phases: per_phase, long_gap_causes, longest, gaps, device, pids }
+    let nvml_util_pct = match (kind, device) {
+        ("gpu", Some(d)) => super::figures::nvml_util_pct(&super::energy::series(t), &[d], window.0, window.1),
+        _ => None,
+    };
+    ScopeReport {
+        scope: name,
+        kind,
+        window,
+        overall,
+        phases: per_phase,
+        long_gap_causes,
+        longest,
+        nvml_util_pct,
+        gaps,
+        device,
+        pids,
+    }
 }
 
 pub fn meaning(s: Source) -> &'static str {
@@ -380,7 +399,7 @@ pub fn meaning(s: Source) -> &'static str {
             "sampled: measured GPU activity (CUPTI) inside the sampling windows, elsewhere inferred from launch times + kernel durations calibrated on those windows"
         }
         Source::Bound => {
-            "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a synchronization's return and the next submission, so idle time is a lower bound"
+            "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a completion proof (a synchronization's return, a successful query, a device-to-host copy) and the next submission, so idle time is a lower bound; after work never proven complete it is unknown"
         }
     }
 }
@@ -542,6 +561,12 @@ pub fn render(r: &GapReport) -> String {
                     o.count
                 );
             }
+        }
+        if bound && let Some(u) = sc.nvml_util_pct {
+            let _ = writeln!(
+                s,
+                "NVML utilization over the window: {u:.1}% (device-wide: any kernel of any process; sampled every 1/6-1 s)"
+            );
         }
         let _ = writeln!(
             s,

@@ -64,6 +64,9 @@ pub struct PeriodRow {
     /// rows: the energy of the instants when only this process had GPU work
     /// (analysis/process_energy.rs).
     pub energy: Option<Energy>,
+    /// NVML's utilization over the period, mean of its samples (device-wide,
+    /// all GPUs; analysis/figures.rs): beside a lower bound, a rough busy share.
+    pub nvml_util_pct: Option<f64>,
     /// Process rows: the energy of the instants when this process and
     /// others had GPU work (not split between them).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -322,6 +325,7 @@ impl Rows<'_> {
             gpu_idle_share_lower_bound: idle_share.filter(|_| !known),
             joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
             ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
+            nvml_util_pct: figures::nvml_util_pct(self.series, &[], a, b),
             energy,
             energy_shared_j: None,
             tokens,
@@ -645,6 +649,18 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nphase, iteration and process rows: all GPUs together (busy while any GPU is); per GPU below");
     }
     table(&mut s, "phase", &r.phases, false);
+    if bound && r.phases.iter().any(|p| p.nvml_util_pct.is_some()) {
+        let v: Vec<String> = r
+            .phases
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))))
+            .collect();
+        let _ = writeln!(
+            s,
+            "NVML utilization (device-wide, share of time any kernel ran, sampled every 1/6-1 s; docs/gaps.md): {}",
+            v.join(", ")
+        );
+    }
     table(&mut s, "iteration", &r.iterations, true);
     table(&mut s, PROCESS_TITLE, &r.per_process, false);
     gpu_table(&mut s, r, bound);
