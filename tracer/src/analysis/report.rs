@@ -662,6 +662,13 @@ pub fn render(r: &Report) -> String {
         );
     }
     table(&mut s, "iteration", &r.iterations, true);
+    if !r.per_process.is_empty() {
+        let _ = writeln!(
+            s,
+            "\neach process row: the process's lifetime (first record to last, extended to its last GPU work), not its \
+             GPU window as in `tracer gaps`"
+        );
+    }
     table(&mut s, PROCESS_TITLE, &r.per_process, false);
     gpu_table(&mut s, r, bound);
     let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {

@@ -299,7 +299,8 @@ impl Builder {
         }
         let how = if self.gpu_bound {
             "bounded by synchronization: no measured GPU times in this trace (record with --gpu-timestamps), so a \
-             stream counts as busy from a submission until the synchronization covering it returns and these \
+             stream counts as busy from a submission until a call proves it complete (a synchronization, a \
+             successful query, a device-to-host copy), or to the end of the trace when none does, and these \
              gaps are certain idle time, a lower bound"
         } else if let Some(n) = self.gpu_sampled {
             &format!(
