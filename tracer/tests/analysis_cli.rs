@@ -98,7 +98,13 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["phase"].as_str().unwrap(), p["stats"]["window_ns"].as_u64().unwrap(), p["stats"]["idle_ns"].as_u64().unwrap()))
+        .map(|p| {
+            (
+                p["phase"].as_str().unwrap(),
+                p["stats"]["window_ns"].as_u64().unwrap(),
+                p["stats"]["idle_ns"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(ph[0], ("load", 10_000_000, 10_000_000));
     assert_eq!(ph[1].0, "generate");

@@ -92,7 +92,8 @@ fn summary_report_gaps_and_compare_agree_on_every_committed_trace() {
                 }
                 let Some(idle) = report_idle(row, dur) else { continue };
                 let name = row["name"].as_str().unwrap();
-                let ph = gp.iter().find(|x| x["phase"] == name).unwrap_or_else(|| panic!("{rel}: no phase {name} in gaps"));
+                let ph =
+                    gp.iter().find(|x| x["phase"] == name).unwrap_or_else(|| panic!("{rel}: no phase {name} in gaps"));
                 assert_eq!(u(&ph["stats"]["window_ns"]), dur, "{rel} phase {name}: window");
                 assert_eq!(u(&ph["stats"]["idle_ns"]), idle, "{rel} phase {name}: idle, gaps vs report");
                 checked.0 += 1;

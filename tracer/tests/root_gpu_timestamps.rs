@@ -233,7 +233,8 @@ fn sampled_measurement_writes_its_windows() {
 
     // a lead-in: the first window lasts 150 ms (a program's loading phase
     // measured whole), then 20 ms every 100 ms again
-    let t = run_with("gpu-sample-lead", &b.fake_cupti, &[], &["--gpu-sample", "20/100/150"], &["launch", "400", "1000"]);
+    let t =
+        run_with("gpu-sample-lead", &b.fake_cupti, &[], &["--gpu-sample", "20/100/150"], &["launch", "400", "1000"]);
     assert_eq!(t.code(), 0, "{}", t.describe());
     let w: Vec<(u64, u64)> = t
         .lines

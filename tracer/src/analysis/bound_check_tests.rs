@@ -221,7 +221,11 @@ mod random {
                     let done = if s == 0 { m.free[0].max(m.free[1]).max(m.free[0]) } else { m.free[s] };
                     let ret = (now + call).max(done + 300);
                     let name = if coin { "cuStreamSynchronize_ptsz" } else { "cuStreamSynchronize" };
-                    m.line(now, ret - now, &format!(r#""type":"sync","op":"stream_synchronize","name":"{name}","stream":"{st}""#));
+                    m.line(
+                        now,
+                        ret - now,
+                        &format!(r#""type":"sync","op":"stream_synchronize","name":"{name}","stream":"{st}""#),
+                    );
                     now = ret;
                 }
                 5 => {
@@ -272,12 +276,17 @@ mod random {
                         ("cuMemcpyHtoD_v2", "h2d", start + 200)
                     };
                     let ret = ret.max(now + call);
-                    m.line(now, ret - now, &format!(r#""type":"memcpy","op":"copy","name":"{name}","size":4096,"direction":"{dir}""#));
+                    m.line(
+                        now,
+                        ret - now,
+                        &format!(r#""type":"memcpy","op":"copy","name":"{name}","size":4096,"direction":"{dir}""#),
+                    );
                     now = ret;
                 }
             }
         }
-        m.lines.push(format!(r#"{{"ts":{},"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}}"#, now + 1000));
+        m.lines
+            .push(format!(r#"{{"ts":{},"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}}"#, now + 1000));
         m
     }
 

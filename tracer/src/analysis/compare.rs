@@ -150,7 +150,9 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
         let off = |e: Option<f64>| e.is_some_and(|e| e.abs() > FLAG_PCT);
         let mut flagged = Vec::new();
         if known {
-            for (what, e) in [("busy time", busy_error_pct), ("idle time", idle_error_pct), ("gap count", gap_count_error_pct)] {
+            for (what, e) in
+                [("busy time", busy_error_pct), ("idle time", idle_error_pct), ("gap count", gap_count_error_pct)]
+            {
                 if off(e) {
                     flagged.push(what);
                 }

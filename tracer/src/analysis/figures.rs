@@ -249,7 +249,8 @@ mod tests {
 
     #[test]
     fn nvml_utilization_is_the_mean_of_the_samples_in_the_window() {
-        let s = |gpu: u32, util: Vec<(u64, f64)>| super::super::energy::EnergySeries { gpu, util, ..Default::default() };
+        let s =
+            |gpu: u32, util: Vec<(u64, f64)>| super::super::energy::EnergySeries { gpu, util, ..Default::default() };
         let series = [s(0, vec![(10, 20.0), (20, 40.0), (30, 90.0)]), s(1, vec![(15, 0.0)])];
         assert_eq!(nvml_util_pct(&series, &[0], 10, 30), Some(30.0));
         assert_eq!(nvml_util_pct(&series, &[], 10, 30), Some(20.0));
@@ -259,7 +260,13 @@ mod tests {
     #[test]
     fn partly_sampled_energy_is_a_lower_bound() {
         let e = |share: f64| {
-            Some(Energy { joules: 7292.52, method: "counter", uncertain: true, uncertainty_j: 0.0, covered_share: share })
+            Some(Energy {
+                joules: 7292.52,
+                method: "counter",
+                uncertain: true,
+                uncertainty_j: 0.0,
+                covered_share: share,
+            })
         };
         assert_eq!(energy_text(&e(0.9996)), "≥ 7292.52 J (99.9% sampled)");
         assert_eq!(energy_text(&e(0.5)), "≥ 7292.52 J (50.0% sampled)");

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
-use super::model::{Kind, Trace};
 use super::figures::gpu_window;
+use super::model::{Kind, Trace};
 use super::stats::{covered, union};
 use super::timeline::Timeline;
 

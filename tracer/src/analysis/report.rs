@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
-use super::gaps::fmt_ns;
 use super::figures::{self, SyncTime};
+use super::gaps::fmt_ns;
 use super::model::{Kind, NO_STR, Trace};
 use super::phases::Phases;
 use super::stats::{covered, union};
@@ -181,7 +181,8 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
         }
         sync.add_call(x);
     }
-    (c.sync_calls, c.sync_ns, c.polling_calls, c.polling_ns) = (sync.calls, sync.ns, sync.polling_calls, sync.polling_ns);
+    (c.sync_calls, c.sync_ns, c.polling_calls, c.polling_ns) =
+        (sync.calls, sync.ns, sync.polling_calls, sync.polling_ns);
     c.distinct_kernels = kernels.len() as u64;
     let lo = t.ioctls.partition_point(|x| x.ts < a);
     let hi = t.ioctls.partition_point(|x| x.ts < b);
@@ -646,7 +647,10 @@ pub fn render(r: &Report) -> String {
         }
     };
     if !r.per_gpu.is_empty() && !r.phases.is_empty() {
-        let _ = writeln!(s, "\nphase, iteration and process rows: all GPUs together (busy while any GPU is); per GPU below");
+        let _ = writeln!(
+            s,
+            "\nphase, iteration and process rows: all GPUs together (busy while any GPU is); per GPU below"
+        );
     }
     table(&mut s, "phase", &r.phases, false);
     if bound && r.phases.iter().any(|p| p.nvml_util_pct.is_some()) {

@@ -211,10 +211,7 @@ impl Summary {
         if scanned {
             self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         }
-        if scanned
-            && raw.ret.is_none_or(|r| r >= 0)
-            && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
-        {
+        if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
@@ -302,7 +299,8 @@ impl Summary {
         }
         if v.capture.is_none() {
             let kind = crate::analysis::model::Kind::classify(ty, v.op.as_deref().unwrap_or(""), name);
-            let dir = v.direction.as_deref().map_or(crate::analysis::model::Dir::None, crate::analysis::model::Dir::parse);
+            let dir =
+                v.direction.as_deref().map_or(crate::analysis::model::Dir::None, crate::analysis::model::Dir::parse);
             self.sync.add(kind, dir, crate::analysis::figures::dur_ns(dur));
         }
     }

@@ -1074,7 +1074,8 @@ pub(crate) mod tests {
         let mut l2 = l.clone();
         l2.insert(1000, r#"{"ts":25000000,"pid":1,"tid":1,"type":"sync","op":"ctx_synchronize","name":"cuCtxSynchronize_v2","duration_us":100.0,"ret":0}"#.to_string());
         let t2 = parse_str("loop2", &l2.join("\n")).unwrap();
-        let got: Vec<(u64, u64, u32)> = bound(&t2).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t2).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
         assert_eq!(got, [(1_000_000, 25_100_000, 1000)]);
     }
 
@@ -1094,7 +1095,8 @@ pub(crate) mod tests {
             r#"{"ts":90000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string(),
         ];
         let t = parse_str("c", &l.join("\n")).unwrap();
-        let got: Vec<(u64, u64, u32)> = bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
         // h2d: the launch before it is done by its return (15 µs), the copy itself
         // not; the d2d copy proves nothing; the d2h copy proves everything by 55 µs
         assert_eq!(got, [(0, 15_000, 1), (10_000, 55_000, 4)]);
@@ -1111,7 +1113,8 @@ pub(crate) mod tests {
             r#"{"ts":90000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string(),
         ];
         let t = parse_str("mt", &l.join("\n")).unwrap();
-        let got: Vec<(u64, u64, u32)> = bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
         assert_eq!(got, [(0, 40_000, 1), (5_000, 90_000, 1)]);
     }
 

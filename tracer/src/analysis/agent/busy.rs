@@ -81,11 +81,8 @@ impl Busy {
                 self.gap(ts.saturating_sub(end));
             }
         }
-        let stream = if self.open.len() >= MAX_OPEN_STREAMS && !self.open.iter().any(|o| o.0 == stream) {
-            0
-        } else {
-            stream
-        };
+        let stream =
+            if self.open.len() >= MAX_OPEN_STREAMS && !self.open.iter().any(|o| o.0 == stream) { 0 } else { stream };
         match self.open.iter_mut().find(|o| o.0 == stream) {
             Some(o) => o.1 += 1,
             None => self.open.push((stream, 1)),

@@ -276,7 +276,12 @@ mod tests {
         let f = snapshot::families(m);
         let get = |name: &str| f.iter().find(|x| x.name == name).unwrap();
         let of = |name: &str| {
-            get(name).samples.iter().find(|s| s.labels.iter().any(|l| l.0 == "pid" && l.1 == pid.to_string())).unwrap().clone()
+            get(name)
+                .samples
+                .iter()
+                .find(|s| s.labels.iter().any(|l| l.0 == "pid" && l.1 == pid.to_string()))
+                .unwrap()
+                .clone()
         };
         let basis = of("tracer_gpu_busy_basis");
         let b = basis.labels.iter().find(|l| l.0 == "basis").unwrap().1.clone();
@@ -310,7 +315,14 @@ mod tests {
         for i in 0..1000u64 {
             let ts = 1_000_000 + i * 20_000;
             m.add_value(&line(&format!(r#"{{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"device":0,"ts":{ts},"duration_us":5.0,"kernel":"k","stream":"0x0"}}"#)), 0);
-            m.add_value(&line(&format!(r#"{{"type":"gpu","op":"kernel","name":"k","pid":7,"device":0,"ts":{},"end_ts":{}}}"#, ts + 6_000, ts + 8_000)), 0);
+            m.add_value(
+                &line(&format!(
+                    r#"{{"type":"gpu","op":"kernel","name":"k","pid":7,"device":0,"ts":{},"end_ts":{}}}"#,
+                    ts + 6_000,
+                    ts + 8_000
+                )),
+                0,
+            );
         }
         assert_eq!(busy_of(&m, 7), (2_000_000.0 / 1e9, 999.0 * 18_000.0 / 1e9, 999.0, "measured".into()));
     }
