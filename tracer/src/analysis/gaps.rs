@@ -722,6 +722,24 @@ mod tests {
         assert!(render(&r).contains("== pid 1 (pid 1) == window"));
     }
 
+    /// The reported case, as `tracer gaps` prints it: a launch loop with no
+    /// synchronization visible read "idle ≥ 2.181 s (≥ 100.0 %, lower bound)
+    /// in 108000 certain gaps"; its launches are never proven complete, so
+    /// no idle time is certain.
+    #[test]
+    fn a_launch_loop_without_synchronization_reads_no_idle() {
+        let mut l: Vec<String> =
+            (0..1000u64).map(|i| timeline::tests::launch(1_000_000 + i * 20_000, 0.0, "k", "0x0")).collect();
+        l.push(r#"{"ts":30000000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string());
+        let t = parse_str("loop", &l.join("\n")).unwrap();
+        let r = analyze(&t, &timeline::bound(&t), &phases(&t), &GapOptions::default());
+        let o = &r.scopes[0].overall;
+        assert_eq!((o.window_ns, o.count, o.idle_ns, o.idle_share_lower_bound), (29_000_000, 0, 0, Some(0.0)));
+        let text = render(&r);
+        assert!(text.contains("idle ≥ 0 ns (≥ 0.0%, lower bound) in 0 certain gaps"), "{text}");
+        assert!(text.contains("1000 operations never proven complete"), "{text}");
+    }
+
     #[test]
     fn attribution_by_priority() {
         // gap [100, 200): sync call 90..120, launch call 150..160, ioctl 155..158, nothing else

@@ -1058,7 +1058,6 @@ pub(crate) mod tests {
     /// rest of the trace possibly busy: no certain idle time at all.
     #[test]
     fn a_launch_loop_without_synchronization_has_no_certain_idle() {
-        use crate::analysis::gaps::{GapOptions, analyze};
         let mut l: Vec<String> = (0..1000u64).map(|i| launch(1_000_000 + i * 20_000, 0.0, "k", "0x0")).collect();
         l.push(r#"{"ts":30000000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string());
         let t = parse_str("loop", &l.join("\n")).unwrap();
@@ -1067,9 +1066,7 @@ pub(crate) mod tests {
             tl.streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops, i.approximate)).collect();
         assert_eq!(got, [(1_000_000, 30_000_000, 1000, true)]);
         assert_eq!(tl.diag.unbounded_ops, 1000);
-        let r = analyze(&t, &tl, &crate::analysis::phases::phases(&t), &GapOptions::default());
-        let o = &r.scopes[0].overall;
-        assert_eq!((o.window_ns, o.count, o.idle_ns, o.idle_share_lower_bound), (29_000_000, 0, 0, Some(0.0)));
+        // (tracer gaps on it: analysis::gaps::tests::a_launch_loop_without_synchronization_reads_no_idle)
         // the same loop ending in a context synchronization: idle is certain after it only
         let mut l2 = l.clone();
         l2.insert(1000, r#"{"ts":25000000,"pid":1,"tid":1,"type":"sync","op":"ctx_synchronize","name":"cuCtxSynchronize_v2","duration_us":100.0,"ret":0}"#.to_string());
