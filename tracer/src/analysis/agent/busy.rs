@@ -12,12 +12,13 @@
 //! time a lower bound, and both only grow.
 //!
 //! Proofs: a cuStreamSynchronize (any variant) or a successful
-//! cuStreamQuery closes its stream; one of the legacy stream (`0x0`),
-//! cuCtxSynchronize and a device-to-host copy (not Async) close every
-//! stream of the process (the legacy stream's as an approximation: streams
-//! created non-blocking are not waited for by it); a cuEventSynchronize or
-//! a successful cuEventQuery closes the event's stream if no work was
-//! submitted to it after the event was recorded.
+//! cuStreamQuery closes its stream; cuCtxSynchronize closes every stream of
+//! the process; one of the legacy stream (`0x0`) and a device-to-host copy
+//! (not Async) close the legacy stream and the streams seen created
+//! blocking whose work all came before the legacy stream's latest work (not
+//! non-blocking streams, nor streams whose creation was not seen); a
+//! cuEventSynchronize or a successful cuEventQuery closes the event's stream
+//! if no work was submitted to it after the event was recorded.
 //!
 //! With measurements (`gpu` lines from CUPTI, [`Measured`]) the busy time
 //! is the union of the measured work and the idle time its gaps, from the
@@ -27,17 +28,29 @@
 pub const GAP_BUCKETS_S: &[f64] = &[1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0];
 
 /// Streams with unsynchronized work kept per process; more are folded into
-/// the legacy stream (closed by any synchronization of the process).
+/// one pseudo-stream that only a context synchronization closes.
 const MAX_OPEN_STREAMS: usize = 64;
+
+/// The pseudo-stream of the work of streams beyond [`MAX_OPEN_STREAMS`].
+const FOLDED: u64 = u64::MAX;
+
+/// Streams remembered as created blocking (waited for by the legacy stream).
+const MAX_BLOCKING: usize = 256;
 
 /// Events remembered (the stream they were recorded on); older ones are forgotten.
 const MAX_EVENTS: usize = 256;
 
 #[derive(Clone, Debug, Default)]
 pub struct Busy {
-    /// Streams with work submitted since their last synchronization, and
-    /// how many operations were submitted to each since then.
-    open: Vec<(u64, u64)>,
+    /// Streams with work submitted since their last synchronization, how
+    /// many operations were submitted to each since then, and how many of
+    /// them before the latest work on the legacy stream (which waited for them
+    /// when the stream is a blocking one).
+    open: Vec<(u64, u64, u64)>,
+    /// Streams seen created without CU_STREAM_NON_BLOCKING: the legacy
+    /// stream waits for their earlier work. Others (created non-blocking, or
+    /// whose creation was not seen) are closed only by their own proofs.
+    blocking: Vec<u64>,
     /// (event, stream, the stream's operations when it was recorded).
     events: Vec<(u64, u64, u64)>,
     /// The latest instant seen of the process (entries and returns).
@@ -81,11 +94,28 @@ impl Busy {
                 self.gap(ts.saturating_sub(end));
             }
         }
-        let stream =
-            if self.open.len() >= MAX_OPEN_STREAMS && !self.open.iter().any(|o| o.0 == stream) { 0 } else { stream };
+        let stream = if self.open.len() >= MAX_OPEN_STREAMS && !self.open.iter().any(|o| o.0 == stream) {
+            FOLDED
+        } else {
+            stream
+        };
+        if stream == 0 {
+            // the legacy stream's work waits for the blocking streams' earlier work
+            for o in self.open.iter_mut().filter(|o| self.blocking.contains(&o.0)) {
+                o.2 = o.1;
+            }
+        }
         match self.open.iter_mut().find(|o| o.0 == stream) {
             Some(o) => o.1 += 1,
-            None => self.open.push((stream, 1)),
+            None => self.open.push((stream, 1, 0)),
+        }
+    }
+
+    /// A stream created (`nonblocking`: with CU_STREAM_NON_BLOCKING).
+    pub fn stream_created(&mut self, stream: u64, nonblocking: bool) {
+        self.blocking.retain(|&b| b != stream);
+        if !nonblocking && self.blocking.len() < MAX_BLOCKING {
+            self.blocking.push(stream);
         }
     }
 
@@ -114,12 +144,18 @@ impl Busy {
     }
 
     /// A synchronization that returned at `exit_ts`: of one stream, or of
-    /// every stream of the process (`None`).
+    /// every stream of the process (`None`). The legacy stream's (`Some(0)`)
+    /// also covers the blocking streams' work submitted before its own latest
+    /// work.
     pub fn sync(&mut self, exit_ts: u64, stream: Option<u64>) {
         self.seen(exit_ts);
         match stream {
-            Some(s) if s != 0 => self.open.retain(|o| o.0 != s),
-            _ => self.open.clear(),
+            Some(0) => {
+                let blocking = &self.blocking;
+                self.open.retain(|o| o.0 != 0 && !(blocking.contains(&o.0) && o.2 == o.1));
+            }
+            Some(s) => self.open.retain(|o| o.0 != s),
+            None => self.open.clear(),
         }
         self.close(exit_ts);
     }
@@ -257,8 +293,39 @@ mod tests {
             b.work(s, s);
         }
         assert!(b.open.len() <= MAX_OPEN_STREAMS + 1);
+        // the folded work is closed by no stream's synchronization, only the context's
+        b.sync(900, Some(0));
+        assert!(b.open_stretch());
         b.sync(1_000, None);
         assert_eq!(b.busy_ns, 999);
+    }
+
+    /// The legacy stream waits for the earlier work of the streams created
+    /// blocking, not for that of non-blocking (or unknown) streams.
+    #[test]
+    fn a_legacy_synchronization_covers_blocking_streams_only() {
+        let mut b = Busy::default();
+        b.stream_created(0x20, false);
+        b.stream_created(0x30, true);
+        b.work(1_000, 0x20);
+        b.work(1_100, 0x30);
+        b.work(1_200, 0);
+        b.sync(2_000, Some(0));
+        assert!(b.open_stretch(), "0x30 is non-blocking: not proven");
+        assert_eq!(b.open.iter().map(|o| o.0).collect::<Vec<_>>(), [0x30]);
+        b.sync(3_000, Some(0x30));
+        assert_eq!((b.busy_total_ns(), b.open_stretch()), (2_000, false));
+        // work on a blocking stream after the legacy stream's last work is not covered
+        b.work(4_000, 0);
+        b.work(4_100, 0x20);
+        b.sync(5_000, Some(0));
+        assert!(b.open_stretch());
+        // a stream whose creation was not seen: not covered either
+        b.sync(5_500, None);
+        b.work(6_000, 0x99);
+        b.work(6_100, 0);
+        b.sync(7_000, Some(0));
+        assert!(b.open_stretch());
     }
 
     /// A process that never synchronizes (the reported case: 108,001

@@ -29,6 +29,8 @@ pub struct Obs<'a> {
     pub event: Option<u64>,
     /// `gpu` lines (CUPTI): the end of the measured work.
     pub end_ts: Option<u64>,
+    /// cuStreamCreate*: the stream created and whether with CU_STREAM_NON_BLOCKING.
+    pub created_stream: Option<(u64, bool)>,
 }
 
 /// Caps that keep memory flat whatever the traced program does.
@@ -148,12 +150,17 @@ impl Counters {
                     && Dir::parse(o.direction.unwrap_or("")) == Dir::D2H
                     && let Some(e) = exit
                 {
-                    self.busy.sync(e, None);
+                    self.busy.sync(e, Some(0));
                 }
             }
             ("memset", _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
             ("memory", "alloc") if ok => self.alloc(o, caps),
             ("memory", "free") if ok => self.free(o.ptr),
+            (_, "stream_create" | "stream_create_with_priority") if ok => {
+                if let Some((s, nonblocking)) = o.created_stream {
+                    self.busy.stream_created(s, nonblocking);
+                }
+            }
             ("event", "event_record" | "event_record_with_flags") if ok => {
                 if let Some(ev) = o.event {
                     self.busy.event_record(ev, o.stream.unwrap_or(0));

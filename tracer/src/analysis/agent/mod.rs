@@ -244,6 +244,7 @@ impl AgentMetrics {
                     stream: addr("stream"),
                     event: addr("event"),
                     end_ts: n("end_ts"),
+                    created_stream: created_stream(v),
                 };
                 self.observe(&o);
             }
@@ -262,6 +263,17 @@ impl AgentMetrics {
             }
         }
     }
+}
+
+/// A cuStreamCreate* line's stream (`args.phStream`) and whether it was
+/// created with CU_STREAM_NON_BLOCKING (`args.Flags` bit 0), as the trace
+/// model reads them.
+fn created_stream(v: &Value) -> Option<(u64, bool)> {
+    let a = v.get("args")?;
+    let hex = |x: &Value| x.as_str().and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    let h = hex(a.get("phStream")?)?;
+    let flags = a.get("Flags").and_then(|f| f.as_u64().or_else(|| hex(f))).unwrap_or(0);
+    Some((h, flags & 1 != 0))
 }
 
 #[cfg(test)]
@@ -325,6 +337,24 @@ mod tests {
             );
         }
         assert_eq!(busy_of(&m, 7), (2_000_000.0 / 1e9, 999.0 * 18_000.0 / 1e9, 999.0, "measured".into()));
+    }
+
+    /// cuBLAS's memsets on a stream it created non-blocking: a
+    /// synchronization of the legacy stream does not prove them complete.
+    #[test]
+    fn a_legacy_synchronization_does_not_cover_a_non_blocking_stream() {
+        let mut m = AgentMetrics::default();
+        for l in [
+            r#"{"type":"stream","op":"stream_create","name":"cuStreamCreate","pid":7,"ts":1000,"duration_us":1.0,"args":{"Flags":"0x1","phStream":"0x30"}}"#,
+            r#"{"type":"memset","op":"set","name":"cuMemsetD8Async","pid":7,"ts":2000,"duration_us":1.0,"size":4,"stream":"0x30"}"#,
+            r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"ts":3000,"duration_us":1.0,"kernel":"k","stream":"0x0"}"#,
+            r#"{"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","pid":7,"ts":4000,"duration_us":6.0,"stream":"0x0"}"#,
+            r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"ts":20000,"duration_us":1.0,"kernel":"k","stream":"0x0"}"#,
+        ] {
+            m.add_value(&line(l), 0);
+        }
+        // possibly busy from the memset (2 µs) to the latest instant seen (21 µs): no certain gap
+        assert_eq!(busy_of(&m, 7), (19_000.0 / 1e9, 0.0, 0.0, "lower_bound".into()));
     }
 
     #[test]
