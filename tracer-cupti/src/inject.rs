@@ -221,15 +221,18 @@ fn sleep_until(at: u64) {
     }
 }
 
-/// The sampling duty cycle: records on for `window_ms` from `opened`, off
-/// until `period_ms` after it, on again, … Each window's end is stamped
-/// before the kinds are disabled and the next one's start after they are
-/// enabled, so a launch whose entry falls inside a window has its record.
+/// The sampling duty cycle: records on for `window_ms` from `opened` (the
+/// first window for at least `lead_ms`), off until `period_ms` after the
+/// window opened (after the lead-in: `period_ms − window_ms` after it
+/// closed), on again, … Each window's end is stamped before the kinds are
+/// disabled and the next one's start after they are enabled, so a launch
+/// whose entry falls inside a window has its record.
 fn sample_loop(spec: Spec, mut opened: u64) {
     let Some(st) = STATE.get() else { return };
     let (window, period) = (spec.window_ms * 1_000_000, spec.period_ms * 1_000_000);
+    let mut this_window = spec.first_window_ms() * 1_000_000;
     loop {
-        sleep_until(opened + window);
+        sleep_until(opened + this_window);
         {
             let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
             if *stopped || st.pid != pid() {
@@ -244,7 +247,8 @@ fn sample_loop(spec: Spec, mut opened: u64) {
             }
             close_window(st, end);
         }
-        sleep_until(opened + period);
+        sleep_until(opened + this_window + (period - window));
+        this_window = window;
         let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
         if *stopped || st.pid != pid() {
             return;

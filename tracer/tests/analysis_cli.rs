@@ -93,7 +93,21 @@ fn gaps_report_export_calibrate_compare_on_a_hand_built_trace() {
     // X = 10 µs: 60 + 860 + 30 + 878; X = 100 µs: 680 + 698
     assert_eq!(o["switch"][0]["usable_ns"].as_u64(), Some(1_828_000));
     assert_eq!(o["switch"][1]["usable_ns"].as_u64(), Some(1_378_000));
-    assert_eq!(g["phases"][0]["phase"], "generate");
+    // per phase, each phase's whole window (as `tracer report`): the load phase had no GPU work
+    let ph: Vec<(&str, u64, u64)> = g["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["phase"].as_str().unwrap(),
+                p["stats"]["window_ns"].as_u64().unwrap(),
+                p["stats"]["idle_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ph[0], ("load", 10_000_000, 10_000_000));
+    assert_eq!(ph[1].0, "generate");
     assert!(g.get("gaps").is_none());
     let (rc, out, _) = tracer(&["gaps", ts, "--json", "--list"]);
     assert_eq!(rc, 0);

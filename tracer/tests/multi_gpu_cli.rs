@@ -101,38 +101,39 @@ fn report_has_a_row_per_gpu_and_per_process_on_each() {
             )
         })
         .collect();
-    // (device, pid, start, end, launches, certain idle ns)
+    // (device, pid, start, end, launches, certain idle ns): each row over its
+    // GPU window (first GPU work to last, as `tracer gaps`), not the trace span
     assert_eq!(
         rows,
         [
-            (0, None, 1000, 10000, 3, 9000 - (1500 + 1000 + 2000)),
+            (0, None, 1000, 8000, 3, 2500),
             (0, Some(10), 1000, 8000, 2, 7000 - 3500),
-            (0, Some(30), 3000, 7000, 1, 4000 - 1000),
-            (1, None, 1000, 10000, 3, 9000 - (3000 + 1500 + 1000)),
+            (0, Some(30), 3000, 4000, 1, 0),
+            (1, None, 2000, 10000, 3, 2500),
             (1, Some(20), 2000, 10000, 2, 8000 - 4000),
-            (1, Some(30), 3000, 7000, 1, 4000 - 1500),
+            (1, Some(30), 5500, 7000, 1, 0),
         ]
     );
     let shares: Vec<f64> =
         r["per_gpu"].as_array().unwrap().iter().map(|g| g["idle_share_lower_bound"].as_f64().unwrap()).collect();
-    let want = [4500.0 / 9000.0, 0.5, 0.75, 3500.0 / 9000.0, 0.5, 2500.0 / 4000.0];
+    let want = [2500.0 / 7000.0, 0.5, 0.0, 2500.0 / 8000.0, 0.5, 0.0];
     for (g, w) in shares.iter().zip(want) {
         assert!((g - w).abs() < 1e-12, "{shares:?} vs {want:?}");
     }
     assert!(r["per_gpu"][0]["busy_ns"].is_null(), "bound timeline: busy time unknown");
-    // Each GPU's own NVML energy over the trace (1000..10000 ns); none for process rows.
+    // Each GPU's own NVML energy over its GPU window (1000..8000, 2000..10000 ns); none for process rows.
     let joules: Vec<Option<f64>> =
         r["per_gpu"].as_array().unwrap().iter().map(|g| g["energy"]["joules"].as_f64()).collect();
-    assert_eq!(joules, [Some(0.09), None, None, Some(0.18), None, None]);
+    assert_eq!(joules, [Some(0.07), None, None, Some(0.16), None, None]);
 
     let (code, text, err) = tracer(&["report", p.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("GPU (process)")).take(7).collect();
     assert_eq!(table.len(), 7, "{text}");
-    assert!(table[1].starts_with("gpu 0 ") && table[1].contains(" 4.5 µs") && table[1].contains(" 50.0"), "{text}");
+    assert!(table[1].starts_with("gpu 0 ") && table[1].contains(" 2.5 µs") && table[1].contains(" 35.7"), "{text}");
     assert!(table[2].starts_with("  pid 10 python3 rank 0 ") && table[2].contains(" 50.0"), "{text}");
-    assert!(table[3].starts_with("  pid 30 both ") && table[3].contains(" 75.0"), "{text}");
-    assert!(table[4].starts_with("gpu 1 ") && table[4].contains(" 38.9"), "{text}");
+    assert!(table[3].starts_with("  pid 30 both ") && table[3].contains(" 0.0"), "{text}");
+    assert!(table[4].starts_with("gpu 1 ") && table[4].contains(" 2.5 µs") && table[4].contains(" 31.2"), "{text}");
 }
 
 /// (scope, kind, window, gaps)

@@ -201,10 +201,10 @@ fn sampled_measurement_writes_its_windows() {
         return;
     }
     let b = built();
-    // 300 launches 1 ms apart; records on 20 ms of every 100 ms
-    let t = run_with("gpu-sample", &b.fake_cupti, &[], &["--gpu-sample", "20/100"], &["launch", "300", "1000"]);
+    // 300 launches 1 ms apart; records on 20 ms of every 100 ms, no lead-in
+    let t = run_with("gpu-sample", &b.fake_cupti, &[], &["--gpu-sample", "20/100/0"], &["launch", "300", "1000"]);
     assert_eq!(t.code(), 0, "{}", t.describe());
-    assert_eq!(t.header()["gpu_timestamps"]["sample"], json!({"window_ms": 20, "period_ms": 100}));
+    assert_eq!(t.header()["gpu_timestamps"]["sample"], json!({"window_ms": 20, "period_ms": 100, "lead_ms": 0}));
     let windows: Vec<(u64, u64)> = t
         .lines
         .iter()
@@ -230,6 +230,21 @@ fn sampled_measurement_writes_its_windows() {
     let f = &t.footer()["gpu_timestamps"];
     assert_eq!(f["windows"].as_u64(), Some(windows.len() as u64));
     assert_eq!(f["window_ns"].as_u64(), Some(windows.iter().map(|w| w.1 - w.0).sum::<u64>()));
+
+    // a lead-in: the first window lasts 150 ms (a program's loading phase
+    // measured whole), then 20 ms every 100 ms again
+    let t =
+        run_with("gpu-sample-lead", &b.fake_cupti, &[], &["--gpu-sample", "20/100/150"], &["launch", "400", "1000"]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    let w: Vec<(u64, u64)> = t
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "gpu_window")
+        .map(|l| (l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+        .collect();
+    assert!(w.len() >= 2, "{w:?}");
+    assert!(w[0].1 - w[0].0 >= 150_000_000, "{w:?}");
+    assert!(w[1].0 - w[0].1 >= 80_000_000 && w[1].1 - w[1].0 < 100_000_000, "{w:?}");
 
     // compare refuses a trace measured in windows only (the fake driver's
     // launches are not traced here, so plot's sampled rows are tested on a

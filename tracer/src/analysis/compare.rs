@@ -38,6 +38,19 @@ pub struct Comparison {
     pub measured_idle_ns: u64,
     pub inferred_idle_ns: u64,
     pub idle_error_pct: Option<f64>,
+    /// (inferred busy − measured busy) / measured busy × 100; `None` for the
+    /// bound timeline (busy time unknown).
+    pub busy_error_pct: Option<f64>,
+    /// Idle time / window, measured and compared (for the bound timeline a
+    /// lower bound).
+    pub measured_idle_share: f64,
+    pub inferred_idle_share: f64,
+    /// (inferred gaps − measured gaps) / measured gaps × 100, gaps ≥ threshold.
+    pub gap_count_error_pct: Option<f64>,
+    /// The figures off by more than [`FLAG_PCT`] % ("busy time", "idle time",
+    /// "gap count"); for the bound timeline, "bound exceeds measured idle"
+    /// when its certain idle time is more than the measured idle time.
+    pub flagged: Vec<&'static str>,
     pub threshold_ns: u64,
     pub measured_gaps: u64,
     pub inferred_gaps: u64,
@@ -129,6 +142,25 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
         }
         let mut abs: Vec<u64> = errs.iter().map(|e| e.unsigned_abs()).collect();
         let (e50, e90, e99) = pct_abs(&mut abs);
+        let rel = |x: u64, m: u64| (m > 0).then(|| (x as f64 - m as f64) / m as f64 * 100.0);
+        let known = IdleBasis::of(inferred).share_known();
+        let busy_error_pct = if known { rel(i_busy, m_busy) } else { None };
+        let idle_error_pct = rel(i_idle, m_idle);
+        let gap_count_error_pct = rel(ig.len() as u64, mg.len() as u64);
+        let off = |e: Option<f64>| e.is_some_and(|e| e.abs() > FLAG_PCT);
+        let mut flagged = Vec::new();
+        if known {
+            for (what, e) in
+                [("busy time", busy_error_pct), ("idle time", idle_error_pct), ("gap count", gap_count_error_pct)]
+            {
+                if off(e) {
+                    flagged.push(what);
+                }
+            }
+        } else if i_idle > m_idle {
+            flagged.push("bound exceeds measured idle");
+        }
+        let window = (hi - lo).max(1) as f64;
         out.push(Comparison {
             device: d,
             window: (lo, hi),
@@ -137,7 +169,12 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
             inferred_busy_ns: IdleBasis::of(inferred).share_known().then_some(i_busy),
             measured_idle_ns: m_idle,
             inferred_idle_ns: i_idle,
-            idle_error_pct: (m_idle > 0).then(|| (i_idle as f64 - m_idle as f64) / m_idle as f64 * 100.0),
+            idle_error_pct,
+            busy_error_pct,
+            measured_idle_share: m_idle as f64 / window,
+            inferred_idle_share: i_idle as f64 / window,
+            gap_count_error_pct,
+            flagged,
             threshold_ns,
             measured_gaps: mg.len() as u64,
             inferred_gaps: ig.len() as u64,
@@ -162,19 +199,55 @@ pub fn compare(t: &Trace, inferred: &Timeline, measured: &Timeline, threshold_ns
     out
 }
 
+/// A figure off by more than this (relative, %) is flagged in the verdict.
+pub const FLAG_PCT: f64 = 10.0;
+
+/// The verdict line: each figure's error, and which are off by more than [`FLAG_PCT`] %.
+pub fn verdict(c: &Comparison, label: &str) -> String {
+    let pct = |e: Option<f64>| e.map_or("n/a".into(), |e| format!("{e:+.1}%"));
+    let share = |x: f64| format!("{:.1}%", 100.0 * x);
+    if c.inferred_busy_ns.is_none() {
+        let holds = if c.flagged.is_empty() { "holds" } else { "VIOLATED" };
+        return format!(
+            "  verdict: {label} idle ≥ {} against {} measured: the lower bound {holds}; busy time unknown; certain gaps ≥ {}: {} against {} measured",
+            share(c.inferred_idle_share),
+            share(c.measured_idle_share),
+            fmt_ns(c.threshold_ns),
+            c.inferred_gaps,
+            c.measured_gaps
+        );
+    }
+    format!(
+        "  verdict: busy time {}, idle share {} against {} measured ({}), gaps ≥ {} {}: {}",
+        pct(c.busy_error_pct),
+        share(c.inferred_idle_share),
+        share(c.measured_idle_share),
+        pct(c.idle_error_pct),
+        fmt_ns(c.threshold_ns),
+        pct(c.gap_count_error_pct),
+        if c.flagged.is_empty() {
+            format!("all within {FLAG_PCT}%")
+        } else {
+            format!("OFF BY MORE THAN {FLAG_PCT}%: {}", c.flagged.join(", "))
+        }
+    )
+}
+
 pub fn render(v: &[Comparison], inferred_label: &str) -> String {
     let mut s = String::new();
     for c in v {
         let _ =
             writeln!(s, "gpu {}: measured vs {inferred_label}, window {}", c.device, fmt_ns(c.window.1 - c.window.0));
+        let _ = writeln!(s, "{}", verdict(c, inferred_label));
         let err = c.idle_error_pct.map_or("n/a".into(), |e| format!("{e:+.1}%"));
         match c.inferred_busy_ns {
             Some(busy) => {
                 let _ = writeln!(
                     s,
-                    "  busy: measured {}, {inferred_label} {}\n  idle: measured {}, {inferred_label} {} (error {err})",
+                    "  busy: measured {}, {inferred_label} {} (error {})\n  idle: measured {}, {inferred_label} {} (error {err})",
                     fmt_ns(c.measured_busy_ns),
                     fmt_ns(busy),
+                    c.busy_error_pct.map_or("n/a".into(), |e| format!("{e:+.1}%")),
                     fmt_ns(c.measured_idle_ns),
                     fmt_ns(c.inferred_idle_ns),
                 );
@@ -256,12 +329,21 @@ mod tests {
         assert_eq!((c.matched, c.missed, c.spurious), (1, 0, 0));
         assert_eq!((c.gap_start_err_p50_ns, c.gap_len_err_p50_ns), (3000, 0));
         assert_eq!((c.launches_compared, c.start_err_p50_ns, c.start_err_mean_ns), (2, 3000, -3000.0));
-        assert!(render(std::slice::from_ref(c), "inferred").contains("error +0.3%"));
+        let text = render(std::slice::from_ref(c), "inferred");
+        assert!(text.contains("idle: measured 990.0 µs, inferred 993.0 µs (error +0.3%)"), "{text}");
+        // busy 17 µs against 20 µs measured: -15 %, flagged although idle is +0.3 %
+        assert!((c.busy_error_pct.unwrap() + 15.0).abs() < 1e-9);
+        assert_eq!((c.gap_count_error_pct, c.flagged.clone()), (Some(0.0), vec!["busy time"]));
+        assert!(
+            text.contains("  verdict: busy time -15.0%, idle share 98.3% against 98.0% measured (+0.3%), gaps ≥ 100.0 µs +0.0%: OFF BY MORE THAN 10%: busy time\n"),
+            "{text}"
+        );
         // the bound timeline: no busy figure, the idle time a lower bound
         let b = &compare(&t, &timeline::bound(&t), &mea, 100_000)[0];
         assert_eq!((b.idle_basis, b.inferred_busy_ns), (IdleBasis::LowerBound, None));
         let text = render(std::slice::from_ref(b), "bound");
         assert!(text.contains("busy: measured 20.0 µs, bound unknown\n"), "{text}");
+        assert!(b.flagged.is_empty() && text.contains("the lower bound holds"), "{text}");
         assert!(
             text.contains(&format!(
                 "idle: measured 990.0 µs, bound ≥ {} (lower bound; error",

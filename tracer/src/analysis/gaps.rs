@@ -4,8 +4,10 @@
 //! A scope (a GPU, or one process's work on its GPUs) is busy when any of its
 //! streams has an interval of the [`Timeline`]; its gaps are the complement of
 //! the union of those intervals within its window, from its first GPU work to
-//! its last. Per phase, gaps are clipped to the phase (the main process's
-//! phases; a gap across a boundary counts in both, each its part).
+//! its last. Per phase, the gaps are those of the phase's whole window (the
+//! main process's phases, as `tracer report` shows them: time of the phase
+//! before the scope's first or after its last GPU work is idle too; a gap
+//! across a boundary counts in both, each its part).
 //!
 //! Each gap of at least the threshold is attributed, instant by instant, to
 //! what the CPU side of the scope's processes was doing, by priority:
@@ -123,6 +125,9 @@ pub struct ScopeReport {
     /// Shares of the time of all gaps ≥ threshold, by cause.
     pub long_gap_causes: BTreeMap<&'static str, f64>,
     pub longest: Vec<LongGap>,
+    /// `gpu` scopes: NVML's utilization over the window (mean of its samples,
+    /// device-wide; analysis/figures.rs), beside a lower bound a rough busy share.
+    pub nvml_util_pct: Option<f64>,
     /// Every gap [start, end) (JSON only with `tracer gaps --json --list`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<(u64, u64)>,
@@ -147,6 +152,8 @@ pub struct GapReport {
     pub diagnostics: super::timeline::Diagnostics,
     /// Where the per-phase windows come from (markers or detected).
     pub phase_source: Option<super::phases::PhaseSource>,
+    /// The synchronization time of the trace's calls (analysis/figures.rs).
+    pub synchronization: super::figures::SyncTime,
     pub scopes: Vec<ScopeReport>,
 }
 
@@ -328,13 +335,12 @@ fn scope_report(
     };
     let mut per_phase = Vec::new();
     for p in phase_list {
-        let lo = p.start.max(window.0);
-        let hi = p.end.min(window.1);
+        // the phase's whole window (analysis/figures.rs), as in `tracer report`
+        let (lo, hi) = (p.start, p.end);
         if hi <= lo {
             continue;
         }
-        let clipped: Vec<(u64, u64)> =
-            gaps.iter().filter(|g| g.1 > lo && g.0 < hi).map(|g| (g.0.max(lo), g.1.min(hi))).collect();
+        let clipped = complement(&busy, lo, hi);
         per_phase.push(PhaseGaps {
             phase: p.name.clone(),
             start: lo,
@@ -366,7 +372,23 @@ fn scope_report(
             causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
         })
         .collect();
-    ScopeReport { scope: name, kind, window, overall, phases: per_phase, long_gap_causes, longest, gaps, device, pids }
+    let nvml_util_pct = match (kind, device) {
+        ("gpu", Some(d)) => super::figures::nvml_util_pct(&super::energy::series(t), &[d], window.0, window.1),
+        _ => None,
+    };
+    ScopeReport {
+        scope: name,
+        kind,
+        window,
+        overall,
+        phases: per_phase,
+        long_gap_causes,
+        longest,
+        nvml_util_pct,
+        gaps,
+        device,
+        pids,
+    }
 }
 
 pub fn meaning(s: Source) -> &'static str {
@@ -377,7 +399,7 @@ pub fn meaning(s: Source) -> &'static str {
             "sampled: measured GPU activity (CUPTI) inside the sampling windows, elsewhere inferred from launch times + kernel durations calibrated on those windows"
         }
         Source::Bound => {
-            "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a synchronization's return and the next submission, so idle time is a lower bound"
+            "bound (no measured or calibrated kernel durations): busy time and idle share unknown; gaps are certain idle time between a completion proof (a synchronization's return, a successful query, a device-to-host copy) and the next submission, so idle time is a lower bound; after work never proven complete it is unknown"
         }
     }
 }
@@ -439,6 +461,11 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         timeline_meaning: meaning(tl.source),
         diagnostics: tl.diag.clone(),
         phase_source: phases.source(),
+        synchronization: {
+            let mut s = super::figures::SyncTime::default();
+            t.calls.iter().for_each(|c| s.add_call(c));
+            s
+        },
         scopes,
     }
 }
@@ -473,6 +500,16 @@ pub fn render(r: &GapReport) -> String {
             None => "none",
         }
     );
+    let _ = writeln!(s, "synchronization: {}", r.synchronization.sentence());
+    if r.diagnostics.unbounded_ops > 0 && bound {
+        let _ = writeln!(
+            s,
+            "{} operations never proven complete (no later synchronization, successful query or device-to-host copy \
+             of their stream): their streams are possibly busy from them to the end of the trace, so idle time after \
+             them is unknown, not idle",
+            r.diagnostics.unbounded_ops
+        );
+    }
     if matches!(r.timeline, Source::Inferred | Source::Sampled) {
         let d = &r.diagnostics;
         let _ = writeln!(
@@ -525,6 +562,12 @@ pub fn render(r: &GapReport) -> String {
                 );
             }
         }
+        if bound && let Some(u) = sc.nvml_util_pct {
+            let _ = writeln!(
+                s,
+                "NVML utilization over the window: {u:.1}% (device-wide: any kernel of any process; sampled every 1/6-1 s)"
+            );
+        }
         let _ = writeln!(
             s,
             "{}gap length: p50 {}  p90 {}  p99 {}  max {}",
@@ -568,6 +611,7 @@ pub fn render(r: &GapReport) -> String {
             );
         }
         if !sc.phases.is_empty() {
+            let _ = writeln!(s, "per phase, each phase's whole window (as in `tracer report`):");
             let _ = writeln!(
                 s,
                 "{:<14} {:>12} {:>12} {:>7} {:>8} {:>10} {:>10} {:>10}",
@@ -676,6 +720,24 @@ mod tests {
         // process 1 alone: nothing of its own was running
         assert_eq!(r.scopes[1].longest[0].causes, BTreeMap::from([("cpu_between_calls", 990_000)]));
         assert!(render(&r).contains("== pid 1 (pid 1) == window"));
+    }
+
+    /// The reported case, as `tracer gaps` prints it: a launch loop with no
+    /// synchronization visible read "idle ≥ 2.181 s (≥ 100.0 %, lower bound)
+    /// in 108000 certain gaps"; its launches are never proven complete, so
+    /// no idle time is certain.
+    #[test]
+    fn a_launch_loop_without_synchronization_reads_no_idle() {
+        let mut l: Vec<String> =
+            (0..1000u64).map(|i| timeline::tests::launch(1_000_000 + i * 20_000, 0.0, "k", "0x0")).collect();
+        l.push(r#"{"ts":30000000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string());
+        let t = parse_str("loop", &l.join("\n")).unwrap();
+        let r = analyze(&t, &timeline::bound(&t), &phases(&t), &GapOptions::default());
+        let o = &r.scopes[0].overall;
+        assert_eq!((o.window_ns, o.count, o.idle_ns, o.idle_share_lower_bound), (29_000_000, 0, 0, Some(0.0)));
+        let text = render(&r);
+        assert!(text.contains("idle ≥ 0 ns (≥ 0.0%, lower bound) in 0 certain gaps"), "{text}");
+        assert!(text.contains("1000 operations never proven complete"), "{text}");
     }
 
     #[test]

@@ -28,11 +28,14 @@
 #![allow(dead_code)]
 pub mod agent;
 pub mod basis;
+#[cfg(test)]
+mod bound_check_tests;
 pub mod compare;
 pub mod coverage;
 pub mod durations;
 pub mod energy;
 mod fasthash;
+pub mod figures;
 pub mod filter;
 pub mod gap_causes;
 pub mod gaps;

@@ -135,6 +135,14 @@ impl Kind {
                 "stream_wait_event" => Kind::StreamWaitEvent,
                 "event_record" | "event_record_with_flags" => Kind::EventRecord,
                 "stream_create" | "stream_create_with_priority" => Kind::StreamCreate,
+                // a line without its op: the function's class from its name
+                "" if ty == "sync" => match base.trim_end_matches("_v2") {
+                    "cuStreamSynchronize" => Kind::StreamSync,
+                    "cuCtxSynchronize" => Kind::CtxSync,
+                    "cuEventSynchronize" => Kind::EventSync,
+                    "cuStreamQuery" | "cuEventQuery" => Kind::Query,
+                    _ => Kind::Other,
+                },
                 _ => match ty {
                     "module" => Kind::Module,
                     "init" => Kind::Init,

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
+use super::figures::gpu_window;
 use super::model::{Kind, Trace};
 use super::stats::{covered, union};
 use super::timeline::Timeline;
@@ -21,8 +22,9 @@ pub struct GpuRow {
     pub device: u32,
     /// `None`: the whole GPU; else this process's work on it.
     pub pid: Option<u32>,
-    /// The period: the trace's span (GPU rows), the process's span extended
-    /// to the end of its GPU work (process rows).
+    /// The period: the GPU window (analysis/figures.rs): from the first GPU
+    /// work on the device to the last (GPU rows), from the process's first
+    /// work on it to its last (process rows), as `tracer gaps` uses them.
     pub start: u64,
     pub end: u64,
     /// Launches made on this device (by this process).
@@ -44,8 +46,6 @@ pub fn rows(t: &Trace, tl: &Timeline, series: &[EnergySeries], basis: IdleBasis)
     if devices.len() < 2 {
         return vec![];
     }
-    let span = t.span().unwrap_or((0, 0));
-    let spans = super::phases::process_spans(t);
     let known = basis.share_known();
     let mut out = Vec::new();
     for d in devices {
@@ -83,16 +83,15 @@ pub fn rows(t: &Trace, tl: &Timeline, series: &[EnergySeries], basis: IdleBasis)
             }
         };
         let all = busy_of(None);
-        let b = span.1.max(all.last().map_or(span.1, |x| x.1));
-        let energy = series.iter().find(|s| s.gpu == d).and_then(|s| energy::energy_between(s, span.0, b));
-        out.push(row(None, &all, span.0, b, energy));
+        let (a, b) = gpu_window(&all).unwrap_or((0, 0));
+        let energy = series.iter().find(|s| s.gpu == d).and_then(|s| energy::energy_between(s, a, b));
+        out.push(row(None, &all, a, b, energy));
         let mut pids: Vec<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
         pids.sort_unstable();
         pids.dedup();
         for p in pids {
             let own = busy_of(Some(p));
-            let (a, b) = spans.get(&p).copied().unwrap_or(span);
-            let b = b.max(own.last().map_or(b, |x| x.1));
+            let (a, b) = gpu_window(&own).unwrap_or((0, 0));
             out.push(row(Some(p), &own, a, b, None));
         }
     }

@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
+use super::figures::{self, SyncTime};
 use super::gaps::fmt_ns;
-use super::model::{Dir, Kind, NO_STR, Trace};
+use super::model::{Kind, NO_STR, Trace};
 use super::phases::Phases;
 use super::stats::{covered, union};
 use super::timeline::{Source, Timeline, WorkKind};
@@ -25,9 +26,14 @@ pub struct Counts {
     pub copy_bytes_by_direction: BTreeMap<&'static str, u64>,
     pub allocs: u64,
     pub alloc_bytes: u64,
+    /// Calls that blocked the host until GPU work was done: synchronizations
+    /// and host-blocking copies (analysis/figures.rs, [`SyncTime`]).
     pub sync_calls: u64,
-    /// Time spent inside blocking synchronization calls (and blocking copies).
+    /// Time spent inside them.
     pub sync_ns: u64,
+    /// Polling queries (cuStreamQuery, cuEventQuery): not blocking waits, not in `sync_ns`.
+    pub polling_calls: u64,
+    pub polling_ns: u64,
     pub failed_calls: u64,
     /// ioctls on NVIDIA device files (traces recorded with --ioctls).
     pub ioctls: u64,
@@ -58,6 +64,9 @@ pub struct PeriodRow {
     /// rows: the energy of the instants when only this process had GPU work
     /// (analysis/process_energy.rs).
     pub energy: Option<Energy>,
+    /// NVML's utilization over the period, mean of its samples (device-wide,
+    /// all GPUs; analysis/figures.rs): beside a lower bound, a rough busy share.
+    pub nvml_util_pct: Option<f64>,
     /// Process rows: the energy of the instants when this process and
     /// others had GPU work (not split between them).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +145,7 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
     let lo = t.calls.partition_point(|x| x.ts < a);
     let hi = t.calls.partition_point(|x| x.ts < b);
     let mut kernels = std::collections::HashSet::new();
+    let mut sync = SyncTime::default();
     for x in &t.calls[lo..hi] {
         if pid.is_some_and(|p| p != x.pid) {
             continue;
@@ -169,11 +179,10 @@ fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
             }
             _ => {}
         }
-        if x.kind.is_blocking_sync() || (x.kind == Kind::Copy && matches!(x.dir, Dir::D2H | Dir::H2D)) {
-            c.sync_calls += 1;
-            c.sync_ns = c.sync_ns.saturating_add(x.dur);
-        }
+        sync.add_call(x);
     }
+    (c.sync_calls, c.sync_ns, c.polling_calls, c.polling_ns) =
+        (sync.calls, sync.ns, sync.polling_calls, sync.polling_ns);
     c.distinct_kernels = kernels.len() as u64;
     let lo = t.ioctls.partition_point(|x| x.ts < a);
     let hi = t.ioctls.partition_point(|x| x.ts < b);
@@ -317,6 +326,7 @@ impl Rows<'_> {
             gpu_idle_share_lower_bound: idle_share.filter(|_| !known),
             joules_per_token: energy.as_ref().zip(tokens.filter(|&n| n > 0)).map(|(e, n)| e.joules / n as f64),
             ms_per_token: tokens.filter(|&n| n > 0).map(|n| dur as f64 / 1e6 / n as f64),
+            nvml_util_pct: figures::nvml_util_pct(self.series, &[], a, b),
             energy,
             energy_shared_j: None,
             tokens,
@@ -465,12 +475,15 @@ fn bytes(b: u64) -> String {
 const PROCESS_TITLE: &str = "process";
 
 fn energy_cell(e: &Option<Energy>) -> String {
-    match e {
-        Some(e) if e.covered_share < 1.0 => format!("{:.2} J ({:.0}%)?", e.joules, 100.0 * e.covered_share),
-        Some(e) if e.uncertain => format!("{:.2} J ±{:.2}?", e.joules, e.uncertainty_j),
-        Some(e) => format!("{:.2} J", e.joules),
-        None => "-".into(),
-    }
+    figures::energy_text(e)
+}
+
+/// Whether any energy figure of the report covers only part of its period.
+fn partly_sampled(r: &Report) -> bool {
+    let part = |e: &Option<Energy>| e.as_ref().is_some_and(|e| e.covered_share < 1.0);
+    r.phases.iter().chain(&r.iterations).chain(&r.per_process).any(|p| part(&p.energy))
+        || r.per_gpu.iter().any(|g| part(&g.energy))
+        || part(&r.energy_total)
 }
 
 /// The rows per GPU and per process on each GPU.
@@ -480,9 +493,9 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
     }
     let _ = writeln!(
         s,
-        "\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
+        "\nper GPU, from its first GPU work to its last (the GPU window, as in `tracer gaps`)\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
         "GPU (process)",
-        "time",
+        "GPU window",
         "launches",
         if bound { "idle ≥" } else { "GPU busy" },
         if bound { "idle% ≥" } else { "idle %" },
@@ -525,7 +538,7 @@ pub fn render(r: &Report) -> String {
     let t = &r.total;
     let _ = writeln!(
         s,
-        "{} calls, {} launches ({} kernels), {} copies ({}), {} allocations ({}), {} frees, {} blocked in {} synchronizing calls, {} failed calls",
+        "{} calls, {} launches ({} kernels), {} copies ({}), {} allocations ({}), {} frees, {}, {} failed calls",
         t.calls,
         t.launches,
         t.distinct_kernels,
@@ -534,8 +547,8 @@ pub fn render(r: &Report) -> String {
         t.allocs,
         bytes(t.alloc_bytes),
         r.frees,
-        fmt_ns(t.sync_ns),
-        t.sync_calls,
+        SyncTime { calls: t.sync_calls, ns: t.sync_ns, polling_calls: t.polling_calls, polling_ns: t.polling_ns }
+            .sentence(),
         t.failed_calls
     );
     for (d, (n, b)) in &r.copies_by_direction {
@@ -633,8 +646,33 @@ pub fn render(r: &Report) -> String {
             );
         }
     };
+    if !r.per_gpu.is_empty() && !r.phases.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nphase, iteration and process rows: all GPUs together (busy while any GPU is); per GPU below"
+        );
+    }
     table(&mut s, "phase", &r.phases, false);
+    if bound && r.phases.iter().any(|p| p.nvml_util_pct.is_some()) {
+        let v: Vec<String> = r
+            .phases
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))))
+            .collect();
+        let _ = writeln!(
+            s,
+            "NVML utilization (device-wide, share of time any kernel ran, sampled every 1/6-1 s; docs/gaps.md): {}",
+            v.join(", ")
+        );
+    }
     table(&mut s, "iteration", &r.iterations, true);
+    if !r.per_process.is_empty() {
+        let _ = writeln!(
+            s,
+            "\neach process row: the process's lifetime (first record to last, extended to its last GPU work), not its \
+             GPU window as in `tracer gaps`"
+        );
+    }
     table(&mut s, PROCESS_TITLE, &r.per_process, false);
     gpu_table(&mut s, r, bound);
     let kt = |s: &mut String, title: &str, rows: &[KernelRow]| {
@@ -663,6 +701,9 @@ pub fn render(r: &Report) -> String {
             format!("; sequence gaps: {}", v.join(", "))
         }
     );
+    if partly_sampled(r) {
+        let _ = writeln!(s, "note: {}", figures::PARTLY_SAMPLED_NOTE);
+    }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }

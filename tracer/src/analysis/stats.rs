@@ -109,9 +109,27 @@ pub fn covered(v: &[(u64, u64)], lo: u64, hi: u64) -> u64 {
     v.iter().map(|&(a, b)| b.min(hi).saturating_sub(a.max(lo))).sum()
 }
 
+/// The time two sorted lists of disjoint intervals have in common.
+pub fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut n) = (0, 0, 0u64);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        n += hi.saturating_sub(lo);
+        if a[i].1 < b[j].1 { i += 1 } else { j += 1 }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlap_of_interval_lists() {
+        assert_eq!(overlap(&[(0, 10), (20, 30)], &[(5, 25), (28, 40)]), 5 + 5 + 2);
+        assert_eq!(overlap(&[], &[(0, 1)]), 0);
+    }
 
     #[test]
     fn percentiles_and_buckets() {

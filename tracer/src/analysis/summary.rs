@@ -32,11 +32,13 @@ pub struct Summary {
     pub alloc_bytes: u64,
     pub allocs: u64,
     pub frees: u64,
-    pub sync_us: f64,
+    /// Synchronization time (analysis/figures.rs: blocking synchronizations
+    /// and host-blocking copies; polling queries apart).
+    pub sync: crate::analysis::figures::SyncTime,
     pub errors: BTreeMap<String, u64>,
     pub processes: std::collections::BTreeSet<u64>,
-    pub first_ts: Option<u64>,
-    pub last_ts: Option<u64>,
+    /// The trace span (analysis/figures.rs), as `tracer report` gives it.
+    pub span: crate::analysis::figures::SpanAcc,
     pub incomplete: u64,
     /// ioctls on NVIDIA device files by escape name: (count, total us, NV errors).
     pub ioctls: BTreeMap<String, (u64, f64, u64)>,
@@ -95,6 +97,7 @@ struct CallView<'a> {
 impl Summary {
     pub fn add(&mut self, v: &Value) {
         let ty = v["type"].as_str().unwrap_or("");
+        self.span.add(ty, v["ts"].as_u64(), v["duration_us"].as_f64(), v["end_ts"].as_u64());
         match ty {
             "header" => {
                 self.header = Some(v.clone());
@@ -169,6 +172,7 @@ impl Summary {
         fn b<'a>(c: &'a Option<Cow<'_, str>>) -> Option<Cow<'a, str>> {
             c.as_deref().map(Cow::Borrowed)
         }
+        self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
@@ -203,10 +207,11 @@ impl Summary {
         // The loader's scanner first (tracer_format::line::scan): when it
         // reads the line, serde_json would read the same values into a CallView.
         let mut raw = tracer_format::line::RawLine::default();
-        if tracer_format::line::scan_into(bytes, &mut raw)
-            && raw.ret.is_none_or(|r| r >= 0)
-            && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
-        {
+        let scanned = tracer_format::line::scan_into(bytes, &mut raw);
+        if scanned {
+            self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
+        }
+        if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
@@ -236,6 +241,7 @@ impl Summary {
             if let Some(p) = c.pid {
                 self.processes.insert(p);
             }
+            self.span.add(c.ty.as_deref().unwrap_or(""), c.ts, c.duration_us, None);
             if c.ty.as_deref() == Some("graph") || c.capture.is_some() {
                 self.graph_lines.push_bytes(bytes);
             }
@@ -289,8 +295,13 @@ impl Summary {
                 self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
             ("memory", "free") if v.ret == Some(0) => self.frees += 1,
-            ("sync", _) => self.sync_us += dur.unwrap_or(0.0),
             _ => {}
+        }
+        if v.capture.is_none() {
+            let kind = crate::analysis::model::Kind::classify(ty, v.op.as_deref().unwrap_or(""), name);
+            let dir =
+                v.direction.as_deref().map_or(crate::analysis::model::Dir::None, crate::analysis::model::Dir::parse);
+            self.sync.add(kind, dir, crate::analysis::figures::dur_ns(dur));
         }
     }
 
@@ -301,12 +312,14 @@ impl Summary {
             Line::Value(v) => self.add(v),
             Line::Launch(l) => {
                 self.processes.insert(l.hdr.pid as u64);
+                self.span.add("kernel", Some(l.hdr.ts), l.duration_us(), None);
                 self.call(l.name, Some(l.hdr.ts), l.duration_us());
                 self.launch(l.kernel);
             }
             Line::Call(l) => {
                 self.processes.insert(l.hdr.pid as u64);
                 let (ty, op) = l.type_op();
+                self.span.add(ty, Some(l.hdr.ts), l.duration_us(), None);
                 let name = l.name();
                 self.add_call(&CallView {
                     ty: Some(Cow::Borrowed(ty)),
@@ -329,13 +342,8 @@ impl Summary {
 
     /// Counts a call of `name` (looked up before inserting: no allocation
     /// per line).
-    fn call(&mut self, name: &str, ts: Option<u64>, dur_us: Option<f64>) -> &mut FuncStat {
+    fn call(&mut self, name: &str, _ts: Option<u64>, dur_us: Option<f64>) -> &mut FuncStat {
         let dur = dur_us.unwrap_or(0.0);
-        if let Some(ts) = ts {
-            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
-            let end = ts.saturating_add((dur * 1000.0) as u64);
-            self.last_ts = Some(self.last_ts.map_or(end, |l| l.max(end)));
-        }
         if !self.funcs.contains_key(name) {
             self.funcs.insert(name.to_string(), FuncStat::default());
         }
@@ -374,8 +382,9 @@ impl Summary {
         json!({
             "calls": calls,
             "processes": self.processes.len(),
-            "first_ts": self.first_ts,
-            "last_ts": self.last_ts,
+            "first_ts": self.span.span().map(|s| s.0),
+            "last_ts": self.span.span().map(|s| s.1),
+            "span_ns": self.span.span().map(|s| s.1 - s.0),
             "launches": self.launches + graphs.kernels_run,
             "launches_unnamed": self.launches_unnamed,
             "distinct_kernels": all_kernels.len(),
@@ -383,7 +392,8 @@ impl Summary {
             "allocs": self.allocs,
             "alloc_bytes": self.alloc_bytes,
             "frees": self.frees,
-            "sync_us": self.sync_us,
+            "sync_us": self.sync.ns as f64 / 1000.0,
+            "sync": self.sync,
             "copies": self.copy_bytes.iter().map(|(d, (n, b))| (d.clone(), json!({"count": n, "bytes": b})))
                 .collect::<serde_json::Map<_, _>>(),
             "functions": funcs.iter().map(|(name, f)| json!({"name": name, "calls": f.calls, "timed": f.timed,
@@ -420,16 +430,13 @@ impl Summary {
     pub fn render_with(&self, demangled: &HashMap<String, String>) -> String {
         let mut s = String::new();
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
-        let span = match (self.first_ts, self.last_ts) {
-            (Some(a), Some(b)) => (b.saturating_sub(a)) as f64 / 1e9,
-            _ => 0.0,
-        };
+        let span = self.span.span().map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
         let _ = writeln!(s, "── tracer summary ──");
         let _ = writeln!(s, "{calls} driver calls in {} process(es) over {span:.3} s", self.processes.len());
         let (graphs, kernels) = self.graph_lines.with_graph_kernels(&self.kernels);
         let _ = writeln!(
             s,
-            "{} kernel launches ({} distinct kernels{}), {} allocations ({}), {} frees, {:.3} ms blocked in synchronization",
+            "{} kernel launches ({} distinct kernels{}), {} allocations ({}), {} frees, {}",
             self.launches + graphs.kernels_run,
             kernels.len(),
             if self.launches_unnamed > 0 {
@@ -440,7 +447,7 @@ impl Summary {
             self.allocs,
             bytes(self.alloc_bytes),
             self.frees,
-            self.sync_us / 1000.0
+            self.sync.sentence()
         );
         for (d, (n, b)) in &self.copy_bytes {
             let _ = writeln!(s, "copies {d}: {n} ({})", bytes(*b));
@@ -571,7 +578,7 @@ mod tests {
         let mut s = Summary::default();
         s.add_json("t", 1, br#"{"type":"sync","name":"cuStreamSynchronize","ts":"x","duration_us":2.0,"pid":1}"#)
             .unwrap();
-        assert_eq!((s.funcs["cuStreamSynchronize"].calls, s.sync_us), (1, 2.0));
+        assert_eq!((s.funcs["cuStreamSynchronize"].calls, s.sync.calls, s.sync.ns), (1, 1, 2_000));
         let e = s.add_json("t.jsonl", 7, b"{oops").unwrap_err().to_string();
         assert!(e.starts_with("t.jsonl: line 7: not valid JSON"), "{e}");
     }

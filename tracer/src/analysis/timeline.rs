@@ -20,14 +20,17 @@
 //!   copy call's return at the latest.
 //! - `bound`: no durations known. Each stream is "possibly busy" from the
 //!   entry of the first launch/copy after it was last known idle until the
-//!   return of the synchronization that covers that work (one interval per
-//!   such stretch, with its number of operations). The gaps of this timeline
-//!   are certain idle time (a lower bound on idle time): everything queued
-//!   before a synchronization was done when it returned, and nothing new had
-//!   been submitted. Work never followed by a synchronization of its stream
-//!   has no bound: each such operation is shown during its own submission
-//!   call only, flagged `approximate` and counted in
-//!   [`Diagnostics::unbounded_ops`].
+//!   return of the call that proves that work complete (one interval per
+//!   such stretch, with its number of operations). The proofs: a stream,
+//!   context or event synchronization's return, a successful stream/event
+//!   query, a device-to-host copy's return (a host-to-device copy's return
+//!   proves the work before it; the copy itself may still run from a
+//!   staging buffer). A proof covers the work whose submission call had
+//!   returned when the proving call began. The gaps of this timeline are
+//!   certain idle time (a lower bound on idle time). Work never proven
+//!   complete leaves its stream possibly busy from its submission to the
+//!   end of the trace, flagged `approximate` and counted in
+//!   [`Diagnostics::unbounded_ops`]: after it, idle time is unknown, not idle.
 //!
 //! Every interval is on its call's device (the `device` of its line:
 //! decode/devices.rs); streams are per device, so the legacy default streams
@@ -104,7 +107,8 @@ pub struct GpuInterval {
     /// Operations covered (1, or more for `Pending`).
     pub ops: u32,
     /// `inferred`: the duration is a fallback (kernel by name only, copy
-    /// model); `bound`: work never synchronized, so its end is unknown.
+    /// model); `bound`: work never proven complete, so its end is unknown
+    /// (the interval runs to the end of the trace).
     pub approximate: bool,
 }
 
@@ -177,8 +181,8 @@ pub struct Diagnostics {
     pub unexplained_sync_wait_ns: u64,
     /// Failed launches/copies skipped.
     pub failed_skipped: u64,
-    /// `bound`: operations never followed by a synchronization of their
-    /// stream (their end is unknown; each shown during its submission call).
+    /// `bound`: operations never proven complete (their end is unknown: their
+    /// stream is possibly busy from the first of them to the end of the trace).
     pub unbounded_ops: u64,
     /// `inferred`: the launches whose kernels the calibration did not know,
     /// as a share of the launches and of the estimated kernel time.
@@ -639,8 +643,14 @@ struct Pending {
     flushed: usize,
 }
 
-fn flush(p: &mut Pending, upto: usize, end: u64, out: &mut Vec<GpuInterval>) {
+/// Closes the stretch of the first `upto` pending ops of a stream at `end`,
+/// the return of the call that proved them complete. Only the ops whose
+/// submission call had returned by `proof_entry` (the proving call's entry,
+/// or the event record's) count: work another thread was still submitting
+/// may have been queued after the proof began (it stays pending).
+fn flush(t: &Trace, p: &mut Pending, upto: usize, proof_entry: u64, end: u64, out: &mut Vec<GpuInterval>) {
     let upto = upto.min(p.ops.len());
+    let upto = p.ops[..upto].iter().take_while(|o| t.calls[o.1 as usize].end() <= proof_entry).count();
     if upto == 0 {
         return;
     }
@@ -658,12 +668,42 @@ fn flush(p: &mut Pending, upto: usize, end: u64, out: &mut Vec<GpuInterval>) {
     p.flushed += upto;
 }
 
-/// The bound timeline (see the module header).
+/// What a host-synchronous copy proves when it returns (CUDA's "API
+/// synchronization behavior"): a device-to-host copy returns once it and
+/// the earlier work of its stream are done; a host-to-device copy waits for
+/// the earlier work before it starts, but from pageable memory it returns
+/// once the data is staged, so the copy itself may still be running.
+/// Device-to-device, peer and copies of unknown direction prove nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CopyProof {
+    None,
+    EarlierWork,
+    EarlierWorkAndCopy,
+}
+
+fn copy_proof(c: &Call) -> CopyProof {
+    if c.kind != Kind::Copy || c.dur == 0 || c.incomplete() || c.failed() {
+        return CopyProof::None;
+    }
+    match c.dir {
+        Dir::D2H => CopyProof::EarlierWorkAndCopy,
+        Dir::H2D => CopyProof::EarlierWork,
+        _ => CopyProof::None,
+    }
+}
+
+/// The bound timeline (see the module header): each stream is possibly busy
+/// from the submission of work not yet proven complete until the return of
+/// the call that proves it (a synchronization, a device-to-host copy, a
+/// successful query); work never proven complete keeps its stream possibly
+/// busy to the end of the trace.
 pub fn bound(t: &Trace) -> Timeline {
+    let trace_end = t.span().map_or(0, |s| s.1);
     let mut diag = Diagnostics::default();
     let mut pend: BTreeMap<StreamKey, Pending> = BTreeMap::new();
     let mut out: BTreeMap<StreamKey, Vec<GpuInterval>> = BTreeMap::new();
-    let mut events: HashMap<(u32, u64), (StreamKey, usize)> = HashMap::new();
+    // (pid, event) -> (stream, ops pushed before the record, the record's entry)
+    let mut events: HashMap<(u32, u64), (StreamKey, usize, u64)> = HashMap::new();
     // pid -> submission time of the latest work on the legacy stream
     let mut legacy_last: HashMap<u32, u64> = HashMap::new();
     for (i, c) in t.calls.iter().enumerate() {
@@ -680,18 +720,24 @@ pub fn bound(t: &Trace) -> Timeline {
                     legacy_last.insert(c.pid, c.ts);
                 }
                 let p = pend.entry(key).or_default();
+                let proof = copy_proof(c);
+                if proof == CopyProof::EarlierWork {
+                    let n = p.ops.len();
+                    flush(t, p, n, c.ts, c.end(), out.entry(key).or_default());
+                }
                 p.ops.push((c.ts, i as u32));
                 p.pushed += 1;
-                if host_blocking_copy(c) && c.dur > 0 {
+                if proof == CopyProof::EarlierWorkAndCopy {
+                    // the copy's own entry: it has returned by its return
                     let n = p.ops.len();
-                    flush(p, n, c.end(), out.entry(key).or_default());
+                    flush(t, p, n, c.end(), c.end(), out.entry(key).or_default());
                 }
             }
             Kind::StreamSync if !c.incomplete() => {
                 let key = stream_key(t, c);
                 if let Some(p) = pend.get_mut(&key) {
                     let n = p.ops.len();
-                    flush(p, n, c.end(), out.entry(key).or_default());
+                    flush(t, p, n, c.ts, c.end(), out.entry(key).or_default());
                 }
                 // the legacy stream's work waited for the blocking streams' earlier work
                 if key.is_legacy()
@@ -700,7 +746,7 @@ pub fn bound(t: &Trace) -> Timeline {
                     for (k, p) in pend.iter_mut().filter(|(k, _)| same_ctx(k, &key) && !k.is_legacy()) {
                         if !t.nonblocking_streams.contains(&(k.pid, k.handle)) {
                             let n = p.ops.partition_point(|o| o.0 < x);
-                            flush(p, n, c.end(), out.entry(*k).or_default());
+                            flush(t, p, n, c.ts, c.end(), out.entry(*k).or_default());
                         }
                     }
                 }
@@ -708,45 +754,43 @@ pub fn bound(t: &Trace) -> Timeline {
             Kind::CtxSync if !c.incomplete() => {
                 for (k, p) in pend.iter_mut().filter(|(k, _)| in_ctx_of(k, c)) {
                     let n = p.ops.len();
-                    flush(p, n, c.end(), out.entry(*k).or_default());
+                    flush(t, p, n, c.ts, c.end(), out.entry(*k).or_default());
                 }
             }
             Kind::EventRecord => {
                 let key = stream_key(t, c);
                 let n = pend.get(&key).map_or(0, |p| p.pushed);
-                events.insert((c.pid, c.obj), (key, n));
+                events.insert((c.pid, c.obj), (key, n, c.ts));
             }
             Kind::EventSync if !c.incomplete() => {
-                if let Some(&(key, n)) = events.get(&(c.pid, c.obj))
+                if let Some(&(key, n, rec)) = events.get(&(c.pid, c.obj))
                     && let Some(p) = pend.get_mut(&key)
                 {
                     // the ops pushed before the record that are still pending
                     let n = n.saturating_sub(p.flushed);
-                    flush(p, n, c.end(), out.entry(key).or_default());
-                    events.remove(&(c.pid, c.obj));
+                    flush(t, p, n, rec.min(c.ts), c.end(), out.entry(key).or_default());
                 }
             }
             _ => {}
         }
     }
-    for (k, mut p) in pend {
+    for (k, p) in pend {
         if p.ops.is_empty() {
             continue;
         }
-        // never synchronized: no bound; each op is shown during its submission call
+        // Never proven complete: the stream may be busy from the first such
+        // submission to the end of the trace (its end is unknown).
         diag.unbounded_ops += p.ops.len() as u64;
-        let v = out.entry(k).or_default();
-        // One interval per op, in one pass (flushing them one at a time
-        // drained the front of the vector: quadratic, minutes on 10^7 ops).
-        v.extend(p.ops.drain(..).map(|(start, call)| GpuInterval {
+        let (start, call) = p.ops[0];
+        out.entry(k).or_default().push(GpuInterval {
             start,
-            end: t.calls[call as usize].end().max(start),
+            end: trace_end.max(start),
             kind: WorkKind::Pending,
             name: NO_STR,
             call,
-            ops: 1,
+            ops: p.ops.len() as u32,
             approximate: true,
-        }));
+        });
     }
     let streams = out
         .into_iter()
@@ -957,8 +1001,9 @@ pub(crate) mod tests {
             .iter()
             .flat_map(|s| s.intervals.iter().map(move |i| (s.key.handle, i.start, i.end, i.ops)))
             .collect();
-        // the 0x10 launch at 2.5 µs came after the legacy launch: not covered, never synchronized
-        assert_eq!(got, [(0, 2000, 8000, 1), (0x10, 0, 8000, 1), (0x10, 2500, 3500, 1)]);
+        // the 0x10 launch at 2.5 µs came after the legacy launch: not covered, never
+        // synchronized, so possibly busy to the end of the trace (8 µs)
+        assert_eq!(got, [(0, 2000, 8000, 1), (0x10, 0, 8000, 1), (0x10, 2500, 8000, 1)]);
         let tl = inferred(&t, &durs(&[("k", 10_000)]));
         // sim: 0x10 [1, 11], legacy waits -> [11, 21], the second 0x10 launch waits for it -> [21, 31];
         // the sync returns at 8 µs: the legacy work is cut to an empty interval at 8 µs, the first
@@ -998,12 +1043,76 @@ pub(crate) mod tests {
         let t = parse_str("b", &l.join("\n")).unwrap();
         let tl = bound(&t);
         let got: Vec<(u64, u64, u32)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
-        assert_eq!(got, [(1000, 24_000, 2), (50_000, 65_000, 2), (70_000, 71_000, 1)]);
+        assert_eq!(got, [(1000, 24_000, 2), (50_000, 65_000, 2), (70_000, 90_000, 1)]);
         assert!(tl.streams[0].intervals[2].approximate && !tl.streams[0].intervals[1].approximate);
         assert_eq!(tl.diag.unbounded_ops, 1);
         assert_eq!(tl.source, Source::Bound);
         let auto = gpu_intervals(&t, None);
         assert_eq!(auto.source, Source::Bound);
+    }
+
+    /// The reported case: a launch loop with no synchronization visible (a
+    /// CUDA 13 program whose syncs went through entry points not recorded)
+    /// read "idle ≥ 2.181 s (≥ 100.0 %)" in 108000 certain gaps: each launch
+    /// was a zero-length interval. Work never proven complete leaves the
+    /// rest of the trace possibly busy: no certain idle time at all.
+    #[test]
+    fn a_launch_loop_without_synchronization_has_no_certain_idle() {
+        let mut l: Vec<String> = (0..1000u64).map(|i| launch(1_000_000 + i * 20_000, 0.0, "k", "0x0")).collect();
+        l.push(r#"{"ts":30000000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string());
+        let t = parse_str("loop", &l.join("\n")).unwrap();
+        let tl = bound(&t);
+        let got: Vec<(u64, u64, u32, bool)> =
+            tl.streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops, i.approximate)).collect();
+        assert_eq!(got, [(1_000_000, 30_000_000, 1000, true)]);
+        assert_eq!(tl.diag.unbounded_ops, 1000);
+        // (tracer gaps on it: analysis::gaps::tests::a_launch_loop_without_synchronization_reads_no_idle)
+        // the same loop ending in a context synchronization: idle is certain after it only
+        let mut l2 = l.clone();
+        l2.insert(1000, r#"{"ts":25000000,"pid":1,"tid":1,"type":"sync","op":"ctx_synchronize","name":"cuCtxSynchronize_v2","duration_us":100.0,"ret":0}"#.to_string());
+        let t2 = parse_str("loop2", &l2.join("\n")).unwrap();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t2).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        assert_eq!(got, [(1_000_000, 25_100_000, 1000)]);
+    }
+
+    #[test]
+    fn copies_prove_what_the_driver_guarantees() {
+        let copy = |ts: u64, name: &str, dir: &str| {
+            format!(
+                r#"{{"ts":{ts},"pid":1,"tid":1,"type":"memcpy","op":"copy","name":"{name}","size":4,"direction":"{dir}","duration_us":5.0,"ret":0}}"#
+            )
+        };
+        let l = [
+            launch(0, 1.0, "k", "0x0"),
+            copy(10_000, "cuMemcpyHtoD_v2", "h2d"),
+            copy(30_000, "cuMemcpyDtoD_v2", "d2d"),
+            launch(40_000, 1.0, "k", "0x0"),
+            copy(50_000, "cuMemcpyDtoH_v2", "d2h"),
+            r#"{"ts":90000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string(),
+        ];
+        let t = parse_str("c", &l.join("\n")).unwrap();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        // h2d: the launch before it is done by its return (15 µs), the copy itself
+        // not; the d2d copy proves nothing; the d2h copy proves everything by 55 µs
+        assert_eq!(got, [(0, 15_000, 1), (10_000, 55_000, 4)]);
+    }
+
+    #[test]
+    fn a_sync_does_not_prove_work_another_thread_was_still_submitting() {
+        let on = |tid: u32, s: String| s.replace(r#""tid":1"#, &format!(r#""tid":{tid}"#));
+        let l = [
+            launch(0, 1.0, "k", "0x0"),
+            // thread 2's launch is in flight (5..25 µs) when thread 1's sync begins (10 µs)
+            on(2, launch(5_000, 20.0, "k", "0x0")),
+            sync(10_000, 30.0, "0x0"),
+            r#"{"ts":90000,"pid":1,"tid":1,"type":"process","op":"exit","name":"process"}"#.to_string(),
+        ];
+        let t = parse_str("mt", &l.join("\n")).unwrap();
+        let got: Vec<(u64, u64, u32)> =
+            bound(&t).streams[0].intervals.iter().map(|i| (i.start, i.end, i.ops)).collect();
+        assert_eq!(got, [(0, 40_000, 1), (5_000, 90_000, 1)]);
     }
 
     #[test]

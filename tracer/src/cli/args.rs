@@ -306,9 +306,11 @@ pub struct RecordArgs {
     pub check_coverage: bool,
     /// With --gpu-timestamps: measure in windows only, CUPTI's records on for
     /// the first WINDOW_MS of every PERIOD_MS (from each process's cuInit) and
-    /// off in between (`gpu_window` lines); the analyses calibrate the rest
-    /// of the run from the windows (docs/gpu-timestamps.md#sampled-measurement).
-    #[arg(long, value_name = "WINDOW_MS/PERIOD_MS", requires = "gpu_timestamps", value_parser = parse_sample)]
+    /// off in between (`gpu_window` lines); the first window lasts at least
+    /// LEAD_MS (default 10000), so that the loading phase's copies are
+    /// measured; the analyses calibrate the rest of the run from the windows
+    /// (docs/gpu-timestamps.md#sampled-measurement).
+    #[arg(long, value_name = "WINDOW_MS/PERIOD_MS[/LEAD_MS]", requires = "gpu_timestamps", value_parser = parse_sample)]
     pub gpu_sample: Option<tracer_cupti::sample::Spec>,
     /// The injection library for --gpu-timestamps (default: libtracer_cupti.so
     /// next to the tracer executable).
@@ -356,7 +358,7 @@ mod tests {
         assert_eq!(r.cupti_injection, None);
         assert_eq!(r.gpu_sample, None);
         let r = parse(&["tracer", "--gpu-timestamps", "--gpu-sample", "20/200", "--", "python3"]).unwrap();
-        assert_eq!(r.gpu_sample, Some(tracer_cupti::sample::Spec { window_ms: 20, period_ms: 200 }));
+        assert_eq!(r.gpu_sample, Some(tracer_cupti::sample::Spec { window_ms: 20, period_ms: 200, lead_ms: 10_000 }));
         let err = |a: &[&str]| parse(a).unwrap_err().kind();
         // Injection goes through the environment: not with -p.
         assert_eq!(err(&["tracer", "--gpu-timestamps", "-p", "1"]), clap::error::ErrorKind::ArgumentConflict);

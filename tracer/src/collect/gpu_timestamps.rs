@@ -141,7 +141,7 @@ impl GpuSession {
             "library": self.library.display().to_string(),
             "reason": null,
             "cupti_lib": std::env::var(CUPTI_LIB_ENV).ok(),
-            "sample": self.sample.map(|s| json!({"window_ms": s.window_ms, "period_ms": s.period_ms})),
+            "sample": self.sample.map(|s| json!({"window_ms": s.window_ms, "period_ms": s.period_ms, "lead_ms": s.lead_ms})),
             "clock": "CLOCK_MONOTONIC ns, from CUPTI's timestamp callback (or an offset, per process in the footer)",
         })
     }

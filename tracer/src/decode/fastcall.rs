@@ -265,6 +265,11 @@ impl CallLine<'_> {
         }
     }
 
+    /// The hEvent parameter of an event call.
+    pub fn event(&self) -> Option<u64> {
+        self.spec.params.iter().position(|p| p.name == "hEvent").map(|i| self.args[i])
+    }
+
     /// The stream field: the hStream parameter, or a parsed config's.
     pub fn stream(&self) -> Option<u64> {
         if let Norm::LaunchEx { cfg: Some(c), .. } = &self.norm {

@@ -377,8 +377,8 @@ fn gpu_process_label(tl: &Timeline) -> String {
             tl.calibrated_from.as_deref().unwrap_or(crate::analysis::basis::UNNAMED_CALIBRATION)
         ),
         IdleBasis::LowerBound => {
-            "bound: possibly busy until each synchronization, busy/idle share unknown; gaps are certain idle time, a \
-             lower bound"
+            "bound: possibly busy until a completion proof (synchronization, query, device-to-host copy) or the \
+             trace's end, busy/idle share unknown; gaps are certain idle time, a lower bound"
                 .into()
         }
     }
@@ -675,8 +675,8 @@ pub(crate) mod tests {
             .to_string();
         assert_eq!(
             gpu_name,
-            "GPU 0 H100 (bound: possibly busy until each synchronization, busy/idle share unknown; gaps are certain \
-             idle time, a lower bound)"
+            "GPU 0 H100 (bound: possibly busy until a completion proof (synchronization, query, device-to-host \
+             copy) or the trace's end, busy/idle share unknown; gaps are certain idle time, a lower bound)"
         );
         let power = evs.iter().find(|e| e["name"] == "power (W)").unwrap();
         assert_eq!(power["args"]["W"], 70.0);

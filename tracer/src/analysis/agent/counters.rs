@@ -4,7 +4,8 @@
 //! the opt-in top-N (capped), live allocations (capped, the excess counted).
 use std::collections::HashMap;
 
-use super::busy::Busy;
+use super::busy::{Busy, Measured};
+use crate::analysis::model::{Dir, Kind};
 
 /// One call line, reduced to what the agent counts.
 #[derive(Clone, Debug, Default)]
@@ -24,6 +25,12 @@ pub struct Obs<'a> {
     pub error: Option<&'a str>,
     pub kernel: Option<&'a str>,
     pub stream: Option<u64>,
+    /// The CUevent of an event call.
+    pub event: Option<u64>,
+    /// `gpu` lines (CUPTI): the end of the measured work.
+    pub end_ts: Option<u64>,
+    /// cuStreamCreate*: the stream created and whether with CU_STREAM_NON_BLOCKING.
+    pub created_stream: Option<(u64, bool)>,
 }
 
 /// Caps that keep memory flat whatever the traced program does.
@@ -58,6 +65,27 @@ pub struct Counters {
     pub sync_ns: u64,
     pub errors: HashMap<Box<str>, u64>,
     pub busy: Busy,
+    /// From `gpu` lines, when CUPTI is on: then the busy/idle figures are these.
+    pub measured: Measured,
+    pub measured_ops: u64,
+}
+
+/// What the busy/idle figures of a process on a GPU rest on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusyBasis {
+    /// `gpu` lines: measured.
+    Measured,
+    /// The bound timeline: busy possibly (an upper bound), idle certain (a lower bound).
+    LowerBound,
+}
+
+impl BusyBasis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusyBasis::Measured => "measured",
+            BusyBasis::LowerBound => "lower_bound",
+        }
+    }
 }
 
 /// `m[k] += by` without allocating a key when it is there already.
@@ -71,13 +99,31 @@ fn bump(m: &mut HashMap<Box<str>, u64>, k: &str, by: u64) {
 }
 
 impl Counters {
+    /// Busy ns, idle ns, idle-gap histogram counts, and what they rest on.
+    pub fn busy_idle(&self) -> (u64, u64, [u64; 8], BusyBasis) {
+        if self.measured_ops > 0 {
+            let (b, i, g) = self.measured.totals();
+            (b, i, g, BusyBasis::Measured)
+        } else {
+            (self.busy.busy_total_ns(), self.busy.idle_ns, self.busy.gap_counts, BusyBasis::LowerBound)
+        }
+    }
+
     pub fn add(&mut self, o: &Obs, caps: Caps) {
+        if o.ty == "gpu" {
+            // measured GPU work (CUPTI), not a call
+            self.measured_ops += 1;
+            self.measured.work(o.ts, o.end_ts.unwrap_or(o.ts + o.dur_ns.unwrap_or(0)));
+            return;
+        }
         bump(&mut self.calls, o.name, 1);
         if let Some(e) = o.error {
             bump(&mut self.errors, e, 1);
         }
         let ok = o.error.is_none();
         let exit = o.dur_ns.map(|d| o.ts + d);
+        self.busy.seen(exit.unwrap_or(o.ts));
+        let kind = Kind::classify(o.ty, o.op, o.name);
         match (o.ty, o.op) {
             ("kernel", "launch") => {
                 bump(&mut self.launches, o.name, 1);
@@ -97,33 +143,46 @@ impl Counters {
                     }
                 }
                 self.busy.work(o.ts, o.stream.unwrap_or(0));
-                // A copy without Async returns when it is done, and waits
-                // for the legacy stream's earlier work.
-                if !o.name.contains("Async")
+                // A device-to-host copy (not Async) returns when it and the
+                // legacy stream's earlier work are done (a host-to-device one
+                // may return before its copy ran: it proves nothing here).
+                if kind == Kind::Copy
+                    && Dir::parse(o.direction.unwrap_or("")) == Dir::D2H
                     && let Some(e) = exit
                 {
-                    self.busy.sync(e, None);
+                    self.busy.sync(e, Some(0));
                 }
             }
             ("memset", _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
             ("memory", "alloc") if ok => self.alloc(o, caps),
             ("memory", "free") if ok => self.free(o.ptr),
+            (_, "stream_create" | "stream_create_with_priority") if ok => {
+                if let Some((s, nonblocking)) = o.created_stream {
+                    self.busy.stream_created(s, nonblocking);
+                }
+            }
+            ("event", "event_record" | "event_record_with_flags") if ok => {
+                if let Some(ev) = o.event {
+                    self.busy.event_record(ev, o.stream.unwrap_or(0));
+                }
+            }
             ("sync", op) if ok => {
-                let bound = match op {
-                    "stream_synchronize" => Some(Some(o.stream.unwrap_or(0))),
-                    "ctx_synchronize" | "event_synchronize" => Some(None),
-                    // A query answering CUDA_SUCCESS: that stream (or the
-                    // event's work) is done.
-                    "stream_query" => Some(Some(o.stream.unwrap_or(0))),
-                    "event_query" => Some(None),
-                    _ => None,
-                };
-                if matches!(op, "stream_synchronize" | "ctx_synchronize" | "event_synchronize") {
+                // A query answering CUDA_SUCCESS: that stream (or the event's work) is done.
+                let e = exit;
+                match (op, e) {
+                    ("stream_synchronize" | "stream_query", Some(e)) => self.busy.sync(e, Some(o.stream.unwrap_or(0))),
+                    ("ctx_synchronize", Some(e)) => self.busy.sync(e, None),
+                    ("event_synchronize" | "event_query", Some(e)) => {
+                        if let Some(ev) = o.event {
+                            self.busy.event_done(e, ev);
+                        }
+                    }
+                    _ => {}
+                }
+                // the synchronization time of analysis/figures.rs: blocking waits, not polling
+                if kind.is_blocking_sync() {
                     self.syncs += 1;
                     self.sync_ns += o.dur_ns.unwrap_or(0);
-                }
-                if let (Some(b), Some(e)) = (bound, exit) {
-                    self.busy.sync(e, b);
                 }
             }
             _ => {}

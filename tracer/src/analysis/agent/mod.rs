@@ -304,6 +304,7 @@ impl AgentMetrics {
                     direction: l.direction(),
                     kernel: l.kernel(),
                     stream: l.stream(),
+                    event: l.event(),
                     ..Default::default()
                 };
                 self.observe(&o);
@@ -376,6 +377,9 @@ impl AgentMetrics {
                     error: s("error"),
                     kernel: s("kernel"),
                     stream: addr("stream"),
+                    event: addr("event"),
+                    end_ts: n("end_ts"),
+                    created_stream: created_stream(v),
                 };
                 self.observe(&o);
             }
@@ -396,12 +400,96 @@ impl AgentMetrics {
     }
 }
 
+/// A cuStreamCreate* line's stream (`args.phStream`) and whether it was
+/// created with CU_STREAM_NON_BLOCKING (`args.Flags` bit 0), as the trace
+/// model reads them.
+fn created_stream(v: &Value) -> Option<(u64, bool)> {
+    let a = v.get("args")?;
+    let hex = |x: &Value| x.as_str().and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    let h = hex(a.get("phStream")?)?;
+    let flags = a.get("Flags").and_then(|f| f.as_u64().or_else(|| hex(f))).unwrap_or(0);
+    Some((h, flags & 1 != 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn line(s: &str) -> Value {
         serde_json::from_str(s).unwrap()
+    }
+
+    fn busy_of(m: &AgentMetrics, pid: u32) -> (f64, f64, f64, String) {
+        let f = snapshot::families(m);
+        let get = |name: &str| f.iter().find(|x| x.name == name).unwrap();
+        let of = |name: &str| {
+            get(name)
+                .samples
+                .iter()
+                .find(|s| s.labels.iter().any(|l| l.0 == "pid" && l.1 == pid.to_string()))
+                .unwrap()
+                .clone()
+        };
+        let basis = of("tracer_gpu_busy_basis");
+        let b = basis.labels.iter().find(|l| l.0 == "basis").unwrap().1.clone();
+        let gaps = match &of("tracer_gpu_idle_gap_seconds").value {
+            metric::Value::Histogram(h) => h.count as f64,
+            _ => panic!("not a histogram"),
+        };
+        let v = |s: metric::Sample| match s.value {
+            metric::Value::Number(x) => x,
+            _ => panic!("not a number"),
+        };
+        (v(of("tracer_gpu_busy_seconds")), v(of("tracer_gpu_idle_seconds")), gaps, b)
+    }
+
+    /// The reported case: a PyTorch process whose synchronizations the agent
+    /// did not see made 108,001 launches and its busy/idle stayed 0. Its
+    /// launches are possibly busy from the first to the latest instant seen
+    /// (the bound's meaning, labelled lower_bound); with CUPTI's `gpu` lines
+    /// the figures are measured.
+    #[test]
+    fn busy_and_idle_of_a_process_that_never_synchronizes() {
+        let mut m = AgentMetrics::default();
+        for i in 0..1000u64 {
+            let ts = 1_000_000 + i * 20_000;
+            m.add_value(&line(&format!(r#"{{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"device":0,"ts":{ts},"duration_us":5.0,"kernel":"k","stream":"0x0"}}"#)), 0);
+        }
+        // first entry 1 ms, last return 1 ms + 999 x 20 µs + 5 µs
+        assert_eq!(busy_of(&m, 7), (19_985_000.0 / 1e9, 0.0, 0.0, "lower_bound".into()));
+        // the same process measured: 1000 kernels of 2 µs, 18 µs apart
+        let mut m = AgentMetrics::default();
+        for i in 0..1000u64 {
+            let ts = 1_000_000 + i * 20_000;
+            m.add_value(&line(&format!(r#"{{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"device":0,"ts":{ts},"duration_us":5.0,"kernel":"k","stream":"0x0"}}"#)), 0);
+            m.add_value(
+                &line(&format!(
+                    r#"{{"type":"gpu","op":"kernel","name":"k","pid":7,"device":0,"ts":{},"end_ts":{}}}"#,
+                    ts + 6_000,
+                    ts + 8_000
+                )),
+                0,
+            );
+        }
+        assert_eq!(busy_of(&m, 7), (2_000_000.0 / 1e9, 999.0 * 18_000.0 / 1e9, 999.0, "measured".into()));
+    }
+
+    /// cuBLAS's memsets on a stream it created non-blocking: a
+    /// synchronization of the legacy stream does not prove them complete.
+    #[test]
+    fn a_legacy_synchronization_does_not_cover_a_non_blocking_stream() {
+        let mut m = AgentMetrics::default();
+        for l in [
+            r#"{"type":"stream","op":"stream_create","name":"cuStreamCreate","pid":7,"ts":1000,"duration_us":1.0,"args":{"Flags":"0x1","phStream":"0x30"}}"#,
+            r#"{"type":"memset","op":"set","name":"cuMemsetD8Async","pid":7,"ts":2000,"duration_us":1.0,"size":4,"stream":"0x30"}"#,
+            r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"ts":3000,"duration_us":1.0,"kernel":"k","stream":"0x0"}"#,
+            r#"{"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","pid":7,"ts":4000,"duration_us":6.0,"stream":"0x0"}"#,
+            r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"ts":20000,"duration_us":1.0,"kernel":"k","stream":"0x0"}"#,
+        ] {
+            m.add_value(&line(l), 0);
+        }
+        // possibly busy from the memset (2 µs) to the latest instant seen (21 µs): no certain gap
+        assert_eq!(busy_of(&m, 7), (19_000.0 / 1e9, 0.0, 0.0, "lower_bound".into()));
     }
 
     #[test]
@@ -473,9 +561,9 @@ mod tests {
         assert_eq!((c.kernels_by_name.len(), c.kernel_names_over_cap), (100, 199_900));
         assert_eq!((c.live.len(), c.untracked_allocations, c.live_bytes), (1000, 199_000, 8000));
         assert_eq!((c.calls.len(), c.launches["cuLaunchKernel"]), (2, 200_000));
-        // 19 samples of the process (5 of them the top kernels) and 14 of the agent's own
-        // (no libcuda file probed here).
-        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 37);
+        // 20 samples of the process (5 of them the top kernels, 1 the busy/idle basis) and
+        // the agent's own (no libcuda file probed here).
+        assert_eq!(crate::analysis::agent::snapshot::families(&m).iter().map(|f| f.samples.len()).sum::<usize>(), 38);
     }
 
     /// The name comes from the lines: exec (before the first call), a fork

@@ -66,12 +66,21 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
     let mut busy = Family::new(
         "tracer_gpu_busy_seconds",
         Counter,
-        "Possibly busy time (bound timeline: from a launch/copy to the synchronization that covers it).",
+        "GPU busy time: measured (CUPTI) where tracer_gpu_busy_basis{basis=\"measured\"}, else possibly busy time \
+         (bound timeline: from a launch/copy to the call that proves it complete, or to the latest instant seen; an \
+         upper bound).",
     );
     let mut idle = Family::new(
         "tracer_gpu_idle_seconds",
         Counter,
-        "Certain idle time between busy stretches (bound timeline: a lower bound on idle time).",
+        "GPU idle time between busy stretches: measured (CUPTI) where tracer_gpu_busy_basis{basis=\"measured\"}, \
+         else certain idle time (bound timeline: a lower bound).",
+    );
+    let mut basis = Family::new(
+        "tracer_gpu_busy_basis",
+        Gauge,
+        "What tracer_gpu_busy_seconds and tracer_gpu_idle_seconds rest on (1 for the basis): measured, or \
+         lower_bound (busy an upper bound, idle a lower bound).",
     );
     let mut gaps = Family::new("tracer_gpu_idle_gap_seconds", Kind::Histogram, "Idle gaps between busy stretches.");
     for (&pid, p) in &m.processes {
@@ -105,9 +114,11 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
             for (e, n) in sorted(&c.errors) {
                 errors.push(with(l.clone(), "error", e), n as f64);
             }
-            busy.push(l.clone(), c.busy.busy_ns as f64 / 1e9);
-            idle.push(l.clone(), c.busy.idle_ns as f64 / 1e9);
-            gaps.push_histogram(l, gap_histogram(&c.busy));
+            let (b, i, g, on) = c.busy_idle();
+            busy.push(l.clone(), b as f64 / 1e9);
+            idle.push(l.clone(), i as f64 / 1e9);
+            basis.push(with(l.clone(), "basis", on.as_str()), 1.0);
+            gaps.push_histogram(l, gap_histogram(g, i));
         }
     }
     let mut v = vec![
@@ -127,6 +138,7 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
         errors,
         busy,
         idle,
+        basis,
         gaps,
     ];
     v.extend(power(m));
@@ -190,14 +202,14 @@ fn sampling(m: &AgentMetrics) -> Vec<Family> {
     ]
 }
 
-fn gap_histogram(b: &super::busy::Busy) -> Histogram {
+fn gap_histogram(counts: [u64; 8], idle_ns: u64) -> Histogram {
     let mut cum = 0;
     let mut buckets = Vec::with_capacity(GAP_BUCKETS_S.len() + 1);
-    for (i, &n) in b.gap_counts.iter().enumerate() {
+    for (i, &n) in counts.iter().enumerate() {
         cum += n;
         buckets.push((GAP_BUCKETS_S.get(i).copied().unwrap_or(f64::INFINITY), cum));
     }
-    Histogram { buckets, sum: b.idle_ns as f64 / 1e9, count: cum }
+    Histogram { buckets, sum: idle_ns as f64 / 1e9, count: cum }
 }
 
 fn power(m: &AgentMetrics) -> Vec<Family> {
