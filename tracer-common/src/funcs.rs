@@ -85,7 +85,7 @@ pub enum Arg {
     MemLocation,
     /// `const CUgraphNode *` of `numDependencies` handles: the graph entry
     /// program copies up to [`crate::graph::NODES_CAP`] of them after the
-    /// struct ([`crate::graph`]).
+    /// struct ([`crate::graph`]). Also a batch copy's `sizes` (of `count`).
     Nodes,
 }
 
@@ -394,8 +394,9 @@ pub static FUNCS: &[FuncSpec] = &[
     f!("cuMemPrefetchBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, prefetchLocs: Ptr, prefetchLocIdxs: Ptr, numPrefetchLocs: Size, flags: Flags64, hStream: Handle]),
     f!("cuMemDiscardBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, flags: Flags64, hStream: Handle]),
     f!("cuMemDiscardAndPrefetchBatchAsync", Memory, [dptrs: Ptr, sizes: Ptr, count: Size, prefetchLocs: Ptr, prefetchLocIdxs: Ptr, numPrefetchLocs: Size, flags: Flags64, hStream: Handle]),
-    f!("cuMemcpyBatchAsync", Copy, [dsts: Ptr, srcs: Ptr, sizes: Ptr, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, failIdx: Ptr, hStream: Handle]),
-    f!("cuMemcpyBatchAsync_v2", Copy, [dsts: Ptr, srcs: Ptr, sizes: Ptr, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, hStream: Handle]),
+    // `sizes`: the copy program reads the first NODES_CAP sizes (tracer-common/src/graph.rs).
+    f!("cuMemcpyBatchAsync", Copy, [dsts: Ptr, srcs: Ptr, sizes: Nodes, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, failIdx: Ptr, hStream: Handle]),
+    f!("cuMemcpyBatchAsync_v2", Copy, [dsts: Ptr, srcs: Ptr, sizes: Nodes, count: Size, attrs: Ptr, attrsIdxs: Ptr, numAttrs: Size, hStream: Handle]),
     f!("cuMemcpy3DBatchAsync", Copy, [numOps: Size, opList: Ptr, failIdx: Ptr, flags: Flags64, hStream: Handle]),
     f!("cuMemcpy3DBatchAsync_v2", Copy, [numOps: Size, opList: Ptr, flags: Flags64, hStream: Handle]),
     f!("cuMemcpy3DPeer", Copy, [pCopy: Ptr]),

@@ -30,7 +30,8 @@ pub const NODES_CAP: usize = (BLOB_CAP - NODES_OFF) / 8;
 pub const STRUCT_READ: u32 = 1 << 16;
 
 /// Sets the node-list bits for a function whose parameters include
-/// [`Arg::Nodes`] (the count is the parameter named `numDependencies`).
+/// [`Arg::Nodes`] (the count is the parameter named `numDependencies`, or `count` for a
+/// batch copy's sizes).
 pub const fn with_node_lists(c: Cookie, params: &[Param]) -> Cookie {
     let mut list = None;
     let mut pair = false;
@@ -44,7 +45,8 @@ pub const fn with_node_lists(c: Cookie, params: &[Param]) -> Cookie {
                 pair = true;
             }
         }
-        if matches!(params[i].kind, Arg::Size) && eq(params[i].name, "numDependencies") {
+        if matches!(params[i].kind, Arg::Size) && (eq(params[i].name, "numDependencies") || eq(params[i].name, "count"))
+        {
             count = Some(i as u8);
         }
         i += 1;
@@ -101,6 +103,10 @@ mod tests {
         assert_eq!(node_lists(c("cuGraphAddDependencies_v2")), Some((1, 4, true)));
         assert_eq!(node_lists(c("cuGraphAddEmptyNode")), Some((2, 3, false)));
         assert_eq!(node_lists(c("cuLaunchKernel")), None);
+        // A batch copy's sizes, `count` of them.
+        assert_eq!(node_lists(c("cuMemcpyBatchAsync_v2")), Some((2, 3, false)));
+        assert!(lookup("cuMemcpyBatchAsync_v2").unwrap().spec().unwrap().has_blob());
+        assert_eq!(node_lists(c("cuMemAdvise")), None);
         assert_eq!(node_lists(c("cuGraphKernelNodeSetParams_v2")), None);
         assert!(lookup("cuGraphAddEmptyNode").unwrap().spec().unwrap().has_blob());
         assert!(!lookup("cuGraphLaunch").unwrap().spec().unwrap().has_blob());

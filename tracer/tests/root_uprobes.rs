@@ -755,19 +755,19 @@ fn expected_all() -> Vec<Exp> {
             "cuMemcpyBatchAsync",
             json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 2, "attrs": "0x12000000", "attrsIdxs": NN,
                    "numAttrs": 1, "failIdx": NN, "hStream": "0x8006"}),
-            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8006"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8006", "copies": 2, "size": 3072, "sizes": [2048, 1024]}),
         ),
         e(
             "cuMemcpyBatchAsync_v2",
             json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 2, "attrs": "0x12000000", "attrsIdxs": NN,
                    "numAttrs": 1, "hStream": "0x8007"}),
-            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8007"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8007", "copies": 2, "size": 3072, "sizes": [2048, 1024]}),
         ),
         e(
             "cuMemcpyBatchAsync_v2_ptsz",
             json!({"dsts": NN, "srcs": NN, "sizes": NN, "count": 1, "attrs": "0x12000000", "attrsIdxs": NN,
                    "numAttrs": 1, "hStream": "0x8008"}),
-            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8008"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x8008", "copies": 1, "size": 2048, "sizes": [2048]}),
         ),
         e(
             "cuMemcpy3DBatchAsync",

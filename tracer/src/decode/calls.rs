@@ -634,6 +634,9 @@ impl Assembler {
         m.insert("direction".into(), json!(dir));
         m.insert("dst".into(), hex(dst));
         m.insert("src".into(), hex(src));
+        if spec.params.iter().any(|p| p.kind == Arg::Nodes) {
+            batch_fields(spec, c, m);
+        }
     }
 
     /// A 1D copy's direction: from its name, else (unified addressing) from the address ranges seen.
@@ -657,6 +660,19 @@ impl Assembler {
                 None => Value::Null,
             },
         );
+    }
+}
+
+/// A batch of copies (`cuMemcpyBatchAsync`): `copies`, the `sizes` read (the first
+/// NODES_CAP), and `size`, their sum; `sizes_cut` when the batch had more copies than
+/// were read (`size` is then the first ones' bytes only).
+fn batch_fields(spec: &FuncSpec, c: &Captured, m: &mut Map<String, Value>) {
+    let p = crate::decode::graph_structs::parts(spec, c.args, c.blob, c.nattrs);
+    m.insert("copies".into(), json!(p.total));
+    m.insert("size".into(), json!(p.first.iter().fold(0u64, |a, &s| a.saturating_add(s))));
+    m.insert("sizes".into(), json!(p.first));
+    if (p.first.len() as u64) < p.total {
+        m.insert("sizes_cut".into(), json!(true));
     }
 }
 
@@ -710,6 +726,29 @@ fn set_fields(spec: &FuncSpec, name: &str, c: &Captured, m: &mut Map<String, Val
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch copy's sizes: summed; a batch longer than the sizes read is marked cut.
+    #[test]
+    fn batch_copies_sum_the_sizes_read() {
+        use tracer_common::graph::{NODES_CAP, NODES_OFF};
+        let spec = tracer_common::funcs::lookup("cuMemcpyBatchAsync_v2").unwrap().spec().unwrap();
+        let mut blob = vec![0u8; tracer_common::event::BLOB_CAP];
+        for i in 0..NODES_CAP {
+            blob[NODES_OFF + 8 * i..NODES_OFF + 8 * i + 8].copy_from_slice(&(1000 + i as u64).to_le_bytes());
+        }
+        let fields = |count: u64, got: u32| {
+            let args = [0x10, 0x20, 0x30, count, 0, 0, 0, 0x5000, 0, 0, 0];
+            let c = Captured { args: &args, string: None, string_truncated: false, blob: Some(&blob), nattrs: got, outs: None };
+            let mut m = Map::new();
+            batch_fields(spec, &c, &mut m);
+            Value::Object(m)
+        };
+        assert_eq!(fields(2, 2), json!({"copies": 2, "size": 2001, "sizes": [1000, 1001]}));
+        let cut = fields(20, NODES_CAP as u32);
+        assert_eq!(cut["copies"], 20);
+        assert_eq!(cut["size"], (0..NODES_CAP as u64).map(|i| 1000 + i).sum::<u64>());
+        assert_eq!(cut["sizes_cut"], true);
+    }
     use tracer_common::event::{EventKind, MAX_ARGS};
     use tracer_common::funcs::lookup;
 
