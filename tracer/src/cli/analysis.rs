@@ -100,10 +100,8 @@ pub struct ReportArgs {
     /// JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
-    /// Kernel names as recorded (C++ names mangled), not demangled (with
-    /// --json: no `demangled` field).
-    #[arg(long)]
-    pub mangled: bool,
+    #[command(flatten)]
+    pub names: crate::cli::args::NamesOpt,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -135,6 +133,9 @@ pub struct ExportArgs {
     /// Parquet: this `host` column instead of the header's host.
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
+    /// Perfetto: how GPU slices name their kernels (Parquet has every spelling).
+    #[arg(long, value_enum, value_name = "STYLE", default_value_t = crate::cli::args::Names::Short)]
+    pub names: crate::cli::args::Names,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -267,12 +268,8 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let mut r = report::build(&t, &ph, &tl);
-    if !a.mangled {
-        match crate::cli::demangle::demangle(r.kernel_names()) {
-            Ok(m) => r.demangle(&m),
-            Err(e) => eprintln!("tracer: {e}"),
-        }
-    }
+    r.names = a.names.style();
+    r.verdict = crate::analysis::verdict::judge(&t, &tl, &r);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -314,14 +311,22 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
+    let names = crate::cli::args::NamesOpt { names: a.names, mangled: false }.style();
     let mut progress = Progress::new(perfetto::estimated_events(&t, &tl), "writing");
     let mut tick = |n: u64| progress.set(n);
     let n = if out.as_os_str() == "-" {
         let stdout = std::io::stdout().lock();
-        perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout), &mut tick)?
+        perfetto::export_with_progress(
+            &t,
+            &ph,
+            &tl,
+            std::io::BufWriter::with_capacity(1 << 20, stdout),
+            names,
+            &mut tick,
+        )?
     } else {
         let mut f = OutFile::create(&out, a.force)?;
-        let n = perfetto::export_with_progress(&t, &ph, &tl, &mut f, &mut tick)
+        let n = perfetto::export_with_progress(&t, &ph, &tl, &mut f, names, &mut tick)
             .with_context(|| format!("writing {}", out.display()))?;
         f.finish(&out)?;
         eprintln!(

@@ -566,9 +566,11 @@ fn report(
     exit: Option<spawn::ExitInfo>,
 ) -> i32 {
     if !args.quiet {
-        // Readable kernel names; without c++filt they stay as recorded.
-        let names = crate::cli::demangle::demangle(col.summary.top_kernel_names()).unwrap_or_default();
-        eprint!("{}", col.summary.render_with(&names));
+        // Readable kernel names (short, like Nsight's base names).
+        eprint!(
+            "{}",
+            col.summary.render_with(crate::cli::args::NamesOpt { names: args.names, mangled: false }.style())
+        );
         if let Some(g) = gpu {
             eprintln!("{}", g.lines.summary_line());
         }
