@@ -97,10 +97,10 @@ pub struct LossRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub trace: String,
-    /// What bounds each phase (analysis/verdict.rs; set by the caller, which
-    /// has the gap report).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<super::verdict::Verdict>,
+    /// Text printed right under the title (the caller's verdict,
+    /// analysis/verdict.rs, which reads this report).
+    #[serde(skip)]
+    pub lead: String,
     /// How the text names kernels (`--names`); the JSON has every spelling.
     #[serde(skip)]
     pub names: NameStyle,
@@ -223,7 +223,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     });
     Report {
         trace: t.path.clone(),
-        verdict: None,
+        lead: String::new(),
         names: NameStyle::Short,
         command: t
             .header
@@ -575,9 +575,7 @@ pub fn render(r: &Report) -> String {
     if let Some(c) = &r.command {
         let _ = writeln!(s, "command: {c}");
     }
-    if let Some(v) = &r.verdict {
-        super::verdict::render(v, &mut s);
-    }
+    s.push_str(&r.lead);
     let _ = writeln!(
         s,
         "{} over {}, {}; GPU: {}",

@@ -101,7 +101,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub names: crate::cli::args::NamesOpt,
+    pub names: crate::cli::names::NamesOpt,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -134,8 +134,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
     /// Perfetto: how GPU slices name their kernels (Parquet has every spelling).
-    #[arg(long, value_enum, value_name = "STYLE", default_value_t = crate::cli::args::Names::Short)]
-    pub names: crate::cli::args::Names,
+    #[arg(long, value_enum, value_name = "STYLE", default_value_t = crate::cli::names::Names::Short)]
+    pub names: crate::cli::names::Names,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -269,9 +269,20 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     let ph = phases::phases(&t);
     let mut r = report::build(&t, &ph, &tl);
     r.names = a.names.style();
-    r.verdict = crate::analysis::verdict::judge(&t, &tl, &r);
+    let verdict = crate::analysis::verdict::judge(&t, &tl, &r);
+    if let Some(v) = &verdict {
+        crate::analysis::verdict::render(v, &mut r.lead);
+    }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        /// The report with its verdict first.
+        #[derive(serde::Serialize)]
+        struct WithVerdict<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            verdict: Option<&'a crate::analysis::verdict::Verdict>,
+            #[serde(flatten)]
+            report: &'a report::Report,
+        }
+        println!("{}", serde_json::to_string_pretty(&WithVerdict { verdict: verdict.as_ref(), report: &r })?);
     } else {
         print!("{}", report::render(&r));
     }
@@ -311,7 +322,7 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
-    let names = crate::cli::args::NamesOpt { names: a.names, mangled: false }.style();
+    let names = crate::cli::names::NamesOpt { names: a.names, mangled: false }.style();
     let mut progress = Progress::new(perfetto::estimated_events(&t, &tl), "writing");
     let mut tick = |n: u64| progress.set(n);
     let n = if out.as_os_str() == "-" {

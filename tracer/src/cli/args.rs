@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use super::names::{Names, NamesOpt};
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tracer",
@@ -125,43 +127,6 @@ pub enum Command {
     },
     /// Print tracer's man page in roff (`tracer man | man -l -`).
     Man,
-}
-
-/// How kernel names are printed (analysis/kernel_names.rs).
-#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Names {
-    /// Base name, template arguments elided: vectorized_elementwise_kernel<…>
-    #[default]
-    Short,
-    /// The whole demangled C++ name
-    Full,
-    /// As recorded (C++ names mangled)
-    Mangled,
-}
-
-/// `--names` (and the older `--mangled`), shared by the commands that print kernel names.
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub struct NamesOpt {
-    /// How to print kernel names: short (like Nsight's base names), full (demangled) or mangled.
-    #[arg(long, value_enum, value_name = "STYLE", default_value_t = Names::Short)]
-    pub names: Names,
-    /// Same as --names mangled.
-    #[arg(long, hide = true)]
-    pub mangled: bool,
-}
-
-impl NamesOpt {
-    pub fn style(&self) -> crate::analysis::kernel_names::NameStyle {
-        use crate::analysis::kernel_names::NameStyle;
-        if self.mangled {
-            return NameStyle::Mangled;
-        }
-        match self.names {
-            Names::Short => NameStyle::Short,
-            Names::Full => NameStyle::Full,
-            Names::Mangled => NameStyle::Mangled,
-        }
-    }
 }
 
 /// `tracer completions SHELL`.

@@ -17,6 +17,7 @@ pub mod args;
 pub mod export_parquet;
 pub mod image;
 pub mod load;
+pub mod names;
 pub mod output;
 pub mod progress;
 pub mod record;
