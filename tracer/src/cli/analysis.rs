@@ -102,6 +102,14 @@ pub struct ReportArgs {
     pub json: bool,
     #[command(flatten)]
     pub names: crate::cli::names::NamesOpt,
+    /// Also write the report as one self-contained HTML page (verdict, phases,
+    /// top kernels, idle gaps, a zoomable timeline, energy, ioctls); fetches
+    /// nothing from the network.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Overwrite the --html file if it exists.
+    #[arg(long, requires = "html")]
+    pub force: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -264,6 +272,12 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     check(&a.tl, &a.trace)?;
+    if let Some(p) = &a.html
+        && p.exists()
+        && !a.force
+    {
+        bail!("output file {} exists (use --force to overwrite)", p.display());
+    }
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
@@ -285,6 +299,20 @@ pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&WithVerdict { verdict: verdict.as_ref(), report: &r })?);
     } else {
         print!("{}", report::render(&r));
+    }
+    if let Some(path) = &a.html {
+        let started = std::time::Instant::now();
+        let g = (tl.interval_count() > 0).then(|| gaps::analyze(&t, &tl, &ph, &gaps::GapOptions::default()));
+        let page = crate::export::html::render(&t, &r, &tl, verdict.as_ref(), g.as_ref());
+        let mut f = OutFile::create(path, a.force)?;
+        f.write_all(page.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        f.finish(path)?;
+        eprintln!(
+            "wrote {} ({:.1} MB in {:.2} s); open it in a browser",
+            path.display(),
+            page.len() as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

@@ -107,7 +107,8 @@ pub enum Command {
     /// What bounds each phase (launch/host, synchronization, GPU, transfers);
     /// time, calls, kernels, synchronization, memory and energy per phase and
     /// iteration; top kernels by count and GPU time; loss.
-    #[command(after_help = "Examples:\n  tracer report run.jsonl\n  tracer report run.jsonl --json --names full")]
+    #[command(after_help = "Examples:\n  tracer report run.jsonl\n  tracer report run.jsonl --html run.html\n  \
+                      tracer report run.jsonl --json --names full")]
     Report(crate::cli::analysis::ReportArgs),
     /// Export a trace for other tools (Perfetto / Chrome trace-event JSON, Parquet).
     #[command(
