@@ -460,6 +460,8 @@ impl Summary {
                 0 => ("–".to_string(), "–".to_string()),
                 _ => (format!("{:.3}", f.total_us / 1000.0), format!("{:.1}", f.max_us)),
             };
+            // lines of a call type without a function name (a replayable recording's copy_data lines)
+            let name = if name.as_str() == "?" { "(lines without a function name)" } else { name.as_str() };
             tb.row(vec![name.to_string(), f.calls.to_string(), total, max, f.errors.to_string()]);
         }
         tb.render(&mut s);

@@ -787,4 +787,25 @@ mod tests {
         assert_eq!(esc("a<b>&\"c\""), "a&lt;b&gt;&amp;&quot;c&quot;");
         assert_eq!(js_str("</script>"), "\"<\\/script>\"");
     }
+
+    /// 400,000 intervals 1 µs long, 1 µs apart: more than the page holds;
+    /// the smallest power of two of 100 ns above 1 µs (1.6 µs) is the first
+    /// gap under which they fit (here: all chained into one span).
+    #[test]
+    fn too_many_intervals_are_merged_to_fit() {
+        let iv: Vec<(u64, u64, i64)> = (0..400_000u64).map(|i| (i * 2_000, i * 2_000 + 1_000, 0)).collect();
+        let mut rows = vec![Row { group: "g".into(), label: "r".into(), title: String::new(), kind: "gpu", iv }];
+        let gap = fit(&mut rows);
+        assert_eq!(gap, 1_600);
+        assert_eq!(rows[0].iv.len(), 1);
+        let mut rows = vec![Row {
+            group: "g".into(),
+            label: "r".into(),
+            title: String::new(),
+            kind: "gpu",
+            iv: (0..1_000u64).map(|i| (i * 10, i * 10 + 5, 0)).collect(),
+        }];
+        assert_eq!(fit(&mut rows), 0);
+        assert_eq!(rows[0].iv.len(), 1_000);
+    }
 }
