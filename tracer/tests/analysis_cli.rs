@@ -313,10 +313,11 @@ fn kernel_names_short_full_and_mangled() {
     assert_eq!(rc, 2, "{err}");
 }
 
-/// Summary and report lines are at most 160 columns on every committed
-/// trace (short names, columns as wide as their contents, prose wrapped).
+/// Summary, report and gaps lines are at most 160 columns on every
+/// committed trace (short names, columns as wide as their contents, prose
+/// wrapped).
 #[test]
-fn summary_and_report_fit_160_columns() {
+fn summary_report_and_gaps_fit_160_columns() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut traces: Vec<std::path::PathBuf> = Vec::new();
     for dir in ["traces", "docs/graphs", "docs/multi-gpu"] {
@@ -331,7 +332,7 @@ fn summary_and_report_fit_160_columns() {
     traces.sort();
     assert_eq!(traces.len(), 16, "{traces:?}");
     for t in &traces {
-        for cmd in ["summary", "report"] {
+        for cmd in ["summary", "report", "gaps"] {
             let (rc, out, err) = tracer(&[cmd, t.to_str().unwrap()]);
             assert_eq!(rc, 0, "{cmd} {}: {err}", t.display());
             let widest = out.lines().map(|l| l.chars().count()).max().unwrap();

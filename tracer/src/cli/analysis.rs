@@ -265,7 +265,10 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
         }
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", gaps::render(&r));
+        // prose at most 160 columns, as report and summary
+        let text = gaps::render(&r);
+        let max = crate::analysis::text_table::MAX_COLUMNS;
+        print!("{}", crate::analysis::text_table::wrap(&text, max, 2));
     }
     Ok(())
 }
