@@ -290,8 +290,16 @@ fn kernel_names_short_full_and_mangled() {
     let (rc, out, err) = tracer(&["report", p]);
     assert_eq!(rc, 0, "{err}");
     assert!(out.contains(&format!("    2880   3.20 ms  {short}\n")), "{out}");
+    assert!(
+        out.contains(
+            "several kernels above share a short name: vectorized_elementwise_kernel<…> (7 kernels); --names full \
+             tells them apart\n"
+        ),
+        "{out}"
+    );
     let (_, out, _) = tracer(&["report", p, "--names", "full"]);
     assert!(out.contains(&format!("    2880   3.20 ms  {full}\n")), "{out}");
+    assert!(!out.contains("share a short name"), "{out}");
     let (_, out, _) = tracer(&["report", p, "--names", "mangled"]);
     assert!(out.contains(&format!("    2880   3.20 ms  {raw}\n")), "{out}");
     let (_, out2, _) = tracer(&["report", p, "--mangled"]);

@@ -725,6 +725,22 @@ pub fn render(r: &Report) -> String {
     };
     kt(&mut s, "top kernels by launches", &r.top_by_count);
     kt(&mut s, "top kernels by GPU time", &r.top_by_gpu_time);
+    if r.names == NameStyle::Short {
+        // templates of one kernel read alike when short: say which, and how to tell them apart
+        let mut by_short: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for k in r.top_by_count.iter().chain(&r.top_by_gpu_time) {
+            by_short.entry(&k.short).or_default().insert(&k.kernel);
+        }
+        let shared: Vec<String> =
+            by_short.iter().filter(|(_, v)| v.len() > 1).map(|(n, v)| format!("{n} ({} kernels)", v.len())).collect();
+        if !shared.is_empty() {
+            let _ = writeln!(
+                s,
+                "several kernels above share a short name: {}; --names full tells them apart",
+                shared.join(", ")
+            );
+        }
+    }
     if let Some(e) = &r.energy_total {
         let _ = writeln!(s, "\nenergy over the trace: {} ({})", energy_cell(&Some(e.clone())), e.method);
     }
