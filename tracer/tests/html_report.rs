@@ -116,6 +116,9 @@ fn two_gpu_job_has_per_gpu_sections_and_ranks() {
     assert!(dom.contains("<td class=\"l\">GPU 1</td>"), "per-GPU table");
     assert!(dom.contains("<th>rank</th>"), "rank column");
     assert!(dom.contains("Verdict: <b>undetermined</b>"));
+    // part-sampled energy is marked and the mark explained
+    assert!(dom.contains("7292.52 J (&gt;99.9% sampled)"), "energy cell");
+    assert!(dom.contains("<li>energy \"N% sampled\": the NVML samples cover only that share of the period"), "{dom}");
     // two histograms, one per GPU
     assert_eq!(dom.matches("<svg class=\"hist\"").count(), 2);
 }

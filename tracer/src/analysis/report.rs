@@ -537,7 +537,7 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
 }
 
 /// The lines that explain the marks of [`energy_cell`], for those that appear in the report.
-fn energy_legend(r: &Report) -> Vec<String> {
+pub fn energy_legend(r: &Report) -> Vec<String> {
     let all = r
         .phases
         .iter()

@@ -310,7 +310,9 @@ fn period_table(out: &mut String, title: &str, rows: &[PeriodRow], tokens: bool,
 
 fn energy_text(e: &crate::analysis::energy::Energy) -> String {
     if e.covered_share < 1.0 {
-        format!("{:.2} J ({:.1}% sampled)", e.joules, 100.0 * e.covered_share)
+        let p = 100.0 * e.covered_share;
+        let share = if p >= 99.95 { ">99.9%".to_string() } else { format!("{p:.1}%") };
+        format!("{:.2} J ({share} sampled)", e.joules)
     } else if e.uncertain {
         format!("{:.2} J ±{:.2}", e.joules, e.uncertainty_j)
     } else {
@@ -764,9 +766,10 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
             esc(r.gpu.as_deref().unwrap_or("GPU unknown"))
         );
     }
-    if !r.notes.is_empty() {
+    let legend = crate::analysis::report::energy_legend(r);
+    if !r.notes.is_empty() || !legend.is_empty() {
         o.push_str("<h2 id=notes>Notes</h2>\n<ul>\n");
-        for n in &r.notes {
+        for n in legend.iter().chain(&r.notes) {
             let _ = writeln!(o, "<li>{}</li>", esc(n));
         }
         o.push_str("</ul>\n");
