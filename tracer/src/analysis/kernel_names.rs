@@ -100,7 +100,7 @@ fn last_top_level_group(s: &str, open: u8, close: u8) -> Option<usize> {
 
 /// `s` split at the top-level positions where `at` holds (outside <>, (),
 /// [] and {}), the separators left out.
-fn split_top_level<'a>(s: &'a str, at: impl Fn(&[u8], usize) -> bool) -> Vec<&'a str> {
+fn split_top_level(s: &str, at: impl Fn(&[u8], usize) -> bool) -> Vec<&str> {
     let b = s.as_bytes();
     let mut depth = 0i32;
     let mut out = Vec::new();

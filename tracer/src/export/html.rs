@@ -324,9 +324,9 @@ fn kernel_table(out: &mut String, title: &str, rows: &[KernelRow], style: NameSt
     if rows.is_empty() {
         return;
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<table><caption>{}</caption><tr><th>launches</th><th>GPU time</th><th class=l>kernel</th></tr>\n",
+        "<table><caption>{}</caption><tr><th>launches</th><th>GPU time</th><th class=l>kernel</th></tr>",
         esc(title)
     );
     for k in rows {
@@ -679,9 +679,9 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
         );
     }
     o.push_str("</p>\n<div id=tl-wrap><canvas id=tl height=100></canvas><div id=tl-tip></div></div>\n");
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<script type=\"application/json\" id=tl-data>{}</script>\n",
+        "<script type=\"application/json\" id=tl-data>{}</script>",
         timeline_data(span.0, span, gpu_window, &rows, &names, merged_gap)
     );
     o.push_str("<h2 id=kernels>Top kernels</h2>\n");
@@ -731,9 +731,9 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
     o.push_str("<h2 id=gpus>Per GPU and per process</h2>\n");
     if !r.per_gpu.is_empty() {
         o.push_str("<table><tr><th>GPU (process)</th><th>time</th><th>launches</th>");
-        let _ = write!(
+        let _ = writeln!(
             o,
-            "<th>{}</th><th>{}</th><th>energy</th></tr>\n",
+            "<th>{}</th><th>{}</th><th>energy</th></tr>",
             if bound { "idle ≥" } else { "GPU busy" },
             if bound { "idle % ≥" } else { "idle %" }
         );
