@@ -391,9 +391,8 @@ fn phase_notes(derived: bool, no_energy: bool) -> Vec<String> {
          NVML can read)."
             .to_string()
     } else {
-        "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated between the counter's \
-         updates at the phase edges; power integrated where the counter is missing (the rule of tracer report; \
-         \"±\": the phase is shorter than two updates of the counter, so uncertain by about one update's energy)."
+        "Energy: each GPU's NVML energy counter (GPUs summed), interpolated at the phase edges, power integrated \
+         where the counter is missing, as tracer report; ±: a short or partly sampled phase, uncertain."
             .to_string()
     });
     phase_notes

@@ -108,7 +108,7 @@ where
             &joules,
             |i, v| {
                 let s = bars[i].seconds;
-                let q = if bars[i].uncertain { " ±, shorter than 2 counter updates" } else { "" };
+                let q = if bars[i].uncertain { " ± (short or partly sampled)" } else { "" };
                 if s > 0.0 { format!("{}{q} (avg {:.0} W)", fmt_j(v), v / s) } else { format!("{}{q}", fmt_j(v)) }
             },
             phase_color_strong(1),
