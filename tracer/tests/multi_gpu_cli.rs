@@ -71,7 +71,11 @@ fn trace_file() -> PathBuf {
     lines.push(r#"{"type":"footer","calls":12}"#.to_string());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("multi-gpu");
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("two_gpus.jsonl");
+    // one file per test: the tests run in parallel, and rewriting one shared
+    // file let a reader see it empty
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = dir.join(format!("two_gpus_{}_{n}.jsonl", std::process::id()));
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
     p
 }
