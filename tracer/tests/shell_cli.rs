@@ -58,6 +58,9 @@ fn bash_completion_completes_subcommands_options_and_values() {
     assert_eq!(complete(&script, &["tracer", "report", "--names", ""]), ["short", "full", "mangled"]);
     assert_eq!(complete(&script, &["tracer", "summary", "--n"]), ["--names"]);
     assert_eq!(complete(&script, &["tracer", "--ret"]), ["--returns"]);
+    // hidden options (benchmark switches, old aliases) are not offered
+    assert!(complete(&script, &["tracer", "--bench"]).is_empty());
+    assert_eq!(complete(&script, &["tracer", "report", "--m"]), Vec::<String>::new());
     // After `--` the words are the command's: files, not tracer's options.
     assert!(complete(&script, &["tracer", "--", "--"]).is_empty());
     assert_eq!(complete(&script, &["tracer", "--", "tracer.b"]), ["tracer.bash"]);
@@ -66,6 +69,7 @@ fn bash_completion_completes_subcommands_options_and_values() {
     for s in SUBCOMMANDS {
         assert!(zsh.contains(&format!("'{s}:")), "zsh: {s}");
     }
+    assert!(!zsh.contains("bench-probe") && !zsh.contains("--mangled"), "zsh offers a hidden option");
     let fish = tracer(&["completions", "fish"]);
     for s in SUBCOMMANDS {
         assert!(
@@ -76,6 +80,7 @@ fn bash_completion_completes_subcommands_options_and_values() {
     assert!(fish.contains(
         "complete -c tracer -n \"__fish_tracer_using_subcommand plot\" -l format -d 'Image format' -r -f -a"
     ));
+    assert!(!fish.contains("bench-probe") && !fish.contains("-l mangled"), "fish offers a hidden option");
 }
 
 #[test]

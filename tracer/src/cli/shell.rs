@@ -21,12 +21,32 @@ pub fn completions(shell: Shell) -> String {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     let mut out = Vec::new();
-    clap_complete::generate(sh, &mut cli(), "tracer", &mut out);
+    clap_complete::generate(sh, &mut visible(&cli()), "tracer", &mut out);
     let s = String::from_utf8_lossy(&out).into_owned();
     match shell {
         Shell::Bash => bash_after_dashes(&s),
         _ => s,
     }
+}
+
+/// `c` without its hidden options and subcommands (benchmark switches,
+/// aliases): clap_complete 4.6 completes hidden options too. Help and
+/// version are left to the new command to generate.
+fn visible(c: &Command) -> Command {
+    let mut n = Command::new(c.get_name().to_string()).bin_name(c.get_bin_name().unwrap_or(c.get_name()).to_string());
+    if let Some(a) = c.get_about() {
+        n = n.about(a.clone());
+    }
+    if let Some(v) = c.get_version() {
+        n = n.version(v.to_string());
+    }
+    for a in c.get_arguments().filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version")) {
+        n = n.arg(a.clone());
+    }
+    for sub in c.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        n = n.subcommand(visible(sub));
+    }
+    n
 }
 
 /// clap_complete's bash function goes on offering tracer's options after
