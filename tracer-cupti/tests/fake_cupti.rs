@@ -227,8 +227,9 @@ fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
 #[test]
 fn sampling_turns_records_on_only_inside_the_windows() {
     let (lib, _) = built();
-    // 300 launches 1 ms apart (at least 300 ms); records on 20 ms of every 100 ms
-    let env = [("TRACER_CUPTI_SAMPLE", "20/100"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    // 300 launches 1 ms apart (at least 300 ms); records on 20 ms of every 100 ms, no
+    // lead-in (its first window is tested in root_gpu_timestamps)
+    let env = [("TRACER_CUPTI_SAMPLE", "20/100/0"), ("TRACER_CUPTI_FLUSH_MS", "10")];
     let r = run("sample", lib.to_str().unwrap(), &env, &["launch", "300", "1000"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();

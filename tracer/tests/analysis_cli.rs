@@ -2,7 +2,6 @@
 //! type (markers, NVML samples, measured GPU activity) and on a committed
 //! recording.
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -289,34 +288,78 @@ fn summary_json_on_the_committed_recording() {
     assert_eq!(launches + s["launches_unnamed"].as_u64().unwrap(), 88);
 }
 
-/// Kernel names: demangled (c++filt) and whole by default, as recorded with
-/// --mangled, in report and summary.
+/// Kernel names: short by default (Nsight's base names), whole with
+/// `--names full`, as recorded with `--names mangled` (or `--mangled`), in
+/// report and summary; the JSON has every spelling.
 #[test]
-fn kernel_names_demangled_and_whole() {
-    if Command::new("c++filt").arg("--version").output().is_err() {
-        eprintln!("c++filt not found: skipped");
-        return;
-    }
+fn kernel_names_short_full_and_mangled() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/transformer_inference_full.jsonl.gz");
     let p = p.to_str().unwrap();
     let raw = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_13AUnaryFunctorIN3c104HalfES4_S4_NS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_";
-    let readable = "void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::Half, c10::Half, \
-                    c10::Half, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, \
-                    at::native::AUnaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, \
-                    std::array<char*, 2ul>)";
+    let full = "void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::Half, c10::Half, \
+                c10::Half, at::native::binary_internal::MulFunctor<float> >, std::array<char*, (unsigned long)2> >(int, \
+                at::native::AUnaryFunctor<c10::Half, c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float> >, \
+                std::array<char*, (unsigned long)2>)";
+    let short = "vectorized_elementwise_kernel<…>";
     let (rc, out, err) = tracer(&["report", p]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains(&format!("     2880      3.20 ms  {readable}\n")), "{out}");
-    let (_, out, _) = tracer(&["report", p, "--mangled"]);
-    assert!(out.contains(&format!("     2880      3.20 ms  {raw}\n")), "{out}");
+    assert!(out.contains(&format!("    2880   3.20 ms  {short}\n")), "{out}");
+    assert!(
+        out.contains(
+            "several kernels above share a short name: vectorized_elementwise_kernel<…> (7 kernels); --names full \
+             tells them apart\n"
+        ),
+        "{out}"
+    );
+    let (_, out, _) = tracer(&["report", p, "--names", "full"]);
+    assert!(out.contains(&format!("    2880   3.20 ms  {full}\n")), "{out}");
+    assert!(!out.contains("share a short name"), "{out}");
+    let (_, out, _) = tracer(&["report", p, "--names", "mangled"]);
+    assert!(out.contains(&format!("    2880   3.20 ms  {raw}\n")), "{out}");
+    let (_, out2, _) = tracer(&["report", p, "--mangled"]);
+    assert_eq!(out2, out);
     let (_, out, _) = tracer(&["report", p, "--json"]);
     let r: Value = serde_json::from_str(&out).unwrap();
+    let k = &r["top_by_count"][1];
     assert_eq!(
-        (r["top_by_count"][1]["kernel"].as_str(), r["top_by_count"][1]["demangled"].as_str()),
-        (Some(raw), Some(readable))
+        (k["kernel"].as_str(), k["demangled"].as_str(), k["short"].as_str()),
+        (Some(raw), Some(full), Some(short))
     );
     let (_, out, _) = tracer(&["summary", p]);
-    assert!(out.contains(&format!("      2880  {readable}\n")), "{out}");
-    let (_, out, _) = tracer(&["summary", p, "--mangled"]);
+    assert!(out.contains(&format!("      2880  {short}\n")), "{out}");
+    let (_, out, _) = tracer(&["summary", p, "--names", "full"]);
+    assert!(out.contains(&format!("      2880  {full}\n")), "{out}");
+    let (_, out, _) = tracer(&["summary", p, "--names", "mangled"]);
     assert!(out.contains(&format!("      2880  {raw}\n")), "{out}");
+    let (rc, _, err) = tracer(&["summary", p, "--names", "pretty"]);
+    assert_eq!(rc, 2, "{err}");
+}
+
+/// Summary, report and gaps lines are at most 160 columns on every
+/// committed trace (short names, columns as wide as their contents, prose
+/// wrapped).
+#[test]
+fn summary_report_and_gaps_fit_160_columns() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut traces: Vec<std::path::PathBuf> = Vec::new();
+    for dir in ["traces", "docs/graphs", "docs/multi-gpu"] {
+        for e in std::fs::read_dir(repo.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let n = p.to_string_lossy().to_string();
+            if n.ends_with(".jsonl.gz") || n.ends_with(".jsonl.zst") || n.ends_with(".rec") {
+                traces.push(p);
+            }
+        }
+    }
+    traces.sort();
+    assert_eq!(traces.len(), 16, "{traces:?}");
+    for t in &traces {
+        for cmd in ["summary", "report", "gaps"] {
+            let (rc, out, err) = tracer(&[cmd, t.to_str().unwrap()]);
+            assert_eq!(rc, 0, "{cmd} {}: {err}", t.display());
+            let widest = out.lines().map(|l| l.chars().count()).max().unwrap();
+            assert!(widest <= 160, "{cmd} {}: a line of {widest} columns:\n{out}", t.display());
+            assert!(widest >= 100, "{cmd} {}: {widest}", t.display());
+        }
+    }
 }

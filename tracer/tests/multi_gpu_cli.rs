@@ -71,7 +71,11 @@ fn trace_file() -> PathBuf {
     lines.push(r#"{"type":"footer","calls":12}"#.to_string());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("multi-gpu");
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("two_gpus.jsonl");
+    // one file per test: the tests run in parallel, and rewriting one shared
+    // file let a reader see it empty
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = dir.join(format!("two_gpus_{}_{n}.jsonl", std::process::id()));
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
     p
 }
@@ -205,4 +209,43 @@ fn perfetto_has_a_process_per_gpu_with_each_process_streams() {
     tracks.sort();
     let names: Vec<(u64, &str)> = tracks.iter().map(|(d, n)| (*d, n.split(" stream").next().unwrap())).collect();
     assert_eq!(names, [(0, "pid 10"), (0, "pid 30"), (1, "pid 20"), (1, "pid 30")], "{tracks:?}");
+}
+
+/// The committed two-rank job: the iteration table says whose iteration
+/// each row is (ranks 0 and 1 both run iterations 0, 1, 2), and the energy
+/// cells that cover only part of their period say so and are explained.
+#[test]
+fn two_rank_iterations_have_a_rank_column_and_energy_marks_are_explained() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/multi-gpu/tp.jsonl.zst");
+    let (rc, out, err) = tracer(&["report", p.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("iteration ")).unwrap();
+    assert!(lines[head].starts_with("iteration  rank       time"), "{}", lines[head]);
+    let rows: Vec<(String, String)> = lines[head + 1..head + 7]
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = [("0", "0"), ("1", "0"), ("2", "0"), ("0", "1"), ("1", "1"), ("2", "1")]
+        .iter()
+        .map(|(i, r)| (i.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(rows, want);
+    assert!(lines[head + 7].is_empty());
+    assert!(
+        out.contains("gpu 0                      50.057 s     45317  7.790 s     15.6  ≥ 6192.44 J (99.9% sampled)\n"),
+        "{out}"
+    );
+    assert!(!out.contains(")?"), "an unexplained mark: {out}");
+    assert!(
+        out.contains("\nnote: energy \"≥ X J (N% sampled)\": the NVML samples cover only that share of the period"),
+        "{out}"
+    );
+    // JSON: the rank of each iteration row
+    let r = json_of(&["report", p.to_str().unwrap(), "--json"]);
+    let ranks: Vec<u64> = r["iterations"].as_array().unwrap().iter().map(|x| x["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 0, 0, 1, 1, 1]);
 }

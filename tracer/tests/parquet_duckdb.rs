@@ -51,12 +51,17 @@ fn json_of(args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("tracer {args:?}: {e}"))
 }
 
+/// The number of named kernels `summary --json` lists.
+fn kernels_in(summary: &Value) -> usize {
+    summary["kernels"].as_array().unwrap().len()
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
 /// Exports traces/NAME into ROOT/fleet/HOST with `--host HOST`; returns
-/// NAME and tracer's `summary --json`, `report --json --mangled` and `gaps
+/// NAME and tracer's `summary --json`, `report --json` and `gaps
 /// --json` (None: no GPU work, which `gaps` refuses).
 fn export_and_report(repo: &Path, root: &Path, name: &str, host: &str) -> (String, Value, Value, Option<Value>) {
     let trace = repo.join("traces").join(name).to_string_lossy().into_owned();
@@ -69,12 +74,7 @@ fn export_and_report(repo: &Path, root: &Path, name: &str, host: &str) -> (Strin
         (_, _, err) if err.contains("no GPU work") => None,
         (code, _, err) => panic!("gaps {name}: exit {code}: {err}"),
     };
-    (
-        name.to_string(),
-        json_of(&["summary", &trace, "--json"]),
-        json_of(&["report", &trace, "--json", "--mangled"]),
-        gaps,
-    )
+    (name.to_string(), json_of(&["summary", &trace, "--json"]), json_of(&["report", &trace, "--json"]), gaps)
 }
 
 #[test]
@@ -150,7 +150,14 @@ fn duckdb_counts_equal_tracer_reports() {
         for row in report["top_by_count"].as_array().unwrap() {
             let k = row["kernel"].as_str().unwrap();
             assert_eq!(u(&g["kernels_ok"][k]), u(&row["launches"]), "{ctx}: successful launches of {k} vs report");
+            // the report's spellings of the kernel are the Parquet columns'
+            if k != "(unnamed handle)" {
+                let full = row["demangled"].as_str().unwrap_or(k);
+                assert_eq!(g["spellings"][k], json!([full, row["short"]]), "{ctx}: spellings of {k}");
+            }
         }
+        // one spelling per kernel (DISTINCT gave one row each)
+        assert_eq!(g["spellings"].as_object().unwrap().len(), kernels_in(summary), "{ctx}: kernels with spellings");
         for (k, n) in g["kernels_ok"].as_object().unwrap().iter().filter(|(k, _)| *k != "(unnamed handle)") {
             let e = fleet_kernels.entry(k.clone()).or_default();
             e.0 += u(n);

@@ -32,13 +32,17 @@ fn plot_simple_recording() {
         }
     }
     assert_eq!(listed, expect);
-    // One thread row, no GPU rows, no power panel, one legend line: 1000 × 306.
-    assert_eq!(png_size(&dir.join("simple_inference_timeline.png")), (1000, 306));
+    // One thread row, one GPU row, no power panel, one legend line, the
+    // start-up note and the line naming the phases too narrow to label: 1000 × 345.
+    assert_eq!(png_size(&dir.join("simple_inference_timeline.png")), (1000, 345));
     assert_eq!(png_size(&dir.join("simple_inference_gaps.png")).0, 1000);
     let svg = std::fs::read_to_string(dir.join("simple_inference_timeline.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("tid 409 (main) · 1,941 calls"), "thread label missing");
     assert!(svg.contains("time since start of trace (s)"));
+    assert!(svg.contains("Start-up not drawn: the first 6.2 s of the trace, before the first GPU work"), "{svg}");
+    assert!(svg.contains("Phases too narrow here for their names (left to right): startup, warmup."), "{svg}");
+    assert!(svg.contains("GPU 0 · legacy default (bound)"), "stream named");
 
     let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
         .args(["plot", trace, "--format", "png", "--from", "5.8", "--to", "6.5", "-o"])

@@ -31,11 +31,15 @@ fn complete(script: &str, words: &[&str]) -> Vec<String> {
     let f = dir.join("tracer.bash");
     std::fs::write(&f, script).unwrap();
     let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    // bash calls a completion function with the command, the word being
+    // completed and the word before it
     let prog = format!(
-        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _tracer; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _tracer tracer '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         f.display(),
         quoted.join(" "),
-        words.len() - 1
+        words.len() - 1,
+        words[words.len() - 1],
+        words[words.len() - 2]
     );
     let o = Command::new("bash").arg("-c").arg(prog).current_dir(&dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -46,28 +50,43 @@ fn complete(script: &str, words: &[&str]) -> Vec<String> {
 #[test]
 fn bash_completion_completes_subcommands_options_and_values() {
     let script = tracer(&["completions", "bash"]);
+    assert!(script.contains("_tracer_options() {"), "clap_complete's function: {script}");
     assert_eq!(complete(&script, &["tracer", "pl"]), ["plot"]);
     assert_eq!(complete(&script, &["tracer", "plot", "--format", ""]), ["png", "svg", "both"]);
     assert_eq!(complete(&script, &["tracer", "report", "--t"]), ["--timeline", "--to"]);
     assert_eq!(complete(&script, &["tracer", "report", "--timeline", "b"]), ["bound"]);
-    assert_eq!(complete(&script, &["tracer", "summary", "--"]), ["--json", "--mangled", "--help"]);
+    assert_eq!(complete(&script, &["tracer", "report", "--names", ""]), ["short", "full", "mangled"]);
+    assert_eq!(complete(&script, &["tracer", "summary", "--n"]), ["--names"]);
     assert_eq!(complete(&script, &["tracer", "--ret"]), ["--returns"]);
+    // hidden options (benchmark switches, old aliases) are not offered
+    assert!(complete(&script, &["tracer", "--bench"]).is_empty());
+    assert_eq!(complete(&script, &["tracer", "report", "--m"]), Vec::<String>::new());
     // After `--` the words are the command's: files, not tracer's options.
     assert!(complete(&script, &["tracer", "--", "--"]).is_empty());
     assert_eq!(complete(&script, &["tracer", "--", "tracer.b"]), ["tracer.bash"]);
     let zsh = tracer(&["completions", "zsh"]);
-    assert!(zsh.starts_with("#compdef tracer\n") && zsh.ends_with(&script));
+    assert!(zsh.starts_with("#compdef tracer\n"), "{zsh}");
+    for s in SUBCOMMANDS {
+        assert!(zsh.contains(&format!("'{s}:")), "zsh: {s}");
+    }
+    assert!(!zsh.contains("bench-probe") && !zsh.contains("--mangled"), "zsh offers a hidden option");
     let fish = tracer(&["completions", "fish"]);
     for s in SUBCOMMANDS {
-        assert!(fish.contains(&format!("complete -c tracer -n __fish_use_subcommand -f -a {s} -d ")), "{s}");
+        assert!(
+            fish.contains(&format!("complete -c tracer -n \"__fish_tracer_needs_command\" -a \"{s}\" -d ")),
+            "fish: {s}"
+        );
     }
-    assert!(fish.contains("complete -c tracer -n '__fish_seen_subcommand_from plot' -l format -x -a 'png svg both'"));
+    assert!(fish.contains(
+        "complete -c tracer -n \"__fish_tracer_using_subcommand plot\" -l format -d 'Image format' -r -f -a"
+    ));
+    assert!(!fish.contains("bench-probe") && !fish.contains("-l mangled"), "fish offers a hidden option");
 }
 
 #[test]
 fn man_page_formats_cleanly_and_lists_every_subcommand() {
     let page = tracer(&["man"]);
-    assert!(page.starts_with(".TH TRACER 1 "), "{}", &page[..80]);
+    assert!(page.contains("\n.TH tracer 1 "), "{}", &page[..200]);
     for s in SUBCOMMANDS {
         assert!(page.contains(&format!("\n.SS tracer {s}\n")), "{s}");
     }

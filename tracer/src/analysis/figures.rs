@@ -190,16 +190,11 @@ pub fn energy_text(e: &Option<Energy>) -> String {
             let pct = (1000.0 * e.covered_share).floor() / 10.0;
             format!("≥ {:.2} J ({pct:.1}% sampled)", e.joules)
         }
-        Some(e) if e.uncertain => format!("{:.2} J ±{:.2}?", e.joules, e.uncertainty_j),
+        Some(e) if e.uncertain => format!("{:.2} J ±{:.2}", e.joules, e.uncertainty_j),
         Some(e) => format!("{:.2} J", e.joules),
         None => "-".into(),
     }
 }
-
-/// The note under a table with an [`energy_text`] of a partly sampled period.
-pub const PARTLY_SAMPLED_NOTE: &str = "energy ≥ X (N% sampled): NVML samples cover only N % of the period (sampling \
-                                       starts after the trace begins or stops before it ends); X is the energy of the \
-                                       sampled part, a lower bound";
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,7 @@ pub mod filter;
 pub mod gap_causes;
 pub mod gaps;
 pub mod ioctl_report;
+pub mod kernel_names;
 pub mod model;
 pub mod per_gpu;
 pub mod phases;
@@ -52,8 +53,11 @@ pub mod sampled;
 mod scan_tests;
 pub mod side_summary;
 pub mod stats;
+pub mod stream_names;
 pub mod summary;
+pub mod text_table;
 pub mod timeline;
+pub mod verdict;
 
 /// One CPU slice: a driver call on a thread.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,9 +10,11 @@ use super::basis::IdleBasis;
 use super::energy::{self, Energy, EnergySeries};
 use super::figures::{self, SyncTime};
 use super::gaps::fmt_ns;
+use super::kernel_names::NameStyle;
 use super::model::{Kind, NO_STR, Trace};
 use super::phases::Phases;
 use super::stats::{covered, union};
+use super::text_table::{Align, Table};
 use super::timeline::{Source, Timeline, WorkKind};
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -72,6 +74,9 @@ pub struct PeriodRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_shared_j: Option<f64>,
     pub tokens: Option<u64>,
+    /// The process's rank in a distributed job (its exec line's RANK).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u64>,
     pub joules_per_token: Option<f64>,
     pub ms_per_token: Option<f64>,
 }
@@ -80,9 +85,11 @@ pub struct PeriodRow {
 pub struct KernelRow {
     /// As recorded (mangled for C++).
     pub kernel: String,
-    /// The readable name, where the caller demangled it ([`Report::demangle`]).
+    /// The whole demangled name (C++ kernels only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub demangled: Option<String>,
+    /// The base name, template arguments elided (analysis/kernel_names.rs).
+    pub short: String,
     pub launches: u64,
     /// GPU time from the timeline (None for the `bound` timeline).
     pub gpu_ns: Option<u64>,
@@ -99,6 +106,13 @@ pub struct LossRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub trace: String,
+    /// Text printed right under the title (the caller's verdict,
+    /// analysis/verdict.rs, which reads this report).
+    #[serde(skip)]
+    pub lead: String,
+    /// How the text names kernels (`--names`); the JSON has every spelling.
+    #[serde(skip)]
+    pub names: NameStyle,
     pub command: Option<String>,
     pub gpu: Option<String>,
     pub span_ns: u64,
@@ -218,6 +232,8 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
     });
     Report {
         trace: t.path.clone(),
+        lead: String::new(),
+        names: NameStyle::Short,
         command: t
             .header
             .as_ref()
@@ -257,11 +273,15 @@ impl Report {
     pub fn kernel_names(&self) -> Vec<&str> {
         self.top_by_count.iter().chain(&self.top_by_gpu_time).map(|k| k.kernel.as_str()).collect()
     }
+}
 
-    /// Sets each top kernel's readable name from `names` (mangled -> demangled).
-    pub fn demangle(&mut self, names: &std::collections::HashMap<String, String>) {
-        for k in self.top_by_count.iter_mut().chain(self.top_by_gpu_time.iter_mut()) {
-            k.demangled = names.get(&k.kernel).cloned();
+impl KernelRow {
+    /// The name in the spelling `style`.
+    pub fn name(&self, style: NameStyle) -> &str {
+        match style {
+            NameStyle::Mangled => &self.kernel,
+            NameStyle::Full => self.demangled.as_deref().unwrap_or(&self.kernel),
+            NameStyle::Short => &self.short,
         }
     }
 }
@@ -330,6 +350,7 @@ impl Rows<'_> {
             energy,
             energy_shared_j: None,
             tokens,
+            rank: self.t.rank(pid),
         }
     }
 
@@ -381,8 +402,9 @@ fn top_kernels(t: &Trace, tl: &Timeline) -> (Vec<KernelRow>, Vec<KernelRow>) {
     }
     let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
     let mk = |k: u32| KernelRow {
+        demangled: super::kernel_names::demangle(&kname(k)),
+        short: super::kernel_names::display(&kname(k), NameStyle::Short).into_owned(),
         kernel: kname(k),
-        demangled: None,
         launches: by_count.get(&k).copied().unwrap_or(0),
         gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
     };
@@ -474,16 +496,15 @@ fn bytes(b: u64) -> String {
 /// The title of the per-process table.
 const PROCESS_TITLE: &str = "process";
 
-fn energy_cell(e: &Option<Energy>) -> String {
-    figures::energy_text(e)
+/// A share below 1 as a percentage that never reads "100%".
+fn share_pct(x: f64) -> String {
+    let p = 100.0 * x;
+    if p >= 99.95 { ">99.9%".into() } else { format!("{p:.1}%") }
 }
 
-/// Whether any energy figure of the report covers only part of its period.
-fn partly_sampled(r: &Report) -> bool {
-    let part = |e: &Option<Energy>| e.as_ref().is_some_and(|e| e.covered_share < 1.0);
-    r.phases.iter().chain(&r.iterations).chain(&r.per_process).any(|p| part(&p.energy))
-        || r.per_gpu.iter().any(|g| part(&g.energy))
-        || part(&r.energy_total)
+/// An energy figure; a part-sampled or short period says so (explained by [`energy_legend`]).
+fn energy_cell(e: &Option<Energy>) -> String {
+    figures::energy_text(e)
 }
 
 /// The rows per GPU and per process on each GPU.
@@ -491,34 +512,67 @@ fn gpu_table(s: &mut String, r: &Report, bound: bool) {
     if r.per_gpu.is_empty() {
         return;
     }
-    let _ = writeln!(
-        s,
-        "\nper GPU, from its first GPU work to its last (the GPU window, as in `tracer gaps`)\n{:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
-        "GPU (process)",
-        "GPU window",
-        "launches",
-        if bound { "idle ≥" } else { "GPU busy" },
-        if bound { "idle% ≥" } else { "idle %" },
-        "energy"
-    );
+    s.push_str("\nper GPU, from its first GPU work to its last (the GPU window, as in `tracer gaps`)");
+    let mut tb = Table::new(&[
+        ("GPU (process)", Align::Left),
+        ("GPU window", Align::Right),
+        ("launches", Align::Right),
+        (if bound { "idle ≥" } else { "GPU busy" }, Align::Right),
+        (if bound { "idle% ≥" } else { "idle %" }, Align::Right),
+        ("energy", Align::Right),
+    ]);
     for g in &r.per_gpu {
         let name = match g.pid {
             None => format!("gpu {}", g.device),
             Some(p) => {
                 let n = r.processes.iter().find(|(q, _)| *q == p).map_or("", |(_, n)| n.as_str());
-                format!("  pid {p} {n}").chars().take(28).collect()
+                format!("  pid {p} {n}")
             }
         };
-        let _ = writeln!(
-            s,
-            "{name:<28} {:>11} {:>8} {:>11} {:>8} {:>16}",
+        tb.row(vec![
+            name,
             fmt_ns(g.end - g.start),
-            g.launches,
+            g.launches.to_string(),
             g.busy_ns.or(g.idle_lower_bound_ns).map_or("-".into(), fmt_ns),
             g.idle_share.or(g.idle_share_lower_bound).map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
-            if g.pid.is_some() { String::new() } else { energy_cell(&g.energy) }
+            if g.pid.is_some() { String::new() } else { energy_cell(&g.energy) },
+        ]);
+    }
+    s.push('\n');
+    tb.render(s);
+}
+
+/// The lines that explain the marks of [`energy_cell`], for those that appear in the report.
+pub fn energy_legend(r: &Report) -> Vec<String> {
+    let all = r
+        .phases
+        .iter()
+        .chain(&r.iterations)
+        .chain(&r.per_process)
+        .filter_map(|p| p.energy.as_ref())
+        .chain(r.per_gpu.iter().filter_map(|g| g.energy.as_ref()))
+        .chain(r.energy_total.as_ref());
+    let (mut part, mut unsure) = (false, false);
+    for e in all {
+        part |= e.covered_share < 1.0;
+        unsure |= e.covered_share >= 1.0 && e.uncertain;
+    }
+    let mut v = Vec::new();
+    if part {
+        v.push(
+            "energy \"≥ X J (N% sampled)\": the NVML samples cover only that share of the period (it began before the \
+             first sample or ended after the last); X is the energy of the sampled part, a lower bound"
+                .to_string(),
         );
     }
+    if unsure {
+        v.push(
+            "energy \"±X\": the period is shorter than two updates of the GPU's energy counter; X is one update's \
+             worth of energy at the period's mean power"
+                .to_string(),
+        );
+    }
+    v
 }
 
 pub fn render(r: &Report) -> String {
@@ -527,13 +581,14 @@ pub fn render(r: &Report) -> String {
     if let Some(c) = &r.command {
         let _ = writeln!(s, "command: {c}");
     }
+    s.push_str(&r.lead);
     let _ = writeln!(
         s,
         "{} over {}, {}; GPU: {}",
         if r.truncated { "cut-off trace" } else { "trace" },
         fmt_ns(r.span_ns),
         processes_line(r),
-        r.gpu.as_deref().unwrap_or("?")
+        r.gpu.as_deref().unwrap_or("unknown (not in the trace's header)")
     );
     let t = &r.total;
     let _ = writeln!(
@@ -589,55 +644,68 @@ pub fn render(r: &Report) -> String {
         // Process rows: the energy attributed to the process, and the
         // energy of the time it shared the GPU.
         let per_process = title == PROCESS_TITLE;
-        let _ = writeln!(
-            s,
-            "\n{title:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}{}",
-            "time",
-            "calls",
-            "ioctls",
-            "launches",
-            "kernels",
-            "sync",
-            if bound { "idle ≥" } else { "GPU busy" },
-            if bound { "idle% ≥" } else { "idle %" },
-            if per_process { "own energy" } else { "energy" },
-            if tokens {
-                "   tokens  ms/token  J/token"
-            } else if per_process {
-                "   shared energy"
-            } else {
-                ""
-            }
-        );
+        // Rows of several processes (a distributed job's iterations): say whose.
+        let ranked = !per_process && rows.iter().any(|p| p.rank.is_some());
+        let pids: std::collections::BTreeSet<u32> = rows.iter().map(|p| p.pid).collect();
+        let by_pid = !per_process && !ranked && pids.len() > 1;
+        let mut tb = Table::new(&[(title, Align::Left)]);
+        if ranked {
+            tb.column("rank", Align::Right);
+        } else if by_pid {
+            tb.column("pid", Align::Right);
+        }
+        for (h, a) in [
+            ("time", Align::Right),
+            ("calls", Align::Right),
+            ("ioctls", Align::Right),
+            ("launches", Align::Right),
+            ("kernels", Align::Right),
+            ("sync", Align::Right),
+            (if bound { "idle ≥" } else { "GPU busy" }, Align::Right),
+            (if bound { "idle% ≥" } else { "idle %" }, Align::Right),
+            (if per_process { "own energy" } else { "energy" }, Align::Right),
+        ] {
+            tb.column(h, a);
+        }
+        if tokens {
+            tb.column("tokens", Align::Right);
+            tb.column("ms/token", Align::Right);
+            tb.column("J/token", Align::Right);
+        } else if per_process {
+            tb.column("shared energy", Align::Right);
+        }
         for p in rows {
             let c = &p.counts;
-            let _ = write!(
-                s,
-                "{:<14} {:>11} {:>8} {:>7} {:>8} {:>8} {:>11} {:>11} {:>7} {:>16}",
-                p.name.chars().take(14).collect::<String>(),
+            let mut cells = vec![p.name.clone()];
+            if ranked {
+                cells.push(p.rank.map_or("-".into(), |r| r.to_string()));
+            } else if by_pid {
+                cells.push(p.pid.to_string());
+            }
+            cells.extend([
                 fmt_ns(p.dur_ns),
-                c.calls,
-                c.ioctls,
-                c.launches,
-                c.distinct_kernels,
+                c.calls.to_string(),
+                c.ioctls.to_string(),
+                c.launches.to_string(),
+                c.distinct_kernels.to_string(),
                 fmt_ns(c.sync_ns),
                 p.gpu_busy_ns.or(p.gpu_idle_lower_bound_ns).map_or("-".into(), fmt_ns),
                 p.gpu_idle_share.or(p.gpu_idle_share_lower_bound).map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
-                energy_cell(&p.energy)
-            );
+                energy_cell(&p.energy),
+            ]);
             if tokens {
-                let _ = write!(
-                    s,
-                    " {:>8} {:>9} {:>8}",
+                cells.extend([
                     p.tokens.map_or("-".into(), |x| x.to_string()),
                     p.ms_per_token.map_or("-".into(), |x| format!("{x:.2}")),
-                    p.joules_per_token.map_or("-".into(), |x| format!("{x:.3}"))
-                );
+                    p.joules_per_token.map_or("-".into(), |x| format!("{x:.3}")),
+                ]);
             } else if per_process {
-                let _ = write!(s, " {:>16}", p.energy_shared_j.map_or("-".into(), |j| format!("{j:.2} J")));
+                cells.push(p.energy_shared_j.map_or("-".into(), |j| format!("{j:.2} J")));
             }
-            let _ = writeln!(s);
+            tb.row(cells);
         }
+        s.push('\n');
+        tb.render(s);
         if per_process && power {
             let _ = writeln!(
                 s,
@@ -679,14 +747,31 @@ pub fn render(r: &Report) -> String {
         if rows.is_empty() {
             return;
         }
-        let _ = writeln!(s, "\n{title}\n{:>9} {:>12}  kernel", "launches", "GPU time");
+        let _ = writeln!(s, "\n{title}");
+        let mut tb = Table::new(&[("launches", Align::Right), ("GPU time", Align::Right), ("kernel", Align::Left)]);
         for k in rows {
-            let name = k.demangled.as_deref().unwrap_or(&k.kernel);
-            let _ = writeln!(s, "{:>9} {:>12}  {name}", k.launches, k.gpu_ns.map_or("-".into(), fmt_ns));
+            tb.row(vec![k.launches.to_string(), k.gpu_ns.map_or("-".into(), fmt_ns), k.name(r.names).to_string()]);
         }
+        tb.render(s);
     };
     kt(&mut s, "top kernels by launches", &r.top_by_count);
     kt(&mut s, "top kernels by GPU time", &r.top_by_gpu_time);
+    if r.names == NameStyle::Short {
+        // templates of one kernel read alike when short: say which, and how to tell them apart
+        let mut by_short: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for k in r.top_by_count.iter().chain(&r.top_by_gpu_time) {
+            by_short.entry(&k.short).or_default().insert(&k.kernel);
+        }
+        let shared: Vec<String> =
+            by_short.iter().filter(|(_, v)| v.len() > 1).map(|(n, v)| format!("{n} ({} kernels)", v.len())).collect();
+        if !shared.is_empty() {
+            let _ = writeln!(
+                s,
+                "several kernels above share a short name: {}; --names full tells them apart",
+                shared.join(", ")
+            );
+        }
+    }
     if let Some(e) = &r.energy_total {
         let _ = writeln!(s, "\nenergy over the trace: {} ({})", energy_cell(&Some(e.clone())), e.method);
     }
@@ -701,13 +786,13 @@ pub fn render(r: &Report) -> String {
             format!("; sequence gaps: {}", v.join(", "))
         }
     );
-    if partly_sampled(r) {
-        let _ = writeln!(s, "note: {}", figures::PARTLY_SAMPLED_NOTE);
+    for n in energy_legend(r) {
+        let _ = writeln!(s, "note: {n}");
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
-    s
+    super::text_table::wrap(&s, super::text_table::MAX_COLUMNS, 2)
 }
 
 #[cfg(test)]
@@ -763,9 +848,9 @@ mod tests {
         assert!((r.energy_total.as_ref().unwrap().joules - 10.0).abs() < 1e-9);
         let text = render(&r);
         let head = text.lines().find(|l| l.starts_with("process ")).unwrap_or_else(|| panic!("{text}"));
-        assert!(head.ends_with("own energy   shared energy"), "{head}");
+        assert!(head.ends_with("own energy  shared energy"), "{head}");
         let row = text.lines().find(|l| l.contains(" 2.00 J")).unwrap_or_else(|| panic!("{text}"));
-        assert!(row.ends_with("2.00 J           1.00 J"), "{row}");
+        assert!(row.ends_with("2.00 J         1.00 J"), "{row}");
         assert!(text.contains("\nown energy: the GPU's while only that process had work on it;"), "{text}");
         // Phase rows keep the GPU's energy and no shared column.
         assert!(r.phases.iter().all(|p| p.energy_shared_j.is_none()));
@@ -890,7 +975,7 @@ mod tests {
         assert_eq!(
             line,
             "trace over 1.0 µs, 4 processes, 2 with CUDA calls: 10 python3, 12 python3 (+ 2 other processes without \
-             CUDA calls); GPU: ?"
+             CUDA calls); GPU: unknown (not in the trace's header)"
         );
         let one = parse_str("p", &[exec(1, 10, "python3"), exec(2, 11, "gcc"), call(5, 10)].join("\n")).unwrap();
         let text = render(&build(&one, &phases(&one), &timeline::bound(&one)));

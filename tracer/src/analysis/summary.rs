@@ -422,12 +422,11 @@ impl Summary {
 
     /// The text summary, kernel names as recorded.
     pub fn render(&self) -> String {
-        self.render_with(&HashMap::new())
+        self.render_with(crate::analysis::kernel_names::NameStyle::Mangled)
     }
 
-    /// The text summary with the readable kernel names in `demangled`
-    /// (mangled -> demangled; others as recorded).
-    pub fn render_with(&self, demangled: &HashMap<String, String>) -> String {
+    /// The text summary with kernel names in the spelling `names`.
+    pub fn render_with(&self, names: crate::analysis::kernel_names::NameStyle) -> String {
         let mut s = String::new();
         let calls: u64 = self.funcs.values().map(|f| f.calls).sum();
         let span = self.span.span().map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
@@ -454,15 +453,25 @@ impl Summary {
         }
         let mut top: Vec<_> = self.funcs.iter().collect();
         top.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
-        let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", "function", "calls", "total ms", "max us", "errors");
+        use crate::analysis::text_table::{Align, Table};
+        let mut tb = Table::new(&[
+            ("function", Align::Left),
+            ("calls", Align::Right),
+            ("total ms", Align::Right),
+            ("max us", Align::Right),
+            ("errors", Align::Right),
+        ]);
         for (name, f) in top.iter().take(20) {
             // Entry-only functions (launches by default) have no duration.
             let (total, max) = match f.timed {
                 0 => ("–".to_string(), "–".to_string()),
                 _ => (format!("{:.3}", f.total_us / 1000.0), format!("{:.1}", f.max_us)),
             };
-            let _ = writeln!(s, "{:<44} {:>9} {:>12} {:>10} {:>7}", name, f.calls, total, max, f.errors);
+            // lines of a call type without a function name (a replayable recording's copy_data lines)
+            let name = if name.as_str() == "?" { "(lines without a function name)" } else { name.as_str() };
+            tb.row(vec![name.to_string(), f.calls.to_string(), total, max, f.errors.to_string()]);
         }
+        tb.render(&mut s);
         if top.len() > 20 {
             let _ = writeln!(s, "… {} more functions", top.len() - 20);
         }
@@ -474,8 +483,8 @@ impl Summary {
         if !k.is_empty() {
             let _ = writeln!(s, "top kernels by launches:");
             for (name, n) in k.iter().take(10) {
-                let name = demangled.get(*name).unwrap_or(name);
-                let _ = writeln!(s, "  {n:>8}  {name}");
+                let name = crate::analysis::kernel_names::display(name, names);
+                let _ = writeln!(s, "  {n:>8}  {name}{}", crate::analysis::text_table::KEEP);
             }
         }
         if !self.ioctls.is_empty() || !self.nv_file_ops.is_empty() {
@@ -539,7 +548,7 @@ impl Summary {
         } else if self.header.is_some() {
             let _ = writeln!(s, "no footer: the recording was cut short (tracer killed?)");
         }
-        s
+        crate::analysis::text_table::wrap(&s, crate::analysis::text_table::MAX_COLUMNS, 2)
     }
 }
 

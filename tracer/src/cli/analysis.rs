@@ -100,10 +100,16 @@ pub struct ReportArgs {
     /// JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
-    /// Kernel names as recorded (C++ names mangled), not demangled (with
-    /// --json: no `demangled` field).
-    #[arg(long)]
-    pub mangled: bool,
+    #[command(flatten)]
+    pub names: crate::cli::names::NamesOpt,
+    /// Also write the report as one self-contained HTML page (verdict, phases,
+    /// top kernels, idle gaps, a zoomable timeline, energy, ioctls); fetches
+    /// nothing from the network.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Overwrite the --html file if it exists.
+    #[arg(long, requires = "html")]
+    pub force: bool,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -135,6 +141,9 @@ pub struct ExportArgs {
     /// Parquet: this `host` column instead of the header's host.
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
+    /// Perfetto: how GPU slices name their kernels (Parquet has every spelling).
+    #[arg(long, value_enum, value_name = "STYLE", default_value_t = crate::cli::names::Names::Short)]
+    pub names: crate::cli::names::Names,
     #[command(flatten)]
     pub tl: TimelineOpts,
     #[command(flatten)]
@@ -256,27 +265,57 @@ pub fn gaps_cmd(a: &GapsArgs) -> anyhow::Result<()> {
         }
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", gaps::render(&r));
+        // prose at most 160 columns, as report and summary
+        let text = gaps::render(&r);
+        let max = crate::analysis::text_table::MAX_COLUMNS;
+        print!("{}", crate::analysis::text_table::wrap(&text, max, 2));
     }
     Ok(())
 }
 
 pub fn report_cmd(a: &ReportArgs) -> anyhow::Result<()> {
     check(&a.tl, &a.trace)?;
+    if let Some(p) = &a.html
+        && p.exists()
+        && !a.force
+    {
+        bail!("output file {} exists (use --force to overwrite)", p.display());
+    }
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let mut r = report::build(&t, &ph, &tl);
-    if !a.mangled {
-        match crate::cli::demangle::demangle(r.kernel_names()) {
-            Ok(m) => r.demangle(&m),
-            Err(e) => eprintln!("tracer: {e}"),
-        }
+    r.names = a.names.style();
+    let verdict = crate::analysis::verdict::judge(&t, &tl, &r);
+    if let Some(v) = &verdict {
+        crate::analysis::verdict::render(v, &mut r.lead);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        /// The report with its verdict first.
+        #[derive(serde::Serialize)]
+        struct WithVerdict<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            verdict: Option<&'a crate::analysis::verdict::Verdict>,
+            #[serde(flatten)]
+            report: &'a report::Report,
+        }
+        println!("{}", serde_json::to_string_pretty(&WithVerdict { verdict: verdict.as_ref(), report: &r })?);
     } else {
         print!("{}", report::render(&r));
+    }
+    if let Some(path) = &a.html {
+        let started = std::time::Instant::now();
+        let g = (tl.interval_count() > 0).then(|| gaps::analyze(&t, &tl, &ph, &gaps::GapOptions::default()));
+        let page = crate::export::html::render(&t, &r, &tl, verdict.as_ref(), g.as_ref());
+        let mut f = OutFile::create(path, a.force)?;
+        f.write_all(page.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        f.finish(path)?;
+        eprintln!(
+            "wrote {} ({:.1} MB in {:.2} s); open it in a browser",
+            path.display(),
+            page.len() as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }
@@ -314,14 +353,22 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     let tl = timeline_for(&t, &a.tl)?;
     let ph = phases::phases(&t);
     let out = a.output.clone().unwrap_or_else(|| default_export_path(&a.trace));
+    let names = crate::cli::names::NamesOpt { names: a.names, mangled: false }.style();
     let mut progress = Progress::new(perfetto::estimated_events(&t, &tl), "writing");
     let mut tick = |n: u64| progress.set(n);
     let n = if out.as_os_str() == "-" {
         let stdout = std::io::stdout().lock();
-        perfetto::export_with_progress(&t, &ph, &tl, std::io::BufWriter::with_capacity(1 << 20, stdout), &mut tick)?
+        perfetto::export_with_progress(
+            &t,
+            &ph,
+            &tl,
+            std::io::BufWriter::with_capacity(1 << 20, stdout),
+            names,
+            &mut tick,
+        )?
     } else {
         let mut f = OutFile::create(&out, a.force)?;
-        let n = perfetto::export_with_progress(&t, &ph, &tl, &mut f, &mut tick)
+        let n = perfetto::export_with_progress(&t, &ph, &tl, &mut f, names, &mut tick)
             .with_context(|| format!("writing {}", out.display()))?;
         f.finish(&out)?;
         eprintln!(

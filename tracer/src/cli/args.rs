@@ -5,13 +5,19 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use super::names::{Names, NamesOpt};
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tracer",
     version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TRACER_GIT_COMMIT"), ")"),
     about = "Record every CUDA driver call of a process tree with eBPF",
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  sudo tracer -- python3 infer.py          record into trace_<time>.jsonl\n  \
+                  sudo tracer --gpu-timestamps -o run.jsonl -- python3 infer.py\n  \
+                  tracer report run.jsonl                  what bounds each phase\n  \
+                  tracer gaps run.jsonl                    GPU idle gaps and what the CPU did meanwhile"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -28,15 +34,15 @@ pub enum Command {
     /// (per process and GPU); optionally duty-cycled trace files (docs/agent.md).
     Agent(crate::cli::agent::AgentArgs),
     /// Print the summary of a recorded trace (.jsonl, .jsonl.gz or .jsonl.zst).
+    #[command(after_help = "Examples:\n  tracer summary run.jsonl.gz\n  tracer summary run.jsonl --names full --json")]
     Summary {
         /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
         /// JSON instead of text (every function and kernel).
         #[arg(long)]
         json: bool,
-        /// Kernel names as recorded (C++ names mangled), not demangled.
-        #[arg(long)]
-        mangled: bool,
+        #[command(flatten)]
+        names: NamesOpt,
     },
     /// Analyze the ioctls a trace recorded with --ioctls: counts and times per
     /// escape, RM control command, class, CUDA call and phase; errors.
@@ -55,6 +61,9 @@ pub enum Command {
     /// Draw a trace: timeline (calls per thread, GPU busy per stream, phases,
     /// power), idle-gap histogram, time and energy per phase (PNG and/or SVG);
     /// with --compare, recorded vs replayed GPU timelines side by side.
+    #[command(
+        after_help = "Examples:\n  tracer plot run.jsonl -o plots/\n  tracer plot run.jsonl --from 20 --to 22.5 --format png"
+    )]
     Plot {
         /// Trace file (.jsonl, .jsonl.gz, .jsonl.zst, a NAME.rec directory; - for stdin).
         trace: PathBuf,
@@ -91,11 +100,21 @@ pub enum Command {
     /// GPU idle gaps per GPU and per process: count, share of wall time,
     /// histogram, percentiles, long gaps and what the CPU did meanwhile, the
     /// time a second tenant could use (docs/gaps.md).
+    #[command(
+        after_help = "Examples:\n  tracer gaps run.jsonl\n  tracer gaps run.jsonl --phase generate --threshold-us 50"
+    )]
     Gaps(crate::cli::analysis::GapsArgs),
-    /// Time, calls, kernels, synchronization, memory and energy per phase and
+    /// What bounds each phase (launch/host, synchronization, GPU, transfers);
+    /// time, calls, kernels, synchronization, memory and energy per phase and
     /// iteration; top kernels by count and GPU time; loss.
+    #[command(after_help = "Examples:\n  tracer report run.jsonl\n  tracer report run.jsonl --html run.html\n  \
+                      tracer report run.jsonl --json --names full")]
     Report(crate::cli::analysis::ReportArgs),
-    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON).
+    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON, Parquet).
+    #[command(
+        after_help = "Examples:\n  tracer export run.jsonl                  run.perfetto.json for ui.perfetto.dev\n  \
+                      tracer export run.jsonl --format parquet -o run.parquet/"
+    )]
     Export(crate::cli::analysis::ExportArgs),
     /// Derive a kernel-durations file from a trace's measured GPU activity.
     Calibrate(crate::cli::analysis::CalibrateArgs),
@@ -323,6 +342,9 @@ pub struct RecordArgs {
     /// Do not print the summary.
     #[arg(short, long)]
     pub quiet: bool,
+    /// How the summary prints kernel names: short (like Nsight's base names), full (demangled) or mangled.
+    #[arg(long, value_enum, value_name = "STYLE", default_value_t = Names::Short)]
+    pub names: Names,
     /// Do not sample GPU power, energy, clocks, utilization and temperature
     /// through NVML (docs/power.md).
     #[arg(long)]

@@ -14,10 +14,10 @@ pub mod agent;
 pub mod analysis;
 pub mod arg_checks;
 pub mod args;
-pub mod demangle;
 pub mod export_parquet;
 pub mod image;
 pub mod load;
+pub mod names;
 pub mod output;
 pub mod progress;
 pub mod record;
@@ -34,7 +34,7 @@ pub fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = args::Cli::try_parse().unwrap_or_else(|e| usage::exit_on_clap_error(e));
     let result = match cli.command {
-        Some(args::Command::Summary { trace, json, mangled }) => summary_cmd(&trace, json, mangled).map(|_| 0),
+        Some(args::Command::Summary { trace, json, names }) => summary_cmd(&trace, json, names.style()).map(|_| 0),
         Some(args::Command::Ioctls { trace, json }) => ioctls_cmd(&trace, json).map(|_| 0),
         Some(args::Command::Image(a)) => image::run(&a).map(|_| 0),
         Some(args::Command::Plot { trace, output, format, width, threads, from, to, compare, json }) => {
@@ -90,21 +90,18 @@ pub(crate) fn read_lines(
     Ok(())
 }
 
-fn summary_cmd(path: &std::path::Path, json: bool, mangled: bool) -> anyhow::Result<()> {
+fn summary_cmd(
+    path: &std::path::Path,
+    json: bool,
+    names: crate::analysis::kernel_names::NameStyle,
+) -> anyhow::Result<()> {
     let mut s = crate::analysis::summary::Summary::default();
     read_lines(path, |name, n, bytes, raw| s.add_checked(name, n, bytes, raw))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s.to_json())?);
         return Ok(());
     }
-    let names = match mangled {
-        true => Default::default(),
-        false => demangle::demangle(s.top_kernel_names()).unwrap_or_else(|e| {
-            eprintln!("tracer: {e}");
-            Default::default()
-        }),
-    };
-    print!("{}", s.render_with(&names));
+    print!("{}", s.render_with(names));
     Ok(())
 }
 

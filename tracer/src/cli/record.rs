@@ -102,7 +102,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         libcuda_path.as_deref().map(|p| (p, &symbols)),
     ));
     if scope.is_machine_wide() {
-        col.cgroups = Some(CgroupTable::new(cgroup_root(), loaded.pid_cgroup.take()));
+        col.cgroups = Some(CgroupTable::new(crate::collect::selection::cgroup_root(), loaded.pid_cgroup.take()));
     }
     announce(&args, &loaded, libcuda_path.as_deref(), &scope, &out_path);
 
@@ -191,14 +191,6 @@ fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded) -> Vec<Stri
 /// The process selection the arguments ask for.
 pub fn selection(args: &RecordArgs) -> Selection {
     Selection { system: args.system, cgroup: args.cgroup.clone() }
-}
-
-/// The cgroup2 mount (for the lines' cgroup ids), /sys/fs/cgroup if unknown.
-pub fn cgroup_root() -> PathBuf {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|m| crate::collect::selection::cgroup2_mount(&m).ok())
-        .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"))
 }
 
 /// Refuses arguments that cannot work, before anything is created.
@@ -635,9 +627,11 @@ fn report(
     exit: Option<spawn::ExitInfo>,
 ) -> i32 {
     if !args.quiet {
-        // Readable kernel names; without c++filt they stay as recorded.
-        let names = crate::cli::demangle::demangle(col.summary.top_kernel_names()).unwrap_or_default();
-        eprint!("{}", col.summary.render_with(&names));
+        // Readable kernel names (short, like Nsight's base names).
+        eprint!(
+            "{}",
+            col.summary.render_with(crate::cli::args::NamesOpt { names: args.names, mangled: false }.style())
+        );
         if let Some(g) = gpu {
             eprintln!("{}", g.lines.summary_line());
         }

@@ -181,6 +181,14 @@ pub fn target(root: &Path, arg: &Path) -> Result<CgroupTarget, String> {
     Ok(CgroupTarget { path: format!("/{}", parts.join("/")), id: meta.ino(), level: parts.len() as u32, dir })
 }
 
+/// The cgroup2 mount (for the lines' cgroup ids), /sys/fs/cgroup if unknown.
+pub fn cgroup_root() -> std::path::PathBuf {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|m| cgroup2_mount(&m).ok())
+        .unwrap_or_else(|| std::path::PathBuf::from("/sys/fs/cgroup"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

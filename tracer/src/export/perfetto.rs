@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use crate::analysis::basis::IdleBasis;
 use crate::analysis::energy;
+use crate::analysis::kernel_names::{self, NameStyle};
 use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
 use crate::analysis::timeline::{GpuInterval, Source, Timeline, WorkKind, link_measured_to_launches};
@@ -39,6 +40,9 @@ struct Out<'a, W: Write> {
     tick: &'a mut dyn FnMut(u64),
     /// The last synthetic track id handed out (starts at [`SYN_TID_BASE`]).
     syn: u64,
+    /// How GPU slices name their kernels, and the names so spelled (by id).
+    names: NameStyle,
+    spelled: HashMap<u32, String>,
 }
 
 impl<W: Write> Out<'_, W> {
@@ -102,7 +106,7 @@ impl Nest {
 
 /// Writes the trace as trace-event JSON; returns the number of events.
 pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io::Result<u64> {
-    export_with_progress(t, ph, tl, w, &mut |_| {})
+    export_with_progress(t, ph, tl, w, NameStyle::Short, &mut |_| {})
 }
 
 /// About how many events [`export`] writes (for progress).
@@ -117,10 +121,11 @@ pub fn export_with_progress<W: Write>(
     ph: &Phases,
     tl: &Timeline,
     w: W,
+    names: NameStyle,
     tick: &mut dyn FnMut(u64),
 ) -> std::io::Result<u64> {
     let t0 = t.span().map_or(0, |s| s.0);
-    let mut o = Out { w, first: true, t0, n: 0, tick, syn: SYN_TID_BASE };
+    let mut o = Out { w, first: true, t0, n: 0, tick, syn: SYN_TID_BASE, names, spelled: HashMap::new() };
     o.w.write_all(b"{\"traceEvents\":[\n")?;
     let threads = write_threads(&mut o, t)?;
     let mut nests: HashMap<(u32, u32), Nest> = HashMap::new();
@@ -348,7 +353,7 @@ fn write_gpu_tracks<W: Write>(
             let start = iv.start.max(prev_end);
             let end = iv.end.max(start);
             prev_end = end;
-            let name = interval_name(t, iv);
+            let name = interval_name(t, iv, o.names, &mut o.spelled);
             let (ts, dur) = (o.us(start), dur_us(end - start));
             let src = s.source.as_str();
             o.ev_with(|w| write_interval(w, iv, &name, src, gpid, tid, ts, dur))?;
@@ -384,12 +389,13 @@ fn gpu_process_label(tl: &Timeline) -> String {
     }
 }
 
-/// The slice name of a GPU interval: its kernel, "memcpy DIR", its kind, or "≤N ops pending".
-fn interval_name(t: &Trace, iv: &GpuInterval) -> String {
+/// The slice name of a GPU interval: its kernel (spelled `names`; kept in
+/// `spelled`), "memcpy DIR", its kind, or "≤N ops pending".
+fn interval_name(t: &Trace, iv: &GpuInterval, names: NameStyle, spelled: &mut HashMap<u32, String>) -> String {
     if iv.kind == WorkKind::Pending {
         format!("≤{} ops pending", iv.ops)
     } else if iv.name != NO_STR {
-        t.name(iv.name).to_string()
+        spelled.entry(iv.name).or_insert_with(|| kernel_names::display(t.name(iv.name), names).into_owned()).clone()
     } else if iv.kind == WorkKind::Memcpy
         && let Some(c) = t.calls.get(iv.call as usize)
     {

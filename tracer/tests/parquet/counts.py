@@ -32,6 +32,9 @@ for d in sorted(os.listdir("fleet")):
     r["launches"] = q("SELECT count(*) FROM '{d}/launches.parquet'", d)[0][0]
     r["unnamed_launches"] = q("SELECT count(*) FROM '{d}/launches.parquet' WHERE kernel IS NULL", d)[0][0]
     r["kernels"] = dict(q("SELECT kernel, count(*) FROM '{d}/launches.parquet' WHERE kernel IS NOT NULL GROUP BY kernel", d))
+    # each kernel's three spellings, as the launches table holds them
+    r["spellings"] = {k: [f, s] for k, f, s in q(
+        "SELECT DISTINCT kernel, kernel_demangled, kernel_short FROM '{d}/launches.parquet' WHERE kernel IS NOT NULL", d)}
     r["kernels_ok"] = dict(
         q("SELECT coalesce(kernel, '(unnamed handle)'), count(*) FROM '{d}/launches.parquet' WHERE NOT failed GROUP BY ALL", d)
     )

@@ -1,7 +1,7 @@
 //! Debian/Ubuntu packages: LLVM 22 for bpf-linker, gcc/make for the tests' fake libcuda,
 //! libfuse3-dev/fuse3/pkg-config for the fake NVIDIA device files of the root ioctl tests
-//! (tracer/tests/fakenv); binutils (c++filt: demangled kernel names in the golden outputs),
-//! groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
+//! (tracer/tests/fakenv); chromium (tracer/tests/html_report.rs opens `tracer report --html`
+//! in a real headless browser), groff-base (tests/shell_cli.rs formats the man page), python3 (docs images, scripts) and
 //! python3-venv (the DuckDB of the Parquet test, duckdb.rs),
 //! prometheus (tracer/tests/root_agent.rs: a real Prometheus server scrapes `tracer agent`; the
 //! test starts its own on 127.0.0.1, the package's service is not used), openssl (the same test
@@ -25,7 +25,7 @@ const PACKAGES: &[&str] = &[
     "libfuse3-dev",
     "fuse3",
     "pkg-config",
-    "binutils",
+    "chromium",
     "groff-base",
     "python3",
     "python3-venv",

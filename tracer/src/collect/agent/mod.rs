@@ -272,7 +272,11 @@ impl Loop<'_> {
 
     fn recording_tick(&mut self) {
         let Some(r) = self.recording.as_mut() else { return };
-        if self.shared.record_requested.swap(false, Ordering::Relaxed) {
+        if self.shared.record_requested.load(Ordering::SeqCst) {
+            // Active before the request is cleared: a POST in between sees one of the two
+            // (409), never neither (it was answered 429 as if the window were over).
+            self.shared.recording_active.store(true, Ordering::SeqCst);
+            self.shared.record_requested.store(false, Ordering::SeqCst);
             r.request();
         }
         let lost = self.shared.metrics.lock().map(|m| m.health.lost_records).unwrap_or(0);

@@ -7,16 +7,37 @@ use super::table::{Row, TableWriter};
 use crate::analysis::model::{Call, Dir, FLAG_RETURNED, Kind, NO_STR, NONE, Trace};
 use std::path::Path;
 
-/// The interned strings of the trace as Parquet values (shared by the rows).
-pub struct Names(Vec<ByteArray>);
+/// The interned strings of the trace as Parquet values (shared by the
+/// rows), with each kernel name's demangled and short spellings
+/// (analysis/kernel_names.rs).
+pub struct Names {
+    raw: Vec<ByteArray>,
+    full: Vec<ByteArray>,
+    short: Vec<ByteArray>,
+}
 
 impl Names {
     pub fn of(t: &Trace) -> Names {
-        Names(t.strings.names().iter().map(|s| ByteArray::from(&**s)).collect())
+        use crate::analysis::kernel_names::{NameStyle, display};
+        let names = t.strings.names();
+        let spell = |style| names.iter().map(|s| ByteArray::from(&*display(s, style))).collect();
+        Names {
+            raw: names.iter().map(|s| ByteArray::from(&**s)).collect(),
+            full: spell(NameStyle::Full),
+            short: spell(NameStyle::Short),
+        }
     }
     /// The string of id `i`, None for [`NO_STR`].
     pub fn get(&self, i: u32) -> Option<&ByteArray> {
-        if i == NO_STR { None } else { self.0.get(i as usize) }
+        if i == NO_STR { None } else { self.raw.get(i as usize) }
+    }
+    /// Kernel name `i` demangled (as recorded when not C++).
+    pub fn full(&self, i: u32) -> Option<&ByteArray> {
+        if i == NO_STR { None } else { self.full.get(i as usize) }
+    }
+    /// Kernel name `i`'s base name.
+    pub fn short(&self, i: u32) -> Option<&ByteArray> {
+        if i == NO_STR { None } else { self.short.get(i as usize) }
     }
 }
 
@@ -98,6 +119,8 @@ pub fn calls(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Res
             .int64(sized(c.kind).then_some(c.size as i64))
             .str((is_copy(c.kind) && c.dir != Dir::None).then(|| c.dir.as_str()))
             .bytes(names.get(c.kernel))
+            .bytes(names.full(c.kernel))
+            .bytes(names.short(c.kernel))
             .bool(c.failed())
             .bool(c.incomplete())
             .bool(c.entry_lost());
@@ -120,6 +143,8 @@ pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::
         let dim = |f: fn(&crate::analysis::model::Geom) -> u32| g.map(|g| f(g) as i32);
         let mut r = call_row(&mut w, ctx, names, i, c);
         r.bytes(names.get(c.kernel))
+            .bytes(names.full(c.kernel))
+            .bytes(names.short(c.kernel))
             .int32(dim(|g| g.grid[0]))
             .int32(dim(|g| g.grid[1]))
             .int32(dim(|g| g.grid[2]))

@@ -167,6 +167,8 @@ pub const CALLS: Table = Table {
         opt("bytes", Int64),
         opt("direction", Str),
         opt("kernel", Str),
+        opt("kernel_demangled", Str),
+        opt("kernel_short", Str),
         req("failed", Bool),
         req("incomplete", Bool),
         req("entry_lost", Bool),
@@ -177,6 +179,8 @@ pub const LAUNCHES: Table = Table {
     name: "launches",
     columns: call_columns![
         opt("kernel", Str),
+        opt("kernel_demangled", Str),
+        opt("kernel_short", Str),
         opt("grid_x", Int32),
         opt("grid_y", Int32),
         opt("grid_z", Int32),

@@ -19,7 +19,7 @@ const TRACE: &str = concat!(
     "\n",
     r#"{"ts":2200000,"pid":7,"tid":8,"type":"stream","op":"stream_synchronize","name":"cuStreamSynchronize","stream":"0x5","duration_us":800,"ret":0}"#,
     "\n",
-    r#"{"ts":4000000,"pid":7,"tid":8,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k2","grid":[1,1,1],"block":[32,1,1],"stream":"0x5"}"#,
+    r#"{"ts":4000000,"pid":7,"tid":8,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"_ZN2at6native4fillIfEEvPT_i","grid":[1,1,1],"block":[32,1,1],"stream":"0x5"}"#,
     "\n",
     r#"{"ts":4100000,"pid":7,"tid":8,"type":"stream","op":"stream_synchronize","name":"cuStreamSynchronize","stream":"0x5","duration_us":500,"ret":0}"#,
     "\n",
@@ -111,6 +111,8 @@ fn tables_read_back_value_by_value() {
         ("tid", "8"),
         ("function", "cuLaunchKernel"),
         ("kernel", "k1"),
+        ("kernel_demangled", "k1"),
+        ("kernel_short", "k1"),
         ("grid_x", "4"),
         ("grid_y", "2"),
         ("grid_z", "1"),
@@ -124,7 +126,17 @@ fn tables_read_back_value_by_value() {
     ] {
         assert_eq!(get(first, col), want, "launches.{col}");
     }
-    assert_eq!(get(&l[1], "kernel"), "k2");
+    // a C++ kernel: as recorded, demangled, and its base name
+    assert_eq!(get(&l[1], "kernel"), "_ZN2at6native4fillIfEEvPT_i");
+    assert_eq!(get(&l[1], "kernel_demangled"), "void at::native::fill<float>(float*, int)");
+    assert_eq!(get(&l[1], "kernel_short"), "fill<…>");
+    let calls = rows(&d.0, "calls");
+    let fill: Vec<&str> = calls
+        .iter()
+        .filter(|r| get(r, "kernel") == "_ZN2at6native4fillIfEEvPT_i")
+        .map(|r| get(r, "kernel_short"))
+        .collect();
+    assert_eq!(fill, ["fill<…>"]);
     let c = &rows(&d.0, "copies")[0];
     for (col, want) in
         [("call_id", "1"), ("direction", "d2h"), ("bytes", "4096"), ("async", "true"), ("dur_ns", "3000")]

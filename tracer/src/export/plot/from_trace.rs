@@ -176,7 +176,22 @@ impl Builder {
 
         let file = self.name.clone();
         let command = self.command.clone().unwrap_or_default();
-        let tl_notes = self.timeline_notes(&threads, n_gpu_intervals, &gpu, n_samples, derived);
+        let mut tl_notes = self.timeline_notes(&threads, n_gpu_intervals, &gpu, n_samples, derived);
+        // The view starts at the first GPU work when what comes before (start-up:
+        // imports, loading) is more than a tenth of the trace; a note says so.
+        let first_gpu = gpu.iter().filter_map(|t| t.slices.iter().map(|x| x.start_ns).min()).min();
+        let view0 = match first_gpu {
+            Some(g) if g > t0 && (g - t0) * 10 > t1 - t0 => {
+                let v = g.saturating_sub((t1 - g) / 50).max(t0);
+                tl_notes.push(format!(
+                    "Start-up not drawn: the first {:.1} s of the trace, before the first GPU work (--from 0 draws the \
+                     whole trace); the axis counts from the start of the trace.",
+                    (v - t0) as f64 / 1e9
+                ));
+                v
+            }
+            _ => t0,
+        };
         let title_cmd = if command.is_empty() { String::new() } else { format!(": {command}") };
         let bars = phase_bars(&phases, &series);
         let phase_notes = phase_notes(derived, series.is_empty());
@@ -186,7 +201,7 @@ impl Builder {
             timeline: Timeline {
                 title: format!("Timeline — {file}{title_cmd}"),
                 origin_ns: t0,
-                t0_ns: t0,
+                t0_ns: view0,
                 t1_ns: t1,
                 threads,
                 gpu,
@@ -373,11 +388,12 @@ fn phase_notes(derived: bool, no_energy: bool) -> Vec<String> {
             .push("No phase markers in this trace: phases detected from the data, as tracer report does.".to_string());
     }
     phase_notes.push(if no_energy {
-        "Energy needs NVML power samples in the trace.".to_string()
+        "No energy panel: energy needs NVML power samples in the trace (recorded without --no-power, on a GPU \
+         NVML can read)."
+            .to_string()
     } else {
-        "Energy: NVML total-energy counter of each GPU (all GPUs summed), interpolated between the counter's \
-         updates at the phase edges; power integrated where the counter is missing (the rule of tracer report; \
-         \"?\": uncertain, see the report)."
+        "Energy: each GPU's NVML energy counter (GPUs summed), interpolated at the phase edges, power integrated \
+         where the counter is missing, as tracer report; ±: a short or partly sampled phase, uncertain."
             .to_string()
     });
     phase_notes
@@ -448,14 +464,19 @@ pub fn load(path: &Path, load_trace: LoadTrace) -> anyhow::Result<PlotData> {
             Some(crate::analysis::sampled::sampled(&t)).filter(|tl| tl.streams.iter().any(|s| !s.intervals.is_empty()))
         }
     };
-    if let Some(tl) = sampled {
+    let measured = (sampled.is_none() && !t.gpu.is_empty()).then(|| crate::analysis::timeline::measured(&t));
+    if let Some(tl) = measured {
+        // the measured rows again, from the model, with the streams named
+        b.set_measured(&tl, &crate::analysis::stream_names::names(&t, &tl));
+    } else if let Some(tl) = sampled {
         // --gpu-sample: the `gpu` lines cover the windows only; the rows are
         // the analysis's sampled timeline (measured in the windows, inferred
         // from durations calibrated in them elsewhere), as `tracer gaps` has.
         // (A trace whose launches were not traced keeps its `gpu` lines.)
         b.set_sampled(&tl, &t.gpu_windows);
     } else if b.gpu.is_empty() {
-        b.add_bound(&crate::analysis::timeline::bound(&t));
+        let tl = crate::analysis::timeline::bound(&t);
+        b.add_bound(&tl, &crate::analysis::stream_names::names(&t, &tl));
     }
     Ok(b.finish())
 }
@@ -490,10 +511,37 @@ impl Builder {
         self.gpu_sampled = Some(windows.len());
     }
 
+    /// GPU rows from the measured timeline, each stream under its name
+    /// (analysis/stream_names.rs) instead of its id.
+    pub fn set_measured(
+        &mut self,
+        tl: &crate::analysis::timeline::Timeline,
+        names: &std::collections::HashMap<crate::analysis::timeline::StreamKey, String>,
+    ) {
+        self.gpu.clear();
+        let multi_pid = tl.pids().len() > 1;
+        for st in &tl.streams {
+            let slices: Vec<Slice> = st
+                .intervals
+                .iter()
+                .filter(|i| i.end > i.start)
+                .map(|i| Slice { start_ns: i.start, end_ns: i.end, kind: Kind::GpuMeasured })
+                .collect();
+            if !slices.is_empty() {
+                self.gpu.entry((st.device as u64, stream_name(st, names, multi_pid))).or_default().extend(slices);
+            }
+        }
+    }
+
     /// GPU rows from the synchronization-bound timeline: a stream counts as
     /// possibly busy from a submission until the synchronization covering it
     /// returns, so the gaps between rows' intervals are certain idle time.
-    pub fn add_bound(&mut self, tl: &crate::analysis::timeline::Timeline) {
+    pub fn add_bound(
+        &mut self,
+        tl: &crate::analysis::timeline::Timeline,
+        names: &std::collections::HashMap<crate::analysis::timeline::StreamKey, String>,
+    ) {
+        let multi_pid = tl.pids().len() > 1;
         for st in &tl.streams {
             let slices: Vec<Slice> = st
                 .intervals
@@ -505,9 +553,21 @@ impl Builder {
                 continue;
             }
             self.gpu_bound = true;
-            self.gpu.entry((st.device as u64, format!("{} (bound)", st.label))).or_default().extend(slices);
+            let name = stream_name(st, names, multi_pid);
+            self.gpu.entry((st.device as u64, format!("{name} (bound)"))).or_default().extend(slices);
         }
     }
+}
+
+/// A stream's row name: its name (the handle's label without one), with
+/// its process when several have streams.
+fn stream_name(
+    st: &crate::analysis::timeline::StreamTimeline,
+    names: &std::collections::HashMap<crate::analysis::timeline::StreamKey, String>,
+    multi_pid: bool,
+) -> String {
+    let name = names.get(&st.key).cloned().unwrap_or_else(|| st.label.clone());
+    if multi_pid { format!("pid {} · {name}", st.key.pid) } else { name }
 }
 
 #[cfg(test)]
@@ -547,7 +607,13 @@ mod tests {
         ];
         let d = build(&lines);
         let tl = &d.timeline;
-        assert_eq!((tl.t0_ns, tl.t1_ns), (1_000, 10_000));
+        // the view starts just before the first GPU work (3.5 µs; 2 % of the rest earlier)
+        assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (1_000, 3_370, 10_000));
+        assert!(
+            tl.notes.iter().any(|n| n.starts_with("Start-up not drawn: the first 0.0 s of the trace")),
+            "{:?}",
+            tl.notes
+        );
         assert_eq!(tl.title, "Timeline — t.jsonl: python3 x.py");
         let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, vec!["tid 10 (main) · 2 calls", "tid 11 · 1 call"]);
@@ -673,17 +739,15 @@ mod committed_traces {
     fn transformer_inference() {
         let d = load(&trace("transformer_inference.jsonl.gz"), crate::cli::load::load).unwrap();
         let tl = &d.timeline;
-        assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (32_839_643_988, 32_839_643_988, 56_565_059_521));
+        // 17.7 s of start-up before the first GPU work are not drawn
+        assert_eq!((tl.origin_ns, tl.t0_ns, tl.t1_ns), (32_839_643_988, 50_562_794_647, 56_565_059_521));
         let labels: Vec<_> = tl.threads.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, vec!["tid 445 (main) · 29,290 calls"]);
         assert!(tl.power.is_empty() && tl.marks.is_empty());
         // No GPU lines: the rows of the analysis's synchronization-bound timeline; the two
         // memsets on cuBLAS's stream, never proven complete, are one stretch to the trace's end.
         let gpu: Vec<_> = tl.gpu.iter().map(|t| (t.label.as_str(), t.slices.len())).collect();
-        assert_eq!(
-            gpu,
-            vec![("GPU 0 · stream 0x0 (legacy default) (bound)", 328), ("GPU 0 · stream 0x3fe86510 (bound)", 1)]
-        );
+        assert_eq!(gpu, vec![("GPU 0 · legacy default (bound)", 328), ("GPU 0 · stream 1 (bound)", 1)]);
         // Calls per colour: launches, synchronize, memcpy/memset, alloc/free, other.
         let kinds: Vec<_> =
             Kind::ALL.iter().map(|k| tl.threads[0].slices.iter().filter(|s| s.kind == *k).count()).collect();

@@ -184,7 +184,7 @@ pub struct PhaseBar {
     /// Energy over the phase, all GPUs together; None without power samples.
     pub joules: Option<f64>,
     /// The energy is uncertain (`Energy::uncertain`: shorter than two counter
-    /// updates, or only partly covered by samples): drawn with a "?".
+    /// updates, or only partly covered by samples): drawn with "± (short or partly sampled)".
     pub uncertain: bool,
 }
 

@@ -7,7 +7,13 @@ use super::draw::*;
 use super::input::{PhaseBar, PhaseBars};
 use super::style::*;
 
-const LABEL_W: i32 = 220;
+/// The label column: as wide as the longest phase name (never cut), 120 px
+/// to a third of the figure.
+fn label_w(bars: &[PhaseBar], w: i32) -> i32 {
+    let f = font(12.5);
+    let widest = bars.iter().map(|b| text_width(&f, &b.label) as i32).max().unwrap_or(0);
+    (widest + 24).clamp(120, (w / 3).max(120))
+}
 const BAR_H: i32 = 22;
 const BAR_GAP: i32 = 8;
 /// More phases than this: the shortest are folded into one bar.
@@ -61,16 +67,20 @@ where
     let top = header_h(p) + 30;
     let n = bars.len().max(1) as i32;
     let bottom = top + n * (BAR_H + BAR_GAP);
-    let mid = LABEL_W + (w - LABEL_W) / 2;
-    let panels = [(LABEL_W, mid - 40), (mid + 20, w - 40)];
+    let label_w = label_w(&bars, w);
+    // Without power samples there is no energy panel: time takes the width.
+    let energy = bars.iter().any(|b| b.joules.is_some());
+    let mid = label_w + (w - label_w) / 2;
+    let panels = if energy { [(label_w, mid - 40), (mid + 20, w - 40)] } else { [(label_w, w - 40), (0, 0)] };
     if bars.is_empty() {
-        text(a, "no phases", (LABEL_W, top + BAR_H / 2), 13.0, MUTED, LEFT)?;
+        text(a, "no phases", (label_w, top + BAR_H / 2), 13.0, MUTED, LEFT)?;
         return Ok(());
     }
     let lf = font(12.5);
     for (i, b) in bars.iter().enumerate() {
         let y = top + i as i32 * (BAR_H + BAR_GAP) + BAR_GAP / 2;
-        text(a, &elide(&lf, &b.label, (LABEL_W - 24) as u32), (LABEL_W - 10, y + BAR_H / 2), 12.5, TEXT, RIGHT)?;
+        let label = elide(&lf, &b.label, (label_w - 24).max(text_width(&lf, &b.label) as i32) as u32);
+        text(a, &label, (label_w - 10, y + BAR_H / 2), 12.5, TEXT, RIGHT)?;
     }
     let total_s: f64 = bars.iter().map(|b| b.seconds).sum();
     let secs: Vec<Option<f64>> = bars.iter().map(|b| Some(b.seconds)).collect();
@@ -87,13 +97,7 @@ where
         },
         phase_color_strong(0),
     )?;
-    if bars.iter().all(|b| b.joules.is_none()) {
-        let (xa, xb) = panels[1];
-        text(a, "energy (J)", ((xa + xb) / 2, top - 22), 13.5, TEXT, CENTER)?;
-        fill(a, xa, top, xb, bottom, RGBColor(250, 250, 250))?;
-        let msg = "no GPU power samples in this trace";
-        text(a, msg, ((xa + xb) / 2, (top + bottom) / 2), 13.0, MUTED, CENTER)?;
-    } else {
+    if energy {
         let joules: Vec<Option<f64>> = bars.iter().map(|b| b.joules).collect();
         panel(
             a,
@@ -104,7 +108,7 @@ where
             &joules,
             |i, v| {
                 let s = bars[i].seconds;
-                let q = if bars[i].uncertain { "?" } else { "" };
+                let q = if bars[i].uncertain { " ± (short or partly sampled)" } else { "" };
                 if s > 0.0 { format!("{}{q} (avg {:.0} W)", fmt_j(v), v / s) } else { format!("{}{q}", fmt_j(v)) }
             },
             phase_color_strong(1),

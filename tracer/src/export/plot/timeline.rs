@@ -28,9 +28,34 @@ impl Default for Opts {
     }
 }
 
-/// The label column: a fifth of the width, 140 to 250 px.
-fn label_w(width: i32) -> i32 {
-    (width / 5).clamp(140, 250)
+/// The label column: as wide as the widest row label (never cut), at
+/// least a fifth of the width (140 to 250 px), at most 40 % of it.
+fn label_w(width: i32, sections: &[LSection]) -> i32 {
+    let f = font(12.5);
+    let widest = sections.iter().flat_map(|s| s.rows.iter()).map(|r| text_width(&f, &r.label) as i32 + 20).max();
+    (width / 5).clamp(140, 250).max(widest.unwrap_or(0)).min(width * 2 / 5)
+}
+
+/// The x span of a phase in a plot area [x0, x1] over the timeline's window.
+fn phase_span(tl: &Timeline, x0: i32, x1: i32, a: u64, b: u64) -> (i32, i32) {
+    let w = (tl.t1_ns - tl.t0_ns).max(1) as f64;
+    let x = |t: u64| x0 + ((t.clamp(tl.t0_ns, tl.t1_ns) - tl.t0_ns) as f64 / w * (x1 - x0) as f64).round() as i32;
+    (x(a), x(b).max(x(a) + 1))
+}
+
+/// The phases in the window whose names do not fit inside their bands:
+/// listed under the figure instead of being cut.
+fn unlabelled_phases(tl: &Timeline, x0: i32, x1: i32) -> Vec<String> {
+    let f = font(12.0);
+    tl.phases
+        .iter()
+        .filter(|p| p.end_ns > tl.t0_ns && p.start_ns < tl.t1_ns)
+        .filter(|p| {
+            let (xa, xb) = phase_span(tl, x0, x1, p.start_ns, p.end_ns);
+            text_width(&f, &p.label) as i32 + 6 > xb - xa
+        })
+        .map(|p| p.label.clone())
+        .collect()
 }
 const RIGHT_M: i32 = 30;
 const ROW_H: i32 = 20;
@@ -102,9 +127,11 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
     let y_axis = y_power + if tl.power.is_empty() { 0 } else { POWER_H + 8 };
     let y_legend = y_axis + AXIS_H;
     let legend = legend_lines(&kinds_present(tl), width - 24);
+    let x0 = label_w(width, &sections);
+    let unlabelled = !unlabelled_phases(tl, x0, width - RIGHT_M).is_empty();
     Layout {
         width,
-        x0: label_w(width),
+        x0,
         x1: width - RIGHT_M,
         title_h,
         sections,
@@ -113,7 +140,7 @@ fn layout<'a>(tl: &'a Timeline, o: &Opts) -> Layout<'a> {
         y_power,
         y_axis,
         y_legend,
-        height: y_legend + LEGEND_LINE_H * legend.len().max(1) as i32 + 30,
+        height: y_legend + LEGEND_LINE_H * legend.len().max(1) as i32 + 30 + if unlabelled { LEGEND_LINE_H } else { 0 },
         legend,
     }
 }
@@ -254,13 +281,9 @@ where
             covered_to = xb;
             fill(a, xa, y, xb, y + PHASE_H, phase_color(i))?;
             vline(a, xa, y, y + PHASE_H, RGBColor(120, 120, 120))?;
-            if xb - xa < 16 {
-                continue;
-            }
-            let f = font(12.0);
-            let s = elide(&f, &p.label, (xb - xa - 6).max(0) as u32);
-            if s.chars().count() >= 3 || s == p.label {
-                text(a, &s, ((xa + xb) / 2, y + PHASE_H / 2), 12.0, TEXT, CENTER)?;
+            // whole names only: the others are listed under the figure
+            if text_width(&font(12.0), &p.label) as i32 + 6 <= xb - xa {
+                text(a, &p.label, ((xa + xb) / 2, y + PHASE_H / 2), 12.0, TEXT, CENTER)?;
             }
         }
     }
@@ -310,6 +333,11 @@ where
     };
     let note = elide(&font(12.0), note, (l.width - x_start - 12) as u32);
     text(a, &note, (x_start, y), 12.0, MUTED, LEFT)?;
+    let unlabelled = unlabelled_phases(tl, l.x0, l.x1);
+    if !unlabelled.is_empty() {
+        let s = format!("Phases too narrow here for their names (left to right): {}.", unlabelled.join(", "));
+        text(a, &s, (x_start, y + LEGEND_LINE_H), 12.0, MUTED, LEFT)?;
+    }
     Ok(())
 }
 
