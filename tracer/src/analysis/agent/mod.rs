@@ -89,6 +89,9 @@ pub struct Health {
     pub libcuda_files: Vec<(String, u64, usize)>,
     pub libcuda_files_not_probed: u64,
     pub libcuda_opens: u64,
+    /// Calls of the exported driver functions tracer counts without decoding
+    /// them (outside its table; all processes), by function.
+    pub undecoded_calls: std::collections::BTreeMap<String, u64>,
     /// HTTP connections closed at accept (connection cap), closed to make
     /// room for a new one, closed by a timeout, and requests answered 401.
     pub http_refused: u64,

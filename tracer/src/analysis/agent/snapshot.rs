@@ -265,6 +265,15 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
     for (path, inode, n) in &h.libcuda_files {
         libcuda_files.push(vec![("path", path.clone()), ("inode", inode.to_string())], *n as f64);
     }
+    // One series per driver function actually called (libcuda 580 has ~430 such functions).
+    let mut undecoded = Family::new(
+        "tracer_undecoded_driver_calls",
+        Counter,
+        "Calls of exported driver functions outside tracer's table, counted but not decoded (all traced processes; docs/capture.md).",
+    );
+    for (function, n) in &h.undecoded_calls {
+        undecoded.push(vec![("function", function.clone())], *n as f64);
+    }
     vec![
         one(
             "tracer_lost_records",
@@ -299,6 +308,7 @@ fn health(m: &AgentMetrics) -> Vec<Family> {
         ),
         power,
         libcuda_files,
+        undecoded,
         one(
             "tracer_libcuda_files_not_probed",
             Counter,
@@ -388,8 +398,14 @@ mod tests {
         m.health.libcuda_files = vec![("/usr/lib/libcuda.so.1".into(), 12, 40), ("/tmp/c/libcuda.so.1".into(), 99, 38)];
         m.health.libcuda_files_not_probed = 3;
         m.health.libcuda_opens = 5;
+        m.health.undecoded_calls =
+            [("cuOccupancyMaxActiveClusters".to_string(), 30), ("cuStreamGetId".to_string(), 7)].into();
         let f = families(&m);
         let get = |n: &str| f.iter().find(|x| x.name == n).unwrap();
+        let u = &get("tracer_undecoded_driver_calls").samples;
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[1].labels, vec![("function", "cuStreamGetId".to_string())]);
+        assert_eq!(u[1].value, super::super::metric::Value::Number(7.0));
         let s = &get("tracer_libcuda_file_probed_functions").samples;
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].labels, vec![("path", "/tmp/c/libcuda.so.1".to_string()), ("inode", "99".to_string())]);

@@ -185,6 +185,10 @@ impl Loop<'_> {
         }
         m.health.libcuda_files_not_probed = self.watch.not_probed;
         m.health.libcuda_opens = self.watch.opens;
+        // The counting probes on the functions outside the table (loader.rs).
+        if let Some(Ok(u)) = self.loaded.counts.as_ref().map(|c| c.unrecorded_calls()) {
+            m.health.undecoded_calls = u;
+        }
         if let Some(k) = counters {
             let missing = crate::collect::footer::loss_by_cpu(&k.attempted, &self.asm.stats.records_by_cpu);
             let lost = settled_loss(&self.missing_before, &missing);
