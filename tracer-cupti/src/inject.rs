@@ -152,7 +152,8 @@ fn init() -> c_int {
                 // SAFETY: h is the live subscriber handle.
                 let r = unsafe { en(1, h, driver_counts::DOMAIN_DRIVER_API) };
                 if r != 0 {
-                    warnings.push(format!("driver call counts off: CUPTI driver-API callbacks refused: {}", api.err(r)));
+                    warnings
+                        .push(format!("driver call counts off: CUPTI driver-API callbacks refused: {}", api.err(r)));
                 }
             }
         }

@@ -118,7 +118,10 @@ fn two_gpu_job_has_per_gpu_sections_and_ranks() {
     assert!(dom.contains("Verdict: <b>undetermined</b>"));
     // part-sampled energy is marked and the mark explained
     assert!(dom.contains("≥ 6192.44 J (99.9% sampled)"), "energy cell");
-    assert!(dom.contains("<li>energy \"≥ X J (N% sampled)\": the NVML samples cover only that share of the period"), "{dom}");
+    assert!(
+        dom.contains("<li>energy \"≥ X J (N% sampled)\": the NVML samples cover only that share of the period"),
+        "{dom}"
+    );
     // two histograms, one per GPU
     assert_eq!(dom.matches("<svg class=\"hist\"").count(), 2);
 }

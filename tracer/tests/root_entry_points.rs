@@ -105,12 +105,19 @@ fn every_call_through_proc_address_pointers_is_recorded_or_named() {
         ],
         "{ep}"
     );
-    assert_eq!(ep["failed"], json!([{"symbol": "cuNoSuchFunction", "cuda_version": 13000, "flags": "0x0", "ret": 500, "error": "CUDA_ERROR_NOT_FOUND", "resolutions": 1}]), "{ep}");
+    assert_eq!(
+        ep["failed"],
+        json!([{"symbol": "cuNoSuchFunction", "cuda_version": 13000, "flags": "0x0", "ret": 500, "error": "CUDA_ERROR_NOT_FOUND", "resolutions": 1}]),
+        "{ep}"
+    );
     assert_eq!(ep["unrecorded_calls"], json!({"cuFakeUnlistedAsync": 3}), "{ep}");
     // Named once on stderr, at the end.
     let named: Vec<&str> = stderr.lines().filter(|l| l.contains("does not record")).collect();
     assert_eq!(named.len(), 1, "{stderr}");
-    assert!(named[0].contains("resolved 3 driver entry points") && named[0].contains("cuFakeUnlistedAsync ×3"), "{stderr}");
+    assert!(
+        named[0].contains("resolved 3 driver entry points") && named[0].contains("cuFakeUnlistedAsync ×3"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -132,7 +139,8 @@ fn hidden_offset() -> u64 {
     use object::{Object, ObjectSection, ObjectSymbol};
     let data = std::fs::read(&common::fake().lib).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let sym = file.symbols().find(|s| s.name() == Ok("fake_hidden_entry")).expect("fake_hidden_entry in the symbol table");
+    let sym =
+        file.symbols().find(|s| s.name() == Ok("fake_hidden_entry")).expect("fake_hidden_entry in the symbol table");
     let section = file.section_by_index(sym.section_index().unwrap()).unwrap();
     sym.address() - section.address() + section.file_range().unwrap().0
 }

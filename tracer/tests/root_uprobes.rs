@@ -779,7 +779,11 @@ fn expected_all() -> Vec<Exp> {
             json!({"numOps": 1, "opList": "0x12100000", "flags": "0x0", "hStream": "0x800a"}),
             json!({"type": "memcpy", "op": "copy", "direction": "batch", "stream": "0x800a"}),
         ),
-        e("cuMemcpy3DPeer", json!({"pCopy": "0x12200000"}), json!({"type": "memcpy", "op": "copy", "direction": "peer"})),
+        e(
+            "cuMemcpy3DPeer",
+            json!({"pCopy": "0x12200000"}),
+            json!({"type": "memcpy", "op": "copy", "direction": "peer"}),
+        ),
         e(
             "cuMemcpy3DPeerAsync",
             json!({"pCopy": "0x12200000", "hStream": "0x800b"}),
@@ -898,21 +902,33 @@ fn expected_all() -> Vec<Exp> {
             json!({"pdptr": "0x7f7000600000", "Flags": "0x1"}),
             json!({"type": "memory", "op": "ipc_open_mem_handle"}),
         ),
-        e("cuIpcGetMemHandle", json!({"pHandle": NN, "dptr": DM}), json!({"type": "memory", "op": "ipc_get_mem_handle"})),
+        e(
+            "cuIpcGetMemHandle",
+            json!({"pHandle": NN, "dptr": DM}),
+            json!({"type": "memory", "op": "ipc_get_mem_handle"}),
+        ),
         e(
             "cuIpcCloseMemHandle",
             json!({"dptr": "0x7f6000500000"}),
             json!({"type": "memory", "op": "ipc_close_mem_handle"}),
         ),
         // first versions still handed out for old CUDA versions
-        e("cuDevicePrimaryCtxRelease", json!({"dev": 1}), json!({"type": "context", "op": "device_primary_ctx_release"})),
+        e(
+            "cuDevicePrimaryCtxRelease",
+            json!({"dev": 1}),
+            json!({"type": "context", "op": "device_primary_ctx_release"}),
+        ),
         e("cuDevicePrimaryCtxReset", json!({"dev": 1}), json!({"type": "context", "op": "device_primary_ctx_reset"})),
         e(
             "cuStreamBeginCapture",
             json!({"hStream": "0x500a"}),
             json!({"type": "graph", "op": "stream_begin_capture", "stream": "0x500a", "capture": 3}),
         ),
-        e("cuStreamEndCapture", json!({"hStream": "0x500a", "phGraph": "0x90021"}), json!({"capture": 3, "graph": "0x90021"})),
+        e(
+            "cuStreamEndCapture",
+            json!({"hStream": "0x500a", "phGraph": "0x90021"}),
+            json!({"capture": 3, "graph": "0x90021"}),
+        ),
         e(
             "cuGraphInstantiate",
             json!({"phGraphExec": "0x80f21", "hGraph": "0x90021", "bufferSize": 0}),

@@ -304,7 +304,10 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     let header_libcuda = libcuda_path.display().to_string();
     let facts = crate::collect::agent::procinfo::Facts {
         comm: loaded.pid_comm.take(),
-        cgroups: crate::collect::cgroups::CgroupTable::new(crate::collect::selection::cgroup_root(), loaded.pid_cgroup.take()),
+        cgroups: crate::collect::cgroups::CgroupTable::new(
+            crate::collect::selection::cgroup_root(),
+            loaded.pid_cgroup.take(),
+        ),
         command_args: a.label_command_args,
     };
     let mut lp = Loop {

@@ -148,7 +148,8 @@ fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool
     let cupti = match crate::collect::coverage::read_cupti(cupti_counts) {
         Ok(m) => m,
         Err(e) => {
-            let why = format!("no CUPTI driver call counts ({e:#}): did the command initialise CUDA and exit normally?");
+            let why =
+                format!("no CUPTI driver call counts ({e:#}): did the command initialise CUDA and exit normally?");
             col.footer_extra.insert("coverage".into(), json!({ "error": why }));
             return vec![format!("tracer: --check-coverage: {why}")];
         }

@@ -188,7 +188,13 @@ mod tests {
 
     #[test]
     fn counts_are_compared_function_by_function() {
-        let cupti = m(&[("cuLaunchKernel_ptsz", 1000), ("cuCtxSynchronize_v2", 100), ("cuStreamGetId", 7), ("cuCtxGetCurrent", 5), ("cuMemcpyBatchAsync_v2", 2)]);
+        let cupti = m(&[
+            ("cuLaunchKernel_ptsz", 1000),
+            ("cuCtxSynchronize_v2", 100),
+            ("cuStreamGetId", 7),
+            ("cuCtxGetCurrent", 5),
+            ("cuMemcpyBatchAsync_v2", 2),
+        ]);
         let traced = Traced {
             calls: m(&[("cuLaunchKernel_ptsz", 1000), ("cuCtxSynchronize_v2", 99)]),
             after_cupti: m(&[("cuLibraryUnload", 2)]),
@@ -197,7 +203,9 @@ mod tests {
         let left_out = |n: &str| (n == "cuCtxGetCurrent").then_some("a state getter");
         let (f, lines) = compare(&cupti, &traced, &counted, &left_out);
         assert_eq!(f["functions"], 5);
-        let names = |k: &str| f[k].as_array().unwrap().iter().map(|r| r["function"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let names = |k: &str| {
+            f[k].as_array().unwrap().iter().map(|r| r["function"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
         assert_eq!(names("equal"), ["cuLaunchKernel_ptsz", "cuStreamGetId"]);
         assert_eq!(names("differ"), ["cuCtxSynchronize_v2", "cuMemcpyBatchAsync_v2"]);
         assert_eq!(names("left_out"), ["cuCtxGetCurrent"]);
@@ -208,13 +216,18 @@ mod tests {
              2 recorded calls came after CUPTI's last callback (process teardown), not compared"
         );
         assert_eq!(f["after_cupti_stopped"], json!({"cuLibraryUnload": 2}));
-        assert!(lines[2].contains("cuCtxSynchronize_v2") && lines[2].contains("100") && lines[2].contains("99"), "{}", lines[2]);
+        assert!(
+            lines[2].contains("cuCtxSynchronize_v2") && lines[2].contains("100") && lines[2].contains("99"),
+            "{}",
+            lines[2]
+        );
     }
 
     #[test]
     fn calls_before_the_first_cuinit_of_a_process_are_not_counted() {
         let mut c = CallCounts::default();
-        let l = |pid: u32, ts: u64, name: &str| Line::Value(json!({"pid": pid, "ts": ts, "name": name, "type": "init"}));
+        let l =
+            |pid: u32, ts: u64, name: &str| Line::Value(json!({"pid": pid, "ts": ts, "name": name, "type": "init"}));
         for (pid, ts, name) in [
             (1, 1, "cuGetProcAddress_v2"),
             (1, 2, "cuInit"),
@@ -233,13 +246,17 @@ mod tests {
         // Process 2's last callback at 10: its cuLibraryUnload came after.
         let t = c.split(&[(2, 10)].into_iter().collect());
         assert_eq!(t.after_cupti, m(&[("cuLibraryUnload", 1)]));
-        assert_eq!(t.calls, m(&[("cuGetProcAddress_v2", 1), ("cuDriverGetVersion", 1), ("cuInit", 1), ("cuLibraryUnload", 1)]));
+        assert_eq!(
+            t.calls,
+            m(&[("cuGetProcAddress_v2", 1), ("cuDriverGetVersion", 1), ("cuInit", 1), ("cuLibraryUnload", 1)])
+        );
     }
 
     #[test]
     fn a_malformed_counts_file_is_named_with_its_line() {
         let p = std::env::temp_dir().join(format!("tracer-cov-{}", std::process::id()));
-        std::fs::write(&p, "1\tcuInit\t1\n2\tcuLaunchKernel\t5\n2\tcuLaunchKernel\t5\n2\t#last_callback_ns\t99\n").unwrap();
+        std::fs::write(&p, "1\tcuInit\t1\n2\tcuLaunchKernel\t5\n2\tcuLaunchKernel\t5\n2\t#last_callback_ns\t99\n")
+            .unwrap();
         let c = read_cupti(&p).unwrap();
         assert_eq!(c.calls, m(&[("cuInit", 1), ("cuLaunchKernel", 10)]));
         assert_eq!(c.last_ns, [(2, 99)].into_iter().collect());

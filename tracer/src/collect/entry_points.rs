@@ -152,9 +152,10 @@ impl EntryPoints {
             by_pid.entry(pid).or_default().push((s, v, f, p));
         }
         for (pid, calls) in by_pid {
-            let bias = self.main_lib.as_ref().and_then(|(_, _, lib)| {
-                load_bias(&lib.symbols, calls.iter().map(|(s, _, _, p)| (s.as_str(), *p)))
-            });
+            let bias = self
+                .main_lib
+                .as_ref()
+                .and_then(|(_, _, lib)| load_bias(&lib.symbols, calls.iter().map(|(s, _, _, p)| (s.as_str(), *p))));
             for (symbol, version, flags, p) in calls {
                 let target = match (bias, self.main_lib.as_ref()) {
                     (Some(b), Some((file, size, lib))) => match p.checked_sub(b) {
@@ -213,9 +214,7 @@ impl EntryPoints {
     fn mapping(&mut self, pid: u32, address: u64) -> Option<Mapping> {
         let root = &self.proc_root;
         let maps = self.maps.entry(pid).or_insert_with(|| {
-            std::fs::read_to_string(root.join(pid.to_string()).join("maps"))
-                .map(|t| parse_maps(&t))
-                .unwrap_or_default()
+            std::fs::read_to_string(root.join(pid.to_string()).join("maps")).map(|t| parse_maps(&t)).unwrap_or_default()
         });
         maps.iter().find(|m| m.start <= address && address < m.end).cloned()
     }
@@ -252,10 +251,9 @@ impl EntryPoints {
         for ((symbol, version, flags, target), seen) in &self.resolved {
             let (resolves_to, status) = match target {
                 Target::Symbol(n) => (json!(n), self.status(n, counted, not_counted)),
-                Target::Unexported { file, offset } => (
-                    json!(format!("{file}+{offset:#x}")),
-                    Status::NotCounted("not exported: no probe on it".into()),
-                ),
+                Target::Unexported { file, offset } => {
+                    (json!(format!("{file}+{offset:#x}")), Status::NotCounted("not exported: no probe on it".into()))
+                }
                 Target::Outside { file, address } => (
                     json!(match file {
                         Some(f) => format!("{f} ({address:#x})"),
@@ -334,11 +332,8 @@ impl EntryPoints {
                 if named.is_empty() { String::new() } else { format!(", called: {}", named.join(", ")) }
             ));
         }
-        let other: Vec<String> = calls
-            .iter()
-            .filter(|(n, _)| !called.contains_key(*n))
-            .map(|(n, c)| format!("{n} ×{c}"))
-            .collect();
+        let other: Vec<String> =
+            calls.iter().filter(|(n, _)| !called.contains_key(*n)).map(|(n, c)| format!("{n} ×{c}")).collect();
         if !other.is_empty() {
             lines.push(format!(
                 "tracer: undecoded driver functions called (counted, not recorded): {}{}",
@@ -400,8 +395,7 @@ fn preferred_alias(lib: &Lib, name: &str, offset: u64) -> String {
     if funcs::lookup(name).is_some() {
         return name.to_string();
     }
-    let mut aliases: Vec<&String> =
-        lib.symbols.symbols.iter().filter(|(_, o)| **o == offset).map(|(n, _)| n).collect();
+    let mut aliases: Vec<&String> = lib.symbols.symbols.iter().filter(|(_, o)| **o == offset).map(|(n, _)| n).collect();
     aliases.sort();
     aliases.iter().find(|n| funcs::lookup(n).is_some()).map_or_else(|| name.to_string(), |n| n.to_string())
 }
@@ -451,14 +445,23 @@ mod tests {
                  7f0000300000-7f0000400000 r-xp 00000000 08:02 99 /opt/my lib/libx.so\n";
         let m = parse_maps(t);
         assert_eq!(m.len(), 2);
-        assert_eq!((m[0].start, m[0].end, m[0].offset, m[0].dev, m[0].inode), (0x7f00_0000_0000, 0x7f00_0010_0000, 0x2000, (0xfd, 1), 1234));
+        assert_eq!(
+            (m[0].start, m[0].end, m[0].offset, m[0].dev, m[0].inode),
+            (0x7f00_0000_0000, 0x7f00_0010_0000, 0x2000, (0xfd, 1), 1234)
+        );
         assert_eq!(m[1].path, "/opt/my lib/libx.so");
     }
 
     #[test]
     fn the_load_bias_is_found_from_the_pointers_alone() {
         let mut syms = ExportedSymbols::default();
-        for (n, off) in [("cuLaunchKernel", 0x2a10), ("cuLaunchKernel_ptsz", 0x2b40), ("cuCtxSynchronize", 0x3000), ("cuCtxSynchronize_v2", 0x3120), ("cuInit", 0x1000)] {
+        for (n, off) in [
+            ("cuLaunchKernel", 0x2a10),
+            ("cuLaunchKernel_ptsz", 0x2b40),
+            ("cuCtxSynchronize", 0x3000),
+            ("cuCtxSynchronize_v2", 0x3120),
+            ("cuInit", 0x1000),
+        ] {
             syms.symbols.insert(n.to_string(), off);
         }
         let bias = 0x7f12_3456_7000;
@@ -478,7 +481,8 @@ mod tests {
         for (n, off) in [("cuCtxSynchronize", 0x3000u64), ("cuCtxSynchronize_v2", 0x3120), ("cuFakeUnlisted", 0x4010)] {
             syms.symbols.insert(n.to_string(), off);
         }
-        let mut ep = EntryPoints::new(Box::new(|_| None), Some((std::path::Path::new("/nonexistent/libcuda.so.1"), &syms)));
+        let mut ep =
+            EntryPoints::new(Box::new(|_| None), Some((std::path::Path::new("/nonexistent/libcuda.so.1"), &syms)));
         ep.proc_root = PathBuf::from("/nonexistent");
         let bias = 0x7f00_0000_0000u64;
         ep.observe(&line("cuCtxSynchronize", 13000, "0x0", &format!("{:#x}", bias + 0x3120), 0));

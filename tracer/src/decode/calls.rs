@@ -692,7 +692,10 @@ fn named_direction(name: &str) -> Option<&'static str> {
         "h2d"
     } else if base.starts_with("DtoH") || base.starts_with("AtoH") {
         "d2h"
-    } else if base.starts_with("DtoD") || base.starts_with("DtoA") || base.starts_with("AtoD") || base.starts_with("AtoA")
+    } else if base.starts_with("DtoD")
+        || base.starts_with("DtoA")
+        || base.starts_with("AtoD")
+        || base.starts_with("AtoA")
     {
         "d2d"
     } else if base.starts_with("Peer") || base.starts_with("3DPeer") {
@@ -738,7 +741,14 @@ mod tests {
         }
         let fields = |count: u64, got: u32| {
             let args = [0x10, 0x20, 0x30, count, 0, 0, 0, 0x5000, 0, 0, 0];
-            let c = Captured { args: &args, string: None, string_truncated: false, blob: Some(&blob), nattrs: got, outs: None };
+            let c = Captured {
+                args: &args,
+                string: None,
+                string_truncated: false,
+                blob: Some(&blob),
+                nattrs: got,
+                outs: None,
+            };
             let mut m = Map::new();
             batch_fields(spec, &c, &mut m);
             Value::Object(m)

@@ -121,7 +121,8 @@ pub fn parts<'a>(spec: &FuncSpec, args: &[u64], blob: Option<&'a [u8]>, nattrs: 
     if lists.is_empty() {
         return Parts { strukt: blob, first: vec![], second: vec![], total: 0 };
     }
-    let count = spec.params.iter().position(|p| p.name == "numDependencies" || p.name == "count").map_or(0, |i| args[i]);
+    let count =
+        spec.params.iter().position(|p| p.name == "numDependencies" || p.name == "count").map_or(0, |i| args[i]);
     let Some(b) = blob.filter(|b| b.len() == BLOB_CAP) else {
         return Parts { strukt: None, first: vec![], second: vec![], total: count };
     };
