@@ -1,5 +1,6 @@
 //! `tracer record`: load probes, start (or attach to) the traced program,
 //! collect until it ends, then write the footer and the summary.
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -95,10 +96,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
     }
     let all_functions = args.all_functions;
     col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(
-        Box::new(move |id| match all_functions || !tracer_common::funcs::is_noisy(id) {
-            true => None,
-            false => Some("a state getter left out by default (--all-functions records it)"),
-        }),
+        Box::new(move |id| left_out(all_functions, id)),
         libcuda_path.as_deref().map(|p| (p, &symbols)),
     ));
     if scope.is_machine_wide() {
@@ -128,9 +126,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
         col.footer_extra.insert("cgroups".into(), v);
     }
     write_counts(&mut col, loaded.counts.as_ref().filter(|_| args.counts));
-    let mut entry_lines = entry_points_footer(&mut col, &loaded);
+    let undecoded = undecoded_calls(&loaded);
+    let mut entry_lines = entry_points_footer(&mut col, &loaded, &undecoded);
     if let Some(g) = gpu.as_ref().filter(|_| args.check_coverage) {
-        entry_lines.extend(coverage_footer(&mut col, &g.driver_counts_path(), args.all_functions));
+        entry_lines.extend(coverage_footer(&mut col, &g.driver_counts_path(), &undecoded, args.all_functions));
     }
     let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), args.quiet);
     // The manifest last: it describes the finished recording.
@@ -143,7 +142,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
 
 /// `--check-coverage`: the footer's `coverage` (coverage.rs), the trace's calls against
 /// CUPTI's per function; returns the lines for stderr.
-fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool) -> Vec<String> {
+fn coverage_footer(
+    col: &mut Collector,
+    cupti_counts: &Path,
+    undecoded: &BTreeMap<String, u64>,
+    all_functions: bool,
+) -> Vec<String> {
     let Some(c) = col.coverage.as_ref() else { return Vec::new() };
     let cupti = match crate::collect::coverage::read_cupti(cupti_counts) {
         Ok(m) => m,
@@ -154,37 +158,43 @@ fn coverage_footer(col: &mut Collector, cupti_counts: &Path, all_functions: bool
             return vec![format!("tracer: --check-coverage: {why}")];
         }
     };
-    let counted = col.footer_extra["entry_points"]["unrecorded_calls"].clone();
-    let counted: std::collections::BTreeMap<String, u64> = serde_json::from_value(counted).unwrap_or_default();
     let left_out = |name: &str| {
-        let noisy = tracer_common::funcs::lookup(name).is_some_and(tracer_common::funcs::is_noisy);
-        if noisy && !all_functions {
-            Some("a state getter left out by default (--all-functions records it)")
-        } else {
-            crate::collect::coverage::cupti_silent(name)
-        }
+        tracer_common::funcs::lookup(name)
+            .and_then(|id| left_out(all_functions, id))
+            .or_else(|| crate::collect::coverage::cupti_silent(name))
     };
     let traced = c.split(&cupti.last_ns);
-    let (footer, lines) = crate::collect::coverage::compare(&cupti.calls, &traced, &counted, &left_out);
+    let (footer, lines) = crate::collect::coverage::compare(&cupti.calls, &traced, undecoded, &left_out);
     col.footer_extra.insert("coverage".into(), footer);
     lines
 }
 
-/// The footer's `entry_points` (entry_points.rs): every resolved entry point tracer does
-/// not record, and the calls of undecoded functions; returns the lines for stderr.
-fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded) -> Vec<String> {
-    let Some(ep) = col.entry_points.as_mut() else { return Vec::new() };
-    let calls = match loaded.counts.as_ref().map(|c| c.unrecorded_calls()) {
+/// The counting probes' calls of the exported functions outside the table, by name,
+/// read once the probes are off (empty, with a warning, when the map cannot be read).
+fn undecoded_calls(loaded: &loader::Loaded) -> BTreeMap<String, u64> {
+    match loaded.counts.as_ref().map(|c| c.unrecorded_calls()) {
         Some(Ok(c)) => c,
         Some(Err(e)) => {
             eprintln!("tracer: reading the counts of undecoded driver functions failed: {e:#}");
-            Default::default()
+            BTreeMap::new()
         }
-        None => Default::default(),
-    };
+        None => BTreeMap::new(),
+    }
+}
+
+/// Why a table function is left out of this recording (None: it is probed).
+fn left_out(all_functions: bool, id: FuncId) -> Option<&'static str> {
+    (!all_functions && tracer_common::funcs::is_noisy(id))
+        .then_some("a state getter left out by default (--all-functions records it)")
+}
+
+/// The footer's `entry_points` (entry_points.rs): every resolved entry point tracer does
+/// not record, and the calls of undecoded functions; returns the lines for stderr.
+fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded, calls: &BTreeMap<String, u64>) -> Vec<String> {
+    let Some(ep) = col.entry_points.as_mut() else { return Vec::new() };
     let counted = crate::collect::counts::unrecorded_names().into_iter().collect();
     let not_counted = loaded.report.not_counted.iter().map(|(n, why)| (n.clone(), why.to_string())).collect();
-    let (footer, lines) = ep.finish(&calls, &counted, &not_counted);
+    let (footer, lines) = ep.finish(calls, &counted, &not_counted);
     col.footer_extra.insert("entry_points".into(), footer);
     lines
 }
@@ -399,7 +409,7 @@ fn with_probe_options<R>(
             crate::cli::args::Wakeup::Batched => args.buffer_size as u64 * 1024 * 1024 / 8,
             crate::cli::args::Wakeup::Every => 0,
         },
-        select: &|id| args.all_functions || !tracer_common::funcs::is_noisy(id),
+        select: &|id| left_out(args.all_functions, id).is_none(),
         counted: &|id| counted(args, id),
         ring_bytes: args.buffer_size * 1024 * 1024,
         replay: crate::collect::replayable::probes::Mode {

@@ -402,7 +402,7 @@ fn preferred_alias(lib: &Lib, name: &str, offset: u64) -> String {
 
 fn hex_u64(v: &Value) -> Option<u64> {
     match v {
-        Value::String(s) => u64::from_str_radix(s.trim_start_matches("0x"), 16).ok(),
+        Value::String(s) => tracer_format::hex::parse_addr(s),
         Value::Number(n) => n.as_u64(),
         _ => None,
     }
