@@ -44,6 +44,8 @@ pub enum Record<'a> {
         r: NvFileOp,
         path: &'a [u8],
     },
+    Switch(SchedSwitch),
+    Waking(SchedWaking),
 }
 
 /// The parameter part of a [`crate::params::LaunchParams`] record.
@@ -203,6 +205,8 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
             let path = cstr(&b[off..off + NVPATH_CAP], NVPATH_CAP);
             Ok(Record::NvFile { r, path })
         }
+        Some(EventKind::SchedSwitch) => Ok(Record::Switch(read(b, kind)?)),
+        Some(EventKind::SchedWaking) => Ok(Record::Waking(read(b, kind)?)),
         None => Err(DecodeError::UnknownKind(kind)),
     }
 }

@@ -32,6 +32,10 @@ pub enum EventKind {
     /// [`crate::params::LaunchParams`]: a launch with its parameter bytes
     /// (`--replayable`), variable length.
     LaunchParams = 12,
+    /// [`SchedSwitch`]: a CPU switched from or to a traced thread.
+    SchedSwitch = 13,
+    /// [`SchedWaking`]: something woke a traced thread.
+    SchedWaking = 14,
 }
 
 impl EventKind {
@@ -49,6 +53,8 @@ impl EventKind {
             10 => Self::IoctlExit,
             11 => Self::NvFileOp,
             12 => Self::LaunchParams,
+            13 => Self::SchedSwitch,
+            14 => Self::SchedWaking,
             _ => return None,
         })
     }
@@ -276,6 +282,57 @@ pub struct NvFileOp {
     pub path: [u8; NVPATH_CAP],
 }
 
+/// Bytes of a task's name (`TASK_COMM_LEN`).
+pub const COMM_CAP: usize = 16;
+
+/// `sched_switch` where the thread switched out (`hdr.pid/tid`, the
+/// current task) or the one switched in (`next_*`) is traced: one record
+/// per switch, from the CPU that switched (`hdr.cpu`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedSwitch {
+    pub hdr: Header,
+    /// The tracepoint's `prev_state`: 0 runnable, `0x100` (TASK_REPORT_MAX)
+    /// set when preempted; else S=1, D=2, … (blocked).
+    pub prev_state: u64,
+    /// [`sched_flags`].
+    pub flags: u32,
+    /// The switched-in thread's id; its process (0 when not traced).
+    pub next_tid: u32,
+    pub next_tgid: u32,
+    pub _pad: u32,
+    /// A blocked, traced thread switched out: the system call it is blocked
+    /// in (`orig_ax` of its user registers; -1 when not in a system call,
+    /// e.g. waiting for a page fault's I/O) and its first argument.
+    pub syscall: i64,
+    pub arg0: u64,
+    /// The switched-out task's name (the current one).
+    pub prev_comm: [u8; COMM_CAP],
+    pub next_comm: [u8; COMM_CAP],
+}
+
+pub mod sched_flags {
+    /// The switched-out thread is traced.
+    pub const PREV_TRACED: u32 = 1;
+    /// The switched-in thread is traced.
+    pub const NEXT_TRACED: u32 = 2;
+    /// `syscall`/`arg0` were read.
+    pub const REGS_READ: u32 = 4;
+}
+
+/// `sched_waking` of a traced thread, from the waker's context (`hdr`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedWaking {
+    pub hdr: Header,
+    pub tid: u32,
+    pub tgid: u32,
+    pub target_cpu: u32,
+    pub _pad: u32,
+    /// The waker's name.
+    pub comm: [u8; COMM_CAP],
+}
+
 /// Indexes into the per-CPU `COUNTERS` array map.
 pub mod counter {
     /// Next sequence number (= records attempted on this CPU).
@@ -300,6 +357,8 @@ const _: () = assert!(core::mem::size_of::<CallExitStr>() == 64 + 8 + STR_CAP);
 const _: () = assert!(core::mem::size_of::<ProcFork>() == 40);
 const _: () = assert!(core::mem::size_of::<ProcExec>() == 40 + PATH_CAP);
 const _: () = assert!(core::mem::size_of::<ProcExit>() == 40);
+const _: () = assert!(core::mem::size_of::<SchedSwitch>() == 32 + 40 + 2 * COMM_CAP);
+const _: () = assert!(core::mem::size_of::<SchedWaking>() == 32 + 16 + COMM_CAP);
 const _: () = assert!(BLOB_CAP.is_multiple_of(8));
 // The attach cookie holds struct sizes in 11 bits.
 const _: () = assert!(BLOB_CAP < 2048);

@@ -13,6 +13,7 @@ mod maps;
 mod nvfile;
 mod proc;
 mod replay;
+mod sched;
 mod select;
 mod uprobe;
 

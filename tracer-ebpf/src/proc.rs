@@ -110,6 +110,7 @@ pub fn sched_exit(ctx: TracePointContext) -> u32 {
     };
     // Forget this task id. The process's own entry (tgid) goes when its
     // group is dead, so late threads of an exiting process are still seen.
+    crate::sched::forget_thread(tid);
     if tid != pid && TRACED.remove(&tid).is_ok() {
         traced_changed();
     }

@@ -28,6 +28,7 @@ use super::basis::IdleBasis;
 use super::model::{Kind, Trace};
 use super::phases::{Phases, process_spans};
 use super::stats::{Bucket, complement, log_histogram, nearest_rank, union};
+use super::thread_states::{self, OsSplit};
 use super::timeline::{Source, Timeline};
 
 pub const CAUSES: [&str; 8] = [
@@ -103,6 +104,10 @@ pub struct PhaseGaps {
     pub start: u64,
     pub end: u64,
     pub stats: GapStats,
+    /// What the launching threads did in the phase's long gaps (their parts
+    /// inside the phase), when scheduler events were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<OsSplit>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -112,6 +117,9 @@ pub struct LongGap {
     pub dur_ns: u64,
     /// Cause -> ns within the gap.
     pub causes: BTreeMap<&'static str, u64>,
+    /// What the thread that ended the gap did in it (scheduler events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<OsSplit>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -124,6 +132,10 @@ pub struct ScopeReport {
     pub phases: Vec<PhaseGaps>,
     /// Shares of the time of all gaps ≥ threshold, by cause.
     pub long_gap_causes: BTreeMap<&'static str, f64>,
+    /// What the launching threads did in all gaps ≥ threshold (scheduler
+    /// events; None when the trace has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_gap_os: Option<OsSplit>,
     pub longest: Vec<LongGap>,
     /// `gpu` scopes: NVML's utilization over the window (mean of its samples,
     /// device-wide; analysis/figures.rs), beside a lower bound a rough busy share.
@@ -346,9 +358,41 @@ fn scope_report(
             start: lo,
             end: hi,
             stats: known(stats(&clipped, hi - lo, o)),
+            os: None,
         });
     }
     let long: Vec<(u64, u64)> = gaps.iter().copied().filter(|g| g.1 - g.0 >= o.threshold_ns).collect();
+    // The operating-system side of each long gap: its launching thread's states.
+    let os: Vec<Option<OsSplit>> = long
+        .iter()
+        .map(|&(a, b)| {
+            t.sched.recorded.then(|| match thread_states::gap_thread(t, &pids, a) {
+                Some(id) => thread_states::split(t, id, a, b),
+                None => OsSplit { total_ns: b - a, unknown_ns: b - a, ..Default::default() },
+            })
+        })
+        .collect();
+    let long_gap_os = t.sched.recorded.then(|| {
+        let mut sum = OsSplit::default();
+        os.iter().flatten().for_each(|x| sum.add(x));
+        sum
+    });
+    for pg in per_phase.iter_mut().filter(|_| t.sched.recorded) {
+        let mut sum = OsSplit::default();
+        for (&(a, b), x) in long.iter().zip(&os) {
+            let (lo, hi) = (a.max(pg.start), b.min(pg.end));
+            if hi <= lo {
+                continue;
+            }
+            match x.as_ref().and_then(|x| x.thread) {
+                // the gap's part inside the phase
+                Some(id) if (lo, hi) != (a, b) => sum.add(&thread_states::split(t, id, lo, hi)),
+                _ => sum.add(x.as_ref().expect("recorded")),
+            }
+        }
+        sum.thread = None;
+        pg.os = Some(sum);
+    }
     let acts = activities(t, &pids, first_work);
     let attr = attribute(&long, &acts);
     let mut tot = [0u64; 8];
@@ -370,6 +414,7 @@ fn scope_report(
             end: long[i].1,
             dur_ns: long[i].1 - long[i].0,
             causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
+            os: os[i].clone(),
         })
         .collect();
     let nvml_util_pct = match (kind, device) {
@@ -383,6 +428,7 @@ fn scope_report(
         overall,
         phases: per_phase,
         long_gap_causes,
+        long_gap_os,
         longest,
         nvml_util_pct,
         gaps,
@@ -644,6 +690,31 @@ pub fn render(r: &GapReport) -> String {
             let c: Vec<String> = sc.long_gap_causes.iter().map(|(k, v)| format!("{k} {:.1}%", 100.0 * v)).collect();
             let _ = writeln!(s, "what the CPU side did during gaps ≥ threshold: {}", c.join(", "));
         }
+        match &sc.long_gap_os {
+            Some(os) if os.total_ns > 0 => {
+                let _ = writeln!(
+                    s,
+                    "what the launching threads did during gaps ≥ threshold (scheduler events): {}",
+                    os.sentence(6)
+                );
+                let with_os: Vec<&PhaseGaps> =
+                    sc.phases.iter().filter(|p| p.os.as_ref().is_some_and(|o| o.total_ns > 0)).collect();
+                if with_os.len() > 1 {
+                    for p in with_os {
+                        let _ = writeln!(s, "  {:<14} {}", p.phase, p.os.as_ref().expect("filtered").sentence(4));
+                    }
+                }
+            }
+            Some(_) => {}
+            None => {
+                if !sc.longest.is_empty() {
+                    let _ = writeln!(
+                        s,
+                        "why the launching threads were not launching: not recorded (recorded with --no-sched, or by a tracer before scheduler events)"
+                    );
+                }
+            }
+        }
         for g in &sc.longest {
             let c: Vec<String> = g
                 .causes
@@ -652,6 +723,10 @@ pub fn render(r: &GapReport) -> String {
                 .collect();
             let _ =
                 writeln!(s, "  {:>12} at +{:<12} {}", fmt_ns(g.dur_ns), fmt_ns(g.start - sc.window.0), c.join(", "));
+            if let Some(os) = &g.os {
+                let who = os.thread.map_or(String::new(), |t| format!("thread {}: ", t.tid));
+                let _ = writeln!(s, "  {:>12}    {:<12} {who}{}", "", "", os.sentence(4));
+            }
         }
     }
     s

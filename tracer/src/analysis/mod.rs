@@ -13,6 +13,8 @@
 //!   inferred / bound), or [`timeline::measured`], [`timeline::inferred`],
 //!   [`timeline::bound`] explicitly;
 //! - [`cpu_slices`] → per-thread CPU slices (driver calls);
+//! - [`thread_states::split`] → what a thread did in an interval, from the
+//!   scheduler events (on CPU, blocked in which call, runnable behind whom);
 //! - [`gaps::analyze`] → idle-gap report; `ScopeReport::gaps` are the gap
 //!   intervals, [`gaps::busy`] / [`gaps::gaps_of`] compute them from intervals;
 //! - [`energy::series`] → power / energy / clock series per GPU,
@@ -56,6 +58,7 @@ pub mod stats;
 pub mod stream_names;
 pub mod summary;
 pub mod text_table;
+pub mod thread_states;
 pub mod timeline;
 pub mod verdict;
 

@@ -16,6 +16,7 @@ use super::fasthash::FxHashMap;
 
 pub mod graph_measured;
 pub mod graphs;
+pub mod sched;
 use tracer_format::line::{RawLine, StrOrNum, scan_into};
 
 /// Sentinel for "no stream / no handle".
@@ -452,6 +453,8 @@ pub struct Trace {
     /// `--replayable`: (ts, pid, tid) of an expanded graph launch whose exec
     /// has kernel nodes with parameter bytes -> its nodes ([`Trace::node_params`]).
     pub graph_node_params: HashMap<(u64, u32, u32), std::sync::Arc<Vec<graphs::ExecNode>>>,
+    /// Scheduler events of the traced threads (`sched` lines).
+    pub sched: sched::Sched,
 }
 
 impl Trace {
@@ -681,6 +684,10 @@ impl TraceBuilder {
                 Ok(())
             }
             "gpu" => self.add_gpu(raw, op, at),
+            "sched" => {
+                let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
+                self.t.sched.add(&v, at.ts, at.pid, at.tid).map_err(|e| self.err(e))
+            }
             "gpu_window" => {
                 let end = raw.end_ts.ok_or_else(|| self.err("a `gpu_window` line needs `end_ts`"))?;
                 if end < at.ts {
@@ -998,6 +1005,10 @@ impl TraceBuilder {
     pub fn finish(mut self) -> Trace {
         let t = &mut self.t;
         t.calls.sort_by_key(|c| (c.ts, c.pid, c.tid));
+        t.sched.finish();
+        if t.header.as_ref().is_some_and(|h| h["sched"] == true) {
+            t.sched.recorded = true;
+        }
         t.procs.sort_by_key(|p| p.ts);
         t.ioctls.sort_by_key(|i| i.ts);
         t.markers.sort_by_key(|m| m.ts);

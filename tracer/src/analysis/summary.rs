@@ -97,6 +97,11 @@ struct CallView<'a> {
 impl Summary {
     pub fn add(&mut self, v: &Value) {
         let ty = v["type"].as_str().unwrap_or("");
+        // Scheduler events of the traced threads are not calls, and their
+        // intervals (open ones reach the end) say nothing of the calls' span.
+        if ty == "sched" {
+            return;
+        }
         self.span.add(ty, v["ts"].as_u64(), v["duration_us"].as_f64(), v["end_ts"].as_u64());
         match ty {
             "header" => {

@@ -99,6 +99,9 @@ pub struct AgentArgs {
     /// No NVML power sampling.
     #[arg(long)]
     pub no_power: bool,
+    /// No scheduler events (tracer_off_cpu_seconds_total stays empty).
+    #[arg(long)]
+    pub no_sched: bool,
     /// NVML sampling period.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub power_interval_ms: u64,
@@ -312,7 +315,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<i32> {
     };
     let mut lp = Loop {
         loaded: &mut loaded,
-        asm: assembler(),
+        asm: assembler(&a),
         selection: selection.as_mut(),
         watch,
         shared: shared.clone(),
@@ -340,6 +343,7 @@ fn with_probe_options<R>(
 ) -> R {
     f(&loader::Options {
         scope,
+        sched: !a.no_sched,
         counted: &|_| false,
         libcuda,
         symbols,
@@ -401,10 +405,14 @@ impl Selection for Both {
     }
 }
 
-fn assembler() -> crate::decode::calls::Assembler {
+fn assembler(a: &AgentArgs) -> crate::decode::calls::Assembler {
     let mut asm =
         crate::decode::calls::Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
     asm.set_entry_only(tracer_common::funcs::is_entry_only_by_default);
+    if !a.no_sched {
+        // No file names: the agent's counters name causes only.
+        asm.sched.enabled = true;
+    }
     asm
 }
 

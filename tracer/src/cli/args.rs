@@ -355,6 +355,11 @@ pub struct RecordArgs {
     /// Do not give the command a marker FIFO (TRACER_MARKER_FIFO, docs/markers.md).
     #[arg(long)]
     pub no_markers: bool,
+    /// Do not record the traced threads' scheduler events (switches and
+    /// wake-ups), which explain idle gaps down to the operating system
+    /// (docs/gaps.md, "Why the thread was not launching").
+    #[arg(long)]
+    pub no_sched: bool,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,

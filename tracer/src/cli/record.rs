@@ -376,6 +376,7 @@ fn with_probe_options<R>(
 ) -> R {
     f(&loader::Options {
         scope,
+        sched: !args.no_sched,
         libcuda: libcuda_path,
         symbols,
         ebpf_log: args.ebpf_log,
@@ -517,6 +518,9 @@ fn assembler(args: &RecordArgs, loaded: &loader::Loaded) -> Assembler {
         asm.exited_names = Some(Default::default());
     }
     asm.ioctls = crate::decode::ioctls::Ioctls::new(loaded.report.ioctl_path.unwrap_or("none"));
+    if !args.no_sched {
+        asm.sched = crate::decode::sched::SchedTracker::with_fd_reader(Box::new(crate::collect::procfs::fd_kind));
+    }
     asm
 }
 
@@ -691,6 +695,8 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         // --counts: functions counted in the kernel, without lines (count lines at the end).
         "counted_functions": report.probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| counted(args, id))).collect::<Vec<_>>(),
         "ioctl_path": report.ioctl_path,
+        // Scheduler events of the traced threads (`sched` lines, decode/sched.rs).
+        "sched": !args.no_sched,
         "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
         // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns

@@ -150,6 +150,8 @@ pub struct Options<'a> {
     pub counted: &'a dyn Fn(FuncId) -> bool,
     /// Which processes the probes record (`--system`, `--cgroup`).
     pub scope: crate::collect::selection::KernelScope,
+    /// Scheduler events of the traced threads (tracer-ebpf/src/sched.rs).
+    pub sched: bool,
 }
 
 /// The programs attached to the probed functions.
@@ -171,6 +173,17 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let exec_file = need("sched", "sched_process_exec", "filename")?;
     let exit_pid = need("sched", "sched_process_exit", "pid")?;
     let exit_group_dead = tp_offset("sched", "sched_process_exit", "group_dead")?.unwrap_or(0);
+    let sched_offsets = if opts.sched {
+        Some([
+            ("SWITCH_PREV_STATE_OFF", need("sched", "sched_switch", "prev_state")?),
+            ("SWITCH_NEXT_COMM_OFF", need("sched", "sched_switch", "next_comm")?),
+            ("SWITCH_NEXT_PID_OFF", need("sched", "sched_switch", "next_pid")?),
+            ("WAKING_PID_OFF", need("sched", "sched_waking", "pid")?),
+            ("WAKING_TARGET_CPU_OFF", need("sched", "sched_waking", "target_cpu")?),
+        ])
+    } else {
+        None
+    };
 
     let log_enabled = opts.ebpf_log as u32;
     let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
@@ -190,6 +203,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("SELECT_CGROUP_LEVEL", &opts.scope.cgroup_level, true)
         .override_global("SELECT_SELF_TGID", &self_tgid, true)
         .map_max_entries("EVENTS", opts.ring_bytes);
+    for (name, off) in sched_offsets.iter().flatten() {
+        loader.override_global(name, off, true);
+    }
     if opts.replay.replayable {
         // Sizes of the layout maps (docs/recording-format.md); the launch
         // scratch record needs one slot per possible CPU.
@@ -222,6 +238,15 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         p.load().with_context(|| format!("loading {prog}"))?;
         let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
         links.tracepoints.push(p.take_link(id)?);
+    }
+
+    if opts.sched {
+        for (prog, tp) in [("sched_switch", "sched_switch"), ("sched_waking", "sched_waking")] {
+            let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+            p.load().with_context(|| format!("loading {prog} (--no-sched records without scheduler events)"))?;
+            let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
+            links.tracepoints.push(p.take_link(id)?);
+        }
     }
 
     // No libcuda in tracer's mount namespace: the watch attaches the ones

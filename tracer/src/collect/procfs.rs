@@ -69,3 +69,43 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// What file descriptor `fd` of `pid` is, for an off-CPU interval blocked on
+/// it: `pipe`, `socket`, `eventfd`, `epoll`, a device (`/dev/…`) or
+/// `file PATH`; None when /proc no longer shows it.
+pub fn fd_kind(pid: u32, fd: u64) -> Option<String> {
+    let target = std::fs::read_link(format!("/proc/{pid}/fd/{}", fd as i32)).ok()?;
+    Some(classify_fd_target(&target.to_string_lossy()))
+}
+
+fn classify_fd_target(t: &str) -> String {
+    if let Some(kind) = t.split_once(":[").map(|(k, _)| k)
+        && !t.starts_with('/')
+    {
+        // pipe:[123], socket:[456], anon_inode:[eventfd] …
+        return match kind {
+            "anon_inode" => t.trim_start_matches("anon_inode:").trim_matches(['[', ']']).to_string(),
+            k => k.to_string(),
+        };
+    }
+    if let Some(k) = t.strip_prefix("anon_inode:") {
+        return k.trim_matches(['[', ']']).to_string();
+    }
+    if t.starts_with("/dev/") { t.to_string() } else { format!("file {t}") }
+}
+
+#[cfg(test)]
+mod fd_kind_tests {
+    use super::classify_fd_target as c;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(c("pipe:[12345]"), "pipe");
+        assert_eq!(c("socket:[99]"), "socket");
+        assert_eq!(c("anon_inode:[eventfd]"), "eventfd");
+        assert_eq!(c("anon_inode:[eventpoll]"), "eventpoll");
+        assert_eq!(c("anon_inode:inotify"), "inotify");
+        assert_eq!(c("/dev/nvidiactl"), "/dev/nvidiactl");
+        assert_eq!(c("/data/shard-0001.bin"), "file /data/shard-0001.bin");
+    }
+}

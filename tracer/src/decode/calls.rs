@@ -80,6 +80,8 @@ pub struct Assembler {
     /// Streams capturing into a graph (their work is marked `capture`).
     captures: crate::decode::graph_calls::Captures,
     pub stats: AssemblyStats,
+    /// Scheduler events of the traced threads.
+    pub sched: crate::decode::sched::SchedTracker,
 }
 
 pub fn func_name(id: FuncId) -> String {
@@ -163,8 +165,11 @@ impl Assembler {
             Record::IoctlEnter { r, .. } => r.hdr,
             Record::IoctlExit { r, .. } => r.hdr,
             Record::NvFile { r, .. } => r.hdr,
+            Record::Switch(r) => r.hdr,
+            Record::Waking(r) => r.hdr,
         };
         *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
+        self.sched.seen(&hdr, &mut |v| out(Line::Value(v)));
         match *rec {
             Record::Enter { hdr, .. } if self.cut_after.is_some_and(|c| hdr.ts > c) => {
                 self.stats.after_detach += 1;
@@ -251,7 +256,10 @@ impl Assembler {
             Record::NvFile { ref r, path } => {
                 out(Line::Value(crate::decode::ioctls::file_line(r, path, self.current_call(r.hdr.tid))))
             }
+            Record::Switch(ref r) => self.sched.switch(r, &mut |v| out(Line::Value(v))),
+            Record::Waking(ref r) => self.sched.waking(r),
             Record::ProcExit(e) => {
+                self.sched.exited(e.hdr.tid);
                 if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {
                     out(Line::Value(v));
                 }
@@ -378,6 +386,7 @@ impl Assembler {
         for v in self.ioctls.finish() {
             out(Line::Value(v));
         }
+        self.sched.finish(&mut |v| out(Line::Value(v)));
         let mut tids: Vec<u32> = self.pending.keys().copied().collect();
         tids.sort_unstable();
         for tid in tids {

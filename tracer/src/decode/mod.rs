@@ -10,6 +10,7 @@
 //! - [`devices`]: contexts and streams → the device each call ran on;
 //! - [`ioctls`] and [`nvioctl`]: ioctls on /dev/nvidia* → decoded lines
 //!   (escapes, RM control commands, classes, UVM);
+//! - [`sched`]: scheduler switches and wake-ups → off-CPU intervals;
 //! - [`graph_calls`]: CUDA graph calls (stream capture, nodes, execs);
 //! - [`gpu_lines`]: CUPTI activity (tracer-cupti's wire format) → `gpu` lines;
 //! - [`cudaimage`]: fatbins, cubins and PTX → entries and kernel layouts.
@@ -29,3 +30,4 @@ pub mod graph_structs;
 pub mod ioctls;
 pub mod nvioctl;
 pub mod params;
+pub mod sched;

@@ -1,0 +1,147 @@
+//! Scheduler events of the traced threads (`tracer record`, unless
+//! `--no-sched`): why a thread that should launch GPU work was not running.
+//! Classic tracepoints, whose field offsets userspace reads from the format
+//! files (no BTF field offsets needed, the same on every kernel tracer
+//! supports): `sched_switch` when the task switched out or in is traced,
+//! `sched_waking` (in the waker's context) when the woken one is.
+//!
+//! A traced thread switched out while blocked carries the system call it is
+//! blocked in, read from its saved user registers (`orig_ax`): no syscall
+//! tracepoint is needed.
+use aya_ebpf::{
+    helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_task_pt_regs},
+    macros::{map, tracepoint},
+    maps::LruHashMap,
+    programs::TracePointContext,
+};
+use tracer_common::event::{COMM_CAP, EventKind, SchedSwitch, SchedWaking, counter, sched_flags};
+
+use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
+
+/// Thread id -> its process, for the traced processes' threads seen
+/// switching out (the switched-in and woken threads are looked up here).
+/// An LRU map: a thread whose exit was missed cannot fill it.
+#[map]
+pub static THREAD_TGID: LruHashMap<u32, u32> = LruHashMap::with_max_entries(65536, 0);
+
+#[unsafe(no_mangle)]
+static SWITCH_PREV_STATE_OFF: u32 = 32;
+#[unsafe(no_mangle)]
+static SWITCH_NEXT_COMM_OFF: u32 = 40;
+#[unsafe(no_mangle)]
+static SWITCH_NEXT_PID_OFF: u32 = 56;
+#[unsafe(no_mangle)]
+static WAKING_PID_OFF: u32 = 24;
+#[unsafe(no_mangle)]
+static WAKING_TARGET_CPU_OFF: u32 = 32;
+
+/// Offsets of `orig_ax` and `di` in x86-64 `struct pt_regs` (an ABI).
+const ORIG_AX: usize = 15 * 8;
+const DI: usize = 14 * 8;
+
+#[inline(always)]
+fn global(v: &'static u32) -> usize {
+    unsafe { core::ptr::read_volatile(v) as usize }
+}
+
+#[tracepoint]
+pub fn sched_switch(ctx: TracePointContext) -> u32 {
+    let (pid, tid) = current();
+    let prev_traced = pid != 0 && is_traced(pid);
+    let next_tid = match unsafe { ctx.read_at::<i32>(global(&SWITCH_NEXT_PID_OFF)) } {
+        Ok(n) => n as u32,
+        Err(_) => return 0,
+    };
+    let next_tgid = if next_tid == 0 { None } else { unsafe { THREAD_TGID.get(&next_tid) }.copied() };
+    if !prev_traced && next_tgid.is_none() {
+        return 0;
+    }
+    if prev_traced && unsafe { THREAD_TGID.get(&tid) }.is_none() {
+        // Known from now on when it is switched in or woken.
+        let _ = THREAD_TGID.insert(&tid, &pid, 0);
+    }
+    let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
+    let mut flags = 0;
+    let (mut syscall, mut arg0) = (-1i64, 0u64);
+    if prev_traced {
+        flags |= sched_flags::PREV_TRACED;
+        // Blocked (not runnable): which system call, from the user registers.
+        if state & 0xff != 0 {
+            let task = unsafe { bpf_get_current_task_btf() };
+            let regs = unsafe { bpf_task_pt_regs(task) } as usize;
+            if regs != 0
+                && let (Ok(nr), Ok(a)) = unsafe {
+                    (
+                        bpf_probe_read_kernel((regs + ORIG_AX) as *const i64),
+                        bpf_probe_read_kernel((regs + DI) as *const u64),
+                    )
+                }
+            {
+                syscall = nr;
+                arg0 = a;
+                flags |= sched_flags::REGS_READ;
+            }
+        }
+    }
+    if next_tgid.is_some() {
+        flags |= sched_flags::NEXT_TRACED;
+    }
+    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
+    match EVENTS.reserve::<SchedSwitch>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.prev_state = state;
+            rec.flags = flags;
+            rec.next_tid = next_tid;
+            rec.next_tgid = next_tgid.unwrap_or(0);
+            rec._pad = 0;
+            rec.syscall = syscall;
+            rec.arg0 = arg0;
+            rec.prev_comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
+            rec.next_comm =
+                unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
+            e.submit(submit_flags());
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
+    0
+}
+
+#[tracepoint]
+pub fn sched_waking(ctx: TracePointContext) -> u32 {
+    let tid = match unsafe { ctx.read_at::<i32>(global(&WAKING_PID_OFF)) } {
+        Ok(n) => n as u32,
+        Err(_) => return 0,
+    };
+    let Some(tgid) = unsafe { THREAD_TGID.get(&tid) }.copied() else {
+        return 0;
+    };
+    let (pid, wtid) = current();
+    let target_cpu = unsafe { ctx.read_at::<i32>(global(&WAKING_TARGET_CPU_OFF)) }.unwrap_or(-1) as u32;
+    let hdr = header(EventKind::SchedWaking as u16, 0, pid, wtid);
+    match EVENTS.reserve::<SchedWaking>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.tid = tid;
+            rec.tgid = tgid;
+            rec.target_cpu = target_cpu;
+            rec._pad = 0;
+            rec.comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
+            e.submit(submit_flags());
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
+    0
+}
+
+/// A traced thread exited: forget it (sched_exit in proc.rs).
+#[inline(always)]
+pub fn forget_thread(tid: u32) {
+    let _ = THREAD_TGID.remove(&tid);
+}

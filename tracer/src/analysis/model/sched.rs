@@ -1,0 +1,123 @@
+//! The `sched` lines of a trace (decode/sched.rs): each traced thread's
+//! off-CPU intervals with their causes, when its scheduler events start, and
+//! the windows where records were lost.
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// What an off-CPU interval was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffState {
+    /// Blocked (in a system call, or in a fault when `cause` says
+    /// `page_fault`), then runnable from `ready` once woken.
+    Blocked,
+    /// Runnable all along (preempted, or yielded).
+    Runnable,
+    /// A switch was lost: what the thread did is unknown.
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffCpu {
+    pub pid: u32,
+    pub tid: u32,
+    pub start: u64,
+    pub end: u64,
+    pub state: OffState,
+    /// The system call (`read`), `page_fault`, `runnable` or `unknown`.
+    pub cause: String,
+    /// The kind of file a blocking call waited on (`pipe`, `socket`, …).
+    pub file: Option<String>,
+    /// From here to `end` the thread waited for a CPU (woken, or preempted).
+    pub ready: u64,
+    /// Switched out while runnable with the preemption flag.
+    pub preempted: bool,
+    /// The task that ran on the CPU just before the thread got it back:
+    /// `comm (pid N)`, the idle task as `idle`.
+    pub behind: Option<String>,
+    pub waker: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Sched {
+    /// The trace recorded scheduler events (its header says so, or it has
+    /// sched lines).
+    pub recorded: bool,
+    /// Per thread: its intervals by start.
+    pub off: BTreeMap<u32, Vec<OffCpu>>,
+    /// Per thread: (pid, its first scheduler event).
+    pub seen: BTreeMap<u32, (u32, u64)>,
+    /// Record losses: [from, to) per window, sorted.
+    pub lost: Vec<(u64, u64)>,
+}
+
+fn task(v: &Value) -> Option<String> {
+    let comm = v["comm"].as_str()?;
+    Some(match (v["pid"].as_u64(), v["tid"].as_u64()) {
+        (Some(0), Some(0)) | (None, Some(0)) => "idle".to_string(),
+        (Some(p), _) if p != 0 => format!("{comm} (pid {p})"),
+        (_, Some(t)) => format!("{comm} (tid {t})"),
+        _ => comm.to_string(),
+    })
+}
+
+impl Sched {
+    /// One `sched` line; an error names the missing field.
+    pub fn add(&mut self, v: &Value, ts: u64, pid: u32, tid: u32) -> Result<(), String> {
+        self.recorded = true;
+        let end = || v["end_ts"].as_u64().filter(|&e| e >= ts).ok_or("needs `end_ts` (ns, not before `ts`)");
+        match v["op"].as_str().unwrap_or("") {
+            "thread_seen" => {
+                self.seen.entry(tid).or_insert((pid, ts));
+            }
+            "lost" => self.lost.push((ts, end()?)),
+            "off_cpu" => {
+                let end = end()?;
+                let state = match v["state"].as_str() {
+                    Some("blocked") => OffState::Blocked,
+                    Some("runnable") => OffState::Runnable,
+                    Some("unknown") => OffState::Unknown,
+                    _ => return Err("an `off_cpu` line needs `state`: blocked, runnable or unknown".into()),
+                };
+                // Open at the end of the recording: only the time it was off is known.
+                let ready = match (state, v["runnable_ns"].as_u64()) {
+                    (OffState::Runnable, _) => ts,
+                    (OffState::Blocked, Some(r)) => end.saturating_sub(r).max(ts),
+                    _ => end,
+                };
+                self.seen.entry(tid).or_insert((pid, ts));
+                self.off.entry(tid).or_default().push(OffCpu {
+                    pid,
+                    tid,
+                    start: ts,
+                    end,
+                    state,
+                    cause: v["name"].as_str().unwrap_or("unknown").to_string(),
+                    file: v["file"].as_str().map(str::to_owned),
+                    ready,
+                    preempted: v["preempted"] == true,
+                    behind: task(&v["behind"]),
+                    waker: task(&v["waker"]),
+                });
+            }
+            o => return Err(format!("sched line with op `{o}`, expected off_cpu/thread_seen/lost")),
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self) {
+        for v in self.off.values_mut() {
+            v.sort_by_key(|o| o.start);
+        }
+        // Windows of several CPUs may overlap: their union.
+        self.lost.sort_unstable();
+        let mut u: Vec<(u64, u64)> = Vec::with_capacity(self.lost.len());
+        for &(a, b) in &self.lost {
+            match u.last_mut() {
+                Some(l) if a <= l.1 => l.1 = l.1.max(b),
+                _ => u.push((a, b)),
+            }
+        }
+        self.lost = u;
+    }
+}

@@ -1,0 +1,207 @@
+//! Why the launching thread did not launch: the operating-system side of an
+//! idle gap, from the scheduler events (`sched` lines, model/sched.rs).
+//!
+//! A gap's thread is the one that made the submission ending it (the first
+//! GPU work call of the scope's processes at or after the gap's start). Each
+//! instant of the gap is, for that thread:
+//! - **unknown**: before its first scheduler event, or inside a window where
+//!   records were lost, or in an interval whose switch was lost;
+//! - **blocked**: switched out not runnable, until woken: in which system
+//!   call, on which kind of file (`read (pipe)`), or in a page fault;
+//! - **runnable**: switched out runnable (preempted) or woken but not yet
+//!   back on a CPU: behind the task that held the CPU it got back;
+//! - **on CPU**: otherwise.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::model::Trace;
+use super::model::sched::{OffCpu, OffState};
+
+/// The split of some time of one thread, or a sum of such splits.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct OsSplit {
+    /// The thread the split is of (one gap's); None for a sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<ThreadId>,
+    pub total_ns: u64,
+    pub on_cpu_ns: u64,
+    pub blocked_ns: u64,
+    pub runnable_ns: u64,
+    pub page_fault_ns: u64,
+    pub unknown_ns: u64,
+    /// Blocked time by system call and file kind (`read (pipe)`), page
+    /// faults as `page_fault`.
+    pub blocked: BTreeMap<String, u64>,
+    /// Runnable time by what the thread waited behind: `preempted by X`,
+    /// `behind X` (after a wake-up), `wake-up latency` (the CPU was idle).
+    pub runnable: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct ThreadId {
+    pub pid: u32,
+    pub tid: u32,
+}
+
+impl OsSplit {
+    pub fn add(&mut self, o: &OsSplit) {
+        self.total_ns += o.total_ns;
+        self.on_cpu_ns += o.on_cpu_ns;
+        self.blocked_ns += o.blocked_ns;
+        self.runnable_ns += o.runnable_ns;
+        self.page_fault_ns += o.page_fault_ns;
+        self.unknown_ns += o.unknown_ns;
+        for (k, v) in &o.blocked {
+            *self.blocked.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.runnable {
+            *self.runnable.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Every cause with its time, largest first (ties: on CPU, blocked,
+    /// runnable, page faults, unknown; then by name): `on CPU`,
+    /// `asleep in clock_nanosleep`, `blocked in read (pipe)`, `preempted by
+    /// cpuhog (pid 7)`, `page faults`, `unknown`.
+    pub fn causes(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(usize, String, u64)> = vec![(0, "on CPU".into(), self.on_cpu_ns)];
+        for (k, &ns) in &self.blocked {
+            if k != "page_fault" {
+                v.push((1, blocked_phrase(k), ns));
+            }
+        }
+        for (k, &ns) in &self.runnable {
+            v.push((2, k.clone(), ns));
+        }
+        v.push((3, "page faults".into(), self.page_fault_ns));
+        v.push((4, "unknown".into(), self.unknown_ns));
+        v.retain(|x| x.2 > 0);
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        v.into_iter().map(|(_, k, ns)| (k, ns)).collect()
+    }
+
+    /// The largest cause (`unknown` when nothing is known).
+    pub fn main_cause(&self) -> String {
+        self.causes().into_iter().next().map_or_else(|| "unknown".into(), |c| c.0)
+    }
+
+    /// `asleep in clock_nanosleep 99 %, on CPU 1 %` (causes of ≥ 1 %, at most `n`).
+    pub fn sentence(&self, n: usize) -> String {
+        let total = self.total_ns.max(1) as f64;
+        let parts: Vec<String> = self
+            .causes()
+            .into_iter()
+            .filter(|(_, ns)| *ns as f64 / total >= 0.01)
+            .take(n)
+            .map(|(k, ns)| format!("{k} {:.0} %", 100.0 * ns as f64 / total))
+            .collect();
+        if parts.is_empty() { "unknown".into() } else { parts.join(", ") }
+    }
+}
+
+/// `clock_nanosleep` → `asleep in clock_nanosleep`; `read (pipe)` →
+/// `blocked in read (pipe)`.
+fn blocked_phrase(k: &str) -> String {
+    let call = k.split(' ').next().unwrap_or(k);
+    if matches!(call, "nanosleep" | "clock_nanosleep") { format!("asleep in {k}") } else { format!("blocked in {k}") }
+}
+
+/// The blocked key of an interval: `read (pipe)`, `futex`, `page_fault`.
+fn blocked_key(o: &OffCpu) -> String {
+    match &o.file {
+        Some(f) => format!("{} ({f})", o.cause),
+        None => o.cause.clone(),
+    }
+}
+
+/// The runnable key of an interval.
+fn runnable_key(o: &OffCpu) -> String {
+    match (o.behind.as_deref(), o.state) {
+        (None, _) => "waiting for a CPU".into(),
+        (Some("idle"), _) => "wake-up latency".into(),
+        (Some(b), OffState::Runnable) if o.preempted => format!("preempted by {b}"),
+        (Some(b), OffState::Runnable) => format!("yielded, behind {b}"),
+        (Some(b), _) => format!("behind {b}"),
+    }
+}
+
+/// The thread whose submission ends the gap [a, b): the first GPU work call
+/// of `pids` at or after `a` (else the last before it).
+pub fn gap_thread(t: &Trace, pids: &std::collections::BTreeSet<u32>, a: u64) -> Option<ThreadId> {
+    let i = t.calls.partition_point(|c| c.ts < a);
+    let work = |c: &&super::model::Call| c.kind.is_gpu_work() && pids.contains(&c.pid);
+    t.calls[i..]
+        .iter()
+        .find(work)
+        .or_else(|| t.calls[..i].iter().rev().find(work))
+        .map(|c| ThreadId { pid: c.pid, tid: c.tid })
+}
+
+/// The split of [a, b) for thread `id`.
+pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
+    let mut s = OsSplit { thread: Some(id), total_ns: b.saturating_sub(a), ..Default::default() };
+    if b <= a {
+        return s;
+    }
+    let sched = &t.sched;
+    // Elementary pieces: (start, end, what) with what = None for on-CPU.
+    enum What<'a> {
+        Blocked(&'a OffCpu),
+        Runnable(&'a OffCpu),
+        Unknown,
+    }
+    let mut pieces: Vec<(u64, u64, What)> = Vec::new();
+    let first = sched.seen.get(&id.tid).map_or(u64::MAX, |x| x.1);
+    if first > a {
+        pieces.push((a, first.min(b), What::Unknown));
+    }
+    let off = sched.off.get(&id.tid).map_or(&[][..], |v| v.as_slice());
+    let from = off.partition_point(|o| o.end <= a);
+    for o in off[from..].iter().take_while(|o| o.start < b) {
+        match o.state {
+            OffState::Unknown => pieces.push((o.start, o.end, What::Unknown)),
+            OffState::Runnable => pieces.push((o.start, o.end, What::Runnable(o))),
+            OffState::Blocked => {
+                pieces.push((o.start, o.ready, What::Blocked(o)));
+                pieces.push((o.ready, o.end, What::Runnable(o)));
+            }
+        }
+    }
+    // Loss windows override everything under them.
+    let lost: Vec<(u64, u64)> =
+        sched.lost.iter().copied().filter(|&(x, y)| x < b && y > a).map(|(x, y)| (x.max(a), y.min(b))).collect();
+    for (x, y, w) in pieces {
+        let (x, y) = (x.max(a), y.min(b));
+        if y <= x {
+            continue;
+        }
+        let len = y - x - overlap(&lost, x, y);
+        match w {
+            What::Unknown => s.unknown_ns += len,
+            What::Blocked(o) if o.cause == "page_fault" => {
+                s.page_fault_ns += len;
+                *s.blocked.entry("page_fault".into()).or_default() += len;
+            }
+            What::Blocked(o) => {
+                s.blocked_ns += len;
+                *s.blocked.entry(blocked_key(o)).or_default() += len;
+            }
+            What::Runnable(o) => {
+                s.runnable_ns += len;
+                *s.runnable.entry(runnable_key(o)).or_default() += len;
+            }
+        }
+        s.blocked.retain(|_, v| *v > 0);
+        s.runnable.retain(|_, v| *v > 0);
+    }
+    s.unknown_ns += overlap(&lost, a, b);
+    // The rest of the gap, outside the pieces and the loss windows: on CPU.
+    s.on_cpu_ns = s.total_ns - s.unknown_ns - s.blocked_ns - s.runnable_ns - s.page_fault_ns;
+    s
+}
+
+/// Σ of the overlap of [x, y) with the (disjoint, sorted) windows.
+fn overlap(w: &[(u64, u64)], x: u64, y: u64) -> u64 {
+    w.iter().map(|&(p, q)| q.min(y).saturating_sub(p.max(x))).sum()
+}

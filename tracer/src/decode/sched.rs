@@ -1,0 +1,349 @@
+//! Scheduler records (tracer-ebpf/src/sched.rs) → `sched` lines: one
+//! `off_cpu` line per interval a traced thread spent off its CPU, with why
+//! (blocked in which system call, on which kind of file; runnable behind
+//! which task; a page fault), who woke it and who held the CPU it came back
+//! to. Time a lost record makes uncertain is said so (`unknown`, `lost`),
+//! never given a cause.
+//!
+//! Lines (docs/trace-format.md):
+//! - `{"type":"sched","op":"thread_seen","ts","pid","tid"}`: the first
+//!   scheduler event of a thread; its states are known from here on;
+//! - `{"type":"sched","op":"off_cpu","name":CAUSE,"ts","end_ts","state",…}`;
+//! - `{"type":"sched","op":"lost","ts","end_ts","cpu","records"}`: records
+//!   of that CPU were lost between those times (its sequence numbers jump):
+//!   every thread's state there is unknown.
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Map, Value, json};
+use tracer_common::event::{Header, SchedSwitch, SchedWaking, sched_flags};
+
+/// Reads what a process's file descriptor is (`/proc/PID/fd/FD`), from the
+/// collector; None when it cannot tell.
+pub type FdReader = Box<dyn FnMut(u32, u64) -> Option<String>>;
+
+#[derive(Clone, Debug)]
+struct Task {
+    pid: u32,
+    tid: u32,
+    comm: String,
+}
+
+impl Task {
+    /// `pid` only when known (a traced process's thread, or the current
+    /// task of a record); 0 is the idle task's.
+    fn json(&self) -> Value {
+        match self.pid {
+            0 if self.tid != 0 => json!({"tid": self.tid, "comm": self.comm}),
+            p => json!({"pid": p, "tid": self.tid, "comm": self.comm}),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Off {
+    start: u64,
+    cpu: u32,
+    /// The tracepoint's prev_state.
+    prev_state: u64,
+    syscall: Option<i64>,
+    arg0: u64,
+    file: Option<String>,
+    /// The task that got the CPU when this one left it.
+    next: Task,
+    woken: Option<(u64, Task)>,
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    On {
+        since: u64,
+    },
+    Off(Box<Off>),
+    /// After a loss: what the thread did since `since` is unknown.
+    Unknown {
+        since: u64,
+    },
+}
+
+#[derive(Default)]
+pub struct SchedTracker {
+    /// Scheduler events are recorded (else `seen` does nothing).
+    pub enabled: bool,
+    threads: HashMap<u32, (u32, State)>,
+    /// Threads whose exit was seen: their last switch-out follows it.
+    exited: std::collections::HashSet<u32>,
+    /// Per CPU: the last record's sequence number and time.
+    last: BTreeMap<u32, (u64, u64)>,
+    fd_reader: Option<FdReader>,
+    /// Lines written, by op.
+    pub off_cpu_lines: u64,
+    pub unknown_lines: u64,
+    pub lost_windows: u64,
+    last_ts: u64,
+}
+
+/// System calls whose first argument is a file descriptor worth naming.
+const FD_CALLS: &[&str] = &[
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "pwrite64",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "sendto",
+    "sendmsg",
+    "sendmmsg",
+    "accept",
+    "accept4",
+    "connect",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "flock",
+    "fsync",
+    "fdatasync",
+    "ioctl",
+    "splice",
+    "sendfile",
+];
+
+pub fn syscall_name(nr: i64) -> String {
+    usize::try_from(nr)
+        .ok()
+        .and_then(syscalls::x86_64::Sysno::new)
+        .map_or_else(|| format!("syscall_{nr}"), |s| s.name().to_string())
+}
+
+/// `S`, `D`, … of a prev_state (empty for runnable).
+fn task_state(s: u64) -> &'static str {
+    const L: [(u64, &str); 8] =
+        [(1, "S"), (2, "D"), (4, "T"), (8, "t"), (0x10, "X"), (0x20, "Z"), (0x40, "P"), (0x80, "I")];
+    L.iter().find(|(b, _)| s & b != 0).map_or("", |(_, n)| n)
+}
+
+fn comm(b: &[u8]) -> String {
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..n]).into_owned()
+}
+
+fn line(ts: u64, pid: u32, tid: u32, op: &str, name: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("ts".into(), json!(ts));
+    m.insert("pid".into(), json!(pid));
+    m.insert("tid".into(), json!(tid));
+    m.insert("type".into(), json!("sched"));
+    m.insert("op".into(), json!(op));
+    m.insert("name".into(), json!(name));
+    m
+}
+
+impl SchedTracker {
+    pub fn with_fd_reader(r: FdReader) -> Self {
+        SchedTracker { enabled: true, fd_reader: Some(r), ..Default::default() }
+    }
+
+    /// Every record's header, scheduler or not: a jump in a CPU's sequence
+    /// numbers is a loss there, made a `lost` line and every thread's current
+    /// state unknown.
+    pub fn seen(&mut self, hdr: &Header, out: &mut impl FnMut(Value)) {
+        if !self.enabled {
+            return;
+        }
+        self.last_ts = self.last_ts.max(hdr.ts);
+        if let Some(&(seq, ts)) = self.last.get(&hdr.cpu)
+            && hdr.seq > seq + 1
+            && !self.threads.is_empty()
+        {
+            let mut m = line(ts, 0, 0, "lost", "lost");
+            m.insert("end_ts".into(), json!(hdr.ts));
+            m.insert("cpu".into(), json!(hdr.cpu));
+            m.insert("records".into(), json!(hdr.seq - seq - 1));
+            out(Value::Object(m));
+            self.lost_windows += 1;
+            let threads: Vec<u32> = self.threads.keys().copied().collect();
+            for t in threads {
+                self.taint(t);
+            }
+        }
+        self.last.insert(hdr.cpu, (hdr.seq, hdr.ts));
+    }
+
+    /// The thread's current interval ends unknown: written so up to now
+    /// (the last time seen), and unknown until its next event.
+    fn taint(&mut self, tid: u32) {
+        let Some((pid, st)) = self.threads.get(&tid).cloned() else { return };
+        let since = match st {
+            State::On { since } | State::Unknown { since } => since,
+            State::Off(o) => o.start,
+        };
+        self.threads.insert(tid, (pid, State::Unknown { since }));
+    }
+
+    fn unknown(&mut self, pid: u32, tid: u32, from: u64, to: u64, out: &mut impl FnMut(Value)) {
+        if to <= from {
+            return;
+        }
+        let mut m = line(from, pid, tid, "off_cpu", "unknown");
+        m.insert("end_ts".into(), json!(to));
+        m.insert("state".into(), json!("unknown"));
+        self.unknown_lines += 1;
+        out(Value::Object(m));
+    }
+
+    fn first(&mut self, pid: u32, tid: u32, ts: u64, out: &mut impl FnMut(Value)) {
+        out(Value::Object(line(ts, pid, tid, "thread_seen", "thread_seen")));
+    }
+
+    pub fn switch(&mut self, r: &SchedSwitch, out: &mut impl FnMut(Value)) {
+        let ts = r.hdr.ts;
+        // A dead task's last switch (after its exit record) says nothing.
+        let dead = self.exited.remove(&r.hdr.tid) || r.prev_state & 0x30 != 0;
+        if r.flags & sched_flags::PREV_TRACED != 0 && !dead {
+            let (pid, tid) = (r.hdr.pid, r.hdr.tid);
+            match self.threads.get(&tid).map(|(_, s)| s.clone()) {
+                None => self.first(pid, tid, ts, out),
+                Some(State::On { .. }) => {}
+                // Its switch-in was not seen: since when it ran is unknown.
+                Some(State::Off(o)) => self.unknown(pid, tid, o.start, ts, out),
+                Some(State::Unknown { since }) => self.unknown(pid, tid, since, ts, out),
+            }
+            let blocked = r.prev_state & 0xff != 0;
+            let syscall = (blocked && r.flags & sched_flags::REGS_READ != 0).then_some(r.syscall);
+            let file = match syscall {
+                Some(nr) if nr >= 0 && FD_CALLS.contains(&syscall_name(nr).as_str()) => {
+                    self.fd_reader.as_mut().and_then(|f| f(pid, r.arg0))
+                }
+                _ => None,
+            };
+            let next = Task { pid: r.next_tgid, tid: r.next_tid, comm: comm(&r.next_comm) };
+            let off = Off {
+                start: ts,
+                cpu: r.hdr.cpu,
+                prev_state: r.prev_state,
+                syscall,
+                arg0: r.arg0,
+                file,
+                next,
+                woken: None,
+            };
+            self.threads.insert(tid, (pid, State::Off(Box::new(off))));
+        }
+        if r.flags & sched_flags::NEXT_TRACED != 0 {
+            let (pid, tid) = (r.next_tgid, r.next_tid);
+            let behind = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
+            match self.threads.get(&tid).map(|(_, s)| s.clone()) {
+                None => self.first(pid, tid, ts, out),
+                Some(State::Off(o)) => self.off_line(pid, tid, &o, ts, r.hdr.cpu, &behind, out),
+                // Its switch-out was not seen.
+                Some(State::On { since }) | Some(State::Unknown { since }) => self.unknown(pid, tid, since, ts, out),
+            }
+            self.threads.insert(tid, (pid, State::On { since: ts }));
+        }
+    }
+
+    pub fn waking(&mut self, r: &SchedWaking) {
+        if let Some((_, State::Off(o))) = self.threads.get_mut(&r.tid)
+            && o.woken.is_none()
+            && r.hdr.ts >= o.start
+        {
+            o.woken = Some((r.hdr.ts, Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.comm) }));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn off_line(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        o: &Off,
+        end: u64,
+        cpu_in: u32,
+        behind: &Task,
+        out: &mut impl FnMut(Value),
+    ) {
+        let blocked = o.prev_state & 0xff != 0;
+        let name = match (blocked, o.syscall) {
+            (false, _) => "runnable".to_string(),
+            (true, Some(nr)) if nr >= 0 => syscall_name(nr),
+            (true, Some(_)) => "page_fault".to_string(),
+            (true, None) => "blocked".to_string(),
+        };
+        let mut m = line(o.start, pid, tid, "off_cpu", &name);
+        m.insert("end_ts".into(), json!(end));
+        m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+        m.insert("cpu".into(), json!(o.cpu));
+        m.insert("cpu_in".into(), json!(cpu_in));
+        if blocked {
+            m.insert("task_state".into(), json!(task_state(o.prev_state)));
+            if let Some(nr) = o.syscall.filter(|&n| n >= 0) {
+                m.insert("syscall".into(), json!(syscall_name(nr)));
+                m.insert("arg0".into(), json!(o.arg0));
+            }
+            if let Some(f) = &o.file {
+                m.insert("file".into(), json!(f));
+            }
+        } else {
+            m.insert("preempted".into(), json!(o.prev_state & 0x100 != 0));
+            m.insert("preempted_by".into(), o.next.json());
+        }
+        // Runnable from the wake-up (or the switch-out) until back on a CPU.
+        let ready = match (&o.woken, blocked) {
+            (_, false) => Some(o.start),
+            (Some((w, _)), true) => Some((*w).clamp(o.start, end)),
+            (None, true) => None,
+        };
+        if let Some((w, waker)) = &o.woken {
+            m.insert("woken_ts".into(), json!(w));
+            m.insert("waker".into(), waker.json());
+        }
+        if let Some(r) = ready {
+            m.insert("runnable_ns".into(), json!(end - r));
+        }
+        m.insert("behind".into(), behind.json());
+        self.off_cpu_lines += 1;
+        out(Value::Object(m));
+    }
+
+    /// A thread exited: forget it.
+    pub fn exited(&mut self, tid: u32) {
+        if self.threads.remove(&tid).is_some() {
+            self.exited.insert(tid);
+        }
+    }
+
+    /// End of the recording: threads still off their CPU get their interval
+    /// up to the last record's time, marked `open`.
+    pub fn finish(&mut self, out: &mut impl FnMut(Value)) {
+        let end = self.last_ts;
+        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            let Some((pid, st)) = self.threads.remove(&tid) else { continue };
+            match st {
+                State::Off(o) if end > o.start => {
+                    let blocked = o.prev_state & 0xff != 0;
+                    let name = match (blocked, o.syscall) {
+                        (false, _) => "runnable".to_string(),
+                        (true, Some(nr)) if nr >= 0 => syscall_name(nr),
+                        (true, Some(_)) => "page_fault".to_string(),
+                        (true, None) => "blocked".to_string(),
+                    };
+                    let mut m = line(o.start, pid, tid, "off_cpu", &name);
+                    m.insert("end_ts".into(), json!(end));
+                    m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+                    m.insert("open".into(), json!(true));
+                    out(Value::Object(m));
+                }
+                State::Unknown { since } => self.unknown(pid, tid, since, end, out),
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+/*
+ * Four idle gaps with four different operating-system causes, for
+ * tests/root_sched.rs (linked against the fake libcuda):
+ *
+ *   fourgaps [MS]
+ *
+ * Five rounds of "launch, synchronize" (each synchronization's return is a
+ * completion proof: the GPU is certainly idle until the next launch), with
+ * MS milliseconds (default 80) of one kind of CPU-side delay between them:
+ *   1. asleep in nanosleep;
+ *   2. spinning on the CPU;
+ *   3. blocked reading a pipe, until a thread named "pipewriter" writes;
+ *   4. runnable but preempted: a child process named "cpuhog", pinned to
+ *      the same CPU with SCHED_FIFO, spins MS ms.
+ * Prints one line per gap on stdout: "gap N START_NS END_NS" (CLOCK_MONOTONIC,
+ * the synchronization's return and the next launch's call), and the hog's
+ * pid as "hog PID".
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+#define H(v) ((void *)(uintptr_t)(v))
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void spin_ns(long long ns) {
+    long long end = now_ns() + ns;
+    while (now_ns() < end) {
+    }
+}
+
+static long long ms;
+static int pipefd[2];
+
+static void *pipewriter(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "pipewriter");
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    char c = 'x';
+    if (write(pipefd[1], &c, 1) != 1)
+        perror("fourgaps: write");
+    return NULL;
+}
+
+static CUfunction f;
+
+static void round_trip(void) {
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0) != CUDA_SUCCESS || cuStreamSynchronize(0) != CUDA_SUCCESS) {
+        fprintf(stderr, "fourgaps: fake driver call failed\n");
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    ms = argc > 1 ? atol(argv[1]) : 80;
+    long long gap_ns = ms * 1000000LL;
+    if (cuModuleGetFunction(&f, H(0x30001), "gemm_kernel") != CUDA_SUCCESS)
+        return 1;
+    /* Everything on one CPU, so that the hog preempts this thread. */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+        perror("fourgaps: sched_setaffinity");
+        return 1;
+    }
+    if (pipe(pipefd) != 0)
+        return 1;
+    volatile int *hog_done = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (hog_done == MAP_FAILED)
+        return 1;
+    long long start[4], end[4];
+
+    round_trip();
+    start[0] = now_ns();
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    end[0] = now_ns();
+
+    round_trip();
+    start[1] = now_ns();
+    spin_ns(gap_ns);
+    end[1] = now_ns();
+
+    round_trip();
+    start[2] = now_ns();
+    pthread_t w;
+    pthread_create(&w, NULL, pipewriter, NULL);
+    char c;
+    if (read(pipefd[0], &c, 1) != 1)
+        return 1;
+    end[2] = now_ns();
+    pthread_join(w, NULL);
+
+    round_trip();
+    start[3] = now_ns();
+    pid_t hog = fork();
+    if (hog == 0) {
+        prctl(PR_SET_NAME, "cpuhog");
+        struct sched_param p = {.sched_priority = 1};
+        if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) {
+            perror("fourgaps: SCHED_FIFO");
+            *hog_done = 2;
+            _exit(1);
+        }
+        spin_ns(gap_ns);
+        *hog_done = 1;
+        _exit(0);
+    }
+    /* Runnable all along: preempted as soon as the hog is SCHED_FIFO. */
+    while (!*hog_done) {
+    }
+    end[3] = now_ns();
+    int st;
+    waitpid(hog, &st, 0);
+    if (*hog_done != 1)
+        return 1;
+    round_trip();
+
+    for (int i = 0; i < 4; i++)
+        printf("gap %d %lld %lld\n", i + 1, start[i], end[i]);
+    printf("hog %d\n", (int)hog);
+    return 0;
+}
