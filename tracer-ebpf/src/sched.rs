@@ -10,9 +10,9 @@
 //! tracepoint is needed.
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_task_pt_regs},
-    macros::{map, tracepoint},
+    macros::{map, raw_tracepoint, tracepoint},
     maps::LruHashMap,
-    programs::TracePointContext,
+    programs::{RawTracePointContext, TracePointContext},
 };
 use tracer_common::event::{COMM_CAP, EventKind, SchedSwitch, SchedWaking, counter, sched_flags};
 
@@ -44,6 +44,149 @@ fn global(v: &'static u32) -> usize {
     unsafe { core::ptr::read_volatile(v) as usize }
 }
 
+/// One switch where `prev` (the current task) or `next` is traced.
+/// `state` is in the tracepoint's report format (0 runnable, 0x100
+/// preempted, S=1, D=2, …).
+#[inline(always)]
+fn emit_switch(pid: u32, tid: u32, prev_traced: bool, state: u64, next: (u32, u32, bool), next_comm: [u8; COMM_CAP]) {
+    let (next_tid, next_tgid, next_traced) = next;
+    let mut flags = 0;
+    let (mut syscall, mut arg0) = (-1i64, 0u64);
+    if prev_traced {
+        flags |= sched_flags::PREV_TRACED;
+        // Which system call it is in (blocked in, or yielding by), from the
+        // user registers: -1 when not in one (preempted in user mode, a fault).
+        let task = unsafe { bpf_get_current_task_btf() };
+        let regs = unsafe { bpf_task_pt_regs(task) } as usize;
+        if regs != 0
+            && let (Ok(nr), Ok(a)) = unsafe {
+                (
+                    bpf_probe_read_kernel((regs + ORIG_AX) as *const i64),
+                    bpf_probe_read_kernel((regs + DI) as *const u64),
+                )
+            }
+        {
+            syscall = nr;
+            arg0 = a;
+            flags |= sched_flags::REGS_READ;
+        }
+    }
+    if next_traced {
+        flags |= sched_flags::NEXT_TRACED;
+    }
+    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
+    match EVENTS.reserve::<SchedSwitch>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.prev_state = state;
+            rec.flags = flags;
+            rec.next_tid = next_tid;
+            rec.next_tgid = if next_traced { next_tgid } else { 0 };
+            rec._pad = 0;
+            rec.syscall = syscall;
+            rec.arg0 = arg0;
+            rec.prev_comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
+            rec.next_comm = next_comm;
+            e.submit(submit_flags());
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
+}
+
+#[inline(always)]
+fn emit_waking(tid: u32, tgid: u32, target_cpu: u32) {
+    let (pid, wtid) = current();
+    let hdr = header(EventKind::SchedWaking as u16, 0, pid, wtid);
+    match EVENTS.reserve::<SchedWaking>(0) {
+        Some(mut e) => {
+            let rec = unsafe { &mut *e.as_mut_ptr() };
+            rec.hdr = hdr;
+            rec.tid = tid;
+            rec.tgid = tgid;
+            rec.target_cpu = target_cpu;
+            rec._pad = 0;
+            rec.comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
+            e.submit(submit_flags());
+        }
+        None => {
+            bump(counter::RB_FULL);
+        }
+    }
+}
+
+/// Byte offsets in `struct task_struct`, from the kernel's BTF
+/// (tracer/src/collect/btf.rs).
+#[unsafe(no_mangle)]
+static TASK_PID_OFF: u32 = 0;
+#[unsafe(no_mangle)]
+static TASK_TGID_OFF: u32 = 0;
+#[unsafe(no_mangle)]
+static TASK_COMM_OFF: u32 = 0;
+
+#[inline(always)]
+fn task_ids(task: usize) -> Option<(u32, u32)> {
+    let tid = unsafe { bpf_probe_read_kernel((task + global(&TASK_PID_OFF)) as *const i32) }.ok()?;
+    let tgid = unsafe { bpf_probe_read_kernel((task + global(&TASK_TGID_OFF)) as *const i32) }.ok()?;
+    Some((tid as u32, tgid as u32))
+}
+
+/// The raw `sched_switch(bool preempt, struct task_struct *prev, struct
+/// task_struct *next, unsigned int prev_state)` (kernel ≥ 5.18). Preferred
+/// to the classic tracepoint: a raw tracepoint program is skipped only when
+/// the same program is already running on the CPU, while a classic one is
+/// skipped whenever any BPF program or map operation from user space (the
+/// collector's) is in progress on that CPU, which loses switches.
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
+    let (pid, tid) = current();
+    let prev_traced = pid != 0 && is_traced(pid);
+    let next: usize = ctx.arg(2);
+    let Some((next_tid, next_tgid)) = task_ids(next) else { return 0 };
+    let next_traced = next_tgid != 0 && is_traced(next_tgid);
+    if !prev_traced && !next_traced {
+        return 0;
+    }
+    let preempt: u64 = ctx.arg(0);
+    let raw: u64 = ctx.arg(3);
+    let raw = raw & 0xffff_ffff;
+    // As the tracepoint reports it (__trace_sched_switch_state).
+    let state = if preempt & 0xff != 0 {
+        0x100
+    } else if raw == 0 {
+        0
+    } else if raw & 0x80 != 0 {
+        0x10 // TASK_DEAD: reported as X
+    } else if raw & 0x402 == 0x402 {
+        0x80 // TASK_IDLE
+    } else if raw & 0x7f != 0 {
+        raw & 0x7f
+    } else {
+        2 // a state with no reported letter: blocked, not runnable
+    };
+    let comm = unsafe { bpf_probe_read_kernel((next + global(&TASK_COMM_OFF)) as *const [u8; COMM_CAP]) }
+        .unwrap_or([0; COMM_CAP]);
+    emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
+    0
+}
+
+/// The raw `sched_waking(struct task_struct *p)`, in the waker's context.
+#[raw_tracepoint(tracepoint = "sched_waking")]
+pub fn sched_waking_raw(ctx: RawTracePointContext) -> u32 {
+    let p: usize = ctx.arg(0);
+    let Some((tid, tgid)) = task_ids(p) else { return 0 };
+    if tgid == 0 || !is_traced(tgid) {
+        return 0;
+    }
+    emit_waking(tid, tgid, u32::MAX);
+    0
+}
+
+/// The classic `sched_switch` tracepoint (kernels without the raw one's
+/// `prev_state` argument, or without BTF): field offsets from its format
+/// file; the switched-in thread's process from [`THREAD_TGID`].
 #[tracepoint]
 pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let (pid, tid) = current();
@@ -61,52 +204,8 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         let _ = THREAD_TGID.insert(&tid, &pid, 0);
     }
     let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
-    let mut flags = 0;
-    let (mut syscall, mut arg0) = (-1i64, 0u64);
-    if prev_traced {
-        flags |= sched_flags::PREV_TRACED;
-        // Blocked (not runnable): which system call, from the user registers.
-        if state & 0xff != 0 {
-            let task = unsafe { bpf_get_current_task_btf() };
-            let regs = unsafe { bpf_task_pt_regs(task) } as usize;
-            if regs != 0
-                && let (Ok(nr), Ok(a)) = unsafe {
-                    (
-                        bpf_probe_read_kernel((regs + ORIG_AX) as *const i64),
-                        bpf_probe_read_kernel((regs + DI) as *const u64),
-                    )
-                }
-            {
-                syscall = nr;
-                arg0 = a;
-                flags |= sched_flags::REGS_READ;
-            }
-        }
-    }
-    if next_tgid.is_some() {
-        flags |= sched_flags::NEXT_TRACED;
-    }
-    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
-    match EVENTS.reserve::<SchedSwitch>(0) {
-        Some(mut e) => {
-            let rec = unsafe { &mut *e.as_mut_ptr() };
-            rec.hdr = hdr;
-            rec.prev_state = state;
-            rec.flags = flags;
-            rec.next_tid = next_tid;
-            rec.next_tgid = next_tgid.unwrap_or(0);
-            rec._pad = 0;
-            rec.syscall = syscall;
-            rec.arg0 = arg0;
-            rec.prev_comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
-            rec.next_comm =
-                unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
-            e.submit(submit_flags());
-        }
-        None => {
-            bump(counter::RB_FULL);
-        }
-    }
+    let comm = unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
+    emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
     0
 }
 
@@ -119,24 +218,8 @@ pub fn sched_waking(ctx: TracePointContext) -> u32 {
     let Some(tgid) = unsafe { THREAD_TGID.get(&tid) }.copied() else {
         return 0;
     };
-    let (pid, wtid) = current();
     let target_cpu = unsafe { ctx.read_at::<i32>(global(&WAKING_TARGET_CPU_OFF)) }.unwrap_or(-1) as u32;
-    let hdr = header(EventKind::SchedWaking as u16, 0, pid, wtid);
-    match EVENTS.reserve::<SchedWaking>(0) {
-        Some(mut e) => {
-            let rec = unsafe { &mut *e.as_mut_ptr() };
-            rec.hdr = hdr;
-            rec.tid = tid;
-            rec.tgid = tgid;
-            rec.target_cpu = target_cpu;
-            rec._pad = 0;
-            rec.comm = bpf_get_current_comm().unwrap_or([0; COMM_CAP]);
-            e.submit(submit_flags());
-        }
-        None => {
-            bump(counter::RB_FULL);
-        }
-    }
+    emit_waking(tid, tgid, target_cpu);
     0
 }
 

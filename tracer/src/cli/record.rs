@@ -697,6 +697,7 @@ fn header(args: &RecordArgs, report: &loader::ProbeReport, root_pid: u32, starte
         "ioctl_path": report.ioctl_path,
         // Scheduler events of the traced threads (`sched` lines, decode/sched.rs).
         "sched": !args.no_sched,
+        "sched_path": report.sched_path,
         "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
         "started_at": sysinfo::iso_utc(started.as_secs()),
         // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns

@@ -7,8 +7,9 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf},
     programs::{
-        KProbe, TracePoint, UProbe,
+        KProbe, RawTracePoint, TracePoint, UProbe,
         kprobe::KProbeLink,
+        raw_trace_point::RawTracePointLink,
         trace_point::TracePointLink,
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeLink, UProbeScope},
     },
@@ -49,6 +50,8 @@ pub struct ProbeReport {
     pub counted_unrecorded: Vec<String>,
     /// Exported `cu*` functions outside the table that are not even counted, and why.
     pub not_counted: Vec<(String, &'static str)>,
+    /// How scheduler events are captured (`raw_tracepoint` or `tracepoint`), None when off.
+    pub sched_path: Option<&'static str>,
 }
 
 pub struct Loaded {
@@ -173,6 +176,19 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let exec_file = need("sched", "sched_process_exec", "filename")?;
     let exit_pid = need("sched", "sched_process_exit", "pid")?;
     let exit_group_dead = tp_offset("sched", "sched_process_exit", "group_dead")?.unwrap_or(0);
+    // The raw scheduler tracepoints need the task_struct offsets (BTF) and
+    // sched_switch's prev_state argument (5.18); else the classic ones.
+    let task_offsets = if opts.sched && kernel_at_least(&crate::collect::sysinfo::kernel_release(), 5, 18) {
+        match crate::collect::btf::task_offsets() {
+            Ok(o) => Some(o),
+            Err(e) => {
+                log::info!("scheduler events through the classic tracepoints: {e:#}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let sched_offsets = if opts.sched {
         Some([
             ("SWITCH_PREV_STATE_OFF", need("sched", "sched_switch", "prev_state")?),
@@ -204,6 +220,11 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("SELECT_SELF_TGID", &self_tgid, true)
         .map_max_entries("EVENTS", opts.ring_bytes);
     for (name, off) in sched_offsets.iter().flatten() {
+        loader.override_global(name, off, true);
+    }
+    let task_globals =
+        task_offsets.map(|o| [("TASK_PID_OFF", o.pid), ("TASK_TGID_OFF", o.tgid), ("TASK_COMM_OFF", o.comm)]);
+    for (name, off) in task_globals.iter().flatten() {
         loader.override_global(name, off, true);
     }
     if opts.replay.replayable {
@@ -240,14 +261,21 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         links.tracepoints.push(p.take_link(id)?);
     }
 
-    if opts.sched {
-        for (prog, tp) in [("sched_switch", "sched_switch"), ("sched_waking", "sched_waking")] {
-            let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
-            p.load().with_context(|| format!("loading {prog} (--no-sched records without scheduler events)"))?;
-            let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
-            links.tracepoints.push(p.take_link(id)?);
+    let sched_path = match (opts.sched, task_offsets.is_some()) {
+        (false, _) => None,
+        (true, true) => match attach_sched_raw(&mut ebpf, &mut links) {
+            Ok(()) => Some("raw_tracepoint"),
+            Err(e) => {
+                log::info!("scheduler events through the classic tracepoints: {e:#}");
+                attach_sched_classic(&mut ebpf, &mut links)?;
+                Some("tracepoint")
+            }
+        },
+        (true, false) => {
+            attach_sched_classic(&mut ebpf, &mut links)?;
+            Some("tracepoint")
         }
-    }
+    };
 
     // No libcuda in tracer's mount namespace: the watch attaches the ones
     // the processes open (libcuda_watch.rs).
@@ -267,6 +295,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     } else {
         attach_uprobes(&mut ebpf, opts, &mut links, multi_progs.as_ref())?
     };
+    report.sched_path = sched_path;
     if report.attach_mode == "perf" {
         // Later libcuda files go the same way.
         multi_progs = None;
@@ -411,6 +440,36 @@ fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions, report: &
     }
     attach_tps(ebpf, links, &[("nv_ioctl_enter", "sys_enter_ioctl"), ("nv_ioctl_exit", "sys_exit_ioctl")])?;
     report.ioctl_path = Some("tracepoint");
+    Ok(())
+}
+
+/// `release` ("6.1.0-18-amd64") is at least `major.minor`.
+fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut it = release.split(|c: char| !c.is_ascii_digit()).filter_map(|x| x.parse::<u32>().ok());
+    matches!((it.next(), it.next()), (Some(a), Some(b)) if (a, b) >= (major, minor))
+}
+
+/// The raw sched_switch and sched_waking programs (tracer-ebpf/src/sched.rs).
+fn attach_sched_raw(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<()> {
+    let mut got = vec![];
+    for (prog, tp) in [("sched_switch_raw", "sched_switch"), ("sched_waking_raw", "sched_waking")] {
+        let p: &mut RawTracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog}"))?;
+        let id = p.attach(tp).with_context(|| format!("attaching to the raw tracepoint {tp}"))?;
+        got.push(p.take_link(id)?);
+    }
+    links.raw_tracepoints.extend(got);
+    Ok(())
+}
+
+/// The classic sched_switch and sched_waking tracepoints.
+fn attach_sched_classic(ebpf: &mut Ebpf, links: &mut Links) -> anyhow::Result<()> {
+    for (prog, tp) in [("sched_switch", "sched_switch"), ("sched_waking", "sched_waking")] {
+        let p: &mut TracePoint = ebpf.program_mut(prog).context(prog)?.try_into()?;
+        p.load().with_context(|| format!("loading {prog} (--no-sched records without scheduler events)"))?;
+        let id = p.attach("sched", tp).with_context(|| format!("attaching to sched/{tp}"))?;
+        links.tracepoints.push(p.take_link(id)?);
+    }
     Ok(())
 }
 
@@ -699,6 +758,7 @@ fn attach_perf(
 #[derive(Default)]
 pub struct Links {
     pub tracepoints: Vec<TracePointLink>,
+    pub raw_tracepoints: Vec<RawTracePointLink>,
     pub kprobes: Vec<KProbeLink>,
     pub uprobes: Vec<UProbeLink>,
     pub multi: Vec<MultiLink>,
@@ -717,14 +777,16 @@ pub struct Links {
 /// identified). Serial closes there cost one grace period per link.
 pub fn detach_all(links: Links) {
     if links.multi.is_empty() && !links.uprobes.is_empty() {
-        let Links { tracepoints, kprobes, uprobes, multi } = links;
+        let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi } = links;
+        drop(raw_tracepoints);
         drop(uprobes);
         drop(multi);
         drop(kprobes);
         drop(tracepoints);
         return;
     }
-    let Links { tracepoints, kprobes, uprobes, multi } = links;
+    let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi } = links;
+    drop(raw_tracepoints);
     std::thread::scope(|s| {
         let spawn = |f: Box<dyn FnOnce() + Send>| {
             let b = std::thread::Builder::new().stack_size(64 * 1024);
@@ -814,6 +876,16 @@ format:
 \tfield:pid_t parent_pid;\toffset:24;\tsize:4;\tsigned:1;
 \tfield:char child_comm[16];\toffset:28;\tsize:16;\tsigned:1;
 \tfield:pid_t child_pid;\toffset:44;\tsize:4;\tsigned:1;";
+
+    #[test]
+    fn kernel_versions() {
+        assert!(kernel_at_least("6.1.0-18-amd64", 5, 18));
+        assert!(kernel_at_least("5.18.0", 5, 18));
+        assert!(!kernel_at_least("5.15.0-91-generic", 5, 18));
+        assert!(!kernel_at_least("4.19.0", 5, 18));
+        assert!(kernel_at_least("6.18.0-rc1", 5, 18));
+        assert!(!kernel_at_least("", 5, 18));
+    }
 
     #[test]
     fn format_offsets() {

@@ -19,6 +19,7 @@
 //! Takes plain options, never the command line: `crate::cli::record` turns
 //! `tracer record`'s arguments into them.
 pub mod agent;
+pub mod btf;
 pub mod cgroups;
 pub mod collector;
 pub mod counts;

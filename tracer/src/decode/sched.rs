@@ -215,9 +215,9 @@ impl SchedTracker {
                 Some(State::Unknown { since }) => self.unknown(pid, tid, since, ts, out),
             }
             let blocked = r.prev_state & 0xff != 0;
-            let syscall = (blocked && r.flags & sched_flags::REGS_READ != 0).then_some(r.syscall);
+            let syscall = (r.flags & sched_flags::REGS_READ != 0).then_some(r.syscall);
             let file = match syscall {
-                Some(nr) if nr >= 0 && FD_CALLS.contains(&syscall_name(nr).as_str()) => {
+                Some(nr) if blocked && nr >= 0 && FD_CALLS.contains(&syscall_name(nr).as_str()) => {
                     self.fd_reader.as_mut().and_then(|f| f(pid, r.arg0))
                 }
                 _ => None,
@@ -290,7 +290,13 @@ impl SchedTracker {
                 m.insert("file".into(), json!(f));
             }
         } else {
-            m.insert("preempted".into(), json!(o.prev_state & 0x100 != 0));
+            // Runnable at switch-out: preempted (in user mode the tracepoint's
+            // preemption flag is not set), unless it called sched_yield.
+            let yielded = o.syscall.is_some_and(|nr| syscall_name(nr) == "sched_yield");
+            m.insert("preempted".into(), json!(!yielded));
+            if yielded {
+                m.insert("yielded".into(), json!(true));
+            }
             m.insert("preempted_by".into(), o.next.json());
         }
         // Runnable from the wake-up (or the switch-out) until back on a CPU.
