@@ -205,3 +205,73 @@ pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
 fn overlap(w: &[(u64, u64)], x: u64, y: u64) -> u64 {
     w.iter().map(|&(p, q)| q.min(y).saturating_sub(p.max(x))).sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::model::parse_str;
+
+    fn trace(extra: &[&str]) -> Trace {
+        let mut l = vec![
+            r#"{"type":"header","pid":1,"command":["app"],"sched":true}"#.to_string(),
+            r#"{"ts":500,"pid":1,"tid":1,"type":"sched","op":"thread_seen","name":"thread_seen"}"#.to_string(),
+            // blocked in read (pipe) 1000-5000, woken at 4000: runnable behind "hog (pid 9)" 4000-5000
+            r#"{"ts":1000,"end_ts":5000,"pid":1,"tid":1,"type":"sched","op":"off_cpu","name":"read","state":"blocked","syscall":"read","file":"pipe","runnable_ns":1000,"behind":{"pid":9,"tid":9,"comm":"hog"},"waker":{"pid":1,"tid":2,"comm":"w"}}"#.to_string(),
+            // preempted 6000-7000 by hog
+            r#"{"ts":6000,"end_ts":7000,"pid":1,"tid":1,"type":"sched","op":"off_cpu","name":"runnable","state":"runnable","preempted":true,"runnable_ns":1000,"behind":{"pid":9,"tid":9,"comm":"hog"}}"#.to_string(),
+            // a page fault 8000-8500, woken by the idle task's CPU: wake-up latency 8400-8500
+            r#"{"ts":8000,"end_ts":8500,"pid":1,"tid":1,"type":"sched","op":"off_cpu","name":"page_fault","state":"blocked","task_state":"D","runnable_ns":100,"behind":{"pid":0,"tid":0,"comm":"swapper/0"}}"#.to_string(),
+        ];
+        l.extend(extra.iter().map(|s| s.to_string()));
+        parse_str("t", &l.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn every_instant_in_one_state() {
+        let t = trace(&[]);
+        let s = split(&t, ThreadId { pid: 1, tid: 1 }, 0, 10_000);
+        // unknown before the first event (0-500), blocked 3000, runnable 1000 + 1000, page fault 400,
+        // wake-up latency 100, on CPU the rest.
+        assert_eq!(s.unknown_ns, 500);
+        assert_eq!(s.blocked_ns, 3000);
+        assert_eq!(s.blocked.get("read (pipe)"), Some(&3000));
+        assert_eq!(s.page_fault_ns, 400);
+        assert_eq!(s.runnable_ns, 2100);
+        assert_eq!(s.runnable.get("behind hog (pid 9)"), Some(&1000));
+        assert_eq!(s.runnable.get("preempted by hog (pid 9)"), Some(&1000));
+        assert_eq!(s.runnable.get("wake-up latency"), Some(&100));
+        assert_eq!(s.on_cpu_ns, 10_000 - 500 - 3000 - 400 - 2100);
+        assert_eq!(s.main_cause(), "on CPU");
+        // A window inside the blocked part.
+        let s = split(&t, ThreadId { pid: 1, tid: 1 }, 2000, 3000);
+        assert_eq!((s.blocked_ns, s.on_cpu_ns, s.main_cause().as_str()), (1000, 0, "blocked in read (pipe)"));
+        assert_eq!(s.sentence(4), "blocked in read (pipe) 100 %");
+    }
+
+    #[test]
+    fn lost_windows_are_unknown_whatever_else_was_there() {
+        let t = trace(&[
+            r#"{"ts":2000,"end_ts":6500,"pid":0,"tid":0,"type":"sched","op":"lost","name":"lost","cpu":1,"records":4}"#,
+        ]);
+        let s = split(&t, ThreadId { pid: 1, tid: 1 }, 1000, 7000);
+        // 2000-6500 unknown; blocked 1000-2000; preempted 6500-7000.
+        assert_eq!((s.unknown_ns, s.blocked_ns, s.runnable_ns, s.on_cpu_ns), (4500, 1000, 500, 0));
+    }
+
+    #[test]
+    fn the_gap_thread_is_the_next_submitter() {
+        let t = parse_str(
+            "t",
+            &[
+                r#"{"type":"header","pid":1,"command":["app"]}"#,
+                r#"{"ts":100,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","grid":[1,1,1],"block":[1,1,1],"stream":"0x0","ret":0}"#,
+                r#"{"ts":900,"pid":1,"tid":3,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","grid":[1,1,1],"block":[1,1,1],"stream":"0x0","ret":0}"#,
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let pids = std::collections::BTreeSet::from([1]);
+        assert_eq!(gap_thread(&t, &pids, 200), Some(ThreadId { pid: 1, tid: 3 }));
+        assert_eq!(gap_thread(&t, &pids, 1000), Some(ThreadId { pid: 1, tid: 3 }), "none after: the last before");
+    }
+}

@@ -353,3 +353,191 @@ impl SchedTracker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_common::event::EventKind;
+
+    fn hdr(kind: EventKind, cpu: u32, seq: u64, ts: u64, pid: u32, tid: u32) -> Header {
+        Header { kind: kind as u16, func: 0, cpu, seq, ts, pid, tid }
+    }
+
+    fn c16(s: &str) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..s.len()].copy_from_slice(s.as_bytes());
+        b
+    }
+
+    /// Thread 10 of process 10 switched out on `cpu` at `ts`, `next` switched in.
+    fn out(cpu: u32, seq: u64, ts: u64, state: u64, syscall: i64, next: (u32, &str)) -> SchedSwitch {
+        SchedSwitch {
+            hdr: hdr(EventKind::SchedSwitch, cpu, seq, ts, 10, 10),
+            prev_state: state,
+            flags: sched_flags::PREV_TRACED | sched_flags::REGS_READ,
+            next_tid: next.0,
+            next_tgid: 0,
+            _pad: 0,
+            syscall,
+            arg0: 3,
+            prev_comm: c16("app"),
+            next_comm: c16(next.1),
+        }
+    }
+
+    /// `prev` switched out on `cpu` at `ts`, thread 10 switched in.
+    fn into(cpu: u32, seq: u64, ts: u64, prev: (u32, &str)) -> SchedSwitch {
+        SchedSwitch {
+            hdr: hdr(EventKind::SchedSwitch, cpu, seq, ts, prev.0, prev.0),
+            prev_state: 0,
+            flags: sched_flags::NEXT_TRACED,
+            next_tid: 10,
+            next_tgid: 10,
+            _pad: 0,
+            syscall: -1,
+            arg0: 0,
+            prev_comm: c16(prev.1),
+            next_comm: c16("app"),
+        }
+    }
+
+    fn run(t: &mut SchedTracker, recs: &[Result<SchedSwitch, SchedWaking>]) -> Vec<Value> {
+        let mut v = vec![];
+        for r in recs {
+            let h = match r {
+                Ok(s) => s.hdr,
+                Err(w) => w.hdr,
+            };
+            t.seen(&h, &mut |l| v.push(l));
+            match r {
+                Ok(s) => t.switch(s, &mut |l| v.push(l)),
+                Err(w) => t.waking(w),
+            }
+        }
+        t.finish(&mut |l| v.push(l));
+        v
+    }
+
+    fn tracker() -> SchedTracker {
+        SchedTracker::with_fd_reader(Box::new(|pid, fd| (pid == 10 && fd == 3).then(|| "pipe".to_string())))
+    }
+
+    #[test]
+    fn blocked_in_read_woken_then_waiting_behind_a_task() {
+        let waking = SchedWaking {
+            hdr: hdr(EventKind::SchedWaking, 1, 1, 5_000, 20, 21),
+            tid: 10,
+            tgid: 10,
+            target_cpu: 0,
+            _pad: 0,
+            comm: c16("writer"),
+        };
+        let v = run(
+            &mut tracker(),
+            &[Ok(out(0, 1, 1_000, 1, 0, (0, "swapper/0"))), Err(waking), Ok(into(0, 2, 7_000, (30, "hog")))],
+        );
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v[0]["op"], "thread_seen");
+        let l = &v[1];
+        assert_eq!(
+            (l["op"].as_str(), l["name"].as_str(), l["state"].as_str()),
+            (Some("off_cpu"), Some("read"), Some("blocked"))
+        );
+        assert_eq!(
+            (l["ts"].as_u64(), l["end_ts"].as_u64(), l["runnable_ns"].as_u64()),
+            (Some(1_000), Some(7_000), Some(2_000))
+        );
+        assert_eq!(l["file"], "pipe");
+        assert_eq!(l["task_state"], "S");
+        assert_eq!(l["waker"], json!({"pid": 20, "tid": 21, "comm": "writer"}));
+        assert_eq!(l["behind"], json!({"pid": 30, "tid": 30, "comm": "hog"}));
+    }
+
+    #[test]
+    fn runnable_is_preempted_unless_yielding() {
+        let v = run(
+            &mut tracker(),
+            &[
+                Ok(out(0, 1, 1_000, 0, -1, (40, "hog"))),
+                Ok(into(0, 2, 3_000, (40, "hog"))),
+                Ok(out(0, 3, 4_000, 0, 24, (41, "other"))), // sched_yield
+                Ok(into(0, 4, 4_500, (41, "other"))),
+            ],
+        );
+        let off: Vec<&Value> = v.iter().filter(|l| l["op"] == "off_cpu").collect();
+        assert_eq!(off.len(), 2, "{v:?}");
+        assert_eq!((off[0]["preempted"].as_bool(), off[0]["runnable_ns"].as_u64()), (Some(true), Some(2_000)));
+        assert_eq!(off[0]["preempted_by"], json!({"tid": 40, "comm": "hog"}));
+        assert_eq!((off[1]["preempted"].as_bool(), off[1]["yielded"].as_bool()), (Some(false), Some(true)));
+    }
+
+    #[test]
+    fn a_lost_switch_is_unknown_time_never_a_cause() {
+        // Switched out blocked at 1000, its switch-in lost, switched out again at 9000:
+        // 1000-9000 is unknown, not "blocked in read".
+        let v = run(
+            &mut tracker(),
+            &[
+                Ok(out(0, 1, 1_000, 1, 0, (0, "swapper/0"))),
+                Ok(out(1, 1, 9_000, 0, -1, (5, "x"))),
+                Ok(into(1, 2, 9_500, (5, "x"))),
+            ],
+        );
+        let off: Vec<(&str, u64, u64)> = v
+            .iter()
+            .filter(|l| l["op"] == "off_cpu")
+            .map(|l| (l["name"].as_str().unwrap(), l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(off, [("unknown", 1_000, 9_000), ("runnable", 9_000, 9_500)]);
+        // Its switch-out lost: switched in twice; the time between is unknown.
+        let v = run(&mut tracker(), &[Ok(into(0, 1, 1_000, (5, "x"))), Ok(into(0, 2, 4_000, (5, "x")))]);
+        let off: Vec<(&str, u64, u64)> = v
+            .iter()
+            .filter(|l| l["op"] == "off_cpu")
+            .map(|l| (l["name"].as_str().unwrap(), l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(off, [("unknown", 1_000, 4_000)]);
+    }
+
+    #[test]
+    fn a_sequence_gap_is_a_lost_window_and_makes_current_states_unknown() {
+        let mut t = tracker();
+        // CPU 0: seq 1 at 1000 (switch-out, blocked), then seq 5 at 8000: 3 records lost.
+        let v = run(&mut t, &[Ok(out(0, 1, 1_000, 1, 0, (0, "swapper/0"))), Ok(into(0, 5, 8_000, (5, "x")))]);
+        let lost: Vec<&Value> = v.iter().filter(|l| l["op"] == "lost").collect();
+        assert_eq!(lost.len(), 1, "{v:?}");
+        assert_eq!(
+            (lost[0]["ts"].as_u64(), lost[0]["end_ts"].as_u64(), lost[0]["records"].as_u64()),
+            (Some(1_000), Some(8_000), Some(3))
+        );
+        // The blocked interval from 1000 is not given a cause: unknown to 8000.
+        let off: Vec<(&str, u64, u64)> = v
+            .iter()
+            .filter(|l| l["op"] == "off_cpu")
+            .map(|l| (l["name"].as_str().unwrap(), l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(off, [("unknown", 1_000, 8_000)]);
+        assert_eq!(t.lost_windows, 1);
+    }
+
+    #[test]
+    fn a_dead_tasks_last_switch_is_ignored() {
+        let mut t = tracker();
+        let mut v = vec![];
+        t.switch(&out(0, 1, 1_000, 0, -1, (5, "x")), &mut |l| v.push(l));
+        t.switch(&into(0, 2, 2_000, (5, "x")), &mut |l| v.push(l));
+        t.exited(10);
+        t.switch(&out(0, 3, 3_000, 0x10, -1, (5, "x")), &mut |l| v.push(l));
+        t.finish(&mut |l| v.push(l));
+        assert_eq!(v.iter().filter(|l| l["op"] == "thread_seen").count(), 1, "{v:?}");
+        assert_eq!(v.iter().filter(|l| l["op"] == "off_cpu").count(), 1, "{v:?}");
+    }
+
+    #[test]
+    fn syscall_names() {
+        assert_eq!(syscall_name(0), "read");
+        assert_eq!(syscall_name(230), "clock_nanosleep");
+        assert_eq!(syscall_name(202), "futex");
+        assert_eq!(syscall_name(100_000), "syscall_100000");
+    }
+}

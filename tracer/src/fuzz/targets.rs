@@ -385,7 +385,7 @@ fn any_func(rng: &mut Rng) -> u16 {
 /// Offsets of the length fields of the record types (where a trusting
 /// decoder would go wrong).
 fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
-    let kind = if rng.chance(95) { 1 + rng.below(12) as u16 } else { rng.next() as u16 };
+    let kind = if rng.chance(95) { 1 + rng.below(14) as u16 } else { rng.next() as u16 };
     let size = match EventKind::from_u16(kind) {
         Some(EventKind::CallEnter) => size_of::<CallEnter>(),
         Some(EventKind::CallEnterStr) => size_of::<CallEnterStr>(),
@@ -400,6 +400,8 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::NvFileOp) => size_of::<NvFileOp>(),
         // Variable length: the fixed part and up to 256 parameter bytes.
         Some(EventKind::LaunchParams) => tracer_common::params::PARAMS_OFFSET + rng.below(257),
+        Some(EventKind::SchedSwitch) => size_of::<tracer_common::event::SchedSwitch>(),
+        Some(EventKind::SchedWaking) => size_of::<tracer_common::event::SchedWaking>(),
         None => rng.below(128),
     };
     let size = match rng.below(20) {
@@ -462,6 +464,17 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::ProcExec) => put(&mut b, offset_of!(ProcExec, len), &len32(rng)),
         Some(EventKind::ProcExit) => {
             put(&mut b, offset_of!(ProcExit, group_dead), &(rng.below(2) as u32).to_le_bytes())
+        }
+        Some(EventKind::SchedSwitch) => {
+            use tracer_common::event::SchedSwitch as S;
+            put(&mut b, offset_of!(S, flags), &(rng.below(8) as u32).to_le_bytes());
+            put(&mut b, offset_of!(S, prev_state), &([0u64, 1, 2, 0x100, 0x10][rng.below(5)]).to_le_bytes());
+            put(&mut b, offset_of!(S, next_tid), &(100 + rng.below(4) as u32).to_le_bytes());
+            put(&mut b, offset_of!(S, syscall), &([-1i64, 0, 24, 230, 1 << 40][rng.below(5)]).to_le_bytes());
+        }
+        Some(EventKind::SchedWaking) => {
+            use tracer_common::event::SchedWaking as W;
+            put(&mut b, offset_of!(W, tid), &(100 + rng.below(4) as u32).to_le_bytes());
         }
         Some(EventKind::IoctlEnter) => {
             let dev = [nvdev::CTL, nvdev::UVM, nvdev::UVM_TOOLS, nvdev::FRONTEND, nvdev::GPU, nvdev::GPU + 7, 0, 99]
@@ -550,6 +563,8 @@ fn run_decode(bytes: &[u8]) -> String {
                 decode::Record::NvFile { path, .. } => ("nvfile", vec![(path.len(), NVPATH_CAP)]),
                 decode::Record::Fork(_) => ("fork", vec![]),
                 decode::Record::ProcExit(_) => ("exit", vec![]),
+                decode::Record::Switch(_) => ("switch", vec![]),
+                decode::Record::Waking(_) => ("waking", vec![]),
             };
             for (len, cap) in parts {
                 assert!(len <= cap, "{kind}: a part of {len} bytes, cap {cap}");

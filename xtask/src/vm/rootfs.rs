@@ -31,7 +31,7 @@ pub fn build(dir: &Path, tools: &Tools, tracer: &Path, filters: &[String]) -> Re
     stage_with_libs(&root, tracer, "tracer")?;
     // A debug build is 150 MB with its debug info, 26 MB without.
     util::run(util::cmd("strip").arg("--strip-debug").arg(root.join("tracer")))?;
-    for name in ["libcuda.so.1", "driver", "ioctl_client", "bpf_objects", "sigdfl"] {
+    for name in ["libcuda.so.1", "driver", "ioctl_client", "bpf_objects", "sigdfl", "fourgaps"] {
         stage_with_libs(&root, &fake.join(name), &format!("fake/{name}"))?;
     }
 
@@ -73,6 +73,15 @@ fn build_fakes(out: &Path, src: &Path) -> Result<PathBuf> {
     gcc(&["-O0"], "ioctl_client.c", "ioctl_client")?;
     gcc(&["-O0"], "bpf_objects.c", "bpf_objects")?;
     gcc(&["-O0"], "sigdfl.c", "sigdfl")?;
+    // The scheduler test's program, the one tracer/tests/root_sched.rs runs on this machine.
+    let fakecuda = crate::util::repo_root().join("tracer/tests/fakecuda");
+    let fourgaps = fakecuda.join("fourgaps.c");
+    let include = format!("-I{}", fakecuda.display());
+    gcc(
+        &["-O1", &include, "-L.", "-l:libcuda.so.1", "-Wl,-rpath,/fake", "-pthread"],
+        &fourgaps.to_string_lossy(),
+        "fourgaps",
+    )?;
     Ok(out.to_path_buf())
 }
 
