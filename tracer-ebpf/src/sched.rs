@@ -1,17 +1,21 @@
 //! Scheduler events of the traced threads (`tracer record`, unless
 //! `--no-sched`): why a thread that should launch GPU work was not running.
-//! Classic tracepoints, whose field offsets userspace reads from the format
-//! files (no BTF field offsets needed, the same on every kernel tracer
-//! supports): `sched_switch` when the task switched out or in is traced,
-//! `sched_waking` (in the waker's context) when the woken one is.
+//! `sched_switch` when the task switched out or in is traced, `sched_waking`
+//! (in the waker's context) when the woken one is.
 //!
 //! A traced thread switched out while blocked carries the system call it is
 //! blocked in, read from its saved user registers (`orig_ax`): no syscall
-//! tracepoint is needed.
+//! tracepoint is needed. While a traced thread preempted on a CPU waits for
+//! it, every switch on that CPU is recorded too (flags 0): who held the CPU,
+//! and for how long.
+//!
+//! The raw tracepoints are used where the kernel allows (task_struct offsets
+//! from BTF, sched_switch's prev_state argument: 5.18), the classic ones
+//! otherwise.
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_task_pt_regs},
     macros::{map, raw_tracepoint, tracepoint},
-    maps::LruHashMap,
+    maps::{LruHashMap, PerCpuArray},
     programs::{RawTracePointContext, TracePointContext},
 };
 use tracer_common::event::{COMM_CAP, EventKind, SchedSwitch, SchedWaking, counter, sched_flags};
@@ -23,6 +27,25 @@ use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
 /// An LRU map: a thread whose exit was missed cannot fill it.
 #[map]
 pub static THREAD_TGID: LruHashMap<u32, u32> = LruHashMap::with_max_entries(65536, 0);
+
+/// Per CPU: 1 while a traced thread preempted there waits for it: every
+/// switch on the CPU is then recorded (who held it, for how long), until a
+/// traced thread is switched in there.
+#[map]
+static WATCH: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
+
+#[inline(always)]
+fn watching() -> bool {
+    WATCH.get(0).is_some_and(|w| *w != 0)
+}
+
+#[inline(always)]
+fn set_watch(v: u32) {
+    if let Some(p) = WATCH.get_ptr_mut(0) {
+        // Per CPU, preemption disabled: a plain store.
+        unsafe { *p = v };
+    }
+}
 
 #[unsafe(no_mangle)]
 static SWITCH_PREV_STATE_OFF: u32 = 32;
@@ -82,7 +105,7 @@ fn emit_switch(pid: u32, tid: u32, prev_traced: bool, state: u64, next: (u32, u3
             rec.prev_state = state;
             rec.flags = flags;
             rec.next_tid = next_tid;
-            rec.next_tgid = if next_traced { next_tgid } else { 0 };
+            rec.next_tgid = next_tgid;
             rec._pad = 0;
             rec.syscall = syscall;
             rec.arg0 = arg0;
@@ -146,7 +169,7 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     let next: usize = ctx.arg(2);
     let Some((next_tid, next_tgid)) = task_ids(next) else { return 0 };
     let next_traced = next_tgid != 0 && is_traced(next_tgid);
-    if !prev_traced && !next_traced {
+    if !prev_traced && !next_traced && !watching() {
         return 0;
     }
     let preempt: u64 = ctx.arg(0);
@@ -168,6 +191,11 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     };
     let comm = unsafe { bpf_probe_read_kernel((next + global(&TASK_COMM_OFF)) as *const [u8; COMM_CAP]) }
         .unwrap_or([0; COMM_CAP]);
+    if next_traced {
+        set_watch(0);
+    } else if prev_traced && state & 0xff == 0 {
+        set_watch(1);
+    }
     emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
     0
 }
@@ -196,7 +224,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         Err(_) => return 0,
     };
     let next_tgid = if next_tid == 0 { None } else { unsafe { THREAD_TGID.get(&next_tid) }.copied() };
-    if !prev_traced && next_tgid.is_none() {
+    if !prev_traced && next_tgid.is_none() && !watching() {
         return 0;
     }
     if prev_traced && unsafe { THREAD_TGID.get(&tid) }.is_none() {
@@ -205,6 +233,11 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     }
     let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
     let comm = unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
+    if next_tgid.is_some() {
+        set_watch(0);
+    } else if prev_traced && state & 0xff == 0 {
+        set_watch(1);
+    }
     emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
     0
 }

@@ -189,7 +189,20 @@ pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
             }
             What::Runnable(o) => {
                 s.runnable_ns += len;
-                *s.runnable.entry(runnable_key(o)).or_default() += len;
+                let held: u64 = o.held_by.iter().map(|h| h.1).sum();
+                if o.state == OffState::Runnable && o.preempted && held > 0 {
+                    // Shared out by who held the CPU it waited for (their shares of the
+                    // whole interval; the rounding remainder to the largest).
+                    let mut given = 0;
+                    for (name, ns) in &o.held_by {
+                        let part = (len as u128 * *ns as u128 / held as u128) as u64;
+                        given += part;
+                        *s.runnable.entry(format!("preempted by {name}")).or_default() += part;
+                    }
+                    *s.runnable.entry(format!("preempted by {}", o.held_by[0].0)).or_default() += len - given;
+                } else {
+                    *s.runnable.entry(runnable_key(o)).or_default() += len;
+                }
             }
         }
         s.blocked.retain(|_, v| *v > 0);

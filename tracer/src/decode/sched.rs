@@ -51,6 +51,10 @@ struct Off {
     /// The task that got the CPU when this one left it.
     next: Task,
     woken: Option<(u64, Task)>,
+    /// Preempted: the CPU it waits for, and until when its holders are counted.
+    watch: Option<(u32, u64)>,
+    /// Who held that CPU meanwhile (task key → ns).
+    held: BTreeMap<(u32, u32, String), u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -74,6 +78,8 @@ pub struct SchedTracker {
     exited: std::collections::HashSet<u32>,
     /// Per CPU: the last record's sequence number and time.
     last: BTreeMap<u32, (u64, u64)>,
+    /// Per CPU: the task the last switch there switched in.
+    occupant: HashMap<u32, Task>,
     fd_reader: Option<FdReader>,
     /// Lines written, by op.
     pub off_cpu_lines: u64,
@@ -201,8 +207,27 @@ impl SchedTracker {
         out(Value::Object(line(ts, pid, tid, "thread_seen", "thread_seen")));
     }
 
+    /// The time since the last mark of every preempted thread waiting for
+    /// `cpu` goes to `holder`, which held it until `ts`.
+    fn count_holders(&mut self, cpu: u32, ts: u64, holder: &Task) {
+        for (_, st) in self.threads.values_mut() {
+            if let State::Off(o) = st
+                && let Some((c, mark)) = o.watch
+                && c == cpu
+                && ts > mark
+            {
+                *o.held.entry((holder.pid, holder.tid, holder.comm.clone())).or_default() += ts - mark;
+                o.watch = Some((c, ts));
+            }
+        }
+    }
+
     pub fn switch(&mut self, r: &SchedSwitch, out: &mut impl FnMut(Value)) {
         let ts = r.hdr.ts;
+        // Whoever switches out held this CPU since the last switch here.
+        let prev = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
+        self.count_holders(r.hdr.cpu, ts, &prev);
+        self.occupant.insert(r.hdr.cpu, Task { pid: r.next_tgid, tid: r.next_tid, comm: comm(&r.next_comm) });
         // A dead task's last switch (after its exit record) says nothing.
         let dead = self.exited.remove(&r.hdr.tid) || r.prev_state & 0x30 != 0;
         if r.flags & sched_flags::PREV_TRACED != 0 && !dead {
@@ -232,6 +257,8 @@ impl SchedTracker {
                 file,
                 next,
                 woken: None,
+                watch: (!blocked).then_some((r.hdr.cpu, ts)),
+                held: BTreeMap::new(),
             };
             self.threads.insert(tid, (pid, State::Off(Box::new(off))));
         }
@@ -240,7 +267,17 @@ impl SchedTracker {
             let behind = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
             match self.threads.get(&tid).map(|(_, s)| s.clone()) {
                 None => self.first(pid, tid, ts, out),
-                Some(State::Off(o)) => self.off_line(pid, tid, &o, ts, r.hdr.cpu, &behind, out),
+                Some(State::Off(mut o)) => {
+                    // Waiting for another CPU than the one it got: that one's holder
+                    // since the last switch there.
+                    if let Some((c, mark)) = o.watch
+                        && ts > mark
+                        && let Some(h) = self.occupant.get(&c)
+                    {
+                        *o.held.entry((h.pid, h.tid, h.comm.clone())).or_default() += ts - mark;
+                    }
+                    self.off_line(pid, tid, &o, ts, r.hdr.cpu, &behind, out)
+                }
                 // Its switch-out was not seen.
                 Some(State::On { since }) | Some(State::Unknown { since }) => self.unknown(pid, tid, since, ts, out),
             }
@@ -298,6 +335,25 @@ impl SchedTracker {
                 m.insert("yielded".into(), json!(true));
             }
             m.insert("preempted_by".into(), o.next.json());
+            // Who held the CPU it waited for, longest first (at most 8, the rest as one).
+            if !o.held.is_empty() {
+                let mut h: Vec<(&(u32, u32, String), &u64)> = o.held.iter().collect();
+                h.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                let mut v: Vec<Value> = h
+                    .iter()
+                    .take(8)
+                    .map(|((p, t, c), ns)| {
+                        let mut t = Task { pid: *p, tid: *t, comm: c.clone() }.json();
+                        t["ns"] = json!(ns);
+                        t
+                    })
+                    .collect();
+                let rest: u64 = h.iter().skip(8).map(|x| *x.1).sum();
+                if rest > 0 {
+                    v.push(json!({"comm": "other", "ns": rest}));
+                }
+                m.insert("held_by".into(), Value::Array(v));
+            }
         }
         // Runnable from the wake-up (or the switch-out) until back on a CPU.
         let ready = match (&o.woken, blocked) {
@@ -468,6 +524,7 @@ mod tests {
         assert_eq!(off.len(), 2, "{v:?}");
         assert_eq!((off[0]["preempted"].as_bool(), off[0]["runnable_ns"].as_u64()), (Some(true), Some(2_000)));
         assert_eq!(off[0]["preempted_by"], json!({"tid": 40, "comm": "hog"}));
+        assert_eq!(off[0]["held_by"], json!([{"pid": 40, "tid": 40, "comm": "hog", "ns": 2000}]));
         assert_eq!((off[1]["preempted"].as_bool(), off[1]["yielded"].as_bool()), (Some(false), Some(true)));
     }
 
@@ -531,6 +588,43 @@ mod tests {
         t.finish(&mut |l| v.push(l));
         assert_eq!(v.iter().filter(|l| l["op"] == "thread_seen").count(), 1, "{v:?}");
         assert_eq!(v.iter().filter(|l| l["op"] == "off_cpu").count(), 1, "{v:?}");
+    }
+
+    #[test]
+    fn the_cpu_a_preempted_thread_waits_for_is_counted_by_holder() {
+        // Preempted on CPU 0 at 1000 by ksoftirqd, which runs to 1200; the hog (pid 7) then
+        // holds CPU 0 to 9000; the thread gets CPU 1 at 9500 (CPU 0's holder since 9000:
+        // "other" (pid 8), switched in at 9000).
+        let sw = |cpu: u32, seq: u64, ts: u64, prev: (u32, &str), next: (u32, &str)| SchedSwitch {
+            hdr: hdr(EventKind::SchedSwitch, cpu, seq, ts, prev.0, prev.0),
+            prev_state: 0,
+            flags: 0,
+            next_tid: next.0,
+            next_tgid: next.0,
+            _pad: 0,
+            syscall: -1,
+            arg0: 0,
+            prev_comm: c16(prev.1),
+            next_comm: c16(next.1),
+        };
+        let v = run(
+            &mut tracker(),
+            &[
+                Ok(out(0, 1, 1_000, 0, -1, (14, "ksoftirqd/0"))),
+                Ok(sw(0, 2, 1_200, (14, "ksoftirqd/0"), (7, "hog"))),
+                Ok(sw(0, 3, 9_000, (7, "hog"), (8, "other"))),
+                Ok(into(1, 1, 9_500, (0, "swapper/1"))),
+            ],
+        );
+        let l = v.iter().find(|l| l["op"] == "off_cpu").unwrap();
+        assert_eq!(
+            l["held_by"],
+            json!([
+                {"pid": 7, "tid": 7, "comm": "hog", "ns": 7800},
+                {"pid": 8, "tid": 8, "comm": "other", "ns": 500},
+                {"pid": 14, "tid": 14, "comm": "ksoftirqd/0", "ns": 200},
+            ])
+        );
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub struct OffCpu {
     /// `comm (pid N)`, the idle task as `idle`.
     pub behind: Option<String>,
     pub waker: Option<String>,
+    /// Preempted: who held the CPU it waited for, with their ns.
+    pub held_by: Vec<(String, u64)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -54,6 +56,7 @@ pub struct Sched {
 fn task(v: &Value) -> Option<String> {
     let comm = v["comm"].as_str()?;
     Some(match (v["pid"].as_u64(), v["tid"].as_u64()) {
+        (None, None) => comm.to_string(),
         (Some(0), Some(0)) | (None, Some(0)) => "idle".to_string(),
         (Some(p), _) if p != 0 => format!("{comm} (pid {p})"),
         (_, Some(t)) => format!("{comm} (tid {t})"),
@@ -98,6 +101,10 @@ impl Sched {
                     preempted: v["preempted"] == true,
                     behind: task(&v["behind"]),
                     waker: task(&v["waker"]),
+                    held_by: v["held_by"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|h| Some((task(h)?, h["ns"].as_u64()?))).collect())
+                        .unwrap_or_default(),
                 });
             }
             o => return Err(format!("sched line with op `{o}`, expected off_cpu/thread_seen/lost")),
