@@ -2,6 +2,9 @@
 //! libcuda function (the attach cookie says what to capture), and sched
 //! tracepoints that keep the set of traced tasks.
 #![no_std]
+// atomic_xadd: the scheduler programs' cross-CPU counts (sched.rs).
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
 #![no_main]
 
 mod bench;

@@ -13,9 +13,12 @@
 //! from BTF, sched_switch's prev_state argument: 5.18), the classic ones
 //! otherwise.
 use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_task_pt_regs},
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_smp_processor_id, bpf_probe_read_kernel,
+        bpf_task_pt_regs,
+    },
     macros::{map, raw_tracepoint, tracepoint},
-    maps::{LruHashMap, PerCpuArray},
+    maps::{Array, HashMap, LruHashMap},
     programs::{RawTracePointContext, TracePointContext},
 };
 use tracer_common::event::{COMM_CAP, EventKind, SchedSwitch, SchedWaking, counter, sched_flags};
@@ -28,22 +31,49 @@ use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
 #[map]
 pub static THREAD_TGID: LruHashMap<u32, u32> = LruHashMap::with_max_entries(65536, 0);
 
-/// Per CPU: 1 while a traced thread preempted there waits for it: every
-/// switch on the CPU is then recorded (who held it, for how long), until a
-/// traced thread is switched in there.
+/// Per CPU: how many traced threads preempted there wait for it. While
+/// any does, every switch on the CPU is recorded (who held it, for how
+/// long). Size set by userspace (the possible CPUs).
 #[map]
-static WATCH: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
+static WATCH: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Traced threads preempted and not yet back on a CPU -> the CPU they were
+/// preempted on (whose WATCH count they hold).
+#[map]
+static WAIT_CPU: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
 
 #[inline(always)]
-fn watching() -> bool {
-    WATCH.get(0).is_some_and(|w| *w != 0)
+fn watching(cpu: u32) -> bool {
+    WATCH.get(cpu).is_some_and(|w| unsafe { core::ptr::read_volatile(w) } != 0)
 }
 
 #[inline(always)]
-fn set_watch(v: u32) {
-    if let Some(p) = WATCH.get_ptr_mut(0) {
-        // Per CPU, preemption disabled: a plain store.
-        unsafe { *p = v };
+fn watch_add(cpu: u32, add: bool) {
+    if let Some(p) = WATCH.get_ptr_mut(cpu) {
+        // Other CPUs change the count too (a thread preempted on one CPU
+        // runs again on another): atomic.
+        // (BPF has an atomic add, not the atomic types: the intrinsic.)
+        use core::intrinsics::{AtomicOrdering::Relaxed, atomic_xadd};
+        let d: u32 = if add { 1 } else { u32::MAX };
+        unsafe { atomic_xadd::<u32, u32, { Relaxed }>(p, d) };
+    }
+}
+
+/// Keeps the watch counts: `tid` (traced) switched out runnable on `cpu`,
+/// or switched in.
+#[inline(always)]
+fn watch_preempted(tid: u32, cpu: u32) {
+    if unsafe { WAIT_CPU.get(&tid) }.is_none() && WAIT_CPU.insert(&tid, &cpu, 0).is_ok() {
+        watch_add(cpu, true);
+    }
+}
+
+#[inline(always)]
+fn watch_running(tid: u32) {
+    if let Some(&c) = unsafe { WAIT_CPU.get(&tid) }
+        && WAIT_CPU.remove(&tid).is_ok()
+    {
+        watch_add(c, false);
     }
 }
 
@@ -169,7 +199,8 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     let next: usize = ctx.arg(2);
     let Some((next_tid, next_tgid)) = task_ids(next) else { return 0 };
     let next_traced = next_tgid != 0 && is_traced(next_tgid);
-    if !prev_traced && !next_traced && !watching() {
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    if !prev_traced && !next_traced && !watching(cpu) {
         return 0;
     }
     let preempt: u64 = ctx.arg(0);
@@ -192,9 +223,10 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     let comm = unsafe { bpf_probe_read_kernel((next + global(&TASK_COMM_OFF)) as *const [u8; COMM_CAP]) }
         .unwrap_or([0; COMM_CAP]);
     if next_traced {
-        set_watch(0);
-    } else if prev_traced && state & 0xff == 0 {
-        set_watch(1);
+        watch_running(next_tid);
+    }
+    if prev_traced && state & 0xff == 0 {
+        watch_preempted(tid, cpu);
     }
     emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
     0
@@ -224,7 +256,8 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         Err(_) => return 0,
     };
     let next_tgid = if next_tid == 0 { None } else { unsafe { THREAD_TGID.get(&next_tid) }.copied() };
-    if !prev_traced && next_tgid.is_none() && !watching() {
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    if !prev_traced && next_tgid.is_none() && !watching(cpu) {
         return 0;
     }
     if prev_traced && unsafe { THREAD_TGID.get(&tid) }.is_none() {
@@ -234,9 +267,10 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
     let comm = unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
     if next_tgid.is_some() {
-        set_watch(0);
-    } else if prev_traced && state & 0xff == 0 {
-        set_watch(1);
+        watch_running(next_tid);
+    }
+    if prev_traced && state & 0xff == 0 {
+        watch_preempted(tid, cpu);
     }
     emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
     0
@@ -260,4 +294,5 @@ pub fn sched_waking(ctx: TracePointContext) -> u32 {
 #[inline(always)]
 pub fn forget_thread(tid: u32) {
     let _ = THREAD_TGID.remove(&tid);
+    watch_running(tid);
 }

@@ -62,6 +62,20 @@ fn gap_of<'a>(scope: &'a Value, g: (u64, u64)) -> &'a Value {
         .unwrap_or_else(|| panic!("no long gap around {g:?}: {}", scope["longest"]))
 }
 
+/// The largest cause of a gap's `os` split, as `tracer gaps` names it.
+fn main_cause(os: &Value) -> String {
+    let mut c: Vec<(u64, String)> = vec![(os["on_cpu_ns"].as_u64().unwrap(), "on CPU".into())];
+    for (k, v) in os["blocked"].as_object().unwrap() {
+        let what = if k.contains("nanosleep") { "asleep in" } else { "blocked in" };
+        c.push((v.as_u64().unwrap(), format!("{what} {k}")));
+    }
+    for (k, v) in os["runnable"].as_object().unwrap() {
+        c.push((v.as_u64().unwrap(), k.clone()));
+    }
+    c.sort_by(|a, b| b.0.cmp(&a.0));
+    c[0].1.clone()
+}
+
 #[test]
 fn each_gap_is_named_by_its_operating_system_cause() {
     if !common::root_tests_enabled() {
@@ -117,6 +131,7 @@ fn each_gap_is_named_by_its_operating_system_cause() {
         // the time between the synchronization's return and the program's clock reads,
         // and whatever else ran on that CPU meanwhile).
         assert!(main >= 60_000_000, "gap {}: {w} for {main} ns only: {os}", i + 1);
+        assert_eq!(main_cause(os), *w, "gap {}: {os}", i + 1);
         assert_eq!(os["thread"]["tid"], header["pid"], "gap {}: the launching thread is the main one: {os}", i + 1);
     }
 

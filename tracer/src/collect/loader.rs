@@ -244,6 +244,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
             loader.map_max_entries(map, n);
         }
     }
+    // The scheduler programs' per-CPU watch counts (tracer-ebpf/src/sched.rs).
+    let possible = aya::util::nr_cpus().map_err(|(_, e)| e).context("counting the possible CPUs")?;
+    loader.map_max_entries("WATCH", possible.max(1) as u32);
     // --counts: one slot per function id; kernels per (process, handle).
     loader.map_max_entries("CALL_COUNTS", crate::collect::counts::FUNC_SLOTS);
     loader.map_max_entries("KERNEL_COUNTS", crate::collect::counts::KERNEL_SLOTS);
