@@ -40,6 +40,9 @@ enum Cmd {
         /// --together: the GPU's memory in GB (default: from the recordings' GPU model name)
         #[arg(long, value_name = "GB")]
         gpu_memory: Option<f64>,
+        /// --together: the phase measured (as `replay --together --phase`)
+        #[arg(long, default_value = "generate")]
+        phase: String,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -63,7 +66,7 @@ pub fn main() -> Result<ExitCode> {
     }
     let cli = Cli::parse_from(args);
     match cli.cmd {
-        Cmd::Plan { recordings, together: true, json, select, rounds, gpu_memory, model } => {
+        Cmd::Plan { recordings, together: true, json, select, rounds, gpu_memory, phase, model } => {
             let capacity = gpu_memory.map(|gb| replay::together::Capacity {
                 bytes: (gb * 1e9) as u64,
                 source: format!("--gpu-memory {gb}"),
@@ -74,7 +77,8 @@ pub fn main() -> Result<ExitCode> {
                 )
                 .into());
             }
-            let tp = crate::together_run::plan(&recordings, capacity, rounds, model.model())?;
+            let tenants = crate::together_run::tenants(&recordings, &phase)?;
+            let tp = replay::together::plan(tenants, capacity, rounds, model.model())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&tp)?);
             } else {

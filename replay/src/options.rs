@@ -151,6 +151,10 @@ pub struct TogetherArgs {
     /// Do not read NVML's energy counter over each run
     #[arg(long)]
     pub no_energy: bool,
+    /// Measure each recording's phase of this name (its `phase` marker to the next one; the ops
+    /// before it run ahead of each start barrier); a recording without it is measured whole
+    #[arg(long, default_value = "generate")]
+    pub phase: String,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -165,6 +169,8 @@ pub struct TenantArgs {
     pub no_cupti: bool,
     #[arg(long)]
     pub cupti_lib: Option<String>,
+    #[arg(long, default_value = "generate")]
+    pub phase: String,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

@@ -21,19 +21,14 @@ use replay::together::measure::{self, Pass, RunResult};
 use replay::together::{self, Capacity, Run, Tenant, TogetherPlan, predict};
 use tracer_cupti::collect::monotonic_ns;
 
-/// Opens and plans every recording and plans their together run (pure: no GPU).
-pub fn plan(
-    recordings: &[PathBuf],
-    capacity: Option<Capacity>,
-    rounds: usize,
-    model: predict::Model,
-) -> Result<TogetherPlan> {
+/// Opens and plans every recording (pure: no GPU).
+pub fn tenants(recordings: &[PathBuf], phase: &str) -> Result<Vec<Tenant>> {
     let mut tenants = Vec::new();
     for r in recordings {
         let planned = replay::selection::open(r, None)?.plan()?;
-        tenants.push(Tenant::new(&planned.rec, &planned.plan));
+        tenants.push(Tenant::new(&planned.rec, &planned.plan, phase));
     }
-    together::plan(tenants, capacity, rounds, model)
+    Ok(tenants)
 }
 
 /// The device's memory (cuDeviceTotalMem: no context is created).
@@ -86,7 +81,7 @@ impl Child_ {
 fn spawn(a: &TogetherArgs, rec: &Path) -> Result<Child_> {
     let exe = std::env::current_exe().context("the replay executable's path")?;
     let mut c = Command::new(exe);
-    c.arg("tenant").arg(rec).arg("--device").arg(a.device.to_string());
+    c.arg("tenant").arg(rec).arg("--device").arg(a.device.to_string()).arg("--phase").arg(&a.phase);
     if a.no_cupti {
         c.arg("--no-cupti");
     }
@@ -118,9 +113,16 @@ fn run_once(
         Run::Alone(i) => vec![i],
         Run::Together => (0..kids.len()).collect(),
     };
-    let e0 = meter.and_then(|m| m.energy_mj().ok());
+    // Each tenant runs the ops before its phase and says armed; then `go` to all, back to back.
     for &i in &who {
         kids[i].send(what)?;
+    }
+    for &i in &who {
+        kids[i].answer()?;
+    }
+    let e0 = meter.and_then(|m| m.energy_mj().ok());
+    for &i in &who {
+        kids[i].send("go")?;
     }
     let mut passes = Vec::new();
     let mut raw = Vec::new();
@@ -140,9 +142,10 @@ fn run_once(
 pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     // Refusals that need only the manifests, then the device's memory, before any tenant starts.
     let model = a.model.model();
-    plan(&a.recordings, None, a.rounds, model)?;
+    let tenants = tenants(&a.recordings, &a.phase)?;
+    together::plan(tenants.clone(), None, a.rounds, model)?;
     let cap = device_capacity(a.device)?;
-    let tp = plan(&a.recordings, Some(cap), a.rounds, model)?;
+    let tp = together::plan(tenants, Some(cap), a.rounds, model)?;
     eprint!("{}", tp.text());
     let mut kids = Vec::new();
     for r in &a.recordings {
@@ -216,7 +219,7 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
     let out = json!({
         "gpu_model": ready[0]["gpu"], "gpu_bus": bus,
         "plan": tp, "tenants": tenants, "gpu": gpu,
-        "runs": runs, "outputs_identical": identical, "notes": notes,
+        "runs": runs_json(&runs), "outputs_identical": identical, "notes": notes,
     });
     let path = a.report.clone().unwrap_or_else(|| PathBuf::from("together-report.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&out)? + "\n")
@@ -227,6 +230,21 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
     }
     println!("report: {}", path.display());
     Ok(if identical { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The runs in the report: each pass's wall time and window, each run's busy time and energy (the
+/// busy intervals themselves left out).
+fn runs_json(runs: &[RunResult]) -> Value {
+    runs.iter()
+        .map(|r| {
+            let passes: Vec<Value> = r
+                .passes
+                .iter()
+                .map(|(i, p)| json!({"tenant": i + 1, "wall_ms": p.wall_ms, "t0_ns": p.t0_ns, "t1_ns": p.t1_ns}))
+                .collect();
+            json!({"run": r.run.to_string(), "passes": passes, "window_ns": r.window_ns(), "busy_ns": r.busy_ns(), "energy_mj": r.energy_mj})
+        })
+        .collect()
 }
 
 /// The readable table of a together run.
@@ -323,28 +341,38 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     let opts =
         SessionOpts { force_relocation: false, fill: 0, probes: vec![], pinned_copies: false, expand_graphs: false };
     let s = Session::new(&rec, &p, a.device, &opts)?;
+    let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
     let gaps = together::pacing::host_gaps(&p.ops);
     let (_, _, first) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
     s.reset_memory()?;
-    s.pass_paced(Some(Pace::Gaps(&gaps)), None).context("warm-up pass")?;
+    s.pass_ops(0..phase.ops.start, None, None).context("warm-up pass")?;
+    s.pass_ops(phase.ops.clone(), Some(Pace::Gaps(&gaps)), None).context("warm-up pass")?;
     if let Some(c) = &cupti {
         c.take();
     }
     say(json!({"ready": true, "gpu": s.ctx.name, "bus": s.ctx.pci_bus_id, "first_checks": checks_json(&first)}));
-    for line in std::io::stdin().lock().lines() {
-        let line = line?;
-        let check = match line.trim() {
+    let mut lines = std::io::stdin().lock().lines();
+    while let Some(line) = lines.next() {
+        let check = match line?.trim() {
             "run" => false,
             "check" => true,
             "quit" | "" => return Ok(()),
             other => bail!("unknown command {other:?} from the parent"),
         };
+        // The ops before the phase, unpaced, then armed at the start barrier.
         s.reset_memory()?;
+        s.pass_ops(0..phase.ops.start, None, None).context("the ops before the measured phase")?;
         if let Some(c) = &cupti {
             c.take();
         }
+        say(json!({"armed": true}));
+        match lines.next().transpose()?.as_deref().map(str::trim) {
+            Some("go") => {}
+            Some("quit") | None => return Ok(()),
+            Some(other) => bail!("expected go from the parent, got {other:?}"),
+        }
         let t0 = monotonic_ns();
-        let (gpu_ms, wall_ms, c) = s.pass_paced(Some(Pace::Gaps(&gaps)), check.then_some(&rec))?;
+        let (gpu_ms, wall_ms, c) = s.pass_ops(phase.ops.clone(), Some(Pace::Gaps(&gaps)), check.then_some(&rec))?;
         let t1 = monotonic_ns();
         let busy = cupti.as_ref().map(|c| {
             let mut iv: Vec<(u64, u64)> = c.take().activities.iter().map(|x| (x.start, x.end)).collect();

@@ -47,8 +47,9 @@ fn finish(r: &Rec, driver: &str) -> PathBuf {
     dir
 }
 
-/// Tenant A, GPU-heavy: three launches, a 3 ms synchronization; kernels busy
-/// 2.005–5.020 ms and 6.005–6.505 ms (3.515 ms busy in a 4.5 ms span).
+/// Tenant A, GPU-heavy: three launches, a 3 ms synchronization, its phase
+/// `generate` from the second launch on; kernels busy 2.005–5.020 ms and
+/// 6.005–6.505 ms (3.515 ms busy in a 4.5 ms span).
 fn heavy() -> Rec {
     let mut r = Rec::new();
     r.cubin_function("k_pointers");
@@ -62,6 +63,8 @@ fn heavy() -> Rec {
     at(&mut r, 2_020_000);
     launch(&mut r);
     at(&mut r, 6_000_000);
+    // The measured phase starts after the first launch.
+    r.lines.push(json!({"type": "marker", "op": "phase", "label": "generate", "pid": 7, "ts": 2_005_000}));
     gpu(&mut r, 2_005_000, 3_005_000);
     gpu(&mut r, 3_005_000, 5_020_000);
     gpu(&mut r, 6_005_000, 6_505_000);
@@ -98,12 +101,14 @@ fn exact_plan_of_two_recordings() {
     let want = format!(
         "together: 2 tenants on one GPU, each replayed in its own process and context, paced by its recorded host gaps
 tenant 1: A.rec
-  ops: 4 (3 GPU work, 3 launches)
+  measured: phase \"generate\", ops 2..4 of 4 (the 1 before run unpaced ahead of each start barrier)
+  ops: 3 (2 GPU work, 2 launches)
   memory: {m} (2.0 MiB windows + 0.0 MiB images + 512.0 MiB context reserve)
-  pacing: 4.000 ms from first to last op, 1 ops wait from the previous call's return
+  pacing: 3.990 ms from first to last op, 1 ops wait from the previous call's return
   recorded GPU: busy 3.515 ms of a 4.500 ms span (78.1 %), 2 busy intervals
   recorded on: NVIDIA H100 80GB HBM3, driver 580.159.04
 tenant 2: B.rec
+  measured: the whole recording (no phase marker of that name)
   ops: 4 (4 GPU work, 4 launches)
   memory: {m} (2.0 MiB windows + 0.0 MiB images + 512.0 MiB context reserve)
   pacing: 0.300 ms from first to last op, 0 ops wait from the previous call's return
@@ -135,15 +140,15 @@ prediction (docs/colocation.md; context switch 25 µs, time slice 2000 µs):
     assert_eq!(v["memory_bytes"], 2 * mem);
     assert_eq!(v["capacity"]["bytes"], 80_000_000_000u64);
     let t = &v["tenants"];
+    let counts = |t: &Value| (t["ops"].clone(), t["phase_ops"].clone(), t["work_ops"].clone(), t["launches"].clone());
+    assert_eq!(counts(&t[0]), (json!(4), json!(3), json!(2), json!(2)));
     assert_eq!(
-        (t[0]["ops"].clone(), t[0]["work_ops"].clone(), t[0]["launches"].clone()),
-        (json!(4), json!(3), json!(3))
+        t[0]["phase"],
+        json!({"label": "generate", "ops": {"start": 1, "end": 4}, "start_ts": 2_005_000, "end_ts": null})
     );
-    assert_eq!(
-        (t[1]["ops"].clone(), t[1]["work_ops"].clone(), t[1]["launches"].clone()),
-        (json!(4), json!(4), json!(4))
-    );
-    assert_eq!(t[0]["paced_span_ns"], 4_000_000);
+    assert_eq!(t[1]["phase"]["label"], Value::Null);
+    assert_eq!(counts(&t[1]), (json!(4), json!(4), json!(4), json!(4)));
+    assert_eq!(t[0]["paced_span_ns"], 3_990_000);
     assert_eq!(t[1]["paced_span_ns"], 300_000);
     assert_eq!(t[0]["recorded_busy_ns"], 3_515_000);
     assert_eq!(t[1]["recorded_gpu_span_ns"], 310_000);

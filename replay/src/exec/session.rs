@@ -670,6 +670,17 @@ impl Session {
     /// A pass paced by recorded offsets from its start (`timed` mode) or by the
     /// recorded host gaps between calls (together runs: together/pacing.rs).
     pub fn pass_paced(&self, pace: Option<Pace>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
+        self.pass_ops(0..self.prep.len(), pace, check)
+    }
+
+    /// The ops `ops` of a pass (a together run's measured phase: together/), from the memory the
+    /// ops before them left.
+    pub fn pass_ops(
+        &self,
+        ops: std::ops::Range<usize>,
+        pace: Option<Pace>,
+        check: Option<&Recording>,
+    ) -> Result<(f64, f64, Vec<OutputCheck>)> {
         self.ctx.sync()?;
         let pass_no = self.passes.get() + 1;
         self.passes.set(pass_no);
@@ -679,8 +690,8 @@ impl Session {
         let (mut last_start, mut last_return) = (t0, t0);
         start.record(std::ptr::null_mut())?;
         let mut checks = Vec::new();
-        let mut i = 0;
-        while i < self.prep.len() {
+        let mut i = ops.start;
+        while i < ops.end.min(self.prep.len()) {
             match pace {
                 Some(Pace::Offsets(p)) => {
                     let due = Duration::from_nanos(p[i]);

@@ -6,12 +6,14 @@
 //! - this module: the tenants (op counts, memory, pacing), the refusals that
 //!   need only the manifests (driver versions, memory), the order of the runs;
 //! - [`pacing`]: the recorded host gaps a paced pass keeps;
+//! - [`phase`]: the part of each recording that is measured (its `generate` phase by default);
 //! - [`predict`]: each tenant's slowdown predicted from the recordings alone;
 //! - [`measure`]: slowdowns, spreads and the GPU's combined busy time from
 //!   the runs' figures.
 
 pub mod measure;
 pub mod pacing;
+pub mod phase;
 pub mod predict;
 
 use std::fmt::Write as _;
@@ -31,7 +33,12 @@ pub const CONTEXT_RESERVE_BYTES: u64 = 512 << 20;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tenant {
     pub recording: String,
+    /// The measured phase (the ops before it run before each pass's start barrier).
+    pub phase: phase::Phase,
+    /// All ops of the recording.
     pub ops: usize,
+    /// The measured phase's ops.
+    pub phase_ops: usize,
     pub work_ops: usize,
     pub launches: usize,
     /// Device windows replay maps (2 MiB granularity), bytes.
@@ -40,7 +47,7 @@ pub struct Tenant {
     pub image_bytes: u64,
     /// window_bytes + image_bytes + [`CONTEXT_RESERVE_BYTES`].
     pub memory_bytes: u64,
-    /// First to last replayed op's recorded submission, ns: one paced pass lasts at least this.
+    /// First to last op of the phase, recorded submissions, ns: one paced pass lasts at least this.
     pub paced_span_ns: u64,
     /// Paced ops that wait from the previous call's return (after a return-probed call) rather than its start.
     pub gaps_after_return: usize,
@@ -48,7 +55,7 @@ pub struct Tenant {
     pub driver: Option<String>,
     /// The recording's GPU model (manifest `gpus[0].model`).
     pub gpu_model: Option<String>,
-    /// The recording's measured GPU busy intervals (gpu lines, `--gpu-timestamps`), ns; empty without them.
+    /// The recording's measured GPU busy intervals in the phase (gpu lines, `--gpu-timestamps`), ns; empty without them.
     #[serde(skip)]
     pub busy: Vec<(u64, u64)>,
     pub recorded_busy_ns: Option<u64>,
@@ -56,26 +63,34 @@ pub struct Tenant {
 }
 
 impl Tenant {
-    pub fn new(rec: &Recording, p: &Plan) -> Tenant {
+    /// The tenant of `rec` (planned as `p`), measured over its phase `phase_name`.
+    pub fn new(rec: &Recording, p: &Plan, phase_name: &str) -> Tenant {
         let gpus = rec.manifest.gpus.as_ref();
         let model = gpus.and_then(|g| g.get(0)).and_then(|g| g.get("model")).and_then(|m| m.as_str());
         let window_bytes = memory::windows(&p.ranges, 2 << 20).iter().map(|w| w.1).sum();
         let image_bytes: u64 = rec.manifest.images.iter().map(|i| i.bytes).sum();
-        let gaps = pacing::host_gaps(&p.ops);
-        let mut busy: Vec<(u64, u64)> =
-            crate::gpu_time::recorded::plan_gpu_lines(&rec.trace, p).iter().map(|g| (g.ts, g.end_ts)).collect();
+        let ph = phase::phase(&p.ops, &rec.trace.markers, phase_name);
+        let ops = &p.ops[ph.ops.clone()];
+        let gaps = pacing::host_gaps(ops);
+        let mut busy: Vec<(u64, u64)> = crate::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
+            .iter()
+            .filter(|g| ph.contains(g.ts))
+            .map(|g| (g.ts, g.end_ts))
+            .collect();
         let busy = predict::merge(&mut busy, 0);
         let measured = !busy.is_empty();
         Tenant {
             recording: rec.dir.display().to_string(),
             ops: p.ops.len(),
-            work_ops: p.ops.iter().filter(|o| o.is_work()).count(),
-            launches: p.ops.iter().filter(|o| o.launch().is_some()).count(),
+            phase_ops: ops.len(),
+            work_ops: ops.iter().filter(|o| o.is_work()).count(),
+            launches: ops.iter().filter(|o| o.launch().is_some()).count(),
             window_bytes,
             image_bytes,
             memory_bytes: window_bytes + image_bytes + CONTEXT_RESERVE_BYTES,
-            paced_span_ns: p.ops.last().map_or(0, |l| l.ts - p.ops[0].ts),
-            gaps_after_return: gaps.iter().filter(|g| g.after_return).count(),
+            paced_span_ns: ops.last().map_or(0, |l| l.ts.saturating_sub(ops[0].ts)),
+            gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
+            phase: ph,
             driver: rec.manifest.driver.clone(),
             gpu_model: model.map(str::to_owned),
             recorded_busy_ns: measured.then(|| busy.iter().map(|b| b.1 - b.0).sum()),
@@ -222,7 +237,22 @@ impl TogetherPlan {
         );
         for (i, t) in self.tenants.iter().enumerate() {
             let _ = writeln!(s, "tenant {}: {}", i + 1, t.recording);
-            let _ = writeln!(s, "  ops: {} ({} GPU work, {} launches)", t.ops, t.work_ops, t.launches);
+            match &t.phase.label {
+                Some(l) => {
+                    let _ = writeln!(
+                        s,
+                        "  measured: phase {l:?}, ops {}..{} of {} (the {} before run unpaced ahead of each start barrier)",
+                        t.phase.ops.start + 1,
+                        t.phase.ops.end,
+                        t.ops,
+                        t.phase.ops.start
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "  measured: the whole recording (no phase marker of that name)");
+                }
+            }
+            let _ = writeln!(s, "  ops: {} ({} GPU work, {} launches)", t.phase_ops, t.work_ops, t.launches);
             let _ = writeln!(
                 s,
                 "  memory: {} ({} windows + {} images + {} context reserve)",
