@@ -2,11 +2,13 @@
 //! a tenant, replayed by a child `replay tenant REC` in its own process and
 //! CUDA context on one GPU. The parent plans (together/), refuses what cannot
 //! run before anything runs, starts the children, and drives the rounds over
-//! their stdin/stdout: a child sets up (images loaded, memory mapped), runs
-//! its checking pass (outputs bit for bit) and a warm-up pass, says `ready`,
-//! then runs one paced pass per `run` line and answers with its figures. A
-//! together run writes `run` to every child back to back once all are ready:
-//! the start barrier.
+//! their stdin/stdout: a child sets up (images loaded, memory mapped) and
+//! says `loaded`; once all are, on `start` it runs its checking pass (outputs
+//! bit for bit) and a warm-up pass and says `ready`; then per `run` (or
+//! `check`) line it runs the ops before its measured phase, says `armed`,
+//! and on `go` runs the phase paced and answers with its figures. The parent
+//! writes `go` to every tenant of a run back to back once all are armed: the
+//! start barrier.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -165,7 +167,14 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
 }
 
 fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<ExitCode> {
-    // Every tenant set up and checked before any runs: an image without code for this GPU stops all here.
+    // Every tenant's images loaded before any of them runs anything: an image without code for
+    // this GPU stops all here. Then each one's checking and warm-up passes.
+    for k in kids.iter_mut() {
+        k.answer()?;
+    }
+    for k in kids.iter_mut() {
+        k.send("start")?;
+    }
     let mut ready = Vec::new();
     for k in kids.iter_mut() {
         ready.push(k.answer()?);
@@ -341,6 +350,14 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     let opts =
         SessionOpts { force_relocation: false, fill: 0, probes: vec![], pinned_copies: false, expand_graphs: false };
     let s = Session::new(&rec, &p, a.device, &opts)?;
+    // Every tenant's images loaded before any runs: one without code for this GPU stops all here.
+    say(json!({"loaded": true}));
+    let mut lines = std::io::stdin().lock().lines();
+    match lines.next().transpose()?.as_deref().map(str::trim) {
+        Some("start") => {}
+        Some("quit") | None => return Ok(()),
+        Some(other) => bail!("expected start from the parent, got {other:?}"),
+    }
     let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
     let gaps = together::pacing::host_gaps(&p.ops);
     let (_, _, first) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
@@ -351,7 +368,6 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         c.take();
     }
     say(json!({"ready": true, "gpu": s.ctx.name, "bus": s.ctx.pci_bus_id, "first_checks": checks_json(&first)}));
-    let mut lines = std::io::stdin().lock().lines();
     while let Some(line) = lines.next() {
         let check = match line?.trim() {
             "run" => false,
