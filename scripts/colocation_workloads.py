@@ -37,11 +37,11 @@ def parse(argv=None):
     ap.add_argument("kind", choices=KINDS)
     ap.add_argument("--serve", metavar="DIR", help="serve measured phases on request (see above)")
     ap.add_argument("--tokens", type=int, default=96, help="gen: new tokens per phase")
-    ap.add_argument("--forwards", type=int, default=60, help="batch: forward passes per phase")
+    ap.add_argument("--forwards", type=int, default=150, help="batch: forward passes per phase")
     ap.add_argument("--seq", type=int, default=512, help="batch: sequence length")
     ap.add_argument("--products", type=int, default=400, help="gemm: matrix products per phase")
     ap.add_argument("--n", type=int, default=8192, help="gemm: matrix size")
-    ap.add_argument("--launches", type=int, default=50000, help="launch: launches per phase")
+    ap.add_argument("--launches", type=int, default=100000, help="launch: launches per phase")
     return ap.parse_args(argv)
 
 
