@@ -78,6 +78,7 @@ pub fn main() -> Result<ExitCode> {
                 .into());
             }
             let tenants = crate::together_run::tenants(&recordings, &phase)?;
+            let capacity = capacity.or_else(|| replay::together::recorded_capacity(&tenants));
             let tp = replay::together::plan(tenants, capacity, rounds, model.model())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&tp)?);

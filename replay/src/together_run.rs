@@ -142,7 +142,8 @@ fn run_once(
 }
 
 pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
-    // Refusals that need only the manifests, then the device's memory, before any tenant starts.
+    // Refusals that need only the manifests, then the memory of this device (not the recorded
+    // one's: recordings of an H100 may run together on an H200), before any tenant starts.
     let model = a.model.model();
     let tenants = tenants(&a.recordings, &a.phase)?;
     together::plan(tenants.clone(), None, a.rounds, model)?;

@@ -2,13 +2,15 @@
  * What replay needs of a driver beyond tracer's fake libcuda
  * (tracer/tests/fakecuda/fakecuda.c), linked with it into the libcuda.so of
  * replay/tests/together_fake_driver.rs. fakecuda.c is compiled with
- * -DcuMemAllocHost_v2=fake_cuMemAllocHost_v2 -DcuModuleLoadData=fake_cuModuleLoadData
+ * -DcuMemAllocHost_v2=fake_cuMemAllocHost_v2 (and cuMemFreeHost, cuModuleLoadData,
+ * cuDeviceTotalMem_v2 alike)
  * so that these definitions replace its own:
  *
  * - page-locked host memory that is real memory (replay writes into it);
  * - cuModuleLoadData failing with CUDA_ERROR_NO_BINARY_FOR_GPU (209) for
  *   the process whose recording path contains FAKECUDA_NO_BINARY_FOR (a
  *   tenant recorded for another architecture);
+ * - the device's memory from FAKECUDA_TOTAL_MEM (bytes), when set;
  * - the three calls fakecuda.c lacks: cuDeviceGetPCIBusId, cuGetErrorName,
  *   cuMemGetAllocationGranularity.
  */
@@ -70,4 +72,15 @@ API CUresult cuMemGetAllocationGranularity(size_t *granularity, const void *prop
     (void)option;
     *granularity = 2 << 20;
     return CUDA_SUCCESS;
+}
+
+CUresult fake_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
+
+API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+    const char *e = getenv("FAKECUDA_TOTAL_MEM");
+    if (e && *e) {
+        *bytes = strtoull(e, NULL, 10);
+        return CUDA_SUCCESS;
+    }
+    return fake_cuDeviceTotalMem_v2(bytes, dev);
 }

@@ -37,6 +37,7 @@ fn fake_driver(dir: &Path) -> PathBuf {
         "-DcuMemAllocHost_v2=fake_cuMemAllocHost_v2",
         "-DcuMemFreeHost=fake_cuMemFreeHost",
         "-DcuModuleLoadData=fake_cuModuleLoadData",
+        "-DcuDeviceTotalMem_v2=fake_cuDeviceTotalMem_v2",
         "-o",
         &s(&a),
         &s(&fake.join("fakecuda.c")),
@@ -138,4 +139,15 @@ fn together_run_against_the_fake_driver() {
     );
     assert!(!err.contains("round 1/"), "{err}");
     assert!(!report2.exists());
+
+    // More memory than this device has (the recorded GPU's would do): one line, no tenant started.
+    let (code, out, err) = replay(d.path(), &args, &[("FAKECUDA_TOTAL_MEM", "1000000000")]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out, "");
+    assert!(err.starts_with("replay: error: the tenants need 1028.1 MiB of GPU memory together ("), "{err}");
+    assert!(
+        err.ends_with("more than the GPU's 953.7 MiB (cuDeviceTotalMem of device 0): run fewer of them together\n"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -164,10 +164,15 @@ pub struct TogetherPlan {
     pub model: predict::Model,
 }
 
+/// The memory of the GPU the recordings were made on, as its model name announces it (the
+/// first recording's that gives one): `replay plan --together`'s default.
+pub fn recorded_capacity(tenants: &[Tenant]) -> Option<Capacity> {
+    tenants.iter().find_map(|t| t.gpu_model.as_deref()).and_then(capacity_from_model)
+}
+
 /// Plans the together run of `tenants` (at least two), refusing before
 /// anything runs: recordings made under different driver versions, or
-/// tenants whose memory together exceeds `capacity` (None: the first
-/// recording's GPU model's announced memory, when its name gives one).
+/// tenants whose memory together exceeds `capacity` (None: not checked).
 pub fn plan(
     tenants: Vec<Tenant>,
     capacity: Option<Capacity>,
@@ -182,8 +187,6 @@ pub fn plan(
     }
     check_drivers(&tenants)?;
     let memory_bytes: u64 = tenants.iter().map(|t| t.memory_bytes).sum();
-    let capacity =
-        capacity.or_else(|| tenants.iter().find_map(|t| t.gpu_model.as_deref()).and_then(capacity_from_model));
     if let Some(c) = &capacity
         && memory_bytes > c.bytes
     {
