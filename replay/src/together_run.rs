@@ -181,7 +181,7 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
         ready.push(k.answer()?);
     }
     let bus = ready[0]["bus"].as_str().unwrap_or("").to_owned();
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = ready.iter().filter_map(|r| r["cupti_error"].as_str().map(str::to_owned)).collect();
     let meter = if a.no_energy {
         None
     } else {
@@ -340,12 +340,13 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     if p.ops.iter().all(|o| !o.is_work()) {
         bail!("nothing to replay (no replayable launch, copy or set)");
     }
-    let cupti = if a.no_cupti {
-        None
+    // CUPTI before the first CUDA call, so that the context is covered; without it, no busy time.
+    let (cupti, cupti_error) = if a.no_cupti {
+        (None, None)
     } else {
         match tracer_cupti::collect::start(a.cupti_lib.as_deref()) {
-            Ok(c) => Some(c),
-            Err(e) => bail!("CUPTI: {e} (--no-cupti to run without the GPU's busy time)"),
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(format!("{}: no GPU busy time (CUPTI: {e})", a.recording.display()))),
         }
     };
     let opts =
@@ -368,7 +369,8 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     if let Some(c) = &cupti {
         c.take();
     }
-    say(json!({"ready": true, "gpu": s.ctx.name, "bus": s.ctx.pci_bus_id, "first_checks": checks_json(&first)}));
+    say(json!({"ready": true, "gpu": s.ctx.name, "bus": s.ctx.pci_bus_id, "first_checks": checks_json(&first),
+               "cupti_error": cupti_error}));
     while let Some(line) = lines.next() {
         let check = match line?.trim() {
             "run" => false,

@@ -119,6 +119,25 @@ fn together_run_against_the_fake_driver() {
     assert_eq!(v["gpu"][2]["run"], "together");
     assert_eq!(v["gpu"][2]["runs"], 3);
 
+    // CUPTI that cannot start: the run goes on without busy times, a note per tenant says so.
+    let args = [
+        sa,
+        sb,
+        "--together",
+        "--rounds",
+        "1",
+        "--cupti-lib",
+        "/nonexistent/libcupti.so",
+        "--no-energy",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    let (code, out, err) = replay(d.path(), &args, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("note: {sa}: no GPU busy time (CUPTI: ")), "{out}");
+    assert!(out.contains(&format!("note: {sb}: no GPU busy time (CUPTI: ")), "{out}");
+    assert!(out.contains("\ntogether         1 "), "{out}");
+
     // An image without code for this GPU (the second tenant's): one line, nothing run.
     let b2 = launches();
     let db2 = finish(&b2, "580.159.04");
