@@ -24,7 +24,10 @@
 # and NAME.manifest.json of each recording, colocation_table.txt. A failed
 # step is logged and the others go on; the table is printed last.
 # ROUNDS (default 6) and BUDGET_S (default 520: the seconds after which no
-# new step starts) can be set in the environment.
+# new step starts) can be set in the environment; REAL_TRACED=1 runs each
+# pair's real harness under `tracer record --gpu-timestamps` (CUPTI in both
+# workloads: real_PAIR.jsonl.zst, for `tracer gaps`/`report` of the real
+# together runs; the timings then carry the tracer's overhead on both sides).
 set -u
 ROOT=$(pwd)
 T=$(realpath .device-bin/tracer)
@@ -78,7 +81,11 @@ record() { # $1: kind
 
 pair() { # $1 $2: kinds
     local p="$1+$2"
-    step "real $p" 110 "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$OUT/real_$p.json"
+    local traced=()
+    if [ "${REAL_TRACED:-0}" = 1 ]; then
+        traced=("$T" record --gpu-timestamps -q --force -o "$OUT/real_$p.jsonl.zst" --)
+    fi
+    step "real $p" 110 "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$OUT/real_$p.json"
     if [ -d "$W/$1.rec" ] && [ -d "$W/$2.rec" ]; then
         "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$OUT/plan_$p.txt" 2>&1
         cat "$OUT/plan_$p.txt"
