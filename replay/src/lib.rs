@@ -35,3 +35,4 @@ pub mod plan;
 pub mod recording;
 pub mod report;
 pub mod selection;
+pub mod together;

@@ -3,6 +3,7 @@
 mod cli;
 mod options;
 mod run;
+mod together_run;
 
 /// Exit status: 0 done (outputs match); 1 a run-time failure (a bad
 /// recording, a CUDA error, an output check that found different bytes);

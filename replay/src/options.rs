@@ -104,6 +104,75 @@ pub struct RunArgs {
     pub cupti_lib: Option<String>,
 }
 
+/// The co-location prediction's constants (together/predict.rs).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Prediction: cost of a switch between contexts, µs
+    #[arg(long, default_value_t = 25.0, value_name = "US")]
+    pub switch_us: f64,
+    /// Prediction: the GPU's time slice between contexts, µs
+    #[arg(long, default_value_t = 2000.0, value_name = "US")]
+    pub timeslice_us: f64,
+}
+
+impl ModelArgs {
+    pub fn model(&self) -> replay::together::predict::Model {
+        replay::together::predict::Model {
+            switch_ns: (self.switch_us * 1e3).round() as u64,
+            timeslice_ns: (self.timeslice_us * 1e3).round() as u64,
+        }
+    }
+}
+
+/// `replay A.rec B.rec … --together`: co-location replay (docs/colocation.md).
+#[derive(clap::Args, Debug, Clone)]
+pub struct TogetherArgs {
+    /// The tenants' recordings (at least two)
+    #[arg(required = true, num_args = 2..)]
+    pub recordings: Vec<PathBuf>,
+    /// Run the recordings together as tenants of one GPU (implied by `replay together`)
+    #[arg(long)]
+    pub together: bool,
+    /// Rounds of alone and together runs (interleaved)
+    #[arg(long, default_value_t = 6)]
+    pub rounds: usize,
+    /// CUDA device ordinal
+    #[arg(long, default_value_t = 0)]
+    pub device: i32,
+    /// Write the JSON report here (default: together-report.json in the current directory)
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Do not measure the GPU's busy time with CUPTI
+    #[arg(long)]
+    pub no_cupti: bool,
+    /// The libcupti to load (default: $CUDA_HOME, /usr/local/cuda*, the loader's path)
+    #[arg(long, value_name = "PATH")]
+    pub cupti_lib: Option<String>,
+    /// Do not read NVML's energy counter over each run
+    #[arg(long)]
+    pub no_energy: bool,
+    /// Measure each recording's phase of this name (its `phase` marker to the next one; the ops
+    /// before it run ahead of each start barrier); a recording without it is measured whole
+    #[arg(long, default_value = "generate")]
+    pub phase: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// The hidden `replay tenant REC`: one tenant of a together run, driven by its parent over stdin/stdout.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TenantArgs {
+    pub recording: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub device: i32,
+    #[arg(long)]
+    pub no_cupti: bool,
+    #[arg(long)]
+    pub cupti_lib: Option<String>,
+    #[arg(long, default_value = "generate")]
+    pub phase: String,
+}
+
 fn parse_byte(s: &str) -> Result<u8, String> {
     let r = match s.strip_prefix("0x") {
         Some(h) => u8::from_str_radix(h, 16),

@@ -7,4 +7,4 @@ pub mod memory;
 pub mod probe;
 pub mod session;
 
-pub use session::{Graph, L2Flush, OutputCheck, Session, SessionOpts, Timed};
+pub use session::{Graph, HostGap, L2Flush, OutputCheck, Pace, Session, SessionOpts, Timed};

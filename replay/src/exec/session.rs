@@ -106,6 +106,23 @@ pub struct SessionOpts {
     pub expand_graphs: bool,
 }
 
+/// How a pass paces its submissions.
+#[derive(Clone, Copy)]
+pub enum Pace<'a> {
+    /// Each op's recorded offset (ns) from the first one, from the pass's start.
+    Offsets(&'a [u64]),
+    /// Each op's recorded host gap after the previous op.
+    Gaps(&'a [HostGap]),
+}
+
+/// The recorded host time before an op's submission: from the previous
+/// call's return (`after_return`, its duration was recorded) or its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct HostGap {
+    pub ns: u64,
+    pub after_return: bool,
+}
+
 pub struct Session {
     pub ctx: Context,
     pub map: AddressMap,
@@ -647,22 +664,51 @@ impl Session {
     }
 
     pub fn pass(&self, pace: Option<&[u64]>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
+        self.pass_paced(pace.map(Pace::Offsets), check)
+    }
+
+    /// A pass paced by recorded offsets from its start (`timed` mode) or by the
+    /// recorded host gaps between calls (together runs: together/pacing.rs).
+    pub fn pass_paced(&self, pace: Option<Pace>, check: Option<&Recording>) -> Result<(f64, f64, Vec<OutputCheck>)> {
+        self.pass_ops(0..self.prep.len(), pace, check)
+    }
+
+    /// The ops `ops` of a pass (a together run's measured phase: together/), from the memory the
+    /// ops before them left.
+    pub fn pass_ops(
+        &self,
+        ops: std::ops::Range<usize>,
+        pace: Option<Pace>,
+        check: Option<&Recording>,
+    ) -> Result<(f64, f64, Vec<OutputCheck>)> {
         self.ctx.sync()?;
         let pass_no = self.passes.get() + 1;
         self.passes.set(pass_no);
         let mut next_probe = 0;
         let start = Event::new()?;
         let t0 = Instant::now();
+        let (mut last_start, mut last_return) = (t0, t0);
         start.record(std::ptr::null_mut())?;
         let mut checks = Vec::new();
-        let mut i = 0;
-        while i < self.prep.len() {
-            if let Some(p) = pace {
-                let due = Duration::from_nanos(p[i]);
-                while t0.elapsed() < due {
-                    std::hint::spin_loop();
+        let mut i = ops.start;
+        while i < ops.end.min(self.prep.len()) {
+            match pace {
+                Some(Pace::Offsets(p)) => {
+                    let due = Duration::from_nanos(p[i]);
+                    while t0.elapsed() < due {
+                        std::hint::spin_loop();
+                    }
                 }
+                Some(Pace::Gaps(g)) => {
+                    let from = if g[i].after_return { last_return } else { last_start };
+                    let due = Duration::from_nanos(g[i].ns);
+                    while from.elapsed() < due {
+                        std::hint::spin_loop();
+                    }
+                }
+                None => {}
             }
+            last_start = Instant::now();
             let graph = self.graphs.at(i);
             // A rebuilt graph launch stands for its ops: probes before any of them run before it.
             let last = i + graph.map_or(1, |g| g.ops);
@@ -678,10 +724,12 @@ impl Session {
                 let what = format!("graph launch (trace.jsonl line {})", self.op_lines[i]);
                 // SAFETY: exec and stream from setup.
                 ck(unsafe { sys::cuGraphLaunch(g.exec, self.streams[g.stream]) }, &what)?;
+                last_return = Instant::now();
                 i = last;
                 continue;
             }
             self.submit(i, None)?;
+            last_return = Instant::now();
             if let Some(rec) = check
                 && let Some((sha, line)) = self.expected.get(&i)
                 && let Prep::Copy { size, stream, host, .. } = &self.prep[i]

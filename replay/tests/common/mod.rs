@@ -2,6 +2,8 @@
 //! (the real fixture images of tracer/tests/fixtures/cuda) in a temp dir.
 #![allow(dead_code)]
 
+pub mod together;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};

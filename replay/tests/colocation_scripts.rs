@@ -1,0 +1,103 @@
+//! The Python of the co-location GPU script (scripts/gpu_colocation.sh),
+//! run on this machine: the real-runs harness (scripts/colocation_real.py)
+//! with stand-in workloads that speak the same serve protocol, and the final
+//! table (scripts/colocation_table.py) on its output and a replay report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name)
+}
+
+fn python(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new("python3").args(args).output().expect("python3");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A stand-in workload: KIND --serve DIR; each measured phase takes `a` 1 s, `b` 2 s (reported, not slept).
+const FAKE: &str = r#"
+import json, os, sys, time
+kind, d = sys.argv[1], sys.argv[3]
+open(os.path.join(d, "ready." + kind), "w").close()
+k = 1
+while True:
+    go = os.path.join(d, f"go.{kind}.{k}")
+    while not os.path.exists(go):
+        if os.path.exists(os.path.join(d, "quit")):
+            sys.exit(0)
+        time.sleep(0.001)
+    with open(os.path.join(d, f".done.{kind}.{k}"), "w") as f:
+        json.dump({"seconds": {"a": 1.0, "b": 2.0}[kind] + k / 100}, f)
+    os.rename(os.path.join(d, f".done.{kind}.{k}"), os.path.join(d, f"done.{kind}.{k}"))
+    k += 1
+"#;
+
+#[test]
+fn real_runs_in_the_planner_order_then_the_table() {
+    let d = tempfile::tempdir().unwrap();
+    let fake = d.path().join("fake.py");
+    std::fs::write(&fake, FAKE).unwrap();
+    let out = d.path().join("real.json");
+    let (code, stdout, err) = python(&[
+        script("colocation_real.py").to_str().unwrap(),
+        "a",
+        "b",
+        "--rounds",
+        "2",
+        "--workloads",
+        fake.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        stdout,
+        "round 1 alone a: a 1.010 s\nround 1 alone b: b 2.010 s\nround 1 together: a 1.020 s, b 2.020 s\n\
+         round 2 together: a 1.030 s, b 2.030 s\nround 2 alone b: b 2.040 s\nround 2 alone a: a 1.040 s\n"
+    );
+    let real: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(real["tenants"], json!(["a", "b"]));
+    assert_eq!(real["runs"][2], json!({"round": 1, "run": "together", "seconds": {"a": 1.02, "b": 2.02}}));
+    assert_eq!(real["error"], Value::Null);
+
+    // The table: a real slowdown of (1.02 + 1.03) / 2 / ((1.01 + 1.04) / 2) = 1.000 for a, spread 0.03 / 1.025.
+    let rep = d.path().join("together.json");
+    std::fs::write(
+        &rep,
+        json!({"tenants": [
+            {"recording": "/x/a.rec", "measured": {"slowdown": 1.1, "alone_spread_pct": 4.0}, "predicted": {"slowdown": 1.05}},
+            {"recording": "/x/b.rec/", "measured": {"slowdown": 0.9, "alone_spread_pct": 2.5}, "predicted": {"slowdown": null}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, table, err) = python(&[
+        script("colocation_table.py").to_str().unwrap(),
+        "--pair",
+        "a+b",
+        out.to_str().unwrap(),
+        rep.to_str().unwrap(),
+        "--pair",
+        "c+d",
+        "/nonexistent/real.json",
+        "/nonexistent/together.json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        table,
+        "pair  tenant  real (alone spread)  replayed (alone spread)  predicted  replay err  pred. err\n\
+         ----  ------  -------------------  -----------------------  ---------  ----------  ---------\n\
+         a+b   a       1.000x (2.9%)        1.100x (4.0%)            1.050x     +10.0%      +5.0%\n\
+         a+b   b       1.000x (1.5%)        0.900x (2.5%)            -          -10.0%      -\n\
+         c+d   -       no results\n\
+         (spread): the alone-vs-alone spread, (max − min) of the alone runs over their median; err: against the real slowdown\n"
+    );
+    assert!(err.contains("colocation_table: /nonexistent/real.json: [Errno 2] No such file or directory"), "{err}");
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The co-location table (scripts/gpu_colocation.sh, docs/colocation.md): per
+pair and tenant, the real-together slowdown with its alone-vs-alone spread
+(colocation_real.py's JSON), the replayed-together one with its spread
+(`replay --together`'s report), the predicted one (the same report), and
+their errors against the real one.
+
+    python3 colocation_table.py --pair gen+batch real_gen+batch.json together_gen+batch.json [--pair ...]
+
+Slowdown: median together time over median alone time; spread: (max − min)
+of the alone times over their median, as replay computes them
+(replay/src/together/measure.rs).
+"""
+import argparse
+import json
+import sys
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    if n == 0:
+        return float("nan")
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def spread_pct(v):
+    return 100.0 * (max(v) - min(v)) / median(v) if v else float("nan")
+
+
+def slowdowns(real):
+    """{tenant: (slowdown, alone spread %, together spread %, n alone, n together)} from colocation_real.py's JSON."""
+    out = {}
+    for t in real["tenants"]:
+        alone = [r["seconds"][t] for r in real["runs"] if r["run"] == f"alone {t}" and t in r["seconds"]]
+        tog = [r["seconds"][t] for r in real["runs"] if r["run"] == "together" and t in r["seconds"]]
+        if alone and tog:
+            out[t] = (median(tog) / median(alone), spread_pct(alone), spread_pct(tog), len(alone), len(tog))
+    return out
+
+
+def replayed(report):
+    """[(tenant name, slowdown, alone spread %, predicted)] from `replay --together`'s report."""
+    rows = []
+    for t in report["tenants"]:
+        name = t["recording"].rstrip("/").split("/")[-1]
+        name = name[: -len(".rec")] if name.endswith(".rec") else name
+        m, p = t["measured"], t["predicted"]
+        rows.append((name, m["slowdown"], m["alone_spread_pct"], p.get("slowdown")))
+    return rows
+
+
+def err(x, ref):
+    if x is None or ref is None or ref != ref or x != x:
+        return "-"
+    return f"{100.0 * (x - ref) / ref:+.1f}%"
+
+
+def fmt(x, spread=None):
+    if x is None or x != x:
+        return "-"
+    return f"{x:.3f}x" + (f" ({spread:.1f}%)" if spread is not None and spread == spread else "")
+
+
+def table(pairs):
+    """pairs: [(pair name, real JSON or None, replay report or None)] -> the table's text."""
+    head = ("pair", "tenant", "real (alone spread)", "replayed (alone spread)", "predicted", "replay err", "pred. err")
+    rows = [head]
+    for pair, real, rep in pairs:
+        r = slowdowns(real) if real else {}
+        names = list(real["tenants"]) if real else []
+        rp = {n: (s, sp, pr) for n, s, sp, pr in replayed(rep)} if rep else {}
+        for n in rp:
+            if n not in names:
+                names.append(n)
+        if not names:
+            rows.append((pair, "-", "no results", "", "", "", ""))
+        for n in names:
+            real_s = r.get(n)
+            rep_s = rp.get(n)
+            rows.append((
+                pair,
+                n,
+                fmt(real_s[0], real_s[1]) if real_s else "-",
+                fmt(rep_s[0], rep_s[1]) if rep_s else "-",
+                fmt(rep_s[2]) if rep_s else "-",
+                err(rep_s[0] if rep_s else None, real_s[0] if real_s else None),
+                err(rep_s[2] if rep_s else None, real_s[0] if real_s else None),
+            ))
+    w = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * x for x in w))
+    lines.append("(spread): the alone-vs-alone spread, (max − min) of the alone runs over their median; err: against the real slowdown")
+    return "\n".join(lines) + "\n"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"colocation_table: {path}: {e}", file=sys.stderr)
+        return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pair", action="append", nargs=3, metavar=("NAME", "REAL_JSON", "REPLAY_REPORT"), default=[],
+                    help="one pair: its name, colocation_real.py's JSON, replay --together's report")
+    a = ap.parse_args(argv)
+    sys.stdout.write(table([(n, load(r), load(p)) for n, r, p in a.pair]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Issue 34, co-location: replayed-together slowdowns against the real ones
+# (docs/colocation.md). One device call (kind nvidia-h100-x1, as root, from
+# the repo root, with .device-bin/{tracer,replay,libtracer_cupti.so} carried:
+# `cargo xtask build --release` here, then copy them), under 9 minutes:
+#
+#   bash scripts/gpu_colocation.sh
+#
+#  1. records four workloads of scripts/colocation_workloads.py with
+#     --replayable --capture-data --gpu-timestamps: GPT-2 generation batch 1
+#     (gen), GPT-2 forwards at batch 8 (batch), a fp16 matmul loop (gemm),
+#     the launch loop of examples/launch_loop.py (launch); each marks its
+#     measured phase `generate`;
+#  2. per pair (gen+batch, launch+gen, batch+gemm): the real workloads alone
+#     and together, interleaved over ROUNDS rounds (colocation_real.py: each
+#     workload set up once, go files as the start barrier), then
+#     `replay A.rec B.rec --together --rounds ROUNDS` on their recordings
+#     (CUPTI busy/idle, NVML energy, outputs bit for bit);
+#  3. the table: pair, tenant, real slowdown (alone spread), replayed
+#     slowdown (alone spread), predicted slowdown, errors against the real.
+#
+# Everything lands in $OUT: log_colocation.txt, real_PAIR.json,
+# together_PAIR.json (replay's report), plan_PAIR.txt, NAME.trace.jsonl.gz
+# and NAME.manifest.json of each recording, colocation_table.txt. A failed
+# step is logged and the others go on; the table is printed last.
+# ROUNDS (default 6) and BUDGET_S (default 520: the seconds after which no
+# new step starts) can be set in the environment; REAL_TRACED=1 runs each
+# pair's real harness under `tracer record --gpu-timestamps` (CUPTI in both
+# workloads: real_PAIR.jsonl.zst, for `tracer gaps`/`report` of the real
+# together runs; the timings then carry the tracer's overhead on both sides).
+set -u
+ROOT=$(pwd)
+T=$(realpath .device-bin/tracer)
+R=$(realpath .device-bin/replay)
+OUT=${OUT:-/tmp/coloc-out}
+ROUNDS=${ROUNDS:-6}
+BUDGET_S=${BUDGET_S:-520}
+W=/tmp/coloc
+rm -rf "$W"
+mkdir -p "$OUT" "$W"
+log=$OUT/log_colocation.txt
+PY=python3
+if ! python3 -c "import torch" 2>/dev/null && [ -x /opt/torch/.venv/bin/python3 ]; then
+    PY=/opt/torch/.venv/bin/python3
+fi
+WL="$ROOT/scripts/colocation_workloads.py"
+
+# Seconds a step may take: at most $1, at most what is left of the budget (0: skip it).
+allow() {
+    local left=$((BUDGET_S - SECONDS))
+    if [ "$left" -lt 20 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+# step NAME CAP_S COMMAND...: logs, times out, never stops the script.
+step() {
+    local name=$1 cap=$2
+    shift 2
+    local t
+    t=$(allow "$cap")
+    if [ "$t" -eq 0 ]; then
+        echo "### $name: skipped (${SECONDS} s of ${BUDGET_S} s used)"
+        return 1
+    fi
+    echo "### $name (at ${SECONDS} s, limit ${t} s): $*"
+    local t0=$SECONDS
+    timeout -k 5 "$t" "$@"
+    local rc=$?
+    echo "### $name: exit $rc after $((SECONDS - t0)) s"
+    return $rc
+}
+
+record() { # $1: kind
+    rm -rf "$W/$1.rec"
+    step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$1.rec" -- "$PY" "$WL" "$1"
+    if [ -f "$W/$1.rec/manifest.json" ]; then
+        cp "$W/$1.rec/manifest.json" "$OUT/$1.manifest.json"
+        gzip -c "$W/$1.rec/trace.jsonl" > "$OUT/$1.trace.jsonl.gz" 2>/dev/null
+        "$R" plan "$W/$1.rec" 2>&1 | grep -E "^(plan|launches|copies)" | sed "s/^/  $1: /"
+    fi
+}
+
+pair() { # $1 $2: kinds
+    local p="$1+$2"
+    local traced=()
+    if [ "${REAL_TRACED:-0}" = 1 ]; then
+        traced=("$T" record --gpu-timestamps -q --force -o "$OUT/real_$p.jsonl.zst" --)
+    fi
+    step "real $p" 110 "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$OUT/real_$p.json"
+    if [ -d "$W/$1.rec" ] && [ -d "$W/$2.rec" ]; then
+        "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$OUT/plan_$p.txt" 2>&1
+        cat "$OUT/plan_$p.txt"
+        step "replay $p" 150 "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$OUT/together_$p.json"
+    else
+        echo "### replay $p: skipped (a recording is missing)"
+    fi
+}
+
+{
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv
+    echo "python: $PY; rounds: $ROUNDS; budget: $BUDGET_S s"
+    echo "## 1. recordings"
+    for k in gen batch gemm launch; do record "$k"; done
+    echo "## 2. pairs: real, then replayed"
+    pair gen batch
+    pair launch gen
+    pair batch gemm
+    echo "## 3. table (after ${SECONDS} s)"
+} > "$log" 2>&1
+
+"$PY" "$ROOT/scripts/colocation_table.py" \
+    --pair gen+batch "$OUT/real_gen+batch.json" "$OUT/together_gen+batch.json" \
+    --pair launch+gen "$OUT/real_launch+gen.json" "$OUT/together_launch+gen.json" \
+    --pair batch+gemm "$OUT/real_batch+gemm.json" "$OUT/together_batch+gemm.json" \
+    > "$OUT/colocation_table.txt" 2>> "$log"
+grep -E "^###|exit|error|Error" "$log" | tail -40
+echo "--- replay's own tables"
+awk '/alone ms/ {p = 1} p {print} /^report:/ {p = 0}' "$log"
+echo "--- co-location table (total ${SECONDS} s)"
+cat "$OUT/colocation_table.txt"
