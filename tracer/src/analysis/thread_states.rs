@@ -107,9 +107,12 @@ fn blocked_phrase(k: &str) -> String {
     if matches!(call, "nanosleep" | "clock_nanosleep") { format!("asleep in {k}") } else { format!("blocked in {k}") }
 }
 
-/// The blocked key of an interval: `read (pipe)`, `futex`, `page_fault`.
+/// The blocked key of an interval: `read (pipe)`, `read (file)`,
+/// `ioctl (/dev/nvidiactl)`, `futex`, `page_fault` (file paths are in the
+/// trace's lines, not in the keys: one key per kind).
 fn blocked_key(o: &OffCpu) -> String {
-    match &o.file {
+    match o.file.as_deref() {
+        Some(f) if f.starts_with("file ") => format!("{} (file)", o.cause),
         Some(f) => format!("{} ({f})", o.cause),
         None => o.cause.clone(),
     }
