@@ -36,6 +36,29 @@ pub struct OffCpu {
     /// `comm (pid N)`, the idle task as `idle`.
     pub behind: Option<String>,
     pub waker: Option<String>,
+    /// The system call it blocked in (`syscall` of the line).
+    pub syscall: Option<String>,
+    /// Still off its CPU when the recording ended (`end` is the last record's time).
+    pub open: bool,
+    /// [`OffCpu::behind`] and [`OffCpu::waker`] field by field.
+    pub behind_task: Option<TaskId>,
+    pub waker_task: Option<TaskId>,
+}
+
+/// A task named in a `sched` line (`{"pid","tid","comm"}`); the idle task
+/// has pid and tid 0; `pid` is absent when the decoder did not know it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskId {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub comm: String,
+}
+
+impl TaskId {
+    fn of(v: &Value) -> Option<TaskId> {
+        let n = |k: &str| v[k].as_u64().and_then(|x| u32::try_from(x).ok());
+        Some(TaskId { pid: n("pid"), tid: n("tid"), comm: v["comm"].as_str()?.to_string() })
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -98,6 +121,10 @@ impl Sched {
                     preempted: v["preempted"] == true,
                     behind: task(&v["behind"]),
                     waker: task(&v["waker"]),
+                    syscall: v["syscall"].as_str().map(str::to_owned),
+                    open: v["open"] == true,
+                    behind_task: TaskId::of(&v["behind"]),
+                    waker_task: TaskId::of(&v["waker"]),
                 });
             }
             o => return Err(format!("sched line with op `{o}`, expected off_cpu/thread_seen/lost")),
@@ -119,5 +146,30 @@ impl Sched {
             }
         }
         self.lost = u;
+    }
+}
+
+impl OffCpu {
+    /// What a blocked interval waited on: `read (pipe)`, `futex`,
+    /// `page_fault`.
+    pub fn blocked_label(&self) -> String {
+        match &self.file {
+            Some(f) => format!("{} ({f})", self.cause),
+            None => self.cause.clone(),
+        }
+    }
+
+    /// What the runnable part waited behind: `preempted by X`, `yielded,
+    /// behind X` (switched out runnable without preemption), `behind X` (after
+    /// a wake-up), `wake-up latency` (the CPU it got back was idle),
+    /// `waiting for a CPU` (not known).
+    pub fn runnable_label(&self) -> String {
+        match (self.behind.as_deref(), self.state) {
+            (None, _) => "waiting for a CPU".into(),
+            (Some("idle"), _) => "wake-up latency".into(),
+            (Some(b), OffState::Runnable) if self.preempted => format!("preempted by {b}"),
+            (Some(b), OffState::Runnable) => format!("yielded, behind {b}"),
+            (Some(b), _) => format!("behind {b}"),
+        }
     }
 }
