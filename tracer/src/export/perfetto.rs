@@ -122,8 +122,13 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
 /// About how many events [`export`] writes (for progress).
 pub fn estimated_events(t: &Trace, tl: &Timeline) -> u64 {
     let off: usize = t.sched.off.values().map(|v| 2 * v.len()).sum();
-    (t.calls.len() + t.procs.len() + t.ioctls.len() + t.markers.len() + 4 * t.power.len() + 3 * tl.interval_count() + off)
-        as u64
+    (t.calls.len()
+        + t.procs.len()
+        + t.ioctls.len()
+        + t.markers.len()
+        + 4 * t.power.len()
+        + 3 * tl.interval_count()
+        + off) as u64
 }
 
 /// [`export`], calling `tick(events written)` every 65,536 events.

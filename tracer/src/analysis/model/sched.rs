@@ -72,6 +72,18 @@ pub struct Sched {
     pub seen: BTreeMap<u32, (u32, u64)>,
     /// Record losses: [from, to) per window, sorted.
     pub lost: Vec<(u64, u64)>,
+    /// The `lost` lines as written, one per CPU and window (before
+    /// [`Sched::finish`] makes their union `lost`).
+    pub lost_lines: Vec<LostLine>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostLine {
+    pub start: u64,
+    pub end: u64,
+    pub cpu: Option<u32>,
+    /// How many records of that CPU were lost.
+    pub records: Option<u64>,
 }
 
 fn task(v: &Value) -> Option<String> {
@@ -93,7 +105,12 @@ impl Sched {
             "thread_seen" => {
                 self.seen.entry(tid).or_insert((pid, ts));
             }
-            "lost" => self.lost.push((ts, end()?)),
+            "lost" => {
+                let end = end()?;
+                self.lost.push((ts, end));
+                let cpu = v["cpu"].as_u64().and_then(|c| u32::try_from(c).ok());
+                self.lost_lines.push(LostLine { start: ts, end, cpu, records: v["records"].as_u64() });
+            }
             "off_cpu" => {
                 let end = end()?;
                 let state = match v["state"].as_str() {
@@ -146,6 +163,20 @@ impl Sched {
             }
         }
         self.lost = u;
+        self.lost_lines.sort_by_key(|l| (l.start, l.cpu));
+    }
+
+    /// Keeps what the processes `pid_ok` take and overlaps `[a, b)`
+    /// (analysis/filter.rs): an interval begun before the window is kept
+    /// whole (the window's gaps need it).
+    pub fn retain(&mut self, pid_ok: impl Fn(u32) -> bool, a: u64, b: u64) {
+        for v in self.off.values_mut() {
+            v.retain(|o| pid_ok(o.pid) && o.end > a && o.start < b);
+        }
+        self.off.retain(|_, v| !v.is_empty());
+        self.seen.retain(|_, (pid, _)| pid_ok(*pid));
+        self.lost.retain(|&(x, y)| y > a && x < b);
+        self.lost_lines.retain(|l| l.end > a && l.start < b);
     }
 }
 
