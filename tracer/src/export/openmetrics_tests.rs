@@ -230,21 +230,60 @@ fn off_cpu_seconds_by_cause() {
     let mut m = AgentMetrics::new(Options::default());
     let ms = 1_000_000u64;
     let lines = [
-        r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"gemm","pid":5,"ts":10,"stream":"0x0"}"#.to_string(),
+        r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"gemm","pid":5,"ts":10,"stream":"0x0"}"#
+            .to_string(),
         r#"{"type":"sched","op":"thread_seen","name":"thread_seen","pid":5,"tid":5,"ts":10}"#.into(),
         // 80 ms asleep, woken 30 µs before it ran
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"clock_nanosleep","state":"blocked","syscall":"clock_nanosleep","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":30000}}"#, ms, 81 * ms),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"clock_nanosleep","state":"blocked","syscall":"clock_nanosleep","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":30000}}"#,
+            ms,
+            81 * ms
+        ),
         // 80 ms reading a pipe (woken 1 ms before it ran), on another thread
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"read","state":"blocked","syscall":"read","file":"pipe","pid":5,"tid":6,"ts":{},"end_ts":{},"runnable_ns":{}}}"#, ms, 81 * ms, ms),
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"recvmsg","state":"blocked","syscall":"recvmsg","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#, 90 * ms, 92 * ms),
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"membarrier","state":"blocked","syscall":"membarrier","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#, 93 * ms, 94 * ms),
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"page_fault","state":"blocked","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":0}}"#, 95 * ms, 98 * ms),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"read","state":"blocked","syscall":"read","file":"pipe","pid":5,"tid":6,"ts":{},"end_ts":{},"runnable_ns":{}}}"#,
+            ms,
+            81 * ms,
+            ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"recvmsg","state":"blocked","syscall":"recvmsg","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#,
+            90 * ms,
+            92 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"membarrier","state":"blocked","syscall":"membarrier","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#,
+            93 * ms,
+            94 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"page_fault","state":"blocked","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":0}}"#,
+            95 * ms,
+            98 * ms
+        ),
         // 40 ms preempted
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"runnable","state":"runnable","preempted":true,"pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":{}}}"#, 100 * ms, 140 * ms, 40 * ms),
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"unknown","state":"unknown","pid":5,"tid":5,"ts":{},"end_ts":{}}}"#, 150 * ms, 155 * ms),
-        format!(r#"{{"type":"sched","op":"lost","name":"lost","pid":0,"tid":0,"ts":{},"end_ts":{},"cpu":1,"records":3}}"#, 150 * ms, 151 * ms),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"runnable","state":"runnable","preempted":true,"pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":{}}}"#,
+            100 * ms,
+            140 * ms,
+            40 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"unknown","state":"unknown","pid":5,"tid":5,"ts":{},"end_ts":{}}}"#,
+            150 * ms,
+            155 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"lost","name":"lost","pid":0,"tid":0,"ts":{},"end_ts":{},"cpu":1,"records":3}}"#,
+            150 * ms,
+            151 * ms
+        ),
         // another process: only sched lines, the series still appear
-        format!(r#"{{"type":"sched","op":"off_cpu","name":"futex","state":"blocked","syscall":"futex","pid":8,"tid":8,"ts":{},"end_ts":{},"runnable_ns":0}}"#, ms, 3 * ms),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"futex","state":"blocked","syscall":"futex","pid":8,"tid":8,"ts":{},"end_ts":{},"runnable_ns":0}}"#,
+            ms,
+            3 * ms
+        ),
     ];
     for l in &lines {
         m.add_value(&serde_json::from_str(l).unwrap(), 0);
