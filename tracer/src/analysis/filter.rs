@@ -114,7 +114,12 @@ pub fn apply(t: &mut Trace, f: &Filter) -> Result<(), String> {
         w.end = w.end.min(b);
     }
     t.power.retain(|p| p.ts >= a && p.ts < b);
-    t.sched.retain(pid_ok, a, b);
+    // The trace's span is that of its other events: without --from (--to)
+    // the scheduler intervals before (after) it stay.
+    let open = f.phase.is_none();
+    let sa = if open && f.from_s.is_none() { 0 } else { a };
+    let sb = if open && f.to_s.is_none() { u64::MAX } else { b };
+    t.sched.retain(pid_ok, sa, sb);
     t.markers.retain(|m| keep(m.pid, m.ts));
     for mut m in carried.into_iter().filter(|m| m.label != "end") {
         // Not when a phase of that process starts right at `a`.
@@ -229,6 +234,12 @@ mod tests {
         assert_eq!(t.sched.seen.keys().copied().collect::<Vec<_>>(), [1]);
         assert_eq!(t.sched.lost, [(4 * s, 5 * s)]);
         assert_eq!(t.sched.lost_lines.iter().map(|l| (l.cpu, l.records)).collect::<Vec<_>>(), [(Some(0), Some(3))]);
+        // --pid alone: every interval of the process, also past its last call (6 s)
+        l.push(off(1, 7 * s, 8 * s));
+        let mut t = parse_str("t.jsonl", &l.join("\n")).unwrap();
+        apply(&mut t, &Filter { pids: vec![1], ..Default::default() }).unwrap();
+        assert_eq!(t.sched.off[&1].len(), 4);
+        assert!(!t.sched.off.contains_key(&2));
     }
 
     #[test]
