@@ -321,4 +321,12 @@ fn off_cpu_seconds_by_cause() {
     let calls: Vec<_> = p.samples.iter().filter(|s| s.0 == "tracer_driver_calls_total").collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].1.last().unwrap(), &("api".to_string(), "cuLaunchKernel".to_string()));
+    // under --duty-cycle the calls are sampled, the off-CPU time is not
+    m.sample(0.1);
+    let p = parse(&render(&snapshot::families(&m))).unwrap();
+    let keys = |name: &str| -> Vec<String> {
+        p.samples.iter().find(|s| s.0 == name).unwrap().1.iter().map(|l| l.0.clone()).collect()
+    };
+    assert_eq!(keys("tracer_off_cpu_seconds_total"), ["pid", "command", "cgroup", "cause"]);
+    assert_eq!(keys("tracer_driver_calls_total"), ["pid", "command", "cgroup", "gpu", "sampled", "api"]);
 }

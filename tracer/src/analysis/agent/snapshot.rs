@@ -91,7 +91,9 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
          when the thread is back on a CPU.",
     );
     for (&pid, p) in &m.processes {
-        let mut l = proc_labels(pid, p, "", m.sampling.is_some());
+        // The process's, not a GPU's; whole under --duty-cycle (the
+        // scheduler tracepoints stay attached): no `gpu`, no `sampled`.
+        let mut l = proc_labels(pid, p, "", false);
         l.retain(|x| x.0 != "gpu");
         for (cause, s) in p.off_cpu.seconds() {
             off_cpu.push(with(l.clone(), "cause", cause), s);
