@@ -1203,25 +1203,31 @@ fn off_cpu_seconds_of_the_four_gap_program() {
             .lines()
             .find(|l| l.starts_with("tracer_kernel_launches_total{") && l.contains(&format!("pid=\"{pid}\"")))
             .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
-        (launches == Some(5.0)
-            && off_cpu(&text, pid, "blocked_clock_nanosleep") >= 0.08
-            && off_cpu(&text, pid, "blocked_read") > 0.0
-            && off_cpu(&text, pid, "runnable") > 0.0)
+        let of = |c: &str| off_cpu(&text, pid, c);
+        (launches == Some(5.0) && of("blocked_clock_nanosleep") + of("unknown") >= 0.159 && of("runnable") > 0.0)
             .then_some(())
     });
     let text = agent.metrics();
-    let (sleep, read, runnable) = (
-        off_cpu(&text, pid, "blocked_clock_nanosleep"),
-        off_cpu(&text, pid, "blocked_read"),
-        off_cpu(&text, pid, "runnable"),
+    let of = |c: &str| off_cpu(&text, pid, c);
+    let (sleep, read, runnable, unknown) =
+        (of("blocked_clock_nanosleep"), of("blocked_read"), of("runnable"), of("unknown"));
+    let family: Vec<&str> = text.lines().filter(|l| l.starts_with("tracer_off_cpu_seconds_total{")).collect();
+    eprintln!(
+        "pid {pid}: nanosleep {sleep} s, read {read} s, runnable {runnable} s, unknown {unknown} s\n{}",
+        family.join("\n")
     );
-    eprintln!("pid {pid}: nanosleep {sleep} s, read {read} s, runnable {runnable} s");
-    // two sleeps of 80 ms (each blocked from its switch-out, µs after the call, to the timer)
-    assert!((0.159..0.5).contains(&sleep), "blocked_clock_nanosleep {sleep}:\n{text}");
+    // The main thread's sleep alone: blocked from its switch-out (µs after the
+    // call) to the timer (80 ms after the call, plus the timer slack).
+    assert!((0.0799..0.5).contains(&sleep), "blocked_clock_nanosleep {sleep}:\n{text}");
+    // Time whose switch events were lost (or look lost: a record numbered
+    // before a later one on its CPU but read after it) is unknown, never
+    // another cause: the writer thread's sleep, the read and the time behind
+    // the hog are their cause or unknown.
+    assert!(sleep + unknown >= 0.159, "two sleeps of 80 ms: {sleep} s + unknown {unknown} s:\n{text}");
     // the read waits for the writer's 80 ms sleep, begun µs before it
-    assert!((0.07..2.0).contains(&read), "blocked_read {read}:\n{text}");
+    assert!(read < 2.0 && read + unknown >= 0.07, "blocked_read {read}:\n{text}");
     // behind the hog: runnable about 80 ms (more on a busy machine)
-    assert!((0.07..5.0).contains(&runnable), "runnable {runnable}:\n{text}");
+    assert!(runnable < 5.0 && runnable + unknown >= 0.07, "runnable {runnable}:\n{text}");
     let l = labels_of(&text, "tracer_off_cpu_seconds_total", pid);
     assert_eq!((l["command"].as_str(), l.get("gpu")), ("fourgaps", None), "{l:?}");
     assert!(
