@@ -363,3 +363,61 @@ fn summary_report_and_gaps_fit_160_columns() {
         }
     }
 }
+
+/// A real recording of tests/fakecuda/fourgaps.c (fixtures/sched): its
+/// `sched` lines become the main thread's thread-state track in the Perfetto
+/// export, interval by interval, and `--pid` keeps them.
+#[test]
+fn thread_states_of_a_recording_in_perfetto() {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sched/fourgaps.jsonl");
+    let p = tmp("fourgaps.perfetto.json");
+    let (rc, _, err) = tracer(&[
+        "export",
+        trace.to_str().unwrap(),
+        "--format",
+        "perfetto",
+        "--pid",
+        "14219",
+        "-o",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let evs = e["traceEvents"].as_array().unwrap();
+    let track = |name: &str| {
+        evs.iter()
+            .find(|x| x["ph"] == "M" && x["args"]["name"] == name)
+            .unwrap_or_else(|| panic!("no track {name}"))["tid"]
+            .clone()
+    };
+    let slices = |tid: &Value| -> Vec<(String, f64)> {
+        evs.iter()
+            .filter(|x| x["cat"] == "thread_state" && &x["tid"] == tid)
+            .map(|x| (x["name"].as_str().unwrap().to_string(), x["dur"].as_f64().unwrap()))
+            .collect()
+    };
+    let s = |n: &str, d: f64| (n.to_string(), d);
+    assert_eq!(
+        slices(&track("thread state (tid 14219)")),
+        vec![
+            s("blocked: openat", 309.623),
+            s("runnable: wake-up latency", 38.863),
+            s("blocked: clock_nanosleep", 80100.788),
+            s("runnable: wake-up latency", 30.675),
+            s("unknown", 2216.754),
+            s("runnable: yielded, behind kworker/1:2 (pid 29617)", 21.702),
+            s("blocked: read (pipe)", 80175.839),
+            s("runnable: behind pipewriter (pid 14219)", 91.345),
+            s("runnable: yielded, behind cpuhog (pid 14242)", 80356.737),
+        ]
+    );
+    assert_eq!(
+        slices(&track("thread state (tid 14241)")),
+        vec![s("blocked: clock_nanosleep", 80086.556), s("runnable: wake-up latency", 28.723)]
+    );
+    let read = evs.iter().find(|x| x["name"] == "blocked: read (pipe)").unwrap();
+    assert_eq!(read["args"]["waker"], serde_json::json!({"pid": 14219, "tid": 14241, "comm": "pipewriter"}));
+    // the writer thread's track is named in the process
+    assert!(evs.iter().any(|x| x["ph"] == "M" && x["tid"] == 14241 && x["args"]["name"] == "thread 14241"));
+    std::fs::remove_file(&p).ok();
+}

@@ -5,7 +5,8 @@
 //! direction), allocations, ioctls, markers, power samples, idle gaps per
 //! scope (count, total, window). The fleet queries of docs/parquet.md
 //! (tests/parquet/*.sql, quoted there verbatim) run over the whole
-//! directory and agree with the per-trace figures.
+//! directory and agree with the per-trace figures. `thread_states` and
+//! `sched_lost` of a hand-built trace are checked row by row.
 //!
 //! DuckDB is PyPI's `duckdb` in ~/.cache/tracer/duckdb-venv, which `cargo
 //! xtask setup` installs (xtask/src/setup/duckdb.rs).
@@ -233,5 +234,226 @@ fn duckdb_counts_equal_tracer_reports() {
         let text = std::fs::read_to_string(repo.join("tracer/tests/parquet").join(q)).unwrap();
         assert!(doc.contains(text.trim()), "docs/parquet.md does not quote tracer/tests/parquet/{q}");
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `thread_states` and `sched_lost` of a hand-built trace with every kind of
+/// interval, read by DuckDB row by row, and docs/parquet.md's query on them.
+#[test]
+fn thread_states_read_by_duckdb() {
+    let python = duckdb_python();
+    let root = std::env::temp_dir().join(format!("tracer-parquet-sched-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let ms = 1_000_000u64;
+    let lines = [
+        r#"{"type":"header","pid":7,"command":["app"],"sched":true,"clock":{"monotonic_ns":1000000,"realtime_ns":1767225600000000000}}"#.to_string(),
+        r#"{"ts":1000000,"pid":7,"tid":7,"type":"process","op":"exec","name":"process","filename":"/bin/app"}"#.into(),
+        command::launch(1_500_000, "k").replace(r#""pid":1,"tid":1"#, r#""pid":7,"tid":7"#),
+        r#"{"type":"sched","op":"thread_seen","name":"thread_seen","ts":2000000,"pid":7,"tid":7}"#.into(),
+        // blocked 80 ms reading a pipe, woken by the writer thread, 1 ms behind the hog
+        r#"{"type":"sched","op":"off_cpu","name":"read","ts":2000000,"end_ts":83000000,"pid":7,"tid":7,"state":"blocked","cpu":1,"cpu_in":1,"task_state":"S","syscall":"read","arg0":3,"file":"pipe","woken_ts":82000000,"waker":{"pid":7,"tid":8,"comm":"writer"},"runnable_ns":1000000,"behind":{"pid":9,"tid":9,"comm":"cpuhog"}}"#.into(),
+        // preempted 40 ms by the hog
+        r#"{"type":"sched","op":"off_cpu","name":"runnable","ts":90000000,"end_ts":130000000,"pid":7,"tid":7,"state":"runnable","cpu":1,"cpu_in":1,"preempted":true,"preempted_by":{"tid":9,"comm":"cpuhog"},"runnable_ns":40000000,"behind":{"pid":9,"tid":9,"comm":"cpuhog"}}"#.into(),
+        // a page fault, woken by nobody recorded
+        r#"{"type":"sched","op":"off_cpu","name":"page_fault","ts":131000000,"end_ts":133000000,"pid":7,"tid":7,"state":"blocked","cpu":1,"cpu_in":1,"task_state":"D","behind":{"pid":0,"tid":0,"comm":"swapper/1"}}"#.into(),
+        r#"{"type":"sched","op":"lost","name":"lost","ts":140000000,"end_ts":150000000,"pid":0,"tid":0,"cpu":1,"records":12}"#.into(),
+        r#"{"type":"sched","op":"lost","name":"lost","ts":145000000,"end_ts":146000000,"pid":0,"tid":0,"cpu":0,"records":1}"#.into(),
+        r#"{"type":"sched","op":"off_cpu","name":"unknown","ts":135000000,"end_ts":151000000,"pid":7,"tid":7,"state":"unknown"}"#.into(),
+        r#"{"type":"sched","op":"thread_seen","name":"thread_seen","ts":3000000,"pid":7,"tid":8}"#.into(),
+        // asleep 80 ms; then a futex wait still open at the end
+        r#"{"type":"sched","op":"off_cpu","name":"clock_nanosleep","ts":3000000,"end_ts":83000000,"pid":7,"tid":8,"state":"blocked","cpu":0,"cpu_in":0,"task_state":"S","syscall":"clock_nanosleep","arg0":0,"woken_ts":82990000,"waker":{"pid":0,"tid":0,"comm":"swapper/0"},"runnable_ns":10000,"behind":{"pid":0,"tid":0,"comm":"swapper/0"}}"#.into(),
+        r#"{"type":"sched","op":"off_cpu","name":"futex","ts":160000000,"end_ts":200000000,"pid":7,"tid":8,"state":"blocked","syscall":"futex","open":true}"#.into(),
+    ];
+    let trace = root.join("run.jsonl");
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out_dir = root.join("run.parquet");
+    let (code, _, err) =
+        tracer(&["export", trace.to_str().unwrap(), "--format", "parquet", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "export: {err}");
+    let script = r#"
+import json, sys, duckdb
+con = duckdb.connect()
+def rows(sql):
+    return [list(r) for r in con.execute(sql).fetchall()]
+out = {
+    "states": rows("SELECT pid, tid, start_ns, end_ns, dur_ns, epoch_us(time), state, cause, syscall, file, blocked_ns, ready_ns, runnable_ns, runnable_cause, waker_pid, waker_tid, waker_comm, behind_pid, behind_tid, behind_comm, preempted, open FROM 'run.parquet/thread_states.parquet' ORDER BY start_ns, tid"),
+    "lost": rows("SELECT start_ns, end_ns, dur_ns, cpu, records FROM 'run.parquet/sched_lost.parquet' ORDER BY start_ns"),
+    "doc": rows(open(sys.argv[1]).read()),
+}
+print(json.dumps(out))
+"#;
+    let out = Command::new(&python)
+        .current_dir(&root)
+        .args(["-c", script])
+        .arg(repo().join("tracer/tests/parquet/thread_states/by_cause.sql"))
+        .output()
+        .expect("run DuckDB's python");
+    assert!(out.status.success(), "duckdb: {}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // realtime 1767225600 s at monotonic 1 ms
+    let wall = |ns: u64| 1_767_225_600_000_000u64 + (ns - ms) / 1000;
+    let n = Value::Null;
+    assert_eq!(
+        got["states"],
+        json!([
+            [
+                7,
+                7,
+                2 * ms,
+                83 * ms,
+                81 * ms,
+                wall(2 * ms),
+                "blocked",
+                "read",
+                "read",
+                "pipe",
+                80 * ms,
+                82 * ms,
+                ms,
+                "behind cpuhog (pid 9)",
+                7,
+                8,
+                "writer",
+                9,
+                9,
+                "cpuhog",
+                n,
+                false
+            ],
+            [
+                7,
+                8,
+                3 * ms,
+                83 * ms,
+                80 * ms,
+                wall(3 * ms),
+                "blocked",
+                "clock_nanosleep",
+                "clock_nanosleep",
+                n,
+                80 * ms - 10_000,
+                83 * ms - 10_000,
+                10_000,
+                "wake-up latency",
+                0,
+                0,
+                "swapper/0",
+                0,
+                0,
+                "swapper/0",
+                n,
+                false
+            ],
+            [
+                7,
+                7,
+                90 * ms,
+                130 * ms,
+                40 * ms,
+                wall(90 * ms),
+                "runnable",
+                "runnable",
+                n,
+                n,
+                n,
+                90 * ms,
+                40 * ms,
+                "preempted by cpuhog (pid 9)",
+                n,
+                n,
+                n,
+                9,
+                9,
+                "cpuhog",
+                true,
+                false
+            ],
+            [
+                7,
+                7,
+                131 * ms,
+                133 * ms,
+                2 * ms,
+                wall(131 * ms),
+                "blocked",
+                "page_fault",
+                n,
+                n,
+                2 * ms,
+                133 * ms,
+                0,
+                n,
+                n,
+                n,
+                n,
+                0,
+                0,
+                "swapper/1",
+                n,
+                false
+            ],
+            [
+                7,
+                7,
+                135 * ms,
+                151 * ms,
+                16 * ms,
+                wall(135 * ms),
+                "unknown",
+                "unknown",
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                false
+            ],
+            [
+                7,
+                8,
+                160 * ms,
+                200 * ms,
+                40 * ms,
+                wall(160 * ms),
+                "blocked",
+                "futex",
+                "futex",
+                n,
+                40 * ms,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                n,
+                true
+            ],
+        ])
+    );
+    assert_eq!(got["lost"], json!([[140 * ms, 150 * ms, 10 * ms, 1, 12], [145 * ms, 146 * ms, ms, 0, 1]]));
+    assert_eq!(
+        got["doc"],
+        json!([
+            [7, "blocked", "read (pipe)", 1, 0.08, 0.001],
+            [7, "blocked", "clock_nanosleep", 1, 0.08, 0.0],
+            [7, "blocked", "futex", 1, 0.04, 0.0],
+            [7, "runnable", "runnable", 1, 0.0, 0.04],
+            [7, "blocked", "page_fault", 1, 0.002, 0.0],
+            [7, "unknown", "unknown", 1, 0.0, 0.0],
+        ])
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -1165,3 +1165,75 @@ fn duty_cycle_counts_exactly_within_windows_and_nothing_between() {
     drop(busy);
     agent.stop();
 }
+
+/// `tracer_off_cpu_seconds_total{cause}` of one process (0 when absent).
+fn off_cpu(text: &str, pid: u32, cause: &str) -> f64 {
+    let (p, c) = (format!("pid=\"{pid}\""), format!("cause=\"{cause}\""));
+    text.lines()
+        .find(|l| l.starts_with("tracer_off_cpu_seconds_total{") && l.contains(&p) && l.contains(&c))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// tests/fakecuda/fourgaps.c under the agent (`--cgroup`): its two 80 ms
+/// nanosleeps (main thread and "pipewriter"), its 80 ms read of a pipe and
+/// its 80 ms behind the SCHED_FIFO hog are off-CPU seconds by cause; the
+/// scheduler lines are no driver calls.
+#[test]
+fn off_cpu_seconds_of_the_four_gap_program() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = common::fake_program("fourgaps");
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-offcpu");
+    let agent = Agent::start("agent-offcpu", free_port(), &["--cgroup", &cg.arg(), "--grace", "60s"]);
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo $$ > {} && echo $$ >&2 && exec {}", cg.procs().display(), prog.display()))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "fourgaps: {err}");
+    let pid: u32 = err.lines().next().unwrap().trim().parse().unwrap();
+    // 5 launches, then every interval up to the exit counted
+    wait_until("fourgaps' 5 launches and its off-CPU time", LIMIT, || {
+        let text = agent.metrics();
+        let launches = text
+            .lines()
+            .find(|l| l.starts_with("tracer_kernel_launches_total{") && l.contains(&format!("pid=\"{pid}\"")))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        let of = |c: &str| off_cpu(&text, pid, c);
+        (launches == Some(5.0) && of("blocked_clock_nanosleep") + of("unknown") >= 0.159 && of("runnable") > 0.0)
+            .then_some(())
+    });
+    let text = agent.metrics();
+    let of = |c: &str| off_cpu(&text, pid, c);
+    let (sleep, read, runnable, unknown) =
+        (of("blocked_clock_nanosleep"), of("blocked_read"), of("runnable"), of("unknown"));
+    let family: Vec<&str> = text.lines().filter(|l| l.starts_with("tracer_off_cpu_seconds_total{")).collect();
+    eprintln!(
+        "pid {pid}: nanosleep {sleep} s, read {read} s, runnable {runnable} s, unknown {unknown} s\n{}",
+        family.join("\n")
+    );
+    // The main thread's sleep alone: blocked from its switch-out (µs after the
+    // call) to the timer (80 ms after the call, plus the timer slack).
+    assert!((0.0799..0.5).contains(&sleep), "blocked_clock_nanosleep {sleep}:\n{text}");
+    // Time whose switch events were lost (or look lost: a record numbered
+    // before a later one on its CPU but read after it) is unknown, never
+    // another cause: the writer thread's sleep, the read and the time behind
+    // the hog are their cause or unknown.
+    assert!(sleep + unknown >= 0.159, "two sleeps of 80 ms: {sleep} s + unknown {unknown} s:\n{text}");
+    // the read waits for the writer's 80 ms sleep, begun µs before it
+    assert!(read < 2.0 && read + unknown >= 0.07, "blocked_read {read}:\n{text}");
+    // behind the hog: runnable about 80 ms (more on a busy machine)
+    assert!(runnable < 5.0 && runnable + unknown >= 0.07, "runnable {runnable}:\n{text}");
+    let l = labels_of(&text, "tracer_off_cpu_seconds_total", pid);
+    assert_eq!((l["command"].as_str(), l.get("gpu")), ("fourgaps", None), "{l:?}");
+    assert!(
+        !text.contains("api=\"clock_nanosleep\"") && !text.contains("api=\"read\""),
+        "sched lines as calls:\n{text}"
+    );
+    agent.stop();
+    drop(cg);
+}

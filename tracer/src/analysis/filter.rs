@@ -114,6 +114,12 @@ pub fn apply(t: &mut Trace, f: &Filter) -> Result<(), String> {
         w.end = w.end.min(b);
     }
     t.power.retain(|p| p.ts >= a && p.ts < b);
+    // The trace's span is that of its other events: without --from (--to)
+    // the scheduler intervals before (after) it stay.
+    let open = f.phase.is_none();
+    let sa = if open && f.from_s.is_none() { 0 } else { a };
+    let sb = if open && f.to_s.is_none() { u64::MAX } else { b };
+    t.sched.retain(pid_ok, sa, sb);
     t.markers.retain(|m| keep(m.pid, m.ts));
     for mut m in carried.into_iter().filter(|m| m.label != "end") {
         // Not when a phase of that process starts right at `a`.
@@ -198,6 +204,42 @@ mod tests {
         apply(&mut t, &Filter { pids: vec![1], from_s: Some(2.5), to_s: Some(5.0), phase: None }).unwrap();
         let w: Vec<_> = t.gpu_windows.iter().map(|w| (w.pid, w.start, w.end)).collect();
         assert_eq!(w, [(1, 2_500_000_000, 3 * s), (1, 4 * s, 5 * s)]);
+    }
+
+    #[test]
+    fn sched_intervals_overlapping_the_window() {
+        let s = 1_000_000_000u64;
+        let off = |pid: u32, a: u64, b: u64| {
+            format!(
+                r#"{{"ts":{a},"end_ts":{b},"pid":{pid},"tid":{pid},"type":"sched","op":"off_cpu","name":"read","state":"blocked"}}"#
+            )
+        };
+        let mut l: Vec<String> = vec![call(0, 1), call(0, 2), call(6 * s, 1)];
+        l.extend([off(1, s, 3 * s), off(1, 3 * s, 4 * s), off(1, 5 * s, 6 * s), off(2, 3 * s, 4 * s)]);
+        l.push(format!(
+            r#"{{"ts":{},"end_ts":{},"pid":0,"tid":0,"type":"sched","op":"lost","name":"lost","cpu":1,"records":2}}"#,
+            s,
+            2 * s
+        ));
+        l.push(format!(
+            r#"{{"ts":{},"end_ts":{},"pid":0,"tid":0,"type":"sched","op":"lost","name":"lost","cpu":0,"records":3}}"#,
+            4 * s,
+            5 * s
+        ));
+        let mut t = parse_str("t.jsonl", &l.join("\n")).unwrap();
+        apply(&mut t, &Filter { pids: vec![1], from_s: Some(2.5), to_s: Some(5.0), phase: None }).unwrap();
+        let got: Vec<(u32, u64, u64)> =
+            t.sched.off.values().flatten().map(|o| (o.tid, o.start / s, o.end / s)).collect();
+        assert_eq!(got, [(1, 1, 3), (1, 3, 4)]);
+        assert_eq!(t.sched.seen.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(t.sched.lost, [(4 * s, 5 * s)]);
+        assert_eq!(t.sched.lost_lines.iter().map(|l| (l.cpu, l.records)).collect::<Vec<_>>(), [(Some(0), Some(3))]);
+        // --pid alone: every interval of the process, also past its last call (6 s)
+        l.push(off(1, 7 * s, 8 * s));
+        let mut t = parse_str("t.jsonl", &l.join("\n")).unwrap();
+        apply(&mut t, &Filter { pids: vec![1], ..Default::default() }).unwrap();
+        assert_eq!(t.sched.off[&1].len(), 4);
+        assert!(!t.sched.off.contains_key(&2));
     }
 
     #[test]

@@ -107,28 +107,6 @@ fn blocked_phrase(k: &str) -> String {
     if matches!(call, "nanosleep" | "clock_nanosleep") { format!("asleep in {k}") } else { format!("blocked in {k}") }
 }
 
-/// The blocked key of an interval: `read (pipe)`, `read (file)`,
-/// `ioctl (/dev/nvidiactl)`, `futex`, `page_fault` (file paths are in the
-/// trace's lines, not in the keys: one key per kind).
-fn blocked_key(o: &OffCpu) -> String {
-    match o.file.as_deref() {
-        Some(f) if f.starts_with("file ") => format!("{} (file)", o.cause),
-        Some(f) => format!("{} ({f})", o.cause),
-        None => o.cause.clone(),
-    }
-}
-
-/// The runnable key of an interval.
-fn runnable_key(o: &OffCpu) -> String {
-    match (o.behind.as_deref(), o.state) {
-        (None, _) => "waiting for a CPU".into(),
-        (Some("idle"), _) => "wake-up latency".into(),
-        (Some(b), OffState::Runnable) if o.preempted => format!("preempted by {b}"),
-        (Some(b), OffState::Runnable) => format!("yielded, behind {b}"),
-        (Some(b), _) => format!("behind {b}"),
-    }
-}
-
 /// The thread whose submission ends the gap [a, b): the first GPU work call
 /// of `pids` at or after `a` (else the last before it).
 pub fn gap_thread(t: &Trace, pids: &std::collections::BTreeSet<u32>, a: u64) -> Option<ThreadId> {
@@ -188,7 +166,7 @@ pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
             }
             What::Blocked(o) => {
                 s.blocked_ns += len;
-                *s.blocked.entry(blocked_key(o)).or_default() += len;
+                *s.blocked.entry(o.blocked_label()).or_default() += len;
             }
             What::Runnable(o) => {
                 s.runnable_ns += len;
@@ -204,7 +182,7 @@ pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
                     }
                     *s.runnable.entry(format!("preempted by {}", o.held_by[0].0)).or_default() += len - given;
                 } else {
-                    *s.runnable.entry(runnable_key(o)).or_default() += len;
+                    *s.runnable.entry(o.runnable_label()).or_default() += len;
                 }
             }
         }

@@ -221,3 +221,112 @@ fn the_agent_exposition_is_valid() {
     let power = p.samples.iter().find(|s| s.0 == "tracer_power_available").unwrap();
     assert_eq!((power.1[0].1.as_str(), power.2), ("NVML: libnvidia-ml.so.1 not found", 0.0));
 }
+
+/// `sched` lines: the off-CPU time of each process by cause, counted from
+/// the off_cpu lines only (a blocked interval split at its wake-up), never
+/// as driver calls; process labels without `gpu`.
+#[test]
+fn off_cpu_seconds_by_cause() {
+    let mut m = AgentMetrics::new(Options::default());
+    let ms = 1_000_000u64;
+    let lines = [
+        r#"{"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"gemm","pid":5,"ts":10,"stream":"0x0"}"#
+            .to_string(),
+        r#"{"type":"sched","op":"thread_seen","name":"thread_seen","pid":5,"tid":5,"ts":10}"#.into(),
+        // 80 ms asleep, woken 30 µs before it ran
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"clock_nanosleep","state":"blocked","syscall":"clock_nanosleep","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":30000}}"#,
+            ms,
+            81 * ms
+        ),
+        // 80 ms reading a pipe (woken 1 ms before it ran), on another thread
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"read","state":"blocked","syscall":"read","file":"pipe","pid":5,"tid":6,"ts":{},"end_ts":{},"runnable_ns":{}}}"#,
+            ms,
+            81 * ms,
+            ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"recvmsg","state":"blocked","syscall":"recvmsg","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#,
+            90 * ms,
+            92 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"membarrier","state":"blocked","syscall":"membarrier","pid":5,"tid":6,"ts":{},"end_ts":{}}}"#,
+            93 * ms,
+            94 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"page_fault","state":"blocked","pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":0}}"#,
+            95 * ms,
+            98 * ms
+        ),
+        // 40 ms preempted
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"runnable","state":"runnable","preempted":true,"pid":5,"tid":5,"ts":{},"end_ts":{},"runnable_ns":{}}}"#,
+            100 * ms,
+            140 * ms,
+            40 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"unknown","state":"unknown","pid":5,"tid":5,"ts":{},"end_ts":{}}}"#,
+            150 * ms,
+            155 * ms
+        ),
+        format!(
+            r#"{{"type":"sched","op":"lost","name":"lost","pid":0,"tid":0,"ts":{},"end_ts":{},"cpu":1,"records":3}}"#,
+            150 * ms,
+            151 * ms
+        ),
+        // another process: only sched lines, the series still appear
+        format!(
+            r#"{{"type":"sched","op":"off_cpu","name":"futex","state":"blocked","syscall":"futex","pid":8,"tid":8,"ts":{},"end_ts":{},"runnable_ns":0}}"#,
+            ms,
+            3 * ms
+        ),
+    ];
+    for l in &lines {
+        m.add_value(&serde_json::from_str(l).unwrap(), 0);
+    }
+    m.set_info(5, Some("python3".into()), Some("/a".into()), true);
+    let text = render(&snapshot::families(&m));
+    let p = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let off: Vec<(String, String, f64)> = p
+        .samples
+        .iter()
+        .filter(|s| s.0 == "tracer_off_cpu_seconds_total")
+        .map(|s| {
+            let keys: Vec<&str> = s.1.iter().map(|l| l.0.as_str()).collect();
+            assert_eq!(keys, ["pid", "command", "cgroup", "cause"], "{s:?}");
+            (s.1[0].1.clone(), s.1[3].1.clone(), (s.2 * 1e9).round())
+        })
+        .collect();
+    let row = |pid: &str, c: &str, ns: u64| (pid.to_string(), c.to_string(), ns as f64);
+    assert_eq!(
+        off,
+        vec![
+            row("5", "blocked_read", 79 * ms),
+            row("5", "blocked_recv", 2 * ms),
+            row("5", "blocked_clock_nanosleep", 80 * ms - 30_000),
+            row("5", "blocked_other", ms),
+            row("5", "page_fault", 3 * ms),
+            row("5", "runnable", 41 * ms + 30_000),
+            row("5", "unknown", 5 * ms),
+            row("8", "blocked_futex", 2 * ms),
+        ]
+    );
+    let pid5 = p.samples.iter().find(|s| s.0 == "tracer_off_cpu_seconds_total").unwrap();
+    assert!(pid5.1.contains(&("command".into(), "python3".into())) && pid5.1.contains(&("cgroup".into(), "/a".into())));
+    // the sched lines are no driver calls
+    let calls: Vec<_> = p.samples.iter().filter(|s| s.0 == "tracer_driver_calls_total").collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].1.last().unwrap(), &("api".to_string(), "cuLaunchKernel".to_string()));
+    // under --duty-cycle the calls are sampled, the off-CPU time is not
+    m.sample(0.1);
+    let p = parse(&render(&snapshot::families(&m))).unwrap();
+    let keys = |name: &str| -> Vec<String> {
+        p.samples.iter().find(|s| s.0 == name).unwrap().1.iter().map(|l| l.0.clone()).collect()
+    };
+    assert_eq!(keys("tracer_off_cpu_seconds_total"), ["pid", "command", "cgroup", "cause"]);
+    assert_eq!(keys("tracer_driver_calls_total"), ["pid", "command", "cgroup", "gpu", "sampled", "api"]);
+}

@@ -11,6 +11,15 @@
 //! energy, SM clock and utilization. Flow events (`s`/`f`) tie each launch
 //! call to its GPU interval when that link is known.
 //!
+//! With scheduler events (`sched` lines), each traced thread has a "thread
+//! state (tid N)" track: every interval it spent off its CPU as slices, the
+//! blocked part (`blocked: read (pipe)`, `page fault`) then the runnable part
+//! (`runnable: preempted by cpuhog (pid 7)`, `runnable: behind X`,
+//! `runnable: wake-up latency`), `unknown` where a switch was lost; args
+//! name the system call, file, waker and the task it waited behind. The gaps
+//! between slices are on-CPU time. Per process, a "sched records lost" track
+//! shows the windows where scheduler records were lost.
+//!
 //! Timestamps are µs (3 decimals) from the first event of the trace. Slices
 //! of one track are properly nested: a CPU slice that would end after its
 //! enclosing slice is cut at the enclosing slice's end (`args.clipped`), and
@@ -25,6 +34,7 @@ use serde_json::{Value, json};
 use crate::analysis::basis::IdleBasis;
 use crate::analysis::energy;
 use crate::analysis::kernel_names::{self, NameStyle};
+use crate::analysis::model::sched::{OffCpu, OffState, TaskId};
 use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
 use crate::analysis::timeline::{GpuInterval, Source, Timeline, WorkKind, link_measured_to_launches};
@@ -111,8 +121,14 @@ pub fn export<W: Write>(t: &Trace, ph: &Phases, tl: &Timeline, w: W) -> std::io:
 
 /// About how many events [`export`] writes (for progress).
 pub fn estimated_events(t: &Trace, tl: &Timeline) -> u64 {
-    (t.calls.len() + t.procs.len() + t.ioctls.len() + t.markers.len() + 4 * t.power.len() + 3 * tl.interval_count())
-        as u64
+    let off: usize = t.sched.off.values().map(|v| 2 * v.len()).sum();
+    (t.calls.len()
+        + t.procs.len()
+        + t.ioctls.len()
+        + t.markers.len()
+        + 4 * t.power.len()
+        + 3 * tl.interval_count()
+        + off) as u64
 }
 
 /// [`export`], calling `tick(events written)` every 65,536 events.
@@ -134,6 +150,7 @@ pub fn export_with_progress<W: Write>(
     write_ioctls(&mut o, t, &mut nests)?;
     write_phases(&mut o, ph)?;
     write_markers(&mut o, t, &threads)?;
+    write_thread_states(&mut o, t)?;
     let mut named_gpu: BTreeSet<u32> = BTreeSet::new();
     write_gpu_tracks(&mut o, t, tl, &mut named_gpu)?;
     write_counters(&mut o, t, &mut named_gpu)?;
@@ -157,6 +174,9 @@ fn write_threads<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Result<BTr
     }
     for pid in t.pids() {
         threads.entry(pid).or_default();
+    }
+    for (&tid, &(pid, _)) in &t.sched.seen {
+        threads.entry(pid).or_default().insert(tid);
     }
     for (&pid, tids) in &threads {
         o.meta(pid as u64, None, "process_name", &format!("{} (pid {pid})", t.process_name(pid)))?;
@@ -325,6 +345,98 @@ fn write_markers<W: Write>(
         )?;
     }
     Ok(())
+}
+
+/// Per traced thread with scheduler events, a "thread state (tid N)" track:
+/// its off-CPU intervals, blocked part then runnable part; per process, the
+/// windows where scheduler records were lost.
+fn write_thread_states<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Result<()> {
+    let mut pids: BTreeSet<u32> = BTreeSet::new();
+    for (&tid, &(pid, _)) in &t.sched.seen {
+        let off = t.sched.off.get(&tid).map_or(&[][..], |v| v.as_slice());
+        pids.insert(pid);
+        let track = o.next_syn();
+        o.meta(pid as u64, Some(track), "thread_name", &format!("thread state (tid {tid})"))?;
+        let mut nest = Nest::default();
+        for x in off {
+            let runnable = || format!("runnable: {}", x.runnable_label());
+            let parts: Vec<(u64, u64, String)> = match x.state {
+                OffState::Unknown => vec![(x.start, x.end, "unknown".into())],
+                OffState::Runnable => vec![(x.start, x.end, runnable())],
+                OffState::Blocked => {
+                    let b = match x.cause.as_str() {
+                        "page_fault" => "page fault".to_string(),
+                        _ => format!("blocked: {}", x.blocked_label()),
+                    };
+                    vec![(x.start, x.ready, b), (x.ready, x.end, runnable())]
+                }
+            };
+            for (a, b, name) in parts {
+                let a = a.max(o.t0);
+                if b <= a {
+                    continue;
+                }
+                let (end, clipped) = nest.push(a, b);
+                let mut args = state_args(x);
+                if clipped {
+                    args["clipped"] = json!(true);
+                }
+                o.ev(&json!({"ph": "X", "name": name, "cat": "thread_state", "pid": pid, "tid": track,
+                    "ts": o.us(a), "dur": dur_us(end - a), "args": args}))?;
+            }
+        }
+    }
+    if t.sched.lost.is_empty() {
+        return Ok(());
+    }
+    for pid in pids {
+        let track = o.next_syn();
+        o.meta(pid as u64, Some(track), "thread_name", "sched records lost")?;
+        for &(a, b) in &t.sched.lost {
+            let a = a.max(o.t0);
+            if b > a {
+                o.ev(&json!({"ph": "X", "name": "records lost: thread states unknown", "cat": "thread_state",
+                    "pid": pid, "tid": track, "ts": o.us(a), "dur": dur_us(b - a)}))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The args of an off-CPU interval's slices.
+fn state_args(x: &OffCpu) -> Value {
+    let state = match x.state {
+        OffState::Blocked => "blocked",
+        OffState::Runnable => "runnable",
+        OffState::Unknown => "unknown",
+    };
+    let mut a = json!({"tid": x.tid, "state": state, "cause": x.cause, "off_cpu_us": dur_us(x.end - x.start)});
+    if x.state != OffState::Unknown {
+        a["runnable_us"] = json!(dur_us(x.end - x.ready));
+    }
+    let task = |t: &TaskId| {
+        let mut v = json!({"comm": t.comm});
+        if let Some(p) = t.pid {
+            v["pid"] = json!(p);
+        }
+        if let Some(p) = t.tid {
+            v["tid"] = json!(p);
+        }
+        v
+    };
+    for (k, v) in [
+        ("syscall", x.syscall.as_ref().map(|s| json!(s))),
+        ("file", x.file.as_ref().map(|s| json!(s))),
+        ("waker", x.waker_task.as_ref().map(task)),
+        ("behind", x.behind_task.as_ref().map(task)),
+        ("preempted", (x.state == OffState::Runnable).then_some(json!(x.preempted))),
+        ("open", x.open.then_some(json!(true))),
+    ] {
+        if let Some(v) = v {
+            a[k] = v;
+        }
+    }
+    a
 }
 
 /// One process per GPU with a track per stream: its intervals as sequential `X` slices and the launch flows.
@@ -689,6 +801,82 @@ pub(crate) mod tests {
         let en: Vec<f64> =
             evs.iter().filter(|e| e["name"] == "energy (J)").map(|e| e["args"]["J"].as_f64().unwrap()).collect();
         assert_eq!(en, [0.0, 0.002]);
+    }
+
+    /// Sched lines of a blocked read, a preemption, a lost window and an
+    /// interval still open at the end (times in ns; t0 = the exec at 1000).
+    pub(crate) const SCHED_LINES: &[&str] = &[
+        r#"{"type":"header","pid":7,"command":["app"],"sched":true}"#,
+        r#"{"ts":1000,"pid":7,"tid":7,"type":"process","op":"exec","name":"process","filename":"/bin/app"}"#,
+        r#"{"type":"sched","op":"thread_seen","name":"thread_seen","ts":2000,"pid":7,"tid":7}"#,
+        r#"{"type":"sched","op":"off_cpu","name":"read","ts":2000,"end_ts":12000,"pid":7,"tid":7,"state":"blocked","cpu":1,"cpu_in":1,"task_state":"S","syscall":"read","arg0":3,"file":"pipe","woken_ts":9000,"waker":{"pid":7,"tid":8,"comm":"writer"},"runnable_ns":3000,"behind":{"pid":9,"tid":9,"comm":"cpuhog"}}"#,
+        r#"{"type":"sched","op":"off_cpu","name":"runnable","ts":15000,"end_ts":20000,"pid":7,"tid":7,"state":"runnable","cpu":1,"cpu_in":0,"preempted":true,"preempted_by":{"tid":9,"comm":"cpuhog"},"runnable_ns":5000,"behind":{"pid":9,"tid":9,"comm":"cpuhog"}}"#,
+        r#"{"type":"sched","op":"off_cpu","name":"clock_nanosleep","ts":21000,"end_ts":24000,"pid":7,"tid":7,"state":"blocked","cpu":0,"cpu_in":0,"task_state":"S","syscall":"clock_nanosleep","arg0":0,"woken_ts":23500,"waker":{"pid":0,"tid":0,"comm":"swapper/0"},"runnable_ns":500,"behind":{"pid":0,"tid":0,"comm":"swapper/0"}}"#,
+        r#"{"type":"sched","op":"lost","name":"lost","ts":25000,"end_ts":26000,"pid":0,"tid":0,"cpu":0,"records":4}"#,
+        r#"{"type":"sched","op":"off_cpu","name":"unknown","ts":24500,"end_ts":27000,"pid":7,"tid":7,"state":"unknown"}"#,
+        r#"{"type":"sched","op":"thread_seen","name":"thread_seen","ts":3000,"pid":7,"tid":8}"#,
+        r#"{"type":"sched","op":"off_cpu","name":"futex","ts":28000,"end_ts":30000,"pid":7,"tid":8,"state":"blocked","syscall":"futex","open":true}"#,
+    ];
+
+    #[test]
+    fn thread_state_tracks() {
+        let t = parse_str("p", &SCHED_LINES.join("\n")).unwrap();
+        let text = export_str(&t, &timeline::bound(&t));
+        validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        let track_name = |tid: &Value| {
+            evs.iter()
+                .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && &e["tid"] == tid)
+                .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+                .unwrap()
+        };
+        let got: Vec<(String, String, f64, f64)> = evs
+            .iter()
+            .filter(|e| e["cat"] == "thread_state")
+            .map(|e| {
+                let n = e["name"].as_str().unwrap().to_string();
+                (track_name(&e["tid"]), n, e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+            })
+            .collect();
+        let s = |a: &str, b: &str, ts: f64, d: f64| (a.to_string(), b.to_string(), ts, d);
+        assert_eq!(
+            got,
+            vec![
+                s("thread state (tid 7)", "blocked: read (pipe)", 1.0, 7.0),
+                s("thread state (tid 7)", "runnable: behind cpuhog (pid 9)", 8.0, 3.0),
+                s("thread state (tid 7)", "runnable: preempted by cpuhog (pid 9)", 14.0, 5.0),
+                s("thread state (tid 7)", "blocked: clock_nanosleep", 20.0, 2.5),
+                s("thread state (tid 7)", "runnable: wake-up latency", 22.5, 0.5),
+                s("thread state (tid 7)", "unknown", 23.5, 2.5),
+                s("thread state (tid 8)", "blocked: futex", 27.0, 2.0),
+                s("sched records lost", "records lost: thread states unknown", 24.0, 1.0),
+            ]
+        );
+        let read = evs.iter().find(|e| e["name"] == "blocked: read (pipe)").unwrap();
+        assert_eq!(
+            read["args"],
+            json!({"tid": 7, "state": "blocked", "cause": "read", "off_cpu_us": 10.0, "runnable_us": 3.0,
+                "syscall": "read", "file": "pipe", "waker": {"pid": 7, "tid": 8, "comm": "writer"},
+                "behind": {"pid": 9, "tid": 9, "comm": "cpuhog"}})
+        );
+        let pre = evs.iter().find(|e| e["name"] == "runnable: preempted by cpuhog (pid 9)").unwrap();
+        assert_eq!(
+            pre["args"],
+            json!({"tid": 7, "state": "runnable", "cause": "runnable", "off_cpu_us": 5.0, "runnable_us": 5.0,
+                "behind": {"pid": 9, "tid": 9, "comm": "cpuhog"}, "preempted": true})
+        );
+        let futex = evs.iter().find(|e| e["name"] == "blocked: futex").unwrap();
+        assert_eq!((&futex["args"]["open"], &futex["args"]["runnable_us"]), (&json!(true), &json!(0.0)));
+        let unknown = evs.iter().find(|e| e["name"] == "unknown").unwrap();
+        assert_eq!(unknown["args"], json!({"tid": 7, "state": "unknown", "cause": "unknown", "off_cpu_us": 2.5}));
+        // the thread tracks of the sched threads are named too
+        let names: BTreeSet<&str> =
+            evs.iter().filter(|e| e["ph"] == "M").filter_map(|e| e["args"]["name"].as_str()).collect();
+        assert!(names.contains("main thread 7") && names.contains("thread 8") && names.contains("app (pid 7)"));
+        // without sched lines: no thread-state track
+        let plain = parse_str("p", &SCHED_LINES[..2].join("\n")).unwrap();
+        assert!(!export_str(&plain, &timeline::bound(&plain)).contains("thread state"));
     }
 
     #[test]

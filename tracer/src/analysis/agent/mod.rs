@@ -11,6 +11,7 @@
 pub mod busy;
 pub mod counters;
 pub mod metric;
+pub mod off_cpu;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, HashMap};
@@ -53,6 +54,8 @@ pub struct Process {
     pub gpus: BTreeMap<String, Counters>,
     /// When the process exited (the agent's clock, ns).
     pub exited_at: Option<u64>,
+    /// Its threads' time off their CPU by cause (the `sched` lines).
+    pub off_cpu: off_cpu::OffCpu,
 }
 
 /// One GPU's latest NVML reading.
@@ -324,6 +327,15 @@ impl AgentMetrics {
         let Some(ty) = s("type") else { return };
         match ty {
             "header" | "footer" | "marker" => {}
+            // Scheduler events: off-CPU time, not calls.
+            "sched" => {
+                if v.get("op").and_then(Value::as_str) == Some("off_cpu")
+                    && let Some(pid) = n("pid")
+                    && let Some(p) = self.process(pid as u32)
+                {
+                    p.off_cpu.add(v);
+                }
+            }
             "power" => {
                 let Some(gpu) = n("gpu") else { return };
                 let p = self.power.entry(gpu as u32).or_default();

@@ -83,7 +83,21 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
          lower_bound (busy an upper bound, idle a lower bound).",
     );
     let mut gaps = Family::new("tracer_gpu_idle_gap_seconds", Kind::Histogram, "Idle gaps between busy stretches.");
+    let mut off_cpu = Family::new(
+        "tracer_off_cpu_seconds",
+        Counter,
+        "Time the process's traced threads spent off their CPU (summed over threads), by cause: blocked_<system \
+         call>, blocked_other, page_fault, runnable (waiting for a CPU), unknown (a switch event was lost); counted \
+         when the thread is back on a CPU.",
+    );
     for (&pid, p) in &m.processes {
+        // The process's, not a GPU's; whole under --duty-cycle (the
+        // scheduler tracepoints stay attached): no `gpu`, no `sampled`.
+        let mut l = proc_labels(pid, p, "", false);
+        l.retain(|x| x.0 != "gpu");
+        for (cause, s) in p.off_cpu.seconds() {
+            off_cpu.push(with(l.clone(), "cause", cause), s);
+        }
         for (gpu, c) in &p.gpus {
             let l = proc_labels(pid, p, gpu, m.sampling.is_some());
             for (api, n) in sorted(&c.calls) {
@@ -140,6 +154,7 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
         idle,
         basis,
         gaps,
+        off_cpu,
     ];
     v.extend(power(m));
     v.extend(health(m));

@@ -38,6 +38,29 @@ pub struct OffCpu {
     pub waker: Option<String>,
     /// Preempted: who held the CPU it waited for, with their ns.
     pub held_by: Vec<(String, u64)>,
+    /// The system call it blocked in (`syscall` of the line).
+    pub syscall: Option<String>,
+    /// Still off its CPU when the recording ended (`end` is the last record's time).
+    pub open: bool,
+    /// [`OffCpu::behind`] and [`OffCpu::waker`] field by field.
+    pub behind_task: Option<TaskId>,
+    pub waker_task: Option<TaskId>,
+}
+
+/// A task named in a `sched` line (`{"pid","tid","comm"}`); the idle task
+/// has pid and tid 0; `pid` is absent when the decoder did not know it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskId {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub comm: String,
+}
+
+impl TaskId {
+    fn of(v: &Value) -> Option<TaskId> {
+        let n = |k: &str| v[k].as_u64().and_then(|x| u32::try_from(x).ok());
+        Some(TaskId { pid: n("pid"), tid: n("tid"), comm: v["comm"].as_str()?.to_string() })
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -51,6 +74,18 @@ pub struct Sched {
     pub seen: BTreeMap<u32, (u32, u64)>,
     /// Record losses: [from, to) per window, sorted.
     pub lost: Vec<(u64, u64)>,
+    /// The `lost` lines as written, one per CPU and window (before
+    /// [`Sched::finish`] makes their union `lost`).
+    pub lost_lines: Vec<LostLine>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostLine {
+    pub start: u64,
+    pub end: u64,
+    pub cpu: Option<u32>,
+    /// How many records of that CPU were lost.
+    pub records: Option<u64>,
 }
 
 fn task(v: &Value) -> Option<String> {
@@ -73,7 +108,12 @@ impl Sched {
             "thread_seen" => {
                 self.seen.entry(tid).or_insert((pid, ts));
             }
-            "lost" => self.lost.push((ts, end()?)),
+            "lost" => {
+                let end = end()?;
+                self.lost.push((ts, end));
+                let cpu = v["cpu"].as_u64().and_then(|c| u32::try_from(c).ok());
+                self.lost_lines.push(LostLine { start: ts, end, cpu, records: v["records"].as_u64() });
+            }
             "off_cpu" => {
                 let end = end()?;
                 let state = match v["state"].as_str() {
@@ -105,6 +145,10 @@ impl Sched {
                         .as_array()
                         .map(|a| a.iter().filter_map(|h| Some((task(h)?, h["ns"].as_u64()?))).collect())
                         .unwrap_or_default(),
+                    syscall: v["syscall"].as_str().map(str::to_owned),
+                    open: v["open"] == true,
+                    behind_task: TaskId::of(&v["behind"]),
+                    waker_task: TaskId::of(&v["waker"]),
                 });
             }
             o => return Err(format!("sched line with op `{o}`, expected off_cpu/thread_seen/lost")),
@@ -126,5 +170,51 @@ impl Sched {
             }
         }
         self.lost = u;
+        self.lost_lines.sort_by_key(|l| (l.start, l.cpu));
+    }
+
+    /// Keeps what the processes `pid_ok` take and overlaps `[a, b)`
+    /// (analysis/filter.rs): an interval begun before the window is kept
+    /// whole (the window's gaps need it).
+    pub fn retain(&mut self, pid_ok: impl Fn(u32) -> bool, a: u64, b: u64) {
+        for v in self.off.values_mut() {
+            v.retain(|o| pid_ok(o.pid) && o.end > a && o.start < b);
+        }
+        self.off.retain(|_, v| !v.is_empty());
+        self.seen.retain(|_, (pid, _)| pid_ok(*pid));
+        self.lost.retain(|&(x, y)| y > a && x < b);
+        self.lost_lines.retain(|l| l.end > a && l.start < b);
+    }
+}
+
+impl OffCpu {
+    /// What a blocked interval waited on: `read (pipe)`, `futex`,
+    /// `page_fault`.
+    pub fn blocked_label(&self) -> String {
+        match self.file.as_deref() {
+            // One label per kind: the paths are in the lines.
+            Some(f) if f.starts_with("file ") => format!("{} (file)", self.cause),
+            Some(f) => format!("{} ({f})", self.cause),
+            None => self.cause.clone(),
+        }
+    }
+
+    /// What the runnable part waited behind: `preempted by X` (X held the
+    /// CPU longest meanwhile), `yielded, behind X` (switched out in
+    /// sched_yield), `behind X` (after
+    /// a wake-up), `wake-up latency` (the CPU it got back was idle),
+    /// `waiting for a CPU` (not known).
+    pub fn runnable_label(&self) -> String {
+        match (self.behind.as_deref(), self.state) {
+            // Preempted: the task that held the CPU longest while it waited.
+            (_, OffState::Runnable) if self.preempted && !self.held_by.is_empty() => {
+                format!("preempted by {}", self.held_by[0].0)
+            }
+            (None, _) => "waiting for a CPU".into(),
+            (Some("idle"), _) => "wake-up latency".into(),
+            (Some(b), OffState::Runnable) if self.preempted => format!("preempted by {b}"),
+            (Some(b), OffState::Runnable) => format!("yielded, behind {b}"),
+            (Some(b), _) => format!("behind {b}"),
+        }
     }
 }

@@ -19,6 +19,7 @@ use crate::analysis::timeline::Timeline;
 mod calls;
 mod context;
 mod gpu;
+mod sched;
 pub mod schema;
 mod side;
 mod table;
@@ -68,6 +69,8 @@ pub fn export(t: &Trace, tl: &Timeline, gaps: &GapReport, dir: &Path, o: &Option
         ("ioctls", side::ioctls(dir, t, &ctx, &names)?),
         ("power", side::power(dir, t, &ctx)?),
         ("markers", side::markers(dir, t, &ctx)?),
+        ("thread_states", sched::thread_states(dir, t, &ctx)?),
+        ("sched_lost", sched::lost(dir, t, &ctx)?),
     ];
     debug_assert!(rows.iter().map(|r| r.0).eq(TABLES.iter().map(|t| t.name)));
     Ok(Written { trace_id: ctx.trace_id.clone(), rows })

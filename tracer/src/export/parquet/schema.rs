@@ -290,6 +290,61 @@ pub const MARKERS: Table = Table {
     ],
 };
 
+/// The traced threads' off-CPU intervals (`sched` off_cpu lines); on-CPU
+/// time is not a row (it is the rest of the thread's time).
+pub const THREAD_STATES: Table = Table {
+    name: "thread_states",
+    columns: &[
+        req("pid", Int32),
+        req("tid", Int32),
+        req("start_ns", Int64),
+        req("end_ns", Int64),
+        req("dur_ns", Int64),
+        opt("time", Timestamp),
+        req("state", Str),
+        req("cause", Str),
+        opt("syscall", Str),
+        opt("file", Str),
+        opt("blocked_ns", Int64),
+        opt("ready_ns", Int64),
+        opt("runnable_ns", Int64),
+        opt("runnable_cause", Str),
+        opt("waker_pid", Int32),
+        opt("waker_tid", Int32),
+        opt("waker_comm", Str),
+        opt("behind_pid", Int32),
+        opt("behind_tid", Int32),
+        opt("behind_comm", Str),
+        opt("preempted", Bool),
+        req("open", Bool),
+    ],
+};
+
+/// Windows where scheduler records of a CPU were lost (`sched` lost lines).
+pub const SCHED_LOST: Table = Table {
+    name: "sched_lost",
+    columns: &[
+        req("start_ns", Int64),
+        req("end_ns", Int64),
+        req("dur_ns", Int64),
+        opt("time", Timestamp),
+        opt("cpu", Int32),
+        opt("records", Int64),
+    ],
+};
+
 /// Every table, in the order they are written.
-pub const TABLES: &[&Table] =
-    &[&TRACES, &CALLS, &LAUNCHES, &COPIES, &GPU_ACTIVITY, &IDLE_SCOPES, &IDLE_GAPS, &IOCTLS, &POWER, &MARKERS];
+pub const TABLES: &[&Table] = &[
+    &TRACES,
+    &CALLS,
+    &LAUNCHES,
+    &COPIES,
+    &GPU_ACTIVITY,
+    &IDLE_SCOPES,
+    &IDLE_GAPS,
+    &IOCTLS,
+    &POWER,
+    &MARKERS,
+    &THREAD_STATES,
+    &SCHED_LOST,
+];

@@ -183,9 +183,10 @@ impl Row<'_> {
         self
     }
 
-    pub fn bool(&mut self, v: bool) -> &mut Self {
-        if let Data::Bool(d) = &mut self.next(Ty::Bool, true).data {
-            d.push(v);
+    pub fn bool(&mut self, v: impl Into<Option<bool>>) -> &mut Self {
+        let v = v.into();
+        if let (Data::Bool(d), Some(x)) = (&mut self.next(Ty::Bool, v.is_some()).data, v) {
+            d.push(x);
         }
         self
     }

@@ -81,7 +81,9 @@ fn tables_read_back_value_by_value() {
             ("idle_gaps", 2),
             ("ioctls", 0),
             ("power", 0),
-            ("markers", 1)
+            ("markers", 1),
+            ("thread_states", 0),
+            ("sched_lost", 0)
         ]
     );
     for t in TABLES {
