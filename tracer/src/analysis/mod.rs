@@ -58,6 +58,7 @@ pub mod summary;
 pub mod text_table;
 pub mod timeline;
 pub mod verdict;
+pub mod whatif;
 
 /// One CPU slice: a driver call on a thread.
 #[derive(Clone, Debug, PartialEq)]
