@@ -256,3 +256,33 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
         "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded: no graph kernels with CUPTI's graph id (record with --gpu-timestamps)"
     );
 }
+
+#[test]
+fn in_context_durations_file() {
+    use replay::gpu_time::{Op, in_context};
+    let r = rec();
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let launches: Vec<usize> = (0..p.ops.len()).filter(|&i| matches!(p.ops[i].kind, plan::OpKind::Launch(_))).collect();
+    let copy = (0..p.ops.len()).find(|&i| matches!(p.ops[i].kind, plan::OpKind::Copy(_))).unwrap();
+    assert_eq!(launches.len(), 3);
+    // two passes: the three launches 1.0/2.0/4.0 µs, then 1.2/2.2/4.2 µs; the 64-byte copy 0.5 µs
+    let pass = |k: u64| {
+        let mut v: Vec<(usize, u64, u64, Op)> =
+            launches.iter().zip([1000, 2000, 4000]).map(|(&op, d)| (op, 10_000, 10_000 + d + k, Op::Kernel)).collect();
+        v.push((copy, 0, 500, Op::Memcpy));
+        v
+    };
+    let f = in_context::durations_file(&p, &[pass(0), pass(200)], Some("NVIDIA H200"));
+    assert_eq!(
+        f["kernels"],
+        json!([{"kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "count": 3,
+            "median_ns": 2000, "p10_ns": 1000, "p90_ns": 4200}])
+    );
+    // no copy model: only small copies ran
+    assert_eq!(f["copies"], json!([]));
+    assert_eq!((f["gpu"].as_str(), f["passes"].as_u64()), (Some("NVIDIA H200"), Some(2)));
+    // tracer reads it as a kernel-durations file
+    assert_eq!(f["format"], "tracer-kernel-durations");
+    assert_eq!(f["version"], 1);
+}

@@ -13,6 +13,7 @@
 
 pub mod figures;
 pub mod graph_launches;
+pub mod in_context;
 pub mod matching;
 pub mod recorded;
 pub mod segments;
