@@ -249,6 +249,14 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
             "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded span 15.7 us, busy 15.0 us over 4 (-10.8 %)",
         ]
     );
+    // Where the idle time inside a launch went (gpu_time/graph_launches.rs `gaps`).
+    r["modes"][0]["cupti"]["graph_launches"]["gaps"] = json!({"ops_per_launch": 294, "recorded_us": 107.5, "replayed_us": 205.0,
+        "transitions": [{"from": "memset", "to": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "count": 12,
+                         "recorded_us": 58.8, "replayed_us": 130.2}]});
+    assert_eq!(
+        lines(&r)[2],
+        "            idle inside a graph launch of 294 ops (per-position medians, summed): recorded 107.5 us, replayed 205.0 us; most changed: memset -> cudnn_generated_fort_native_sdpa_sm90_fl… (12x) 58.8 -> 130.2 us"
+    );
     // A recording whose gpu lines have no graph ids (tracer before them): said, no empty figures.
     r["modes"][0]["cupti"] = cupti(json!({"launches": 0, "span_us_median": null, "busy_us_median": null}));
     assert_eq!(

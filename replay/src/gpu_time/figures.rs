@@ -95,6 +95,10 @@ pub fn mode_gpu(
         let replayed = super::graph_launches::replayed(plan, &matched);
         if let Some(g) = super::graph_launches::figures(&rec.graph_launches, &replayed) {
             json["graph_launches"] = g;
+            let rep_ops = super::graph_launches::replayed_ops(plan, &matched);
+            if let Some(gaps) = super::graph_launches::gaps(&rec.graph_launch_ops, &rep_ops, 6) {
+                json["graph_launches"]["gaps"] = gaps;
+            }
         }
     }
     ModeGpu { json, matched, last_links, passes, segments: None }

@@ -359,9 +359,44 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
                     f(&g["replayed"]["busy_us_median"]),
                     g["replayed"]["launches"],
                 );
+                text_graph_gaps(s, &g["gaps"]);
             }
         }
     }
+}
+
+/// The idle time inside a graph launch, recorded vs replayed, and the transitions that changed most
+/// (gpu_time/graph_launches.rs `gaps`).
+fn text_graph_gaps(s: &mut String, g: &serde_json::Value) {
+    use std::fmt::Write;
+    let Some(rows) = g["transitions"].as_array() else { return };
+    let f = |v: &serde_json::Value| v.as_f64().map_or("?".into(), |x| format!("{x:.1}"));
+    let short = |v: &serde_json::Value| {
+        let t = v.as_str().unwrap_or("?");
+        if t.chars().count() > 40 { format!("{}…", t.chars().take(40).collect::<String>()) } else { t.to_string() }
+    };
+    let most: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} -> {} ({}x) {} -> {} us",
+                short(&r["from"]),
+                short(&r["to"]),
+                r["count"],
+                f(&r["recorded_us"]),
+                f(&r["replayed_us"])
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "            idle inside a graph launch of {} ops (per-position medians, summed): recorded {} us, replayed {} us; \
+         most changed: {}",
+        g["ops_per_launch"],
+        f(&g["recorded_us"]),
+        f(&g["replayed_us"]),
+        most.join("; ")
+    );
 }
 
 /// CUPTI's recorded vs replayed figures per family and segment (`me`: the report's "measured").
