@@ -249,6 +249,15 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
             "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded span 15.7 us, busy 15.0 us over 4 (-10.8 %)",
         ]
     );
+    // Copies per host memory kind (gpu_time/copy_kinds.rs).
+    r["modes"][0]["cupti"]["copies_by_host_memory"] = json!([
+        {"direction": "h2d", "host": "pageable", "recorded": 148, "recorded_us": 19800.0, "replayed_per_pass": 148.0,
+         "replayed_us": 15840.0, "error_pct": -20.0}]);
+    let text = report::text(&r);
+    assert!(
+        text.contains("            copies by host memory (CUPTI, per pass): h2d pageable: recorded 148 in 19800.0 us, replayed 148.0 in 15840.0 us (-20.0 %)\n"),
+        "{text}"
+    );
     // Where the idle time inside a launch went (gpu_time/graph_launches.rs `gaps`).
     r["modes"][0]["cupti"]["graph_launches"]["gaps"] = json!({"ops_per_launch": 294, "recorded_us": 107.5, "replayed_us": 205.0,
         "transitions": [{"from": "memset", "to": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "count": 12,

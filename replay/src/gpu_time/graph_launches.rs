@@ -209,6 +209,8 @@ mod tests {
             size: 0,
             correlation_id: corr,
             graph_id: graph,
+            src_kind: None,
+            dst_kind: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub struct RecordedTime {
     /// gpu lines only: each measured graph launch's work by start (graph_launches.rs).
     #[serde(skip)]
     pub graph_launch_ops: Vec<super::graph_launches::LaunchOps>,
+    /// gpu lines only: the measured copies (copy_kinds.rs).
+    #[serde(skip)]
+    pub copy_lines: Vec<GpuActivity>,
 }
 
 impl RecordedTime {
@@ -61,6 +64,7 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
             busy_ns: busy,
             graph_launches: super::graph_launches::recorded(&acts),
             graph_launch_ops: super::graph_launches::recorded_ops(&acts),
+            copy_lines: acts.iter().filter(|g| g.op == "memcpy").map(|g| (*g).clone()).collect(),
             ..Default::default()
         };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;
