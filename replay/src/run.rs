@@ -184,6 +184,7 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
         expand_graphs: a.expand_graphs,
+        device_memory: a.device_memory,
     };
     let s = Session::new(rec, p, a.device, &opts)?;
     eprintln!(

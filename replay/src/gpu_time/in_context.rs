@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 
 use super::segments::Measured;
 use crate::plan::{OpKind, Plan};
-use crate::report::direction_name;
 
 fn rank(v: &[u64], p: f64) -> u64 {
     let k = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
@@ -35,7 +34,7 @@ pub fn durations_file(plan: &Plan, passes: &[Vec<Measured>], gpu: Option<&str>) 
             OpKind::Launch(l) => {
                 kernels.entry((l.kernel.clone(), l.grid, l.block, l.shared_mem)).or_default().push(d);
             }
-            OpKind::Copy(c) => copies.entry(direction_name(c.direction)).or_default().push((c.size, d)),
+            OpKind::Copy(c) => copies.entry(c.direction.as_str()).or_default().push((c.size, d)),
             OpKind::Set(s) => copies.entry("memset").or_default().push((s.bytes(), d)),
             _ => {}
         }

@@ -659,9 +659,5 @@ fn text_selection(sel: &serde_json::Value) -> String {
 }
 
 pub fn direction_name(d: Direction) -> &'static str {
-    match d {
-        Direction::H2d => "h2d",
-        Direction::D2h => "d2h",
-        Direction::D2d => "d2d",
-    }
+    d.as_str()
 }
