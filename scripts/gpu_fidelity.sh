@@ -13,22 +13,24 @@
 # windows (the default), the same on cuMemAlloc windows (--device-memory
 # malloc), timed (the recorded pacing), and sequence with --expand-graphs.
 # Prints, for each, the copies per host memory kind and the idle time inside
-# a graph launch per transition (recorded vs replayed); the reports are
-# $OUT/fidelity_*.json, the log $OUT/fidelity.log.
+# a graph launch per transition (recorded vs replayed); the reports (and
+# their timelines) are in $OUT/fidelity_reports.tgz, the log $OUT/fidelity.log.
 set -uo pipefail
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
 OUT=${OUT:-/tmp/fidelity-out}
 mkdir -p "$OUT"
 REC=/tmp/fid_capture.rec
+REP=/tmp/fid_reports
+rm -rf "$REP" && mkdir -p "$REP"
 log=$OUT/fidelity.log
 run() { # $1: name, rest: replay options
     local name=$1
     shift
     echo "### $name: replay $*"
-    timeout 170 "$R" "$REC" --iterations 3 --warmup 1 --report "$OUT/fidelity_$name.json" "$@" > "/tmp/fid_$name.txt" 2>&1
+    timeout 170 "$R" "$REC" --iterations 3 --warmup 1 --report "$REP/fidelity_$name.json" "$@" > "$REP/fidelity_$name.txt" 2>&1
     echo "replay exit: $?"
-    grep -E "mode |busy|copies|per graph launch|idle inside|identical|differ|windows" "/tmp/fid_$name.txt" | head -30
+    grep -E "mode |busy|copies|per graph launch|idle inside|identical|differ|windows" "$REP/fidelity_$name.txt" | head -30
 }
 {
 nvidia-smi -L
@@ -40,7 +42,7 @@ run vmm --mode sequence
 run malloc --mode sequence --device-memory malloc
 run timed --mode timed
 run expanded --mode sequence --expand-graphs
-python3 - "$OUT" <<'PY'
+python3 - "$REP" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 print("\n| replay | mode | copies error | busy error | span per launch: recorded, replayed (error) | idle inside a launch: recorded, replayed |")
@@ -67,4 +69,5 @@ for name in ["vmm", "malloc", "timed", "expanded"]:
             print(f"|   | idle {t['from'][:30]} -> {t['to'][:30]} ({t['count']}x) | | | {t['recorded_us']} µs | {t['replayed_us']} µs |")
 PY
 } > "$log" 2>&1
+(cd "$REP" && tar -czf "$OUT/fidelity_reports.tgz" .)
 tail -c 9000 "$log"
