@@ -11,7 +11,8 @@
 //!   (below), `ready'` the predicted end of the work it waited for (the
 //!   previous op of its stream, the events it waits on, the legacy default
 //!   stream's implicit synchronization), and `slack = start − max(submit,
-//!   ready)` the recorded launch latency; `end' = start' + duration'`, the
+//!   ready)` the recorded launch latency (negative for a programmatic
+//!   launch that overlapped its predecessor); `end' = start' + duration'`, the
 //!   duration from the file (kernel and geometry, else the kernel's median
 //!   over its geometries), the recorded one for kernels the file lacks and
 //!   (unless `copy_model`) for copies and sets;
@@ -316,9 +317,13 @@ impl Sim<'_> {
         let key = timeline::stream_key(self.t, c);
         let (r_rec, r_pred) = self.ready(key, c);
         let sh = self.shift(c.pid);
-        let slack = s.saturating_sub(c.ts.max(r_rec));
+        // negative when it started before what it waited for ended (a programmatic launch overlapping its predecessor)
+        let slack = s as i64 - c.ts.max(r_rec) as i64;
         let d = self.duration(c, e - s);
-        let s2 = moved(c.ts, sh).max(r_pred) + slack;
+        let submit = moved(c.ts, sh);
+        // not before its submission (less what the recorded start preceded the call's entry by: clock skew)
+        let floor = moved(submit, (s as i64 - c.ts as i64).min(0));
+        let s2 = moved(submit.max(r_pred), slack).max(floor);
         let e2 = s2 + d;
         let st = self.streams.entry(key).or_default();
         st.rec_free = st.rec_free.max(e);

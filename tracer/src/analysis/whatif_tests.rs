@@ -152,3 +152,24 @@ fn copies_keep_their_recorded_time_unless_modelled() {
     let p = predict(&t, &Durations::new(f), Options { copy_model: true });
     assert_eq!((p.predicted.copies_ns, p.sources.copies_kept), (50_000, 1));
 }
+
+#[test]
+fn a_programmatic_launch_keeps_its_overlap() {
+    // k2 starts 2 µs before k1 ends (programmatic dependent launch); then a sync
+    let l = [
+        launch(0, 1.0, "nvjet_k1", "0x0"),
+        gpu(5 * US, 25 * US, "nvjet_k1"),
+        launch(2 * US, 1.0, "splitKreduce_k2", "0x0"),
+        gpu(23 * US, 30 * US, "splitKreduce_k2"),
+        sync(4 * US, 27.0, "0x0"),
+    ]
+    .join("\n");
+    let t = parse_str("p", &l).unwrap();
+    let same = predict(&t, &Durations::new(calibrate(&t).unwrap()), Options::default());
+    assert_eq!((same.predicted.busy_ns, same.predicted.gpu_span_ns), (25 * US, 25 * US));
+    assert_eq!(same.final_shift_ns, BTreeMap::new());
+    // k1 10 µs shorter: k2 still starts 2 µs before k1's end, the sync returns 10 µs earlier
+    let p = predict(&t, &durs(&[("nvjet_k1", 10 * US), ("splitKreduce_k2", 7 * US)]), Options::default());
+    assert_eq!((p.predicted.busy_ns, p.predicted.gpu_span_ns), (15 * US, 15 * US));
+    assert_eq!(p.final_shift_ns, BTreeMap::from([(1, -10_000i64)]));
+}
