@@ -17,8 +17,9 @@
 //!   over its geometries), the recorded one for kernels the file lacks and
 //!   (unless `copy_model`) for copies and sets;
 //! - a call that waited for the GPU (stream, context or event
-//!   synchronization, a successful stream/event query, a host-blocking
-//!   copy) returns `lag = end − max(entry, awaited_end)` after the awaited
+//!   synchronization, a successful stream/event query, a copy call that
+//!   returned after its copy ended: synchronous, or asynchronous from/to
+//!   pageable memory) returns `lag = end − max(entry, awaited_end)` after the awaited
 //!   work's predicted end, or its entry if later: `end' = max(entry',
 //!   awaited_end') + lag`. The difference `end' − end` becomes the
 //!   process's host shift: every later call, marker and exit of that
@@ -37,7 +38,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::durations::{Durations, Found};
-use super::model::{Call, Dir, GpuOpKind, Kind, NO_STR, Trace};
+use super::model::{Call, GpuOpKind, Kind, NO_STR, Trace};
 use super::phases::{self, Phases};
 use super::stats::{covered, fmt_ns, nearest_rank, union};
 use super::text_table::{Align, Table};
@@ -340,7 +341,9 @@ impl Sim<'_> {
         };
         self.ops.push(OpTime { start: s2, end: e2, family, kind });
         self.src.ops += 1;
-        if c.kind == Kind::Copy && matches!(c.dir, Dir::H2D | Dir::D2H | Dir::Default | Dir::H2H) {
+        // a copy call that returned after its copy ended waited for it (and for the work before it):
+        // a synchronous copy, or an asynchronous one from/to pageable memory (PyTorch's `.item()`)
+        if matches!(c.kind, Kind::Copy | Kind::CopyAsync) && c.dur > 0 && e <= c.end() {
             self.wait(c, e, e2);
         }
     }

@@ -173,3 +173,24 @@ fn a_programmatic_launch_keeps_its_overlap() {
     assert_eq!((p.predicted.busy_ns, p.predicted.gpu_span_ns), (15 * US, 15 * US));
     assert_eq!(p.final_shift_ns, BTreeMap::from([(1, -10_000i64)]));
 }
+
+#[test]
+fn an_asynchronous_copy_to_pageable_memory_that_waited_moves_the_host() {
+    // `.item()`: cuMemcpyDtoHAsync into pageable memory returns only once the step and the copy are done
+    let l = [
+        launch(0, 1.0, "nvjet_k", "0x0"),
+        gpu(10 * US, 110 * US, "nvjet_k"),
+        r#"{"ts":20000,"pid":1,"tid":1,"type":"memcpy","op":"copy","name":"cuMemcpyDtoHAsync_v2","direction":"d2h","size":4,"stream":"0x0","duration_us":95.0,"ret":0}"#.to_string(),
+        r#"{"ts":110000,"end_ts":112000,"pid":1,"type":"gpu","op":"memcpy","name":"memcpy_dtoh","size":4,"direction":"d2h","device":0,"stream":"0x0","stream_id":7}"#.to_string(),
+        sync(116 * US, 1.0, "0x0"),
+        launch(120 * US, 1.0, "nvjet_k", "0x0"),
+        gpu(125 * US, 225 * US, "nvjet_k"),
+    ]
+    .join("\n");
+    let t = parse_str("i", &l).unwrap();
+    let p = predict(&t, &durs(&[("nvjet_k", 50 * US)]), Options::default());
+    // the copy's call returns at 65 (3 µs after the copy, 60-62), 50 µs earlier: the next launch at 70
+    assert_eq!(p.final_shift_ns, BTreeMap::from([(1, -50_000i64)]));
+    assert_eq!(p.sources.waits, 2);
+    assert_eq!((p.predicted.gpu_span_ns, p.predicted.busy_ns), (115 * US, 102 * US));
+}
