@@ -102,6 +102,13 @@ fn predicts_the_other_gpus_trace_from_its_durations() {
     assert!(out.starts_with("what-if: recorded on NVIDIA H100 80GB HBM3, kernel durations from "), "{out}");
     assert!(out.contains("against the trace measured on NVIDIA H200 (3 iterations recorded, 3 there):"), "{out}");
     assert!(out.contains("worst error (iteration time and busy, GPU busy, families over 5 % of the busy time): 0.0 %"));
+    // report --durations on a measured trace says the file is not used, and what would use it
+    let (rc, _, err) = tracer(&["report", src.to_str().unwrap(), "--durations", durs.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("has a measured GPU timeline, which is used: --durations") && err.contains("tracer whatif"),
+        "{err}"
+    );
     let line = out.lines().find(|l| l.starts_with("iteration time (median of 3)")).unwrap();
     assert_eq!(line.split_whitespace().collect::<Vec<_>>()[5..], ["200.0", "µs", "150.0", "µs", "-25.0", "%"]);
 }

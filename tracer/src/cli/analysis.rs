@@ -244,6 +244,18 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
             p.display()
         );
     }
+    if let Some(p) = &o.durations
+        && o.timeline == TimelineArg::Auto
+        && !t.gpu.is_empty()
+        && t.gpu_windows.is_empty()
+    {
+        eprintln!(
+            "tracer: {} has a measured GPU timeline, which is used: --durations {} applies with --timeline inferred; \
+             `tracer whatif` re-times the run with another GPU's durations",
+            t.path,
+            p.display()
+        );
+    }
     let d = o.durations.as_deref().or(from_replay.as_deref()).map(load_durations).transpose()?;
     Ok(match o.timeline {
         TimelineArg::Auto => crate::analysis::sampled::gpu_intervals(t, d.as_ref()),
