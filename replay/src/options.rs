@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// (default: the recorded kind, so that copy times compare)
     #[arg(long)]
     pub pinned_copies: bool,
+    /// Device memory: `vmm` (the recorded addresses, mapped) or `malloc` (cuMemAlloc, as the
+    /// program's allocator got it; every pointer relocated): to compare copy and graph timings
+    #[arg(long, value_enum, default_value_t = replay::exec::memory::DeviceMemory::Vmm)]
+    pub device_memory: replay::exec::memory::DeviceMemory,
     /// Run each recorded graph launch as separate launches of its work, in its order on the
     /// launch's stream (default: the exec is rebuilt once as a CUDA graph and launched as recorded)
     #[arg(long)]

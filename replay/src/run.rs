@@ -184,6 +184,7 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
         expand_graphs: a.expand_graphs,
+        device_memory: a.device_memory,
     };
     let s = Session::new(rec, p, a.device, &opts)?;
     eprintln!(
@@ -593,8 +594,29 @@ impl Replay<'_> {
             if let Some(rows) = &g.segments {
                 out["measured"]["segments"] = rows.clone();
             }
+            self.write_in_context_durations(out, *mode, g);
         }
         pick.map(|x| x.0)
+    }
+
+    /// The kernel durations the chosen mode's paired passes measured, in context, as a durations file
+    /// for `tracer whatif` (NAME.rec/MODE-durations.json, or FILE.MODE-durations.json beside
+    /// `--report FILE`; gpu_time/in_context.rs); a failure to write it goes into the report.
+    fn write_in_context_durations(&self, out: &mut Value, mode: Mode, g: &ModeGpu) {
+        if g.matched.is_empty() {
+            return;
+        }
+        let name = format!("{}-durations.json", format!("{mode:?}").to_lowercase());
+        let path = match &self.a.report {
+            Some(r) => r.with_extension(&name),
+            None => self.rec.dir.join(&name),
+        };
+        let f = replay::gpu_time::in_context::durations_file(self.p, &g.matched, Some(&self.s.ctx.name));
+        match serde_json::to_string_pretty(&f).map(|t| std::fs::write(&path, t + "\n")) {
+            Ok(Ok(())) => out["durations_file_in_context"] = json!(path.display().to_string()),
+            Ok(Err(e)) => out["durations_file_in_context_error"] = json!(format!("{}: {e}", path.display())),
+            Err(e) => out["durations_file_in_context_error"] = json!(e.to_string()),
+        }
     }
 
     /// The last measured pass of each mode as a tracer trace: the chosen mode's

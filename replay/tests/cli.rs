@@ -67,4 +67,7 @@ fn errors_exit_1_naming_the_file_misuse_2() {
     }
     let (_, _, err) = replay(&["run", d, "--probe", "0:0x10:8"]);
     assert!(err.contains("LINE must be > 0"), "{err}");
+    let (code, _, err) = replay(&["run", d, "--device-memory", "cudamalloc"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("invalid value 'cudamalloc' for '--device-memory") && err.contains("vmm, malloc"), "{err}");
 }

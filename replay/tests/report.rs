@@ -249,10 +249,57 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
             "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded span 15.7 us, busy 15.0 us over 4 (-10.8 %)",
         ]
     );
+    // Copies per host memory kind (gpu_time/copy_kinds.rs).
+    r["modes"][0]["cupti"]["copies_by_host_memory"] = json!([
+        {"direction": "h2d", "host": "pageable", "recorded": 148, "recorded_us": 19800.0, "replayed_per_pass": 148.0,
+         "replayed_us": 15840.0, "error_pct": -20.0}]);
+    let text = report::text(&r);
+    assert!(
+        text.contains("            copies by host memory (CUPTI, per pass): h2d pageable: recorded 148 in 19800.0 us, replayed 148.0 in 15840.0 us (-20.0 %)\n"),
+        "{text}"
+    );
+    // Where the idle time inside a launch went (gpu_time/graph_launches.rs `gaps`).
+    r["modes"][0]["cupti"]["graph_launches"]["gaps"] = json!({"ops_per_launch": 294, "recorded_us": 107.5, "replayed_us": 205.0,
+        "transitions": [{"from": "memset", "to": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "count": 12,
+                         "recorded_us": 58.8, "replayed_us": 130.2}]});
+    assert_eq!(
+        lines(&r)[2],
+        "            idle inside a graph launch of 294 ops (per-position medians, summed): recorded 107.5 us, replayed 205.0 us; most changed: memset -> cudnn_generated_fort_native_sdpa_sm90_fl… (12x) 58.8 -> 130.2 us"
+    );
     // A recording whose gpu lines have no graph ids (tracer before them): said, no empty figures.
     r["modes"][0]["cupti"] = cupti(json!({"launches": 0, "span_us_median": null, "busy_us_median": null}));
     assert_eq!(
         lines(&r)[1],
         "            per graph launch (median): span 14.0 us, busy 13.5 us over 8 launches; recorded: no graph kernels with CUPTI's graph id (record with --gpu-timestamps)"
     );
+}
+
+#[test]
+fn in_context_durations_file() {
+    use replay::gpu_time::{Op, in_context};
+    let r = rec();
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let launches: Vec<usize> = (0..p.ops.len()).filter(|&i| matches!(p.ops[i].kind, plan::OpKind::Launch(_))).collect();
+    let copy = (0..p.ops.len()).find(|&i| matches!(p.ops[i].kind, plan::OpKind::Copy(_))).unwrap();
+    assert_eq!(launches.len(), 3);
+    // two passes: the three launches 1.0/2.0/4.0 µs, then 1.2/2.2/4.2 µs; the 64-byte copy 0.5 µs
+    let pass = |k: u64| {
+        let mut v: Vec<(usize, u64, u64, Op)> =
+            launches.iter().zip([1000, 2000, 4000]).map(|(&op, d)| (op, 10_000, 10_000 + d + k, Op::Kernel)).collect();
+        v.push((copy, 0, 500, Op::Memcpy));
+        v
+    };
+    let f = in_context::durations_file(&p, &[pass(0), pass(200)], Some("NVIDIA H200"));
+    assert_eq!(
+        f["kernels"],
+        json!([{"kernel": "k_pointers", "grid": [1, 1, 1], "block": [1, 1, 1], "shared_mem": 0, "count": 3,
+            "median_ns": 2000, "p10_ns": 1000, "p90_ns": 4200}])
+    );
+    // no copy model: only small copies ran
+    assert_eq!(f["copies"], json!([]));
+    assert_eq!((f["gpu"].as_str(), f["passes"].as_u64()), (Some("NVIDIA H200"), Some(2)));
+    // tracer reads it as a kernel-durations file
+    assert_eq!(f["format"], "tracer-kernel-durations");
+    assert_eq!(f["version"], 1);
 }

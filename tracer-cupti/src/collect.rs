@@ -50,7 +50,13 @@ pub struct Activity {
     pub bytes: u64,
     /// Copies: CUpti_ActivityMemcpyKind (1 HtoD, 2 DtoH, 8 DtoD, ...).
     pub copy_kind: u8,
+    /// Copies: CUpti_ActivityMemoryKind of the source and destination
+    /// (1 pageable, 2 pinned, 3 device, …: [`crate::wire::memory_kind_name`]).
+    pub src_kind: u8,
+    pub dst_kind: u8,
 }
+
+pub use crate::wire::memory_kind_name;
 
 impl Activity {
     /// A record of `op` on `stream` over `[start, end]`, every other field 0 / none.
@@ -69,6 +75,8 @@ impl Activity {
             shared_mem: 0,
             bytes: 0,
             copy_kind: 0,
+            src_kind: 0,
+            dst_kind: 0,
         }
     }
 }
@@ -221,7 +229,9 @@ pub fn activity(m: Msg, name: Option<Arc<str>>) -> Option<Activity> {
         Msg::Kernel { span, grid, block, shared_mem, .. } => {
             Activity { name, grid, block, shared_mem, ..blank(Op::Kernel, span) }
         }
-        Msg::Memcpy { span, bytes, copy_kind, .. } => Activity { bytes, copy_kind, ..blank(Op::Memcpy, span) },
+        Msg::Memcpy { span, bytes, copy_kind, src_kind, dst_kind, .. } => {
+            Activity { bytes, copy_kind, src_kind, dst_kind, ..blank(Op::Memcpy, span) }
+        }
         Msg::Memset { span, bytes, .. } => Activity { bytes, ..blank(Op::Memset, span) },
         _ => return None,
     })
@@ -254,6 +264,7 @@ mod tests {
         let c = activity(Msg::Memcpy { span, bytes: 4096, copy_kind: 2, src_kind: 1, dst_kind: 2, flags: 0 }, None)
             .unwrap();
         assert_eq!((c.op, c.bytes, c.copy_kind, c.name), (Op::Memcpy, 4096, 2, None));
+        assert_eq!((memory_kind_name(c.src_kind), memory_kind_name(c.dst_kind)), ("pageable", "pinned"));
         let s = activity(Msg::Memset { span, bytes: 64, value: 0, mem_kind: 3 }, None).unwrap();
         assert_eq!((s.op, s.bytes), (Op::Memset, 64));
         assert_eq!(activity(Msg::Error { text: "x".into() }, None), None);

@@ -391,6 +391,21 @@ impl StreamDecoder {
     }
 }
 
+/// CUpti_ActivityMemoryKind as a name: `pageable`, `pinned`, `device`,
+/// `array`, `managed`, `device_static`, `managed_static`, else `unknown`.
+pub fn memory_kind_name(k: u8) -> &'static str {
+    match k {
+        1 => "pageable",
+        2 => "pinned",
+        3 => "device",
+        4 => "array",
+        5 => "managed",
+        6 => "device_static",
+        7 => "managed_static",
+        _ => "unknown",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,7 +112,8 @@ fn fake_cupti_records_become_gpu_lines() {
             ),
             (
                 json!({"type":"gpu","op":"memcpy","name":"memcpy_htod","source":"cupti","tid":0,"device":0,"context_id":1,
-                       "stream_id":7,"stream":"0x0","correlation_id":43,"size":1048576,"direction":"h2d","duration_us":2.25}),
+                       "stream_id":7,"stream":"0x0","correlation_id":43,"size":1048576,"direction":"h2d","duration_us":2.25,
+                       "src_kind":"pageable","dst_kind":"device"}),
                 2250
             ),
             (

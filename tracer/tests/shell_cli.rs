@@ -20,6 +20,7 @@ const SUBCOMMANDS: &[&str] = &[
     "export",
     "calibrate",
     "compare",
+    "whatif",
     "completions",
     "man",
 ];

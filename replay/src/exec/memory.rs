@@ -27,6 +27,20 @@ pub struct Window {
     handle: Option<sys::CUmemGenericAllocationHandle>,
     #[serde(skip)]
     host_mmap: bool,
+    /// A device window allocated by `cuMemAlloc` (`--device-memory malloc`), freed by `cuMemFree`.
+    #[serde(skip)]
+    mem_alloc: bool,
+}
+
+/// How the device windows are made (`--device-memory`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeviceMemory {
+    /// Reserved at the recorded address and mapped (cuMemAddressReserve, cuMemCreate, cuMemMap)
+    #[default]
+    Vmm,
+    /// cuMemAlloc, as cudaMalloc and PyTorch's caching allocator get memory; placed where the
+    /// driver puts it, every pointer parameter relocated
+    Malloc,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -58,7 +72,13 @@ impl AddressMap {
         self.windows.sort_by_key(|w| w.recorded);
     }
 
-    pub fn build(ranges: &[AddrRange], dev: CUdevice, force_relocation: bool, fill: u8) -> Result<AddressMap> {
+    pub fn build(
+        ranges: &[AddrRange],
+        dev: CUdevice,
+        force_relocation: bool,
+        fill: u8,
+        how: DeviceMemory,
+    ) -> Result<AddressMap> {
         let mut m = AddressMap::default();
         // SAFETY: zeroed POD struct, then fields set as the API documents.
         let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
@@ -79,6 +99,25 @@ impl AddressMap {
         )?;
         m.granularity = g as u64;
         for (start, size) in crate::plan::memory::windows(ranges, g as u64) {
+            if how == DeviceMemory::Malloc {
+                let mut ptr: sys::CUdeviceptr = 0;
+                // SAFETY: valid out-pointer; the window is filled as below.
+                unsafe {
+                    ck(sys::cuMemAlloc_v2(&mut ptr, size as usize), &format!("cuMemAlloc({size})"))?;
+                    ck(sys::cuMemsetD8_v2(ptr, fill, size as usize), "cuMemsetD8")?;
+                }
+                m.windows.push(Window {
+                    recorded: start,
+                    actual: ptr,
+                    size,
+                    kind: "device",
+                    at_recorded_address: ptr == start,
+                    handle: None,
+                    host_mmap: false,
+                    mem_alloc: true,
+                });
+                continue;
+            }
             let hint = if force_relocation { 0 } else { start };
             let mut ptr: sys::CUdeviceptr = 0;
             // Alignment = the granularity: with 0 (the default) the H100 driver placed
@@ -113,6 +152,7 @@ impl AddressMap {
                 at_recorded_address: at,
                 handle: Some(h),
                 host_mmap: false,
+                mem_alloc: false,
             });
         }
         for r in ranges.iter().filter(|r| matches!(r.kind, RangeKind::HostPinned) && r.size > 0) {
@@ -139,6 +179,7 @@ impl AddressMap {
             at_recorded_address: recorded == actual,
             handle: None,
             host_mmap: false,
+            mem_alloc: false,
         });
         self.sort();
     }
@@ -215,6 +256,7 @@ fn host_window(r: &AddrRange, force_relocation: bool, notes: &mut Vec<String>) -
                     at_recorded_address: true,
                     handle: None,
                     host_mmap: true,
+                    mem_alloc: false,
                 });
             }
             // SAFETY: unmapping our own mapping.
@@ -242,6 +284,7 @@ fn host_window(r: &AddrRange, force_relocation: bool, notes: &mut Vec<String>) -
         at_recorded_address: false,
         handle: None,
         host_mmap: false,
+        mem_alloc: false,
     })
 }
 
@@ -254,6 +297,8 @@ impl Drop for AddressMap {
                     sys::cuMemUnmap(w.actual, w.size as usize);
                     sys::cuMemRelease(h);
                     sys::cuMemAddressFree(w.actual, w.size as usize);
+                } else if w.mem_alloc {
+                    sys::cuMemFree_v2(w.actual);
                 } else if w.host_mmap {
                     sys::cuMemHostUnregister(w.actual as *mut c_void);
                     libc::munmap(w.actual as *mut c_void, w.size as usize);
@@ -271,7 +316,16 @@ mod tests {
     use crate::recording::KernelLayout;
 
     fn w(recorded: u64, actual: u64, size: u64, kind: &'static str) -> Window {
-        Window { recorded, actual, size, kind, at_recorded_address: recorded == actual, handle: None, host_mmap: false }
+        Window {
+            recorded,
+            actual,
+            size,
+            kind,
+            at_recorded_address: recorded == actual,
+            handle: None,
+            host_mmap: false,
+            mem_alloc: false,
+        }
     }
 
     #[test]

@@ -104,6 +104,8 @@ pub struct SessionOpts {
     /// Run graph launches as separate launches of their work instead of
     /// rebuilt graphs (graph_execs.rs).
     pub expand_graphs: bool,
+    /// How the device windows are made (memory.rs).
+    pub device_memory: super::memory::DeviceMemory,
 }
 
 /// How a pass paces its submissions.
@@ -479,7 +481,7 @@ impl Session {
         let probes = probe_ops(plan, &opts.probes)?;
         let ctx = Context::new(device)?;
         // Memory first: before the images' own allocations can take the recorded addresses.
-        let mut map = AddressMap::build(&plan.ranges, ctx.dev, opts.force_relocation, opts.fill)?;
+        let mut map = AddressMap::build(&plan.ranges, ctx.dev, opts.force_relocation, opts.fill, opts.device_memory)?;
         let mut notes = map.notes.clone();
         let modules = load_images(rec, plan)?;
         map_globals(plan, &modules, &mut map, &mut notes)?;

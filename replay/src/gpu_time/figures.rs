@@ -86,6 +86,9 @@ pub fn mode_gpu(
             "kernels": t.kernels, "copies": t.copies, "sets": t.sets})).collect::<Vec<_>>(),
         "records_outside_passes": outside, "records_without_timestamp": no_ts, "dropped_by_cupti": taken.dropped,
     });
+    if gpu_lines && (totals.iter().any(|t| t.copies > 0) || rec.copies_ns > 0) {
+        json["copies_by_host_memory"] = super::copy_kinds::by_class(&rec.copy_lines, &passes);
+    }
     if let Some(sub) = sub {
         let expected = |op| sub.iter().filter(|s| s.kind == op).count();
         json["expected_per_pass"] =
@@ -95,6 +98,10 @@ pub fn mode_gpu(
         let replayed = super::graph_launches::replayed(plan, &matched);
         if let Some(g) = super::graph_launches::figures(&rec.graph_launches, &replayed) {
             json["graph_launches"] = g;
+            let rep_ops = super::graph_launches::replayed_ops(plan, &matched);
+            if let Some(gaps) = super::graph_launches::gaps(&rec.graph_launch_ops, &rep_ops, 6) {
+                json["graph_launches"]["gaps"] = gaps;
+            }
         }
     }
     ModeGpu { json, matched, last_links, passes, segments: None }

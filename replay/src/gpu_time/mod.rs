@@ -11,15 +11,17 @@
 //! - [`segments`]: per phase/iteration (the recording's markers);
 //! - [`timeline_file`]: the replayed pass as a tracer trace (`replay-timeline.jsonl`).
 
+pub mod copy_kinds;
 pub mod figures;
 pub mod graph_launches;
+pub mod in_context;
 pub mod matching;
 pub mod recorded;
 pub mod segments;
 pub mod timeline_file;
 
 use serde::Serialize;
-pub use tracer_cupti::collect::{Activity, Op};
+pub use tracer_cupti::collect::{Activity, Op, memory_kind_name};
 
 /// Time of a set of intervals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

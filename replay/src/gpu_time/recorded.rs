@@ -26,6 +26,12 @@ pub struct RecordedTime {
     /// gpu lines only: (span, busy) ns of each measured graph launch (graph_launches.rs).
     #[serde(skip)]
     pub graph_launches: Vec<(u64, u64)>,
+    /// gpu lines only: each measured graph launch's work by start (graph_launches.rs).
+    #[serde(skip)]
+    pub graph_launch_ops: Vec<super::graph_launches::LaunchOps>,
+    /// gpu lines only: the measured copies (copy_kinds.rs).
+    #[serde(skip)]
+    pub copy_lines: Vec<GpuActivity>,
 }
 
 impl RecordedTime {
@@ -57,6 +63,8 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
             source: "gpu_lines".into(),
             busy_ns: busy,
             graph_launches: super::graph_launches::recorded(&acts),
+            graph_launch_ops: super::graph_launches::recorded_ops(&acts),
+            copy_lines: acts.iter().filter(|g| g.op == "memcpy").map(|g| (*g).clone()).collect(),
             ..Default::default()
         };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;

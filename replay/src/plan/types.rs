@@ -122,6 +122,15 @@ impl Direction {
             _ => None,
         }
     }
+
+    /// The name [`Direction::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::H2d => "h2d",
+            Direction::D2h => "d2h",
+            Direction::D2d => "d2d",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -99,6 +99,9 @@ pub struct GpuActivity {
     pub correlation_id: u64,
     /// Kernels a graph launch ran: CUPTI's graph id (0 otherwise).
     pub graph_id: u64,
+    /// Copies: the memory kinds CUPTI saw (`pageable`, `pinned`, `device`, …), when recorded.
+    pub src_kind: Option<String>,
+    pub dst_kind: Option<String>,
 }
 
 impl GpuActivity {
@@ -267,6 +270,8 @@ impl Trace {
                     size: obj.get("size").and_then(|v| v.as_u64()).unwrap_or(0),
                     correlation_id: obj.get("correlation_id").and_then(|v| v.as_u64()).unwrap_or(0),
                     graph_id: obj.get("graph_id").and_then(|v| v.as_u64()).unwrap_or(0),
+                    src_kind: obj.get("src_kind").and_then(|v| v.as_str()).map(str::to_owned),
+                    dst_kind: obj.get("dst_kind").and_then(|v| v.as_str()).map(str::to_owned),
                 });
             }
             "marker" => self.markers.push(Marker {

@@ -339,6 +339,7 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
             for e in c["pairing_errors"].as_array().into_iter().flatten().take(2) {
                 let _ = writeln!(s, "            pairing: {}", e.as_str().unwrap_or(""));
             }
+            text_copy_kinds(s, &c["copies_by_host_memory"]);
             let g = &c["graph_launches"];
             if g.is_object() {
                 let recorded = if g["recorded"]["launches"].as_u64().unwrap_or(0) == 0 {
@@ -359,9 +360,67 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
                     f(&g["replayed"]["busy_us_median"]),
                     g["replayed"]["launches"],
                 );
+                text_graph_gaps(s, &g["gaps"]);
             }
         }
     }
+}
+
+/// Copies per direction and host memory kind as CUPTI saw them, recorded vs replayed (gpu_time/copy_kinds.rs).
+fn text_copy_kinds(s: &mut String, rows: &serde_json::Value) {
+    use std::fmt::Write;
+    let Some(rows) = rows.as_array().filter(|r| !r.is_empty()) else { return };
+    let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.1}"));
+    let cells: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let err = r["error_pct"].as_f64().map_or(String::new(), |e| format!(" ({e:+.1} %)"));
+            format!(
+                "{} {}: recorded {} in {} us, replayed {} in {} us{err}",
+                r["direction"].as_str().unwrap_or("?"),
+                r["host"].as_str().unwrap_or("?"),
+                r["recorded"],
+                f(&r["recorded_us"]),
+                f(&r["replayed_per_pass"]),
+                f(&r["replayed_us"])
+            )
+        })
+        .collect();
+    let _ = writeln!(s, "            copies by host memory (CUPTI, per pass): {}", cells.join("; "));
+}
+
+/// The idle time inside a graph launch, recorded vs replayed, and the transitions that changed most
+/// (gpu_time/graph_launches.rs `gaps`).
+fn text_graph_gaps(s: &mut String, g: &serde_json::Value) {
+    use std::fmt::Write;
+    let Some(rows) = g["transitions"].as_array() else { return };
+    let f = |v: &serde_json::Value| v.as_f64().map_or("?".into(), |x| format!("{x:.1}"));
+    let short = |v: &serde_json::Value| {
+        let t = v.as_str().unwrap_or("?");
+        if t.chars().count() > 40 { format!("{}…", t.chars().take(40).collect::<String>()) } else { t.to_string() }
+    };
+    let most: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} -> {} ({}x) {} -> {} us",
+                short(&r["from"]),
+                short(&r["to"]),
+                r["count"],
+                f(&r["recorded_us"]),
+                f(&r["replayed_us"])
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "            idle inside a graph launch of {} ops (per-position medians, summed): recorded {} us, replayed {} us; \
+         most changed: {}",
+        g["ops_per_launch"],
+        f(&g["recorded_us"]),
+        f(&g["replayed_us"]),
+        most.join("; ")
+    );
 }
 
 /// CUPTI's recorded vs replayed figures per family and segment (`me`: the report's "measured").
@@ -600,9 +659,5 @@ fn text_selection(sel: &serde_json::Value) -> String {
 }
 
 pub fn direction_name(d: Direction) -> &'static str {
-    match d {
-        Direction::H2d => "h2d",
-        Direction::D2h => "d2h",
-        Direction::D2d => "d2d",
-    }
+    d.as_str()
 }

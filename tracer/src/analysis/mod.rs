@@ -61,6 +61,7 @@ pub mod text_table;
 pub mod thread_states;
 pub mod timeline;
 pub mod verdict;
+pub mod whatif;
 
 /// One CPU slice: a driver call on a thread.
 #[derive(Clone, Debug, PartialEq)]

@@ -280,7 +280,7 @@ fn work_kind(k: Kind) -> WorkKind {
 
 /// What a call tells the timeline: a successful stream/event query is a
 /// synchronization point like cuStreamSynchronize / cuEventSynchronize.
-fn sync_kind(t: &Trace, c: &Call) -> Kind {
+pub(crate) fn sync_kind(t: &Trace, c: &Call) -> Kind {
     if c.query_done() {
         if t.name(c.func).starts_with("cuStreamQuery") {
             return Kind::StreamSync;

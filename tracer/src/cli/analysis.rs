@@ -178,6 +178,27 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct WhatifArgs {
+    /// Trace recorded with --gpu-timestamps on the GPU it ran on (a NAME.rec directory or a trace file).
+    pub trace: PathBuf,
+    /// The other GPU's kernel durations: replay's NAME.rec/sequence-durations.json or
+    /// kernel-durations.json written there, or `tracer calibrate` of a trace made there.
+    #[arg(long, value_name = "FILE")]
+    pub durations: PathBuf,
+    /// A trace of the same workload recorded with --gpu-timestamps on that GPU:
+    /// the prediction's error per figure and per kernel family.
+    #[arg(long, value_name = "TRACE")]
+    pub against: Option<PathBuf>,
+    /// Copies and sets timed by the file's copy model (default: as recorded;
+    /// their time is mostly the host's and the bus's).
+    #[arg(long)]
+    pub copy_model: bool,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// A kernel-durations file (`tracer calibrate`'s output).
 fn load_durations(path: &Path) -> anyhow::Result<Durations> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -220,6 +241,18 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
     if let Some(p) = &from_replay {
         eprintln!(
             "tracer: GPU timeline inferred with {} (replay --mode isolated); --timeline bound to ignore it",
+            p.display()
+        );
+    }
+    if let Some(p) = &o.durations
+        && o.timeline == TimelineArg::Auto
+        && !t.gpu.is_empty()
+        && t.gpu_windows.is_empty()
+    {
+        eprintln!(
+            "tracer: {} has a measured GPU timeline, which is used: --durations {} applies with --timeline inferred; \
+             `tracer whatif` re-times the run with another GPU's durations",
+            t.path,
             p.display()
         );
     }
@@ -439,6 +472,46 @@ pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
         print!("{}", compare::render(&ci, label));
         print!("{}", compare::render(&ce, &format!("{label}, work may start at the launch call's entry")));
         print!("{}", compare::render(&cb, "bound"));
+    }
+    Ok(())
+}
+
+/// A trace with its whole GPU timeline measured (gpu lines, not sampled), for `whatif`.
+fn load_measured(path: &Path, role: &str) -> anyhow::Result<crate::analysis::model::Trace> {
+    let t = load::load(path)?;
+    if t.gpu.is_empty() {
+        bail!(crate::error::UsageError(format!(
+            "{}: no measured GPU activity; {role} must be recorded with --gpu-timestamps",
+            path.display()
+        )));
+    }
+    if !t.gpu_windows.is_empty() {
+        bail!(crate::error::UsageError(format!(
+            "{}: recorded with --gpu-sample (GPU activity measured in {} window(s) only); {role} must be recorded \
+             with --gpu-timestamps without --gpu-sample",
+            path.display(),
+            t.gpu_windows.len()
+        )));
+    }
+    Ok(t)
+}
+
+pub fn whatif_cmd(a: &WhatifArgs) -> anyhow::Result<()> {
+    use crate::analysis::whatif;
+    let d = load_durations(&a.durations)?;
+    let t = load_measured(&a.trace, "the trace to predict from")?;
+    let p = whatif::predict(&t, &d, whatif::Options { copy_model: a.copy_model });
+    let against = a.against.as_deref().map(|p| load_measured(p, "the --against trace")).transpose()?;
+    let actual = against.as_ref().map(whatif::measured_figures);
+    let c = actual.as_ref().map(|f| whatif::compare(&p, f));
+    if a.json {
+        let v = serde_json::json!({"prediction": p, "measured": actual, "comparison": c});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let gpu = actual.as_ref().and_then(|f| f.gpu.clone());
+        let text = whatif::render(&p, c.as_ref(), gpu.as_deref());
+        let max = crate::analysis::text_table::MAX_COLUMNS;
+        print!("{}", crate::analysis::text_table::wrap(&text, max, 2));
     }
     Ok(())
 }

@@ -120,6 +120,13 @@ pub enum Command {
     Calibrate(crate::cli::analysis::CalibrateArgs),
     /// Compare the inferred and bound GPU timelines with the measured one.
     Compare(crate::cli::analysis::CompareArgs),
+    /// What-if on another GPU: TRACE's workload (recorded with --gpu-timestamps)
+    /// with another GPU's kernel durations (`replay TRACE.rec` run there):
+    /// iteration time, busy time and kernel families there; --against a
+    /// trace of the same workload measured there gives the errors.
+    #[command(after_help = "Examples:\n  tracer whatif h100.rec --durations h100.rec/sequence-durations.h200.json\n  \
+                      tracer whatif h100.rec --durations h200.json --against h200.jsonl\n\nMethod: docs/what-if.md")]
+    Whatif(crate::cli::analysis::WhatifArgs),
     /// Print a completion script for SHELL (e.g. `tracer completions bash >
     /// /etc/bash_completion.d/tracer`).
     Completions {

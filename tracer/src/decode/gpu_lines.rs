@@ -73,13 +73,16 @@ impl GpuLines {
                 }
                 Some(v)
             }
-            Msg::Memcpy { span, bytes, copy_kind: k, .. } => {
+            Msg::Memcpy { span, bytes, copy_kind: k, src_kind, dst_kind, .. } => {
                 let mut v = self.base(pid, "memcpy", &span)?;
                 self.memcpys += 1;
                 let (name, dir) = copy_kind(k);
                 v["name"] = json!(name);
                 v["size"] = json!(bytes);
                 v["direction"] = json!(dir);
+                // the memory kinds CUPTI saw: a host side `pageable` was staged by the driver
+                v["src_kind"] = json!(tracer_cupti::wire::memory_kind_name(src_kind));
+                v["dst_kind"] = json!(tracer_cupti::wire::memory_kind_name(dst_kind));
                 Some(v)
             }
             Msg::Memset { span, bytes, .. } => {
@@ -317,7 +320,7 @@ mod tests {
             lines,
             vec![
                 r#"{"block":[256,1,1],"context_id":1,"correlation_id":42,"device":0,"duration_us":4.5,"end_ts":5000004500,"grid":[80,1,1],"name":"_Z6vecAddPfS_S_i","op":"kernel","pid":100,"shared_mem":1024,"source":"cupti","stream":"0x555500001230","stream_id":13,"tid":0,"ts":5000000000,"type":"gpu"}"#,
-                r#"{"context_id":1,"correlation_id":43,"device":0,"direction":"h2d","duration_us":2.25,"end_ts":5000012250,"name":"memcpy_htod","op":"memcpy","pid":100,"size":1048576,"source":"cupti","stream":"0x0","stream_id":7,"tid":0,"ts":5000010000,"type":"gpu"}"#,
+                r#"{"context_id":1,"correlation_id":43,"device":0,"direction":"h2d","dst_kind":"device","duration_us":2.25,"end_ts":5000012250,"name":"memcpy_htod","op":"memcpy","pid":100,"size":1048576,"source":"cupti","src_kind":"pageable","stream":"0x0","stream_id":7,"tid":0,"ts":5000010000,"type":"gpu"}"#,
                 r#"{"context_id":1,"correlation_id":44,"device":0,"duration_us":0.001,"end_ts":5000020001,"name":"memset","op":"memset","pid":100,"size":64,"source":"cupti","stream":null,"stream_id":99,"tid":0,"ts":5000020000,"type":"gpu"}"#,
             ]
         );

@@ -1,0 +1,137 @@
+//! Copies by direction and host memory kind, recorded vs replayed, both as
+//! CUPTI saw them: its memcpy records say whether the host side was
+//! `pageable` (staged by the driver through its own pinned buffers: slower,
+//! and paced by the host) or `pinned` (DMA). Replay copies from and to host
+//! memory of the recorded kind (exec/session.rs); this table checks it did,
+//! copy class by copy class, and shows which class carries a copy-time error.
+//! A recording made before the gpu lines carried the kinds (`src_kind`,
+//! `dst_kind`) has its host kinds `not recorded`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Activity, Op};
+use crate::recording::GpuActivity;
+
+/// (direction, host memory kind) of a copy.
+type Class = (&'static str, String);
+
+fn direction(name: &str) -> &'static str {
+    match name {
+        "memcpy_htod" => "h2d",
+        "memcpy_dtoh" => "d2h",
+        "memcpy_dtod" => "d2d",
+        "memcpy_htoh" => "h2h",
+        "memcpy_ptop" => "peer",
+        _ => "other",
+    }
+}
+
+/// The host side's kind for a direction: the source of h2d, the destination of d2h.
+fn host_kind(dir: &str, src: Option<&str>, dst: Option<&str>) -> String {
+    let k = match dir {
+        "h2d" => src,
+        "d2h" => dst,
+        "d2d" | "peer" => Some("device"),
+        _ => src,
+    };
+    k.unwrap_or("not recorded").to_string()
+}
+
+fn activity_direction(copy_kind: u8) -> &'static str {
+    // CUpti_ActivityMemcpyKind
+    match copy_kind {
+        1 => "h2d",
+        2 => "d2h",
+        8 => "d2d",
+        9 => "h2h",
+        10 => "peer",
+        _ => "other",
+    }
+}
+
+/// Per class: recorded copies and µs; replayed copies and µs per pass (the
+/// mean over `passes`), and the error of the replayed time. Rows by recorded
+/// time, largest first.
+pub fn by_class(recorded: &[GpuActivity], passes: &[Vec<Activity>]) -> Value {
+    let mut rows: BTreeMap<Class, (u64, u64, u64, u64)> = BTreeMap::new();
+    for g in recorded.iter().filter(|g| g.op == "memcpy") {
+        let dir = direction(g.name.as_deref().unwrap_or(""));
+        let e = rows.entry((dir, host_kind(dir, g.src_kind.as_deref(), g.dst_kind.as_deref()))).or_default();
+        e.0 += 1;
+        e.1 += g.end_ts - g.ts;
+    }
+    for a in passes.iter().flatten().filter(|a| a.op == Op::Memcpy) {
+        let dir = activity_direction(a.copy_kind);
+        let (s, d) = (crate::gpu_time::memory_kind_name(a.src_kind), crate::gpu_time::memory_kind_name(a.dst_kind));
+        let e = rows.entry((dir, host_kind(dir, Some(s), Some(d)))).or_default();
+        e.2 += 1;
+        e.3 += a.end - a.start;
+    }
+    let n = passes.len().max(1) as f64;
+    let mut v: Vec<(Class, (u64, u64, u64, u64))> = rows.into_iter().collect();
+    v.sort_by_key(|(k, r)| (std::cmp::Reverse(r.1), k.clone()));
+    Value::Array(
+        v.into_iter()
+            .map(|((dir, kind), (rn, rns, pn, pns))| {
+                let rep_us = pns as f64 / n / 1e3;
+                json!({"direction": dir, "host": kind, "recorded": rn, "recorded_us": rns as f64 / 1e3,
+                    "replayed_per_pass": pn as f64 / n, "replayed_us": rep_us,
+                    "error_pct": super::error_pct(rep_us, rns as f64 / 1e3)})
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(name: &str, ts: u64, end: u64, src: Option<&str>, dst: Option<&str>) -> GpuActivity {
+        GpuActivity {
+            line: 0,
+            ts,
+            end_ts: end,
+            pid: 1,
+            op: "memcpy".into(),
+            name: Some(name.into()),
+            stream_id: 7,
+            size: 4096,
+            correlation_id: 0,
+            graph_id: 0,
+            src_kind: src.map(str::to_owned),
+            dst_kind: dst.map(str::to_owned),
+        }
+    }
+
+    fn rep(copy_kind: u8, src: u8, dst: u8, start: u64, end: u64) -> Activity {
+        Activity { copy_kind, src_kind: src, dst_kind: dst, ..Activity::new(Op::Memcpy, start, end, 7) }
+    }
+
+    #[test]
+    fn classes_recorded_and_replayed() {
+        let r = [
+            rec("memcpy_htod", 0, 10_000, Some("pageable"), Some("device")),
+            rec("memcpy_htod", 20_000, 30_000, Some("pageable"), Some("device")),
+            rec("memcpy_dtoh", 40_000, 42_000, Some("device"), Some("pinned")),
+            rec("memcpy_dtoh", 50_000, 51_000, None, None), // an older recording's line
+        ];
+        // two passes: the h2d copies from pageable memory 8 µs each; the d2h one replayed from pageable memory
+        let pass = || vec![rep(1, 1, 3, 0, 8_000), rep(1, 1, 3, 10_000, 18_000), rep(2, 3, 1, 20_000, 23_000)];
+        let v = by_class(&r, &[pass(), pass()]);
+        assert_eq!(
+            v,
+            json!([
+                {"direction": "h2d", "host": "pageable", "recorded": 2, "recorded_us": 20.0, "replayed_per_pass": 2.0,
+                 "replayed_us": 16.0, "error_pct": -20.0},
+                {"direction": "d2h", "host": "pinned", "recorded": 1, "recorded_us": 2.0, "replayed_per_pass": 0.0,
+                 "replayed_us": 0.0, "error_pct": -100.0},
+                {"direction": "d2h", "host": "not recorded", "recorded": 1, "recorded_us": 1.0, "replayed_per_pass": 0.0,
+                 "replayed_us": 0.0, "error_pct": -100.0},
+                {"direction": "d2h", "host": "pageable", "recorded": 0, "recorded_us": 0.0, "replayed_per_pass": 1.0,
+                 "replayed_us": 3.0, "error_pct": null}
+            ])
+        );
+    }
+}
