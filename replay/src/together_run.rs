@@ -350,7 +350,14 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         }
     };
     let opts =
-        SessionOpts { force_relocation: false, fill: 0, probes: vec![], pinned_copies: false, expand_graphs: false };
+        SessionOpts {
+            force_relocation: false,
+            fill: 0,
+            probes: vec![],
+            pinned_copies: false,
+            expand_graphs: false,
+            device_memory: Default::default(),
+        };
     let s = Session::new(&rec, &p, a.device, &opts)?;
     // Every tenant's images loaded before any runs: one without code for this GPU stops all here.
     say(json!({"loaded": true}));
