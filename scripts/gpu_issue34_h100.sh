@@ -8,8 +8,8 @@ OUT=${OUT:-/tmp/out34}
 mkdir -p "$OUT"
 SKIP_SELF=1 OUT=$OUT bash scripts/gpu_whatif.sh h100 > "$OUT/whatif_h100.txt" 2>&1
 echo "what-if h100 part: exit $?"; tail -n 6 "$OUT/whatif_h100.txt"
-mkdir -p /tmp/coloc
-ROUNDS=${ROUNDS:-4} BUDGET_S=${BUDGET_S:-360} OUT=/tmp/coloc bash scripts/gpu_colocation.sh > /tmp/coloc/stdout.txt 2>&1
+mkdir -p /tmp/coloc-out
+ROUNDS=${ROUNDS:-4} BUDGET_S=${BUDGET_S:-360} OUT=/tmp/coloc-out bash scripts/gpu_colocation.sh > /tmp/coloc-out/stdout.txt 2>&1
 echo "colocation: exit $?"
-tar -czf "$OUT/colocation.tgz" -C /tmp coloc
-tail -n 40 /tmp/coloc/stdout.txt
+tar -czf "$OUT/colocation.tgz" -C /tmp coloc-out
+tail -n 40 /tmp/coloc-out/stdout.txt
