@@ -23,7 +23,7 @@
 # together_PAIR.json (replay's report), plan_PAIR.txt, NAME.trace.jsonl.gz
 # and NAME.manifest.json of each recording, colocation_table.txt. A failed
 # step is logged and the others go on; the table is printed last.
-# ROUNDS (default 6) and BUDGET_S (default 520: the seconds after which no
+# PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS (default 6) and BUDGET_S (default 520: the seconds after which no
 # new step starts) can be set in the environment; REAL_TRACED=1 runs each
 # pair's real harness under `tracer record --gpu-timestamps` (CUPTI in both
 # workloads: real_PAIR.jsonl.zst, for `tracer gaps`/`report` of the real
@@ -35,6 +35,8 @@ R=$(realpath .device-bin/replay)
 OUT=${OUT:-/tmp/coloc-out}
 ROUNDS=${ROUNDS:-6}
 BUDGET_S=${BUDGET_S:-520}
+# Which pairs (a+b, space-separated), in this order.
+PAIRS=${PAIRS:-gen+batch launch+gen batch+gemm}
 W=/tmp/coloc
 rm -rf "$W"
 mkdir -p "$OUT" "$W"
@@ -100,19 +102,15 @@ pair() { # $1 $2: kinds
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv
     echo "python: $PY; rounds: $ROUNDS; budget: $BUDGET_S s"
     echo "## 1. recordings"
-    for k in gen batch gemm launch; do record "$k"; done
+    for k in $(echo "$PAIRS" | tr '+ ' '\n\n' | sort -u); do record "$k"; done
     echo "## 2. pairs: real, then replayed"
-    pair gen batch
-    pair launch gen
-    pair batch gemm
+    for p in $PAIRS; do pair "${p%+*}" "${p#*+}"; done
     echo "## 3. table (after ${SECONDS} s)"
 } > "$log" 2>&1
 
-"$PY" "$ROOT/scripts/colocation_table.py" \
-    --pair gen+batch "$OUT/real_gen+batch.json" "$OUT/together_gen+batch.json" \
-    --pair launch+gen "$OUT/real_launch+gen.json" "$OUT/together_launch+gen.json" \
-    --pair batch+gemm "$OUT/real_batch+gemm.json" "$OUT/together_batch+gemm.json" \
-    > "$OUT/colocation_table.txt" 2>> "$log"
+args=()
+for p in $PAIRS; do args+=(--pair "$p" "$OUT/real_$p.json" "$OUT/together_$p.json"); done
+"$PY" "$ROOT/scripts/colocation_table.py" "${args[@]}" > "$OUT/colocation_table.txt" 2>> "$log"
 grep -E "^###|exit|error|Error" "$log" | tail -40
 echo "--- replay's own tables"
 awk '/alone ms/ {p = 1} p {print} /^report:/ {p = 0}' "$log"

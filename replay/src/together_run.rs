@@ -349,15 +349,14 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
             Err(e) => (None, Some(format!("{}: no GPU busy time (CUPTI: {e})", a.recording.display()))),
         }
     };
-    let opts =
-        SessionOpts {
-            force_relocation: false,
-            fill: 0,
-            probes: vec![],
-            pinned_copies: false,
-            expand_graphs: false,
-            device_memory: Default::default(),
-        };
+    let opts = SessionOpts {
+        force_relocation: false,
+        fill: 0,
+        probes: vec![],
+        pinned_copies: false,
+        expand_graphs: false,
+        device_memory: Default::default(),
+    };
     let s = Session::new(&rec, &p, a.device, &opts)?;
     // Every tenant's images loaded before any runs: one without code for this GPU stops all here.
     say(json!({"loaded": true}));

@@ -377,7 +377,7 @@ fn thread_states_of_a_recording_in_perfetto() {
         "--format",
         "perfetto",
         "--pid",
-        "14219",
+        "20421",
         "-o",
         p.to_str().unwrap(),
     ]);
@@ -398,26 +398,26 @@ fn thread_states_of_a_recording_in_perfetto() {
     };
     let s = |n: &str, d: f64| (n.to_string(), d);
     assert_eq!(
-        slices(&track("thread state (tid 14219)")),
+        slices(&track("thread state (tid 20421)")),
         vec![
-            s("blocked: openat", 309.623),
-            s("runnable: wake-up latency", 38.863),
-            s("blocked: clock_nanosleep", 80100.788),
-            s("runnable: wake-up latency", 30.675),
-            s("unknown", 2216.754),
-            s("runnable: yielded, behind kworker/1:2 (pid 29617)", 21.702),
-            s("blocked: read (pipe)", 80175.839),
-            s("runnable: behind pipewriter (pid 14219)", 91.345),
-            s("runnable: yielded, behind cpuhog (pid 14242)", 80356.737),
+            s("blocked: openat", 357.479),
+            s("runnable: wake-up latency", 51.647),
+            s("blocked: mmap", 3.295),
+            s("runnable: wake-up latency", 47.56),
+            s("blocked: clock_nanosleep", 80103.631),
+            s("runnable: wake-up latency", 22.614),
+            s("blocked: read (pipe)", 80139.505),
+            s("runnable: behind pipewriter (pid 20421)", 78.055),
+            s("runnable: preempted by cpuhog (pid 20425)", 80301.254),
         ]
     );
     assert_eq!(
-        slices(&track("thread state (tid 14241)")),
-        vec![s("blocked: clock_nanosleep", 80086.556), s("runnable: wake-up latency", 28.723)]
+        slices(&track("thread state (tid 20424)")),
+        vec![s("blocked: clock_nanosleep", 80078.955), s("runnable: wake-up latency", 18.858)]
     );
     let read = evs.iter().find(|x| x["name"] == "blocked: read (pipe)").unwrap();
-    assert_eq!(read["args"]["waker"], serde_json::json!({"pid": 14219, "tid": 14241, "comm": "pipewriter"}));
+    assert_eq!(read["args"]["waker"], serde_json::json!({"pid": 20421, "tid": 20424, "comm": "pipewriter"}));
     // the writer thread's track is named in the process
-    assert!(evs.iter().any(|x| x["ph"] == "M" && x["tid"] == 14241 && x["args"]["name"] == "thread 14241"));
+    assert!(evs.iter().any(|x| x["ph"] == "M" && x["tid"] == 20424 && x["args"]["name"] == "thread 20424"));
     std::fs::remove_file(&p).ok();
 }

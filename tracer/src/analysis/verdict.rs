@@ -120,7 +120,15 @@ pub struct PhaseVerdict {
     pub evidence: String,
     /// What to try, one line.
     pub try_next: String,
+    /// What the launching thread did in the phase's idle gaps of at least
+    /// [`OS_GAP_NS`] (scheduler events; None when the trace has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_os: Option<super::thread_states::OsSplit>,
 }
+
+/// Idle gaps at least this long are split by the launching thread's states
+/// (as `tracer gaps`' default threshold).
+pub const OS_GAP_NS: u64 = 100_000;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Verdict {
@@ -198,6 +206,16 @@ pub fn judge(t: &Trace, tl: &Timeline, r: &Report) -> Option<Verdict> {
                 split,
             };
             let (bound, evidence, try_next) = v.judge();
+            let idle_os = t.sched.recorded.then(|| {
+                let mut sum = super::thread_states::OsSplit::default();
+                for &(ga, gb) in gaps.iter().filter(|g| g.1 - g.0 >= OS_GAP_NS) {
+                    if let Some(id) = super::thread_states::gap_thread(t, &pids, ga) {
+                        sum.add(&super::thread_states::split(t, id, ga, gb));
+                    }
+                }
+                sum.thread = None;
+                sum
+            });
             PhaseVerdict {
                 phase: p.name.clone(),
                 start: a,
@@ -215,6 +233,7 @@ pub fn judge(t: &Trace, tl: &Timeline, r: &Report) -> Option<Verdict> {
                 idle_split: v.split,
                 evidence,
                 try_next,
+                idle_os,
             }
         })
         .collect();
@@ -379,6 +398,15 @@ pub fn render(v: &Verdict, out: &mut String) {
         // continuation lines under the verdict column
         out.push_str(&wrap(&line, MAX_COLUMNS, w + tw + 4));
         if p.bound != Bound::Idle {
+            if let Some(os) = p.idle_os.as_ref().filter(|o| o.total_ns > 0) {
+                let line = format!(
+                    "  {:<w$}  {:>tw$}  while idle ≥ 100 µs, the launching thread was: {}\n",
+                    "",
+                    "",
+                    os.sentence(4)
+                );
+                out.push_str(&wrap(&line, MAX_COLUMNS, 5));
+            }
             let line = format!("  {:<w$}  {:>tw$}  try: {}\n", "", "", p.try_next);
             out.push_str(&wrap(&line, MAX_COLUMNS, 5));
         }
