@@ -59,6 +59,33 @@ struct Child_ {
     stdout: BufReader<ChildStdout>,
 }
 
+/// Seconds since the epoch of the last answer any tenant gave; the watchdog
+/// kills every tenant when none answers for longer than its limit (a tenant
+/// stuck in a GPU pass would otherwise hang the parent's read for ever).
+static LAST_ANSWER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Kills the tenants (by pid) once no answer came for `limit_s` seconds.
+fn watchdog(pids: Vec<u32>, limit_s: u64) {
+    LAST_ANSWER.store(now_s(), std::sync::atomic::Ordering::Relaxed);
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if now_s().saturating_sub(LAST_ANSWER.load(std::sync::atomic::Ordering::Relaxed)) > limit_s {
+                eprintln!("replay: no tenant answered for {limit_s} s: stopping them");
+                for p in &pids {
+                    // SAFETY: kill(2) on our own children's pids.
+                    unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+                }
+                return;
+            }
+        }
+    });
+}
+
 impl Child_ {
     fn send(&mut self, line: &str) -> Result<()> {
         writeln!(self.stdin, "{line}")
@@ -68,6 +95,7 @@ impl Child_ {
     fn answer(&mut self) -> Result<Value> {
         let mut l = String::new();
         let n = self.stdout.read_line(&mut l).with_context(|| format!("{}: tenant's answer", self.recording))?;
+        LAST_ANSWER.store(now_s(), std::sync::atomic::Ordering::Relaxed);
         if n == 0 {
             bail!("{}: the tenant exited (its errors above)", self.recording);
         }
@@ -150,10 +178,24 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     let cap = device_capacity(a.device)?;
     let tp = together::plan(tenants, Some(cap), a.rounds, model)?;
     eprint!("{}", tp.text());
-    let mut kids = Vec::new();
+    let mut kids: Vec<Child_> = Vec::new();
     for r in &a.recordings {
-        kids.push(spawn(a, r)?);
+        match spawn(a, r) {
+            Ok(k) => kids.push(k),
+            Err(e) => {
+                // None left running.
+                for k in kids.iter_mut() {
+                    let _ = k.child.kill();
+                    let _ = k.child.wait();
+                }
+                return Err(e);
+            }
+        }
     }
+    // The longest a tenant may take to answer: loading its images, then its passes
+    // (a few times its recorded span each), with a wide margin.
+    let span_s = tp.tenants.iter().map(|t| t.paced_span_ns).max().unwrap_or(0) / 1_000_000_000;
+    watchdog(kids.iter().map(|k| k.child.id()).collect(), 600 + 20 * span_s);
     let result = drive(a, &tp, &mut kids);
     for k in kids.iter_mut() {
         let _ = k.send("quit");
@@ -214,6 +256,14 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
         let c = if v.get("checks").is_some() { &v["checks"] } else { &v["first_checks"] };
         c["identical"] == c["checked"]
     });
+    let checked: u64 = ready
+        .iter()
+        .chain(raw.iter())
+        .map(|v| {
+            let c = if v.get("checks").is_some() { &v["checks"] } else { &v["first_checks"] };
+            c["checked"].as_u64().unwrap_or(0)
+        })
+        .sum();
     if meter.is_some() {
         notes.push("energy: NVML's counter read before and after each run: its update period (tens of ms) bounds the error of a run's figure".into());
     }
@@ -234,7 +284,17 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
     let path = a.report.clone().unwrap_or_else(|| PathBuf::from("together-report.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&out)? + "\n")
         .with_context(|| format!("{}: cannot write", path.display()))?;
-    print!("{}", table(tp, &slow, &gpu, identical));
+    print!(
+        "{}",
+        table(tp, &slow, &gpu, identical).replace(
+            "outputs: identical bit for bit",
+            if checked == 0 {
+                "outputs: none compared (no device-to-host copies recorded)"
+            } else {
+                "outputs: identical bit for bit"
+            },
+        )
+    );
     for n in &notes {
         println!("note: {n}");
     }
@@ -367,7 +427,13 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         Some(other) => bail!("expected start from the parent, got {other:?}"),
     }
     let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
-    let gaps = together::pacing::host_gaps(&p.ops);
+    let mut gaps = together::pacing::host_gaps(&p.ops);
+    // The measured phase starts at `go`: no wait for the gap before its first op
+    // (a constant in every pass would dilute the slowdowns; the plan's span
+    // counts from the phase's first op too).
+    if let Some(g) = gaps.get_mut(phase.ops.start) {
+        g.ns = 0;
+    }
     let (_, _, first) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
     s.reset_memory()?;
     s.pass_ops(0..phase.ops.start, None, None).context("warm-up pass")?;

@@ -222,7 +222,9 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     };
     let comm = unsafe { bpf_probe_read_kernel((next + global(&TASK_COMM_OFF)) as *const [u8; COMM_CAP]) }
         .unwrap_or([0; COMM_CAP]);
-    if next_traced {
+    // A waiting thread switched in (its process may have left the traced set
+    // meanwhile: looked up whenever this CPU is watched).
+    if next_traced || watching(cpu) {
         watch_running(next_tid);
     }
     if prev_traced && state & 0xff == 0 {
@@ -266,7 +268,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     }
     let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
     let comm = unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
-    if next_tgid.is_some() {
+    if next_tgid.is_some() || watching(cpu) {
         watch_running(next_tid);
     }
     if prev_traced && state & 0xff == 0 {

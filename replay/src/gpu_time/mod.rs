@@ -43,7 +43,8 @@ pub struct Totals {
 pub fn union_ns(iv: &mut [(u64, u64)]) -> u64 {
     iv.sort_unstable();
     let (mut busy, mut cur): (u64, Option<(u64, u64)>) = (0, None);
-    for &(s, e) in iv.iter() {
+    // An interval that ends before it starts (an incomplete activity record) is none.
+    for &(s, e) in iv.iter().filter(|x| x.1 >= x.0) {
         cur = match cur {
             Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
             Some((cs, ce)) => {
@@ -53,7 +54,7 @@ pub fn union_ns(iv: &mut [(u64, u64)]) -> u64 {
             None => Some((s, e)),
         };
     }
-    busy + cur.map_or(0, |(s, e)| e - s)
+    busy + cur.map_or(0, |(s, e)| e.saturating_sub(s))
 }
 
 impl Totals {

@@ -94,7 +94,8 @@ pub fn slowdowns(n: usize, runs: &[RunResult]) -> Vec<Slowdown> {
                 slowdown,
                 alone_spread_pct,
                 together_spread_pct: spread_pct(&together),
-                above_noise: 100.0 * (slowdown - 1.0).abs() > alone_spread_pct,
+                // With one alone pass there is no spread to compare with.
+                above_noise: alone.len() >= 2 && 100.0 * (slowdown - 1.0).abs() > alone_spread_pct,
                 alone_ms: alone,
                 together_ms: together,
             }

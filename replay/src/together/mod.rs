@@ -186,6 +186,13 @@ pub fn plan(
         bail!("--rounds must be at least 1");
     }
     check_drivers(&tenants)?;
+    if let Some(t) = tenants.iter().find(|t| t.work_ops == 0) {
+        bail!(
+            "{}: its measured phase ({}) has no GPU work to replay together: choose another with --phase",
+            t.recording,
+            t.phase.label.as_deref().unwrap_or("the whole recording")
+        );
+    }
     let memory_bytes: u64 = tenants.iter().map(|t| t.memory_bytes).sum();
     if let Some(c) = &capacity
         && memory_bytes > c.bytes

@@ -65,7 +65,8 @@ pub struct Prediction {
 pub fn merge(iv: &mut [(u64, u64)], join_ns: u64) -> Vec<(u64, u64)> {
     iv.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::new();
-    for &(s, e) in iv.iter() {
+    // An interval that ends before it starts (an incomplete record) is none.
+    for &(s, e) in iv.iter().filter(|x| x.1 >= x.0) {
         match out.last_mut() {
             Some(l) if s <= l.1.saturating_add(join_ns) => l.1 = l.1.max(e),
             _ => out.push((s, e)),
@@ -81,9 +82,9 @@ pub fn predict(busy: &[&[(u64, u64)]], m: &Model) -> Vec<Prediction> {
         .iter()
         .zip(&bursts)
         .map(|(raw, b)| {
-            let busy_ns: u64 = raw.iter().map(|x| x.1 - x.0).sum();
+            let busy_ns: u64 = raw.iter().map(|x| x.1.saturating_sub(x.0)).sum();
             let span_ns = match (raw.first(), raw.last()) {
-                (Some(f), Some(l)) => l.1 - f.0,
+                (Some(f), Some(l)) => l.1.saturating_sub(f.0),
                 _ => 0,
             };
             let len: Vec<u64> = b.iter().map(|x| x.1 - x.0).collect();

@@ -104,7 +104,11 @@ impl OsSplit {
 /// `blocked in read (pipe)`.
 fn blocked_phrase(k: &str) -> String {
     let call = k.split(' ').next().unwrap_or(k);
-    if matches!(call, "nanosleep" | "clock_nanosleep") { format!("asleep in {k}") } else { format!("blocked in {k}") }
+    match call {
+        "nanosleep" | "clock_nanosleep" => format!("asleep in {k}"),
+        "stopped" => "stopped (a signal or a debugger)".into(),
+        _ => format!("blocked in {k}"),
+    }
 }
 
 /// The thread whose submission ends the gap [a, b): the first GPU work call
@@ -191,7 +195,9 @@ pub fn split(t: &Trace, id: ThreadId, a: u64, b: u64) -> OsSplit {
     }
     s.unknown_ns += overlap(&lost, a, b);
     // The rest of the gap, outside the pieces and the loss windows: on CPU.
-    s.on_cpu_ns = s.total_ns - s.unknown_ns - s.blocked_ns - s.runnable_ns - s.page_fault_ns;
+    // (Overlapping intervals are clipped when the trace is read, model/sched.rs:
+    // the parts never exceed the whole.)
+    s.on_cpu_ns = s.total_ns.saturating_sub(s.unknown_ns + s.blocked_ns + s.runnable_ns + s.page_fault_ns);
     s
 }
 

@@ -159,6 +159,20 @@ fn comm(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..n]).into_owned()
 }
 
+/// The cause an interval is named by: the system call it blocked in,
+/// `page_fault` (blocked outside one), `stopped` (a stopped or traced task),
+/// `blocked`, or `runnable`.
+fn off_name(o: &Off) -> String {
+    let blocked = o.prev_state & 0xff != 0;
+    match (blocked, o.syscall) {
+        (false, _) => "runnable".to_string(),
+        (true, _) if o.prev_state & 0x0c != 0 => "stopped".to_string(),
+        (true, Some(nr)) if nr >= 0 => syscall_name(nr),
+        (true, Some(_)) => "page_fault".to_string(),
+        (true, None) => "blocked".to_string(),
+    }
+}
+
 fn line(ts: u64, pid: u32, tid: u32, op: &str, name: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("ts".into(), json!(ts));
@@ -206,7 +220,7 @@ impl SchedTracker {
             _ => {}
         }
         if c.next.is_none_or(|n| hdr.seq >= n) {
-            c.next = Some(hdr.seq + 1);
+            c.next = Some(hdr.seq.saturating_add(1));
             c.last_ts = hdr.ts;
         }
         let horizon = c.next.unwrap_or(0).saturating_sub(LATE_RECORDS);
@@ -223,22 +237,60 @@ impl SchedTracker {
             l.insert("records".into(), json!(m.hi - m.lo));
             out(Value::Object(l));
             self.lost_windows += 1;
-            let threads: Vec<u32> = self.threads.keys().copied().collect();
+            let mut threads: Vec<u32> = self.threads.keys().copied().collect();
+            threads.sort_unstable();
             for t in threads {
-                self.taint(t);
+                self.taint(t, m.from, m.to, out);
             }
         }
     }
 
-    /// The thread's current interval ends unknown: written so up to now
-    /// (the last time seen), and unknown until its next event.
-    fn taint(&mut self, tid: u32) {
+    /// A loss in [from, to): a thread whose current state began before `to`
+    /// may have missed a switch there. What it did before `from` stays as
+    /// known (an off-CPU interval is written up to `from`, marked `cut`); from
+    /// `from` (or its state's start, if later) to its next event is unknown.
+    fn taint(&mut self, tid: u32, from: u64, to: u64, out: &mut impl FnMut(Value)) {
         let Some((pid, st)) = self.threads.get(&tid).cloned() else { return };
-        let since = match st {
-            State::On { since } | State::Unknown { since } => since,
+        let since = match &st {
+            State::On { since } | State::Unknown { since } => *since,
             State::Off(o) => o.start,
         };
+        if since >= to {
+            return;
+        }
+        if let State::Off(o) = &st
+            && o.start < from
+        {
+            self.cut_line(pid, tid, o, from, out);
+        }
+        let since = match st {
+            State::Unknown { since } => since,
+            _ => since.max(from),
+        };
         self.threads.insert(tid, (pid, State::Unknown { since }));
+    }
+
+    /// An off-CPU interval known up to `end` (a loss follows): its cause, `cut`.
+    fn cut_line(&mut self, pid: u32, tid: u32, o: &Off, end: u64, out: &mut impl FnMut(Value)) {
+        let blocked = o.prev_state & 0xff != 0;
+        let mut m = line(o.start, pid, tid, "off_cpu", &off_name(o));
+        m.insert("end_ts".into(), json!(end));
+        m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+        m.insert("cpu".into(), json!(o.cpu));
+        if let (true, Some(f)) = (blocked, &o.file) {
+            m.insert("file".into(), json!(f));
+        }
+        let ready = match (&o.woken, blocked) {
+            (_, false) => Some(o.start),
+            (Some((w, _)), true) => Some((*w).clamp(o.start, end)),
+            (None, true) => None,
+        };
+        if let Some(r) = ready {
+            m.insert("runnable_ns".into(), json!(end - r));
+        }
+        m.insert("cut".into(), json!(true));
+        self.off_cpu_lines += 1;
+        out(Value::Object(m));
     }
 
     fn unknown(&mut self, pid: u32, tid: u32, from: u64, to: u64, out: &mut impl FnMut(Value)) {
@@ -313,6 +365,8 @@ impl SchedTracker {
         }
         if r.flags & sched_flags::NEXT_TRACED != 0 {
             let (pid, tid) = (r.next_tgid, r.next_tid);
+            // A running task is not the dead one of a reused tid.
+            self.exited.remove(&tid);
             let behind = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
             match self.threads.get(&tid).map(|(_, s)| s.clone()) {
                 None => self.first(pid, tid, ts, out),
@@ -358,12 +412,7 @@ impl SchedTracker {
         // never an interval that ends before it starts.
         let end = end.max(o.start);
         let blocked = o.prev_state & 0xff != 0;
-        let name = match (blocked, o.syscall) {
-            (false, _) => "runnable".to_string(),
-            (true, Some(nr)) if nr >= 0 => syscall_name(nr),
-            (true, Some(_)) => "page_fault".to_string(),
-            (true, None) => "blocked".to_string(),
-        };
+        let name = off_name(o);
         let mut m = line(o.start, pid, tid, "off_cpu", &name);
         m.insert("end_ts".into(), json!(end));
         m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
@@ -448,12 +497,7 @@ impl SchedTracker {
             match st {
                 State::Off(o) if end > o.start => {
                     let blocked = o.prev_state & 0xff != 0;
-                    let name = match (blocked, o.syscall) {
-                        (false, _) => "runnable".to_string(),
-                        (true, Some(nr)) if nr >= 0 => syscall_name(nr),
-                        (true, Some(_)) => "page_fault".to_string(),
-                        (true, None) => "blocked".to_string(),
-                    };
+                    let name = off_name(&o);
                     let mut m = line(o.start, pid, tid, "off_cpu", &name);
                     m.insert("end_ts".into(), json!(end));
                     m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
@@ -637,6 +681,50 @@ mod tests {
         let v = run(&mut t, &recs);
         assert_eq!(v.iter().filter(|l| l["op"] == "lost").count(), 1);
         assert!(v.iter().any(|l| l["name"] == "unknown"), "the current interval became unknown: {v:?}");
+    }
+
+    #[test]
+    fn a_loss_makes_unknown_only_what_it_may_have_changed() {
+        // Thread 10 blocked in read from 1000; a loss on CPU 1 in [5000, 6000): the read
+        // is known to 5000 (written, `cut`), unknown from there to its next event (9000).
+        let mut t = tracker();
+        let mut v = vec![];
+        t.switch(&out(0, 1, 1_000, 1, 0, (0, "swapper/0")), &mut |l| v.push(l));
+        t.report_lost(1, &[Missing { lo: 3, hi: 5, from: 5_000, to: 6_000 }], &mut |l| v.push(l));
+        t.switch(&into(0, 2, 9_000, (5, "x")), &mut |l| v.push(l));
+        let off: Vec<(&str, u64, u64, bool)> = v
+            .iter()
+            .filter(|l| l["op"] == "off_cpu")
+            .map(|l| {
+                (
+                    l["name"].as_str().unwrap(),
+                    l["ts"].as_u64().unwrap(),
+                    l["end_ts"].as_u64().unwrap(),
+                    l["cut"] == true,
+                )
+            })
+            .collect();
+        assert_eq!(off, [("read", 1_000, 5_000, true), ("unknown", 5_000, 9_000, false)]);
+        // A thread on its CPU since before the loss: on CPU up to it, unknown after.
+        let mut t = tracker();
+        let mut v = vec![];
+        t.switch(&into(0, 1, 1_000, (5, "x")), &mut |l| v.push(l));
+        t.report_lost(1, &[Missing { lo: 3, hi: 5, from: 5_000, to: 6_000 }], &mut |l| v.push(l));
+        t.switch(&out(0, 2, 9_000, 1, 0, (0, "swapper/0")), &mut |l| v.push(l));
+        let off: Vec<(&str, u64, u64)> = v
+            .iter()
+            .filter(|l| l["op"] == "off_cpu")
+            .map(|l| (l["name"].as_str().unwrap(), l["ts"].as_u64().unwrap(), l["end_ts"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(off, [("unknown", 5_000, 9_000)]);
+        // A state that began after the loss window is not touched.
+        let mut t = tracker();
+        let mut v = vec![];
+        t.switch(&into(0, 1, 7_000, (5, "x")), &mut |l| v.push(l));
+        t.report_lost(1, &[Missing { lo: 3, hi: 5, from: 5_000, to: 6_000 }], &mut |l| v.push(l));
+        t.switch(&out(0, 2, 9_000, 1, 0, (0, "swapper/0")), &mut |l| v.push(l));
+        t.switch(&into(0, 3, 9_500, (5, "x")), &mut |l| v.push(l));
+        assert!(!v.iter().any(|l| l["name"] == "unknown"), "{v:?}");
     }
 
     #[test]

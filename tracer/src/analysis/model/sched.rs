@@ -159,6 +159,20 @@ impl Sched {
     pub fn finish(&mut self) {
         for v in self.off.values_mut() {
             v.sort_by_key(|o| o.start);
+            // A thread is off its CPU once at a time: overlapping intervals (a
+            // concatenated or hand-made trace) are clipped to the earlier one's end.
+            let mut end = 0u64;
+            v.retain_mut(|o| {
+                if o.end <= end {
+                    return false;
+                }
+                if o.start < end {
+                    o.start = end;
+                    o.ready = o.ready.max(end);
+                }
+                end = o.end;
+                true
+            });
         }
         // Windows of several CPUs may overlap: their union.
         self.lost.sort_unstable();
