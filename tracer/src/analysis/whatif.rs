@@ -250,10 +250,6 @@ fn moved(ts: u64, shift: i64) -> u64 {
 }
 
 impl Sim<'_> {
-    fn shift(&self, pid: u32) -> i64 {
-        self.shifts.get(&pid).and_then(|v| v.last()).map_or(0, |x| x.1)
-    }
-
     /// The shift of `pid` in effect at recorded time `ts`.
     fn shift_at(&self, pid: u32, ts: u64) -> i64 {
         let Some(v) = self.shifts.get(&pid) else { return 0 };
@@ -317,7 +313,7 @@ impl Sim<'_> {
     fn work(&mut self, c: &Call, s: u64, e: u64) {
         let key = timeline::stream_key(self.t, c);
         let (r_rec, r_pred) = self.ready(key, c);
-        let sh = self.shift(c.pid);
+        let sh = self.shift_at(c.pid, c.ts);
         // negative when it started before what it waited for ended (a programmatic launch overlapping its predecessor)
         let slack = s as i64 - c.ts.max(r_rec) as i64;
         let d = self.duration(c, e - s);
@@ -353,13 +349,16 @@ impl Sim<'_> {
         if c.dur == 0 || a_rec > c.end() {
             return; // it did not wait for all of it (or its return is unknown): host time only
         }
-        let sh = self.shift(c.pid);
+        let sh = self.shift_at(c.pid, c.ts);
         let lag = c.end() - c.ts.max(a_rec);
         let end2 = moved(c.ts, sh).max(a_pred) + lag;
         let new = end2 as i64 - c.end() as i64;
         self.src.waits += 1;
         if new != sh {
-            self.shifts.entry(c.pid).or_default().push((c.end(), new));
+            // In time order (threads of one process return out of call order).
+            let v = self.shifts.entry(c.pid).or_default();
+            let at = v.partition_point(|x| x.0 <= c.end());
+            v.insert(at, (c.end(), new));
         }
     }
 
