@@ -766,7 +766,9 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
-        .args(["--buffer-size", "1", "--", "taskset", "-c", "0"])
+        // The calls' records, each in the file with its (cpu, seq): scheduler records
+        // become off-CPU intervals, not one line each.
+        .args(["--buffer-size", "1", "--no-sched", "--", "taskset", "-c", "0"])
         .arg(relia::program())
         .arg("paced")
         .stdout(Stdio::null())

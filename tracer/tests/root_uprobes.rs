@@ -1341,10 +1341,12 @@ fn million_calls_all_accounted_for() {
     assert_eq!(common::shell_code(&status), 0, "tracer: {status}\nstderr:\n{}", common::tail(&stderr, 4000));
 
     let (mut complete, mut incomplete, mut entry_lost, mut other, mut procs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut sched_lines = 0u64;
     let mut ctx_ok = true;
     let (header, footer, lines) = scan(&out, |v| match v["type"].as_str() {
         Some("header" | "footer") => {}
         Some("process") => procs += 1,
+        Some("sched") => sched_lines += 1,
         _ if v["name"] == "cuCtxSetCurrent" => {
             if v["incomplete"] == true {
                 incomplete += 1;
@@ -1375,14 +1377,20 @@ fn million_calls_all_accounted_for() {
     assert_eq!(footer["calls_by_function"]["cuCtxSetCurrent"], json!(traced));
     assert_eq!(footer["incomplete_calls"], json!(incomplete));
     assert_eq!(footer["entry_lost_calls"], json!(entry_lost));
-    // Records: 2 per call (entry + exit) + 1 per process line; what was not
-    // received is counted as lost, exactly.
-    assert_eq!(received, 2 * complete + incomplete + entry_lost + procs, "footer.records vs the lines in the file");
+    // Records: 2 per call (entry + exit) + 1 per process line + the scheduler
+    // records (footer.sched.records: they become off-CPU intervals, not a line
+    // each); what was not received is counted as lost, exactly.
+    let sched = footer["sched"]["records"].as_u64().expect("footer.sched.records");
+    assert_eq!(
+        received,
+        2 * complete + incomplete + entry_lost + procs + sched,
+        "footer.records vs the lines in the file and the scheduler records"
+    );
     assert_eq!(attempted, received + lost, "footer: records_attempted != records + lost.total");
-    let proc_attempted = attempted - 2 * N;
+    let proc_attempted = attempted - 2 * N - sched;
     assert!(
         proc_attempted >= procs && proc_attempted <= procs + lost,
-        "records attempted {attempted} = 2 x {N} calls + {proc_attempted} others, but {procs} process lines and {lost} lost"
+        "records attempted {attempted} = 2 x {N} calls + {sched} scheduler records + {proc_attempted} others, but {procs} process lines and {lost} lost"
     );
     if lost == 0 {
         assert_eq!(complete, N, "no loss reported but {complete} of {N} calls complete");
@@ -1390,7 +1398,7 @@ fn million_calls_all_accounted_for() {
     // Calls seen whole + calls seen in part + calls lost whole == N.
     let whole_lost = (lost - (proc_attempted - procs) - incomplete - entry_lost) / 2;
     assert_eq!(traced + whole_lost, N, "traced {traced} + lost whole {whole_lost} != {N}");
-    assert_eq!(lines, 2 + procs + traced);
+    assert_eq!(lines, 2 + procs + traced + sched_lines);
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(out.with_extension("stdout"));
     let _ = std::fs::remove_file(out.with_extension("stderr"));

@@ -49,6 +49,15 @@ pub fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo
             "by_cpu": lost,
         },
         "lines_not_written": col.writer.dropped,
+        // Scheduler records (switches and wake-ups of the traced threads, and
+        // while a preempted one waits, of its CPU) become off-CPU intervals,
+        // not one line each: how many there were, and what they gave.
+        "sched": {
+            "records": col.asm.sched.records,
+            "off_cpu_lines": col.asm.sched.off_cpu_lines,
+            "unknown_lines": col.asm.sched.unknown_lines,
+            "lost_windows": col.asm.sched.lost_windows,
+        },
         // --counts: launches counted per function whose kernel found no
         // room in the per-kernel map (0 otherwise).
         "kernel_counts_without_room": k.kernel_counts_full,

@@ -101,6 +101,8 @@ pub struct SchedTracker {
     /// Per CPU: the task the last switch there switched in.
     occupant: HashMap<u32, Task>,
     fd_reader: Option<FdReader>,
+    /// Scheduler records received (switches and wake-ups).
+    pub records: u64,
     /// Lines written, by op.
     pub off_cpu_lines: u64,
     pub unknown_lines: u64,
@@ -324,6 +326,7 @@ impl SchedTracker {
     }
 
     pub fn switch(&mut self, r: &SchedSwitch, out: &mut impl FnMut(Value)) {
+        self.records += 1;
         let ts = r.hdr.ts;
         // Whoever switches out held this CPU since the last switch here.
         let prev = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
@@ -389,6 +392,7 @@ impl SchedTracker {
     }
 
     pub fn waking(&mut self, r: &SchedWaking) {
+        self.records += 1;
         if let Some((_, State::Off(o))) = self.threads.get_mut(&r.tid)
             && o.woken.is_none()
             && r.hdr.ts >= o.start

@@ -225,9 +225,9 @@ impl Traced {
     pub fn footer(&self) -> &Value {
         self.lines.last().unwrap()
     }
-    /// Call lines (not header, footer or process lines).
+    /// Call lines (not header, footer, process or scheduler lines).
     pub fn calls(&self) -> impl Iterator<Item = &Value> {
-        self.lines.iter().filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process")))
+        self.lines.iter().filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched")))
     }
     pub fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
         self.calls().filter(move |l| l["name"] == name)
