@@ -419,5 +419,10 @@ fn thread_states_of_a_recording_in_perfetto() {
     assert_eq!(read["args"]["waker"], serde_json::json!({"pid": 20421, "tid": 20424, "comm": "pipewriter"}));
     // the writer thread's track is named in the process
     assert!(evs.iter().any(|x| x["ph"] == "M" && x["tid"] == 20424 && x["args"]["name"] == "thread 20424"));
+    // Scheduler lines are not driver calls in the summary of the file.
+    let (rc, out, err) = tracer(&["summary", trace.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("11 driver calls"), "{out}");
+    assert!(!out.contains("clock_nanosleep") && !out.contains("thread_seen"), "{out}");
     std::fs::remove_file(&p).ok();
 }

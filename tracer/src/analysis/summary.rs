@@ -67,6 +67,7 @@ const NOT_CALLS: &[&str] = &[
     "copy_data",
     "count",
     "kernel_count",
+    "sched",
 ];
 
 /// The fields of a call line the summary reads, borrowed from the line.
@@ -177,7 +178,9 @@ impl Summary {
         fn b<'a>(c: &'a Option<Cow<'_, str>>) -> Option<Cow<'a, str>> {
             c.as_deref().map(Cow::Borrowed)
         }
-        self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
+        if raw.ty.as_deref() != Some("sched") {
+            self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
+        }
         if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
@@ -213,7 +216,7 @@ impl Summary {
         // reads the line, serde_json would read the same values into a CallView.
         let mut raw = tracer_format::line::RawLine::default();
         let scanned = tracer_format::line::scan_into(bytes, &mut raw);
-        if scanned {
+        if scanned && raw.ty.as_deref() != Some("sched") {
             self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         }
         if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
