@@ -34,7 +34,10 @@ OUT=${OUT:-/tmp/whatif-out}
 W=/tmp/whatif
 mkdir -p "$OUT" "$W"
 log=$OUT/whatif_$part.log
-WORKLOADS=(generate train)
+# WORKLOADS="train" runs one of them; EXTRA_IMAGES="SHA …" (part h100) packs these
+# code images with the recordings (those the other GPU's run of the program does
+# not load, so that its recording cannot complete them: the h200 part names them).
+read -r -a WORKLOADS <<< "${WORKLOADS:-generate train}"
 
 record() { # $1: workload, $2: recording directory
     rm -rf "$2"
@@ -62,7 +65,14 @@ h100() {
                 --against "$W/h100_$w.rec" | tail -n 20
         fi
         echo "## $w: pack without images"
-        (cd "$W" && tar --exclude="h100_$w.rec/images" -czf "$OUT/h100_$w.rec.tgz" "h100_$w.rec")
+        extra=()
+        for sha in ${EXTRA_IMAGES:-}; do
+            [ -f "$W/h100_$w.rec/images/$sha" ] && extra+=("h100_$w.rec/images/$sha")
+        done
+        (cd "$W" && tar --exclude="h100_$w.rec/images" -cf "$W/h100_$w.tar" "h100_$w.rec" \
+            && { [ ${#extra[@]} -eq 0 ] || tar -rf "$W/h100_$w.tar" "${extra[@]}"; } \
+            && gzip -c "$W/h100_$w.tar" > "$OUT/h100_$w.rec.tgz")
+        echo "packed with ${#extra[@]} code images: ${extra[*]}"
         ls -l "$OUT/h100_$w.rec.tgz"
         size=$(stat -c %s "$OUT/h100_$w.rec.tgz")
         [ "$size" -lt 16000000 ] || echo "WARNING: $OUT/h100_$w.rec.tgz is over 16 MB: it will not come back"
