@@ -34,7 +34,8 @@ OUT=${OUT:-/tmp/whatif-out}
 W=/tmp/whatif
 mkdir -p "$OUT" "$W"
 log=$OUT/whatif_$part.log
-# WORKLOADS="train" runs one of them; EXTRA_IMAGES="SHA …" (part h100) packs these
+# WORKLOADS="train" runs one of them, WL_ARGS="--batch 32" are its arguments (both
+# parts alike); EXTRA_IMAGES="SHA … | small:BYTES" (part h100) packs these
 # code images with the recordings (those the other GPU's run of the program does
 # not load, so that its recording cannot complete them: the h200 part names them).
 read -r -a WORKLOADS <<< "${WORKLOADS:-generate train}"
@@ -42,7 +43,7 @@ read -r -a WORKLOADS <<< "${WORKLOADS:-generate train}"
 record() { # $1: workload, $2: recording directory
     rm -rf "$2"
     (cd examples && timeout 170 "$T" record --replayable --capture-data --gpu-timestamps --compress zstd -q \
-        --force -o "$2" -- python3 whatif_workloads.py "$1")
+        --force -o "$2" -- python3 whatif_workloads.py "$1" ${WL_ARGS:-})
     echo "record $1 exit: $? ($(du -sh "$2" 2>/dev/null | cut -f1), images $(du -sh "$2/images" 2>/dev/null | cut -f1))"
 }
 
@@ -67,7 +68,12 @@ h100() {
         echo "## $w: pack without images"
         extra=()
         for sha in ${EXTRA_IMAGES:-}; do
-            [ -f "$W/h100_$w.rec/images/$sha" ] && extra+=("h100_$w.rec/images/$sha")
+            case $sha in
+                small:*) # every image under that many bytes
+                    while IFS= read -r f; do extra+=("h100_$w.rec/images/$(basename "$f")"); done \
+                        < <(find "$W/h100_$w.rec/images" -type f -size -"${sha#small:}"c) ;;
+                *) [ -f "$W/h100_$w.rec/images/$sha" ] && extra+=("h100_$w.rec/images/$sha") ;;
+            esac
         done
         (cd "$W" && tar --exclude="h100_$w.rec/images" -cf "$W/h100_$w.tar" "h100_$w.rec" \
             && { [ ${#extra[@]} -eq 0 ] || tar -rf "$W/h100_$w.tar" "${extra[@]}"; } \
