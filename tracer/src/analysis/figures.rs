@@ -40,8 +40,9 @@ pub fn dur_ns(duration_us: Option<f64>) -> u64 {
 }
 
 /// Line types that are not records of the traced program and do not count
-/// in the trace span.
-pub const NOT_IN_SPAN: &[&str] = &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count"];
+/// in the trace span (`sched`: the model keeps them apart from its span, and
+/// an interval still open at the end reaches the last record's time).
+pub const NOT_IN_SPAN: &[&str] = &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count", "sched"];
 
 /// The trace span of a parsed trace (`None` when it has no record).
 pub fn trace_span(t: &super::model::Trace) -> Option<(u64, u64)> {

@@ -98,11 +98,6 @@ struct CallView<'a> {
 impl Summary {
     pub fn add(&mut self, v: &Value) {
         let ty = v["type"].as_str().unwrap_or("");
-        // Scheduler events of the traced threads are not calls, and their
-        // intervals (open ones reach the end) say nothing of the calls' span.
-        if ty == "sched" {
-            return;
-        }
         self.span.add(ty, v["ts"].as_u64(), v["duration_us"].as_f64(), v["end_ts"].as_u64());
         match ty {
             "header" => {
@@ -118,6 +113,8 @@ impl Summary {
                 self.side.add(v);
                 return;
             }
+            // Scheduler events of the traced threads are not calls (and not in the span).
+            "sched" => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {
@@ -178,9 +175,7 @@ impl Summary {
         fn b<'a>(c: &'a Option<Cow<'_, str>>) -> Option<Cow<'a, str>> {
             c.as_deref().map(Cow::Borrowed)
         }
-        if raw.ty.as_deref() != Some("sched") {
-            self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
-        }
+        self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
@@ -216,7 +211,7 @@ impl Summary {
         // reads the line, serde_json would read the same values into a CallView.
         let mut raw = tracer_format::line::RawLine::default();
         let scanned = tracer_format::line::scan_into(bytes, &mut raw);
-        if scanned && raw.ty.as_deref() != Some("sched") {
+        if scanned {
             self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         }
         if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
