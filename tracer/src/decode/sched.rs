@@ -161,17 +161,42 @@ fn comm(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..n]).into_owned()
 }
 
-/// The cause an interval is named by: the system call it blocked in,
-/// `page_fault` (blocked outside one), `stopped` (a stopped or traced task),
-/// `blocked`, or `runnable`.
-fn off_name(o: &Off) -> String {
-    let blocked = o.prev_state & 0xff != 0;
-    match (blocked, o.syscall) {
-        (false, _) => "runnable".to_string(),
-        (true, _) if o.prev_state & 0x0c != 0 => "stopped".to_string(),
-        (true, Some(nr)) if nr >= 0 => syscall_name(nr),
-        (true, Some(_)) => "page_fault".to_string(),
-        (true, None) => "blocked".to_string(),
+impl Off {
+    /// Switched out not runnable.
+    fn blocked(&self) -> bool {
+        self.prev_state & 0xff != 0
+    }
+
+    /// The cause it is named by: the system call it blocked in, `page_fault`
+    /// (blocked outside one), `stopped` (a stopped or traced task), `blocked`,
+    /// or `runnable`.
+    fn name(&self) -> String {
+        match (self.blocked(), self.syscall) {
+            (false, _) => "runnable".to_string(),
+            (true, _) if self.prev_state & 0x0c != 0 => "stopped".to_string(),
+            (true, Some(nr)) if nr >= 0 => syscall_name(nr),
+            (true, Some(_)) => "page_fault".to_string(),
+            (true, None) => "blocked".to_string(),
+        }
+    }
+
+    /// From when it waited for a CPU, up to `end`: the switch-out (runnable)
+    /// or the wake-up (blocked); None when blocked and not woken.
+    fn ready(&self, end: u64) -> Option<u64> {
+        match (&self.woken, self.blocked()) {
+            (_, false) => Some(self.start),
+            (Some((w, _)), true) => Some((*w).clamp(self.start, end)),
+            (None, true) => None,
+        }
+    }
+
+    /// The `off_cpu` line of this interval up to `end`, with the fields every
+    /// such line has (`name`, `end_ts`, `state`).
+    fn line(&self, pid: u32, tid: u32, end: u64) -> Map<String, Value> {
+        let mut m = line(self.start, pid, tid, "off_cpu", &self.name());
+        m.insert("end_ts".into(), json!(end));
+        m.insert("state".into(), json!(if self.blocked() { "blocked" } else { "runnable" }));
+        m
     }
 }
 
@@ -274,20 +299,12 @@ impl SchedTracker {
 
     /// An off-CPU interval known up to `end` (a loss follows): its cause, `cut`.
     fn cut_line(&mut self, pid: u32, tid: u32, o: &Off, end: u64, out: &mut impl FnMut(Value)) {
-        let blocked = o.prev_state & 0xff != 0;
-        let mut m = line(o.start, pid, tid, "off_cpu", &off_name(o));
-        m.insert("end_ts".into(), json!(end));
-        m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+        let mut m = o.line(pid, tid, end);
         m.insert("cpu".into(), json!(o.cpu));
-        if let (true, Some(f)) = (blocked, &o.file) {
+        if let (true, Some(f)) = (o.blocked(), &o.file) {
             m.insert("file".into(), json!(f));
         }
-        let ready = match (&o.woken, blocked) {
-            (_, false) => Some(o.start),
-            (Some((w, _)), true) => Some((*w).clamp(o.start, end)),
-            (None, true) => None,
-        };
-        if let Some(r) = ready {
+        if let Some(r) = o.ready(end) {
             m.insert("runnable_ns".into(), json!(end - r));
         }
         m.insert("cut".into(), json!(true));
@@ -415,11 +432,8 @@ impl SchedTracker {
         // Records of different CPUs with clocks a hair apart (or corrupt ones):
         // never an interval that ends before it starts.
         let end = end.max(o.start);
-        let blocked = o.prev_state & 0xff != 0;
-        let name = off_name(o);
-        let mut m = line(o.start, pid, tid, "off_cpu", &name);
-        m.insert("end_ts".into(), json!(end));
-        m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+        let blocked = o.blocked();
+        let mut m = o.line(pid, tid, end);
         m.insert("cpu".into(), json!(o.cpu));
         m.insert("cpu_in".into(), json!(cpu_in));
         if blocked {
@@ -460,17 +474,12 @@ impl SchedTracker {
                 m.insert("held_by".into(), Value::Array(v));
             }
         }
-        // Runnable from the wake-up (or the switch-out) until back on a CPU.
-        let ready = match (&o.woken, blocked) {
-            (_, false) => Some(o.start),
-            (Some((w, _)), true) => Some((*w).clamp(o.start, end)),
-            (None, true) => None,
-        };
         if let Some((w, waker)) = &o.woken {
             m.insert("woken_ts".into(), json!(w));
             m.insert("waker".into(), waker.json());
         }
-        if let Some(r) = ready {
+        // Runnable from the wake-up (or the switch-out) until back on a CPU.
+        if let Some(r) = o.ready(end) {
             m.insert("runnable_ns".into(), json!(end - r));
         }
         m.insert("behind".into(), behind.json());
@@ -500,11 +509,7 @@ impl SchedTracker {
             let Some((pid, st)) = self.threads.remove(&tid) else { continue };
             match st {
                 State::Off(o) if end > o.start => {
-                    let blocked = o.prev_state & 0xff != 0;
-                    let name = off_name(&o);
-                    let mut m = line(o.start, pid, tid, "off_cpu", &name);
-                    m.insert("end_ts".into(), json!(end));
-                    m.insert("state".into(), json!(if blocked { "blocked" } else { "runnable" }));
+                    let mut m = o.line(pid, tid, end);
                     m.insert("open".into(), json!(true));
                     out(Value::Object(m));
                 }
