@@ -4,19 +4,8 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use serde_json::json;
-
-fn replay(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_replay")).args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn plan_prints_coverage_and_summary() {

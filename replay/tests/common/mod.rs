@@ -8,6 +8,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+/// The `replay` binary with `args`: (exit code, stdout, stderr).
+pub fn replay(args: &[&str]) -> (i32, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_replay")).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer/tests/fixtures/cuda").join(name)
 }
