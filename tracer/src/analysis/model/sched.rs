@@ -30,19 +30,16 @@ pub struct OffCpu {
     pub file: Option<String>,
     /// From here to `end` the thread waited for a CPU (woken, or preempted).
     pub ready: u64,
-    /// Switched out while runnable with the preemption flag.
+    /// Switched out runnable, not in sched_yield (the line's `preempted`).
     pub preempted: bool,
-    /// The task that ran on the CPU just before the thread got it back:
-    /// `comm (pid N)`, the idle task as `idle`.
-    pub behind: Option<String>,
-    pub waker: Option<String>,
     /// Preempted: who held the CPU it waited for, with their ns.
     pub held_by: Vec<(String, u64)>,
     /// The system call it blocked in (`syscall` of the line).
     pub syscall: Option<String>,
     /// Still off its CPU when the recording ended (`end` is the last record's time).
     pub open: bool,
-    /// [`OffCpu::behind`] and [`OffCpu::waker`] field by field.
+    /// The task that ran on the CPU just before the thread got it back
+    /// (label: [`TaskId::label`]), and the one that woke it.
     pub behind_task: Option<TaskId>,
     pub waker_task: Option<TaskId>,
 }
@@ -60,6 +57,19 @@ impl TaskId {
     fn of(v: &Value) -> Option<TaskId> {
         let n = |k: &str| v[k].as_u64().and_then(|x| u32::try_from(x).ok());
         Some(TaskId { pid: n("pid"), tid: n("tid"), comm: v["comm"].as_str()?.to_string() })
+    }
+
+    /// `comm (pid N)`, `comm (tid N)` when the process is not known, the
+    /// idle task (tid 0) as `idle`.
+    pub fn label(&self) -> String {
+        let comm = &self.comm;
+        match (self.pid, self.tid) {
+            (None, None) => comm.clone(),
+            (Some(0), Some(0)) | (None, Some(0)) => "idle".to_string(),
+            (Some(p), _) if p != 0 => format!("{comm} (pid {p})"),
+            (_, Some(t)) => format!("{comm} (tid {t})"),
+            _ => comm.clone(),
+        }
     }
 }
 
@@ -88,15 +98,9 @@ pub struct LostLine {
     pub records: Option<u64>,
 }
 
+/// A task of a `sched` line as the analyses name it ([`TaskId::label`]).
 fn task(v: &Value) -> Option<String> {
-    let comm = v["comm"].as_str()?;
-    Some(match (v["pid"].as_u64(), v["tid"].as_u64()) {
-        (None, None) => comm.to_string(),
-        (Some(0), Some(0)) | (None, Some(0)) => "idle".to_string(),
-        (Some(p), _) if p != 0 => format!("{comm} (pid {p})"),
-        (_, Some(t)) => format!("{comm} (tid {t})"),
-        _ => comm.to_string(),
-    })
+    TaskId::of(v).map(|t| t.label())
 }
 
 impl Sched {
@@ -139,8 +143,6 @@ impl Sched {
                     file: v["file"].as_str().map(str::to_owned),
                     ready,
                     preempted: v["preempted"] == true,
-                    behind: task(&v["behind"]),
-                    waker: task(&v["waker"]),
                     held_by: v["held_by"]
                         .as_array()
                         .map(|a| a.iter().filter_map(|h| Some((task(h)?, h["ns"].as_u64()?))).collect())
@@ -219,7 +221,8 @@ impl OffCpu {
     /// a wake-up), `wake-up latency` (the CPU it got back was idle),
     /// `waiting for a CPU` (not known).
     pub fn runnable_label(&self) -> String {
-        match (self.behind.as_deref(), self.state) {
+        let behind = self.behind_task.as_ref().map(TaskId::label);
+        match (behind.as_deref(), self.state) {
             // Preempted: the task that held the CPU longest while it waited.
             (_, OffState::Runnable) if self.preempted && !self.held_by.is_empty() => {
                 format!("preempted by {}", self.held_by[0].0)
