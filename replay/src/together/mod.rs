@@ -15,6 +15,7 @@ pub mod measure;
 pub mod pacing;
 pub mod phase;
 pub mod predict;
+pub mod simulate;
 
 use std::fmt::Write as _;
 
