@@ -108,14 +108,14 @@ pub struct RunArgs {
     pub cupti_lib: Option<String>,
 }
 
-/// The co-location prediction's constants (together/predict.rs).
+/// The co-location prediction's constants (together/simulate.rs; defaults: `Model::DEFAULT`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
     /// Prediction: cost of a switch between contexts, µs
-    #[arg(long, default_value_t = 25.0, value_name = "US")]
+    #[arg(long, default_value_t = replay::together::predict::Model::DEFAULT.switch_ns as f64 / 1e3, value_name = "US")]
     pub switch_us: f64,
     /// Prediction: the GPU's time slice between contexts, µs
-    #[arg(long, default_value_t = 2000.0, value_name = "US")]
+    #[arg(long, default_value_t = replay::together::predict::Model::DEFAULT.timeslice_ns as f64 / 1e3, value_name = "US")]
     pub timeslice_us: f64,
 }
 

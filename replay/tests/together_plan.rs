@@ -41,9 +41,12 @@ rounds: 3 (after each tenant's checking pass and warm-up pass)
   round 2: together, alone 2, alone 1
   round 3: alone 1, alone 2, together
 then: together once more, every output checked bit for bit
-prediction (docs/colocation.md; context switch 25 µs, time slice 2000 µs):
-  tenant 1: GPU busy 78.1 % in 2 bursts (mean residual 1328.6 µs); others' work in its span 0.581 ms fits in its usable idle 0.935 ms; predicted slowdown 1.031×
-  tenant 2: GPU busy 12.9 % in 4 bursts (mean residual 5.0 µs); others' work in its span 0.242 ms exceeds its usable idle 0.120 ms; predicted slowdown 14.643×
+prediction (docs/colocation.md: the recorded phases on a simulated time-sliced GPU; context switch 25 µs, time slice 2000 µs):
+  tenant 1: alone 3.495 ms (GPU busy 2.515 ms in a 3.495 ms span), together 3.585 ms (GPU span 3.585 ms): predicted slowdown 1.026×
+    recorded GPU busy 78.1 %; others' work in its span 0.581 ms fits in its usable idle 0.935 ms
+  tenant 2: alone 0.310 ms (GPU busy 0.040 ms in a 0.310 ms span), together 2.065 ms (GPU span 0.040 ms): predicted slowdown 6.661×
+    recorded GPU busy 12.9 %; others' work in its span 0.242 ms exceeds its usable idle 0.120 ms
+  together: GPU busy 2.555 ms in a 3.585 ms span, 2 context switches
 ",
         m = mib(mem),
         t = mib(2 * mem)
@@ -73,15 +76,29 @@ prediction (docs/colocation.md; context switch 25 µs, time slice 2000 µs):
     assert_eq!(t[1]["paced_span_ns"], 300_000);
     assert_eq!(t[0]["recorded_busy_ns"], 3_515_000);
     assert_eq!(t[1]["recorded_gpu_span_ns"], 310_000);
+    // The simulation, µs from each phase's first op. A's records pair in order with its launches
+    // (the first, 1 ms, is the launch before the phase): its phase is a 2015 µs kernel at 0, the
+    // 3 ms sync at 10 (recorded from its start), a 500 µs kernel 980 µs after the sync's return.
+    // B: four 10 µs kernels at 0, 100, 200, 300.
+    // Alone: A's sync returns at 2015, its last kernel runs 2995–3495: 3495; B 310.
+    // Together: A's kernel runs from 0; B's waits for A's slice to end (2000, A has 15 µs left),
+    // a switch, B's four kernels 2025–2065 (the last three arrived meanwhile), a switch back
+    // (2065–2090), A's 15 µs (to 2105, its sync returns), its last kernel 3085–3585.
+    // Slowdowns 3585/3495 and 2065/310; the GPU busy 2515 + 40 µs in 0–3585, 2 switches.
     let p = &v["prediction"];
-    assert_eq!(p[0]["bursts"], 2);
+    let run = |wall: u64, busy: u64, span: u64| json!({"wall_ns": wall, "gpu_busy_ns": busy, "gpu_span_ns": span});
+    assert_eq!(p[0]["alone"], run(3_495_000, 2_515_000, 3_495_000));
+    assert_eq!(p[0]["together"], run(3_585_000, 2_515_000, 3_585_000));
+    assert_eq!(p[1]["alone"], run(310_000, 40_000, 310_000));
+    assert_eq!(p[1]["together"], run(2_065_000, 40_000, 40_000));
+    assert_eq!((p[0]["work_without_duration"].clone(), p[1]["work_without_duration"].clone()), (json!(0), json!(0)));
+    assert_eq!(v["predicted_gpu"], json!({"busy_ns": 2_555_000, "span_ns": 3_585_000, "switches": 2}));
     assert_eq!(p[1]["usable_idle_ns"], 120_000);
-    // delay A = (40/310) · (2 · (5 + 25) + 1015) µs; delay B = (3515/4500) · 4 · (1328.623 + 25) µs.
+    // Others' work in A's span: u_B · span_A = (40/310) · 4500 µs.
     let close = |x: &Value, want: f64| assert!((x.as_f64().unwrap() - want).abs() < 1e-6 * want, "{x} vs {want}");
-    close(&p[0]["delay_ns"], 40.0 / 310.0 * (2.0 * 30_000.0 + 1_015_000.0));
-    close(&p[0]["slowdown"], 1.0 + 40.0 / 310.0 * 1_075_000.0 / 4_500_000.0);
-    let r_a = (3_015_000f64.powi(2) + 500_000f64.powi(2)) / (2.0 * 3_515_000.0);
-    close(&p[1]["delay_ns"], 3515.0 / 4500.0 * 4.0 * (r_a + 25_000.0));
+    close(&p[0]["others_work_ns"], 40.0 / 310.0 * 4_500_000.0);
+    close(&p[0]["slowdown"], 3_585.0 / 3_495.0);
+    close(&p[1]["slowdown"], 2_065.0 / 310.0);
     assert_eq!(p[0]["fits_in_gaps"], true);
     assert_eq!(p[1]["fits_in_gaps"], false);
 }

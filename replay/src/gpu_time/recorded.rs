@@ -109,3 +109,84 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
     r.span_ns = plan.ops.iter().find(|o| o.is_work()).map(|o| last_end.saturating_sub(o.ts)).unwrap_or(0);
     r
 }
+
+/// Each plan op's recorded GPU duration (ns): the `gpu` line that measured it,
+/// None for ops that are no GPU work or that no line pairs with.
+///
+/// Per process, the lines in correlation id order (the order of the calls
+/// that submitted them; one id: one call, a graph launch's records included)
+/// pair with the work ops in op order, the ops of one graph launch as one
+/// call: a call pairs with the first of the next [`LOOKAHEAD`] calls' records
+/// whose kinds and kernel names are its ops' (records of calls the plan does
+/// not replay are skipped; an op whose records are missing, as outside
+/// `--gpu-sample` windows, stays unpaired).
+pub fn op_durations(trace: &Trace, plan: &Plan) -> Vec<Option<u64>> {
+    let mut out = vec![None; plan.ops.len()];
+    // The call each op was submitted by: a graph launch's ops share their launch's line.
+    let launch_of: std::collections::HashMap<usize, usize> =
+        plan.graph_ops.iter().map(|g| (g.op, g.launch_line)).collect();
+    let pids: std::collections::BTreeSet<u32> = plan.ops.iter().map(|o| o.pid).collect();
+    for pid in pids {
+        let mut recs: Vec<&GpuActivity> = trace.gpu.iter().filter(|g| g.pid == pid).collect();
+        recs.sort_by_key(|g| (g.correlation_id, g.ts, g.line));
+        // Calls: runs of one nonzero correlation id (an id of 0: unknown, a record alone).
+        let mut calls: Vec<&[&GpuActivity]> = Vec::new();
+        let mut k = 0;
+        while k < recs.len() {
+            let c = recs[k].correlation_id;
+            let n = if c == 0 { 1 } else { recs[k..].iter().take_while(|g| g.correlation_id == c).count() };
+            calls.push(&recs[k..k + n]);
+            k += n;
+        }
+        let work: Vec<usize> =
+            (0..plan.ops.len()).filter(|&i| plan.ops[i].pid == pid && plan.ops[i].is_work()).collect();
+        let mut next = 0;
+        let mut w = 0;
+        while w < work.len() {
+            let key = |i: usize| launch_of.get(&work[i]).copied();
+            let n = match key(w) {
+                Some(l) => work[w..].iter().take_while(|&&i| launch_of.get(&i) == Some(&l)).count(),
+                None => 1,
+            };
+            let unit = &work[w..w + n];
+            w += n;
+            for (j, call) in calls.iter().enumerate().skip(next).take(LOOKAHEAD) {
+                if let Some(d) = pair(&plan.ops, unit, call) {
+                    for (&op, ns) in unit.iter().zip(d) {
+                        out[op] = Some(ns);
+                    }
+                    next = j + 1;
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How many calls' records ahead a call's own may be.
+pub const LOOKAHEAD: usize = 32;
+
+/// The durations of `unit`'s ops from `call`'s records, each op taking the
+/// first record of its kind and kernel name left (an op alone: all of them,
+/// as a copy CUPTI measured in pieces); None unless all pair.
+fn pair(ops: &[crate::plan::Op], unit: &[usize], call: &[&GpuActivity]) -> Option<Vec<u64>> {
+    let mut free: Vec<bool> = vec![true; call.len()];
+    let mut d = Vec::with_capacity(unit.len());
+    for &i in unit {
+        let (op, name) = match &ops[i].kind {
+            OpKind::Launch(l) => ("kernel", Some(l.kernel.as_str())),
+            OpKind::Copy(_) => ("memcpy", None),
+            _ => ("memset", None),
+        };
+        let fits = |g: &GpuActivity| g.op == op && name.is_none_or(|n| g.name.as_deref().is_none_or(|m| m == n));
+        let k = (0..call.len()).find(|&k| free[k] && fits(call[k]))?;
+        free[k] = false;
+        d.push(if unit.len() == 1 {
+            call.iter().filter(|g| fits(g)).map(|g| g.end_ts - g.ts).sum()
+        } else {
+            call[k].end_ts - call[k].ts
+        });
+    }
+    Some(d)
+}

@@ -7,7 +7,8 @@
 //!   need only the manifests (driver versions, memory), the order of the runs;
 //! - [`pacing`]: the recorded host gaps a paced pass keeps;
 //! - [`phase`]: the part of each recording that is measured (its `generate` phase by default);
-//! - [`predict`]: each tenant's slowdown predicted from the recordings alone;
+//! - [`predict`]: each tenant's slowdown predicted from the recordings alone,
+//!   by [`simulate`]: the tenants on a simulated time-sliced GPU;
 //! - [`measure`]: slowdowns, spreads and the GPU's combined busy time from
 //!   the runs' figures.
 
@@ -61,6 +62,9 @@ pub struct Tenant {
     pub busy: Vec<(u64, u64)>,
     pub recorded_busy_ns: Option<u64>,
     pub recorded_gpu_span_ns: Option<u64>,
+    /// The phase's ops as the prediction simulates them (recorded GPU durations, host gaps).
+    #[serde(skip)]
+    pub sim_ops: Vec<simulate::SimOp>,
 }
 
 impl Tenant {
@@ -80,6 +84,8 @@ impl Tenant {
             .collect();
         let busy = predict::merge(&mut busy, 0);
         let measured = !busy.is_empty();
+        let durations = crate::gpu_time::recorded::op_durations(&rec.trace, p);
+        let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()]);
         Tenant {
             recording: rec.dir.display().to_string(),
             ops: p.ops.len(),
@@ -97,6 +103,7 @@ impl Tenant {
             recorded_busy_ns: measured.then(|| busy.iter().map(|b| b.1 - b.0).sum()),
             recorded_gpu_span_ns: measured.then(|| busy.last().unwrap().1 - busy[0].0),
             busy,
+            sim_ops,
         }
     }
 }
@@ -162,6 +169,8 @@ pub struct TogetherPlan {
     pub capacity: Option<Capacity>,
     pub rounds: Vec<Vec<Run>>,
     pub prediction: Vec<predict::Prediction>,
+    /// The together run's simulated GPU (None: not predicted).
+    pub predicted_gpu: Option<predict::PredictedGpu>,
     pub model: predict::Model,
 }
 
@@ -207,8 +216,18 @@ pub fn plan(
             c.source
         );
     }
-    let prediction = predict::predict(&tenants.iter().map(|t| t.busy.as_slice()).collect::<Vec<_>>(), &model);
-    Ok(TogetherPlan { rounds: rounds(tenants.len(), n_rounds), tenants, memory_bytes, capacity, prediction, model })
+    let inputs: Vec<predict::Input> =
+        tenants.iter().map(|t| predict::Input { busy: &t.busy, ops: &t.sim_ops }).collect();
+    let (prediction, predicted_gpu) = predict::predict(&inputs, &model);
+    Ok(TogetherPlan {
+        rounds: rounds(tenants.len(), n_rounds),
+        tenants,
+        memory_bytes,
+        capacity,
+        prediction,
+        predicted_gpu,
+        model,
+    })
 }
 
 /// Recordings from different driver versions are refused (their kernels and
@@ -315,7 +334,7 @@ impl TogetherPlan {
             let _ = writeln!(s, "  round {}: {}", r + 1, v.join(", "));
         }
         let _ = writeln!(s, "then: together once more, every output checked bit for bit");
-        s.push_str(&predict::text(&self.prediction, &self.model));
+        s.push_str(&predict::text(&self.prediction, self.predicted_gpu.as_ref(), &self.model));
         s
     }
 }

@@ -151,9 +151,10 @@ impl<'a> Tenant<'a> {
     /// The previous op returned at `now`: when the next one is due.
     fn returned(&mut self, now: u64) {
         self.host_end = now;
-        self.due = self.ops.get(self.next).map(|o| {
-            if o.gap.after_return { now + o.gap.ns } else { (self.last_start + o.gap.ns).max(now) }
-        });
+        self.due = self
+            .ops
+            .get(self.next)
+            .map(|o| if o.gap.after_return { now + o.gap.ns } else { (self.last_start + o.gap.ns).max(now) });
     }
 
     /// Zero-duration work at the head is done once it is there; a waiting host returns when its work is done.
@@ -207,8 +208,14 @@ impl<'a> Tenant<'a> {
 enum Gpu {
     Idle,
     /// Running a tenant whose slices are counted from `since`.
-    Run { who: usize, since: u64 },
-    Switch { to: usize, until: u64 },
+    Run {
+        who: usize,
+        since: u64,
+    },
+    Switch {
+        to: usize,
+        until: u64,
+    },
 }
 
 /// Simulates the tenants (each an op list, all starting at time 0) on one GPU.
@@ -341,7 +348,10 @@ mod tests {
         assert_eq!(o.switches, 9);
         assert_eq!(walls(&o), vec![18_200, 20_225]);
         assert_eq!((o.gpu_busy_ns, o.gpu_span_ns), (20_000 * US, 20_225 * US));
-        assert_eq!(o.tenants[0], TenantRun { wall_ns: 18_200 * US, gpu_busy_ns: 10_000 * US, gpu_span_ns: 18_200 * US });
+        assert_eq!(
+            o.tenants[0],
+            TenantRun { wall_ns: 18_200 * US, gpu_busy_ns: 10_000 * US, gpu_span_ns: 18_200 * US }
+        );
         // Alone: 10 ms, no switch though the kernel outlasts five slices.
         let alone = simulate(&[&a], &M);
         assert_eq!((walls(&alone), alone.switches), (vec![10_000], 0));
