@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::plan::{OpKind, Plan};
+use crate::plan::{GraphOp, Op, OpKind, Plan};
 use crate::recording::{GpuActivity, Trace};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -120,14 +120,13 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
 /// whose kinds and kernel names are its ops' (records of calls the plan does
 /// not replay are skipped; an op whose records are missing, as outside
 /// `--gpu-sample` windows, stays unpaired).
-pub fn op_durations(trace: &Trace, plan: &Plan) -> Vec<Option<u64>> {
-    let mut out = vec![None; plan.ops.len()];
+pub fn op_durations(gpu: &[GpuActivity], ops: &[Op], graph_ops: &[GraphOp]) -> Vec<Option<u64>> {
+    let mut out = vec![None; ops.len()];
     // The call each op was submitted by: a graph launch's ops share their launch's line.
-    let launch_of: std::collections::HashMap<usize, usize> =
-        plan.graph_ops.iter().map(|g| (g.op, g.launch_line)).collect();
-    let pids: std::collections::BTreeSet<u32> = plan.ops.iter().map(|o| o.pid).collect();
+    let launch_of: std::collections::HashMap<usize, usize> = graph_ops.iter().map(|g| (g.op, g.launch_line)).collect();
+    let pids: std::collections::BTreeSet<u32> = ops.iter().map(|o| o.pid).collect();
     for pid in pids {
-        let mut recs: Vec<&GpuActivity> = trace.gpu.iter().filter(|g| g.pid == pid).collect();
+        let mut recs: Vec<&GpuActivity> = gpu.iter().filter(|g| g.pid == pid).collect();
         recs.sort_by_key(|g| (g.correlation_id, g.ts, g.line));
         // Calls: runs of one nonzero correlation id (an id of 0: unknown, a record alone).
         let mut calls: Vec<&[&GpuActivity]> = Vec::new();
@@ -138,8 +137,7 @@ pub fn op_durations(trace: &Trace, plan: &Plan) -> Vec<Option<u64>> {
             calls.push(&recs[k..k + n]);
             k += n;
         }
-        let work: Vec<usize> =
-            (0..plan.ops.len()).filter(|&i| plan.ops[i].pid == pid && plan.ops[i].is_work()).collect();
+        let work: Vec<usize> = (0..ops.len()).filter(|&i| ops[i].pid == pid && ops[i].is_work()).collect();
         let mut next = 0;
         let mut w = 0;
         while w < work.len() {
@@ -151,7 +149,7 @@ pub fn op_durations(trace: &Trace, plan: &Plan) -> Vec<Option<u64>> {
             let unit = &work[w..w + n];
             w += n;
             for (j, call) in calls.iter().enumerate().skip(next).take(LOOKAHEAD) {
-                if let Some(d) = pair(&plan.ops, unit, call) {
+                if let Some(d) = pair(ops, unit, call) {
                     for (&op, ns) in unit.iter().zip(d) {
                         out[op] = Some(ns);
                     }
@@ -170,7 +168,7 @@ pub const LOOKAHEAD: usize = 32;
 /// The durations of `unit`'s ops from `call`'s records, each op taking the
 /// first record of its kind and kernel name left (an op alone: all of them,
 /// as a copy CUPTI measured in pieces); None unless all pair.
-fn pair(ops: &[crate::plan::Op], unit: &[usize], call: &[&GpuActivity]) -> Option<Vec<u64>> {
+fn pair(ops: &[Op], unit: &[usize], call: &[&GpuActivity]) -> Option<Vec<u64>> {
     let mut free: Vec<bool> = vec![true; call.len()];
     let mut d = Vec::with_capacity(unit.len());
     for &i in unit {
@@ -189,4 +187,85 @@ fn pair(ops: &[crate::plan::Op], unit: &[usize], call: &[&GpuActivity]) -> Optio
         });
     }
     Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Launch, LaunchApi, Set};
+
+    fn op(pid: u32, kernel: Option<&str>) -> Op {
+        let kind = match kernel {
+            Some(k) => OpKind::Launch(Launch {
+                api: LaunchApi::Kernel,
+                load: 0,
+                kernel: k.into(),
+                via_library: false,
+                grid: [1; 3],
+                block: [1; 3],
+                shared_mem: 0,
+                params: vec![],
+                params_len: 0,
+                params_from: "layout".into(),
+                layout: None,
+                attrs: vec![],
+            }),
+            None => OpKind::Set(Set { dst: 0, value: 0, elem: 1, count: 1, is_async: true, rows: None }),
+        };
+        Op { line: 0, ts: 0, duration_ns: None, pid, tid: pid, stream: Some(0), kind }
+    }
+    fn rec(pid: u32, op: &str, name: Option<&str>, corr: u64, ts: u64, ns: u64) -> GpuActivity {
+        GpuActivity {
+            line: 0,
+            ts,
+            end_ts: ts + ns,
+            pid,
+            op: op.into(),
+            name: name.map(str::to_owned),
+            stream_id: 7,
+            size: 0,
+            correlation_id: corr,
+            graph_id: 0,
+            src_kind: None,
+            dst_kind: None,
+        }
+    }
+
+    #[test]
+    fn records_pair_with_ops_in_call_order() {
+        // Process 1: a, a set, a graph launch (b, c: one call, records in any order), a, a.
+        // Process 2: one kernel a.
+        let ops = vec![
+            op(1, Some("a")),
+            op(1, None),
+            op(1, Some("b")),
+            op(1, Some("c")),
+            op(1, Some("a")),
+            op(2, Some("a")),
+            op(1, Some("a")),
+        ];
+        let graph = [
+            GraphOp { op: 2, launch_line: 40, captured_line: 10 },
+            GraphOp { op: 3, launch_line: 40, captured_line: 11 },
+        ];
+        let gpu = vec![
+            rec(1, "kernel", Some("c"), 12, 500, 3),
+            rec(1, "memset", None, 11, 300, 2),
+            rec(1, "kernel", Some("b"), 12, 400, 4),
+            rec(1, "kernel", Some("a"), 10, 100, 1),
+            // A call the plan does not replay (skipped), then op 4's kernel.
+            rec(1, "kernel", Some("z"), 13, 600, 9),
+            rec(1, "kernel", Some("a"), 14, 700, 5),
+            // A copy measured in two pieces where a kernel a is expected: op 6 stays unpaired.
+            rec(1, "memcpy", None, 15, 800, 6),
+            rec(1, "memcpy", None, 15, 900, 6),
+            rec(2, "kernel", Some("a"), 3, 100, 8),
+        ];
+        assert_eq!(op_durations(&gpu, &ops, &graph), vec![Some(1), Some(2), Some(4), Some(3), Some(5), Some(8), None]);
+        // Without correlation ids: start order, each record a call of its own.
+        let plain: Vec<GpuActivity> =
+            [(100, 1), (300, 2)].iter().map(|&(ts, ns)| rec(1, "kernel", Some("a"), 0, ts, ns)).collect();
+        let two = [op(1, Some("a")), op(1, Some("a"))];
+        assert_eq!(op_durations(&plain, &two, &[]), vec![Some(1), Some(2)]);
+    }
 }

@@ -84,7 +84,7 @@ impl Tenant {
             .collect();
         let busy = predict::merge(&mut busy, 0);
         let measured = !busy.is_empty();
-        let durations = crate::gpu_time::recorded::op_durations(&rec.trace, p);
+        let durations = crate::gpu_time::recorded::op_durations(&rec.trace.gpu, &p.ops, &p.graph_ops);
         let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()]);
         Tenant {
             recording: rec.dir.display().to_string(),
