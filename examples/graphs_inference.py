@@ -71,18 +71,36 @@ def capture(args) -> None:
     torch.cuda.synchronize()
 
     mark("phase", "capture")
-    g = torch.cuda.CUDAGraph()
+    try:  # keep_graph (torch >= 2.8): the graph stays for debug_dump
+        g = torch.cuda.CUDAGraph(keep_graph=bool(args.graph_dot))
+    except TypeError:
+        g = torch.cuda.CUDAGraph()
+    if args.graph_dot:
+        g.enable_debug_mode()
     with torch.no_grad(), torch.cuda.graph(g):
         out = forward()
     torch.cuda.synchronize()
+    if args.graph_dot:
+        if getattr(g, "instantiate", None):
+            g.instantiate()
+        g.debug_dump(args.graph_dot)  # cudaGraphDebugDotPrint, verbose
 
     mark("phase", "run")
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(args.replays + 1)] if args.time_launches else None
     t = time.perf_counter()
     for i in range(args.replays):
         mark("iteration", i)
+        if events:
+            events[i].record()
         g.replay()
+    if events:
+        events[-1].record()
     torch.cuda.synchronize()
     dt = time.perf_counter() - t
+    if events:
+        per = sorted(events[i].elapsed_time(events[i + 1]) * 1e3 for i in range(args.replays))
+        print(f"[capture] per replay (CUDA events, back to back): median {per[len(per) // 2]:.1f} us, "
+              f"min {per[0]:.1f} us, max {per[-1]:.1f} us", flush=True)
     checksum = float(out.float().sum())
     print(f"[capture] {args.replays} replays in {dt:.3f}s ({dt / args.replays * 1e3:.3f} ms each), "
           f"logits checksum {checksum:.6g}", flush=True)
@@ -146,6 +164,11 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=64, help="tokens in the window (capture: the input length)")
     ap.add_argument("--tokens", type=int, default=32, help="decode: tokens generated")
     ap.add_argument("--replays", type=int, default=50, help="capture: graph replays")
+    ap.add_argument("--graph-dot", metavar="PATH",
+                    help="capture: write the captured graph as DOT (every node's parameters and attributes), "
+                         "to compare with replay's rebuilt one (replay --graph-dot DIR)")
+    ap.add_argument("--time-launches", action="store_true",
+                    help="capture: time each replay with CUDA events (an event between launches) and print the median")
     ap.add_argument("--layers", type=int, default=12, help="GPT-2 small has 12")
     ap.add_argument("--count-kernels", action="store_true",
                     help="after the run, count one replay's / token's GPU kernels with torch.profiler")

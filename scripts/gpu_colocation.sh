@@ -19,15 +19,20 @@
 #  3. the table: pair, tenant, real slowdown (alone spread), replayed
 #     slowdown (alone spread), predicted slowdown, errors against the real.
 #
-# Everything lands in $OUT: log_colocation.txt, real_PAIR.json,
-# together_PAIR.json (replay's report), plan_PAIR.txt, NAME.trace.jsonl.gz
-# and NAME.manifest.json of each recording, colocation_table.txt. A failed
-# step is logged and the others go on; the table is printed last.
-# PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS (default 6) and BUDGET_S (default 520: the seconds after which no
-# new step starts) can be set in the environment; REAL_TRACED=1 runs each
-# pair's real harness under `tracer record --gpu-timestamps` (CUPTI in both
-# workloads: real_PAIR.jsonl.zst, for `tracer gaps`/`report` of the real
-# together runs; the timings then carry the tracer's overhead on both sides).
+# Everything lands in $OUT: log_colocation.txt, colocation_table.txt,
+# results.tgz (real_PAIR.json, real_traced_PAIR.json, together_PAIR.json =
+# replay's report, plan_PAIR.txt), traces.tar.partNN (each recording's
+# manifest.json and trace.jsonl.zst: `replay plan --together` predicts from
+# them on any machine). A failed step is logged and the others go on; the
+# table is printed last.
+# Environment: PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS
+# (default 6), BUDGET_S (default 520: the seconds after which no new step
+# starts), REAL_CAP/REPLAY_CAP (seconds a real/replayed pair may take), REAL
+# (default "untraced traced"): the real harness untraced, and under `tracer
+# record --replayable --capture-data --gpu-timestamps` as the recordings were
+# made (CUPTI and every probe in both workloads: the replay reproduces the
+# traced program's host pacing, so this is the like-for-like ground truth;
+# the untraced one shows what tracing itself changes).
 set -u
 ROOT=$(pwd)
 T=$(realpath .device-bin/tracer)
@@ -37,9 +42,14 @@ ROUNDS=${ROUNDS:-6}
 BUDGET_S=${BUDGET_S:-520}
 # Which pairs (a+b, space-separated), in this order.
 PAIRS=${PAIRS:-gen+batch launch+gen batch+gemm}
+# The real runs: untraced, traced (under tracer with the recordings' flags), or both ("untraced traced").
+REAL=${REAL:-untraced traced}
+REAL_CAP=${REAL_CAP:-110}
+REPLAY_CAP=${REPLAY_CAP:-150}
 W=/tmp/coloc
+RES=$W/results
 rm -rf "$W"
-mkdir -p "$OUT" "$W"
+mkdir -p "$OUT" "$W" "$RES"
 log=$OUT/log_colocation.txt
 PY=python3
 if ! python3 -c "import torch" 2>/dev/null && [ -x /opt/torch/.venv/bin/python3 ]; then
@@ -75,23 +85,34 @@ record() { # $1: kind
     rm -rf "$W/$1.rec"
     step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$1.rec" -- "$PY" "$WL" "$1"
     if [ -f "$W/$1.rec/manifest.json" ]; then
-        cp "$W/$1.rec/manifest.json" "$OUT/$1.manifest.json"
-        gzip -c "$W/$1.rec/trace.jsonl" > "$OUT/$1.trace.jsonl.gz" 2>/dev/null
+        mkdir -p "$W/traces/$1.rec"
+        cp "$W/$1.rec/manifest.json" "$W/traces/$1.rec/"
+        if command -v zstd > /dev/null; then
+            zstd -q -19 -T0 "$W/$1.rec/trace.jsonl" -o "$W/traces/$1.rec/trace.jsonl.zst"
+        else
+            gzip -9 -c "$W/$1.rec/trace.jsonl" > "$W/traces/$1.rec/trace.jsonl.gz"
+        fi
         "$R" plan "$W/$1.rec" 2>&1 | grep -E "^(plan|launches|copies)" | sed "s/^/  $1: /"
     fi
 }
 
 pair() { # $1 $2: kinds
     local p="$1+$2"
-    local traced=()
-    if [ "${REAL_TRACED:-0}" = 1 ]; then
-        traced=("$T" record --gpu-timestamps -q --force -o "$OUT/real_$p.jsonl.zst" --)
-    fi
-    step "real $p" 110 "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$OUT/real_$p.json"
+    local how
+    for how in $REAL; do
+        local traced=() name="real_$p"
+        if [ "$how" = traced ]; then
+            # the same instrumentation as the recordings: CUPTI in both workloads, every call probed
+            name="real_traced_$p"
+            rm -rf "$W/$name.rec"
+            traced=("$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$name.rec" --)
+        fi
+        step "$name" "$REAL_CAP" "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$RES/$name.json"
+    done
     if [ -d "$W/$1.rec" ] && [ -d "$W/$2.rec" ]; then
-        "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$OUT/plan_$p.txt" 2>&1
-        cat "$OUT/plan_$p.txt"
-        step "replay $p" 150 "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$OUT/together_$p.json"
+        "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$RES/plan_$p.txt" 2>&1
+        cat "$RES/plan_$p.txt"
+        step "replay $p" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$RES/together_$p.json"
     else
         echo "### replay $p: skipped (a recording is missing)"
     fi
@@ -109,8 +130,23 @@ pair() { # $1 $2: kinds
 } > "$log" 2>&1
 
 args=()
-for p in $PAIRS; do args+=(--pair "$p" "$OUT/real_$p.json" "$OUT/together_$p.json"); done
-"$PY" "$ROOT/scripts/colocation_table.py" "${args[@]}" > "$OUT/colocation_table.txt" 2>> "$log"
+for p in $PAIRS; do args+=(--pair "$p" "$RES/real_$p.json" "$RES/together_$p.json"); done
+targs=()
+for p in $PAIRS; do targs+=(--pair "$p" "$RES/real_traced_$p.json" "$RES/together_$p.json"); done
+{
+    case " $REAL " in *" untraced "*)
+        echo "## real runs untraced"
+        "$PY" "$ROOT/scripts/colocation_table.py" "${args[@]}";;
+    esac
+    case " $REAL " in *" traced "*)
+        echo "## real runs traced (tracer record --replayable --capture-data --gpu-timestamps, as the recordings)"
+        "$PY" "$ROOT/scripts/colocation_table.py" "${targs[@]}";;
+    esac
+} > "$OUT/colocation_table.txt" 2>> "$log"
+# What comes back (the device returns at most 8 files): the log, the table,
+# the JSON results and plans, the recordings' traces (zstd, manifests) in parts of 15 MB.
+(cd "$RES" && tar -czf "$OUT/results.tgz" .)
+(cd "$W/traces" 2>/dev/null && tar -cf - . | split -b 15M -d - "$OUT/traces.tar.part")
 grep -E "^###|exit|error|Error" "$log" | tail -40
 echo "--- replay's own tables"
 awk '/alone ms/ {p = 1} p {print} /^report:/ {p = 0}' "$log"

@@ -100,6 +100,19 @@ pub struct RunArgs {
     /// launch's stream (default: the exec is rebuilt once as a CUDA graph and launched as recorded)
     #[arg(long)]
     pub expand_graphs: bool,
+    /// Write each rebuilt graph to DIR/graph-N.dot (cuGraphDebugDotPrint, verbose: node
+    /// parameters and kernel node attributes), to compare with the program's own graph
+    #[arg(long, value_name = "DIR")]
+    pub graph_dot: Option<std::path::PathBuf>,
+    /// Rebuild each graph as one chain of its work in recorded order instead of with its
+    /// recorded dependencies (a diagnostic: does the graph's shape change its timing?)
+    #[arg(long)]
+    pub graph_chain: bool,
+    /// Time every rebuilt graph launch with CUDA events recorded right before and after it
+    /// (prints their median: the launch's GPU time without CUPTI's instrumentation when run
+    /// with --no-cupti, as a program timing its own graph launches would measure it)
+    #[arg(long)]
+    pub time_graph_launches: bool,
     /// Do not measure the replay's GPU time with CUPTI (CUDA events only)
     #[arg(long)]
     pub no_cupti: bool,

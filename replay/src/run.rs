@@ -118,6 +118,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     r.run_modes(&mut res)?;
     let mut out = r.report_json(&checks, std::mem::take(&mut res.modes), std::mem::take(&mut res.pass_checks));
+    if a.time_graph_launches {
+        out["graph_launch_events_us"] = graph_launch_events(&s.graph_launch_us.borrow());
+    }
     r.add_isolated(&mut out, &res.isolated)?;
     if let Some(s) = &selected {
         out["selection"] = json!(s);
@@ -157,6 +160,25 @@ fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan, Option<Selected>
     Ok((rec, p, planned.selected))
 }
 
+/// `--time-graph-launches`: the rebuilt graph launches' event times (every pass, warm-up
+/// included), printed and as the report's `graph_launch_events_us`.
+fn graph_launch_events(us: &[f64]) -> serde_json::Value {
+    let mut v = us.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        eprintln!("graph launches timed with CUDA events: none (no graph launch was rebuilt)");
+        return json!(null);
+    }
+    let median = v[v.len() / 2];
+    eprintln!(
+        "graph launches timed with CUDA events: median {median:.1} us, min {:.1} us, max {:.1} us over {} launches",
+        v[0],
+        v[v.len() - 1],
+        v.len()
+    );
+    json!({"launches": v.len(), "median": median, "min": v[0], "max": v[v.len() - 1]})
+}
+
 /// CUPTI's collector, unless --no-cupti or it cannot start (then a note says so).
 fn start_cupti(a: &RunArgs, notes: &mut Vec<String>) -> Option<Collector> {
     if a.no_cupti {
@@ -184,6 +206,8 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
         expand_graphs: a.expand_graphs,
+        graph_rebuild: replay::exec::graph_execs::Rebuild { dot_dir: a.graph_dot.clone(), chain: a.graph_chain },
+        time_graph_launches: a.time_graph_launches,
         device_memory: a.device_memory,
     };
     let s = Session::new(rec, p, a.device, &opts)?;

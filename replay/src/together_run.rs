@@ -415,6 +415,8 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         probes: vec![],
         pinned_copies: false,
         expand_graphs: false,
+        graph_rebuild: Default::default(),
+        time_graph_launches: false,
         device_memory: Default::default(),
     };
     let s = Session::new(&rec, &p, a.device, &opts)?;

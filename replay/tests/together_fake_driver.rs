@@ -71,7 +71,7 @@ fn together_run_against_the_fake_driver() {
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
     let report = d.path().join("together.json");
     let args =
-        [sa, sb, "--together", "--rounds", "3", "--no-cupti", "--no-energy", "--report", report.to_str().unwrap()];
+        [sa, sb, "--together", "--rounds", "3", "--no-cupti", "--no-energy", "--switch-us", "25", "--report", report.to_str().unwrap()];
     let (code, out, err) = replay(d.path(), &args, &[]);
     assert_eq!(code, 0, "{out}{err}");
     // The plan first (stderr), with the device's memory.

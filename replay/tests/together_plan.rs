@@ -14,7 +14,7 @@ fn exact_plan_of_two_recordings() {
     let (a, b) = (heavy(), launches());
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "3"]);
+    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "3", "--switch-us", "25", "--timeslice-us", "2000"]);
     assert_eq!(code, 0, "{err}");
     let image = std::fs::metadata(fixture("kernels.sm_90.cubin")).unwrap().len();
     let mem = (2u64 << 20) + image + (512 << 20);

@@ -29,6 +29,15 @@ pub struct AsGraph {
     pub stream: usize,
 }
 
+/// How graphs are rebuilt (diagnostics of `replay run`).
+#[derive(Debug, Clone, Default)]
+pub struct Rebuild {
+    /// Write each rebuilt graph to DIR/graph-N.dot (N: the order of rebuilding).
+    pub dot_dir: Option<std::path::PathBuf>,
+    /// Ignore the recorded dependencies: one chain in recorded order.
+    pub chain: bool,
+}
+
 #[derive(Default)]
 pub struct GraphExecs {
     /// First op of a graph launch -> how it runs.
@@ -45,7 +54,7 @@ pub struct GraphExecs {
 impl GraphExecs {
     /// Rebuilds every exec of `plan.graph_launches`; `submit(op, stream)`
     /// submits a prepared op to the capturing stream.
-    pub fn build(plan: &Plan, submit: impl Fn(usize, CUstream) -> Result<()>) -> Result<GraphExecs> {
+    pub fn build(plan: &Plan, how: &Rebuild, submit: impl Fn(usize, CUstream) -> Result<()>) -> Result<GraphExecs> {
         let mut g = GraphExecs::default();
         if plan.graph_launches.is_empty() {
             return Ok(g);
@@ -61,8 +70,15 @@ impl GraphExecs {
             let exec = match built.get(&l.exec) {
                 Some(e) => *e,
                 None => {
-                    let e = match capture(s, l.first_op, l.ops, l.after.as_deref(), &submit) {
+                    let after = if how.chain { None } else { l.after.as_deref() };
+                    let e = match capture(s, l.first_op, l.ops, after, &submit) {
                         Ok((graph, exec)) => {
+                            if let Some(dir) = &how.dot_dir {
+                                let path = dir.join(format!("graph-{}.dot", g.rebuilt));
+                                if let Err(e) = write_dot(graph, &path) {
+                                    g.notes.push(format!("{}: not written ({e:#})", path.display()));
+                                }
+                            }
                             g.graphs.push(graph);
                             g.execs.push(exec);
                             g.rebuilt += 1;
@@ -143,6 +159,17 @@ fn capture(
         }
         Ok((graph, exec))
     }
+}
+
+/// The graph as DOT, with node parameters and kernel node attributes.
+fn write_dot(graph: sys::CUgraph, path: &std::path::Path) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+    const VERBOSE: u32 = 1; // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE: every parameter and attribute
+    // SAFETY: a live graph and a NUL-terminated path.
+    ck(unsafe { sys::cuGraphDebugDotPrint(graph, c.as_ptr(), VERBOSE) }, "cuGraphDebugDotPrint")
 }
 
 /// Makes the next node captured on `s` wait for exactly `after`'s nodes.

@@ -104,6 +104,12 @@ pub struct SessionOpts {
     /// Run graph launches as separate launches of their work instead of
     /// rebuilt graphs (graph_execs.rs).
     pub expand_graphs: bool,
+    /// Where to write each rebuilt graph as a DOT file, and whether to
+    /// rebuild graphs as chains (graph_execs.rs `Rebuild`).
+    pub graph_rebuild: super::graph_execs::Rebuild,
+    /// Time every rebuilt graph launch with two CUDA events around it
+    /// (`Session::graph_launch_us`).
+    pub time_graph_launches: bool,
     /// How the device windows are made (memory.rs).
     pub device_memory: super::memory::DeviceMemory,
 }
@@ -148,6 +154,10 @@ pub struct Session {
     passes: std::cell::Cell<u32>,
     /// The recorded graph execs, rebuilt (unless `expand_graphs`).
     pub graphs: GraphExecs,
+    /// With `time_graph_launches`: each rebuilt graph launch's time (µs, CUDA
+    /// events recorded right before and after it on its stream), every pass.
+    pub graph_launch_us: std::cell::RefCell<Vec<f64>>,
+    time_graph_launches: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -511,9 +521,11 @@ impl Session {
             setup_notes: notes,
             setup_s: 0.0,
             graphs: GraphExecs::default(),
+            graph_launch_us: Default::default(),
+            time_graph_launches: opts.time_graph_launches,
         };
         if !opts.expand_graphs {
-            let graphs = GraphExecs::build(plan, |i, st| s.submit(i, Some(st)))?;
+            let graphs = GraphExecs::build(plan, &opts.graph_rebuild, |i, st| s.submit(i, Some(st)))?;
             s.setup_notes.extend(graphs.notes.iter().cloned());
             s.graphs = graphs;
         }
@@ -692,6 +704,7 @@ impl Session {
         let (mut last_start, mut last_return) = (t0, t0);
         start.record(std::ptr::null_mut())?;
         let mut checks = Vec::new();
+        let mut graph_events: Vec<(Event, Event)> = Vec::new();
         let mut i = ops.start;
         while i < ops.end.min(self.prep.len()) {
             match pace {
@@ -724,8 +737,17 @@ impl Session {
             }
             if let Some(g) = graph {
                 let what = format!("graph launch (trace.jsonl line {})", self.op_lines[i]);
+                let s = self.streams[g.stream];
+                let timed = if self.time_graph_launches { Some((Event::new()?, Event::new()?)) } else { None };
+                if let Some((a, _)) = &timed {
+                    a.record(s)?;
+                }
                 // SAFETY: exec and stream from setup.
-                ck(unsafe { sys::cuGraphLaunch(g.exec, self.streams[g.stream]) }, &what)?;
+                ck(unsafe { sys::cuGraphLaunch(g.exec, s) }, &what)?;
+                if let Some((_, b)) = &timed {
+                    b.record(s)?;
+                }
+                graph_events.extend(timed);
                 last_return = Instant::now();
                 i = last;
                 continue;
@@ -764,7 +786,11 @@ impl Session {
             gpu_ms = gpu_ms.max(e.since(&start)?);
         }
         self.ctx.sync()?;
-        Ok((gpu_ms, t0.elapsed().as_secs_f64() * 1e3, checks))
+        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        for (a, b) in &graph_events {
+            self.graph_launch_us.borrow_mut().push(b.since(a)? * 1e3);
+        }
+        Ok((gpu_ms, wall_ms, checks))
     }
 
     /// Read a probe's bytes after everything submitted so far completed.

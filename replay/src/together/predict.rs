@@ -202,6 +202,8 @@ pub fn text(p: &[Prediction], gpu: Option<&PredictedGpu>, m: &Model) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The constants the hand computations below use.
+    const C25: Model = Model { switch_ns: 25_000, timeslice_ns: 2_000_000 };
     use super::*;
     use crate::exec::session::HostGap;
 
@@ -216,7 +218,7 @@ mod tests {
         let ops = [kernel(0, Some(10_000_000))];
         let busy = [(0u64, 10_000_000u64)];
         let x = Input { busy: &busy, ops: &ops };
-        let (p, g) = predict(&[x, x], &Model::default());
+        let (p, g) = predict(&[x, x], &C25);
         assert_eq!(p[0].slowdown, Some(1.82));
         assert_eq!(p[1].slowdown, Some(2.0225));
         assert_eq!(g, Some(PredictedGpu { busy_ns: 20_000_000, span_ns: 20_225_000, switches: 9 }));
@@ -231,9 +233,9 @@ mod tests {
         assert_eq!(merge(&mut iv, 50), vec![(0, 400)]);
         let ops = [kernel(0, Some(1_000)), kernel(5, None)];
         let busy = [(0u64, 1_000u64)];
-        let (p, g) = predict(&[Input { busy: &busy, ops: &ops }, Input { busy: &[], ops: &ops }], &Model::default());
+        let (p, g) = predict(&[Input { busy: &busy, ops: &ops }, Input { busy: &[], ops: &ops }], &C25);
         assert_eq!((p[0].slowdown, p[1].slowdown, g), (None, None, None));
         assert_eq!((p[0].busy_ns, p[0].work_without_duration), (1_000, 1));
-        assert!(text(&p, None, &Model::default()).contains("tenant 2: not predicted"));
+        assert!(text(&p, None, &C25).contains("tenant 2: not predicted"));
     }
 }
