@@ -70,8 +70,19 @@ fn together_run_against_the_fake_driver() {
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
     let report = d.path().join("together.json");
-    let args =
-        [sa, sb, "--together", "--rounds", "3", "--no-cupti", "--no-energy", "--switch-us", "25", "--report", report.to_str().unwrap()];
+    let args = [
+        sa,
+        sb,
+        "--together",
+        "--rounds",
+        "3",
+        "--no-cupti",
+        "--no-energy",
+        "--switch-us",
+        "25",
+        "--report",
+        report.to_str().unwrap(),
+    ];
     let (code, out, err) = replay(d.path(), &args, &[]);
     assert_eq!(code, 0, "{out}{err}");
     // The plan first (stderr), with the device's memory.

@@ -14,7 +14,8 @@ fn exact_plan_of_two_recordings() {
     let (a, b) = (heavy(), launches());
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "3", "--switch-us", "25", "--timeslice-us", "2000"]);
+    let (code, out, err) =
+        replay(&["plan", sa, sb, "--together", "--rounds", "3", "--switch-us", "25", "--timeslice-us", "2000"]);
     assert_eq!(code, 0, "{err}");
     let image = std::fs::metadata(fixture("kernels.sm_90.cubin")).unwrap().len();
     let mem = (2u64 << 20) + image + (512 << 20);
@@ -54,7 +55,19 @@ prediction (docs/colocation.md: the recorded phases on a simulated time-sliced G
     assert_eq!(out.replace(sa, "A.rec").replace(sb, "B.rec"), want);
 
     // The same plan as JSON: exact figures.
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "2", "--json"]);
+    let (code, out, err) = replay(&[
+        "plan",
+        sa,
+        sb,
+        "--together",
+        "--rounds",
+        "2",
+        "--json",
+        "--switch-us",
+        "25",
+        "--timeslice-us",
+        "2000",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
