@@ -22,8 +22,8 @@
 # Everything lands in $OUT: log_colocation.txt, colocation_table.txt,
 # results.tgz (real_PAIR.json, real_traced_PAIR.json, together_PAIR.json =
 # replay's report, plan_PAIR.txt), traces.tar.partNN (each recording's
-# manifest.json and trace.jsonl.zst: `replay plan --together` predicts from
-# them on any machine). A failed step is logged and the others go on; the
+# manifest.json and trace.jsonl.zst; the images stay behind: plan_PAIR.txt
+# holds each pair's plan and prediction). A failed step is logged and the others go on; the
 # table is printed last.
 # Environment: PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS
 # (default 6), BUDGET_S (default 520: the seconds after which no new step
