@@ -8,7 +8,9 @@ measured phase, marked for tracer (phase `warmup`, phase `generate`, phase
   gen     GPT-2 small generation, batch 1 (random fp16 weights, greedy, a fixed
           number of new tokens): launch-bound, the GPU mostly idle;
   batch   GPT-2 small forward passes at batch 8 (fp16): GEMM-bound bursts;
-  gemm    a loop of fp16 matrix products (8192²), a synchronization every 10;
+          the last one's logits (256 values) copied back;
+  gemm    a loop of fp16 matrix products (8192²), a synchronization every 10,
+          the product's first 256 values copied back;
   launch  the launch loop of examples/launch_loop.py: tiny element-wise
           kernels on one element, a synchronization every 100.
 
@@ -71,7 +73,8 @@ def build(a):
         def step():
             with torch.no_grad():
                 for _ in range(a.forwards):
-                    model(ids)
+                    out = model(ids).logits
+            out[0, -1, :256].cpu()  # a device-to-host copy: replay compares it bit for bit
             torch.cuda.synchronize()
 
         return step
@@ -85,6 +88,7 @@ def build(a):
                 torch.matmul(x, w, out=y)
                 if i % 10 == 9:
                     torch.cuda.synchronize()
+            y[0, :256].cpu()  # a device-to-host copy: replay compares it bit for bit
             torch.cuda.synchronize()
 
         return step

@@ -32,7 +32,8 @@
 # record --replayable --capture-data --gpu-timestamps` as the recordings were
 # made (CUPTI and every probe in both workloads: the replay reproduces the
 # traced program's host pacing, so this is the like-for-like ground truth;
-# the untraced one shows what tracing itself changes).
+# the untraced one shows what tracing itself changes); REPLAY_RERUN=1 replays
+# each pair a second time with --rerun-before-phase (together_rerun_PAIR.json).
 set -u
 ROOT=$(pwd)
 T=$(realpath .device-bin/tracer)
@@ -113,6 +114,10 @@ pair() { # $1 $2: kinds
         "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$RES/plan_$p.txt" 2>&1
         cat "$RES/plan_$p.txt"
         step "replay $p" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$RES/together_$p.json"
+        if [ "${REPLAY_RERUN:-0}" = 1 ]; then
+            step "replay $p --rerun-before-phase" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" \
+                --rerun-before-phase --report "$RES/together_rerun_$p.json"
+        fi
     else
         echo "### replay $p: skipped (a recording is missing)"
     fi

@@ -169,9 +169,14 @@ pub struct TogetherArgs {
     #[arg(long)]
     pub no_energy: bool,
     /// Measure each recording's phase of this name (its `phase` marker to the next one; the ops
-    /// before it run ahead of each start barrier); a recording without it is measured whole
+    /// before it run once, their memory is restored before each start barrier); a recording
+    /// without it is measured whole
     #[arg(long, default_value = "generate")]
     pub phase: String,
+    /// Run the ops before the phase again before every run instead of restoring the memory they
+    /// left (the first version's way; their GPU work then runs right before each measured phase)
+    #[arg(long)]
+    pub rerun_before_phase: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -188,6 +193,8 @@ pub struct TenantArgs {
     pub cupti_lib: Option<String>,
     #[arg(long, default_value = "generate")]
     pub phase: String,
+    #[arg(long)]
+    pub rerun_before_phase: bool,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

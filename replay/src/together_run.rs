@@ -4,8 +4,11 @@
 //! run before anything runs, starts the children, and drives the rounds over
 //! their stdin/stdout: a child sets up (images loaded, memory mapped) and
 //! says `loaded`; once all are, on `start` it runs its checking pass (outputs
-//! bit for bit) and a warm-up pass and says `ready`; then per `run` (or
-//! `check`) line it runs the ops before its measured phase, says `armed`,
+//! bit for bit), runs the ops before its measured phase, keeps the memory
+//! they leave (a snapshot), runs a warm-up pass of the phase and says
+//! `ready`; then per `run` (or `check`) line it restores that memory (or,
+//! without memory for the snapshot, runs the ops before the phase again),
+//! says `armed`,
 //! and on `go` runs the phase paced and answers with its figures. The parent
 //! writes `go` to every tenant of a run back to back once all are armed: the
 //! start barrier.
@@ -114,6 +117,9 @@ fn spawn(a: &TogetherArgs, rec: &Path) -> Result<Child_> {
     c.arg("tenant").arg(rec).arg("--device").arg(a.device.to_string()).arg("--phase").arg(&a.phase);
     if a.no_cupti {
         c.arg("--no-cupti");
+    }
+    if a.rerun_before_phase {
+        c.arg("--rerun-before-phase");
     }
     if let Some(l) = &a.cupti_lib {
         c.arg("--cupti-lib").arg(l);
@@ -224,6 +230,11 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
     }
     let bus = ready[0]["bus"].as_str().unwrap_or("").to_owned();
     let mut notes: Vec<String> = ready.iter().filter_map(|r| r["cupti_error"].as_str().map(str::to_owned)).collect();
+    for (t, r) in tp.tenants.iter().zip(&ready) {
+        if let Some(why) = r["phase_start"].as_str().filter(|w| *w != "snapshot") {
+            notes.push(format!("{}: each run reruns the ops before its phase ({why})", t.recording));
+        }
+    }
     let meter = if a.no_energy {
         None
     } else {
@@ -439,12 +450,24 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     let (_, _, first) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
     s.reset_memory()?;
     s.pass_ops(0..phase.ops.start, None, None).context("warm-up pass")?;
+    // The memory at the phase's start, kept: each run restores it instead of running the ops
+    // before the phase again (a served program's next request does not redo its set-up and
+    // warm-up either; those ops ran on the GPU right before the phase, heating it and drawing
+    // power the phase then lacks). Without device memory for it, each run reruns them.
+    let (snap, phase_start) = if a.rerun_before_phase {
+        (None, json!("rerun: --rerun-before-phase"))
+    } else {
+        match s.snapshot().and_then(|x| x.save().map(|()| x)) {
+            Ok(x) => (Some(x), json!("snapshot")),
+            Err(e) => (None, json!(format!("rerun: no device memory for a snapshot ({e:#})"))),
+        }
+    };
     s.pass_ops(phase.ops.clone(), Some(Pace::Gaps(&gaps)), None).context("warm-up pass")?;
     if let Some(c) = &cupti {
         c.take();
     }
     say(json!({"ready": true, "gpu": s.ctx.name, "bus": s.ctx.pci_bus_id, "first_checks": checks_json(&first),
-               "cupti_error": cupti_error}));
+               "cupti_error": cupti_error, "phase_start": phase_start}));
     while let Some(line) = lines.next() {
         let check = match line?.trim() {
             "run" => false,
@@ -452,9 +475,15 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
             "quit" | "" => return Ok(()),
             other => bail!("unknown command {other:?} from the parent"),
         };
-        // The ops before the phase, unpaced, then armed at the start barrier.
-        s.reset_memory()?;
-        s.pass_ops(0..phase.ops.start, None, None).context("the ops before the measured phase")?;
+        // The memory at the phase's start (or the ops before the phase, unpaced), then armed at
+        // the start barrier.
+        match &snap {
+            Some(x) => x.restore().context("restoring the memory at the phase's start")?,
+            None => {
+                s.reset_memory()?;
+                s.pass_ops(0..phase.ops.start, None, None).context("the ops before the measured phase")?;
+            }
+        }
         if let Some(c) = &cupti {
             c.take();
         }

@@ -117,6 +117,8 @@ fn together_run_against_the_fake_driver() {
     assert_eq!(v["runs"][0]["busy_ns"], Value::Null); // --no-cupti
     let t = &v["tenants"];
     for (i, tenant) in t.as_array().unwrap().iter().enumerate() {
+        // Each run starts from the memory kept at the phase's start (not the ops before it again).
+        assert_eq!(tenant["setup"]["phase_start"], "snapshot", "tenant {i}");
         let m = &tenant["measured"];
         assert_eq!(m["alone_ms"].as_array().unwrap().len(), 3, "tenant {i}");
         assert_eq!(m["together_ms"].as_array().unwrap().len(), 3, "tenant {i}");

@@ -23,7 +23,7 @@ fn exact_plan_of_two_recordings() {
     let want = format!(
         "together: 2 tenants on one GPU, each replayed in its own process and context, paced by its recorded host gaps
 tenant 1: A.rec
-  measured: phase \"generate\", ops 2..4 of 4 (the 1 before run unpaced ahead of each start barrier)
+  measured: phase \"generate\", ops 2..4 of 4 (the 1 before run once; the memory they leave is restored before each start barrier)
   ops: 3 (2 GPU work, 2 launches)
   memory: {m} (2.0 MiB windows + 0.0 MiB images + 512.0 MiB context reserve)
   pacing: 3.990 ms from first to last op, 1 ops wait from the previous call's return

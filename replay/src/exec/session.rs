@@ -1034,7 +1034,8 @@ impl Snapshot {
         }
         Ok(s)
     }
-    fn save(&self) -> Result<()> {
+    /// Copies every device window into the snapshot (device to device).
+    pub fn save(&self) -> Result<()> {
         for &(w, c, n) in &self.bufs {
             // SAFETY: both ranges are mapped device memory of n bytes.
             ck(unsafe { sys::cuMemcpyDtoD_v2(c, w, n) }, "cuMemcpyDtoD (snapshot)")?;
@@ -1042,7 +1043,8 @@ impl Snapshot {
         // SAFETY: plain call on the current context.
         ck(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize (snapshot)")
     }
-    fn restore(&self) -> Result<()> {
+    /// Copies the snapshot back into every device window (device to device).
+    pub fn restore(&self) -> Result<()> {
         for &(w, c, n) in &self.bufs {
             // SAFETY: as in save.
             ck(unsafe { sys::cuMemcpyDtoD_v2(w, c, n) }, "cuMemcpyDtoD (restore)")?;

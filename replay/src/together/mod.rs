@@ -271,7 +271,7 @@ impl TogetherPlan {
                 Some(l) => {
                     let _ = writeln!(
                         s,
-                        "  measured: phase {l:?}, ops {}..{} of {} (the {} before run unpaced ahead of each start barrier)",
+                        "  measured: phase {l:?}, ops {}..{} of {} (the {} before run once; the memory they leave is restored before each start barrier)",
                         t.phase.ops.start + 1,
                         t.phase.ops.end,
                         t.ops,
