@@ -45,6 +45,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", required=True)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a setup or a run")
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="seconds the GPU idles before each run (replay --together --settle-ms does the same): "
+                         "its clocks depend on the power drawn just before")
     ap.add_argument("--workloads", default=os.path.join(HERE, "colocation_workloads.py"),
                     help="the workloads script (its KIND --serve DIR protocol)")
     a = ap.parse_args(argv)
@@ -66,6 +69,7 @@ def main(argv=None):
                 who = a.tenants if what == "together" else [t]
                 for k in who:
                     count[k] += 1
+                time.sleep(a.settle)
                 for k in who:  # the barrier: every go file at once
                     open(os.path.join(d, f"go.{k}.{count[k]}"), "w").close()
                 secs = {}

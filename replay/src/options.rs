@@ -177,6 +177,10 @@ pub struct TogetherArgs {
     /// left (the first version's way; their GPU work then runs right before each measured phase)
     #[arg(long)]
     pub rerun_before_phase: bool,
+    /// Milliseconds the GPU idles before each run (after every tenant is armed), so that every
+    /// run starts from the same power state (the clocks depend on the power drawn just before)
+    #[arg(long, default_value_t = 500, value_name = "MS")]
+    pub settle_ms: u64,
     #[command(flatten)]
     pub model: ModelArgs,
 }

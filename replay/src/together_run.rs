@@ -144,6 +144,7 @@ fn run_once(
     run: Run,
     meter: Option<&replay::energy::Meter>,
     what: &str,
+    settle: std::time::Duration,
 ) -> Result<(RunResult, Vec<Value>)> {
     let who: Vec<usize> = match run {
         Run::Alone(i) => vec![i],
@@ -156,6 +157,10 @@ fn run_once(
     for &i in &who {
         kids[i].answer()?;
     }
+    // The GPU idles a moment before every run: its clocks depend on the power it drew just
+    // before (a phase of matrix products ran 6 % faster after 0.3 s of idle than right after
+    // the same work: docs/colocation.md), so every run starts from the same state.
+    std::thread::sleep(settle);
     let e0 = meter.and_then(|m| m.energy_mj().ok());
     for &i in &who {
         kids[i].send("go")?;
@@ -246,6 +251,8 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
             }
         }
     };
+    let settle = std::time::Duration::from_millis(a.settle_ms);
+    eprintln!("each run starts after the GPU idles {} ms (--settle-ms)", a.settle_ms);
     let mut runs = Vec::new();
     let total: usize = tp.rounds.iter().map(|r| r.len()).sum();
     let mut done = 0;
@@ -254,12 +261,12 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
             done += 1;
             eprint!("\r\x1b[2Ktogether: round {}/{}, {run} ({done}/{total})", r + 1, tp.rounds.len());
             let _ = std::io::stderr().flush();
-            runs.push(run_once(kids, run, meter.as_ref(), "run")?.0);
+            runs.push(run_once(kids, run, meter.as_ref(), "run", settle)?.0);
         }
     }
     eprintln!();
     // The last together pass: every output checked bit for bit.
-    let (_, raw) = run_once(kids, Run::Together, None, "check")?;
+    let (_, raw) = run_once(kids, Run::Together, None, "check", settle)?;
     let checks: Vec<Value> = raw.iter().map(|v| v["checks"].clone()).collect();
     let slow = measure::slowdowns(kids.len(), &runs);
     let gpu = measure::gpu(kids.len(), &runs);
@@ -288,7 +295,7 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
         })
         .collect();
     let out = json!({
-        "gpu_model": ready[0]["gpu"], "gpu_bus": bus,
+        "gpu_model": ready[0]["gpu"], "gpu_bus": bus, "settle_ms": a.settle_ms,
         "plan": tp, "tenants": tenants, "gpu": gpu,
         "runs": runs_json(&runs), "outputs_identical": identical, "notes": notes,
     });

@@ -80,11 +80,16 @@ fn together_run_against_the_fake_driver() {
         "--no-energy",
         "--switch-us",
         "25",
+        "--settle-ms",
+        "100",
         "--report",
         report.to_str().unwrap(),
     ];
+    let t0 = std::time::Instant::now();
     let (code, out, err) = replay(d.path(), &args, &[]);
     assert_eq!(code, 0, "{out}{err}");
+    // The GPU idles 100 ms before each of the 9 runs and the final check.
+    assert!(t0.elapsed() >= std::time::Duration::from_millis(1000), "{:?}", t0.elapsed());
     // The plan first (stderr), with the device's memory.
     assert!(err.contains("memory: 1028.1 MiB together of 81920.0 MiB (cuDeviceTotalMem of device 0)\n"), "{err}");
     let lines: Vec<&str> = out.lines().collect();
@@ -105,6 +110,7 @@ fn together_run_against_the_fake_driver() {
     assert_eq!(lines[9], format!("report: {}", report.display()));
 
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(v["settle_ms"], 100);
     let runs: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["run"].as_str().unwrap()).collect();
     assert_eq!(
         runs,
