@@ -53,7 +53,7 @@ fn tracer(args: &[&str]) -> String {
 }
 
 /// The long gap of the `gpu 0` scope that holds the program's measured gap `g`.
-fn gap_of<'a>(scope: &'a Value, g: (u64, u64)) -> &'a Value {
+fn gap_of(scope: &Value, g: (u64, u64)) -> &Value {
     scope["longest"]
         .as_array()
         .unwrap()
@@ -72,7 +72,7 @@ fn main_cause(os: &Value) -> String {
     for (k, v) in os["runnable"].as_object().unwrap() {
         c.push((v.as_u64().unwrap(), k.clone()));
     }
-    c.sort_by(|a, b| b.0.cmp(&a.0));
+    c.sort_by_key(|x| std::cmp::Reverse(x.0));
     c[0].1.clone()
 }
 

@@ -627,10 +627,10 @@ pub fn unrecorded_exports(syms: &ExportedSymbols) -> Vec<(String, u64)> {
 /// `cu_count` (no record, no user-memory read): a program that calls one, through
 /// cuGetProcAddress or otherwise, is told so in the footer. Functions whose first
 /// instruction would be single-stepped (7-17 µs a call) are left out and named.
-fn attach_unrecorded_counts(
-    progs: &uprobe_multi::MultiPrograms,
-    opts: &Options,
-) -> anyhow::Result<(Vec<String>, Vec<(String, &'static str)>, Option<MultiLink>)> {
+/// The counted functions, the ones not counted with the reason, and the probes' link.
+type UnrecordedCounts = (Vec<String>, Vec<(String, &'static str)>, Option<MultiLink>);
+
+fn attach_unrecorded_counts(progs: &uprobe_multi::MultiPrograms, opts: &Options) -> anyhow::Result<UnrecordedCounts> {
     let (mut counted, mut not_counted, mut offsets, mut cookies) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (name, off) in unrecorded_exports(opts.symbols) {
         if !opts.symbols.prologue(&name).is_some_and(crate::collect::libcuda::starts_with_push_rbp) {
