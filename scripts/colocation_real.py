@@ -45,6 +45,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", required=True)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a setup or a run")
+    ap.add_argument("--cpus", nargs=2, metavar="LIST", default=None,
+                    help="pin each workload to these CPUs (e.g. 2,3 4,5; the first list for the first workload)")
     ap.add_argument("--settle", type=float, default=0.5,
                     help="seconds the GPU idles before each run (replay --together --settle-ms does the same): "
                          "its clocks depend on the power drawn just before")
@@ -57,10 +59,12 @@ def main(argv=None):
     procs = []
     result = {"tenants": a.tenants, "rounds": a.rounds, "runs": [], "error": None}
     try:
-        for k in a.tenants:
+        for i, k in enumerate(a.tenants):
             log = open(os.path.join(d, f"{k}.log"), "w")
+            cpus = {int(c) for c in a.cpus[i].split(",")} if a.cpus else None
+            pin = (lambda c=cpus: os.sched_setaffinity(0, c)) if cpus else None
             procs.append(subprocess.Popen([sys.executable, a.workloads, k, "--serve", d],
-                                          stdout=log, stderr=subprocess.STDOUT))
+                                          stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin))
         for k in a.tenants:
             wait(os.path.join(d, f"ready.{k}"), procs, a.timeout)
         count = {k: 0 for k in a.tenants}

@@ -47,6 +47,12 @@ PAIRS=${PAIRS:-gen+batch launch+gen batch+gemm}
 REAL=${REAL:-untraced traced}
 REAL_CAP=${REAL_CAP:-110}
 REPLAY_CAP=${REPLAY_CAP:-150}
+# PIN=1: each workload on its own two CPUs (recorded on 2-3; real: the first
+# workload on 2-3, the second on 4-5; replay and its tenants on 2-5).
+PIN_REC=() PIN_REAL=() PIN_REPLAY=()
+if [ "${PIN:-0}" = 1 ]; then
+    PIN_REC=(taskset -c 2-3) PIN_REAL=(--cpus 2,3 4,5) PIN_REPLAY=(taskset -c 2-5)
+fi
 W=/tmp/coloc
 RES=$W/results
 rm -rf "$W"
@@ -84,7 +90,8 @@ step() {
 
 record() { # $1: kind
     rm -rf "$W/$1.rec"
-    step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$1.rec" -- "$PY" "$WL" "$1"
+    step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$1.rec" -- \
+        "${PIN_REC[@]}" "$PY" "$WL" "$1"
     if [ -f "$W/$1.rec/manifest.json" ]; then
         mkdir -p "$W/traces/$1.rec"
         cp "$W/$1.rec/manifest.json" "$W/traces/$1.rec/"
@@ -108,12 +115,13 @@ pair() { # $1 $2: kinds
             rm -rf "$W/$name.rec"
             traced=("$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$name.rec" --)
         fi
-        step "$name" "$REAL_CAP" "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" --out "$RES/$name.json"
+        step "$name" "$REAL_CAP" "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" \
+            "${PIN_REAL[@]}" --out "$RES/$name.json"
     done
     if [ -d "$W/$1.rec" ] && [ -d "$W/$2.rec" ]; then
         "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$RES/plan_$p.txt" 2>&1
         cat "$RES/plan_$p.txt"
-        step "replay $p" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$RES/together_$p.json"
+        step "replay $p" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$RES/together_$p.json"
         if [ "${REPLAY_RERUN:-0}" = 1 ]; then
             step "replay $p --rerun-before-phase" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" \
                 --rerun-before-phase --report "$RES/together_rerun_$p.json"
