@@ -158,7 +158,7 @@ fn run_once(
         kids[i].answer()?;
     }
     // The GPU idles a moment before every run: its clocks depend on the power it drew just
-    // before (a phase of matrix products ran 6 % faster after 0.3 s of idle than right after
+    // before (a phase of matrix products ran 3-6 % faster after 0.3 s of idle than right after
     // the same work: docs/colocation.md), so every run starts from the same state.
     std::thread::sleep(settle);
     let e0 = meter.and_then(|m| m.energy_mj().ok());
@@ -458,9 +458,8 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     s.reset_memory()?;
     s.pass_ops(0..phase.ops.start, None, None).context("warm-up pass")?;
     // The memory at the phase's start, kept: each run restores it instead of running the ops
-    // before the phase again (a served program's next request does not redo its set-up and
-    // warm-up either; those ops ran on the GPU right before the phase, heating it and drawing
-    // power the phase then lacks). Without device memory for it, each run reruns them.
+    // before the phase again, as a served program's next request does not redo its set-up and
+    // warm-up (and a run takes less time). Without device memory for it, each run reruns them.
     let (snap, phase_start) = if a.rerun_before_phase {
         (None, json!("rerun: --rerun-before-phase"))
     } else {
