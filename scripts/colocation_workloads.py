@@ -114,9 +114,11 @@ def serve(a, step):
             if os.path.exists(os.path.join(d, "quit")):
                 return
             time.sleep(0.0005)
+        mark("phase", f"served {a.kind} {k}")  # under tracer: each served run is a phase
         t = time.perf_counter()
         step()
         dt = time.perf_counter() - t
+        mark("phase", "between")
         tmp = os.path.join(d, f".done.{a.kind}.{k}")
         with open(tmp, "w") as f:
             json.dump({"kind": a.kind, "run": k, "seconds": dt}, f)
