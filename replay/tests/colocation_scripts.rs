@@ -101,3 +101,40 @@ fn real_runs_in_the_planner_order_then_the_table() {
     );
     assert!(err.contains("colocation_table: /nonexistent/real.json: [Errno 2] No such file or directory"), "{err}");
 }
+
+/// sync_waits.py on a hand-made trace: served runs are phases `served KIND K`
+/// closed by `between`; a run is together when another workload's run
+/// overlaps it; synchronizing calls (not asynchronous copies, not gpu lines)
+/// are counted per run with their time.
+#[test]
+fn sync_waits_alone_and_together() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.jsonl");
+    let m = |pid: u32, label: &str, ts: u64| json!({"type": "marker", "op": "phase", "label": label, "pid": pid, "ts": ts});
+    let c = |pid: u32, name: &str, ts: u64, us: f64| json!({"type": "sync", "name": name, "pid": pid, "ts": ts, "duration_us": us});
+    let lines = [
+        // gen alone: 1 ms, one 100 µs sync and an asynchronous copy (not a wait)
+        m(1, "served gen 1", 0),
+        c(1, "cuStreamSynchronize", 10, 100.0),
+        c(1, "cuMemcpyDtoHAsync_v2", 20, 5.0),
+        m(1, "between", 1_000_000),
+        // gen together with batch: 1.5 ms, syncs of 500 and 700 µs, a synchronous copy of 300 µs
+        m(2, "served batch 1", 2_000_000),
+        m(1, "served gen 2", 2_000_000),
+        c(1, "cuStreamSynchronize", 2_100_000, 500.0),
+        c(1, "cuCtxSynchronize_v2", 2_200_000, 700.0),
+        c(1, "cuMemcpyDtoH_v2", 2_300_000, 300.0),
+        json!({"type": "gpu", "name": "cuStreamSynchronize", "pid": 1, "ts": 2_400_000, "duration_us": 9.0}),
+        m(1, "between", 3_500_000),
+        m(2, "between", 3_000_000),
+    ];
+    std::fs::write(&trace, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
+    let (code, out, err) = python(&[script("sync_waits.py").to_str().unwrap(), trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    // pid, workload, kind, runs, wall ms, syncs/run, sync ms/run, median, p90, max (µs)
+    assert_eq!(rows[0], ["1", "gen", "alone", "1", "1.0", "1.0", "0.1", "100.0", "100.0", "100.0"], "{out}");
+    assert_eq!(rows[1], ["1", "gen", "together", "1", "1.5", "3.0", "1.5", "500.0", "700.0", "700.0"], "{out}");
+    assert_eq!(rows[2][..6], ["2", "batch", "together", "1", "1.0", "0.0"], "{out}");
+    assert_eq!(rows.len(), 3, "{out}");
+}
