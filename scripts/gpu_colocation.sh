@@ -28,12 +28,19 @@
 # Environment: PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS
 # (default 6), BUDGET_S (default 520: the seconds after which no new step
 # starts), REAL_CAP/REPLAY_CAP (seconds a real/replayed pair may take), REAL
-# (default "untraced traced"): the real harness untraced, and under `tracer
+# (default "untraced cupti traced"): the real harness untraced, and under `tracer
 # record --replayable --capture-data --gpu-timestamps` as the recordings were
 # made (CUPTI and every probe in both workloads: the replay reproduces the
 # traced program's host pacing, so this is the like-for-like ground truth;
-# the untraced one shows what tracing itself changes); REPLAY_RERUN=1 replays
+# the untraced one shows what tracing itself changes), or with CUPTI only
+# ("cupti": `tracer record --gpu-timestamps`, every probe, without
+# --capture-data's stops, which the replay leaves out of its pacing: the
+# like-for-like ground truth since 2026-11-27); REPLAY_RERUN=1 replays
 # each pair a second time with --rerun-before-phase (together_rerun_PAIR.json).
+# After each traced real pair, scripts/sync_waits.py reads its trace
+# (sync_waits_HOW_PAIR.txt in results.tgz): synchronizations and GPU slices per run;
+# and on the replayed runs' activities (replay --activities;
+# sync_waits_replayed_PAIR.txt): the same slices, replayed.
 set -u
 ROOT=$(pwd)
 T=$(realpath .device-bin/tracer)
@@ -44,7 +51,7 @@ BUDGET_S=${BUDGET_S:-520}
 # Which pairs (a+b, space-separated), in this order.
 PAIRS=${PAIRS:-gen+batch launch+gen batch+gemm}
 # The real runs: untraced, traced (under tracer with the recordings' flags), or both ("untraced traced").
-REAL=${REAL:-untraced traced}
+REAL=${REAL:-untraced cupti traced}
 REAL_CAP=${REAL_CAP:-110}
 REPLAY_CAP=${REPLAY_CAP:-150}
 # PIN=1: each workload on its own two CPUs (recorded on 2-3; real: the first
@@ -114,14 +121,29 @@ pair() { # $1 $2: kinds
             name="real_traced_$p"
             rm -rf "$W/$name.rec"
             traced=("$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$name.rec" --)
+        elif [ "$how" = cupti ]; then
+            # CUPTI and every probe, without the data capture's stops (replay leaves those out of its pacing)
+            name="real_cupti_$p"
+            rm -rf "$W/$name.rec"
+            mkdir -p "$W/$name.rec"
+            traced=("$T" record --gpu-timestamps -q --force -o "$W/$name.rec/trace.jsonl" --)
         fi
         step "$name" "$REAL_CAP" "${traced[@]}" "$PY" "$ROOT/scripts/colocation_real.py" "$1" "$2" --rounds "$ROUNDS" \
             "${PIN_REAL[@]}" --out "$RES/$name.json"
+        if [ "$how" != untraced ] && [ -d "$W/$name.rec" ]; then
+            # where each workload waits, alone and together, and how often it loses the GPU
+            "$PY" "$ROOT/scripts/sync_waits.py" "$(ls "$W/$name.rec"/trace.jsonl* | head -1)" | tee "$RES/sync_waits_${how}_$p.txt"
+        fi
     done
     if [ -d "$W/$1.rec" ] && [ -d "$W/$2.rec" ]; then
         "$R" plan "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" > "$RES/plan_$p.txt" 2>&1
         cat "$RES/plan_$p.txt"
-        step "replay $p" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" --report "$RES/together_$p.json"
+        step "replay $p" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" \
+            --report "$RES/together_$p.json" --activities "$W/activities_$p.jsonl"
+        if [ -s "$W/activities_$p.jsonl" ]; then
+            echo "### the replayed runs' GPU slices (sync_waits.py on --activities)"
+            "$PY" "$ROOT/scripts/sync_waits.py" "$W/activities_$p.jsonl" | tee "$RES/sync_waits_replayed_$p.txt"
+        fi
         if [ "${REPLAY_RERUN:-0}" = 1 ]; then
             step "replay $p --rerun-before-phase" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" \
                 --rerun-before-phase --report "$RES/together_rerun_$p.json"
@@ -144,12 +166,17 @@ pair() { # $1 $2: kinds
 
 args=()
 for p in $PAIRS; do args+=(--pair "$p" "$RES/real_$p.json" "$RES/together_$p.json"); done
-targs=()
+targs=() cargs=()
 for p in $PAIRS; do targs+=(--pair "$p" "$RES/real_traced_$p.json" "$RES/together_$p.json"); done
+for p in $PAIRS; do cargs+=(--pair "$p" "$RES/real_cupti_$p.json" "$RES/together_$p.json"); done
 {
     case " $REAL " in *" untraced "*)
         echo "## real runs untraced"
         "$PY" "$ROOT/scripts/colocation_table.py" "${args[@]}";;
+    esac
+    case " $REAL " in *" cupti "*)
+        echo "## real runs with CUPTI (tracer record --gpu-timestamps: every probe, no data capture)"
+        "$PY" "$ROOT/scripts/colocation_table.py" "${cargs[@]}";;
     esac
     case " $REAL " in *" traced "*)
         echo "## real runs traced (tracer record --replayable --capture-data --gpu-timestamps, as the recordings)"

@@ -108,6 +108,16 @@ pub struct RunArgs {
     /// recorded dependencies (a diagnostic: does the graph's shape change its timing?)
     #[arg(long)]
     pub graph_chain: bool,
+    /// Instantiate every rebuilt graph with these `CUDA_GRAPH_INSTANTIATE_FLAG_*` bits instead
+    /// of its recorded flags (a diagnostic: auto-free on launch 1, device launch 4, use node
+    /// priority 8; upload 2 is never passed)
+    #[arg(long, value_name = "BITS", value_parser = parse_flags)]
+    pub graph_instantiate_flags: Option<u64>,
+    /// Build the rebuilt graphs after one whole pass with graph launches run as separate
+    /// launches, so every kernel has run in the context before instantiation as in the
+    /// program (a diagnostic; default: built at setup, before any pass)
+    #[arg(long)]
+    pub graph_build_after_pass: bool,
     /// Time every rebuilt graph launch with CUDA events recorded right before and after it
     /// (prints their median: the launch's GPU time without CUPTI's instrumentation when run
     /// with --no-cupti, as a program timing its own graph launches would measure it)
@@ -181,6 +191,11 @@ pub struct TogetherArgs {
     /// run starts from the same power state (the clocks depend on the power drawn just before)
     #[arg(long, default_value_t = 500, value_name = "MS")]
     pub settle_ms: u64,
+    /// Write every run's GPU activity per tenant to FILE (JSONL in the trace's form: each pass a
+    /// phase `served NAME K`, its CUPTI busy intervals `gpu` lines), for the scripts that read a
+    /// traced real run (scripts/sync_waits.py)
+    #[arg(long, value_name = "FILE")]
+    pub activities: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -223,4 +238,13 @@ mod tests {
         );
         assert!(parse_byte("0xg1").is_err());
     }
+}
+
+/// A number in decimal or 0x hex.
+fn parse_flags(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("{s:?}: not a number (decimal or 0x hex)"))
 }

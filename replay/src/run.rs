@@ -206,7 +206,12 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         probes: a.probe.clone(),
         pinned_copies: a.pinned_copies,
         expand_graphs: a.expand_graphs,
-        graph_rebuild: replay::exec::graph_execs::Rebuild { dot_dir: a.graph_dot.clone(), chain: a.graph_chain },
+        graph_rebuild: replay::exec::graph_execs::Rebuild {
+            dot_dir: a.graph_dot.clone(),
+            chain: a.graph_chain,
+            flags: a.graph_instantiate_flags,
+            after_pass: a.graph_build_after_pass,
+        },
         time_graph_launches: a.time_graph_launches,
         device_memory: a.device_memory,
     };

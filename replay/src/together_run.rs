@@ -265,6 +265,12 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
         }
     }
     eprintln!();
+    if let Some(path) = &a.activities {
+        let names: Vec<String> = tp.tenants.iter().map(|t| together::activities::name(&t.recording)).collect();
+        let text: String =
+            together::activities::lines(&runs, &names).iter().map(|l| l.to_string() + "\n").collect();
+        std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+    }
     // The last together pass: every output checked bit for bit.
     let (_, raw) = run_once(kids, Run::Together, None, "check", settle)?;
     let checks: Vec<Value> = raw.iter().map(|v| v["checks"].clone()).collect();
@@ -447,7 +453,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         Some(other) => bail!("expected start from the parent, got {other:?}"),
     }
     let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
-    let mut gaps = together::pacing::host_gaps(&p.ops);
+    let mut gaps = together::pacing::host_gaps(&p.ops, &together::pacing::Stops::new(&rec.trace.stops));
     // The measured phase starts at `go`: no wait for the gap before its first op
     // (a constant in every pass would dilute the slowdowns; the plan's span
     // counts from the phase's first op too).

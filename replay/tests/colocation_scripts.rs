@@ -105,18 +105,28 @@ fn real_runs_in_the_planner_order_then_the_table() {
 /// sync_waits.py on a hand-made trace: served runs are phases `served KIND K`
 /// closed by `between`; a run is together when another workload's run
 /// overlaps it; synchronizing calls (not asynchronous copies, not gpu lines)
-/// are counted per run with their time.
+/// are counted per run with their time; the second table counts each run's
+/// GPU activities, their time and its slices (its own activities with no
+/// other workload's started in between).
 #[test]
 fn sync_waits_alone_and_together() {
     let d = tempfile::tempdir().unwrap();
     let trace = d.path().join("t.jsonl");
     let m = |pid: u32, label: &str, ts: u64| json!({"type": "marker", "op": "phase", "label": label, "pid": pid, "ts": ts});
-    let c = |pid: u32, name: &str, ts: u64, us: f64| json!({"type": "sync", "name": name, "pid": pid, "ts": ts, "duration_us": us});
+    let c = |pid: u32, name: &str, ts: u64, us: f64| json!({"type": "sync", "name": name, "pid": pid, "tid": pid, "ts": ts, "duration_us": us});
+    let off = |pid: u32, ts: u64, end: u64, state: &str| json!({"type": "sched", "op": "off_cpu", "name": "x", "pid": pid, "tid": pid, "ts": ts, "end_ts": end, "state": state});
+    let g = |pid: u32, ts: u64, us: f64| json!({"type": "gpu", "op": "kernel", "name": "k", "pid": pid, "ts": ts, "duration_us": us});
     let lines = [
         // gen alone: 1 ms, one 100 µs sync and an asynchronous copy (not a wait)
         m(1, "served gen 1", 0),
         c(1, "cuStreamSynchronize", 10, 100.0),
         c(1, "cuMemcpyDtoHAsync_v2", 20, 5.0),
+        g(1, 100_000, 50.0),
+        g(1, 200_000, 50.0),
+        json!({"type": "kernel", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 30}),
+        // another thread's call: not the calling thread's
+        json!({"type": "kernel", "name": "cuLaunchKernel", "pid": 1, "tid": 7, "ts": 40}),
+        off(1, 100_000, 300_000, "runnable"),
         m(1, "between", 1_000_000),
         // gen together with batch: 1.5 ms, syncs of 500 and 700 µs, a synchronous copy of 300 µs
         m(2, "served batch 1", 2_000_000),
@@ -125,16 +135,39 @@ fn sync_waits_alone_and_together() {
         c(1, "cuCtxSynchronize_v2", 2_200_000, 700.0),
         c(1, "cuMemcpyDtoH_v2", 2_300_000, 300.0),
         json!({"type": "gpu", "name": "cuStreamSynchronize", "pid": 1, "ts": 2_400_000, "duration_us": 9.0}),
+        // the GPU inside the together runs: gen, batch, gen, gen, batch, gen (after batch's run)
+        g(2, 2_500_000, 200.0),
+        g(1, 2_800_000, 100.0),
+        g(1, 2_900_000, 100.0),
+        g(2, 2_950_000, 40.0),
+        g(1, 3_100_000, 50.0),
+        off(1, 2_100_000, 2_600_000, "blocked"),
+        off(1, 3_400_000, 3_600_000, "runnable"),
+        json!({"type": "sched", "op": "off_cpu", "name": "stopped", "pid": 1, "tid": 1, "ts": 3_000_000, "end_ts": 3_300_000, "state": "blocked"}),
         m(1, "between", 3_500_000),
         m(2, "between", 3_000_000),
     ];
     std::fs::write(&trace, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
     let (code, out, err) = python(&[script("sync_waits.py").to_str().unwrap(), trace.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    let rows: Vec<Vec<&str>> = out.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    let tables: Vec<&str> = out.split("\n\n").collect();
+    let [syncs, gpu, host] = tables[..] else { panic!("three tables: {out}") };
+    let rows: Vec<Vec<&str>> = syncs.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
     // pid, workload, kind, runs, wall ms, syncs/run, sync ms/run, median, p90, max (µs)
     assert_eq!(rows[0], ["1", "gen", "alone", "1", "1.0", "1.0", "0.1", "100.0", "100.0", "100.0"], "{out}");
     assert_eq!(rows[1], ["1", "gen", "together", "1", "1.5", "3.0", "1.5", "500.0", "700.0", "700.0"], "{out}");
     assert_eq!(rows[2][..6], ["2", "batch", "together", "1", "1.0", "0.0"], "{out}");
     assert_eq!(rows.len(), 3, "{out}");
+    let rows: Vec<Vec<&str>> = gpu.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    // pid, workload, kind, runs, activities/run, GPU ms/run, slices/run
+    assert_eq!(rows[0], ["1", "gen", "alone", "1", "2.0", "0.10", "1.0"], "{out}");
+    assert_eq!(rows[1], ["1", "gen", "together", "1", "4.0", "0.26", "3.0"], "{out}");
+    assert_eq!(rows[2], ["2", "batch", "together", "1", "2.0", "0.24", "2.0"], "{out}");
+    assert_eq!(rows.len(), 3, "{out}");
+    // The calling thread (tid 1: most calls) per run: on-CPU, runnable, stopped, blocked (ms),
+    // on-CPU µs per call.
+    let rows: Vec<Vec<&str>> = host.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["1", "gen", "alone", "1", "3.0", "0.80", "0.20", "0.00", "0.00", "266.7"], "{out}");
+    assert_eq!(rows[1], ["1", "gen", "together", "1", "3.0", "0.60", "0.10", "0.30", "0.50", "200.0"], "{out}");
+    assert_eq!(rows.len(), 2, "{out}");
 }

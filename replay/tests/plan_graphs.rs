@@ -44,13 +44,14 @@ fn end_capture(r: &mut Rec, stream: &str, capture: u64, graph: &str) {
     r.call("graph", "stream_end_capture", "cuStreamEndCapture", fields);
 }
 
-/// cuGraphInstantiateWithFlags of `graph` into `exec`.
+/// cuGraphInstantiateWithFlags of `graph` into `exec`, with PyTorch's flags (auto-free on
+/// launch | use node priority).
 fn instantiate(r: &mut Rec, exec: &str, graph: &str) {
     r.call(
         "graph",
         "graph_instantiate_with_flags",
         "cuGraphInstantiateWithFlags",
-        json!({"ret": 0, "args": {}, "graph_exec": exec, "graph": graph}),
+        json!({"ret": 0, "args": {"flags": "0x9", "hGraph": graph, "phGraphExec": exec}, "graph_exec": exec, "graph": graph}),
     );
 }
 
@@ -157,7 +158,16 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
     // A capture on one stream: each op after the one before it.
     let chain = Some(vec![vec![], vec![0], vec![1]]);
     let rebuilt: Vec<GraphLaunch> = (0..4)
-        .map(|k| GraphLaunch { first_op: 3 * k, ops: 3, exec: 0, line: 15 + k, stream: 0, after: chain.clone() })
+        .map(|k| GraphLaunch {
+            first_op: 3 * k,
+            ops: 3,
+            exec: 0,
+            line: 15 + k,
+            stream: 0,
+            after: chain.clone(),
+            // As recorded: the rebuilt exec is instantiated with the program's flags.
+            instantiate_flags: 9,
+        })
         .collect();
     assert_eq!(p.graph_launches, rebuilt);
     assert_eq!((c.graph_launches_rebuildable, c.graph_execs), (4, 1));
@@ -617,4 +627,22 @@ fn a_change_of_a_node_the_recording_does_not_know_makes_the_graphs_not_replayabl
     let why = "graph node changed by cuGraphKernelNodeSetParams_v2 (line 18): the change is not replayed";
     assert_eq!(c.graph_launches_not_replayed.get(why), Some(&4));
     assert_eq!(p.ops.iter().filter(|o| o.is_work()).count(), 0);
+}
+
+#[test]
+fn one_graph_instantiated_with_other_flags_is_another_exec_with_its_recorded_flags() {
+    let mut r = build();
+    // The same graph instantiated again without flags (the plain call carries none), launched once.
+    r.call(
+        "graph",
+        "graph_instantiate",
+        "cuGraphInstantiate_v2",
+        json!({"ret": 0, "args": {"hGraph": "0x90001", "phGraphExec": "0x80003"}, "graph_exec": "0x80003", "graph": "0x90001"}),
+    ); // 25
+    graph_launch(&mut r, "0x80003"); // 26
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let execs: Vec<(usize, usize, u64)> = p.graph_launches.iter().map(|l| (l.line, l.exec, l.instantiate_flags)).collect();
+    assert_eq!(execs, vec![(15, 0, 9), (16, 0, 9), (17, 0, 9), (18, 0, 9), (26, 1, 0)]);
+    assert_eq!(p.coverage.graph_execs, 2);
 }

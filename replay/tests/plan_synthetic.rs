@@ -204,3 +204,19 @@ fn legacy_default_stream_synchronizes_with_blocking_streams() {
     );
     assert_eq!(p.coverage.launches_replayed, 4);
 }
+
+/// The CUDA 13 runtime's cudaDeviceSynchronize calls cuCtxSynchronize_v2 (through
+/// cuGetProcAddress): a synchronization of every stream, as cuCtxSynchronize, not a call
+/// replay skips (it did until 2026-11-27: the replay then paced the next launch by the
+/// recorded wait instead of waiting for its own GPU).
+#[test]
+fn cu_ctx_synchronize_v2_is_a_context_synchronization() {
+    let (mut r, ..) = build();
+    r.call("sync", "ctx_synchronize", "cuCtxSynchronize_v2", json!({"ret": 0, "args": {"ctx": "0x0"}, "duration_us": 5.0})); // 24
+    r.call("sync", "ctx_synchronize", "cuCtxSynchronize", json!({"ret": 0, "args": {}, "duration_us": 5.0})); // 25
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let syncs: Vec<(usize, Option<u64>)> =
+        p.ops.iter().filter(|o| matches!(o.kind, OpKind::CtxSync)).map(|o| (o.line, o.duration_ns)).collect();
+    assert_eq!(syncs, vec![(24, Some(5_000)), (25, Some(5_000))]);
+}

@@ -161,3 +161,32 @@ fn refused_before_anything_runs() {
         "replay: error: 2 recordings given: plan one at a time, or add --together for their together run\n"
     );
 }
+
+/// Time the thread was stopped inside a gap (the recorder's `--capture-data`
+/// stops after a synchronization) is not the program's host time: the
+/// pacing and the prediction leave it out.
+#[test]
+fn stopped_time_is_left_out_of_the_pacing_and_the_prediction() {
+    let mut a = heavy();
+    // The synchronization returns at 5,010 µs; the recorder holds the thread 600 µs of the
+    // 990 µs before the next launch, and 50 µs before the phase (not counted).
+    for (ts, end) in [(5_100_000u64, 5_700_000u64), (1_500_000, 1_550_000)] {
+        a.lines.push(json!({"type": "sched", "op": "off_cpu", "name": "stopped", "pid": 7, "tid": 7,
+                            "ts": ts, "end_ts": end, "state": "blocked", "task_state": "t"}));
+    }
+    let b = launches();
+    let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
+    let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
+    let (code, out, err) =
+        replay(&["plan", sa, sb, "--together", "--rounds", "1", "--switch-us", "25", "--timeslice-us", "2000"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "  pacing: 3.990 ms from first to last op, 1 ops wait from the previous call's return; \
+             0.600 ms the thread was stopped (the recorder's --capture-data, a debugger) left out\n"
+        ),
+        "{out}"
+    );
+    // Without the stop the tenant's alone time was 3.495 ms (exact_plan_of_two_recordings).
+    assert!(out.contains("  tenant 1: alone 2.895 ms (GPU busy 2.515 ms in a 2.895 ms span)"), "{out}");
+}

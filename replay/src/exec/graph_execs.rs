@@ -36,7 +36,16 @@ pub struct Rebuild {
     pub dot_dir: Option<std::path::PathBuf>,
     /// Ignore the recorded dependencies: one chain in recorded order.
     pub chain: bool,
+    /// Instantiate with these flags instead of the recorded ones.
+    pub flags: Option<u64>,
+    /// Build the graphs after one whole pass with graph launches expanded (every
+    /// kernel has run in the context before instantiation, as in the program).
+    pub after_pass: bool,
 }
+
+/// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`: valid only with an upload stream
+/// (`cuGraphInstantiateWithParams`); the first launch uploads instead.
+const FLAG_UPLOAD: u64 = 2;
 
 #[derive(Default)]
 pub struct GraphExecs {
@@ -71,7 +80,8 @@ impl GraphExecs {
                 Some(e) => *e,
                 None => {
                     let after = if how.chain { None } else { l.after.as_deref() };
-                    let e = match capture(s, l.first_op, l.ops, after, &submit) {
+                    let flags = how.flags.unwrap_or(l.instantiate_flags) & !FLAG_UPLOAD;
+                    let e = match capture(s, l.first_op, l.ops, after, flags, &submit) {
                         Ok((graph, exec)) => {
                             if let Some(dir) = &how.dot_dir {
                                 let path = dir.join(format!("graph-{}.dot", g.rebuilt));
@@ -112,7 +122,7 @@ impl GraphExecs {
     }
 }
 
-/// Captures ops `first..first + n` on `s` into a graph and instantiates it.
+/// Captures ops `first..first + n` on `s` into a graph and instantiates it with `flags`.
 /// `after`: per op, the ops it waits for (the capture's dependencies are set
 /// to their nodes before it is submitted); None: the stream's order.
 fn capture(
@@ -120,6 +130,7 @@ fn capture(
     first: usize,
     n: usize,
     after: Option<&[Vec<usize>]>,
+    flags: u64,
     submit: &impl Fn(usize, CUstream) -> Result<()>,
 ) -> Result<(sys::CUgraph, sys::CUgraphExec)> {
     // SAFETY: plain driver calls on our own stream; the capture is always ended.
@@ -153,7 +164,8 @@ fn capture(
         }
         ck(r, "cuStreamEndCapture")?;
         let mut exec: sys::CUgraphExec = std::ptr::null_mut();
-        if let Err(e) = ck(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "cuGraphInstantiate") {
+        let what = format!("cuGraphInstantiateWithFlags({flags:#x})");
+        if let Err(e) = ck(sys::cuGraphInstantiateWithFlags(&mut exec, graph, flags), &what) {
             sys::cuGraphDestroy(graph);
             return Err(e);
         }

@@ -525,6 +525,11 @@ impl Session {
             time_graph_launches: opts.time_graph_launches,
         };
         if !opts.expand_graphs {
+            if opts.graph_rebuild.after_pass {
+                s.reset_memory()?;
+                s.pass(None, None).context("the pass before the graphs are built")?;
+                s.passes.set(0);
+            }
             let graphs = GraphExecs::build(plan, &opts.graph_rebuild, |i, st| s.submit(i, Some(st)))?;
             s.setup_notes.extend(graphs.notes.iter().cloned());
             s.graphs = graphs;

@@ -128,14 +128,18 @@ pub(super) struct Graphs {
     pub(super) graphs: HashMap<(u32, u64), Contents>,
     /// (pid, CUgraphExec) -> contents at instantiation (or update).
     pub(super) execs: HashMap<(u32, u64), Contents>,
+    /// (pid, CUgraphExec) -> the flags it was instantiated with (`cuGraphInstantiateWithFlags`;
+    /// 0 for the other instantiate calls, whose flags are not recorded as a value).
+    pub(super) exec_flags: HashMap<(u32, u64), u64>,
     /// (pid, CUgraphNode) -> graph, for nodes added with cuGraphAdd*Node (and the nodes of a
     /// clone that cuGraphNodeFindInClone named).
     pub(super) nodes: HashMap<(u32, u64), u64>,
     /// (pid, a clone's node) -> the handle its graph's structure knows it by (the original's:
     /// a clone is a copy of the original's structure).
     pub(super) clone_nodes: HashMap<(u32, u64), u64>,
-    /// The distinct exec contents launched; the index is their `GraphLaunch::exec`.
-    launched: Vec<Rc<Vec<Node>>>,
+    /// The distinct exec contents launched, with their instantiate flags; the index is their
+    /// `GraphLaunch::exec`.
+    launched: Vec<(Rc<Vec<Node>>, u64)>,
 }
 
 impl Graphs {
@@ -144,12 +148,12 @@ impl Graphs {
         self.clone_nodes.get(&(pid, h)).copied().unwrap_or(h)
     }
 
-    /// The number of the exec whose contents these are (one per distinct contents).
-    fn exec_id(&mut self, nodes: &Rc<Vec<Node>>) -> usize {
-        match self.launched.iter().position(|l| Rc::ptr_eq(l, nodes)) {
+    /// The number of the exec whose contents and flags these are (one per distinct pair).
+    fn exec_id(&mut self, nodes: &Rc<Vec<Node>>, flags: u64) -> usize {
+        match self.launched.iter().position(|(l, f)| Rc::ptr_eq(l, nodes) && *f == flags) {
             Some(id) => id,
             None => {
-                self.launched.push(nodes.clone());
+                self.launched.push((nodes.clone(), flags));
                 self.launched.len() - 1
             }
         }
@@ -246,6 +250,10 @@ impl<'a> Builder<'a> {
                         ))
                     });
                     g.execs.insert((pid, e), contents);
+                    if c.name != "cuGraphExecUpdate_v2" && c.name != "cuGraphExecUpdate" {
+                        let flags = if c.name == "cuGraphInstantiateWithFlags" { c.u64_arg("flags") } else { None };
+                        g.exec_flags.insert((pid, e), flags.unwrap_or(0));
+                    }
                 }
             }
             "cuGraphExecDestroy" => {
@@ -417,11 +425,21 @@ impl<'a> Builder<'a> {
         // Every node replayable: the exec can be rebuilt as a graph and launched in place of its ops.
         let ops = self.plan.ops.len() - first_op;
         if whole && ops > 0 {
-            let exec = self.graphs.exec_id(&nodes);
+            let exec_h = c.addr_field("graph_exec").unwrap_or(0);
+            let flags = self.graphs.exec_flags.get(&(c.pid, exec_h)).copied().unwrap_or(0);
+            let exec = self.graphs.exec_id(&nodes, flags);
             self.plan.coverage.graph_launches_rebuildable += 1;
             self.plan.coverage.graph_execs = self.plan.coverage.graph_execs.max(exec + 1);
             let after = nodes.iter().map(|n| n.after.clone()).collect::<Option<Vec<_>>>();
-            self.plan.graph_launches.push(super::GraphLaunch { first_op, ops, exec, line: c.line, stream, after });
+            self.plan.graph_launches.push(super::GraphLaunch {
+                first_op,
+                ops,
+                exec,
+                line: c.line,
+                stream,
+                after,
+                instantiate_flags: flags,
+            });
         }
     }
 }

@@ -379,7 +379,10 @@ impl<'a> Builder<'a> {
                 let stream = self.stream(c, s);
                 self.push(c, Some(stream), OpKind::StreamSync);
             }
-            "cuCtxSynchronize" => {
+            // The CUDA 13 runtime's cudaDeviceSynchronize reaches the driver as
+            // cuCtxSynchronize_v2 (through cuGetProcAddress), with the context or null for the
+            // current one: replay has one context per process.
+            "cuCtxSynchronize" | "cuCtxSynchronize_v2" => {
                 self.push(c, None, OpKind::CtxSync);
             }
             "cuEventSynchronize" => {

@@ -334,6 +334,10 @@ pub struct GraphLaunch {
     /// Per op of the launch, the ops (0-based within the launch) it waits for: an explicit
     /// graph's dependencies. None: each op waits for the one before it (a stream capture).
     pub after: Option<Vec<Vec<usize>>>,
+    /// The flags the recorded exec was instantiated with (`CUDA_GRAPH_INSTANTIATE_FLAG_*`:
+    /// auto-free on launch 1, upload 2, device launch 4, use node priority 8); 0 where the
+    /// instantiate call carries none as a value (`cuGraphInstantiateWithParams`, `_v2`).
+    pub instantiate_flags: u64,
 }
 
 /// An op that runs captured work in a graph launch: the launch's line and the captured call's line.

@@ -193,6 +193,7 @@ pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
         gpu: Vec::new(),
         markers: trace.markers.iter().filter(|m| m.pid == p.pid).cloned().collect(),
         power: trace.power.clone(),
+        stops: trace.stops.clone(),
         execs: trace.execs.iter().filter(|e| e.2 == p.pid).copied().collect(),
         ranks: trace.ranks.iter().filter(|r| r.pid == p.pid).cloned().collect(),
         lines: trace.lines,

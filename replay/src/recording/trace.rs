@@ -141,6 +141,9 @@ pub struct Trace {
     pub gpu: Vec<GpuActivity>,
     pub markers: Vec<Marker>,
     pub power: Vec<PowerSample>,
+    /// `(tid, ts, end_ts)` of every interval a thread was stopped (`sched` `off_cpu` lines named
+    /// `stopped`: SIGSTOP, e.g. by the recorder itself under `--capture-data`, or a debugger).
+    pub stops: Vec<(u32, u64, u64)>,
     /// `(line, ts, pid)` of `process`/`exec` lines: the pid's handles are forgotten there.
     pub execs: Vec<(usize, u64, u32)>,
     /// The rank fields of the exec lines that have them (recording/ranks.rs).
@@ -281,6 +284,15 @@ impl Trace {
                 label: obj.get("label").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
                 tokens: obj.get("tokens").and_then(|v| v.as_u64()),
             }),
+            "sched"
+                if obj.get("op").and_then(|v| v.as_str()) == Some("off_cpu")
+                    && obj.get("name").and_then(|v| v.as_str()) == Some("stopped") =>
+            {
+                let tid = obj.get("tid").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+                if let Some(end) = obj.get("end_ts").and_then(|v| v.as_u64()).filter(|&e| e >= ts) {
+                    self.stops.push((tid, ts, end));
+                }
+            }
             "power" => self.power.push(PowerSample {
                 ts,
                 gpu: obj.get("gpu").and_then(|v| v.as_u64()).unwrap_or(0) as u32,

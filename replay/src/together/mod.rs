@@ -12,6 +12,7 @@
 //! - [`measure`]: slowdowns, spreads and the GPU's combined busy time from
 //!   the runs' figures.
 
+pub mod activities;
 pub mod measure;
 pub mod pacing;
 pub mod phase;
@@ -53,6 +54,9 @@ pub struct Tenant {
     pub paced_span_ns: u64,
     /// Paced ops that wait from the previous call's return (after a return-probed call) rather than its start.
     pub gaps_after_return: usize,
+    /// Time the phase's submitting threads were stopped between its ops (the recorder's
+    /// `--capture-data` stops, a debugger), left out of the pacing, ns.
+    pub stopped_ns: u64,
     /// The recording's driver version (manifest `driver`).
     pub driver: Option<String>,
     /// The recording's GPU model (manifest `gpus[0].model`).
@@ -76,7 +80,8 @@ impl Tenant {
         let image_bytes: u64 = rec.manifest.images.iter().map(|i| i.bytes).sum();
         let ph = phase::phase(&p.ops, &rec.trace.markers, phase_name);
         let ops = &p.ops[ph.ops.clone()];
-        let gaps = pacing::host_gaps(ops);
+        let stops = pacing::Stops::new(&rec.trace.stops);
+        let gaps = pacing::host_gaps(ops, &stops);
         let mut busy: Vec<(u64, u64)> = crate::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
             .iter()
             .filter(|g| ph.contains(g.ts))
@@ -85,7 +90,7 @@ impl Tenant {
         let busy = predict::merge(&mut busy, 0);
         let measured = !busy.is_empty();
         let durations = crate::gpu_time::recorded::op_durations(&rec.trace.gpu, &p.ops, &p.graph_ops);
-        let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()]);
+        let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()], &stops);
         Tenant {
             recording: rec.dir.display().to_string(),
             ops: p.ops.len(),
@@ -97,6 +102,7 @@ impl Tenant {
             memory_bytes: window_bytes + image_bytes + CONTEXT_RESERVE_BYTES,
             paced_span_ns: ops.last().map_or(0, |l| l.ts.saturating_sub(ops[0].ts)),
             gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
+            stopped_ns: pacing::stopped_ns(ops, &stops),
             phase: ph,
             driver: rec.manifest.driver.clone(),
             gpu_model: model.map(str::to_owned),
@@ -291,9 +297,14 @@ impl TogetherPlan {
                 mib(t.image_bytes),
                 mib(CONTEXT_RESERVE_BYTES)
             );
+            let stopped = if t.stopped_ns > 0 {
+                format!("; {} the thread was stopped (the recorder's --capture-data, a debugger) left out", ms(t.stopped_ns))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "  pacing: {} from first to last op, {} ops wait from the previous call's return",
+                "  pacing: {} from first to last op, {} ops wait from the previous call's return{stopped}",
                 ms(t.paced_span_ns),
                 t.gaps_after_return
             );

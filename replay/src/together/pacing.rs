@@ -5,12 +5,48 @@
 //! of the GPU then delays what the program did after waiting for it, as it
 //! would in the program; `timed` mode's offsets from the pass's start would
 //! absorb it into the next recorded gap instead.
+//!
+//! Time the submitting thread was stopped inside a gap is not the
+//! program's host time and is left out: under `--capture-data` the recorder
+//! stops the thread at each synchronization's and device-to-host copy's
+//! return (and at each host-to-device copy) to read the bytes, 0.6-1.4 ms a
+//! stop on the H100 machine, and a debugger's stop is no part of the
+//! program either (the trace's `off_cpu` lines named `stopped`).
+
+use std::collections::HashMap;
 
 use crate::exec::session::HostGap;
 use crate::plan::Op;
 
-/// Each op's wait before its submission (the first op's is 0).
-pub fn host_gaps(ops: &[Op]) -> Vec<HostGap> {
+/// Each thread's stopped intervals, sorted (from the trace's `stopped` off-CPU lines).
+#[derive(Debug, Clone, Default)]
+pub struct Stops(HashMap<u32, Vec<(u64, u64)>>);
+
+impl Stops {
+    /// From `(tid, ts, end_ts)` intervals.
+    pub fn new(stops: &[(u32, u64, u64)]) -> Stops {
+        let mut m: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        for &(tid, s, e) in stops {
+            m.entry(tid).or_default().push((s, e));
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
+        }
+        Stops(m)
+    }
+
+    /// How long thread `tid` was stopped between `from` and `to`, ns.
+    pub fn within(&self, tid: u32, from: u64, to: u64) -> u64 {
+        let Some(v) = self.0.get(&tid) else { return 0 };
+        // The first interval that ends after `from` (sorted by start; a thread's stops do not overlap).
+        let first = v.partition_point(|&(_, e)| e <= from);
+        v[first..].iter().take_while(|&&(s, _)| s < to).map(|&(s, e)| e.min(to).saturating_sub(s.max(from))).sum()
+    }
+}
+
+/// Each op's wait before its submission (the first op's is 0), without the time its thread was
+/// stopped in that wait.
+pub fn host_gaps(ops: &[Op], stops: &Stops) -> Vec<HostGap> {
     let mut v = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
         if i == 0 {
@@ -18,12 +54,24 @@ pub fn host_gaps(ops: &[Op]) -> Vec<HostGap> {
             continue;
         }
         let prev = &ops[i - 1];
-        v.push(match prev.duration_ns {
-            Some(d) => HostGap { ns: o.ts.saturating_sub(prev.ts + d), after_return: true },
-            None => HostGap { ns: o.ts.saturating_sub(prev.ts), after_return: false },
-        });
+        let (from, after_return) = match prev.duration_ns {
+            Some(d) => (prev.ts + d, true),
+            None => (prev.ts, false),
+        };
+        let ns = o.ts.saturating_sub(from).saturating_sub(stops.within(o.tid, from, o.ts));
+        v.push(HostGap { ns, after_return });
     }
     v
+}
+
+/// The time `ops`' threads were stopped inside the gaps between them, ns.
+pub fn stopped_ns(ops: &[Op], stops: &Stops) -> u64 {
+    ops.windows(2)
+        .map(|w| {
+            let from = w[0].ts + w[0].duration_ns.unwrap_or(0);
+            stops.within(w[1].tid, from, w[1].ts).min(w[1].ts.saturating_sub(from))
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -39,7 +87,7 @@ mod tests {
     fn gaps_from_start_or_from_return() {
         let ops = vec![op(1_000, None), op(1_500, Some(3_000)), op(4_700, None), op(4_600, None)];
         assert_eq!(
-            host_gaps(&ops),
+            host_gaps(&ops, &Stops::default()),
             vec![
                 HostGap { ns: 0, after_return: false },
                 HostGap { ns: 500, after_return: false },
@@ -47,5 +95,21 @@ mod tests {
                 HostGap { ns: 0, after_return: false },
             ]
         );
+    }
+
+    #[test]
+    fn stopped_time_is_left_out_of_the_gaps() {
+        // A sync at 1,000 returns at 1,500 and the thread is stopped 1,500-2,100 (the recorder
+        // reading the copied bytes), the next launch at 2,200; another thread's stop and a stop
+        // inside the call (before its return) do not count; a stop half inside the next gap
+        // counts for its part inside.
+        let mut ops = vec![op(1_000, Some(500)), op(2_200, None), op(2_500, None), op(3_000, None)];
+        ops[3].tid = 2;
+        let stops = Stops::new(&[(1, 1_100, 1_400), (1, 1_500, 2_100), (2, 2_400, 2_700), (3, 2_000, 3_000)]);
+        assert_eq!(stops.within(1, 0, 10_000), 900);
+        assert_eq!(stops.within(2, 2_500, 3_000), 200);
+        let gaps: Vec<u64> = host_gaps(&ops, &stops).iter().map(|g| g.ns).collect();
+        assert_eq!(gaps, vec![0, 100, 300, 300]);
+        assert_eq!(stopped_ns(&ops, &stops), 600 + 200);
     }
 }

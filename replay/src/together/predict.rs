@@ -75,8 +75,8 @@ pub fn merge(iv: &mut [(u64, u64)], join_ns: u64) -> Vec<(u64, u64)> {
 
 /// The phase's ops (`ops`, each with its recorded GPU duration in
 /// `durations`) as the simulation runs them, paced as replay paces them.
-pub fn sim_ops(ops: &[Op], durations: &[Option<u64>]) -> Vec<SimOp> {
-    let gaps = super::pacing::host_gaps(ops);
+pub fn sim_ops(ops: &[Op], durations: &[Option<u64>], stops: &super::pacing::Stops) -> Vec<SimOp> {
+    let gaps = super::pacing::host_gaps(ops, stops);
     ops.iter()
         .zip(durations)
         .zip(gaps)
