@@ -224,6 +224,15 @@ fn parse_byte(s: &str) -> Result<u8, String> {
     r.map_err(|e| format!("{s:?}: expected a byte (0..255 or 0x00..0xff): {e}"))
 }
 
+/// A number in decimal or 0x hex.
+fn parse_flags(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("{s:?}: not a number (decimal or 0x hex)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_byte;
@@ -238,13 +247,4 @@ mod tests {
         );
         assert!(parse_byte("0xg1").is_err());
     }
-}
-
-/// A number in decimal or 0x hex.
-fn parse_flags(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|_| format!("{s:?}: not a number (decimal or 0x hex)"))
 }

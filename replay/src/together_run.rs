@@ -267,8 +267,7 @@ fn drive(a: &TogetherArgs, tp: &TogetherPlan, kids: &mut [Child_]) -> Result<Exi
     eprintln!();
     if let Some(path) = &a.activities {
         let names: Vec<String> = tp.tenants.iter().map(|t| together::activities::name(&t.recording)).collect();
-        let text: String =
-            together::activities::lines(&runs, &names).iter().map(|l| l.to_string() + "\n").collect();
+        let text: String = together::activities::lines(&runs, &names).iter().map(|l| l.to_string() + "\n").collect();
         std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?;
     }
     // The last together pass: every output checked bit for bit.

@@ -112,7 +112,8 @@ fn real_runs_in_the_planner_order_then_the_table() {
 fn sync_waits_alone_and_together() {
     let d = tempfile::tempdir().unwrap();
     let trace = d.path().join("t.jsonl");
-    let m = |pid: u32, label: &str, ts: u64| json!({"type": "marker", "op": "phase", "label": label, "pid": pid, "ts": ts});
+    let m =
+        |pid: u32, label: &str, ts: u64| json!({"type": "marker", "op": "phase", "label": label, "pid": pid, "ts": ts});
     let c = |pid: u32, name: &str, ts: u64, us: f64| json!({"type": "sync", "name": name, "pid": pid, "tid": pid, "ts": ts, "duration_us": us});
     let off = |pid: u32, ts: u64, end: u64, state: &str| json!({"type": "sched", "op": "off_cpu", "name": "x", "pid": pid, "tid": pid, "ts": ts, "end_ts": end, "state": state});
     let g = |pid: u32, ts: u64, us: f64| json!({"type": "gpu", "op": "kernel", "name": "k", "pid": pid, "ts": ts, "duration_us": us});

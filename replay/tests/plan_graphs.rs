@@ -642,7 +642,8 @@ fn one_graph_instantiated_with_other_flags_is_another_exec_with_its_recorded_fla
     graph_launch(&mut r, "0x80003"); // 26
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
-    let execs: Vec<(usize, usize, u64)> = p.graph_launches.iter().map(|l| (l.line, l.exec, l.instantiate_flags)).collect();
+    let execs: Vec<(usize, usize, u64)> =
+        p.graph_launches.iter().map(|l| (l.line, l.exec, l.instantiate_flags)).collect();
     assert_eq!(execs, vec![(15, 0, 9), (16, 0, 9), (17, 0, 9), (18, 0, 9), (26, 1, 0)]);
     assert_eq!(p.coverage.graph_execs, 2);
 }

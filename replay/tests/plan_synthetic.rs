@@ -212,7 +212,12 @@ fn legacy_default_stream_synchronizes_with_blocking_streams() {
 #[test]
 fn cu_ctx_synchronize_v2_is_a_context_synchronization() {
     let (mut r, ..) = build();
-    r.call("sync", "ctx_synchronize", "cuCtxSynchronize_v2", json!({"ret": 0, "args": {"ctx": "0x0"}, "duration_us": 5.0})); // 24
+    r.call(
+        "sync",
+        "ctx_synchronize",
+        "cuCtxSynchronize_v2",
+        json!({"ret": 0, "args": {"ctx": "0x0"}, "duration_us": 5.0}),
+    ); // 24
     r.call("sync", "ctx_synchronize", "cuCtxSynchronize", json!({"ret": 0, "args": {}, "duration_us": 5.0})); // 25
     let rec = Recording::open(&r.write()).unwrap();
     let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();

@@ -298,7 +298,10 @@ impl TogetherPlan {
                 mib(CONTEXT_RESERVE_BYTES)
             );
             let stopped = if t.stopped_ns > 0 {
-                format!("; {} the thread was stopped (the recorder's --capture-data, a debugger) left out", ms(t.stopped_ns))
+                format!(
+                    "; {} the thread was stopped (the recorder's --capture-data, a debugger) left out",
+                    ms(t.stopped_ns)
+                )
             } else {
                 String::new()
             };
