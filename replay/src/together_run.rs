@@ -460,8 +460,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         g.ns = 0;
     }
     let (_, _, first) = s.pass(None, Some(&rec)).context("first (checking) pass")?;
-    s.reset_memory()?;
-    s.pass_ops(0..phase.ops.start, None, None).context("warm-up pass")?;
+    before_phase(&s, &phase).context("warm-up pass")?;
     // The memory at the phase's start, kept: each run restores it instead of running the ops
     // before the phase again, as a served program's next request does not redo its set-up and
     // warm-up (and a run takes less time). Without device memory for it, each run reruns them.
@@ -491,8 +490,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         match &snap {
             Some(x) => x.restore().context("restoring the memory at the phase's start")?,
             None => {
-                s.reset_memory()?;
-                s.pass_ops(0..phase.ops.start, None, None).context("the ops before the measured phase")?;
+                before_phase(&s, &phase).context("the ops before the measured phase")?;
             }
         }
         if let Some(c) = &cupti {
@@ -518,5 +516,13 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         }
         say(v);
     }
+    Ok(())
+}
+
+/// The initial memory, then the ops before the measured phase, unpaced: the state the phase
+/// starts from.
+fn before_phase(s: &Session, phase: &together::phase::Phase) -> Result<()> {
+    s.reset_memory()?;
+    s.pass_ops(0..phase.ops.start, None, None)?;
     Ok(())
 }

@@ -5,12 +5,13 @@
 //!
 //! - this module: the tenants (op counts, memory, pacing), the refusals that
 //!   need only the manifests (driver versions, memory), the order of the runs;
-//! - [`pacing`]: the recorded host gaps a paced pass keeps;
+//! - [`pacing`]: the recorded host gaps a paced pass keeps (the recorder's stops left out);
 //! - [`phase`]: the part of each recording that is measured (its `generate` phase by default);
 //! - [`predict`]: each tenant's slowdown predicted from the recordings alone,
 //!   by [`simulate`]: the tenants on a simulated time-sliced GPU;
 //! - [`measure`]: slowdowns, spreads and the GPU's combined busy time from
-//!   the runs' figures.
+//!   the runs' figures;
+//! - [`activities`]: the runs' GPU activity in the trace's form (`--activities`).
 
 pub mod activities;
 pub mod measure;
