@@ -28,14 +28,13 @@
 # Environment: PAIRS (default "gen+batch launch+gen batch+gemm"), ROUNDS
 # (default 6), BUDGET_S (default 520: the seconds after which no new step
 # starts), REAL_CAP/REPLAY_CAP (seconds a real/replayed pair may take), REAL
-# (default "untraced cupti traced"): the real harness untraced, and under `tracer
-# record --replayable --capture-data --gpu-timestamps` as the recordings were
-# made (CUPTI and every probe in both workloads: the replay reproduces the
-# traced program's host pacing, so this is the like-for-like ground truth;
-# the untraced one shows what tracing itself changes), or with CUPTI only
-# ("cupti": `tracer record --gpu-timestamps`, every probe, without
+# (default "untraced cupti traced"): the real harness untraced (what tracing
+# itself changes); "cupti", under `tracer record --gpu-timestamps` (CUPTI and
+# every probe in both workloads, as in the recordings, without
 # --capture-data's stops, which the replay leaves out of its pacing: the
-# like-for-like ground truth since 2026-11-27); REPLAY_RERUN=1 replays
+# like-for-like ground truth); "traced", under `tracer record --replayable
+# --capture-data --gpu-timestamps` as the recordings were made (its stops
+# show what the data capture costs a together run); REPLAY_RERUN=1 replays
 # each pair a second time with --rerun-before-phase (together_rerun_PAIR.json).
 # After each traced real pair, scripts/sync_waits.py reads its trace
 # (sync_waits_HOW_PAIR.txt in results.tgz): synchronizations and GPU slices per run;
@@ -50,7 +49,7 @@ ROUNDS=${ROUNDS:-6}
 BUDGET_S=${BUDGET_S:-520}
 # Which pairs (a+b, space-separated), in this order.
 PAIRS=${PAIRS:-gen+batch launch+gen batch+gemm}
-# The real runs: untraced, traced (under tracer with the recordings' flags), or both ("untraced traced").
+# The real runs: untraced, cupti (under tracer with CUPTI, no data capture), traced (the recordings' flags).
 REAL=${REAL:-untraced cupti traced}
 REAL_CAP=${REAL_CAP:-110}
 REPLAY_CAP=${REPLAY_CAP:-150}

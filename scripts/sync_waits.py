@@ -50,7 +50,7 @@ def main():
     calls = {}  # pid -> [(ts, dur_ns, name)]
     gpu = []  # (ts, end, pid)
     cuda = {}  # (pid, tid) -> [ts] of every CUDA call
-    off = {}  # (pid, tid) -> [(ts, end, runnable)]
+    off = {}  # (pid, tid) -> [(ts, end, "runnable" | "stopped" | "blocked")]
     cmd = {}
     for l in lines(a.trace):
         try:
@@ -79,10 +79,9 @@ def main():
         if d.get("type") != "gpu" and "duration_us" in d and any(w in n for w in WAITS):
             calls.setdefault(pid, []).append((d["ts"], int(d["duration_us"] * 1000), n))
     print("  pid workload                     kind     runs  wall ms (mean)  syncs/run  sync ms/run  one sync: median p90 max (µs)")
-    for pid, ph in sorted(phases.items()):
-        others = [iv for p, v in phases.items() if p != pid for iv in v]
+    for pid in sorted(phases):
         for kind in ("alone", "together"):
-            sel = [(s, e) for s, e in ph if any(o[0] < e and s < o[1] for o in others) == (kind == "together")]
+            sel = runs_of(phases, pid, kind)
             if not sel:
                 continue
             waits = [(ts, dur) for ts, dur, _ in calls.get(pid, []) if any(s <= ts < e for s, e in sel)]
@@ -135,10 +134,9 @@ def gpu_table(phases, cmd, gpu):
     """Per workload and kind of run: GPU activities and their time per run, and slices per run."""
     print()
     print("  pid workload                     kind     runs  activities/run  GPU ms/run  slices/run")
-    for pid, ph in sorted(phases.items()):
-        others = [iv for p, v in phases.items() if p != pid for iv in v]
+    for pid in sorted(phases):
         for kind in ("alone", "together"):
-            sel = [(s, e) for s, e in ph if any(o[0] < e and s < o[1] for o in others) == (kind == "together")]
+            sel = runs_of(phases, pid, kind)
             if not sel:
                 continue
             n = busy = slices = 0
