@@ -25,8 +25,8 @@ for k in $(seq 1 "${RECORDINGS:-2}"); do
     (cd examples && timeout 150 "$T" record --replayable --capture-data -q --force -o "/tmp/gf_$k.rec" -- \
         python3 graphs_inference.py capture --replays 50) > /dev/null 2>&1; echo "record $k exit: $?"
     echo "### recording $k: copies per direction and size (CUPTI)"
-    ls /tmp/gf_$k.rec
-    zstdcat -f /tmp/gf_$k.rec/trace.jsonl* | python3 -c '
+    # the recording's trace is plain JSONL (recorded without --compress; the GPU machine has no zstd)
+    cat "/tmp/gf_$k.rec/trace.jsonl" | python3 -c '
 import sys, json, collections
 d = collections.defaultdict(list)
 for l in sys.stdin:
