@@ -91,7 +91,7 @@ impl Tenant {
         let busy = predict::merge(&mut busy, 0);
         let measured = !busy.is_empty();
         let durations = crate::gpu_time::recorded::op_durations(&rec.trace.gpu, &p.ops, &p.graph_ops);
-        let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()], &stops);
+        let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()], &gaps);
         Tenant {
             recording: rec.dir.display().to_string(),
             ops: p.ops.len(),
@@ -103,7 +103,7 @@ impl Tenant {
             memory_bytes: window_bytes + image_bytes + CONTEXT_RESERVE_BYTES,
             paced_span_ns: ops.last().map_or(0, |l| l.ts.saturating_sub(ops[0].ts)),
             gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
-            stopped_ns: pacing::stopped_ns(ops, &stops),
+            stopped_ns: pacing::stopped_ns(ops, &gaps),
             phase: ph,
             driver: rec.manifest.driver.clone(),
             gpu_model: model.map(str::to_owned),

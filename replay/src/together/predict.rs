@@ -16,6 +16,7 @@ use serde::Serialize;
 
 pub use super::simulate::Model;
 use super::simulate::{self, Act, SimOp, TenantRun, Wait};
+use crate::exec::session::HostGap;
 use crate::plan::{Op, OpKind};
 
 /// One tenant's prediction (None figures: a recording without gpu lines).
@@ -74,12 +75,12 @@ pub fn merge(iv: &mut [(u64, u64)], join_ns: u64) -> Vec<(u64, u64)> {
 }
 
 /// The phase's ops (`ops`, each with its recorded GPU duration in
-/// `durations`) as the simulation runs them, paced as replay paces them.
-pub fn sim_ops(ops: &[Op], durations: &[Option<u64>], stops: &super::pacing::Stops) -> Vec<SimOp> {
-    let gaps = super::pacing::host_gaps(ops, stops);
+/// `durations`) as the simulation runs them, paced as replay paces them
+/// (`gaps`: [`super::pacing::host_gaps`] of `ops`).
+pub fn sim_ops(ops: &[Op], durations: &[Option<u64>], gaps: &[HostGap]) -> Vec<SimOp> {
     ops.iter()
         .zip(durations)
-        .zip(gaps)
+        .zip(gaps.iter().copied())
         .map(|((o, &ns), gap)| {
             let stream = o.stream.unwrap_or(usize::MAX);
             let act = match &o.kind {
@@ -205,7 +206,6 @@ mod tests {
     /// The constants the hand computations below use.
     const C25: Model = Model { switch_ns: 25_000, timeslice_ns: 2_000_000 };
     use super::*;
-    use crate::exec::session::HostGap;
 
     fn kernel(gap_ns: u64, ns: Option<u64>) -> SimOp {
         SimOp { gap: HostGap { ns: gap_ns, after_return: false }, act: Act::Work { stream: 0, ns, sync: false } }
