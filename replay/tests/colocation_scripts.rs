@@ -127,7 +127,7 @@ fn sync_waits_alone_and_together() {
         json!({"type": "kernel", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 30}),
         // another thread's call: not the calling thread's
         json!({"type": "kernel", "name": "cuLaunchKernel", "pid": 1, "tid": 7, "ts": 40}),
-        off(1, 100_000, 300_000, "runnable"),
+        json!({"type": "sched", "op": "off_cpu", "name": "runnable", "pid": 1, "tid": 1, "ts": 100_000, "end_ts": 300_000, "state": "runnable", "held_by": [{"comm": "python3", "ns": 200_000}]}),
         m(1, "between", 1_000_000),
         // gen together with batch: 1.5 ms, syncs of 500 and 700 µs, a synchronous copy of 300 µs
         m(2, "served batch 1", 2_000_000),
@@ -144,6 +144,7 @@ fn sync_waits_alone_and_together() {
         g(1, 3_100_000, 50.0),
         off(1, 2_100_000, 2_600_000, "blocked"),
         off(1, 3_400_000, 3_600_000, "runnable"),
+        json!({"type": "ioctl", "name": "RM_CONTROL", "pid": 1, "tid": 1, "ts": 2_700_000, "duration_us": 40.0}),
         json!({"type": "sched", "op": "off_cpu", "name": "stopped", "pid": 1, "tid": 1, "ts": 3_000_000, "end_ts": 3_300_000, "state": "blocked"}),
         m(1, "between", 3_500_000),
         m(2, "between", 3_000_000),
@@ -171,4 +172,19 @@ fn sync_waits_alone_and_together() {
     assert_eq!(rows[0], ["1", "gen", "alone", "1", "3.0", "0.80", "0.20", "0.00", "0.00", "266.7"], "{out}");
     assert_eq!(rows[1], ["1", "gen", "together", "1", "3.0", "0.60", "0.10", "0.30", "0.50", "200.0"], "{out}");
     assert_eq!(rows.len(), 2, "{out}");
+
+    // --causes gen: who held the CPU while the calling thread was runnable (the together
+    // interval names no one), its blocked and stopped time per run by cause, its ioctls.
+    let (code, out, err) =
+        python(&[script("sync_waits.py").to_str().unwrap(), trace.to_str().unwrap(), "--causes", "gen"]);
+    assert_eq!(code, 0, "{err}");
+    let sections: Vec<Vec<Vec<&str>>> = out
+        .split("\n\n")
+        .skip(3)
+        .map(|t| t.lines().skip(1).map(|l| l.split_whitespace().collect()).collect())
+        .collect();
+    assert_eq!(sections[0], [vec!["python3", "0.2"], vec!["?", "0.1"]], "{out}");
+    assert_eq!(sections[1], [vec!["together", "x", "0.50"], vec!["together", "stopped", "0.30"]], "{out}");
+    assert_eq!(sections[2], [vec!["together", "RM_CONTROL", "1.0", "0.04"]], "{out}");
+    assert_eq!(sections.len(), 3, "{out}");
 }
