@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::options::{TenantArgs, TogetherArgs};
 use replay::exec::{Pace, Session, SessionOpts};
 use replay::together::measure::{self, Pass, RunResult};
-use replay::together::{self, Capacity, Run, Tenant, TogetherPlan, predict};
+use replay::together::{self, Capacity, Run, Tenant, TogetherPlan};
 use tracer_cupti::collect::monotonic_ns;
 
 /// Opens and plans every recording (pure: no GPU).
@@ -507,7 +507,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         let t1 = monotonic_ns();
         let busy = cupti.as_ref().map(|c| {
             let mut iv: Vec<(u64, u64)> = c.take().activities.iter().map(|x| (x.start, x.end)).collect();
-            predict::merge(&mut iv, 0)
+            replay::gpu_time::merge(&mut iv, 0)
         });
         let pass = Pass { wall_ms, t0_ns: t0, t1_ns: t1, busy };
         let mut v = json!({"pass": pass, "gpu_ms": gpu_ms});

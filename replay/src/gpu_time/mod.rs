@@ -41,20 +41,21 @@ pub struct Totals {
 
 /// Length of the union of `[start, end)` intervals (sorted in place).
 pub fn union_ns(iv: &mut [(u64, u64)]) -> u64 {
+    merge(iv, 0).iter().map(|(s, e)| e - s).sum()
+}
+
+/// `[start, end)` intervals sorted (in place) and merged, gaps of at most `join_ns` closed.
+pub fn merge(iv: &mut [(u64, u64)], join_ns: u64) -> Vec<(u64, u64)> {
     iv.sort_unstable();
-    let (mut busy, mut cur): (u64, Option<(u64, u64)>) = (0, None);
+    let mut out: Vec<(u64, u64)> = Vec::new();
     // An interval that ends before it starts (an incomplete activity record) is none.
     for &(s, e) in iv.iter().filter(|x| x.1 >= x.0) {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                busy += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
+        match out.last_mut() {
+            Some(l) if s <= l.1.saturating_add(join_ns) => l.1 = l.1.max(e),
+            _ => out.push((s, e)),
+        }
     }
-    busy + cur.map_or(0, |(s, e)| e.saturating_sub(s))
+    out
 }
 
 impl Totals {

@@ -88,7 +88,7 @@ impl Tenant {
             .filter(|g| ph.contains(g.ts))
             .map(|g| (g.ts, g.end_ts))
             .collect();
-        let busy = predict::merge(&mut busy, 0);
+        let busy = crate::gpu_time::merge(&mut busy, 0);
         let measured = !busy.is_empty();
         let durations = crate::gpu_time::recorded::op_durations(&rec.trace.gpu, &p.ops, &p.graph_ops);
         let sim_ops = predict::sim_ops(ops, &durations[ph.ops.clone()], &gaps);

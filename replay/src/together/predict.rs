@@ -60,20 +60,6 @@ pub struct Input<'a> {
     pub ops: &'a [SimOp],
 }
 
-/// Sorted, merged intervals, gaps of at most `join_ns` closed.
-pub fn merge(iv: &mut [(u64, u64)], join_ns: u64) -> Vec<(u64, u64)> {
-    iv.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    // An interval that ends before it starts (an incomplete record) is none.
-    for &(s, e) in iv.iter().filter(|x| x.1 >= x.0) {
-        match out.last_mut() {
-            Some(l) if s <= l.1.saturating_add(join_ns) => l.1 = l.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
 /// The phase's ops (`ops`, each with its recorded GPU duration in
 /// `durations`) as the simulation runs them, paced as replay paces them
 /// (`gaps`: [`super::pacing::host_gaps`] of `ops`).
@@ -229,8 +215,8 @@ mod tests {
     #[test]
     fn gaps_up_to_two_switches_join_intervals_and_no_gpu_lines_no_prediction() {
         let mut iv = vec![(100, 200), (0, 50), (250, 300), (301, 400)];
-        assert_eq!(merge(&mut iv, 0), vec![(0, 50), (100, 200), (250, 300), (301, 400)]);
-        assert_eq!(merge(&mut iv, 50), vec![(0, 400)]);
+        assert_eq!(crate::gpu_time::merge(&mut iv, 0), vec![(0, 50), (100, 200), (250, 300), (301, 400)]);
+        assert_eq!(crate::gpu_time::merge(&mut iv, 50), vec![(0, 400)]);
         let ops = [kernel(0, Some(1_000)), kernel(5, None)];
         let busy = [(0u64, 1_000u64)];
         let (p, g) = predict(&[Input { busy: &busy, ops: &ops }, Input { busy: &[], ops: &ops }], &C25);
