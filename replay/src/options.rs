@@ -123,6 +123,12 @@ pub struct RunArgs {
     /// with --no-cupti, as a program timing its own graph launches would measure it)
     #[arg(long)]
     pub time_graph_launches: bool,
+    /// Leave these ops out of every pass, each KIND or KIND@STREAM (KIND: launch, copy, set,
+    /// event, wait, sync; STREAM: the plan's stream number; the ops per kind and stream are
+    /// printed): a diagnostic, e.g. which ops before a graph launch change its time. Outputs and
+    /// GPU time then no longer stand for the recording
+    #[arg(long, value_name = "KIND[@STREAM]", value_delimiter = ',', value_parser = parse_skip_op)]
+    pub skip_ops: Vec<replay::exec::skip::SkipOp>,
     /// Do not measure the replay's GPU time with CUPTI (CUDA events only)
     #[arg(long)]
     pub no_cupti: bool,
@@ -225,6 +231,10 @@ fn parse_byte(s: &str) -> Result<u8, String> {
 }
 
 /// A number in decimal or 0x hex.
+fn parse_skip_op(s: &str) -> Result<replay::exec::skip::SkipOp, String> {
+    s.parse()
+}
+
 fn parse_flags(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),

@@ -216,6 +216,7 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
         },
         time_graph_launches: a.time_graph_launches,
         device_memory: a.device_memory,
+        skip_ops: a.skip_ops.clone(),
     };
     let s = Session::new(rec, p, a.device, &opts)?;
     eprintln!(

@@ -441,6 +441,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         graph_rebuild: Default::default(),
         time_graph_launches: false,
         device_memory: Default::default(),
+        skip_ops: Vec::new(),
     };
     let s = Session::new(&rec, &p, a.device, &opts)?;
     // Every tenant's images loaded before any runs: one without code for this GPU stops all here.

@@ -6,5 +6,6 @@ pub mod graph_execs;
 pub mod memory;
 pub mod probe;
 pub mod session;
+pub mod skip;
 
 pub use session::{Graph, HostGap, L2Flush, OutputCheck, Pace, Session, SessionOpts, Timed};

@@ -112,6 +112,8 @@ pub struct SessionOpts {
     pub time_graph_launches: bool,
     /// How the device windows are made (memory.rs).
     pub device_memory: super::memory::DeviceMemory,
+    /// Ops left out of every pass (a diagnostic: `--skip-ops`).
+    pub skip_ops: Vec<super::skip::SkipOp>,
 }
 
 /// How a pass paces its submissions.
@@ -158,6 +160,8 @@ pub struct Session {
     /// events recorded right before and after it on its stream), every pass.
     pub graph_launch_us: std::cell::RefCell<Vec<f64>>,
     time_graph_launches: bool,
+    /// Per op: left out of every pass (`SessionOpts::skip_ops`).
+    skip: Vec<bool>,
 }
 
 #[derive(Clone, Copy)]
@@ -503,6 +507,17 @@ impl Session {
         let prep = prepare_ops(plan, &funcs, &map, &host, opts);
         ctx.sync()?;
         let HostBuffers { data, fill, scratch, expected, .. } = host;
+        let (skip, classes) = super::skip::skipped_ops(&prep, &opts.skip_ops);
+        if !opts.skip_ops.is_empty() {
+            let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            eprintln!("ops per kind@stream: {}", list.join(", "));
+            eprintln!(
+                "--skip-ops {}: {} of {} ops left out of every pass (a diagnostic: outputs and GPU time no longer stand for the recording)",
+                opts.skip_ops.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
+                skip.iter().filter(|x| **x).count(),
+                skip.len()
+            );
+        }
         let mut s = Session {
             ctx,
             map,
@@ -523,6 +538,7 @@ impl Session {
             graphs: GraphExecs::default(),
             graph_launch_us: Default::default(),
             time_graph_launches: opts.time_graph_launches,
+            skip,
         };
         if !opts.expand_graphs {
             if opts.graph_rebuild.after_pass {
@@ -710,6 +726,15 @@ impl Session {
         start.record(std::ptr::null_mut())?;
         let mut checks = Vec::new();
         let mut graph_events: Vec<(Event, Event)> = Vec::new();
+        // The events timing the graph launches, made before the pass (not between its launches).
+        let mut spare_events: Vec<(Event, Event)> = Vec::new();
+        if self.time_graph_launches {
+            for _ in 0..self.graphs.launches {
+                spare_events.push((Event::new()?, Event::new()?));
+            }
+        }
+        // With time_graph_launches: how long each cuGraphLaunch call took on the CPU (µs).
+        let mut launch_cpu_us: Vec<f64> = Vec::new();
         let mut i = ops.start;
         while i < ops.end.min(self.prep.len()) {
             match pace {
@@ -743,13 +768,19 @@ impl Session {
             if let Some(g) = graph {
                 let what = format!("graph launch (trace.jsonl line {})", self.op_lines[i]);
                 let s = self.streams[g.stream];
-                let timed = if self.time_graph_launches { Some((Event::new()?, Event::new()?)) } else { None };
+                let timed = match (self.time_graph_launches, spare_events.pop()) {
+                    (false, _) => None,
+                    (true, Some(e)) => Some(e),
+                    (true, None) => Some((Event::new()?, Event::new()?)),
+                };
                 if let Some((a, _)) = &timed {
                     a.record(s)?;
                 }
+                let c0 = Instant::now();
                 // SAFETY: exec and stream from setup.
                 ck(unsafe { sys::cuGraphLaunch(g.exec, s) }, &what)?;
                 if let Some((_, b)) = &timed {
+                    launch_cpu_us.push(c0.elapsed().as_secs_f64() * 1e6);
                     b.record(s)?;
                 }
                 graph_events.extend(timed);
@@ -757,7 +788,9 @@ impl Session {
                 i = last;
                 continue;
             }
-            self.submit(i, None)?;
+            if !self.skip[i] {
+                self.submit(i, None)?;
+            }
             last_return = Instant::now();
             if let Some(rec) = check
                 && let Some((sha, line)) = self.expected.get(&i)
@@ -792,9 +825,18 @@ impl Session {
         }
         self.ctx.sync()?;
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let mut this_pass = Vec::with_capacity(graph_events.len());
         for (a, b) in &graph_events {
-            self.graph_launch_us.borrow_mut().push(b.since(a)? * 1e3);
+            this_pass.push(b.since(a)? * 1e3);
         }
+        if !this_pass.is_empty() {
+            let (gpu, cpu) = (median_us(&this_pass), median_us(&launch_cpu_us));
+            eprintln!(
+                "\npass {pass_no}: {} graph launches, median {gpu:.1} us (CUDA events); cuGraphLaunch took {cpu:.1} us on the CPU (median)",
+                this_pass.len()
+            );
+        }
+        self.graph_launch_us.borrow_mut().extend(this_pass);
         Ok((gpu_ms, wall_ms, checks))
     }
 
@@ -1212,4 +1254,11 @@ impl Drop for Session {
             }
         }
     }
+}
+
+/// The upper middle value (µs), as `--time-graph-launches` reports its median; 0 for none.
+fn median_us(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
