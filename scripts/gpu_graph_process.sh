@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Issue 34, item 5: the rebuilt graph launches ~100 µs (+12.6 %) slower than
+# the program's own graph, with the same nodes, edges, attributes, flags and
+# kernel handles (docs/replay.md, "Which process runs the graph"). Finds
+# what in replay's process makes the difference.
+#
+# 1. A microbenchmark without PyTorch (scripts/graph_process/): a chain of
+#    NODES elementwise kernels captured into a graph and launched 50 times
+#    back to back, each launch timed with CUDA events, built two ways:
+#    through the CUDA runtime (graph_chain_rt, also with a 1 KiB parameter
+#    struct: `big`) and through the driver API only, as replay does
+#    (graph_chain_drv: cuLibraryLoadFromFile, cuLibraryGetKernel, `extra` or
+#    kernelParams), each launched on the legacy default stream and on a
+#    created stream, and the driver one once more with the CUDA runtime
+#    initializing the primary context first (LD_PRELOAD runtime_first.so:
+#    cudaFree(0) before main). MICRO_ROUNDS rounds (default ROUNDS).
+# 1b. The microbenchmark recorded (--replayable) and replayed, with small
+#    and 1 KiB parameters (MICRO_KINDS, default "small big").
+# 1c. TORCH_KINDS (e.g. "elementwise gemm layernorm mix"): chains of PyTorch
+#    ops (torch_chain.py), untraced and replayed. REPLAY_VARIANTS: replay as
+#    is (default), with every window moved (relocate), on cuMemAlloc windows
+#    (malloc), rebuilt as one chain (chain), without some ops of its passes
+#    (skip=KIND[@STREAM],…: replay --skip-ops, e.g. skip=launch@1). For
+#    MIN_KINDS among them also graph_replay_min, the smallest driver-only
+#    replay of the captured launches (graph_spec.py writes what it reads),
+#    in each of MIN_VARIANTS: library, module, preserved (how the images are
+#    loaded); streams (every stream the program created), other (the images
+#    the graph does not use), pinned (64 MiB page-locked), all; warm=WHERExN
+#    (the launches run N times before the timed graph launches, WHERE: cap,
+#    side, sideblocking, sidehigh, legacy, recorded: the program's own
+#    launches before its capture), prefixed by streams+, destroy+ (the
+#    capture stream destroyed), rounds+ (warm-up and timing three times),
+#    all+.
+# 2. The held-out program (graphs_inference.py capture --replays 50
+#    --time-launches) untraced, and replay of its recording (--no-cupti
+#    --time-graph-launches) without and with runtime_first.so preloaded
+#    (PROGRAM=0 leaves this part out).
+# ROUNDS interleaved rounds (default 3). One device call (.device-bin carried), e.g.
+#   OUT=$OUT bash scripts/gpu_graph_process.sh
+#   MICRO_ROUNDS=0 MICRO_KINDS= TORCH_KINDS=elementwise MIN_KINDS=elementwise \
+#     MIN_VARIANTS="warm=recordedx1" REPLAY_VARIANTS="default skip=launch@1" \
+#     ROUNDS=1 PROGRAM=0 OUT=$OUT bash scripts/gpu_graph_process.sh
+set -uo pipefail
+R=$(realpath .device-bin/replay)
+T=$(realpath .device-bin/tracer)
+OUT=${OUT:-/tmp/graph-process-out}
+ROUNDS=${ROUNDS:-3}
+NODES=${NODES:-294}
+mkdir -p "$OUT"
+B=/tmp/graph_process
+mkdir -p $B
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+{
+echo "### $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); nvcc: $($NVCC --version | tail -1)"
+S=scripts/graph_process
+$NVCC -O2 -arch=sm_90 -cubin -o $B/kern.cubin $S/kern.cu &&
+$NVCC -O2 -arch=sm_90 -o $B/rt $S/graph_chain_rt.cu &&
+$NVCC -O2 -cudart none -o $B/drv $S/graph_chain_drv.cpp -lcuda &&
+$NVCC -O2 -shared -Xcompiler -fPIC -cudart static -o $B/runtime_first.so $S/runtime_first.cpp &&
+$NVCC -O2 -cudart none -o $B/min $S/graph_replay_min.cpp -lcuda || { echo "build failed"; exit 1; }
+echo "### the driver-only binary's libraries: $(ldd $B/drv | awk '{print $1}' | tr '\n' ' ')"
+for r in $(seq 1 "${MICRO_ROUNDS:-$ROUNDS}"); do
+    echo "### microbenchmark round $r"
+    for st in legacy created; do
+        $B/rt "$NODES" 50 $st 0x9
+        $B/rt "$NODES" 50 $st 0x9 big
+        $B/drv $B/kern.cubin "$NODES" 50 $st 0x9
+        $B/drv $B/kern.cubin "$NODES" 50 $st 0x9 params
+        LD_PRELOAD=$B/runtime_first.so $B/drv $B/kern.cubin "$NODES" 50 $st 0x9 2>/dev/null
+    done
+done
+# 1b. The microbenchmark recorded and replayed: replay's rebuilt graph of
+#     the same kernels, against the program's own graph (above).
+MICRO_KINDS=${MICRO_KINDS-small big}
+for kind in $MICRO_KINDS; do
+    rm -rf /tmp/m_$kind.rec
+    arg=(); [ $kind = big ] && arg=(big)
+    timeout 120 "$T" record --replayable --capture-data -q --force -o /tmp/m_$kind.rec -- \
+        $B/rt "$NODES" 50 legacy 0x9 "${arg[@]}" 2>&1 | grep -E "median|rror" | sed "s/^/recorded: /"
+done
+for r in $(seq 1 "$ROUNDS"); do
+    for kind in $MICRO_KINDS; do
+        arg=(); [ $kind = big ] && arg=(big)
+        $B/rt "$NODES" 50 legacy 0x9 "${arg[@]}"
+        echo "replay of the $kind-parameter chain:"
+        timeout 120 "$R" /tmp/m_$kind.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
+            --report "$OUT/micro_${kind}_$r.json" 2>&1 | grep -E "timed with CUDA events|rror|not rebuilt" | head -3
+    done
+done
+# 1c. Chains of PyTorch ops (scripts/graph_process/torch_chain.py), each
+#     untraced and replayed: which kernels does a rebuilt graph run slower?
+for kind in ${TORCH_KINDS:-}; do
+    rm -rf /tmp/t_$kind.rec
+    timeout 120 "$T" record --replayable --capture-data -q --force -o /tmp/t_$kind.rec -- \
+        python3 $S/torch_chain.py $kind 2>&1 | grep -E "median|rror" | sed "s/^/recorded: /"
+done
+for kind in ${MIN_KINDS:-}; do
+    python3 $S/graph_spec.py /tmp/t_$kind.rec > /tmp/t_$kind.spec
+done
+for r in $(seq 1 "$ROUNDS"); do
+    for kind in ${TORCH_KINDS:-}; do
+        python3 $S/torch_chain.py $kind
+        for v in ${REPLAY_VARIANTS:-default}; do
+            extra=()
+            case $v in
+                relocate) extra=(--force-relocation);;
+                malloc) extra=(--device-memory malloc);;
+                chain) extra=(--graph-chain);;
+            esac
+            case $v in skip=*) extra=(--skip-ops "${v#skip=}");; esac
+            echo "replay ($v) of the torch $kind chain:"
+            timeout 120 "$R" /tmp/t_$kind.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
+                "${extra[@]}" --report "$OUT/torch_${kind}_${v//[^a-z0-9]/_}_$r.json" 2>&1 | grep -E "^pass |timed with CUDA events|rror|not rebuilt" | head -9
+        done
+        case " ${MIN_KINDS:-} " in *" $kind "*)
+            for m in ${MIN_VARIANTS:-library module preserved}; do
+                env=(); args=(library)
+                case $m in
+                    module) args=(module);;
+                    preserved) args=(library preserved);;
+                    streams) env=(MIN_STREAMS=1);;
+                    other) env=(MIN_OTHER_IMAGES=1);;
+                    pinned) env=(MIN_PINNED=$((64 << 20)));;
+                    all) env=(MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_PINNED=$((64 << 20)));;
+                    warm=*) w=${m#warm=}; env=(MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                    destroy+warm=*) w=${m#destroy+warm=}; env=(MIN_DESTROY_CAP=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                    rounds+warm=*) w=${m#rounds+warm=}; env=(MIN_ROUNDS=3 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                    all+warm=*) w=${m#all+warm=}; env=(MIN_DESTROY_CAP=1 MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                    streams+warm=*) w=${m#streams+warm=}; env=(MIN_STREAMS=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                esac
+                timeout 60 env "${env[@]}" $B/min /tmp/t_$kind.spec "${args[@]}"
+            done;;
+        esac
+    done
+done
+[ "${PROGRAM:-1}" = 1 ] || exit 0
+rm -rf /tmp/gp.rec
+(cd examples && timeout 150 "$T" record --replayable --capture-data -q --force -o /tmp/gp.rec -- \
+    python3 graphs_inference.py capture --replays 50) > /dev/null 2>&1; echo "### record exit: $?"
+for r in $(seq 1 "$ROUNDS"); do
+    echo "### round $r: the program untraced"
+    (cd examples && timeout 100 python3 graphs_inference.py capture --replays 50 --time-launches) | grep "per replay"
+    for v in plain runtime_first; do
+        pre=()
+        [ $v = runtime_first ] && pre=(env LD_PRELOAD=$B/runtime_first.so)
+        echo "### round $r: replay --no-cupti ($v)"
+        timeout 120 "${pre[@]}" "$R" /tmp/gp.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
+            --report "$OUT/process_${v}_$r.json" 2>&1 | grep -E "runtime_first|timed with CUDA events|identical|differ|rror|not rebuilt" | head -5
+    done
+done
+} 2>&1 | tee "$OUT/graph_process.log"

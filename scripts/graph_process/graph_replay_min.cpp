@@ -1,0 +1,193 @@
+// The smallest replay of a captured graph: the launches graph_spec.py lists
+// (recorded kernels from their recorded images, recorded parameter bytes,
+// device allocations mapped at their recorded addresses), captured into a
+// graph through the driver API alone and launched 50 times back to back,
+// each launch timed with CUDA events. Tells whether a rebuilt graph's extra
+// time comes with the kernels as a driver-only process loads them, or with
+// something else in replay's process.
+// usage: graph_replay_min SPEC library|module [preserved]
+// With MIN_STREAMS=1 it also creates every stream the program created
+// (flags, priority); MIN_OTHER_IMAGES=1 loads the images the graph does not
+// use; MIN_PINNED=BYTES allocates that much page-locked host memory: the
+// setup replay does beyond the graph, one part at a time.
+#include <cuda.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include <fstream>
+#include <sstream>
+#include <algorithm>
+#include <chrono>
+#define CK(x) do { CUresult ck_ = (x); if (ck_) { const char *s_; cuGetErrorName(ck_, &s_); printf("%s: %s\n", #x, s_); exit(1); } } while (0)
+struct Launch { int k; unsigned g[3], b[3], shm; std::vector<unsigned char> p; };
+static std::vector<unsigned char> unhex(const std::string &h) {
+    std::vector<unsigned char> v(h.size() / 2);
+    for (size_t i = 0; i < v.size(); i++) v[i] = (unsigned char)strtoul(h.substr(2 * i, 2).c_str(), 0, 16);
+    return v;
+}
+int main(int argc, char **argv) {
+    bool library = !strcmp(argv[2], "library");
+    bool preserved = argc > 3 && !strcmp(argv[3], "preserved");
+    CK(cuInit(0));
+    CUdevice dev; CK(cuDeviceGet(&dev, 0));
+    CUcontext ctx; CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
+    std::ifstream in(argv[1]);
+    std::string line;
+    std::vector<std::vector<char>> images;
+    std::vector<CUlibrary> libs; std::vector<CUmodule> mods;
+    std::vector<CUfunction> funcs;
+    std::vector<Launch> launches, before;
+    size_t gran = 2 << 20;
+    bool want_streams = getenv("MIN_STREAMS") && atoi(getenv("MIN_STREAMS"));
+    bool want_other = getenv("MIN_OTHER_IMAGES") && atoi(getenv("MIN_OTHER_IMAGES"));
+    size_t pinned = getenv("MIN_PINNED") ? strtoull(getenv("MIN_PINNED"), 0, 0) : 0;
+    int n_streams = 0, n_other = 0;
+    std::vector<CUstream> created;
+    std::vector<std::vector<char>> other;
+    images.reserve(4096); other.reserve(4096);  // the driver may keep pointing at a preserved image
+    if (pinned) { void *h; CK(cuMemAllocHost(&h, pinned)); memset(h, 0, pinned); }
+    int mapped = 0, moved = 0;
+    struct Window { CUdeviceptr want, got; size_t size; };
+    std::vector<Window> windows;
+    while (std::getline(in, line)) {
+        std::istringstream ss(line);
+        std::string what; ss >> what;
+        if (what == "image") {
+            int id; std::string path; ss >> id >> path;
+            std::ifstream f(path, std::ios::binary);
+            images.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            images.back().push_back(0);  // PTX needs its NUL; harmless after a fatbin or cubin
+            if (library) {
+                CUlibrary l;
+                CUlibraryOption o[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+                void *ov[] = {(void *)1};
+                CK(cuLibraryLoadData(&l, images.back().data(), 0, 0, 0, preserved ? o : 0, preserved ? ov : 0, preserved ? 1 : 0));
+                libs.push_back(l);
+            } else {
+                CUmodule m; CK(cuModuleLoadData(&m, images.back().data())); mods.push_back(m);
+            }
+        } else if (what == "other_image" && want_other) {
+            std::string path; ss >> path;
+            std::ifstream f(path, std::ios::binary);
+            other.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            other.back().push_back(0);
+            CUlibrary l;
+            if (cuLibraryLoadData(&l, other.back().data(), 0, 0, 0, 0, 0, 0) == CUDA_SUCCESS) n_other++;
+        } else if (what == "stream" && want_streams) {
+            unsigned flags; int prio; ss >> flags >> prio;
+            CUstream st; CK(cuStreamCreateWithPriority(&st, flags, prio)); n_streams++; created.push_back(st);
+        } else if (what == "kernel") {
+            int id, img; std::string name; ss >> id >> img >> name;
+            CUfunction f;
+            if (library) { CUkernel k; CK(cuLibraryGetKernel(&k, libs[img], name.c_str())); f = (CUfunction)k; }
+            else CK(cuModuleGetFunction(&f, mods[img], name.c_str()));
+            funcs.push_back(f);
+        } else if (what == "alloc") {
+            std::string a; size_t size; ss >> a >> size;
+            CUdeviceptr want = strtoull(a.c_str(), 0, 16), got = 0;
+            size_t sz = (size + gran - 1) / gran * gran;
+            CK(cuMemAddressReserve(&got, sz, 0, want, 0));
+            if (got != want) moved++; else mapped++;
+            windows.push_back({want, got, sz});
+            CUmemAllocationProp prop = {};
+            prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+            prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            prop.location.id = 0;
+            CUmemGenericAllocationHandle h; CK(cuMemCreate(&h, sz, &prop, 0));
+            CK(cuMemMap(got, sz, 0, h, 0));
+            CUmemAccessDesc acc = {}; acc.location = prop.location; acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            CK(cuMemSetAccess(got, sz, &acc, 1));
+            CK(cuMemsetD8(got, 0, sz));
+        } else if (what == "launch" || what == "before") {
+            Launch l; std::string hex;
+            ss >> l.k >> l.g[0] >> l.g[1] >> l.g[2] >> l.b[0] >> l.b[1] >> l.b[2] >> l.shm >> hex;
+            l.p = unhex(hex);
+            // pointers into a window not at its recorded address: moved with it
+            for (size_t o = 0; o + 8 <= l.p.size(); o += 8) {
+                CUdeviceptr v; memcpy(&v, &l.p[o], 8);
+                for (auto &w : windows)
+                    if (v >= w.want && v < w.want + w.size) { v = w.got + (v - w.want); memcpy(&l.p[o], &v, 8); break; }
+            }
+            (what == "launch" ? launches : before).push_back(l);
+        }
+    }
+    CUstream cap; CK(cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING));
+    // MIN_WARM: where the launches run before the timed graph launches, as the
+    // program's warm-up ran them: "cap" (default: the capture stream, before
+    // the capture), "side" (another created stream, the legacy stream waiting
+    // for it through an event, after the graph is built, as replay's pass
+    // runs them), "legacy" (the legacy default stream, after the build).
+    // MIN_WARM_REPEAT: how many times.
+    const char *warm = getenv("MIN_WARM") ? getenv("MIN_WARM") : "cap";
+    int repeat = getenv("MIN_WARM_REPEAT") ? atoi(getenv("MIN_WARM_REPEAT")) : 1;
+    // "recorded...": the warm-up runs the launches the program made before its capture, as recorded
+    bool as_recorded = strstr(warm, "recorded") != 0;
+    auto run_all = [&](CUstream on) {
+        for (auto &l : as_recorded && on != cap ? before : launches) {
+            size_t sz = l.p.size();
+            void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l.p.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &sz, CU_LAUNCH_PARAM_END};
+            CK(cuLaunchKernel(funcs[l.k], l.g[0], l.g[1], l.g[2], l.b[0], l.b[1], l.b[2], l.shm, on, 0, extra));
+        }
+    };
+    if (!strcmp(warm, "cap")) {
+        for (int r = 0; r < repeat; r++) run_all(cap);
+        CK(cuStreamSynchronize(cap));
+    }
+    CK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_RELAXED));
+    run_all(cap);
+    CUgraph g; CUgraphExec ge;
+    CK(cuStreamEndCapture(cap, &g));
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0x9));
+    // MIN_DESTROY_CAP=1: the capture stream destroyed once the graph is built, as replay does
+    bool destroy = getenv("MIN_DESTROY_CAP") && atoi(getenv("MIN_DESTROY_CAP"));
+    if (destroy) CK(cuStreamDestroy(cap));
+    CUstream s = CU_STREAM_LEGACY;
+    // MIN_ROUNDS: the warm-up and the timed graph launches that many times, one
+    // after the other, as replay's passes repeat them (each round printed)
+    int rounds = getenv("MIN_ROUNDS") ? atoi(getenv("MIN_ROUNDS")) : 1;
+    CUstream side = 0;
+    if (!strncmp(warm, "side", 4) || as_recorded) {
+        // "sideblocking": a blocking stream (flags 0), with which the legacy stream synchronizes
+        // "sidehigh": the greatest priority the device has
+        int lo, hi; CK(cuCtxGetStreamPriorityRange(&lo, &hi));
+        CK(cuStreamCreateWithPriority(&side, strcmp(warm, "sideblocking") ? CU_STREAM_NON_BLOCKING : 0,
+                                      strcmp(warm, "sidehigh") ? 0 : hi));
+        // "sidefirst": the first of the program's streams (MIN_STREAMS=1), as replay's pass uses it
+        if (!strcmp(warm, "sidefirst") && !created.empty()) side = created[0];
+    }
+    for (int round = 1; round <= rounds; round++) {
+        if (side) {
+            CUevent e0, e1; CK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING)); CK(cuEventCreate(&e1, CU_EVENT_DISABLE_TIMING));
+            CK(cuEventRecord(e0, s)); CK(cuStreamWaitEvent(side, e0, 0));
+            for (int r = 0; r < repeat; r++) run_all(side);
+            CK(cuEventRecord(e1, side)); CK(cuStreamWaitEvent(s, e1, 0));
+            CK(cuCtxSynchronize());
+        } else if (!strcmp(warm, "legacy") || (round > 1 && !strcmp(warm, "cap") && !destroy)) {
+            for (int r = 0; r < repeat; r++) run_all(strcmp(warm, "legacy") ? cap : s);
+            CK(cuCtxSynchronize());
+        }
+        for (int w = 0; w < 3; w++) CK(cuGraphLaunch(ge, s));
+        CK(cuCtxSynchronize());
+        int n = 50;
+        std::vector<CUevent> ev(n + 1);
+        for (auto &e : ev) CK(cuEventCreate(&e, 0));
+        std::vector<double> cpu;
+        for (int i = 0; i < n; i++) {
+            CK(cuEventRecord(ev[i], s));
+            auto c0 = std::chrono::steady_clock::now();
+            CK(cuGraphLaunch(ge, s));
+            cpu.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count());
+        }
+        std::sort(cpu.begin(), cpu.end());
+        CK(cuEventRecord(ev[n], s));
+        CK(cuCtxSynchronize());
+        std::vector<float> t;
+        for (int i = 0; i < n; i++) { float ms; CK(cuEventElapsedTime(&ms, ev[i], ev[i + 1])); t.push_back(ms * 1e3f); }
+        std::sort(t.begin(), t.end());
+        printf("minimal replay (%s%s; %zu launches, %d allocations at their address, %d moved; %d streams, %d other images, %zu B pinned; warm-up on %s x%d%s; round %d): median %.1f us per launch (min %.1f); cuGraphLaunch on the CPU: median %.1f us\n",
+               argv[2], preserved ? ", binary preserved" : "", launches.size(), mapped, moved, n_streams, n_other, pinned, warm, repeat,
+               destroy ? ", capture stream destroyed" : "", round, t[n / 2], t[0], cpu[n / 2]);
+    }
+}
