@@ -225,3 +225,67 @@ fn cu_ctx_synchronize_v2_is_a_context_synchronization() {
         p.ops.iter().filter(|o| matches!(o.kind, OpKind::CtxSync)).map(|o| (o.line, o.duration_ns)).collect();
     assert_eq!(syncs, vec![(24, Some(5_000)), (25, Some(5_000))]);
 }
+
+/// Entry points a later CUDA may version (`_v2`, `_v3`) or call with a per-thread
+/// default stream (`_ptsz`) are planned by their base name; calls that change what the GPU
+/// does and that replay does not run are counted with their reason, never dropped.
+#[test]
+fn versioned_calls_are_planned_and_unreplayed_ones_are_counted() {
+    let (mut r, ..) = build();
+    let sync =
+        |name: &str, args: serde_json::Value| (name.to_owned(), json!({"ret": 0, "args": args, "duration_us": 2.0}));
+    for (name, v) in [
+        sync("cuStreamSynchronize_v2", json!({"hStream": "0x5000"})), // 24
+        sync("cuEventSynchronize_v3", json!({"hEvent": "0xe1"})),     // 25
+        sync("cuCtxSynchronize_v2_ptsz", json!({"ctx": "0x0"})),      // 26
+    ] {
+        r.call("sync", "synchronize", &name, v);
+    }
+    r.call("event", "ctx_wait_event", "cuCtxWaitEvent", json!({"ret": 0, "args": {"hCtx": "0x0", "hEvent": "0xe1"}})); // 27
+    r.call(
+        "stream",
+        "write_value",
+        "cuStreamWriteValue32_v2",
+        json!({"ret": 0, "args": {"stream": "0x0", "addr": "0x7f0000200000", "value": 1, "flags": "0x0"}}),
+    ); // 28
+    r.call(
+        "kernel",
+        "host_func",
+        "cuLaunchHostFunc_ptsz",
+        json!({"ret": 0, "args": {"hStream": "0x0", "fn_": "0x1", "userData": "0x0"}}),
+    ); // 29
+    let rec = Recording::open(&r.write()).unwrap();
+    let p = plan::build(&rec.manifest, &rec.trace, "trace.jsonl").unwrap();
+    let syncs: Vec<(usize, &str)> = p
+        .ops
+        .iter()
+        .filter_map(|o| match o.kind {
+            OpKind::StreamSync => Some((o.line, "stream")),
+            OpKind::EventSync { .. } => Some((o.line, "event")),
+            OpKind::CtxSync => Some((o.line, "context")),
+            _ => None,
+        })
+        .filter(|(l, _)| *l >= 24)
+        .collect();
+    assert_eq!(syncs, vec![(24, "stream"), (25, "event"), (26, "context")]);
+    let skipped: Vec<(usize, &str)> =
+        p.coverage.other_skipped.iter().filter(|s| s.line >= 24).map(|s| (s.line, s.reason.as_str())).collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (
+                27,
+                "context-wide event record/wait (cuCtxRecordEvent, cuCtxWaitEvent) not replayed: the order it imposed is lost"
+            ),
+            (28, "stream memory operation (wait/write value, batch) not replayed"),
+            (29, "host function on a stream (the program's code) not replayed: its stream did not wait for it"),
+        ]
+    );
+    let text = p.coverage.text(3);
+    assert!(
+        text.contains(
+            "  not replayed 1: stream memory operation (wait/write value, batch) not replayed (first at line 28)"
+        ),
+        "{text}"
+    );
+}

@@ -484,6 +484,19 @@ pub fn is_entry_only_by_default(id: FuncId) -> bool {
     id.spec().is_some_and(|s| ENTRY_ONLY.contains(&s.name) && !s.params.iter().any(|p| p.kind.is_out()))
 }
 
+/// The base of a driver function's name, without its per-thread-stream
+/// variant and its version: `cuMemcpyHtoDAsync_v2_ptsz` -> `cuMemcpyHtoDAsync`,
+/// `cuCtxSynchronize_v2` -> `cuCtxSynchronize`. Programs reach versioned entry
+/// points (`cuGetProcAddress` by CUDA version): whatever consumes recorded
+/// calls matches on this, not on the header's name.
+pub fn base_name(name: &str) -> &str {
+    let n = name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")).unwrap_or(name);
+    match n.rsplit_once("_v") {
+        Some((b, v)) if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) => b,
+        _ => n,
+    }
+}
+
 /// Looks a table entry up by exact symbol name (variant suffixes included).
 pub fn lookup(symbol: &str) -> Option<FuncId> {
     for (i, spec) in FUNCS.iter().enumerate() {
@@ -508,6 +521,23 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_names_drop_the_variant_and_the_version() {
+        for (name, base) in [
+            ("cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyHtoDAsync"),
+            ("cuCtxSynchronize_v2", "cuCtxSynchronize"),
+            ("cuStreamGetCaptureInfo_v3", "cuStreamGetCaptureInfo"),
+            ("cuLaunchKernel_ptsz", "cuLaunchKernel"),
+            ("cuEventRecord_ptds", "cuEventRecord"),
+            ("cuStreamSynchronize", "cuStreamSynchronize"),
+            // not a version: kept
+            ("cuGraphAddKernelNode_vx", "cuGraphAddKernelNode_vx"),
+            ("cuFoo_v", "cuFoo_v"),
+        ] {
+            assert_eq!(base_name(name), base, "{name}");
+        }
+    }
 
     #[test]
     fn entry_only_functions_exist_and_have_no_out_parameters() {

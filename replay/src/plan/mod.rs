@@ -23,6 +23,7 @@ pub use coverage::Coverage;
 pub use types::*;
 
 use crate::recording::{Call, KernelLayout, Manifest, Trace};
+use tracer_common::funcs::base_name;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -197,14 +198,56 @@ fn launch_attrs(c: &Call, api: LaunchApi) -> std::result::Result<Vec<LaunchAttr>
 }
 
 fn is_launch(name: &str) -> Option<LaunchApi> {
-    let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
-    match base {
+    match base_name(name) {
         "cuLaunchKernel" => Some(LaunchApi::Kernel),
         "cuLaunchKernelEx" => Some(LaunchApi::KernelEx),
         "cuLaunchCooperativeKernel" => Some(LaunchApi::Cooperative),
         _ => None,
     }
 }
+
+/// Driver calls that change what the GPU does or waits for and that replay does not
+/// re-execute (by base name, `base_name`), with the reason the coverage gives: never
+/// dropped silently.
+fn not_replayed(base: &str) -> Option<&'static str> {
+    Some(match base {
+        "cuCtxRecordEvent" | "cuCtxWaitEvent" => {
+            "context-wide event record/wait (cuCtxRecordEvent, cuCtxWaitEvent) not replayed: the order it imposed is lost"
+        }
+        "cuStreamWaitValue32"
+        | "cuStreamWaitValue64"
+        | "cuStreamWriteValue32"
+        | "cuStreamWriteValue64"
+        | "cuStreamBatchMemOp" => "stream memory operation (wait/write value, batch) not replayed",
+        "cuLaunchHostFunc" | "cuStreamAddCallback" => {
+            "host function on a stream (the program's code) not replayed: its stream did not wait for it"
+        }
+        _ => return None,
+    })
+}
+
+/// Driver calls on streams, events and synchronization that replay plans: each becomes an
+/// op or updates the tables ops are resolved with (`Builder::call`; tested against
+/// tracer-common's table, with `not_replayed` and `NO_GPU_EFFECT`).
+#[cfg(test)]
+const PLANNED: &[&str] = &[
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamCreateWithPriority",
+    "cuStreamDestroy",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy",
+    "cuEventRecord",
+    "cuEventRecordWithFlags",
+    "cuEventSynchronize",
+];
+
+/// Calls on streams, events and synchronization that change nothing replay must do: queries,
+/// times, attributes, capture state (captures are planned from their own lines: graphs.rs).
+#[cfg(test)]
+const NO_GPU_EFFECT: &[&str] = &["cuStreamQuery", "cuEventQuery", "cuEventElapsedTime"];
 
 impl<'a> Builder<'a> {
     fn new(manifest: &'a Manifest, trace_name: &'a str) -> Self {
@@ -344,7 +387,13 @@ impl<'a> Builder<'a> {
         if self.skip_unreplayable(c, name) {
             return Ok(());
         }
-        let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
+        // Matched without variant and version: programs call versioned entry points
+        // (CUDA 13's cudaDeviceSynchronize reaches the driver as cuCtxSynchronize_v2).
+        let base = base_name(name);
+        if let Some(reason) = not_replayed(base) {
+            self.skip_other(c, reason);
+            return Ok(());
+        }
         match base {
             "cuModuleLoad"
             | "cuModuleLoadData"
@@ -357,15 +406,15 @@ impl<'a> Builder<'a> {
             "cuKernelGetFunction" => self.kernel_get_function(c),
             "cuLibraryGetModule" => self.library_get_module(c),
             "cuFuncSetAttribute" | "cuKernelSetAttribute" => self.set_attribute(c, base),
-            "cuLibraryGetGlobal" | "cuModuleGetGlobal_v2" | "cuModuleGetGlobal" => self.get_global(c, base),
+            "cuLibraryGetGlobal" | "cuModuleGetGlobal" => self.get_global(c, base),
             "cuStreamCreate" | "cuStreamCreateWithPriority" => self.stream_create(c),
-            "cuStreamDestroy" | "cuStreamDestroy_v2" => {
+            "cuStreamDestroy" => {
                 if let Some(h) = c.addr_arg("hStream") {
                     self.pids.entry(c.pid).or_default().streams.remove(&h);
                 }
             }
             "cuEventCreate" => self.event_create(c),
-            "cuEventDestroy" | "cuEventDestroy_v2" => {
+            "cuEventDestroy" => {
                 if let Some(h) = c.addr_arg("hEvent") {
                     self.pids.entry(c.pid).or_default().events.remove(&h);
                 }
@@ -379,10 +428,9 @@ impl<'a> Builder<'a> {
                 let stream = self.stream(c, s);
                 self.push(c, Some(stream), OpKind::StreamSync);
             }
-            // The CUDA 13 runtime's cudaDeviceSynchronize reaches the driver as
-            // cuCtxSynchronize_v2 (through cuGetProcAddress), with the context or null for the
-            // current one: replay has one context per process.
-            "cuCtxSynchronize" | "cuCtxSynchronize_v2" => {
+            // cuCtxSynchronize_v2 (CUDA 13's cudaDeviceSynchronize) names the context or null
+            // for the current one: replay has one context per process.
+            "cuCtxSynchronize" => {
                 self.push(c, None, OpKind::CtxSync);
             }
             "cuEventSynchronize" => {
@@ -780,12 +828,7 @@ impl<'a> Builder<'a> {
         let pid = c.pid;
         let r = &mut self.ranges;
         match base {
-            "cuMemAlloc"
-            | "cuMemAlloc_v2"
-            | "cuMemAllocAsync"
-            | "cuMemAllocFromPoolAsync"
-            | "cuMemAllocPitch"
-            | "cuMemAllocPitch_v2" => {
+            "cuMemAlloc" | "cuMemAllocAsync" | "cuMemAllocFromPoolAsync" | "cuMemAllocPitch" => {
                 let size = if base.starts_with("cuMemAllocPitch") {
                     c.u64_arg("pPitch").unwrap_or(0) * c.u64_arg("Height").unwrap_or(0)
                 } else {
@@ -800,7 +843,7 @@ impl<'a> Builder<'a> {
                     r.add(pid, p, c.u64_field("size").unwrap_or(0), RangeKind::Managed, c.line, None);
                 }
             }
-            "cuMemAllocHost" | "cuMemAllocHost_v2" | "cuMemHostAlloc" => {
+            "cuMemAllocHost" | "cuMemHostAlloc" => {
                 if let Some(p) = c.addr_field("ptr").or(c.addr_arg("pp")) {
                     r.add(
                         pid,
@@ -812,7 +855,7 @@ impl<'a> Builder<'a> {
                     );
                 }
             }
-            "cuMemHostRegister" | "cuMemHostRegister_v2" => {
+            "cuMemHostRegister" => {
                 if let (Some(p), Some(n)) = (c.addr_arg("p"), c.u64_arg("bytesize")) {
                     r.add(pid, p, n, RangeKind::HostRegistered, c.line, None);
                 }
@@ -842,7 +885,7 @@ impl<'a> Builder<'a> {
                     r.free(pid, p, c.line, true);
                 }
             }
-            "cuMemFree" | "cuMemFree_v2" | "cuMemFreeAsync" | "cuMemFreeHost" | "cuMemHostUnregister" => {
+            "cuMemFree" | "cuMemFreeAsync" | "cuMemFreeHost" | "cuMemHostUnregister" => {
                 let key = if base == "cuMemFreeHost" || base == "cuMemHostUnregister" { "p" } else { "dptr" };
                 if let Some(p) = c.addr_field("ptr").or(c.addr_arg(key))
                     && p != 0
@@ -852,6 +895,35 @@ impl<'a> Builder<'a> {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::{NO_GPU_EFFECT, PLANNED, is_launch, not_replayed};
+    use tracer_common::funcs::{Class, FUNCS, base_name};
+
+    /// Every traced launch, stream, event and synchronization call is planned, reported as not
+    /// replayed, or known to change nothing replay does: a call added to tracer-common's table
+    /// fails here until replay decides what to do with it.
+    #[test]
+    fn every_traced_stream_event_sync_and_launch_call_is_decided() {
+        let mut seen = 0;
+        for f in FUNCS.iter().filter(|f| matches!(f.class, Class::Sync | Class::Event | Class::Stream | Class::Launch))
+        {
+            let base = base_name(f.name);
+            let decided = [
+                PLANNED.contains(&base) || is_launch(f.name).is_some(),
+                not_replayed(base).is_some(),
+                NO_GPU_EFFECT.contains(&base),
+            ];
+            assert_eq!(decided.iter().filter(|d| **d).count(), 1, "{}: {decided:?}", f.name);
+            seen += 1;
+        }
+        assert!(seen >= 30, "{seen}");
+        for name in PLANNED.iter().chain(NO_GPU_EFFECT) {
+            assert!(FUNCS.iter().any(|f| base_name(f.name) == *name), "{name} is not traced");
         }
     }
 }

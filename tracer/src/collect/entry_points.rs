@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use tracer_common::funcs::{self, FuncId};
+use tracer_common::funcs::{self, FuncId, base_name};
 
 use crate::collect::libcuda::{self, ExportedSymbols};
 use crate::decode::fastline::Line;
@@ -349,15 +349,6 @@ impl Lib {
     fn new(symbols: ExportedSymbols) -> Lib {
         let by_offset = symbols.symbols.iter().map(|(n, o)| (*o, n.clone())).collect();
         Lib { symbols, by_offset }
-    }
-}
-
-/// The base of a driver function's name: `cuMemcpyHtoDAsync_v2_ptsz` -> `cuMemcpyHtoDAsync`.
-fn base_name(name: &str) -> &str {
-    let n = name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")).unwrap_or(name);
-    match n.rsplit_once("_v") {
-        Some((b, v)) if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) => b,
-        _ => n,
     }
 }
 
