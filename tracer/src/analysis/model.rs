@@ -137,7 +137,7 @@ impl Kind {
                 "event_record" | "event_record_with_flags" => Kind::EventRecord,
                 "stream_create" | "stream_create_with_priority" => Kind::StreamCreate,
                 // a line without its op: the function's class from its name
-                "" if ty == "sync" => match base.trim_end_matches("_v2") {
+                "" if ty == "sync" => match tracer_common::funcs::base_name(base) {
                     "cuStreamSynchronize" => Kind::StreamSync,
                     "cuCtxSynchronize" => Kind::CtxSync,
                     "cuEventSynchronize" => Kind::EventSync,

@@ -74,8 +74,10 @@ pub fn is_d2h_copy(id: FuncId) -> bool {
     D2H_COPIES.contains(&base(id))
 }
 
+/// By base name: CUDA 13's `cudaDeviceSynchronize` reaches the driver as
+/// `cuCtxSynchronize_v2`, a later CUDA may version the others.
 pub fn is_sync(id: FuncId) -> bool {
-    SYNCS.contains(&base(id))
+    SYNCS.contains(&tracer_common::funcs::base_name(base(id)))
 }
 
 pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
@@ -178,7 +180,15 @@ mod tests {
         assert!(cookie(id("cuMemcpyHtoD_v2"), data).stop());
         assert!(cookie(id("cuMemcpyHtoDAsync_v2"), data).stop());
         assert!(!cookie(id("cuMemcpyDtoH_v2"), data).stop());
-        for n in ["cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize", "cuCtxSynchronize"] {
+        for n in [
+            "cuMemcpyDtoH_v2",
+            "cuMemcpyDtoHAsync_v2",
+            "cuStreamSynchronize",
+            "cuStreamSynchronize_ptsz",
+            "cuCtxSynchronize",
+            "cuCtxSynchronize_v2",
+            "cuEventSynchronize",
+        ] {
             assert!(cookie(id(n), data).stop_at_return(), "{n}");
             assert!(!cookie(id(n), on).stop_at_return(), "{n}");
             assert!(needs_return(id(n), data) && !needs_return(id(n), on), "{n}");
