@@ -30,7 +30,8 @@
 #    side, sideblocking, sidehigh, legacy, recorded: the program's own
 #    launches before its capture), prefixed by streams+, destroy+ (the
 #    capture stream destroyed), rounds+ (warm-up and timing three times),
-#    all+.
+#    all+. CLOCKS=1: the GPU's clocks sampled during 1c (nvidia-smi, 10 ms),
+#    per run.
 # 2. The held-out program (graphs_inference.py capture --replays 50
 #    --time-launches) untraced, and replay of its recording (--no-cupti
 #    --time-graph-launches) without and with runtime_first.so preloaded
@@ -97,8 +98,17 @@ done
 for kind in ${MIN_KINDS:-}; do
     python3 $S/graph_spec.py /tmp/t_$kind.rec > /tmp/t_$kind.spec
 done
+# CLOCKS=1: the GPU's clocks sampled every 10 ms (nvidia-smi) during 1c, summed up per run
+# below (the SM clock idles at 345 MHz on these H100s and boosts to ~1980 MHz under load).
+mark() { echo "MARK $(date +%s.%N) $*" | tee -a "$OUT/marks.txt"; }
+if [ "${CLOCKS:-0}" = 1 ]; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active \
+        --format=csv,noheader -lms 10 > "$OUT/clocks.csv" 2>&1 &
+    SMI=$!
+fi
 for r in $(seq 1 "$ROUNDS"); do
     for kind in ${TORCH_KINDS:-}; do
+        mark "program $kind"
         python3 $S/torch_chain.py $kind
         for v in ${REPLAY_VARIANTS:-default}; do
             extra=()
@@ -108,6 +118,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 chain) extra=(--graph-chain);;
             esac
             case $v in skip=*) extra=(--skip-ops "${v#skip=}");; esac
+            mark "replay $v $kind"
             echo "replay ($v) of the torch $kind chain:"
             timeout 120 "$R" /tmp/t_$kind.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
                 "${extra[@]}" --report "$OUT/torch_${kind}_${v//[^a-z0-9]/_}_$r.json" 2>&1 | grep -E "^pass |timed with CUDA events|rror|not rebuilt" | head -9
@@ -128,11 +139,38 @@ for r in $(seq 1 "$ROUNDS"); do
                     all+warm=*) w=${m#all+warm=}; env=(MIN_DESTROY_CAP=1 MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     streams+warm=*) w=${m#streams+warm=}; env=(MIN_STREAMS=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                 esac
+                mark "minimal $m $kind"
                 timeout 60 env "${env[@]}" $B/min /tmp/t_$kind.spec "${args[@]}"
             done;;
         esac
     done
 done
+mark "end" > /dev/null
+if [ "${CLOCKS:-0}" = 1 ]; then
+    kill $SMI
+    python3 - "$OUT/clocks.csv" "$OUT/marks.txt" <<'PY'
+import datetime, statistics, sys
+rows = []
+for l in open(sys.argv[1]):
+    p = [x.strip() for x in l.split(",")]
+    try:
+        t = datetime.datetime.strptime(p[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+        rows.append((t, int(p[1].split()[0]), float(p[3].split()[0]), p[4]))
+    except (ValueError, IndexError):
+        pass
+marks = []
+for l in open(sys.argv[2]):
+    f = l.split()
+    if f[:1] == ["MARK"]:
+        marks.append((float(f[1]), " ".join(f[2:])))
+print("run: samples; SM clock p10/median/p90 MHz over the samples above 100 W (the GPU at work); reasons seen")
+for (a, name), (b, _) in zip(marks, marks[1:]):
+    s = [r for r in rows if a <= r[0] < b and r[2] > 100]
+    if s:
+        c = sorted(r[1] for r in s)
+        print(f"  {name:36s} n={len(s):4d} SM {c[len(c) // 10]}/{c[len(c) // 2]}/{c[len(c) * 9 // 10]}  {sorted({r[3] for r in s})}")
+PY
+fi
 [ "${PROGRAM:-1}" = 1 ] || exit 0
 rm -rf /tmp/gp.rec
 (cd examples && timeout 150 "$T" record --replayable --capture-data -q --force -o /tmp/gp.rec -- \
