@@ -230,11 +230,12 @@ fn parse_byte(s: &str) -> Result<u8, String> {
     r.map_err(|e| format!("{s:?}: expected a byte (0..255 or 0x00..0xff): {e}"))
 }
 
-/// A number in decimal or 0x hex.
+/// One `--skip-ops` item: KIND or KIND@STREAM.
 fn parse_skip_op(s: &str) -> Result<replay::exec::skip::SkipOp, String> {
     s.parse()
 }
 
+/// A number in decimal or 0x hex.
 fn parse_flags(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
