@@ -1,15 +1,20 @@
 // The smallest replay of a captured graph: the launches graph_spec.py lists
 // (recorded kernels from their recorded images, recorded parameter bytes,
-// device allocations mapped at their recorded addresses), captured into a
-// graph through the driver API alone and launched 50 times back to back,
-// each launch timed with CUDA events. Tells whether a rebuilt graph's extra
-// time comes with the kernels as a driver-only process loads them, or with
-// something else in replay's process.
+// the recorded device allocations, at their recorded addresses where those
+// are free, else elsewhere with the pointers in the parameters moved),
+// captured into a graph through the driver API alone and launched 50 times
+// back to back, each launch timed with CUDA events (and its cuGraphLaunch
+// call on the CPU). Tells whether a rebuilt graph's extra time comes with
+// the kernels as a driver-only process loads them, or with something else
+// in replay's process.
 // usage: graph_replay_min SPEC library|module [preserved]
 // With MIN_STREAMS=1 it also creates every stream the program created
 // (flags, priority); MIN_OTHER_IMAGES=1 loads the images the graph does not
 // use; MIN_PINNED=BYTES allocates that much page-locked host memory: the
-// setup replay does beyond the graph, one part at a time.
+// setup replay does beyond the graph, one part at a time. MIN_WARM,
+// MIN_WARM_REPEAT, MIN_DESTROY_CAP and MIN_ROUNDS (below) choose the
+// launches run outside the graph before the timed ones, as replay's pass
+// runs the program's warm-up.
 #include <cuda.h>
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +51,6 @@ int main(int argc, char **argv) {
     int n_streams = 0, n_other = 0;
     std::vector<CUstream> created;
     std::vector<std::vector<char>> other;
-    images.reserve(4096); other.reserve(4096);  // the driver may keep pointing at a preserved image
     if (pinned) { void *h; CK(cuMemAllocHost(&h, pinned)); memset(h, 0, pinned); }
     int mapped = 0, moved = 0;
     struct Window { CUdeviceptr want, got; size_t size; };
