@@ -21,6 +21,7 @@ fn plan_prints_coverage_and_summary() {
     assert_eq!(
         out,
         "plan: 1 ops (1 GPU work) on 1 streams, 0 events, 1 image loads (1 captured)\n\
+         streams (numbered as replay --skip-ops names them): 0 legacy: 1 launch\n\
          dependencies: 0 edges (0 stream order, 0 event, 0 legacy default stream, 0 host sync)\n\
          address ranges: 1 (1 device, 4096 bytes; 1 windows to map, 2097152 bytes at 2 MiB granularity)\n\
          relocation candidates: 1 pointer words in parameters (1 whole 8-byte parameters, 0 inside larger ones)\n\

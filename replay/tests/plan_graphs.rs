@@ -143,6 +143,13 @@ fn captured_launches_run_in_each_graph_launch_not_at_capture() {
     assert_eq!(lines, vec![19]);
     assert_eq!(c.other_skipped[0].reason, format!("graph launch not replayed: {OPAQUE}"));
     let text = p.summary();
+    // The ops of the rebuildable launches run inside them: counted apart from the stream's own.
+    assert!(
+        text.contains(
+            "streams (numbered as replay --skip-ops names them): 0 created (flags 0x1, priority 0, line 6): 1 sync, 4 graph launches (12 ops inside)\n"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains(
             "graph launches: 6, planned 5 (13 kernels, replayed 12; 0 copies/sets, replayed 0), not replayed 1\n"

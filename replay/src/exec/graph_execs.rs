@@ -120,6 +120,17 @@ impl GraphExecs {
     pub fn at(&self, op: usize) -> Option<AsGraph> {
         self.at.get(&op).copied()
     }
+
+    /// Per op of `n`: whether it runs inside a rebuilt graph launch (not submitted on its own).
+    pub fn inside(&self, n: usize) -> Vec<bool> {
+        let mut v = vec![false; n];
+        for (&first, g) in &self.at {
+            for x in v.iter_mut().skip(first).take(g.ops) {
+                *x = true;
+            }
+        }
+        v
+    }
 }
 
 /// Captures ops `first..first + n` on `s` into a graph and instantiates it with `flags`.

@@ -507,17 +507,6 @@ impl Session {
         let prep = prepare_ops(plan, &funcs, &map, &host, opts);
         ctx.sync()?;
         let HostBuffers { data, fill, scratch, expected, .. } = host;
-        let (skip, classes) = super::skip::skipped_ops(&prep, &opts.skip_ops);
-        if !opts.skip_ops.is_empty() {
-            let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
-            eprintln!("ops per kind@stream: {}", list.join(", "));
-            eprintln!(
-                "--skip-ops {}: {} of {} ops left out of every pass (a diagnostic: outputs and GPU time no longer stand for the recording)",
-                opts.skip_ops.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
-                skip.iter().filter(|x| **x).count(),
-                skip.len()
-            );
-        }
         let mut s = Session {
             ctx,
             map,
@@ -538,7 +527,7 @@ impl Session {
             graphs: GraphExecs::default(),
             graph_launch_us: Default::default(),
             time_graph_launches: opts.time_graph_launches,
-            skip,
+            skip: Vec::new(),
         };
         if !opts.expand_graphs {
             if opts.graph_rebuild.after_pass {
@@ -550,6 +539,18 @@ impl Session {
             s.setup_notes.extend(graphs.notes.iter().cloned());
             s.graphs = graphs;
         }
+        let (skip, classes) = super::skip::skipped_ops(&s.prep, &opts.skip_ops, &s.graphs.inside(s.prep.len()));
+        if !opts.skip_ops.is_empty() {
+            let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            eprintln!("ops per kind@stream: {}", list.join(", "));
+            eprintln!(
+                "--skip-ops {}: {} of {} ops left out of every pass (a diagnostic: outputs and GPU time no longer stand for the recording)",
+                opts.skip_ops.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
+                skip.iter().filter(|x| **x).count(),
+                skip.len()
+            );
+        }
+        s.skip = skip;
         s.setup_s = t0.elapsed().as_secs_f64();
         Ok(s)
     }
@@ -788,7 +789,7 @@ impl Session {
                 i = last;
                 continue;
             }
-            if !self.skip[i] {
+            if !self.skip.get(i).copied().unwrap_or(false) {
                 self.submit(i, None)?;
             }
             last_return = Instant::now();

@@ -3,7 +3,9 @@
 use super::session::Prep;
 
 /// A class of ops `--skip-ops` leaves out of every pass: a kind (launch, copy,
-/// set, event, wait, sync), on one stream of the plan or on any.
+/// set, event, wait, sync), on one stream of the plan or on any. (The counts
+/// printed also name "graph", the ops run inside rebuilt graph launches, and
+/// "nop"; neither is ever left out.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkipOp {
     pub kind: &'static str,
@@ -53,14 +55,20 @@ fn op_class(p: &Prep) -> SkipOp {
 }
 
 /// Per op: whether `skip` leaves it out; and the count of ops per class, in order of first
-/// appearance (printed, so that the streams can be named).
-pub(super) fn skipped_ops(prep: &[Prep], skip: &[SkipOp]) -> (Vec<bool>, Vec<(SkipOp, usize)>) {
+/// appearance (printed, so that the streams can be named). Ops inside a rebuilt graph launch
+/// (`in_graph`) run with their launch: class "graph", never left out.
+pub(super) fn skipped_ops(prep: &[Prep], skip: &[SkipOp], in_graph: &[bool]) -> (Vec<bool>, Vec<(SkipOp, usize)>) {
     let mut counts: Vec<(SkipOp, usize)> = Vec::new();
     let v = prep
         .iter()
-        .map(|p| {
-            let c = op_class(p);
-            let left_out = c.kind != "nop"
+        .enumerate()
+        .map(|(i, p)| {
+            let c = if in_graph.get(i).copied().unwrap_or(false) {
+                SkipOp { kind: "graph", stream: None }
+            } else {
+                op_class(p)
+            };
+            let left_out = !matches!(c.kind, "nop" | "graph")
                 && skip.iter().any(|s| s.kind == c.kind && (s.stream.is_none() || s.stream == c.stream));
             match counts.iter_mut().find(|(k, _)| *k == c) {
                 Some((_, n)) => *n += 1,
@@ -103,11 +111,17 @@ mod tests {
             Prep::Nop,
         ];
         let skip: Vec<SkipOp> = vec!["set@1".parse().unwrap(), "sync".parse().unwrap()];
-        let (v, counts) = skipped_ops(&prep, &skip);
+        let (v, counts) = skipped_ops(&prep, &skip, &[]);
         assert_eq!(v, [false, false, false, true, true, true, true, false]);
         let text: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
         assert_eq!(text, ["set@0 1", "event@0 1", "wait@1 1", "set@1 2", "sync 1", "sync@1 1", "nop 1"]);
         // nothing named: nothing left out
-        assert!(skipped_ops(&prep, &[]).0.iter().all(|x| !x));
+        assert!(skipped_ops(&prep, &[], &[]).0.iter().all(|x| !x));
+        // the sets of a rebuilt graph launch run with it
+        let in_graph = [false, false, false, true, true, false, false, false];
+        let (v, counts) = skipped_ops(&prep, &skip, &in_graph);
+        assert_eq!(v, [false, false, false, false, false, true, true, false]);
+        let text: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        assert_eq!(text, ["set@0 1", "event@0 1", "wait@1 1", "graph 2", "sync 1", "sync@1 1", "nop 1"]);
     }
 }

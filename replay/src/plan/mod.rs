@@ -86,6 +86,7 @@ impl Plan {
             self.loads.len(),
             self.loads.iter().filter(|l| l.image.is_some()).count()
         );
+        let _ = writeln!(s, "{}", self.streams_text());
         let _ = writeln!(
             s,
             "dependencies: {} edges ({} stream order, {} event, {} legacy default stream, {} host sync)",
@@ -116,6 +117,66 @@ impl Plan {
         s.push_str(&self.coverage.text(5));
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}
+
+impl Plan {
+    /// The streams with their ops per kind, numbered as `replay --skip-ops` names them (the
+    /// ops of graph launches counted apart: they run inside their launch).
+    fn streams_text(&self) -> String {
+        let mut in_graph = vec![false; self.ops.len()];
+        let mut graphs: HashMap<usize, (usize, usize)> = HashMap::new();
+        for g in &self.graph_launches {
+            for x in in_graph.iter_mut().skip(g.first_op).take(g.ops) {
+                *x = true;
+            }
+            let e = graphs.entry(g.stream).or_default();
+            e.0 += 1;
+            e.1 += g.ops;
+        }
+        let mut kinds: Vec<Vec<(&str, usize)>> = vec![Vec::new(); self.streams.len()];
+        for (o, _) in self.ops.iter().zip(&in_graph).filter(|(_, g)| !**g) {
+            let Some(st) = o.stream.filter(|&st| st < kinds.len()) else { continue };
+            let k = match o.kind {
+                OpKind::Launch(_) => "launch",
+                OpKind::Copy(_) => "copy",
+                OpKind::Set(_) => "set",
+                OpKind::EventRecord { .. } => "event",
+                OpKind::StreamWaitEvent { .. } => "wait",
+                OpKind::StreamSync => "sync",
+                _ => continue,
+            };
+            match kinds[st].iter_mut().find(|(x, _)| *x == k) {
+                Some((_, n)) => *n += 1,
+                None => kinds[st].push((k, 1)),
+            }
+        }
+        let mut parts = Vec::new();
+        let mut idle = 0;
+        for st in &self.streams {
+            let mut what: Vec<String> = kinds[st.id].iter().map(|(k, n)| format!("{n} {k}")).collect();
+            if let Some((l, n)) = graphs.get(&st.id) {
+                what.push(format!("{l} graph launches ({n} ops inside)"));
+            }
+            if what.is_empty() {
+                idle += 1;
+                continue;
+            }
+            let kind = match st.kind {
+                StreamKind::Legacy => "legacy".to_owned(),
+                StreamKind::PerThread => "per-thread".to_owned(),
+                StreamKind::Created => {
+                    format!("created (flags {:#x}, priority {}, line {})", st.flags, st.priority, st.line.unwrap_or(0))
+                }
+                StreamKind::Unknown => "not seen created".to_owned(),
+            };
+            parts.push(format!("{} {kind}: {}", st.id, what.join(", ")));
+        }
+        let mut s = format!("streams (numbered as replay --skip-ops names them): {}", parts.join("; "));
+        if idle > 0 {
+            s.push_str(&format!("; {idle} more without ops"));
         }
         s
     }
