@@ -30,8 +30,11 @@
 #    side, sideblocking, sidehigh, legacy, recorded: the program's own
 #    launches before its capture), prefixed by streams+, destroy+ (the
 #    capture stream destroyed), rounds+ (warm-up and timing three times),
-#    all+. CLOCKS=1: the GPU's clocks sampled during 1c (nvidia-smi, 10 ms),
-#    per run.
+#    all+; seq (the program's own work outside its capture in recorded
+#    order, streams and events as recorded: replay's pass without replay),
+#    seq-skip=KIND,… (the same without launch, record, wait, sync or
+#    launch@STREAM-HANDLE). CLOCKS=1: the GPU's clocks sampled during 1c
+#    (nvidia-smi, 10 ms), per run.
 # 2. The held-out program (graphs_inference.py capture --replays 50
 #    --time-launches) untraced, and replay of its recording (--no-cupti
 #    --time-graph-launches) without and with runtime_first.so preloaded
@@ -135,6 +138,8 @@ for r in $(seq 1 "$ROUNDS"); do
                     all) env=(MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_PINNED=$((64 << 20)));;
                     warm=*) w=${m#warm=}; env=(MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     destroy+warm=*) w=${m#destroy+warm=}; env=(MIN_DESTROY_CAP=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
+                    seq) env=(MIN_SEQUENCE=1);;
+                    seq-skip=*) env=(MIN_SEQUENCE=1 MIN_SEQ_SKIP=${m#seq-skip=});;
                     rounds+warm=*) w=${m#rounds+warm=}; env=(MIN_ROUNDS=3 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     all+warm=*) w=${m#all+warm=}; env=(MIN_DESTROY_CAP=1 MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     streams+warm=*) w=${m#streams+warm=}; env=(MIN_STREAMS=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;

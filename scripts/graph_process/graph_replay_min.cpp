@@ -14,7 +14,12 @@
 // setup replay does beyond the graph, one part at a time. MIN_WARM,
 // MIN_WARM_REPEAT, MIN_DESTROY_CAP and MIN_ROUNDS (below) choose the
 // launches run outside the graph before the timed ones, as replay's pass
-// runs the program's warm-up.
+// runs the program's warm-up. MIN_SEQUENCE=1 instead runs the program's own
+// work outside its capture in recorded order (the spec's `seq` lines:
+// launches, event records and waits, synchronizations, the graph's launches,
+// on the recorded streams and events), MIN_SEQ_PASSES times (3), the graph
+// launches timed; MIN_SEQ_SKIP=KIND,… leaves classes out (launch, record,
+// wait, sync, or launch@STREAM-HANDLE): replay's pass, without replay.
 #include <cuda.h>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +30,7 @@
 #include <sstream>
 #include <algorithm>
 #include <chrono>
+#include <map>
 #define CK(x) do { CUresult ck_ = (x); if (ck_) { const char *s_; cuGetErrorName(ck_, &s_); printf("%s: %s\n", #x, s_); exit(1); } } while (0)
 struct Launch { int k; unsigned g[3], b[3], shm; std::vector<unsigned char> p; };
 static std::vector<unsigned char> unhex(const std::string &h) {
@@ -55,6 +61,18 @@ int main(int argc, char **argv) {
     int mapped = 0, moved = 0;
     struct Window { CUdeviceptr want, got; size_t size; };
     std::vector<Window> windows;
+    // pointers into a window not at its recorded address: moved with it
+    auto relocate = [&](std::vector<unsigned char> &p) {
+        for (size_t o = 0; o + 8 <= p.size(); o += 8) {
+            CUdeviceptr v; memcpy(&v, &p[o], 8);
+            for (auto &w : windows)
+                if (v >= w.want && v < w.want + w.size) { v = w.got + (v - w.want); memcpy(&p[o], &v, 8); break; }
+        }
+    };
+    struct Seq { std::string kind, a, b; Launch l; };
+    struct Named { std::string h; unsigned flags; int prio; };
+    std::vector<Seq> seq;
+    std::vector<Named> seq_streams, seq_events;
     while (std::getline(in, line)) {
         std::istringstream ss(line);
         std::string what; ss >> what;
@@ -104,16 +122,28 @@ int main(int argc, char **argv) {
             CUmemAccessDesc acc = {}; acc.location = prop.location; acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
             CK(cuMemSetAccess(got, sz, &acc, 1));
             CK(cuMemsetD8(got, 0, sz));
+        } else if (what == "seqstream") {
+            std::string h; unsigned flags; int prio; ss >> h >> flags >> prio;
+            seq_streams.push_back({h, flags, prio});
+        } else if (what == "seqevent") {
+            std::string h; unsigned flags; ss >> h >> flags;
+            seq_events.push_back({h, flags});
+        } else if (what == "seq") {
+            Seq q; ss >> q.kind;
+            if (q.kind == "launch") {
+                std::string hex;
+                ss >> q.l.k >> q.l.g[0] >> q.l.g[1] >> q.l.g[2] >> q.l.b[0] >> q.l.b[1] >> q.l.b[2] >> q.l.shm >> hex >> q.a;
+                q.l.p = unhex(hex);
+                relocate(q.l.p);
+            } else {
+                ss >> q.a >> q.b;
+            }
+            seq.push_back(q);
         } else if (what == "launch" || what == "before") {
             Launch l; std::string hex;
             ss >> l.k >> l.g[0] >> l.g[1] >> l.g[2] >> l.b[0] >> l.b[1] >> l.b[2] >> l.shm >> hex;
             l.p = unhex(hex);
-            // pointers into a window not at its recorded address: moved with it
-            for (size_t o = 0; o + 8 <= l.p.size(); o += 8) {
-                CUdeviceptr v; memcpy(&v, &l.p[o], 8);
-                for (auto &w : windows)
-                    if (v >= w.want && v < w.want + w.size) { v = w.got + (v - w.want); memcpy(&l.p[o], &v, 8); break; }
-            }
+            relocate(l.p);
             (what == "launch" ? launches : before).push_back(l);
         }
     }
@@ -135,7 +165,8 @@ int main(int argc, char **argv) {
             CK(cuLaunchKernel(funcs[l.k], l.g[0], l.g[1], l.g[2], l.b[0], l.b[1], l.b[2], l.shm, on, 0, extra));
         }
     };
-    if (!strcmp(warm, "cap")) {
+    bool sequence = getenv("MIN_SEQUENCE") && atoi(getenv("MIN_SEQUENCE"));
+    if (!strcmp(warm, "cap") && !sequence) {
         for (int r = 0; r < repeat; r++) run_all(cap);
         CK(cuStreamSynchronize(cap));
     }
@@ -148,6 +179,70 @@ int main(int argc, char **argv) {
     bool destroy = getenv("MIN_DESTROY_CAP") && atoi(getenv("MIN_DESTROY_CAP"));
     if (destroy) CK(cuStreamDestroy(cap));
     CUstream s = CU_STREAM_LEGACY;
+    if (sequence) {
+        std::map<std::string, CUstream> st;
+        std::map<std::string, CUevent> evs;
+        st["0x0"] = CU_STREAM_LEGACY;
+        for (auto &x : seq_streams) { CUstream h; CK(cuStreamCreateWithPriority(&h, x.flags, x.prio)); st[x.h] = h; }
+        for (auto &x : seq_events) { CUevent h; CK(cuEventCreate(&h, x.flags)); evs[x.h] = h; }
+        auto stream = [&](const std::string &h) {
+            if (!st.count(h)) { CUstream n; CK(cuStreamCreate(&n, CU_STREAM_NON_BLOCKING)); st[h] = n; }
+            return st[h];
+        };
+        auto event = [&](const std::string &h) {
+            if (!evs.count(h)) { CUevent n; CK(cuEventCreate(&n, 0)); evs[h] = n; }
+            return evs[h];
+        };
+        std::string skip = getenv("MIN_SEQ_SKIP") ? std::string(",") + getenv("MIN_SEQ_SKIP") + "," : "";
+        auto skipped = [&](const Seq &q) {
+            std::string k = q.kind.find("sync") != std::string::npos ? "sync" : q.kind;
+            return skip.find("," + k + ",") != std::string::npos || (k == "launch" && skip.find(",launch@" + q.a + ",") != std::string::npos);
+        };
+        int passes = getenv("MIN_SEQ_PASSES") ? atoi(getenv("MIN_SEQ_PASSES")) : 3;
+        int graphs = 0;
+        for (auto &q : seq) graphs += q.kind == "graph";
+        for (int pass = 1; pass <= passes; pass++) {
+            std::vector<CUevent> ev(2 * graphs);
+            for (auto &e : ev) CK(cuEventCreate(&e, 0));
+            std::vector<double> cpu;
+            int g = 0;
+            for (auto &q : seq) {
+                if (skipped(q)) continue;
+                if (q.kind == "launch") {
+                    size_t sz = q.l.p.size();
+                    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, q.l.p.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &sz, CU_LAUNCH_PARAM_END};
+                    CK(cuLaunchKernel(funcs[q.l.k], q.l.g[0], q.l.g[1], q.l.g[2], q.l.b[0], q.l.b[1], q.l.b[2], q.l.shm,
+                                      stream(q.a), 0, extra));
+                } else if (q.kind == "record") {
+                    CK(cuEventRecord(event(q.a), stream(q.b)));
+                } else if (q.kind == "wait") {
+                    CK(cuStreamWaitEvent(stream(q.a), event(q.b), 0));
+                } else if (q.kind == "ctxsync") {
+                    CK(cuCtxSynchronize());
+                } else if (q.kind == "streamsync") {
+                    CK(cuStreamSynchronize(stream(q.a)));
+                } else if (q.kind == "eventsync") {
+                    CK(cuEventSynchronize(event(q.a)));
+                } else if (q.kind == "graph") {
+                    CUstream on = stream(q.a);
+                    CK(cuEventRecord(ev[2 * g], on));
+                    auto c0 = std::chrono::steady_clock::now();
+                    CK(cuGraphLaunch(ge, on));
+                    cpu.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count());
+                    CK(cuEventRecord(ev[2 * g + 1], on));
+                    g++;
+                }
+            }
+            CK(cuCtxSynchronize());
+            std::vector<float> t;
+            for (int i = 0; i < g; i++) { float ms; CK(cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1])); t.push_back(ms * 1e3f); }
+            std::sort(t.begin(), t.end());
+            std::sort(cpu.begin(), cpu.end());
+            if (g) printf("minimal replay of the recorded sequence (%zu ops, skipped: %s), pass %d: %d graph launches, median %.1f us (min %.1f); cuGraphLaunch on the CPU: median %.1f us\n",
+                          seq.size(), skip.empty() ? "none" : skip.c_str(), pass, g, t[g / 2], t[0], cpu[g / 2]);
+        }
+        return 0;
+    }
     // MIN_ROUNDS: the warm-up and the timed graph launches that many times, one
     // after the other, as replay's passes repeat them (each round printed)
     int rounds = getenv("MIN_ROUNDS") ? atoi(getenv("MIN_ROUNDS")) : 1;
