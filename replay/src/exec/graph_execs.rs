@@ -243,3 +243,21 @@ impl Drop for GraphExecs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AsGraph, GraphExecs};
+
+    /// The ops of each rebuilt launch run inside it (`--skip-ops` never leaves them out).
+    #[test]
+    fn ops_inside_rebuilt_launches() {
+        let mut g = GraphExecs::default();
+        for (first, ops) in [(2, 3), (6, 1)] {
+            g.at.insert(first, AsGraph { ops, exec: std::ptr::null_mut(), stream: 0 });
+        }
+        assert_eq!(g.inside(8), [false, false, true, true, true, false, true, false]);
+        // a launch running past the ops asked about is cut there
+        assert_eq!(g.inside(3), [false, false, true]);
+        assert!(GraphExecs::default().inside(4).iter().all(|x| !x));
+    }
+}
