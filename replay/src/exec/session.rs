@@ -539,7 +539,7 @@ impl Session {
             s.setup_notes.extend(graphs.notes.iter().cloned());
             s.graphs = graphs;
         }
-        let (skip, classes) = super::skip::skipped_ops(&s.prep, &opts.skip_ops, &s.graphs.inside(s.prep.len()));
+        let (skip, classes) = super::skip::skipped_ops(&plan.ops, &opts.skip_ops, &s.graphs.inside(plan.ops.len()));
         if !opts.skip_ops.is_empty() {
             let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
             eprintln!("ops per kind@stream: {}", list.join(", "));

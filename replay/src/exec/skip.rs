@@ -1,6 +1,6 @@
 //! `replay --skip-ops`: the ops a diagnostic pass leaves out, by kind and stream.
 
-use super::session::Prep;
+use crate::plan::{OP_CLASSES, Op};
 
 /// A class of ops `--skip-ops` leaves out of every pass: a kind (launch, copy,
 /// set, event, wait, sync), on one stream of the plan or on any. (The counts
@@ -12,8 +12,6 @@ pub struct SkipOp {
     pub stream: Option<usize>,
 }
 
-const OP_KINDS: [&str; 6] = ["launch", "copy", "set", "event", "wait", "sync"];
-
 impl std::str::FromStr for SkipOp {
     type Err = String;
     fn from_str(s: &str) -> Result<SkipOp, String> {
@@ -23,8 +21,8 @@ impl std::str::FromStr for SkipOp {
             }
             None => (s, None),
         };
-        let Some(kind) = OP_KINDS.iter().find(|x| **x == k) else {
-            return Err(format!("{s:?}: unknown kind {k:?} (one of {})", OP_KINDS.join(", ")));
+        let Some(kind) = OP_CLASSES.iter().find(|x| **x == k) else {
+            return Err(format!("{s:?}: unknown kind {k:?} (one of {})", OP_CLASSES.join(", ")));
         };
         Ok(SkipOp { kind, stream: st })
     }
@@ -39,34 +37,20 @@ impl std::fmt::Display for SkipOp {
     }
 }
 
-/// An op's kind and stream as `--skip-ops` names them (synchronizations have no stream).
-fn op_class(p: &Prep) -> SkipOp {
-    let (kind, stream) = match p {
-        Prep::Launch { stream, .. } => ("launch", Some(*stream)),
-        Prep::Copy { stream, .. } => ("copy", Some(*stream)),
-        Prep::Set { stream, .. } => ("set", Some(*stream)),
-        Prep::EventRecord { stream, .. } => ("event", Some(*stream)),
-        Prep::Wait { stream, .. } => ("wait", Some(*stream)),
-        Prep::StreamSync { stream } => ("sync", Some(*stream)),
-        Prep::CtxSync | Prep::EventSync { .. } => ("sync", None),
-        Prep::Nop => ("nop", None),
-    };
-    SkipOp { kind, stream }
-}
-
 /// Per op: whether `skip` leaves it out; and the count of ops per class, in order of first
 /// appearance (printed, so that the streams can be named). Ops inside a rebuilt graph launch
 /// (`in_graph`) run with their launch: class "graph", never left out.
-pub(super) fn skipped_ops(prep: &[Prep], skip: &[SkipOp], in_graph: &[bool]) -> (Vec<bool>, Vec<(SkipOp, usize)>) {
+pub(super) fn skipped_ops(ops: &[Op], skip: &[SkipOp], in_graph: &[bool]) -> (Vec<bool>, Vec<(SkipOp, usize)>) {
     let mut counts: Vec<(SkipOp, usize)> = Vec::new();
-    let v = prep
+    let v = ops
         .iter()
         .enumerate()
-        .map(|(i, p)| {
+        .map(|(i, o)| {
             let c = if in_graph.get(i).copied().unwrap_or(false) {
                 SkipOp { kind: "graph", stream: None }
             } else {
-                op_class(p)
+                // a synchronization of the context or of an event names no stream
+                SkipOp { kind: o.class().unwrap_or("nop"), stream: o.stream }
             };
             let left_out = !matches!(c.kind, "nop" | "graph")
                 && skip.iter().any(|s| s.kind == c.kind && (s.stream.is_none() || s.stream == c.stream));
@@ -82,10 +66,15 @@ pub(super) fn skipped_ops(prep: &[Prep], skip: &[SkipOp], in_graph: &[bool]) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::{Prep, SkipOp, skipped_ops};
+    use super::{SkipOp, skipped_ops};
+    use crate::plan::{Op, OpKind, Set};
 
-    fn set(stream: usize) -> Prep {
-        Prep::Set { dst: 0, value: 0, elem: 1, count: 4, rows: None, stream }
+    fn op(stream: Option<usize>, kind: OpKind) -> Op {
+        Op { line: 0, ts: 0, duration_ns: None, pid: 1, tid: 1, stream, kind }
+    }
+
+    fn set(stream: usize) -> Op {
+        op(Some(stream), OpKind::Set(Set { dst: 0, value: 0, elem: 1, count: 4, is_async: true, rows: None }))
     }
 
     #[test]
@@ -100,26 +89,26 @@ mod tests {
 
     #[test]
     fn skipped_ops_by_kind_and_stream_with_counts_in_order() {
-        let prep = vec![
+        let ops = vec![
             set(0),
-            Prep::EventRecord { event: 0, stream: 0 },
-            Prep::Wait { event: 0, stream: 1 },
+            op(Some(0), OpKind::EventRecord { event: 0 }),
+            op(Some(1), OpKind::StreamWaitEvent { event: 0 }),
             set(1),
             set(1),
-            Prep::CtxSync,
-            Prep::StreamSync { stream: 1 },
-            Prep::Nop,
+            op(None, OpKind::CtxSync),
+            op(Some(1), OpKind::StreamSync),
+            op(None, OpKind::SetAttribute { load: 0, kernel: "k".into(), via_library: true, attrib: 8, value: 0 }),
         ];
         let skip: Vec<SkipOp> = vec!["set@1".parse().unwrap(), "sync".parse().unwrap()];
-        let (v, counts) = skipped_ops(&prep, &skip, &[]);
+        let (v, counts) = skipped_ops(&ops, &skip, &[]);
         assert_eq!(v, [false, false, false, true, true, true, true, false]);
         let text: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
         assert_eq!(text, ["set@0 1", "event@0 1", "wait@1 1", "set@1 2", "sync 1", "sync@1 1", "nop 1"]);
         // nothing named: nothing left out
-        assert!(skipped_ops(&prep, &[], &[]).0.iter().all(|x| !x));
+        assert!(skipped_ops(&ops, &[], &[]).0.iter().all(|x| !x));
         // the sets of a rebuilt graph launch run with it
         let in_graph = [false, false, false, true, true, false, false, false];
-        let (v, counts) = skipped_ops(&prep, &skip, &in_graph);
+        let (v, counts) = skipped_ops(&ops, &skip, &in_graph);
         assert_eq!(v, [false, false, false, false, false, true, true, false]);
         let text: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
         assert_eq!(text, ["set@0 1", "event@0 1", "wait@1 1", "graph 2", "sync 1", "sync@1 1", "nop 1"]);

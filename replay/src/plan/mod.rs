@@ -138,16 +138,7 @@ impl Plan {
         }
         let mut kinds: Vec<Vec<(&str, usize)>> = vec![Vec::new(); self.streams.len()];
         for (o, _) in self.ops.iter().zip(&in_graph).filter(|(_, g)| !**g) {
-            let Some(st) = o.stream.filter(|&st| st < kinds.len()) else { continue };
-            let k = match o.kind {
-                OpKind::Launch(_) => "launch",
-                OpKind::Copy(_) => "copy",
-                OpKind::Set(_) => "set",
-                OpKind::EventRecord { .. } => "event",
-                OpKind::StreamWaitEvent { .. } => "wait",
-                OpKind::StreamSync => "sync",
-                _ => continue,
-            };
+            let (Some(st), Some(k)) = (o.stream.filter(|&st| st < kinds.len()), o.class()) else { continue };
             match kinds[st].iter_mut().find(|(x, _)| *x == k) {
                 Some((_, n)) => *n += 1,
                 None => kinds[st].push((k, 1)),

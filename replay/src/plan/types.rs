@@ -216,10 +216,26 @@ pub struct Op {
     pub kind: OpKind,
 }
 
+/// The classes of ops `replay --skip-ops` and `replay plan`'s streams line name.
+pub const OP_CLASSES: [&str; 6] = ["launch", "copy", "set", "event", "wait", "sync"];
+
 impl Op {
     /// Work that runs on the GPU (a node of the dependency graph).
     pub fn is_work(&self) -> bool {
         matches!(self.kind, OpKind::Launch(_) | OpKind::Copy(_) | OpKind::Set(_))
+    }
+
+    /// Its class (one of [`OP_CLASSES`]); None for what submits nothing (an attribute setting).
+    pub fn class(&self) -> Option<&'static str> {
+        Some(match self.kind {
+            OpKind::Launch(_) => "launch",
+            OpKind::Copy(_) => "copy",
+            OpKind::Set(_) => "set",
+            OpKind::EventRecord { .. } => "event",
+            OpKind::StreamWaitEvent { .. } => "wait",
+            OpKind::StreamSync | OpKind::CtxSync | OpKind::EventSync { .. } => "sync",
+            OpKind::SetAttribute { .. } => return None,
+        })
     }
     pub fn launch(&self) -> Option<&Launch> {
         match &self.kind {
