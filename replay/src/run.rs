@@ -169,9 +169,7 @@ fn graph_launch_events(us: &[f64]) -> serde_json::Value {
         eprintln!("graph launches timed with CUDA events: none (no graph launch was rebuilt)");
         return json!(null);
     }
-    // The upper middle value for an even count, as examples/graphs_inference.py --time-launches
-    // prints its own launches' median: the two sides compare like for like.
-    let median = v[v.len() / 2];
+    let median = replay::exec::session::graph_launch_median(&v);
     eprintln!(
         "graph launches timed with CUDA events: median {median:.1} us, min {:.1} us, max {:.1} us over {} launches",
         v[0],

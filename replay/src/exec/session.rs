@@ -831,7 +831,7 @@ impl Session {
             this_pass.push(b.since(a)? * 1e3);
         }
         if !this_pass.is_empty() {
-            let (gpu, cpu) = (median_us(&this_pass), median_us(&launch_cpu_us));
+            let (gpu, cpu) = (graph_launch_median(&this_pass), graph_launch_median(&launch_cpu_us));
             eprintln!(
                 "\npass {pass_no}: {} graph launches, median {gpu:.1} us (CUDA events); cuGraphLaunch took {cpu:.1} us on the CPU (median)",
                 this_pass.len()
@@ -1257,8 +1257,11 @@ impl Drop for Session {
     }
 }
 
-/// The upper middle value (µs), as `--time-graph-launches` reports its median; 0 for none.
-fn median_us(v: &[f64]) -> f64 {
+/// The median of graph launch times (µs) as `--time-graph-launches` reports it, per pass and
+/// over the run: the upper middle value for an even count, as examples/graphs_inference.py
+/// --time-launches prints its own launches' median (the two sides compare like for like); 0
+/// for none.
+pub fn graph_launch_median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
