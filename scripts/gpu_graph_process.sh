@@ -19,8 +19,11 @@
 # 1c. TORCH_KINDS (e.g. "elementwise gemm layernorm mix"): chains of PyTorch
 #    ops (torch_chain.py), untraced and replayed. REPLAY_VARIANTS: replay as
 #    is (default), with every window moved (relocate), on cuMemAlloc windows
-#    (malloc), rebuilt as one chain (chain), without some ops of its passes
-#    (skip=KIND[@STREAM],…: replay --skip-ops, e.g. skip=launch@1). For
+#    (malloc), rebuilt as one chain (chain), built after a pass (afterpass),
+#    paced as recorded (timed: --mode timed besides sequence), without some
+#    ops of its passes (skip=KIND[@STREAM],…: replay --skip-ops, e.g.
+#    skip=launch@1), with each graph refreshed before its first launch in a
+#    pass (refresh=upload, refresh=instantiate: replay --graph-refresh). For
 #    MIN_KINDS among them also graph_replay_min, the smallest driver-only
 #    replay of the captured launches (graph_spec.py writes what it reads),
 #    in each of MIN_VARIANTS: library, module, preserved (how the images are
@@ -33,12 +36,26 @@
 #    all+; seq (the program's own work outside its capture in recorded
 #    order, streams and events as recorded: replay's pass without replay),
 #    seq-skip=KIND,… (the same without launch, record, wait, sync or
-#    launch@STREAM-HANDLE). CLOCKS=1: the GPU's clocks sampled during 1c
+#    launch@STREAM-HANDLE; SIDE stands for the program's first stream,
+#    CAPSTREAM for the one it captured on), seq5 (five passes), seq-prog and seq-prog-skip=… (timed by the program's own
+#    event records instead of events around each launch), seq-defstreams (the
+#    program's streams non-blocking, priority 0), rounds5+warm=… (five rounds),
+#    seq:K=V:K=V… (MIN_SEQUENCE with MIN_SEQ_K=V…, e.g. seq:REBUILD=instantiate),
+#    rtfirst-seq (seq with the CUDA runtime setting up the context first).
+#    REPLAY_ITERATIONS: replay's iterations (3). PAIR_TIMING=1: the program
+#    once more, each launch timed by events before and after it (as replay).
+#    PHASES=N: the program once more, its warm-up and timed graph launches
+#    run N times (as replay's passes run them), and again with kernels on the
+#    legacy and another stream before each later warm-up (MULTI, default 1:
+#    CHAIN_MULTI values, e.g. "1 legacy other"). CONNECTIONS="1 32": the
+#    program, replay and the minimal sequence replay with
+#    CUDA_DEVICE_MAX_CONNECTIONS set to each. CLOCKS=1: the GPU's clocks sampled during 1c
 #    (nvidia-smi, 10 ms), per run.
 # 2. The held-out program (graphs_inference.py capture --replays 50
 #    --time-launches) untraced, and replay of its recording (--no-cupti
 #    --time-graph-launches) without and with runtime_first.so preloaded
-#    (PROGRAM=0 leaves this part out).
+#    (PROGRAM=0 leaves this part out; PROGRAM_VARIANTS: plain, runtime_first,
+#    refresh=upload, refresh=instantiate).
 # ROUNDS interleaved rounds (default 3). One device call (.device-bin carried), e.g.
 #   OUT=$OUT bash scripts/gpu_graph_process.sh
 #   MICRO_ROUNDS=0 MICRO_KINDS= TORCH_KINDS=elementwise MIN_KINDS=elementwise \
@@ -113,21 +130,41 @@ for r in $(seq 1 "$ROUNDS"); do
     for kind in ${TORCH_KINDS:-}; do
         mark "program $kind"
         python3 $S/torch_chain.py $kind
+        if [ -n "${PHASES:-}" ]; then
+            mark "program $PHASES phases $kind"
+            CHAIN_PHASES=$PHASES python3 $S/torch_chain.py $kind
+            for multi in ${MULTI:-1}; do
+                mark "program $PHASES phases, later ones with kernels on more streams ($multi), $kind"
+                echo "later warm-ups with kernels on more streams ($multi):"
+                CHAIN_MULTI=$multi CHAIN_PHASES=$PHASES python3 $S/torch_chain.py $kind
+            done
+        fi
+        if [ "${PAIR_TIMING:-0}" = 1 ]; then
+            mark "program pair-timed $kind"
+            CHAIN_TIMING=pair python3 $S/torch_chain.py $kind
+        fi
         for v in ${REPLAY_VARIANTS:-default}; do
             extra=()
             case $v in
                 relocate) extra=(--force-relocation);;
                 malloc) extra=(--device-memory malloc);;
                 chain) extra=(--graph-chain);;
+                afterpass) extra=(--graph-build-after-pass);;
+                timed) extra=(--mode timed);;
             esac
-            case $v in skip=*) extra=(--skip-ops "${v#skip=}");; esac
+            case $v in skip=*) extra=(--skip-ops "${v#skip=}");; refresh=*) extra=(--graph-refresh "${v#refresh=}");; esac
             mark "replay $v $kind"
             echo "replay ($v) of the torch $kind chain:"
-            timeout 120 "$R" /tmp/t_$kind.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
-                "${extra[@]}" --report "$OUT/torch_${kind}_${v//[^a-z0-9]/_}_$r.json" 2>&1 | grep -E "^pass |timed with CUDA events|rror|not rebuilt" | head -9
+            timeout 120 "$R" /tmp/t_$kind.rec --mode sequence --iterations "${REPLAY_ITERATIONS:-3}" --warmup 1 --no-cupti \
+                --time-graph-launches "${extra[@]}" --report "$OUT/torch_${kind}_${v//[^a-z0-9]/_}_$r.json" 2>&1 | grep -E "^pass |timed with CUDA events|rror|not rebuilt" | head -14
         done
         case " ${MIN_KINDS:-} " in *" $kind "*)
+            # SIDE in a variant: the handle of the program's first created stream (its warm-up's)
+            side=$(awk '$1 == "seqstream" {print $2; exit}' /tmp/t_$kind.spec)
+            # CAPSTREAM: the stream the program captured its graph on
+            capst=$(awk '$1 == "seq" && $2 == "capture" {print $3; exit}' /tmp/t_$kind.spec)
             for m in ${MIN_VARIANTS:-library module preserved}; do
+                m=${m//SIDE/$side}; m=${m//CAPSTREAM/$capst}
                 env=(); args=(library)
                 case $m in
                     module) args=(module);;
@@ -140,6 +177,13 @@ for r in $(seq 1 "$ROUNDS"); do
                     destroy+warm=*) w=${m#destroy+warm=}; env=(MIN_DESTROY_CAP=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     seq) env=(MIN_SEQUENCE=1);;
                     seq-skip=*) env=(MIN_SEQUENCE=1 MIN_SEQ_SKIP=${m#seq-skip=});;
+                    seq5) env=(MIN_SEQUENCE=1 MIN_SEQ_PASSES=5);;
+                    rtfirst-seq) env=(LD_PRELOAD=$B/runtime_first.so MIN_SEQUENCE=1);;
+                    seq:*) env=(MIN_SEQUENCE=1); IFS=: read -ra kv <<< "${m#seq:}"; for x in "${kv[@]}"; do env+=("MIN_SEQ_$x"); done;;
+                    seq-prog) env=(MIN_SEQUENCE=1 MIN_SEQ_TIMING=program);;
+                    seq-prog-skip=*) env=(MIN_SEQUENCE=1 MIN_SEQ_TIMING=program MIN_SEQ_SKIP=${m#seq-prog-skip=});;
+                    seq-defstreams) env=(MIN_SEQUENCE=1 MIN_SEQ_DEFAULT_STREAMS=1);;
+                    rounds5+warm=*) w=${m#rounds5+warm=}; env=(MIN_ROUNDS=5 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     rounds+warm=*) w=${m#rounds+warm=}; env=(MIN_ROUNDS=3 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     all+warm=*) w=${m#all+warm=}; env=(MIN_DESTROY_CAP=1 MIN_STREAMS=1 MIN_OTHER_IMAGES=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
                     streams+warm=*) w=${m#streams+warm=}; env=(MIN_STREAMS=1 MIN_WARM=${w%x*} MIN_WARM_REPEAT=${w#*x});;
@@ -147,6 +191,20 @@ for r in $(seq 1 "$ROUNDS"); do
                 mark "minimal $m $kind"
                 timeout 60 env "${env[@]}" $B/min /tmp/t_$kind.spec "${args[@]}"
             done;;
+        esac
+    done
+done
+# CONNECTIONS="1 32": the program (PHASES phases), replay and the minimal
+# replay of its sequence once more with CUDA_DEVICE_MAX_CONNECTIONS set (how
+# many hardware work queues the context's streams are spread over; 8 unless set).
+for c in ${CONNECTIONS:-}; do
+    for kind in ${TORCH_KINDS:-}; do
+        echo "### CUDA_DEVICE_MAX_CONNECTIONS=$c, $kind"
+        CUDA_DEVICE_MAX_CONNECTIONS=$c CHAIN_PHASES=${PHASES:-1} python3 $S/torch_chain.py $kind
+        CUDA_DEVICE_MAX_CONNECTIONS=$c timeout 120 "$R" /tmp/t_$kind.rec --mode sequence --iterations 3 --warmup 1 --no-cupti \
+            --time-graph-launches --report "$OUT/torch_${kind}_connections_$c.json" 2>&1 | grep -E "^pass |rror" | sed "s/^/replay: /"
+        case " ${MIN_KINDS:-} " in *" $kind "*)
+            CUDA_DEVICE_MAX_CONNECTIONS=$c MIN_SEQUENCE=1 timeout 60 $B/min /tmp/t_$kind.spec library | grep -v "^sequence:";;
         esac
     done
 done
@@ -183,12 +241,13 @@ rm -rf /tmp/gp.rec
 for r in $(seq 1 "$ROUNDS"); do
     echo "### round $r: the program untraced"
     (cd examples && timeout 100 python3 graphs_inference.py capture --replays 50 --time-launches) | grep "per replay"
-    for v in plain runtime_first; do
-        pre=()
+    for v in ${PROGRAM_VARIANTS:-plain runtime_first}; do
+        pre=(); extra=()
         [ $v = runtime_first ] && pre=(env LD_PRELOAD=$B/runtime_first.so)
+        case $v in refresh=*) extra=(--graph-refresh "${v#refresh=}");; esac
         echo "### round $r: replay --no-cupti ($v)"
         timeout 120 "${pre[@]}" "$R" /tmp/gp.rec --mode sequence --iterations 3 --warmup 1 --no-cupti --time-graph-launches \
-            --report "$OUT/process_${v}_$r.json" 2>&1 | grep -E "runtime_first|timed with CUDA events|identical|differ|rror|not rebuilt" | head -5
+            "${extra[@]}" --report "$OUT/process_${v//[^a-z0-9]/_}_$r.json" 2>&1 | grep -E "runtime_first|timed with CUDA events|identical|differ|rror|not rebuilt" | head -5
     done
 done
 } 2>&1 | tee "$OUT/graph_process.log"

@@ -20,6 +20,8 @@
 // on the recorded streams and events), MIN_SEQ_PASSES times (3), the graph
 // launches timed; MIN_SEQ_SKIP=KIND,… leaves classes out (launch, record,
 // wait, sync, or launch@STREAM-HANDLE): replay's pass, without replay.
+// MIN_SEQ_TIMING, MIN_SEQ_DEFAULT_STREAMS, MIN_SEQ_LAZY, MIN_SEQ_REBUILD,
+// MIN_SEQ_CAPTURE, MIN_SEQ_LAUNCH_STREAM and MIN_SEQ_PACE_US (below) vary it one part at a time.
 #include <cuda.h>
 #include <cstdio>
 #include <cstdlib>
@@ -170,11 +172,17 @@ int main(int argc, char **argv) {
         for (int r = 0; r < repeat; r++) run_all(cap);
         CK(cuStreamSynchronize(cap));
     }
-    CK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_RELAXED));
-    run_all(cap);
-    CUgraph g; CUgraphExec ge;
-    CK(cuStreamEndCapture(cap, &g));
-    CK(cuGraphInstantiateWithFlags(&ge, g, 0x9));
+    // MIN_SEQ_CAPTURE=late (with MIN_SEQUENCE): the graph captured where the program captured
+    // it, in the first pass, on the stream it captured on, not before the sequence
+    bool late = sequence && getenv("MIN_SEQ_CAPTURE") && !strcmp(getenv("MIN_SEQ_CAPTURE"), "late");
+    CUgraph g_ = 0; CUgraphExec ge = 0;
+    auto build = [&](CUstream on) {
+        CK(cuStreamBeginCapture(on, CU_STREAM_CAPTURE_MODE_RELAXED));
+        run_all(on);
+        CK(cuStreamEndCapture(on, &g_));
+        CK(cuGraphInstantiateWithFlags(&ge, g_, 0x9));
+    };
+    if (!late) build(cap);
     // MIN_DESTROY_CAP=1: the capture stream destroyed once the graph is built, as replay does
     bool destroy = getenv("MIN_DESTROY_CAP") && atoi(getenv("MIN_DESTROY_CAP"));
     if (destroy) CK(cuStreamDestroy(cap));
@@ -183,8 +191,23 @@ int main(int argc, char **argv) {
         std::map<std::string, CUstream> st;
         std::map<std::string, CUevent> evs;
         st["0x0"] = CU_STREAM_LEGACY;
-        for (auto &x : seq_streams) { CUstream h; CK(cuStreamCreateWithPriority(&h, x.flags, x.prio)); st[x.h] = h; }
-        for (auto &x : seq_events) { CUevent h; CK(cuEventCreate(&h, x.flags)); evs[x.h] = h; }
+        // MIN_SEQ_DEFAULT_STREAMS=1: the program's streams made as the other mode makes its side
+        // stream (non-blocking, priority 0), not with their recorded flags and priorities
+        bool default_streams = getenv("MIN_SEQ_DEFAULT_STREAMS") && atoi(getenv("MIN_SEQ_DEFAULT_STREAMS"));
+        // MIN_SEQ_LAZY=1: each stream and event made where the program made it (in the first
+        // pass), not all before the sequence
+        bool lazy = getenv("MIN_SEQ_LAZY") && atoi(getenv("MIN_SEQ_LAZY"));
+        std::map<std::string, Named> stream_of, event_of;
+        for (auto &x : seq_streams) stream_of[x.h] = x;
+        for (auto &x : seq_events) event_of[x.h] = x;
+        for (auto &x : seq_streams) {
+            if (lazy) break;
+            CUstream h;
+            if (default_streams) CK(cuStreamCreate(&h, CU_STREAM_NON_BLOCKING));
+            else CK(cuStreamCreateWithPriority(&h, x.flags, x.prio));
+            st[x.h] = h;
+        }
+        for (auto &x : seq_events) { if (lazy) break; CUevent h; CK(cuEventCreate(&h, x.flags)); evs[x.h] = h; }
         auto stream = [&](const std::string &h) {
             if (!st.count(h)) { CUstream n; CK(cuStreamCreate(&n, CU_STREAM_NON_BLOCKING)); st[h] = n; }
             return st[h];
@@ -199,22 +222,65 @@ int main(int argc, char **argv) {
             return skip.find("," + k + ",") != std::string::npos || (k == "launch" && skip.find(",launch@" + q.a + ",") != std::string::npos);
         };
         int passes = getenv("MIN_SEQ_PASSES") ? atoi(getenv("MIN_SEQ_PASSES")) : 3;
+        // MIN_SEQ_TIMING=program: no timing events of our own; each graph launch timed, as the
+        // program timed it, by the program's own event records around it on its stream (a record,
+        // the launch, the next record on that stream, each event recorded once in the pass)
+        bool program_timing = getenv("MIN_SEQ_TIMING") && !strcmp(getenv("MIN_SEQ_TIMING"), "program");
+        {
+            std::map<std::string, int> per;
+            for (auto &q : seq) per[q.kind + (q.kind == "launch" || q.kind == "graph" || q.kind == "streamsync" ? "@" + q.a : "")]++;
+            printf("sequence:");
+            for (auto &x : per) printf(" %s=%d", x.first.c_str(), x.second);
+            for (auto &x : seq_streams) printf(" (stream %s flags %u priority %d)", x.h.c_str(), x.flags, x.prio);
+            printf("\n");
+        }
+        // MIN_SEQ_REBUILD: before each pass's first graph launch, "upload" (cuGraphUpload on its
+        // stream), "instantiate" (a new executable graph from the captured one, the old destroyed),
+        // "instantiate-once" (the same, in the first pass only)
+        std::string rebuild = getenv("MIN_SEQ_REBUILD") ? getenv("MIN_SEQ_REBUILD") : "";
+        // MIN_SEQ_LAUNCH_STREAM=HANDLE: every launch outside the graph on that one recorded stream
+        std::string launch_stream = getenv("MIN_SEQ_LAUNCH_STREAM") ? getenv("MIN_SEQ_LAUNCH_STREAM") : "";
+        double pace_us = getenv("MIN_SEQ_PACE_US") ? atof(getenv("MIN_SEQ_PACE_US")) : 0;
         int graphs = 0;
         for (auto &q : seq) graphs += q.kind == "graph";
         for (int pass = 1; pass <= passes; pass++) {
-            std::vector<CUevent> ev(2 * graphs);
+            std::vector<CUevent> ev(program_timing ? 0 : 2 * graphs);
             for (auto &e : ev) CK(cuEventCreate(&e, 0));
             std::vector<double> cpu;
             int g = 0;
+            // program timing: per stream, the last record and the graph launches since it
+            std::map<std::string, std::pair<std::string, int>> last_record;
+            std::map<std::string, int> recorded;
+            std::vector<std::pair<std::string, std::string>> pairs;
+            auto last = std::chrono::steady_clock::now();
             for (auto &q : seq) {
                 if (skipped(q)) continue;
+                // MIN_SEQ_PACE_US: each launch outside the graph submitted no sooner than that
+                // long after the previous op (a program's host time between its launches)
+                if (pace_us > 0 && q.kind == "launch")
+                    while (std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - last).count() < pace_us) {}
+                last = std::chrono::steady_clock::now();
                 if (q.kind == "launch") {
                     size_t sz = q.l.p.size();
                     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, q.l.p.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &sz, CU_LAUNCH_PARAM_END};
                     CK(cuLaunchKernel(funcs[q.l.k], q.l.g[0], q.l.g[1], q.l.g[2], q.l.b[0], q.l.b[1], q.l.b[2], q.l.shm,
-                                      stream(q.a), 0, extra));
+                                      stream(launch_stream.empty() ? q.a : launch_stream), 0, extra));
+                } else if (q.kind == "streamcreate") {
+                    if (lazy && !st.count(q.a) && stream_of.count(q.a)) {
+                        CUstream h; CK(cuStreamCreateWithPriority(&h, stream_of[q.a].flags, stream_of[q.a].prio)); st[q.a] = h;
+                    }
+                } else if (q.kind == "eventcreate") {
+                    if (lazy && !evs.count(q.a) && event_of.count(q.a)) {
+                        CUevent h; CK(cuEventCreate(&h, event_of[q.a].flags)); evs[q.a] = h;
+                    }
+                } else if (q.kind == "capture") {
+                    if (late && !ge) build(stream(q.a));
                 } else if (q.kind == "record") {
                     CK(cuEventRecord(event(q.a), stream(q.b)));
+                    recorded[q.a]++;
+                    auto it = last_record.find(q.b);
+                    if (it != last_record.end() && it->second.second == 1) pairs.push_back({it->second.first, q.a});
+                    last_record[q.b] = {q.a, 0};
                 } else if (q.kind == "wait") {
                     CK(cuStreamWaitEvent(stream(q.a), event(q.b), 0));
                 } else if (q.kind == "ctxsync") {
@@ -225,21 +291,39 @@ int main(int argc, char **argv) {
                     CK(cuEventSynchronize(event(q.a)));
                 } else if (q.kind == "graph") {
                     CUstream on = stream(q.a);
-                    CK(cuEventRecord(ev[2 * g], on));
+                    if (g == 0 && rebuild == "upload") CK(cuGraphUpload(ge, on));
+                    if (g == 0 && (rebuild == "instantiate" || (rebuild == "instantiate-once" && pass == 1))) {
+                        CK(cuGraphExecDestroy(ge));
+                        CK(cuGraphInstantiateWithFlags(&ge, g_, 0x9));
+                    }
+                    if (!program_timing) CK(cuEventRecord(ev[2 * g], on));
                     auto c0 = std::chrono::steady_clock::now();
                     CK(cuGraphLaunch(ge, on));
                     cpu.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count());
-                    CK(cuEventRecord(ev[2 * g + 1], on));
+                    if (!program_timing) CK(cuEventRecord(ev[2 * g + 1], on));
+                    if (last_record.count(q.a)) last_record[q.a].second++;
                     g++;
                 }
             }
             CK(cuCtxSynchronize());
             std::vector<float> t;
-            for (int i = 0; i < g; i++) { float ms; CK(cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1])); t.push_back(ms * 1e3f); }
+            if (program_timing) {
+                for (auto &pr : pairs)
+                    if (recorded[pr.first] == 1 && recorded[pr.second] == 1) {
+                        float ms; CK(cuEventElapsedTime(&ms, evs[pr.first], evs[pr.second])); t.push_back(ms * 1e3f);
+                    }
+            } else {
+                for (int i = 0; i < g; i++) { float ms; CK(cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1])); t.push_back(ms * 1e3f); }
+            }
             std::sort(t.begin(), t.end());
             std::sort(cpu.begin(), cpu.end());
-            if (g) printf("minimal replay of the recorded sequence (%zu ops, skipped: %s), pass %d: %d graph launches, median %.1f us (min %.1f); cuGraphLaunch on the CPU: median %.1f us\n",
-                          seq.size(), skip.empty() ? "none" : skip.c_str(), pass, g, t[g / 2], t[0], cpu[g / 2]);
+            if (!t.empty()) printf("minimal replay of the recorded sequence (%zu ops, skipped: %s%s%s%s%s%s%s%s%s%s), pass %d: %zu graph launches timed%s, median %.1f us (min %.1f); cuGraphLaunch on the CPU: median %.1f us\n",
+                          seq.size(), skip.empty() ? "none" : skip.c_str(), program_timing ? "; timed by the program's events" : "",
+                          default_streams ? "; streams non-blocking, priority 0" : "", rebuild.empty() ? "" : "; graph before the first launch: ",
+                          rebuild.c_str(), late ? "; captured where the program captured it" : "",
+                          launch_stream.empty() ? "" : "; every launch on ", launch_stream.c_str(),
+                          lazy ? "; streams and events made where the program made them" : "",
+                          pace_us > 0 ? ("; launches paced " + std::to_string((int)pace_us) + " us apart").c_str() : "", pass, t.size(), program_timing ? " by the program" : "", t[t.size() / 2], t[0], cpu[g / 2]);
         }
         return 0;
     }

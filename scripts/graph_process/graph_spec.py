@@ -48,6 +48,8 @@ for line in open(path):
         allocs.append((int(j["ptr"], 16), j["size"]))
     elif name and name.startswith("cuStreamBeginCapture"):
         capturing = not launches
+        if capturing:
+            seq.append(("capture", a.get("hStream") or j.get("stream") or "0x0"))
     elif name and name.startswith("cuStreamEndCapture"):
         capturing = False
     elif capturing and j.get("type") == "kernel" and j.get("op") == "launch" and j.get("params"):
@@ -59,8 +61,10 @@ for line in open(path):
     stream = j.get("stream") or a.get("hStream") or "0x0"
     if name in ("cuStreamCreate", "cuStreamCreateWithPriority") and a.get("phStream"):
         stream_flags[a["phStream"]] = (int(str(a.get("flags", a.get("Flags", 0))), 0), a.get("priority", 0))
+        seq.append(("streamcreate", a["phStream"]))
     elif name == "cuEventCreate" and a.get("phEvent"):
         event_flags[a["phEvent"]] = int(str(a.get("Flags", 0)), 0)
+        seq.append(("eventcreate", a["phEvent"]))
     elif j.get("type") == "kernel" and j.get("op") == "launch" and j.get("params"):
         seq.append(("launch", j))
     elif name and name.startswith("cuEventRecord"):
