@@ -118,6 +118,11 @@ pub struct RunArgs {
     /// program (a diagnostic; default: built at setup, before any pass)
     #[arg(long)]
     pub graph_build_after_pass: bool,
+    /// Before a pass's first launch of each rebuilt graph: upload it on the launch's stream, or
+    /// instantiate it anew from its graph (a diagnostic: does the work a pass runs between
+    /// instantiation and launch change the graph's timing?)
+    #[arg(long, value_name = "HOW", value_enum)]
+    pub graph_refresh: Option<replay::exec::graph_execs::Refresh>,
     /// Time every rebuilt graph launch with CUDA events recorded right before and after it
     /// (prints their median: the launch's GPU time without CUPTI's instrumentation when run
     /// with --no-cupti, as a program timing its own graph launches would measure it)

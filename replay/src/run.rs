@@ -211,6 +211,7 @@ fn open_session(a: &RunArgs, rec: &Recording, p: &plan::Plan) -> Result<Session>
             chain: a.graph_chain,
             flags: a.graph_instantiate_flags,
             after_pass: a.graph_build_after_pass,
+            refresh: a.graph_refresh,
         },
         time_graph_launches: a.time_graph_launches,
         device_memory: a.device_memory,

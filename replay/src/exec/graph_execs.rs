@@ -13,20 +13,33 @@
 //! that cannot be rebuilt (capture or instantiation refused) has its
 //! launches run as separate launches, with a note saying why.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use anyhow::Result;
 use cudarc::driver::sys;
 
 use super::cuda::{CUstream, ck};
-use crate::plan::Plan;
+use crate::plan::{Op, Plan};
 
-/// A graph launch run as a rebuilt exec: its ops, the exec, the plan stream.
+/// A graph launch run as a rebuilt exec: its ops, the exec (an index into
+/// `GraphExecs`'s execs: `GraphExecs::exec`), the plan stream.
 #[derive(Clone, Copy)]
 pub struct AsGraph {
     pub ops: usize,
-    pub exec: sys::CUgraphExec,
+    pub exec: usize,
     pub stream: usize,
+}
+
+/// What a pass does to a rebuilt exec before its first launch in the pass
+/// (a diagnostic: `replay run --graph-refresh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Refresh {
+    /// `cuGraphUpload` on the launch's stream.
+    Upload,
+    /// A new exec instantiated from the rebuilt graph (the old one destroyed),
+    /// as a program that captures its graph right before launching it has.
+    Instantiate,
 }
 
 /// How graphs are rebuilt (diagnostics of `replay run`).
@@ -41,6 +54,8 @@ pub struct Rebuild {
     /// Build the graphs after one whole pass with graph launches expanded (every
     /// kernel has run in the context before instantiation, as in the program).
     pub after_pass: bool,
+    /// Before each pass's first launch of an exec.
+    pub refresh: Option<Refresh>,
 }
 
 /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`: valid only with an upload stream
@@ -52,7 +67,9 @@ pub struct GraphExecs {
     /// First op of a graph launch -> how it runs.
     at: HashMap<usize, AsGraph>,
     graphs: Vec<sys::CUgraph>,
-    execs: Vec<sys::CUgraphExec>,
+    /// Per rebuilt exec (index = `AsGraph::exec`): the exec now, and its graph and flags.
+    execs: RefCell<Vec<sys::CUgraphExec>>,
+    flags: Vec<u64>,
     /// Execs rebuilt, and launches that will run them.
     pub rebuilt: usize,
     pub launches: usize,
@@ -74,7 +91,7 @@ impl GraphExecs {
             unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
             "cuStreamCreate",
         )?;
-        let mut built: HashMap<usize, Option<sys::CUgraphExec>> = HashMap::new();
+        let mut built: HashMap<usize, Option<usize>> = HashMap::new();
         for l in &plan.graph_launches {
             let exec = match built.get(&l.exec) {
                 Some(e) => *e,
@@ -90,9 +107,10 @@ impl GraphExecs {
                                 }
                             }
                             g.graphs.push(graph);
-                            g.execs.push(exec);
+                            g.execs.get_mut().push(exec);
+                            g.flags.push(flags);
                             g.rebuilt += 1;
-                            Some(exec)
+                            Some(g.rebuilt - 1)
                         }
                         Err(e) => {
                             g.notes.push(format!(
@@ -121,6 +139,32 @@ impl GraphExecs {
         self.at.get(&op).copied()
     }
 
+    /// The exec `AsGraph::exec` names.
+    pub fn exec(&self, i: usize) -> sys::CUgraphExec {
+        self.execs.borrow()[i]
+    }
+
+    /// Uploads exec `i` on `s`, or replaces it by a new instantiation of its graph.
+    pub(crate) fn refresh(&self, i: usize, how: Refresh, s: CUstream) -> Result<()> {
+        let mut execs = self.execs.borrow_mut();
+        // SAFETY: exec and graph from build; the old exec is destroyed only once a new one exists.
+        unsafe {
+            match how {
+                Refresh::Upload => ck(sys::cuGraphUpload(execs[i], s), "cuGraphUpload"),
+                Refresh::Instantiate => {
+                    let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+                    ck(
+                        sys::cuGraphInstantiateWithFlags(&mut exec, self.graphs[i], self.flags[i]),
+                        "cuGraphInstantiateWithFlags",
+                    )?;
+                    sys::cuGraphExecDestroy(execs[i]);
+                    execs[i] = exec;
+                    Ok(())
+                }
+            }
+        }
+    }
+
     /// Per op of `n`: whether it runs inside a rebuilt graph launch (not submitted on its own).
     pub fn inside(&self, n: usize) -> Vec<bool> {
         let mut v = vec![false; n];
@@ -131,6 +175,37 @@ impl GraphExecs {
         }
         v
     }
+}
+
+/// The note a report carries when rebuilt graphs run in a process that launches kernels
+/// outside graphs on more than one stream: on the H100 (driver 580) a graph launched after
+/// such work takes +0.18 µs per kernel node, the program's own graph as much as replay's
+/// (docs/replay.md, *The program's own graph slows the same way*). `ops`: the plan's ops;
+/// `in_graph`: run inside a rebuilt graph launch; `skipped`: left out of every pass.
+pub fn eager_streams_note(ops: &[Op], in_graph: &[bool], skipped: &[bool], rebuilt: usize) -> Option<String> {
+    if rebuilt == 0 {
+        return None;
+    }
+    let mut streams: Vec<Option<usize>> = Vec::new();
+    for (i, o) in ops.iter().enumerate() {
+        let outside = !in_graph.get(i).copied().unwrap_or(false) && !skipped.get(i).copied().unwrap_or(false);
+        if outside && o.class() == Some("launch") && !streams.contains(&o.stream) {
+            streams.push(o.stream);
+        }
+    }
+    if streams.len() < 2 {
+        return None;
+    }
+    let names: Vec<String> = streams.iter().map(|s| s.map_or("none".to_string(), |n| n.to_string())).collect();
+    Some(format!(
+        "each pass launches kernels outside graphs on {} streams ({}) after the rebuilt graphs exist: a graph \
+         launched after that takes about 0.18 us more per kernel node on an H100 (driver 580), the \
+         program's own graph too once it has done the same since its capture; a program that ran \
+         kernels outside graphs on one stream at most since capturing its graph measured faster \
+         graphs than this (docs/replay.md, \"The program's own graph slows the same way\")",
+        streams.len(),
+        names.join(", ")
+    ))
 }
 
 /// Captures ops `first..first + n` on `s` into a graph and instantiates it with `flags`.
@@ -234,7 +309,7 @@ impl Drop for GraphExecs {
     fn drop(&mut self) {
         // SAFETY: handles created by build; errors ignored at teardown.
         unsafe {
-            for &e in &self.execs {
+            for &e in self.execs.get_mut().iter() {
                 sys::cuGraphExecDestroy(e);
             }
             for &g in &self.graphs {
@@ -246,14 +321,57 @@ impl Drop for GraphExecs {
 
 #[cfg(test)]
 mod tests {
-    use super::{AsGraph, GraphExecs};
+    use super::{AsGraph, GraphExecs, eager_streams_note};
+    use crate::plan::{Launch, LaunchApi, Op, OpKind};
+
+    fn launch(stream: usize) -> Op {
+        let l = Launch {
+            api: LaunchApi::Kernel,
+            load: 0,
+            kernel: "k".into(),
+            via_library: true,
+            grid: [1; 3],
+            block: [1; 3],
+            shared_mem: 0,
+            params: Vec::new(),
+            params_len: 0,
+            params_from: "extra".into(),
+            layout: None,
+            attrs: Vec::new(),
+        };
+        Op { line: 0, ts: 0, duration_ns: None, pid: 1, tid: 1, stream: Some(stream), kind: OpKind::Launch(l) }
+    }
+
+    fn sync() -> Op {
+        Op { line: 0, ts: 0, duration_ns: None, pid: 1, tid: 1, stream: None, kind: OpKind::CtxSync }
+    }
+
+    /// The note names the streams with launches outside rebuilt graphs, only where there are
+    /// two or more of them and a graph was rebuilt.
+    #[test]
+    fn eager_launches_on_several_streams_are_noted() {
+        // ops: a launch on stream 0, a sync, a launch on 2, a launch on 1 inside a graph, one on 0
+        let ops = [launch(0), sync(), launch(2), launch(1), launch(0)];
+        let in_graph = [false, false, false, true, false];
+        let none = [false; 5];
+        let note = eager_streams_note(&ops, &in_graph, &none, 1).unwrap();
+        assert!(note.starts_with("each pass launches kernels outside graphs on 2 streams (0, 2) after"), "{note}");
+        // no graph rebuilt: nothing to say
+        assert_eq!(eager_streams_note(&ops, &in_graph, &none, 0), None);
+        // the launch on stream 2 left out (--skip-ops): one stream only
+        assert_eq!(eager_streams_note(&ops, &in_graph, &[false, false, true, false, false], 1), None);
+        // a launch inside the graph does not count: stream 1 alone outside is one stream
+        assert_eq!(eager_streams_note(&ops[3..], &[false, true], &[false; 2], 1), None);
+        let three = eager_streams_note(&ops, &[false; 5], &none, 2).unwrap();
+        assert!(three.contains("on 3 streams (0, 2, 1)"), "{three}");
+    }
 
     /// The ops of each rebuilt launch run inside it (`--skip-ops` never leaves them out).
     #[test]
     fn ops_inside_rebuilt_launches() {
         let mut g = GraphExecs::default();
         for (first, ops) in [(2, 3), (6, 1)] {
-            g.at.insert(first, AsGraph { ops, exec: std::ptr::null_mut(), stream: 0 });
+            g.at.insert(first, AsGraph { ops, exec: 0, stream: 0 });
         }
         assert_eq!(g.inside(8), [false, false, true, true, true, false, true, false]);
         // a launch running past the ops asked about is cut there

@@ -160,6 +160,8 @@ pub struct Session {
     /// events recorded right before and after it on its stream), every pass.
     pub graph_launch_us: std::cell::RefCell<Vec<f64>>,
     time_graph_launches: bool,
+    /// What a pass does to a rebuilt exec before its first launch in the pass.
+    graph_refresh: Option<super::graph_execs::Refresh>,
     /// Per op: left out of every pass (`SessionOpts::skip_ops`).
     skip: Vec<bool>,
 }
@@ -527,6 +529,7 @@ impl Session {
             graphs: GraphExecs::default(),
             graph_launch_us: Default::default(),
             time_graph_launches: opts.time_graph_launches,
+            graph_refresh: opts.graph_rebuild.refresh,
             skip: Vec::new(),
         };
         if !opts.expand_graphs {
@@ -539,7 +542,9 @@ impl Session {
             s.setup_notes.extend(graphs.notes.iter().cloned());
             s.graphs = graphs;
         }
-        let (skip, classes) = super::skip::skipped_ops(&plan.ops, &opts.skip_ops, &s.graphs.inside(plan.ops.len()));
+        let in_graph = s.graphs.inside(plan.ops.len());
+        let (skip, classes) = super::skip::skipped_ops(&plan.ops, &opts.skip_ops, &in_graph);
+        s.setup_notes.extend(super::graph_execs::eager_streams_note(&plan.ops, &in_graph, &skip, s.graphs.rebuilt));
         if !opts.skip_ops.is_empty() {
             let list: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
             eprintln!("ops per kind@stream: {}", list.join(", "));
@@ -736,6 +741,8 @@ impl Session {
         }
         // With time_graph_launches: how long each cuGraphLaunch call took on the CPU (µs).
         let mut launch_cpu_us: Vec<f64> = Vec::new();
+        // With graph_refresh: the execs refreshed in this pass.
+        let mut refreshed = std::collections::HashSet::new();
         let mut i = ops.start;
         while i < ops.end.min(self.prep.len()) {
             match pace {
@@ -777,9 +784,14 @@ impl Session {
                 if let Some((a, _)) = &timed {
                     a.record(s)?;
                 }
+                if let Some(how) = self.graph_refresh
+                    && refreshed.insert(g.exec)
+                {
+                    self.graphs.refresh(g.exec, how, s).with_context(|| what.clone())?;
+                }
                 let c0 = Instant::now();
                 // SAFETY: exec and stream from setup.
-                ck(unsafe { sys::cuGraphLaunch(g.exec, s) }, &what)?;
+                ck(unsafe { sys::cuGraphLaunch(self.graphs.exec(g.exec), s) }, &what)?;
                 if let Some((_, b)) = &timed {
                     launch_cpu_us.push(c0.elapsed().as_secs_f64() * 1e6);
                     b.record(s)?;
