@@ -40,7 +40,8 @@
 #    CAPSTREAM for the one it captured on), seq5 (five passes), seq-prog and seq-prog-skip=… (timed by the program's own
 #    event records instead of events around each launch), seq-defstreams (the
 #    program's streams non-blocking, priority 0), rounds5+warm=… (five rounds),
-#    seq:K=V:K=V… (MIN_SEQUENCE with MIN_SEQ_K=V…, e.g. seq:REBUILD=instantiate),
+#    seq:K=V:K=V… (MIN_SEQUENCE with MIN_SEQ_K=V…, e.g. seq:REBUILD=instantiate;
+#    a K starting with MIN_ is passed as it is, e.g. seq:MIN_MALLOC=1),
 #    rtfirst-seq (seq with the CUDA runtime setting up the context first).
 #    REPLAY_ITERATIONS: replay's iterations (3). PAIR_TIMING=1: the program
 #    once more, each launch timed by events before and after it (as replay).
@@ -179,7 +180,7 @@ for r in $(seq 1 "$ROUNDS"); do
                     seq-skip=*) env=(MIN_SEQUENCE=1 MIN_SEQ_SKIP=${m#seq-skip=});;
                     seq5) env=(MIN_SEQUENCE=1 MIN_SEQ_PASSES=5);;
                     rtfirst-seq) env=(LD_PRELOAD=$B/runtime_first.so MIN_SEQUENCE=1);;
-                    seq:*) env=(MIN_SEQUENCE=1); IFS=: read -ra kv <<< "${m#seq:}"; for x in "${kv[@]}"; do env+=("MIN_SEQ_$x"); done;;
+                    seq:*) env=(MIN_SEQUENCE=1); IFS=: read -ra kv <<< "${m#seq:}"; for x in "${kv[@]}"; do case $x in MIN_*) env+=("$x");; *) env+=("MIN_SEQ_$x");; esac; done;;
                     seq-prog) env=(MIN_SEQUENCE=1 MIN_SEQ_TIMING=program);;
                     seq-prog-skip=*) env=(MIN_SEQUENCE=1 MIN_SEQ_TIMING=program MIN_SEQ_SKIP=${m#seq-prog-skip=});;
                     seq-defstreams) env=(MIN_SEQUENCE=1 MIN_SEQ_DEFAULT_STREAMS=1);;

@@ -20,6 +20,7 @@
 // on the recorded streams and events), MIN_SEQ_PASSES times (3), the graph
 // launches timed; MIN_SEQ_SKIP=KIND,… leaves classes out (launch, record,
 // wait, sync, or launch@STREAM-HANDLE): replay's pass, without replay.
+// MIN_MALLOC=1 takes the allocations from cuMemAlloc.
 // MIN_SEQ_TIMING, MIN_SEQ_DEFAULT_STREAMS, MIN_SEQ_LAZY, MIN_SEQ_REBUILD,
 // MIN_SEQ_CAPTURE, MIN_SEQ_LAUNCH_STREAM and MIN_SEQ_PACE_US (below) vary it one part at a time.
 #include <cuda.h>
@@ -112,6 +113,15 @@ int main(int argc, char **argv) {
             std::string a; size_t size; ss >> a >> size;
             CUdeviceptr want = strtoull(a.c_str(), 0, 16), got = 0;
             size_t sz = (size + gran - 1) / gran * gran;
+            // MIN_MALLOC=1: the allocations from cuMemAlloc, as the program's allocator made them
+            // (where the driver places them, the pointers into them moved)
+            if (getenv("MIN_MALLOC") && atoi(getenv("MIN_MALLOC"))) {
+                CK(cuMemAlloc(&got, sz));
+                moved++;
+                windows.push_back({want, got, sz});
+                CK(cuMemsetD8(got, 0, sz));
+                continue;
+            }
             CK(cuMemAddressReserve(&got, sz, 0, want, 0));
             if (got != want) moved++; else mapped++;
             windows.push_back({want, got, sz});
