@@ -18,8 +18,9 @@
 //!   each buffer is not stored); file loads store the file; `kind` "fatbin",
 //!   "cubin", "ptx"; `loads` counts every load whose bytes are that image;
 //! - `kernels`: one entry per kernel name (archs of a fatbin merged), any order;
-//! - images and h2d data read as they were when the call was entered (the
-//!   program overwrites them as soon as the call returns);
+//! - images read as they were when the call was entered, h2d data when the
+//!   call returned, the thread stopped there (the program overwrites them as
+//!   soon as the call returns);
 //! - an unmapped image address and a missing file give `image_error`, counted
 //!   in image_loads (11 = 9 captured + 2 errors);
 //! - k_noparams: `params` "" from "layout" (kernelParams NULL or not);
@@ -497,12 +498,41 @@ fn capture_data_stores_host_to_device_bytes_once() {
     check_copies(&rec, true);
     check_d2h(&rec, true);
     check_coverage(&rec, true);
+    check_stops_after_h2d_copies(&rec);
     // Capturing data changes nothing else.
     check_images(&rec);
     check_launches(&rec);
     // Device memory contents: the recording is its owner's only.
     check_private(&rec.dir);
     rec.cleanup();
+}
+
+/// With --capture-data a host-to-device copy's source is read while the thread
+/// is stopped at the copy's return: no `stopped` interval of the thread inside
+/// the copy call (its recorded duration is the call's own), one right after it.
+fn check_stops_after_h2d_copies(rec: &Recording) {
+    let ctx = &rec.ctx;
+    let stops: Vec<(u64, u64)> = rec
+        .lines
+        .iter()
+        .filter(|l| l["op"] == "off_cpu" && l["name"] == "stopped")
+        .map(|l| (l["tid"].as_u64().unwrap(), l["ts"].as_u64().unwrap()))
+        .collect();
+    let copies = rec.calls_named(&["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2"]);
+    assert_eq!(copies.len(), r::copies().iter().filter(|c| c.h2d.is_some()).count(), "h2d copy calls\n{ctx}");
+    for c in copies {
+        let (tid, ts) = (c["tid"].as_u64().unwrap(), c["ts"].as_u64().unwrap());
+        let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
+        let of_tid: Vec<u64> = stops.iter().filter(|s| s.0 == tid).map(|s| s.1).collect();
+        assert!(
+            !of_tid.iter().any(|&s| s >= ts && s < end),
+            "a stop inside the copy call {c}\nstops {of_tid:?}\n{ctx}"
+        );
+        assert!(
+            of_tid.iter().any(|&s| s >= end && s < end + 1_000_000_000),
+            "no stop after the copy call {c}\nstops {of_tid:?}\n{ctx}"
+        );
+    }
 }
 
 /// Every directory of a recording 0700, every file 0600.

@@ -13,7 +13,11 @@ pub const LOADS: [&str; 6] = [
     "cuLibraryLoadFromFile",
 ];
 
-/// Host-to-device copies whose source is read at entry (`--capture-data`).
+/// Host-to-device copies whose source is read at their return
+/// (`--capture-data`): the bytes the copy took (a pageable source is staged
+/// during the call; a page-locked one must not change until the copy
+/// completes), read after the driver has staged them, so that the thread's
+/// stop does not come between the call and its copy.
 pub const H2D_COPIES: [&str; 2] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2"];
 
 /// Device-to-host copies whose destination is read when the data is
@@ -85,7 +89,7 @@ pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
 }
 
 /// Functions the return probe must see: the layout chain, and with
-/// `--capture-data` the device-to-host copies and synchronizations.
+/// `--capture-data` the copies and synchronizations.
 pub fn needs_return(id: FuncId, m: Mode) -> bool {
     m.replayable
         && (is_load(id)
@@ -93,7 +97,7 @@ pub fn needs_return(id: FuncId, m: Mode) -> bool {
                 base(id),
                 "cuModuleGetFunction" | "cuLibraryGetKernel" | "cuKernelGetFunction" | "cuLibraryGetModule"
             )
-            || (m.capture_data && (is_d2h_copy(id) || is_sync(id))))
+            || (m.capture_data && (is_h2d_copy(id) || is_d2h_copy(id) || is_sync(id))))
 }
 
 /// The attach cookie of `id` in mode `m`.
@@ -111,10 +115,10 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
         _ => role::NONE,
     };
     let mut c = c.with_role(r);
-    if is_load(id) || (m.capture_data && is_h2d_copy(id)) {
+    if is_load(id) {
         c = c.with_stop();
     }
-    if m.capture_data && (is_d2h_copy(id) || is_sync(id)) {
+    if m.capture_data && (is_h2d_copy(id) || is_d2h_copy(id) || is_sync(id)) {
         c = c.with_stop_at_return();
     }
     if let Some((f, kp, extra)) = launch_args(id) {
@@ -176,11 +180,13 @@ mod tests {
         let add = cookie(id("cuGraphAddKernelNode_v2"), on);
         assert_eq!(tracer_common::graph::node_lists(add), Some((2, 3, false)));
         assert_eq!(entry_program(id("cuGraphAddMemsetNode"), on, "cu_enter_blob"), "cu_enter_blob");
-        assert!(!cookie(id("cuMemcpyHtoD_v2"), on).stop());
-        assert!(cookie(id("cuMemcpyHtoD_v2"), data).stop());
-        assert!(cookie(id("cuMemcpyHtoDAsync_v2"), data).stop());
-        assert!(!cookie(id("cuMemcpyDtoH_v2"), data).stop());
+        // Copies stop the thread at their return, never at their entry.
+        for n in ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"] {
+            assert!(!cookie(id(n), on).stop() && !cookie(id(n), data).stop(), "{n}");
+        }
         for n in [
+            "cuMemcpyHtoD_v2",
+            "cuMemcpyHtoDAsync_v2",
             "cuMemcpyDtoH_v2",
             "cuMemcpyDtoHAsync_v2",
             "cuStreamSynchronize",
@@ -193,7 +199,6 @@ mod tests {
             assert!(!cookie(id(n), on).stop_at_return(), "{n}");
             assert!(needs_return(id(n), data) && !needs_return(id(n), on), "{n}");
         }
-        assert!(!cookie(id("cuMemcpyHtoD_v2"), data).stop_at_return());
         // Off: exactly the table's cookie.
         for n in ["cuLaunchKernel", "cuLibraryLoadData", "cuLibraryGetKernel", "cuGraphAddKernelNode_v2"] {
             assert_eq!(cookie(id(n), Mode::default()), id(n).spec().unwrap().cookie(id(n)));

@@ -60,21 +60,25 @@ pub struct Recorder {
     /// (tid, entry ts) of a copy -> data hash or why not.
     copies: HashMap<(u32, u64), Result<String, String>>,
     /// Device-to-host copies entered and not returned yet, per thread.
-    d2h_open: HashMap<u32, Vec<D2h>>,
+    d2h_open: HashMap<u32, Vec<HostCopy>>,
+    /// Host-to-device copies entered and not returned yet, per thread.
+    h2d_open: HashMap<u32, Vec<HostCopy>>,
     /// Asynchronous device-to-host copies returned, per process, waiting
     /// for a synchronization to complete them.
-    d2h_async: HashMap<u32, Vec<D2h>>,
+    d2h_async: HashMap<u32, Vec<HostCopy>>,
     /// Lines to write after the current one (`copy_data`).
     pub extra_lines: Vec<Value>,
 }
 
-/// A device-to-host copy whose destination is to be read.
+/// A copy whose host side is to be read: a device-to-host copy's
+/// destination, a host-to-device copy's source.
 #[derive(Clone, Debug)]
-struct D2h {
+struct HostCopy {
     func: FuncId,
     tid: u32,
     ts: u64,
-    dst: u64,
+    /// The host address: the destination of a device-to-host copy, the source of a host-to-device one.
+    host: u64,
     size: u64,
 }
 
@@ -120,6 +124,7 @@ impl Recorder {
             loads: HashMap::new(),
             copies: HashMap::new(),
             d2h_open: HashMap::new(),
+            h2d_open: HashMap::new(),
             d2h_async: HashMap::new(),
             extra_lines: Vec::new(),
         }
@@ -137,9 +142,23 @@ impl Recorder {
         if self.capture_data && probes::is_d2h_copy(FuncId(hdr.func)) {
             let id = FuncId(hdr.func);
             if let (Some(d), Some(n)) = (arg_named(id, "dstHost"), arg_named(id, "ByteCount")) {
-                let c = D2h { func: id, tid: hdr.tid, ts: hdr.ts, dst: args[d], size: args[n] };
+                let c = HostCopy { func: id, tid: hdr.tid, ts: hdr.ts, host: args[d], size: args[n] };
                 self.d2h_open.entry(hdr.tid).or_default().push(c);
             }
+        }
+        if self.capture_data && probes::is_h2d_copy(FuncId(hdr.func)) {
+            // read at its return (probes::H2D_COPIES)
+            let id = FuncId(hdr.func);
+            let r = match (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) {
+                (Some(s), Some(n)) => {
+                    let c = HostCopy { func: id, tid: hdr.tid, ts: hdr.ts, host: args[s], size: args[n] };
+                    self.h2d_open.entry(hdr.tid).or_default().push(c);
+                    return;
+                }
+                _ => Err("not a host-to-device copy".to_string()),
+            };
+            self.copies.insert((hdr.tid, hdr.ts), r);
+            return;
         }
         let id = FuncId(hdr.func);
         let stopped = if probes::is_load(id) {
@@ -148,10 +167,6 @@ impl Recorder {
                 log::warn!("{}: image not captured: {e}", crate::decode::calls::func_name(id));
             }
             self.loads.insert((hdr.tid, hdr.ts), r);
-            true
-        } else if self.capture_data && probes::is_h2d_copy(id) {
-            let r = self.copy_source(id, hdr.pid, &args);
-            self.copies.insert((hdr.tid, hdr.ts), r);
             true
         } else {
             false
@@ -166,7 +181,18 @@ impl Recorder {
     fn at_exit(&mut self, x: &tracer_common::event::CallExit) {
         let id = FuncId(x.hdr.func);
         let (pid, tid) = (x.hdr.pid, x.hdr.tid);
-        if probes::is_d2h_copy(id) {
+        if probes::is_h2d_copy(id) {
+            self.to_resume.push(pid);
+            let open = self.h2d_open.entry(tid).or_default();
+            let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
+            let c = open.remove(i);
+            let r = if x.ret as u32 != 0 {
+                Err(format!("not captured: the copy failed (CUDA error {})", x.ret as u32))
+            } else {
+                self.read_data(pid, c.host, c.size)
+            };
+            self.copies.insert((c.tid, c.ts), r);
+        } else if probes::is_d2h_copy(id) {
             self.to_resume.push(pid);
             let open = self.d2h_open.entry(tid).or_default();
             let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
@@ -177,7 +203,7 @@ impl Recorder {
             if id.spec().is_some_and(|s| s.name.contains("Async")) {
                 self.d2h_async.entry(pid).or_default().push(c);
             } else {
-                let r = self.read_data(pid, c.dst, c.size);
+                let r = self.read_data(pid, c.host, c.size);
                 self.copies.insert((c.tid, c.ts), r);
             }
         } else if probes::is_sync(id) {
@@ -186,7 +212,7 @@ impl Recorder {
                 return;
             }
             for c in self.d2h_async.remove(&pid).unwrap_or_default() {
-                let r = self.read_data(pid, c.dst, c.size);
+                let r = self.read_data(pid, c.host, c.size);
                 let mut m = json!({
                     "type": "copy_data",
                     "op": "d2h",
@@ -195,7 +221,7 @@ impl Recorder {
                     "tid": tid,
                     "synchronized_by": crate::decode::calls::func_name(id),
                     "copy": { "name": crate::decode::calls::func_name(c.func), "tid": c.tid, "ts": c.ts },
-                    "dst": format!("{:#x}", c.dst),
+                    "dst": format!("{:#x}", c.host),
                     "size": c.size,
                 });
                 match r {
@@ -285,13 +311,6 @@ impl Recorder {
             self.cov.map_update_errors += failed;
         }
         Ok(sha)
-    }
-
-    fn copy_source(&mut self, id: FuncId, pid: u32, args: &[u64]) -> Result<String, String> {
-        let (Some(s), Some(n)) = (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) else {
-            return Err("not a host-to-device copy".into());
-        };
-        self.read_data(pid, args[s], args[n])
     }
 
     /// Called for every line before it is written.
@@ -411,7 +430,7 @@ impl Recorder {
                 }
                 None => {
                     let why = if probes::is_h2d_copy(id) {
-                        "the copy's entry record was not seen"
+                        "the copy's entry or return record was not seen"
                     } else {
                         "not captured: only cuMemcpyHtoD and cuMemcpyHtoDAsync sources are read"
                     };
