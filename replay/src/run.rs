@@ -96,7 +96,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (rec, p, selected) = open_and_plan(a)?;
     let recorded = report::recorded_time(&rec.trace, &p);
     // CUPTI before the first CUDA call, so that the context is covered.
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = p.coverage.capture_cost_note().into_iter().collect();
     let cupti = start_cupti(a, &mut notes);
     let s = open_session(a, &rec, &p)?;
     notes.extend(s.setup_notes.iter().cloned());

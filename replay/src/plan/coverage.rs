@@ -49,7 +49,7 @@ pub struct Coverage {
     pub h2d_with_data: usize,
     pub h2d_filled: usize,
     /// H2D/D2H copies whose host side was pageable memory when recorded
-    /// (replay uses pinned buffers: those copies run faster than recorded).
+    /// (replay copies them from/to pageable memory too).
     pub host_pageable: usize,
     pub sets: usize,
     pub sets_replayed: usize,
@@ -182,5 +182,45 @@ impl Coverage {
             "captured into graphs (not run when captured): {} launches, {} copies/sets, {} event records/waits",
             self.captured_launches, self.captured_copies_sets, self.captured_events
         );
+    }
+}
+
+impl Coverage {
+    /// A note for reports whose recording captured host-to-device bytes
+    /// (`--capture-data`) of copies from or to pageable memory: its recorded
+    /// copy times carry the recorder's work beside them.
+    pub fn capture_cost_note(&self) -> Option<String> {
+        (self.h2d_with_data > 0 && self.host_pageable > 0).then(|| {
+            format!(
+                "the recording captured the bytes of {} host-to-device copies (--capture-data) and {} copies \
+                 went from or to pageable memory: its recorded copy times carry the recorder's stops and reads \
+                 beside them (on an H100, 4.7 MB pageable copies took 302-719 us on the GPU recorded so, \
+                 267-489 us recorded with --gpu-timestamps alone); compare copy times with a recording of the \
+                 same program made with --gpu-timestamps only (scripts/copy_sizes.py; docs/replay.md, \
+                 \"What the recorder costs a copy\")",
+                self.h2d_with_data, self.host_pageable
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coverage;
+
+    #[test]
+    fn capture_cost_note_only_with_captured_bytes_and_pageable_copies() {
+        let mut c = Coverage { h2d_with_data: 148, host_pageable: 148, ..Coverage::default() };
+        let n = c.capture_cost_note().unwrap();
+        assert!(
+            n.starts_with(
+                "the recording captured the bytes of 148 host-to-device copies (--capture-data) and 148 copies"
+            ),
+            "{n}"
+        );
+        c.host_pageable = 0;
+        assert_eq!(c.capture_cost_note(), None);
+        c = Coverage { h2d_filled: 3, host_pageable: 3, ..Coverage::default() };
+        assert_eq!(c.capture_cost_note(), None);
     }
 }
