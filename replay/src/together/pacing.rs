@@ -8,10 +8,10 @@
 //!
 //! Time the submitting thread was stopped inside a gap is not the
 //! program's host time and is left out: under `--capture-data` the recorder
-//! stops the thread at each synchronization's and device-to-host copy's
-//! return (and at each host-to-device copy) to read the bytes, 0.6-1.4 ms a
-//! stop on the H100 machine, and a debugger's stop is no part of the
-//! program either (the trace's `off_cpu` lines named `stopped`).
+//! stops the thread at each synchronization's and copy's return to read
+//! the bytes, 0.6-1.4 ms a stop on the H100 machine, and a debugger's stop
+//! is no part of the program either (the trace's `off_cpu` lines named
+//! `stopped`).
 
 use std::collections::HashMap;
 
