@@ -781,13 +781,14 @@ impl Session {
                     (true, Some(e)) => Some(e),
                     (true, None) => Some((Event::new()?, Event::new()?)),
                 };
-                if let Some((a, _)) = &timed {
-                    a.record(s)?;
-                }
+                // Before the timing event, so that an upload is not timed as the launch.
                 if let Some(how) = self.graph_refresh
                     && refreshed.insert(g.exec)
                 {
                     self.graphs.refresh(g.exec, how, s).with_context(|| what.clone())?;
+                }
+                if let Some((a, _)) = &timed {
+                    a.record(s)?;
                 }
                 let c0 = Instant::now();
                 // SAFETY: exec and stream from setup.

@@ -183,9 +183,7 @@ impl Coverage {
             self.captured_launches, self.captured_copies_sets, self.captured_events
         );
     }
-}
 
-impl Coverage {
     /// A note for reports whose recording captured host-to-device bytes
     /// (`--capture-data`) of copies from or to pageable memory: its recorded
     /// copy times carry the recorder's work beside them.
