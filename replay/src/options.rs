@@ -123,6 +123,12 @@ pub struct RunArgs {
     /// instantiation and launch change the graph's timing?)
     #[arg(long, value_name = "HOW", value_enum)]
     pub graph_refresh: Option<replay::exec::graph_execs::Refresh>,
+    /// Also compare the replayed copies, per direction and host memory kind, with those of
+    /// FILE: a trace or recording of the same program made with --gpu-timestamps and without
+    /// --capture-data, whose copies do not carry the recorder's data capture (the recording
+    /// replayed is compared as well)
+    #[arg(long, value_name = "FILE")]
+    pub copies_against: Option<std::path::PathBuf>,
     /// Time every rebuilt graph launch with CUDA events recorded right before and after it
     /// (prints their median: the launch's GPU time without CUPTI's instrumentation when run
     /// with --no-cupti, as a program timing its own graph launches would measure it)

@@ -48,6 +48,8 @@ struct Replay<'a> {
     recorded: &'a RecordedTime,
     s: &'a Session,
     cupti: &'a Option<Collector>,
+    /// `--copies-against`: the reference's copies.
+    copies_against: &'a Option<Vec<replay::recording::GpuActivity>>,
 }
 
 /// What the modes produced, in the order `--mode` ran them.
@@ -94,13 +96,15 @@ impl Default for Isolated {
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (rec, p, selected) = open_and_plan(a)?;
+    // Read before anything runs: a bad reference is refused first.
+    let copies_against = a.copies_against.as_deref().map(replay::gpu_time::copy_kinds::reference_copies).transpose()?;
     let recorded = report::recorded_time(&rec.trace, &p);
     // CUPTI before the first CUDA call, so that the context is covered.
     let mut notes: Vec<String> = p.coverage.capture_cost_note().into_iter().collect();
     let cupti = start_cupti(a, &mut notes);
     let s = open_session(a, &rec, &p)?;
     notes.extend(s.setup_notes.iter().cloned());
-    let r = Replay { a, rec: &rec, p: &p, recorded: &recorded, s: &s, cupti: &cupti };
+    let r = Replay { a, rec: &rec, p: &p, recorded: &recorded, s: &s, cupti: &cupti, copies_against: &copies_against };
     let checks = r.checking_pass()?;
     let lines: Vec<(usize, bool)> = checks.iter().map(|c| (c.line, c.matches)).collect();
     let not_comparable = replay::selection::not_comparable(&p, &lines);
@@ -325,6 +329,12 @@ impl Replay<'_> {
             row["cupti"] = g.json.clone();
             if let Some(rows) = &g.segments {
                 row["cupti"]["segments"] = rows.clone();
+            }
+            if let (Some(reference), Some(path)) = (self.copies_against, &a.copies_against) {
+                row["cupti"]["copies_against"] = json!({
+                    "reference": path.display().to_string(),
+                    "rows": replay::gpu_time::copy_kinds::by_class(reference, &g.passes),
+                });
             }
             res.measured.push((m, g));
         }

@@ -258,6 +258,16 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
         text.contains("            copies by host memory (CUPTI, per pass): h2d pageable: recorded 148 in 19800.0 us, replayed 148.0 in 15840.0 us (-20.0 %)\n"),
         "{text}"
     );
+    // --copies-against: the same classes against a reference recording, on a line of their own.
+    assert!(!text.contains("copies against"), "{text}");
+    r["modes"][0]["cupti"]["copies_against"] = json!({"reference": "plain.jsonl", "rows": [
+        {"direction": "h2d", "host": "pageable", "recorded": 148, "recorded_us": 16000.0, "replayed_per_pass": 148.0,
+         "replayed_us": 15840.0, "error_pct": -1.0}]});
+    let text = report::text(&r);
+    assert!(
+        text.contains("            copies against plain.jsonl (CUPTI, per pass): h2d pageable: reference 148 in 16000.0 us, replayed 148.0 in 15840.0 us (-1.0 %)\n"),
+        "{text}"
+    );
     // Where the idle time inside a launch went (gpu_time/graph_launches.rs `gaps`).
     r["modes"][0]["cupti"]["graph_launches"]["gaps"] = json!({"ops_per_launch": 294, "recorded_us": 107.5, "replayed_us": 205.0,
         "transitions": [{"from": "memset", "to": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "count": 12,

@@ -84,6 +84,27 @@ pub fn by_class(recorded: &[GpuActivity], passes: &[Vec<Activity>]) -> Value {
     )
 }
 
+/// The copies CUPTI timed in `path`: a trace (`.jsonl`, `.gz`, `.zst`) or a
+/// recording directory, of the same program recorded without `--capture-data`
+/// (`replay run --copies-against`): a reference for the copies whose recorded
+/// times carry the recorder's data capture (docs/replay.md, *What the
+/// recorder costs a copy*).
+pub fn reference_copies(path: &std::path::Path) -> anyhow::Result<Vec<GpuActivity>> {
+    let trace = if path.is_dir() {
+        crate::recording::Recording::open(path)?.trace
+    } else {
+        crate::recording::trace::Trace::read(path)?
+    };
+    let copies: Vec<GpuActivity> = trace.gpu.into_iter().filter(|g| g.op == "memcpy").collect();
+    if copies.is_empty() {
+        anyhow::bail!(
+            "{}: no copies timed by CUPTI (gpu lines of op memcpy): record the program with --gpu-timestamps",
+            path.display()
+        );
+    }
+    Ok(copies)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +154,54 @@ mod tests {
                  "replayed_us": 3.0, "error_pct": null}
             ])
         );
+    }
+
+    /// `--copies-against`: a trace's copies (its other gpu lines left out); a directory is
+    /// read as a recording; a trace without copies timed by CUPTI, or no file, is refused
+    /// with one line naming it.
+    #[test]
+    fn reference_copies_from_a_trace() {
+        let dir = std::env::temp_dir().join(format!("copies-against-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let header = r#"{"type":"header","format":"tracer-jsonl","format_version":1,"ts":0,"pid":0}"#;
+        let gpu = |op: &str, name: &str, ts: u64| {
+            format!(
+                r#"{{"type":"gpu","op":"{op}","name":"{name}","ts":{ts},"end_ts":{},"pid":7,"size":4096,"src_kind":"pageable","dst_kind":"device"}}"#,
+                ts + 500
+            )
+        };
+        let path = dir.join("plain.jsonl");
+        let text = [
+            header.to_string(),
+            gpu("kernel", "k", 10),
+            gpu("memcpy", "memcpy_htod", 1_000),
+            gpu("memcpy", "memcpy_htod", 2_000),
+        ];
+        std::fs::write(&path, text.join("\n") + "\n").unwrap();
+        let c = reference_copies(&path).unwrap();
+        assert_eq!(
+            c.iter().map(|g| (g.ts, g.end_ts, g.src_kind.as_deref())).collect::<Vec<_>>(),
+            [(1_000, 1_500, Some("pageable")), (2_000, 2_500, Some("pageable"))]
+        );
+        let v = by_class(&c, &[vec![rep(1, 1, 3, 0, 400), rep(1, 1, 3, 600, 1_000)]]);
+        assert_eq!(v[0]["host"], "pageable");
+        assert_eq!((v[0]["recorded"].as_u64(), v[0]["replayed_us"].as_f64()), (Some(2), Some(0.8)));
+        // Without copies: refused, naming the file and what to do.
+        let none = dir.join("kernels.jsonl");
+        std::fs::write(&none, [header.to_string(), gpu("kernel", "k", 10)].join("\n") + "\n").unwrap();
+        let e = reference_copies(&none).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: no copies timed by CUPTI (gpu lines of op memcpy): record the program with --gpu-timestamps",
+                none.display()
+            )
+        );
+        let e = reference_copies(&dir.join("missing.jsonl")).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: cannot open the trace", dir.join("missing.jsonl").display())), "{e}");
+        // A directory is a recording: without its manifest, refused.
+        let e = reference_copies(&dir).unwrap_err().to_string();
+        assert!(e.contains("manifest.json: cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -194,7 +194,7 @@ impl Coverage {
                  went from or to pageable memory: its recorded copy times carry the recorder's stops and reads \
                  beside them (on an H100, 4.7 MB pageable copies took 302-719 us on the GPU recorded so, \
                  267-489 us recorded with --gpu-timestamps alone); compare copy times with a recording of the \
-                 same program made with --gpu-timestamps only (scripts/copy_sizes.py; docs/replay.md, \
+                 same program made with --gpu-timestamps only (--copies-against FILE; docs/replay.md, \
                  \"What the recorder costs a copy\")",
                 self.h2d_with_data, self.host_pageable
             )

@@ -339,7 +339,12 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
             for e in c["pairing_errors"].as_array().into_iter().flatten().take(2) {
                 let _ = writeln!(s, "            pairing: {}", e.as_str().unwrap_or(""));
             }
-            text_copy_kinds(s, &c["copies_by_host_memory"]);
+            text_copy_kinds(s, &c["copies_by_host_memory"], "copies by host memory (CUPTI, per pass)", "recorded");
+            let against = &c["copies_against"];
+            if let Some(reference) = against["reference"].as_str() {
+                let title = format!("copies against {reference} (CUPTI, per pass)");
+                text_copy_kinds(s, &against["rows"], &title, "reference");
+            }
             let g = &c["graph_launches"];
             if g.is_object() {
                 let recorded = if g["recorded"]["launches"].as_u64().unwrap_or(0) == 0 {
@@ -367,7 +372,8 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
 }
 
 /// Copies per direction and host memory kind as CUPTI saw them, recorded vs replayed (gpu_time/copy_kinds.rs).
-fn text_copy_kinds(s: &mut String, rows: &serde_json::Value) {
+/// One line of copy classes: `what` names the first figure of each (`recorded`, `reference`).
+fn text_copy_kinds(s: &mut String, rows: &serde_json::Value, title: &str, what: &str) {
     use std::fmt::Write;
     let Some(rows) = rows.as_array().filter(|r| !r.is_empty()) else { return };
     let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.1}"));
@@ -376,7 +382,7 @@ fn text_copy_kinds(s: &mut String, rows: &serde_json::Value) {
         .map(|r| {
             let err = r["error_pct"].as_f64().map_or(String::new(), |e| format!(" ({e:+.1} %)"));
             format!(
-                "{} {}: recorded {} in {} us, replayed {} in {} us{err}",
+                "{} {}: {what} {} in {} us, replayed {} in {} us{err}",
                 r["direction"].as_str().unwrap_or("?"),
                 r["host"].as_str().unwrap_or("?"),
                 r["recorded"],
@@ -386,7 +392,7 @@ fn text_copy_kinds(s: &mut String, rows: &serde_json::Value) {
             )
         })
         .collect();
-    let _ = writeln!(s, "            copies by host memory (CUPTI, per pass): {}", cells.join("; "));
+    let _ = writeln!(s, "            {title}: {}", cells.join("; "));
 }
 
 /// The idle time inside a graph launch, recorded vs replayed, and the transitions that changed most
