@@ -126,9 +126,10 @@ pub struct RunArgs {
     /// Also compare the replayed copies, per direction and host memory kind, with those of
     /// FILE: a trace or recording of the same program made with --gpu-timestamps and without
     /// --capture-data, whose copies do not carry the recorder's data capture (the recording
-    /// replayed is compared as well)
+    /// replayed is compared as well). Repeat it for several such recordings: the copies are then
+    /// compared with their median, and the report says whether they fall inside their range
     #[arg(long, value_name = "FILE")]
-    pub copies_against: Option<std::path::PathBuf>,
+    pub copies_against: Vec<std::path::PathBuf>,
     /// Time every rebuilt graph launch with CUDA events recorded right before and after it
     /// (prints their median: the launch's GPU time without CUPTI's instrumentation when run
     /// with --no-cupti, as a program timing its own graph launches would measure it)

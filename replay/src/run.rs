@@ -48,8 +48,8 @@ struct Replay<'a> {
     recorded: &'a RecordedTime,
     s: &'a Session,
     cupti: &'a Option<Collector>,
-    /// `--copies-against`: the reference's copies.
-    copies_against: &'a Option<Vec<replay::recording::GpuActivity>>,
+    /// `--copies-against`: each reference (its name as given, its copies).
+    copies_against: &'a [(String, Vec<replay::recording::GpuActivity>)],
 }
 
 /// What the modes produced, in the order `--mode` ran them.
@@ -97,7 +97,11 @@ impl Default for Isolated {
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (rec, p, selected) = open_and_plan(a)?;
     // Read before anything runs: a bad reference is refused first.
-    let copies_against = a.copies_against.as_deref().map(replay::gpu_time::copy_kinds::reference_copies).transpose()?;
+    let copies_against = a
+        .copies_against
+        .iter()
+        .map(|f| Ok((f.display().to_string(), replay::gpu_time::copy_kinds::reference_copies(f)?)))
+        .collect::<Result<Vec<_>>>()?;
     let recorded = report::recorded_time(&rec.trace, &p);
     // CUPTI before the first CUDA call, so that the context is covered.
     let mut notes: Vec<String> = p.coverage.capture_cost_note().into_iter().collect();
@@ -330,11 +334,8 @@ impl Replay<'_> {
             if let Some(rows) = &g.segments {
                 row["cupti"]["segments"] = rows.clone();
             }
-            if let (Some(reference), Some(path)) = (self.copies_against, &a.copies_against) {
-                row["cupti"]["copies_against"] = json!({
-                    "reference": path.display().to_string(),
-                    "rows": replay::gpu_time::copy_kinds::by_class(reference, &g.passes),
-                });
+            if !self.copies_against.is_empty() {
+                row["cupti"]["copies_against"] = replay::gpu_time::copy_kinds::against(self.copies_against, &g.passes);
             }
             res.measured.push((m, g));
         }

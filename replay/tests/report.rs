@@ -260,12 +260,24 @@ fn text_of_graph_launches_rebuilt_and_their_per_launch_span() {
     );
     // --copies-against: the same classes against a reference recording, on a line of their own.
     assert!(!text.contains("copies against"), "{text}");
-    r["modes"][0]["cupti"]["copies_against"] = json!({"reference": "plain.jsonl", "rows": [
-        {"direction": "h2d", "host": "pageable", "recorded": 148, "recorded_us": 16000.0, "replayed_per_pass": 148.0,
-         "replayed_us": 15840.0, "error_pct": -1.0}]});
+    let row = |counts: serde_json::Value, us: serde_json::Value, median: f64, lo: f64, hi: f64, inside: bool| {
+        json!({"direction": "h2d", "host": "pageable", "reference_counts": counts, "reference_us": us,
+               "reference_median_us": median, "reference_min_us": lo, "reference_max_us": hi,
+               "replayed_per_pass": 148.0, "replayed_us": 15840.0, "error_pct": 100.0 * (15840.0 / median - 1.0), "inside_range": inside})
+    };
+    r["modes"][0]["cupti"]["copies_against"] = json!({"references": ["plain.jsonl"],
+        "rows": [row(json!([148]), json!([16000.0]), 16000.0, 16000.0, 16000.0, false)]});
     let text = report::text(&r);
     assert!(
         text.contains("            copies against plain.jsonl (CUPTI, per pass): h2d pageable: reference 148 in 16000.0 us, replayed 148.0 in 15840.0 us (-1.0 %)\n"),
+        "{text}"
+    );
+    // Several references: their median and range, and whether the replayed time is inside it.
+    r["modes"][0]["cupti"]["copies_against"] = json!({"references": ["a.jsonl", "b.jsonl", "c.jsonl"],
+        "rows": [row(json!([148, 148, 148]), json!([15000.0, 16000.0, 18000.0]), 16000.0, 15000.0, 18000.0, true)]});
+    let text = report::text(&r);
+    assert!(
+        text.contains("            copies against 3 recordings (median, min-max; CUPTI, per pass): h2d pageable: reference 148/148/148 in 16000.0 us (15000.0-18000.0), replayed 148.0 in 15840.0 us (-1.0 %, inside their range)\n"),
         "{text}"
     );
     // Where the idle time inside a launch went (gpu_time/graph_launches.rs `gaps`).

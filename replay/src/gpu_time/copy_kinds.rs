@@ -84,6 +84,74 @@ pub fn by_class(recorded: &[GpuActivity], passes: &[Vec<Activity>]) -> Value {
     )
 }
 
+/// `--copies-against`: the replayed copies per class against several references
+/// (`(name, copies)`: recordings of the same program without data capture). Per
+/// class: each reference's count and µs, their median and range, the replayed copies
+/// and µs per pass, the error against the median and whether the replayed time lies
+/// inside the references' range (what one more run of the program could have taken).
+/// Rows by the median reference time, largest first.
+pub fn against(references: &[(String, Vec<GpuActivity>)], passes: &[Vec<Activity>]) -> Value {
+    let per_ref: Vec<Value> = references.iter().map(|(_, c)| by_class(c, passes)).collect();
+    let mut classes: BTreeMap<Class, (Vec<f64>, Vec<u64>, f64, f64)> = BTreeMap::new();
+    let key = |r: &Value| -> Class {
+        let dir = match r["direction"].as_str().unwrap_or("other") {
+            "h2d" => "h2d",
+            "d2h" => "d2h",
+            "d2d" => "d2d",
+            "h2h" => "h2h",
+            "peer" => "peer",
+            _ => "other",
+        };
+        (dir, r["host"].as_str().unwrap_or("?").to_string())
+    };
+    for rows in &per_ref {
+        for r in rows.as_array().into_iter().flatten() {
+            let e = classes.entry(key(r)).or_default();
+            e.2 = r["replayed_per_pass"].as_f64().unwrap_or(0.0);
+            e.3 = r["replayed_us"].as_f64().unwrap_or(0.0);
+        }
+    }
+    // A class a reference lacks counts 0 copies, 0 µs there.
+    for rows in &per_ref {
+        for (k, e) in classes.iter_mut() {
+            let r = rows.as_array().into_iter().flatten().find(|r| &key(r) == k);
+            e.0.push(r.and_then(|r| r["recorded_us"].as_f64()).unwrap_or(0.0));
+            e.1.push(r.and_then(|r| r["recorded"].as_u64()).unwrap_or(0));
+        }
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            0.0
+        } else if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let mut rows: Vec<(f64, Value)> = classes
+        .into_iter()
+        .map(|((dir, host), (us, counts, rep_n, rep_us))| {
+            let m = median(&us);
+            let (lo, hi) = us.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            (
+                m,
+                json!({"direction": dir, "host": host, "reference_counts": counts, "reference_us": us,
+                    "reference_median_us": m, "reference_min_us": lo, "reference_max_us": hi,
+                    "replayed_per_pass": rep_n, "replayed_us": rep_us, "error_pct": super::error_pct(rep_us, m),
+                    "inside_range": rep_us >= lo && rep_us <= hi}),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    json!({
+        "references": references.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        "rows": rows.into_iter().map(|(_, r)| r).collect::<Vec<_>>(),
+    })
+}
+
 /// The copies CUPTI timed in `path`: a trace (`.jsonl`, `.gz`, `.zst`) or a
 /// recording directory, of the same program recorded without `--capture-data`
 /// (`replay run --copies-against`): a reference for the copies whose recorded
@@ -203,5 +271,50 @@ mod tests {
         let e = reference_copies(&dir).unwrap_err().to_string();
         assert!(e.contains("manifest.json: cannot read"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Several references: per class their counts and times in order, the median and range, the
+    /// replayed time against the median, inside the range or not; a class one reference lacks
+    /// counts 0 there.
+    #[test]
+    fn against_several_references() {
+        let h2d = |ts: u64, end: u64| rec("memcpy_htod", ts, end, Some("pageable"), Some("device"));
+        let d2h = rec("memcpy_dtoh", 0, 2_000, Some("device"), Some("pinned"));
+        let refs = vec![
+            ("a".to_string(), vec![h2d(0, 10_000), h2d(20_000, 30_000)]), // 20 µs
+            ("b".to_string(), vec![h2d(0, 9_000), h2d(20_000, 29_000), d2h.clone()]), // 18 µs, d2h 2 µs
+            ("c".to_string(), vec![h2d(0, 12_000), h2d(20_000, 32_000)]), // 24 µs
+        ];
+        // one pass: the h2d copies 9.5 µs each (19 µs), one d2h copy of 1 µs
+        let passes = [vec![rep(1, 1, 3, 0, 9_500), rep(1, 1, 3, 10_000, 19_500), rep(2, 3, 2, 20_000, 21_000)]];
+        let v = against(&refs, &passes);
+        assert_eq!(v["references"], json!(["a", "b", "c"]));
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let h = &rows[0];
+        assert_eq!((h["direction"].as_str(), h["host"].as_str()), (Some("h2d"), Some("pageable")));
+        assert_eq!(h["reference_counts"], json!([2, 2, 2]));
+        assert_eq!(h["reference_us"], json!([20.0, 18.0, 24.0]));
+        assert_eq!(
+            (h["reference_median_us"].as_f64(), h["reference_min_us"].as_f64(), h["reference_max_us"].as_f64()),
+            (Some(20.0), Some(18.0), Some(24.0))
+        );
+        assert_eq!((h["replayed_per_pass"].as_f64(), h["replayed_us"].as_f64()), (Some(2.0), Some(19.0)));
+        assert_eq!(h["error_pct"].as_f64().map(|e| (e * 10.0).round() / 10.0), Some(-5.0));
+        assert_eq!(h["inside_range"], json!(true));
+        let d = &rows[1];
+        assert_eq!((d["direction"].as_str(), d["host"].as_str()), (Some("d2h"), Some("pinned")));
+        assert_eq!(d["reference_counts"], json!([0, 1, 0]));
+        assert_eq!((d["reference_median_us"].as_f64(), d["replayed_us"].as_f64()), (Some(0.0), Some(1.0)));
+        // inside 0-2 µs; no error against a median of nothing
+        assert_eq!((d["inside_range"].clone(), d["error_pct"].clone()), (json!(true), Value::Null));
+        // One reference: its figures, the range a point.
+        let one = against(&refs[..1], &passes);
+        let h = &one["rows"][0];
+        assert_eq!(
+            (h["reference_median_us"].as_f64(), h["error_pct"].as_f64().map(|e| e.round())),
+            (Some(20.0), Some(-5.0))
+        );
+        assert_eq!(h["inside_range"], json!(false));
     }
 }

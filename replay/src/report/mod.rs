@@ -339,12 +339,8 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
             for e in c["pairing_errors"].as_array().into_iter().flatten().take(2) {
                 let _ = writeln!(s, "            pairing: {}", e.as_str().unwrap_or(""));
             }
-            text_copy_kinds(s, &c["copies_by_host_memory"], "copies by host memory (CUPTI, per pass)", "recorded");
-            let against = &c["copies_against"];
-            if let Some(reference) = against["reference"].as_str() {
-                let title = format!("copies against {reference} (CUPTI, per pass)");
-                text_copy_kinds(s, &against["rows"], &title, "reference");
-            }
+            text_copy_kinds(s, &c["copies_by_host_memory"]);
+            text_copies_against(s, &c["copies_against"]);
             let g = &c["graph_launches"];
             if g.is_object() {
                 let recorded = if g["recorded"]["launches"].as_u64().unwrap_or(0) == 0 {
@@ -372,8 +368,7 @@ fn text_modes(s: &mut String, r: &serde_json::Value) {
 }
 
 /// Copies per direction and host memory kind as CUPTI saw them, recorded vs replayed (gpu_time/copy_kinds.rs).
-/// One line of copy classes: `what` names the first figure of each (`recorded`, `reference`).
-fn text_copy_kinds(s: &mut String, rows: &serde_json::Value, title: &str, what: &str) {
+fn text_copy_kinds(s: &mut String, rows: &serde_json::Value) {
     use std::fmt::Write;
     let Some(rows) = rows.as_array().filter(|r| !r.is_empty()) else { return };
     let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.1}"));
@@ -382,7 +377,7 @@ fn text_copy_kinds(s: &mut String, rows: &serde_json::Value, title: &str, what: 
         .map(|r| {
             let err = r["error_pct"].as_f64().map_or(String::new(), |e| format!(" ({e:+.1} %)"));
             format!(
-                "{} {}: {what} {} in {} us, replayed {} in {} us{err}",
+                "{} {}: recorded {} in {} us, replayed {} in {} us{err}",
                 r["direction"].as_str().unwrap_or("?"),
                 r["host"].as_str().unwrap_or("?"),
                 r["recorded"],
@@ -392,7 +387,55 @@ fn text_copy_kinds(s: &mut String, rows: &serde_json::Value, title: &str, what: 
             )
         })
         .collect();
-    let _ = writeln!(s, "            {title}: {}", cells.join("; "));
+    let _ = writeln!(s, "            copies by host memory (CUPTI, per pass): {}", cells.join("; "));
+}
+
+/// `--copies-against` (gpu_time/copy_kinds.rs `against`): one reference by name, several by
+/// their median and range, and whether the replayed time is inside it.
+fn text_copies_against(s: &mut String, a: &serde_json::Value) {
+    use std::fmt::Write;
+    let Some(refs) = a["references"].as_array().filter(|r| !r.is_empty()) else { return };
+    let Some(rows) = a["rows"].as_array().filter(|r| !r.is_empty()) else { return };
+    let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.1}"));
+    let several = refs.len() > 1;
+    let cells: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let err = r["error_pct"].as_f64().map(|e| format!("{e:+.1} %"));
+            let counts: Vec<String> =
+                r["reference_counts"].as_array().into_iter().flatten().map(|c| c.to_string()).collect();
+            let (reference, range) = if several {
+                let inside = if r["inside_range"].as_bool() == Some(true) { "inside" } else { "outside" };
+                (
+                    format!(
+                        "reference {} in {} us ({}-{})",
+                        counts.join("/"),
+                        f(&r["reference_median_us"]),
+                        f(&r["reference_min_us"]),
+                        f(&r["reference_max_us"])
+                    ),
+                    Some(format!("{inside} their range")),
+                )
+            } else {
+                (format!("reference {} in {} us", counts.join("/"), f(&r["reference_median_us"])), None)
+            };
+            let notes: Vec<String> = [err, range].into_iter().flatten().collect();
+            let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
+            format!(
+                "{} {}: {reference}, replayed {} in {} us{notes}",
+                r["direction"].as_str().unwrap_or("?"),
+                r["host"].as_str().unwrap_or("?"),
+                f(&r["replayed_per_pass"]),
+                f(&r["replayed_us"])
+            )
+        })
+        .collect();
+    let what = if several {
+        format!("copies against {} recordings (median, min-max; CUPTI, per pass)", refs.len())
+    } else {
+        format!("copies against {} (CUPTI, per pass)", refs[0].as_str().unwrap_or("?"))
+    };
+    let _ = writeln!(s, "            {what}: {}", cells.join("; "));
 }
 
 /// The idle time inside a graph launch, recorded vs replayed, and the transitions that changed most
