@@ -7,7 +7,7 @@
 //! A recording made before the gpu lines carried the kinds (`src_kind`,
 //! `dst_kind`) has its host kinds `not recorded`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
@@ -51,30 +51,52 @@ fn activity_direction(copy_kind: u8) -> &'static str {
     }
 }
 
+/// Copies and ns.
+type Counted = (u64, u64);
+
+/// Copies and ns per class.
+type Tally = BTreeMap<Class, Counted>;
+
+/// The recorded (or a reference's) copies per class, from their gpu lines.
+fn recorded_tally(recorded: &[GpuActivity]) -> Tally {
+    let mut t = Tally::new();
+    for g in recorded.iter().filter(|g| g.op == "memcpy") {
+        let dir = direction(g.name.as_deref().unwrap_or(""));
+        let e = t.entry((dir, host_kind(dir, g.src_kind.as_deref(), g.dst_kind.as_deref()))).or_default();
+        e.0 += 1;
+        e.1 += g.end_ts - g.ts;
+    }
+    t
+}
+
+/// The replayed copies per class, summed over `passes`.
+fn replayed_tally(passes: &[Vec<Activity>]) -> Tally {
+    let mut t = Tally::new();
+    for a in passes.iter().flatten().filter(|a| a.op == Op::Memcpy) {
+        let dir = activity_direction(a.copy_kind);
+        let (s, d) = (crate::gpu_time::memory_kind_name(a.src_kind), crate::gpu_time::memory_kind_name(a.dst_kind));
+        let e = t.entry((dir, host_kind(dir, Some(s), Some(d)))).or_default();
+        e.0 += 1;
+        e.1 += a.end - a.start;
+    }
+    t
+}
+
 /// Per class: recorded copies and µs; replayed copies and µs per pass (the
 /// mean over `passes`), and the error of the replayed time. Rows by recorded
 /// time, largest first.
 pub fn by_class(recorded: &[GpuActivity], passes: &[Vec<Activity>]) -> Value {
-    let mut rows: BTreeMap<Class, (u64, u64, u64, u64)> = BTreeMap::new();
-    for g in recorded.iter().filter(|g| g.op == "memcpy") {
-        let dir = direction(g.name.as_deref().unwrap_or(""));
-        let e = rows.entry((dir, host_kind(dir, g.src_kind.as_deref(), g.dst_kind.as_deref()))).or_default();
-        e.0 += 1;
-        e.1 += g.end_ts - g.ts;
-    }
-    for a in passes.iter().flatten().filter(|a| a.op == Op::Memcpy) {
-        let dir = activity_direction(a.copy_kind);
-        let (s, d) = (crate::gpu_time::memory_kind_name(a.src_kind), crate::gpu_time::memory_kind_name(a.dst_kind));
-        let e = rows.entry((dir, host_kind(dir, Some(s), Some(d)))).or_default();
-        e.2 += 1;
-        e.3 += a.end - a.start;
-    }
+    let (rec, rep) = (recorded_tally(recorded), replayed_tally(passes));
+    let classes: BTreeSet<&Class> = rec.keys().chain(rep.keys()).collect();
+    let mut v: Vec<(&Class, Counted, Counted)> = classes
+        .into_iter()
+        .map(|k| (k, rec.get(k).copied().unwrap_or_default(), rep.get(k).copied().unwrap_or_default()))
+        .collect();
+    v.sort_by_key(|(k, r, _)| (std::cmp::Reverse(r.1), (*k).clone()));
     let n = passes.len().max(1) as f64;
-    let mut v: Vec<(Class, (u64, u64, u64, u64))> = rows.into_iter().collect();
-    v.sort_by_key(|(k, r)| (std::cmp::Reverse(r.1), k.clone()));
     Value::Array(
         v.into_iter()
-            .map(|((dir, kind), (rn, rns, pn, pns))| {
+            .map(|((dir, kind), (rn, rns), (pn, pns))| {
                 let rep_us = pns as f64 / n / 1e3;
                 json!({"direction": dir, "host": kind, "recorded": rn, "recorded_us": rns as f64 / 1e3,
                     "replayed_per_pass": pn as f64 / n, "replayed_us": rep_us,
@@ -86,61 +108,30 @@ pub fn by_class(recorded: &[GpuActivity], passes: &[Vec<Activity>]) -> Value {
 
 /// `--copies-against`: the replayed copies per class against several references
 /// (`(name, copies)`: recordings of the same program without data capture). Per
-/// class: each reference's count and µs, their median and range, the replayed copies
-/// and µs per pass, the error against the median and whether the replayed time lies
-/// inside the references' range (what one more run of the program could have taken).
-/// Rows by the median reference time, largest first.
+/// class: each reference's count and µs (0 where it has none of the class), their
+/// median and range, the replayed copies and µs per pass, the error against the
+/// median and whether the replayed time lies inside the references' range (what one
+/// more run of the program could have taken). Rows by the median reference time,
+/// largest first.
 pub fn against(references: &[(String, Vec<GpuActivity>)], passes: &[Vec<Activity>]) -> Value {
-    let per_ref: Vec<Value> = references.iter().map(|(_, c)| by_class(c, passes)).collect();
-    let mut classes: BTreeMap<Class, (Vec<f64>, Vec<u64>, f64, f64)> = BTreeMap::new();
-    let key = |r: &Value| -> Class {
-        let dir = match r["direction"].as_str().unwrap_or("other") {
-            "h2d" => "h2d",
-            "d2h" => "d2h",
-            "d2d" => "d2d",
-            "h2h" => "h2h",
-            "peer" => "peer",
-            _ => "other",
-        };
-        (dir, r["host"].as_str().unwrap_or("?").to_string())
-    };
-    for rows in &per_ref {
-        for r in rows.as_array().into_iter().flatten() {
-            let e = classes.entry(key(r)).or_default();
-            e.2 = r["replayed_per_pass"].as_f64().unwrap_or(0.0);
-            e.3 = r["replayed_us"].as_f64().unwrap_or(0.0);
-        }
-    }
-    // A class a reference lacks counts 0 copies, 0 µs there.
-    for rows in &per_ref {
-        for (k, e) in classes.iter_mut() {
-            let r = rows.as_array().into_iter().flatten().find(|r| &key(r) == k);
-            e.0.push(r.and_then(|r| r["recorded_us"].as_f64()).unwrap_or(0.0));
-            e.1.push(r.and_then(|r| r["recorded"].as_u64()).unwrap_or(0));
-        }
-    }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n == 0 {
-            0.0
-        } else if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
+    let refs: Vec<Tally> = references.iter().map(|(_, c)| recorded_tally(c)).collect();
+    let rep = replayed_tally(passes);
+    let n = passes.len().max(1) as f64;
+    let classes: BTreeSet<&Class> = refs.iter().flat_map(|t| t.keys()).chain(rep.keys()).collect();
     let mut rows: Vec<(f64, Value)> = classes
         .into_iter()
-        .map(|((dir, host), (us, counts, rep_n, rep_us))| {
-            let m = median(&us);
+        .map(|k| {
+            let (counts, us): (Vec<u64>, Vec<f64>) =
+                refs.iter().map(|t| t.get(k).map_or((0, 0.0), |&(c, ns)| (c, ns as f64 / 1e3))).unzip();
+            let (pn, pns) = rep.get(k).copied().unwrap_or_default();
+            let rep_us = pns as f64 / n / 1e3;
+            let m = crate::gpu_time::median(&us);
             let (lo, hi) = us.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
             (
                 m,
-                json!({"direction": dir, "host": host, "reference_counts": counts, "reference_us": us,
+                json!({"direction": k.0, "host": k.1, "reference_counts": counts, "reference_us": us,
                     "reference_median_us": m, "reference_min_us": lo, "reference_max_us": hi,
-                    "replayed_per_pass": rep_n, "replayed_us": rep_us, "error_pct": super::error_pct(rep_us, m),
+                    "replayed_per_pass": pn as f64 / n, "replayed_us": rep_us, "error_pct": super::error_pct(rep_us, m),
                     "inside_range": rep_us >= lo && rep_us <= hi}),
             )
         })

@@ -104,6 +104,17 @@ pub fn mean(v: impl IntoIterator<Item = u64>) -> f64 {
     if n == 0 { f64::NAN } else { s / n as f64 }
 }
 
+/// The median of `v` (the mean of the middle two for an even count; NaN when empty).
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
+}
+
 /// Relative error (%) of `measured` against `reference`; None without a reference.
 pub fn error_pct(measured: f64, reference: f64) -> Option<f64> {
     (reference > 0.0).then(|| 100.0 * (measured - reference) / reference)

@@ -41,15 +41,7 @@ impl RunResult {
     }
 }
 
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
-}
+use crate::gpu_time::median;
 
 /// (max − min) / median, %.
 pub fn spread_pct(v: &[f64]) -> f64 {
