@@ -29,6 +29,18 @@ ROUNDS=${ROUNDS:-2}
 MODES=${MODES:-replayable cupti}
 W=/tmp/copy_fidelity
 rm -rf "$W" && mkdir -p "$OUT" "$W"
+# replay_modes REC NAME: REC replayed --mode sequence, then --mode timed, each
+# --iterations 3 --warmup 1 into $W/NAME_MODE.*; their timelines join `files`.
+replay_modes() {
+    local rec=$1 name=$2 mode
+    for mode in sequence timed; do
+        timeout 170 "$R" "$rec" --mode $mode --iterations 3 --warmup 1 --report "$W/${name}_$mode.json" \
+            > "$W/${name}_$mode.txt" 2>&1
+        echo "replay --mode $mode: exit $?"
+        grep -E "copies by host memory|identical|differ" "$W/${name}_$mode.txt" | head -4
+        files+=("replay-$mode=$W/${name}_$mode.timeline.jsonl")
+    done
+}
 {
 nvidia-smi -L
 if [ "${BENCH:-0}" = 1 ]; then
@@ -55,13 +67,7 @@ if [ "${BENCH:-0}" = 1 ]; then
             files+=("other$r=$W/bench_other_$r.rec/trace.jsonl")
         fi
     done
-    for mode in sequence timed; do
-        timeout 170 "$R" "$W/bench_rep_1.rec" --mode $mode --iterations 3 --warmup 1 --report "$W/bench_replay_$mode.json" \
-            > "$W/bench_replay_$mode.txt" 2>&1
-        echo "replay --mode $mode: exit $?"
-        grep -E "copies by host memory|identical|differ" "$W/bench_replay_$mode.txt" | head -3
-        files+=("replay-$mode=$W/bench_replay_$mode.timeline.jsonl")
-    done
+    replay_modes "$W/bench_rep_1.rec" bench_replay
     python3 scripts/copy_sizes.py --min-bytes 1000 "${files[@]}" | tee "$OUT/copy_sizes.md"
     exit 0
 fi
@@ -89,13 +95,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 first=$W/replayable_1.rec
 if [ -d "$first" ]; then
-    for mode in sequence timed; do
-        timeout 170 "$R" "$first" --mode $mode --iterations 3 --warmup 1 --report "$W/replay_$mode.json" \
-            > "$W/replay_$mode.txt" 2>&1
-        echo "replay --mode $mode: exit $?"
-        grep -E "copies by host memory|identical|differ" "$W/replay_$mode.txt" | head -4
-        files+=("replay-$mode=$W/replay_$mode.timeline.jsonl")
-    done
+    replay_modes "$first" replay
     # BUSY=N: the sequence replay once more beside N busy-looping processes
     if [ "${BUSY:-0}" -gt 0 ]; then
         pids=()
