@@ -45,21 +45,20 @@ mark "end"
 } 2>&1 | tee "$OUT/gemm_clocks.log"
 kill $SMI
 python3 - "$OUT/clocks.csv" "$OUT/gemm_clocks.log" <<'PY'
-import datetime, statistics, sys
+import statistics, sys
+sys.path.insert(0, "scripts")
+import smi_csv
 rows = []
-for l in open(sys.argv[1]):
-    p = [x.strip() for x in l.split(",")]
+for t, p in smi_csv.samples(sys.argv[1]):
     try:
-        t = datetime.datetime.strptime(p[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-        rows.append((t, int(p[1].split()[0]), int(p[2].split()[0]), float(p[3].split()[0]), int(p[4]), p[5]))
+        rows.append((t, int(smi_csv.number(p[0])), int(smi_csv.number(p[1])), smi_csv.number(p[2]), int(p[3]), p[4]))
     except (ValueError, IndexError):
         pass
-marks, phases = [], []
+marks = smi_csv.marks(sys.argv[2])
+phases = []
 for l in open(sys.argv[2]):
     f = l.split()
-    if f[:1] == ["MARK"]:
-        marks.append((float(f[1]), " ".join(f[2:])))
-    elif len(f) > 3 and f[1] == "phase":
+    if len(f) > 3 and f[1] == "phase":
         phases.append((float(f[0]), float(f[0]) + float(f[-2]), " ".join(f[1:])))
 print("window: samples above 300 W; SM clock median (min-max) MHz; power median W; throttle reasons seen")
 for (a, name), (b, _) in list(zip(marks, marks[1:])) + [((p[0], p[2]), (p[1], "")) for p in phases]:

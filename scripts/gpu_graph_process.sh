@@ -213,20 +213,17 @@ mark "end" > /dev/null
 if [ "${CLOCKS:-0}" = 1 ]; then
     kill $SMI
     python3 - "$OUT/clocks.csv" "$OUT/marks.txt" <<'PY'
-import datetime, statistics, sys
+import sys
+sys.path.insert(0, "scripts")
+import smi_csv
+# clocks.sm, clocks.mem, power.draw, clocks_event_reasons.active
 rows = []
-for l in open(sys.argv[1]):
-    p = [x.strip() for x in l.split(",")]
+for t, f in smi_csv.samples(sys.argv[1]):
     try:
-        t = datetime.datetime.strptime(p[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-        rows.append((t, int(p[1].split()[0]), float(p[3].split()[0]), p[4]))
+        rows.append((t, int(smi_csv.number(f[0])), smi_csv.number(f[2]), f[3]))
     except (ValueError, IndexError):
         pass
-marks = []
-for l in open(sys.argv[2]):
-    f = l.split()
-    if f[:1] == ["MARK"]:
-        marks.append((float(f[1]), " ".join(f[2:])))
+marks = smi_csv.marks(sys.argv[2])
 print("run: samples; SM clock p10/median/p90 MHz over the samples above 100 W (the GPU at work); reasons seen")
 for (a, name), (b, _) in zip(marks, marks[1:]):
     s = [r for r in rows if a <= r[0] < b and r[2] > 100]
