@@ -59,10 +59,9 @@ pub struct Recorder {
     loads: HashMap<(u32, u64), Result<String, String>>,
     /// (tid, entry ts) of a copy -> data hash or why not.
     copies: HashMap<(u32, u64), Result<String, String>>,
-    /// Device-to-host copies entered and not returned yet, per thread.
-    d2h_open: HashMap<u32, Vec<HostCopy>>,
-    /// Host-to-device copies entered and not returned yet, per thread.
-    h2d_open: HashMap<u32, Vec<HostCopy>>,
+    /// Copies entered and not returned yet, per thread: their host side is
+    /// read at their return (a device-to-host copy's, once the data is there).
+    open: HashMap<u32, Vec<HostCopy>>,
     /// Asynchronous device-to-host copies returned, per process, waiting
     /// for a synchronization to complete them.
     d2h_async: HashMap<u32, Vec<HostCopy>>,
@@ -123,8 +122,7 @@ impl Recorder {
             to_resume: Vec::new(),
             loads: HashMap::new(),
             copies: HashMap::new(),
-            d2h_open: HashMap::new(),
-            h2d_open: HashMap::new(),
+            open: HashMap::new(),
             d2h_async: HashMap::new(),
             extra_lines: Vec::new(),
         }
@@ -139,28 +137,23 @@ impl Recorder {
             return;
         }
         let Record::Enter { hdr, args, string, .. } = *rec else { return };
-        if self.capture_data && probes::is_d2h_copy(FuncId(hdr.func)) {
-            let id = FuncId(hdr.func);
-            if let (Some(d), Some(n)) = (arg_named(id, "dstHost"), arg_named(id, "ByteCount")) {
-                let c = HostCopy { func: id, tid: hdr.tid, ts: hdr.ts, host: args[d], size: args[n] };
-                self.d2h_open.entry(hdr.tid).or_default().push(c);
-            }
-        }
-        if self.capture_data && probes::is_h2d_copy(FuncId(hdr.func)) {
-            // read at its return (probes::H2D_COPIES)
-            let id = FuncId(hdr.func);
-            let r = match (arg_named(id, "srcHost"), arg_named(id, "ByteCount")) {
-                (Some(s), Some(n)) => {
-                    let c = HostCopy { func: id, tid: hdr.tid, ts: hdr.ts, host: args[s], size: args[n] };
-                    self.h2d_open.entry(hdr.tid).or_default().push(c);
-                    return;
+        let id = FuncId(hdr.func);
+        let (h2d, d2h) = (probes::is_h2d_copy(id), probes::is_d2h_copy(id));
+        if self.capture_data && (h2d || d2h) {
+            // The host side, read at the return (probes::H2D_COPIES, D2H_COPIES).
+            let side = if h2d { "srcHost" } else { "dstHost" };
+            match (arg_named(id, side), arg_named(id, "ByteCount")) {
+                (Some(h), Some(n)) => {
+                    let c = HostCopy { func: id, tid: hdr.tid, ts: hdr.ts, host: args[h], size: args[n] };
+                    self.open.entry(hdr.tid).or_default().push(c);
                 }
-                _ => Err("not a host-to-device copy".to_string()),
-            };
-            self.copies.insert((hdr.tid, hdr.ts), r);
+                _ if h2d => {
+                    self.copies.insert((hdr.tid, hdr.ts), Err("not a host-to-device copy".to_string()));
+                }
+                _ => {}
+            }
             return;
         }
-        let id = FuncId(hdr.func);
         let stopped = if probes::is_load(id) {
             let r = self.load(id, hdr.pid, hdr.tid, &args, string);
             if let Err(e) = &r {
@@ -176,31 +169,25 @@ impl Recorder {
         }
     }
 
-    /// The return of a device-to-host copy or a synchronization
+    /// The return of a copy or a synchronization
     /// (`--capture-data`; the thread is stopped): reads what is complete.
     fn at_exit(&mut self, x: &tracer_common::event::CallExit) {
         let id = FuncId(x.hdr.func);
         let (pid, tid) = (x.hdr.pid, x.hdr.tid);
-        if probes::is_h2d_copy(id) {
+        let h2d = probes::is_h2d_copy(id);
+        if h2d || probes::is_d2h_copy(id) {
             self.to_resume.push(pid);
-            let open = self.h2d_open.entry(tid).or_default();
-            let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
-            let c = open.remove(i);
-            let r = if x.ret as u32 != 0 {
-                Err(format!("not captured: the copy failed (CUDA error {})", x.ret as u32))
-            } else {
-                self.read_data(pid, c.host, c.size)
-            };
-            self.copies.insert((c.tid, c.ts), r);
-        } else if probes::is_d2h_copy(id) {
-            self.to_resume.push(pid);
-            let open = self.d2h_open.entry(tid).or_default();
+            let open = self.open.entry(tid).or_default();
             let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
             let c = open.remove(i);
             if x.ret as u32 != 0 {
+                if h2d {
+                    let e = format!("not captured: the copy failed (CUDA error {})", x.ret as u32);
+                    self.copies.insert((c.tid, c.ts), Err(e));
+                }
                 return;
             }
-            if id.spec().is_some_and(|s| s.name.contains("Async")) {
+            if !h2d && id.spec().is_some_and(|s| s.name.contains("Async")) {
                 self.d2h_async.entry(pid).or_default().push(c);
             } else {
                 let r = self.read_data(pid, c.host, c.size);
