@@ -9,10 +9,15 @@ their errors against the real one.
 
 Slowdown: median together time over median alone time; spread: (max − min)
 of the alone times over their median, as replay computes them
-(replay/src/together/measure.rs).
+(replay/src/together/measure.rs). The real slowdown's 90 % interval is a
+bootstrap: the alone and the together runs resampled with replacement, each
+on its own, 2,000 times (a fixed seed: the same runs give the same
+interval); "in" says whether the replayed slowdown lies inside it, i.e.
+whether the real runs could have measured it.
 """
 import argparse
 import json
+import random
 import sys
 
 
@@ -28,14 +33,22 @@ def spread_pct(v):
     return 100.0 * (max(v) - min(v)) / median(v) if v else float("nan")
 
 
+def interval(alone, tog, n=2000, seed=1):
+    """The 5th and 95th percentiles of median(tog) / median(alone) over n bootstrap resamples."""
+    rng = random.Random(seed)
+    v = sorted(median(rng.choices(tog, k=len(tog))) / median(rng.choices(alone, k=len(alone))) for _ in range(n))
+    return v[int(0.05 * (n - 1))], v[int(0.95 * (n - 1))]
+
+
 def slowdowns(real):
-    """{tenant: (slowdown, alone spread %, together spread %, n alone, n together)} from colocation_real.py's JSON."""
+    """{tenant: (slowdown, alone spread %, together spread %, n alone, n together, (lo, hi))} from colocation_real.py's JSON."""
     out = {}
     for t in real["tenants"]:
         alone = [r["seconds"][t] for r in real["runs"] if r["run"] == f"alone {t}" and t in r["seconds"]]
         tog = [r["seconds"][t] for r in real["runs"] if r["run"] == "together" and t in r["seconds"]]
         if alone and tog:
-            out[t] = (median(tog) / median(alone), spread_pct(alone), spread_pct(tog), len(alone), len(tog))
+            out[t] = (median(tog) / median(alone), spread_pct(alone), spread_pct(tog), len(alone), len(tog),
+                      interval(alone, tog))
     return out
 
 
@@ -64,7 +77,8 @@ def fmt(x, spread=None):
 
 def table(pairs):
     """pairs: [(pair name, real JSON or None, replay report or None)] -> the table's text."""
-    head = ("pair", "tenant", "real (alone spread)", "replayed (alone spread)", "predicted", "replay err", "pred. err")
+    head = ("pair", "tenant", "real (alone spread)", "real 90% interval", "replayed (alone spread)", "in",
+            "predicted", "replay err", "pred. err")
     rows = [head]
     for pair, real, rep in pairs:
         r = slowdowns(real) if real else {}
@@ -74,7 +88,7 @@ def table(pairs):
             if n not in names:
                 names.append(n)
         if not names:
-            rows.append((pair, "-", "no results", "", "", "", ""))
+            rows.append((pair, "-", "no results", "", "", "", "", "", ""))
         for n in names:
             real_s = r.get(n)
             rep_s = rp.get(n)
@@ -82,7 +96,9 @@ def table(pairs):
                 pair,
                 n,
                 fmt(real_s[0], real_s[1]) if real_s else "-",
+                f"{real_s[5][0]:.3f}-{real_s[5][1]:.3f}x" if real_s else "-",
                 fmt(rep_s[0], rep_s[1]) if rep_s else "-",
+                ("yes" if real_s[5][0] <= rep_s[0] <= real_s[5][1] else "no") if real_s and rep_s else "-",
                 fmt(rep_s[2]) if rep_s else "-",
                 err(rep_s[0] if rep_s else None, real_s[0] if real_s else None),
                 err(rep_s[2] if rep_s else None, real_s[0] if real_s else None),
@@ -91,6 +107,8 @@ def table(pairs):
     lines = ["  ".join(str(c).ljust(w[i]) for i, c in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * x for x in w))
     lines.append("(spread): the alone-vs-alone spread, (max − min) of the alone runs over their median; err: against the real slowdown")
+    lines.append("90% interval: the real slowdown's bootstrap interval (alone and together runs resampled, 2,000 times);"
+                 " in: the replayed slowdown lies inside it")
     return "\n".join(lines) + "\n"
 
 

@@ -67,12 +67,14 @@ fn real_runs_in_the_planner_order_then_the_table() {
     assert_eq!(real["runs"][2], json!({"round": 1, "run": "together", "seconds": {"a": 1.02, "b": 2.02}}));
     assert_eq!(real["error"], Value::Null);
 
-    // The table: a real slowdown of (1.02 + 1.03) / 2 / ((1.01 + 1.04) / 2) = 1.000 for a, spread 0.03 / 1.025.
+    // The table: a real slowdown of (1.02 + 1.03) / 2 / ((1.01 + 1.04) / 2) = 1.000 for a, spread 0.03 / 1.025;
+    // its 90 % bootstrap interval runs from 1.02 / 1.04 to 1.03 / 1.01 (both medians of a resample drawn
+    // from one end), where a's replayed 1.010 lies and b's 0.900 does not.
     let rep = d.path().join("together.json");
     std::fs::write(
         &rep,
         json!({"tenants": [
-            {"recording": "/x/a.rec", "measured": {"slowdown": 1.1, "alone_spread_pct": 4.0}, "predicted": {"slowdown": 1.05}},
+            {"recording": "/x/a.rec", "measured": {"slowdown": 1.01, "alone_spread_pct": 4.0}, "predicted": {"slowdown": 1.05}},
             {"recording": "/x/b.rec/", "measured": {"slowdown": 0.9, "alone_spread_pct": 2.5}, "predicted": {"slowdown": null}}
         ]})
         .to_string(),
@@ -92,12 +94,13 @@ fn real_runs_in_the_planner_order_then_the_table() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         table,
-        "pair  tenant  real (alone spread)  replayed (alone spread)  predicted  replay err  pred. err\n\
-         ----  ------  -------------------  -----------------------  ---------  ----------  ---------\n\
-         a+b   a       1.000x (2.9%)        1.100x (4.0%)            1.050x     +10.0%      +5.0%\n\
-         a+b   b       1.000x (1.5%)        0.900x (2.5%)            -          -10.0%      -\n\
+        "pair  tenant  real (alone spread)  real 90% interval  replayed (alone spread)  in   predicted  replay err  pred. err\n\
+         ----  ------  -------------------  -----------------  -----------------------  ---  ---------  ----------  ---------\n\
+         a+b   a       1.000x (2.9%)        0.981-1.020x       1.010x (4.0%)            yes  1.050x     +1.0%       +5.0%\n\
+         a+b   b       1.000x (1.5%)        0.990-1.010x       0.900x (2.5%)            no   -          -10.0%      -\n\
          c+d   -       no results\n\
-         (spread): the alone-vs-alone spread, (max − min) of the alone runs over their median; err: against the real slowdown\n"
+         (spread): the alone-vs-alone spread, (max − min) of the alone runs over their median; err: against the real slowdown\n\
+         90% interval: the real slowdown's bootstrap interval (alone and together runs resampled, 2,000 times); in: the replayed slowdown lies inside it\n"
     );
     assert!(err.contains("colocation_table: /nonexistent/real.json: [Errno 2] No such file or directory"), "{err}");
 }
