@@ -96,9 +96,17 @@ step() {
 
 record() { # $1: kind
     rm -rf "$W/$1.rec"
-    step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps -q --force -o "$W/$1.rec" -- \
+    # --bpf-stats: the kernel times each eBPF program, so the recorder's own time in the
+    # workload's thread (parameter capture included) is measured, not guessed
+    step "record $1" 100 "$T" record --replayable --capture-data --gpu-timestamps --bpf-stats -q --force -o "$W/$1.rec" -- \
         "${PIN_REC[@]}" "$PY" "$WL" "$1"
     if [ -f "$W/$1.rec/manifest.json" ]; then
+        tail -n 1 "$W/$1.rec/trace.jsonl" | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin).get("bpf_stats") or {}
+print("  %s: eBPF programs (--bpf-stats): %s; %.1f ms in all" % (sys.argv[1], ", ".join(
+    "%s %d runs x %.0f ns" % (k, v["runs"], v["ns_per_run"]) for k, v in sorted(s.items())),
+    sum(v["run_time_ns"] for v in s.values()) / 1e6))' "$1"
         mkdir -p "$W/traces/$1.rec"
         cp "$W/$1.rec/manifest.json" "$W/traces/$1.rec/"
         if command -v zstd > /dev/null; then

@@ -21,7 +21,11 @@
 # table of every recording and replay (the first replayable recording is
 # the reference column). Logs: $OUT/copy_fidelity.log, the table
 # $OUT/copy_sizes.md. BENCH=1: scripts/copy_bench.py instead (below).
+# AGAINST=1: both replays compare their copies with every `cupti` recording
+# (`replay --copies-against`, repeated: their median and range), and print
+# that part of the report.
 set -uo pipefail
+against=()
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
 OUT=${OUT:-/tmp/copy-fidelity-out}
@@ -35,9 +39,10 @@ replay_modes() {
     local rec=$1 name=$2 mode
     for mode in sequence timed; do
         timeout 170 "$R" "$rec" --mode $mode --iterations 3 --warmup 1 --report "$W/${name}_$mode.json" \
-            > "$W/${name}_$mode.txt" 2>&1
-        echo "replay --mode $mode: exit $?"
+            "${against[@]}" > "$W/${name}_$mode.txt" 2>&1
+        echo "replay --mode $mode ${against[*]}: exit $?"
         grep -E "copies by host memory|identical|differ" "$W/${name}_$mode.txt" | head -4
+        [ ${#against[@]} -eq 0 ] || grep -A12 -i "against" "$W/${name}_$mode.txt" | grep -v "^note" | head -24
         files+=("replay-$mode=$W/${name}_$mode.timeline.jsonl")
     done
 }
@@ -94,6 +99,10 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 first=$W/replayable_1.rec
+against=()
+if [ "${AGAINST:-0}" = 1 ]; then
+    for f in "$W"/cupti_*.rec; do [ -f "$f" ] && against+=(--copies-against "$f"); done
+fi
 if [ -d "$first" ]; then
     replay_modes "$first" replay
     # BUSY=N: the sequence replay once more beside N busy-looping processes
