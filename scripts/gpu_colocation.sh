@@ -35,7 +35,10 @@
 # like-for-like ground truth); "traced", under `tracer record --replayable
 # --capture-data --gpu-timestamps` as the recordings were made (its stops
 # show what the data capture costs a together run); REPLAY_RERUN=1 replays
-# each pair a second time with --rerun-before-phase (together_rerun_PAIR.json).
+# each pair a second time with --rerun-before-phase (together_rerun_PAIR.json);
+# HOST_MATCH=untraced|cupti replays each pair once more at the host speed of
+# that kind's real alone runs (--host-scale from scripts/host_match.py:
+# together_matched_PAIR.json and its table).
 # After each traced real pair, scripts/sync_waits.py reads its trace
 # (sync_waits_HOW_PAIR.txt in results.tgz): synchronizations and GPU slices per run;
 # and on the replayed runs' activities (replay --activities;
@@ -151,6 +154,20 @@ pair() { # $1 $2: kinds
             echo "### the replayed runs' GPU slices (sync_waits.py on --activities)"
             "$PY" "$ROOT/scripts/sync_waits.py" "$W/activities_$p.jsonl" | tee "$RES/sync_waits_replayed_$p.txt"
         fi
+        # HOST_MATCH=untraced|cupti: the pair replayed once more with each tenant's host gaps
+        # scaled to the host speed of that kind's real alone runs (scripts/host_match.py; the
+        # together runs are not read): together_matched_PAIR.json, its own table
+        if [ -n "${HOST_MATCH:-}" ]; then
+            local rj=$RES/real_$p.json
+            [ "$HOST_MATCH" = untraced ] || rj=$RES/real_${HOST_MATCH}_$p.json
+            "$R" plan "$W/$1.rec" "$W/$2.rec" --together --json > "$W/plan_$p.json" 2>/dev/null
+            local f
+            if f=$("$PY" "$ROOT/scripts/host_match.py" "$rj" "$W/plan_$p.json"); then
+                echo "### host speed of the $HOST_MATCH real alone runs: --host-scale $f"
+                step "replay $p --host-scale $f" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" --together \
+                    --rounds "$ROUNDS" --host-scale "$f" --report "$RES/together_matched_$p.json"
+            fi
+        fi
         if [ "${REPLAY_RERUN:-0}" = 1 ]; then
             step "replay $p --rerun-before-phase" "$REPLAY_CAP" "$R" "$W/$1.rec" "$W/$2.rec" --together --rounds "$ROUNDS" \
                 --rerun-before-phase --report "$RES/together_rerun_$p.json"
@@ -185,6 +202,16 @@ for p in $PAIRS; do cargs+=(--pair "$p" "$RES/real_cupti_$p.json" "$RES/together
         echo "## real runs with CUPTI (tracer record --gpu-timestamps: every probe, no data capture)"
         "$PY" "$ROOT/scripts/colocation_table.py" "${cargs[@]}";;
     esac
+    if [ -n "${HOST_MATCH:-}" ]; then
+        margs=()
+        for p in $PAIRS; do
+            rj=$RES/real_$p.json
+            [ "$HOST_MATCH" = untraced ] || rj=$RES/real_${HOST_MATCH}_$p.json
+            margs+=(--pair "$p" "$rj" "$RES/together_matched_$p.json")
+        done
+        echo "## replayed at the host speed of the $HOST_MATCH real alone runs (--host-scale), against those real runs"
+        "$PY" "$ROOT/scripts/colocation_table.py" "${margs[@]}"
+    fi
     case " $REAL " in *" traced "*)
         echo "## real runs traced (tracer record --replayable --capture-data --gpu-timestamps, as the recordings)"
         "$PY" "$ROOT/scripts/colocation_table.py" "${targs[@]}";;

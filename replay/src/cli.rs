@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::options::{ModelArgs, RunArgs, SelectArgs, TenantArgs, TogetherArgs};
+use crate::options::{ModelArgs, PacingArgs, RunArgs, SelectArgs, TenantArgs, TogetherArgs};
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +45,8 @@ enum Cmd {
         phase: String,
         #[command(flatten)]
         model: ModelArgs,
+        #[command(flatten)]
+        pacing: PacingArgs,
     },
     /// Replay on a GPU and write NAME.rec/replay-report.json (the default command)
     Run(RunArgs),
@@ -66,7 +68,7 @@ pub fn main() -> Result<ExitCode> {
     }
     let cli = Cli::parse_from(args);
     match cli.cmd {
-        Cmd::Plan { recordings, together: true, json, select, rounds, gpu_memory, phase, model } => {
+        Cmd::Plan { recordings, together: true, json, select, rounds, gpu_memory, phase, model, pacing } => {
             let capacity = gpu_memory.map(|gb| replay::together::Capacity {
                 bytes: (gb * 1e9) as u64,
                 source: format!("--gpu-memory {gb}"),
@@ -77,7 +79,7 @@ pub fn main() -> Result<ExitCode> {
                 )
                 .into());
             }
-            let tenants = crate::together_run::tenants(&recordings, &phase)?;
+            let tenants = crate::together_run::tenants(&recordings, &phase, &pacing.host_scale)?;
             let capacity = capacity.or_else(|| replay::together::recorded_capacity(&tenants));
             let tp = replay::together::plan(tenants, capacity, rounds, model.model())?;
             if json {

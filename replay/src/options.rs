@@ -149,6 +149,16 @@ pub struct RunArgs {
     pub cupti_lib: Option<String>,
 }
 
+/// How the tenants of a together run are paced (together/pacing.rs).
+#[derive(clap::Args, Debug, Clone)]
+pub struct PacingArgs {
+    /// Multiply every recorded host gap by F: the tenant's host program F times as slow as when
+    /// recorded (0.8: a faster CPU; its GPU work and its waits for the GPU stay the replay's own).
+    /// One factor for all recordings, or one per recording in their order
+    #[arg(long, value_name = "F[,F…]", value_delimiter = ',')]
+    pub host_scale: Vec<f64>,
+}
+
 /// The co-location prediction's constants (together/simulate.rs; defaults: `Model::DEFAULT`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
@@ -216,6 +226,8 @@ pub struct TogetherArgs {
     pub activities: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub pacing: PacingArgs,
 }
 
 /// The hidden `replay tenant REC`: one tenant of a together run, driven by its parent over stdin/stdout.
@@ -232,6 +244,8 @@ pub struct TenantArgs {
     pub phase: String,
     #[arg(long)]
     pub rerun_before_phase: bool,
+    #[arg(long, default_value_t = 1.0)]
+    pub host_scale: f64,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

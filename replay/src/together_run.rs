@@ -26,12 +26,14 @@ use replay::together::measure::{self, Pass, RunResult};
 use replay::together::{self, Capacity, Run, Tenant, TogetherPlan};
 use tracer_cupti::collect::monotonic_ns;
 
-/// Opens and plans every recording (pure: no GPU).
-pub fn tenants(recordings: &[PathBuf], phase: &str) -> Result<Vec<Tenant>> {
+/// Opens and plans every recording (pure: no GPU), each with its `--host-scale` factor
+/// (`host_scale` as given: none, one for all, or one per recording).
+pub fn tenants(recordings: &[PathBuf], phase: &str, host_scale: &[f64]) -> Result<Vec<Tenant>> {
+    let scales = together::pacing::host_scales(host_scale, recordings.len())?;
     let mut tenants = Vec::new();
-    for r in recordings {
+    for (r, f) in recordings.iter().zip(scales) {
         let planned = replay::selection::open(r, None)?.plan()?;
-        tenants.push(Tenant::new(&planned.rec, &planned.plan, phase));
+        tenants.push(Tenant::new(&planned.rec, &planned.plan, phase, f));
     }
     Ok(tenants)
 }
@@ -111,10 +113,11 @@ impl Child_ {
     }
 }
 
-fn spawn(a: &TogetherArgs, rec: &Path) -> Result<Child_> {
+fn spawn(a: &TogetherArgs, rec: &Path, host_scale: f64) -> Result<Child_> {
     let exe = std::env::current_exe().context("the replay executable's path")?;
     let mut c = Command::new(exe);
     c.arg("tenant").arg(rec).arg("--device").arg(a.device.to_string()).arg("--phase").arg(&a.phase);
+    c.arg("--host-scale").arg(host_scale.to_string());
     if a.no_cupti {
         c.arg("--no-cupti");
     }
@@ -184,14 +187,15 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     // Refusals that need only the manifests, then the memory of this device (not the recorded
     // one's: recordings of an H100 may run together on an H200), before any tenant starts.
     let model = a.model.model();
-    let tenants = tenants(&a.recordings, &a.phase)?;
+    let tenants = tenants(&a.recordings, &a.phase, &a.pacing.host_scale)?;
+    let scales: Vec<f64> = tenants.iter().map(|t| t.host_scale).collect();
     together::plan(tenants.clone(), None, a.rounds, model)?;
     let cap = device_capacity(a.device)?;
     let tp = together::plan(tenants, Some(cap), a.rounds, model)?;
     eprint!("{}", tp.text());
     let mut kids: Vec<Child_> = Vec::new();
-    for r in &a.recordings {
-        match spawn(a, r) {
+    for (r, &f) in a.recordings.iter().zip(&scales) {
+        match spawn(a, r, f) {
             Ok(k) => kids.push(k),
             Err(e) => {
                 // None left running.
@@ -454,6 +458,7 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
     }
     let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
     let mut gaps = together::pacing::host_gaps(&p.ops, &together::pacing::Stops::new(&rec.trace.stops));
+    together::pacing::scale(&mut gaps, a.host_scale);
     // The measured phase starts at `go`: no wait for the gap before its first op
     // (a constant in every pass would dilute the slowdowns; the plan's span
     // counts from the phase's first op too).

@@ -190,3 +190,75 @@ fn stopped_time_is_left_out_of_the_pacing_and_the_prediction() {
     // Without the stop the tenant's alone time was 3.495 ms (exact_plan_of_two_recordings).
     assert!(out.contains("  tenant 1: alone 2.895 ms (GPU busy 2.515 ms in a 2.895 ms span)"), "{out}");
 }
+
+/// `--host-scale`: every recorded host gap of a tenant multiplied (its host program that many
+/// times as slow), one factor for all recordings or one each; its GPU work keeps its recorded
+/// durations in the prediction, and the replayed tenants get their factor.
+#[test]
+fn host_scale_stretches_the_host_gaps() {
+    let (a, b) = (heavy(), launches());
+    let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
+    let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
+    let plan = |scale: &str| {
+        let (code, out, err) = replay(&[
+            "plan",
+            sa,
+            sb,
+            "--together",
+            "--rounds",
+            "1",
+            "--switch-us",
+            "25",
+            "--timeslice-us",
+            "2000",
+            "--host-scale",
+            scale,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    // B's four 10 µs kernels 100 µs apart, twice as far apart: at 0, 200, 400, 600: alone 610 µs;
+    // A as recorded (exact_plan_of_two_recordings: 3.495 ms).
+    let out = plan("1,2");
+    assert!(
+        out.contains(
+            "  pacing: 0.300 ms from first to last op, 0 ops wait from the previous call's return; \
+             every host gap ×2 (--host-scale)\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("  tenant 1: alone 3.495 ms (GPU busy 2.515 ms in a 3.495 ms span)"), "{out}");
+    assert!(out.contains("  tenant 2: alone 0.610 ms (GPU busy 0.040 ms in a 0.610 ms span)"), "{out}");
+    // Half the gaps for both: A's sync is called 5 µs into its 2015 µs kernel and returns with it
+    // (at 2015), its last 500 µs kernel 490 µs later: 2505–3005; B's kernels at 0, 50, 100, 150.
+    let out = plan("0.5");
+    assert!(out.contains("  tenant 1: alone 3.005 ms (GPU busy 2.515 ms in a 3.005 ms span)"), "{out}");
+    assert!(out.contains("  tenant 2: alone 0.160 ms (GPU busy 0.040 ms in a 0.160 ms span)"), "{out}");
+    assert_eq!(out.matches("every host gap ×0.5 (--host-scale)").count(), 2, "{out}");
+    // As JSON, per tenant.
+    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--json", "--host-scale", "0.8,1.25"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["tenants"][0]["host_scale"].clone(), v["tenants"][1]["host_scale"].clone()),
+        (json!(0.8), json!(1.25))
+    );
+    // Refused with one line each, before anything runs.
+    for (scale, want) in [
+        (
+            "1,2,3",
+            "replay: error: --host-scale: 3 factors for 2 recordings: give one for all, or one per recording in their order\n",
+        ),
+        (
+            "0",
+            "replay: error: --host-scale: 0 is not a factor above 0 (1 keeps the recorded host gaps, 0.5 halves them)\n",
+        ),
+    ] {
+        for args in
+            [&["plan", sa, sb, "--together", "--host-scale", scale][..], &[sa, sb, "--together", "--host-scale", scale]]
+        {
+            let (code, _, err) = replay(args);
+            assert_eq!((code, err.as_str()), (1, want), "{args:?}");
+        }
+    }
+}

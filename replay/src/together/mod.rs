@@ -58,6 +58,8 @@ pub struct Tenant {
     /// Time the phase's submitting threads were stopped between its ops (the recorder's
     /// `--capture-data` stops, a debugger), left out of the pacing, ns.
     pub stopped_ns: u64,
+    /// `--host-scale`: the factor on every recorded host gap (1: as recorded).
+    pub host_scale: f64,
     /// The recording's driver version (manifest `driver`).
     pub driver: Option<String>,
     /// The recording's GPU model (manifest `gpus[0].model`).
@@ -73,8 +75,9 @@ pub struct Tenant {
 }
 
 impl Tenant {
-    /// The tenant of `rec` (planned as `p`), measured over its phase `phase_name`.
-    pub fn new(rec: &Recording, p: &Plan, phase_name: &str) -> Tenant {
+    /// The tenant of `rec` (planned as `p`), measured over its phase `phase_name`, its host
+    /// gaps `host_scale` times as long as recorded.
+    pub fn new(rec: &Recording, p: &Plan, phase_name: &str, host_scale: f64) -> Tenant {
         let gpus = rec.manifest.gpus.as_ref();
         let model = gpus.and_then(|g| g.get(0)).and_then(|g| g.get("model")).and_then(|m| m.as_str());
         let window_bytes = memory::windows(&p.ranges, 2 << 20).iter().map(|w| w.1).sum();
@@ -82,7 +85,9 @@ impl Tenant {
         let ph = phase::phase(&p.ops, &rec.trace.markers, phase_name);
         let ops = &p.ops[ph.ops.clone()];
         let stops = pacing::Stops::new(&rec.trace.stops);
-        let gaps = pacing::host_gaps(ops, &stops);
+        let mut gaps = pacing::host_gaps(ops, &stops);
+        let stopped_ns = pacing::stopped_ns(ops, &gaps);
+        pacing::scale(&mut gaps, host_scale);
         let mut busy: Vec<(u64, u64)> = crate::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
             .iter()
             .filter(|g| ph.contains(g.ts))
@@ -103,7 +108,8 @@ impl Tenant {
             memory_bytes: window_bytes + image_bytes + CONTEXT_RESERVE_BYTES,
             paced_span_ns: ops.last().map_or(0, |l| l.ts.saturating_sub(ops[0].ts)),
             gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
-            stopped_ns: pacing::stopped_ns(ops, &gaps),
+            stopped_ns,
+            host_scale,
             phase: ph,
             driver: rec.manifest.driver.clone(),
             gpu_model: model.map(str::to_owned),
@@ -306,9 +312,14 @@ impl TogetherPlan {
             } else {
                 String::new()
             };
+            let scaled = if t.host_scale != 1.0 {
+                format!("; every host gap ×{} (--host-scale)", t.host_scale)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "  pacing: {} from first to last op, {} ops wait from the previous call's return{stopped}",
+                "  pacing: {} from first to last op, {} ops wait from the previous call's return{stopped}{scaled}",
                 ms(t.paced_span_ns),
                 t.gaps_after_return
             );

@@ -64,6 +64,32 @@ pub fn host_gaps(ops: &[Op], stops: &Stops) -> Vec<HostGap> {
     v
 }
 
+/// Multiplies every host gap by `factor` (`--host-scale`: the tenant's host program `factor`
+/// times as slow as recorded; its GPU work and the waits for it are the replay's own).
+pub fn scale(gaps: &mut [HostGap], factor: f64) {
+    if factor != 1.0 {
+        for g in gaps {
+            g.ns = (g.ns as f64 * factor).round() as u64;
+        }
+    }
+}
+
+/// Checks `--host-scale`'s factors against `n` recordings and gives one per recording: none
+/// (1 each), one for all, or one per recording in their order; each finite and above 0.
+pub fn host_scales(factors: &[f64], n: usize) -> anyhow::Result<Vec<f64>> {
+    if let Some(f) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        anyhow::bail!("--host-scale: {f} is not a factor above 0 (1 keeps the recorded host gaps, 0.5 halves them)");
+    }
+    match factors.len() {
+        0 => Ok(vec![1.0; n]),
+        1 => Ok(vec![factors[0]; n]),
+        k if k == n => Ok(factors.to_vec()),
+        k => anyhow::bail!(
+            "--host-scale: {k} factors for {n} recordings: give one for all, or one per recording in their order"
+        ),
+    }
+}
+
 /// The time `ops`' threads were stopped inside the gaps between them, ns: what
 /// [`host_gaps`] left out of `gaps`, its result for `ops`.
 pub fn stopped_ns(ops: &[Op], gaps: &[HostGap]) -> u64 {
@@ -107,5 +133,33 @@ mod tests {
         let gaps = host_gaps(&ops, &stops);
         assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 100, 300, 300]);
         assert_eq!(stopped_ns(&ops, &gaps), 600 + 200);
+    }
+
+    #[test]
+    fn host_scale_multiplies_every_gap() {
+        let ops = vec![op(1_000, None), op(1_500, Some(3_000)), op(4_700, None), op(4_601, None)];
+        let mut gaps = host_gaps(&ops, &Stops::default());
+        scale(&mut gaps, 0.5);
+        assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 250, 100, 0]);
+        let mut gaps = host_gaps(&ops, &Stops::default());
+        scale(&mut gaps, 1.5);
+        assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 750, 300, 0]);
+        assert!(gaps[2].after_return);
+    }
+
+    #[test]
+    fn host_scale_factors_per_recording() {
+        assert_eq!(host_scales(&[], 2).unwrap(), vec![1.0, 1.0]);
+        assert_eq!(host_scales(&[0.7], 3).unwrap(), vec![0.7, 0.7, 0.7]);
+        assert_eq!(host_scales(&[0.7, 1.2], 2).unwrap(), vec![0.7, 1.2]);
+        assert_eq!(
+            host_scales(&[0.7, 1.2], 3).unwrap_err().to_string(),
+            "--host-scale: 2 factors for 3 recordings: give one for all, or one per recording in their order"
+        );
+        assert_eq!(
+            host_scales(&[0.0], 2).unwrap_err().to_string(),
+            "--host-scale: 0 is not a factor above 0 (1 keeps the recorded host gaps, 0.5 halves them)"
+        );
+        assert!(host_scales(&[f64::NAN], 2).is_err());
     }
 }
