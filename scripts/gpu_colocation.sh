@@ -37,8 +37,8 @@
 # show what the data capture costs a together run); REPLAY_RERUN=1 replays
 # each pair a second time with --rerun-before-phase (together_rerun_PAIR.json);
 # HOST_MATCH=untraced|cupti replays each pair once more at the host speed of
-# that kind's real alone runs (--host-scale from scripts/host_match.py:
-# together_matched_PAIR.json and its table).
+# that kind's real alone runs (--host-alone-ms, their medians from
+# scripts/host_match.py: together_matched_PAIR.json and its table).
 # After each traced real pair, scripts/sync_waits.py reads its trace
 # (sync_waits_HOW_PAIR.txt in results.tgz): synchronizations and GPU slices per run;
 # and on the replayed runs' activities (replay --activities;
@@ -155,17 +155,16 @@ pair() { # $1 $2: kinds
             "$PY" "$ROOT/scripts/sync_waits.py" "$W/activities_$p.jsonl" | tee "$RES/sync_waits_replayed_$p.txt"
         fi
         # HOST_MATCH=untraced|cupti: the pair replayed once more with each tenant's host gaps
-        # scaled to the host speed of that kind's real alone runs (scripts/host_match.py; the
-        # together runs are not read): together_matched_PAIR.json, its own table
+        # scaled so that it takes as long alone as that kind's real alone runs did (their median,
+        # scripts/host_match.py; the together runs are not read): together_matched_PAIR.json
         if [ -n "${HOST_MATCH:-}" ]; then
             local rj=$RES/real_$p.json
             [ "$HOST_MATCH" = untraced ] || rj=$RES/real_${HOST_MATCH}_$p.json
-            "$R" plan "$W/$1.rec" "$W/$2.rec" --together --json > "$W/plan_$p.json" 2>/dev/null
-            local f
-            if f=$("$PY" "$ROOT/scripts/host_match.py" "$rj" "$W/plan_$p.json"); then
-                echo "### host speed of the $HOST_MATCH real alone runs: --host-scale $f"
-                step "replay $p --host-scale $f" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" --together \
-                    --rounds "$ROUNDS" --host-scale "$f" --report "$RES/together_matched_$p.json"
+            local ms
+            if ms=$("$PY" "$ROOT/scripts/host_match.py" "$rj"); then
+                echo "### the $HOST_MATCH real runs alone (median ms): --host-alone-ms $ms"
+                step "replay $p --host-alone-ms $ms" "$REPLAY_CAP" "${PIN_REPLAY[@]}" "$R" "$W/$1.rec" "$W/$2.rec" \
+                    --together --rounds "$ROUNDS" --host-alone-ms "$ms" --report "$RES/together_matched_$p.json"
             fi
         fi
         if [ "${REPLAY_RERUN:-0}" = 1 ]; then
@@ -209,7 +208,7 @@ for p in $PAIRS; do cargs+=(--pair "$p" "$RES/real_cupti_$p.json" "$RES/together
             [ "$HOST_MATCH" = untraced ] || rj=$RES/real_${HOST_MATCH}_$p.json
             margs+=(--pair "$p" "$rj" "$RES/together_matched_$p.json")
         done
-        echo "## replayed at the host speed of the $HOST_MATCH real alone runs (--host-scale), against those real runs"
+        echo "## replayed at the host speed of the $HOST_MATCH real alone runs (--host-alone-ms), against those real runs"
         "$PY" "$ROOT/scripts/colocation_table.py" "${margs[@]}"
     fi
     case " $REAL " in *" traced "*)

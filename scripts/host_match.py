@@ -1,16 +1,11 @@
 #!/usr/bin/env python3
-"""The `--host-scale` factors that give each replayed tenant the host speed of
-the real runs (scripts/gpu_colocation.sh HOST_MATCH=KIND, docs/colocation.md,
-*Host speed*): per tenant, the median of its real alone runs
-(colocation_real.py's JSON) over its recorded phase's paced span without the
-recorder's stops (`replay plan A B --together --json`: `paced_span_ns` −
-`stopped_ns`). Only the alone runs are read, never the together ones: the
-interference stays the replay's measurement.
+"""The host speed of real runs, for `replay --together --host-alone-ms`
+(scripts/gpu_colocation.sh HOST_MATCH=KIND, docs/colocation.md, *Host
+speed*): per tenant, in the pair's order, the median of its real alone runs
+(colocation_real.py's JSON), in milliseconds. Only the alone runs are read,
+never the together ones: the interference stays the replay's measurement.
 
-    python3 host_match.py REAL_JSON PLAN_JSON    # prints F1,F2 (3 decimals)
-
-A tenant whose phase is mostly GPU time gets a factor near 1 only when its
-real alone time is near the recorded one; read the factors before using them.
+    python3 host_match.py REAL_JSON    # prints MS1,MS2 (3 decimals)
 """
 import json
 import sys
@@ -22,28 +17,24 @@ def median(v):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
-def factors(real, plan):
+def alone_ms(real):
     out = []
-    for name, t in zip(real["tenants"], plan["tenants"]):
+    for name in real["tenants"]:
         alone = [r["seconds"][name] for r in real["runs"] if r["run"] == f"alone {name}" and name in r["seconds"]]
-        paced = (t["paced_span_ns"] - t["stopped_ns"]) / 1e9
-        if not alone or paced <= 0:
-            raise ValueError(f"tenant {name}: {len(alone)} alone runs, paced span {paced:.6f} s: no factor")
-        out.append(median(alone) / paced)
+        if not alone:
+            raise ValueError(f"tenant {name}: no alone runs")
+        out.append(1e3 * median(alone))
     return out
 
 
 def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[0], file=sys.stderr)
-        print("usage: host_match.py REAL_JSON PLAN_JSON", file=sys.stderr)
+    if len(argv) != 2:
+        print("usage: host_match.py REAL_JSON", file=sys.stderr)
         return 2
     try:
         with open(argv[1]) as f:
             real = json.load(f)
-        with open(argv[2]) as f:
-            plan = json.load(f)
-        print(",".join(f"{x:.3f}" for x in factors(real, plan)))
+        print(",".join(f"{x:.3f}" for x in alone_ms(real)))
     except (OSError, ValueError, KeyError) as e:
         print(f"host_match: {e}", file=sys.stderr)
         return 1

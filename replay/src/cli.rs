@@ -79,7 +79,7 @@ pub fn main() -> Result<ExitCode> {
                 )
                 .into());
             }
-            let tenants = crate::together_run::tenants(&recordings, &phase, &pacing.host_scale)?;
+            let tenants = crate::together_run::tenants(&recordings, &phase, &pacing, &model.model())?;
             let capacity = capacity.or_else(|| replay::together::recorded_capacity(&tenants));
             let tp = replay::together::plan(tenants, capacity, rounds, model.model())?;
             if json {

@@ -155,8 +155,14 @@ pub struct PacingArgs {
     /// Multiply every recorded host gap by F: the tenant's host program F times as slow as when
     /// recorded (0.8: a faster CPU; its GPU work and its waits for the GPU stay the replay's own).
     /// One factor for all recordings, or one per recording in their order
-    #[arg(long, value_name = "F[,F…]", value_delimiter = ',')]
+    #[arg(long, value_name = "F[,F…]", value_delimiter = ',', conflicts_with = "host_alone_ms")]
     pub host_scale: Vec<f64>,
+    /// Scale each tenant's host gaps so that its phase takes MS milliseconds alone in the
+    /// prediction's simulation (the host speed of real runs measured elsewhere: their alone
+    /// time); one value for all recordings, or one per recording in their order, 0 keeping that
+    /// recording's pacing. The factor found is printed as its --host-scale
+    #[arg(long, value_name = "MS[,MS…]", value_delimiter = ',')]
+    pub host_alone_ms: Vec<f64>,
 }
 
 /// The co-location prediction's constants (together/simulate.rs; defaults: `Model::DEFAULT`).

@@ -20,20 +20,31 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::options::{TenantArgs, TogetherArgs};
+use crate::options::{PacingArgs, TenantArgs, TogetherArgs};
 use replay::exec::{Pace, Session, SessionOpts};
 use replay::together::measure::{self, Pass, RunResult};
 use replay::together::{self, Capacity, Run, Tenant, TogetherPlan};
 use tracer_cupti::collect::monotonic_ns;
 
-/// Opens and plans every recording (pure: no GPU), each with its `--host-scale` factor
-/// (`host_scale` as given: none, one for all, or one per recording).
-pub fn tenants(recordings: &[PathBuf], phase: &str, host_scale: &[f64]) -> Result<Vec<Tenant>> {
-    let scales = together::pacing::host_scales(host_scale, recordings.len())?;
+/// Opens and plans every recording (pure: no GPU), each paced as `pacing` says: its
+/// `--host-scale` factor, or the factor that gives its `--host-alone-ms` alone time in the
+/// simulation of `model` (each option as given: none, one for all, or one per recording).
+pub fn tenants(
+    recordings: &[PathBuf],
+    phase: &str,
+    pacing: &PacingArgs,
+    model: &together::predict::Model,
+) -> Result<Vec<Tenant>> {
+    let scales = together::pacing::host_scales(&pacing.host_scale, recordings.len())?;
+    let alone = together::pacing::alone_targets(&pacing.host_alone_ms, recordings.len())?;
     let mut tenants = Vec::new();
-    for (r, f) in recordings.iter().zip(scales) {
+    for ((r, f), target) in recordings.iter().zip(scales).zip(alone) {
         let planned = replay::selection::open(r, None)?.plan()?;
-        tenants.push(Tenant::new(&planned.rec, &planned.plan, phase, f));
+        let mut t = Tenant::new(&planned.rec, &planned.plan, phase, f);
+        if let Some(ns) = target {
+            t.pace_to_alone(ns, model)?;
+        }
+        tenants.push(t);
     }
     Ok(tenants)
 }
@@ -187,7 +198,7 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     // Refusals that need only the manifests, then the memory of this device (not the recorded
     // one's: recordings of an H100 may run together on an H200), before any tenant starts.
     let model = a.model.model();
-    let tenants = tenants(&a.recordings, &a.phase, &a.pacing.host_scale)?;
+    let tenants = tenants(&a.recordings, &a.phase, &a.pacing, &model)?;
     let scales: Vec<f64> = tenants.iter().map(|t| t.host_scale).collect();
     together::plan(tenants.clone(), None, a.rounds, model)?;
     let cap = device_capacity(a.device)?;

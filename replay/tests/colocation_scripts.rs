@@ -192,10 +192,10 @@ fn sync_waits_alone_and_together() {
     assert_eq!(sections.len(), 3, "{out}");
 }
 
-/// host_match.py: each tenant's real alone median over its recorded paced span without stops;
-/// the together runs are not read.
+/// host_match.py: each tenant's real alone median, in milliseconds, in the pair's order; the
+/// together runs are not read.
 #[test]
-fn host_match_factors_from_the_alone_runs() {
+fn host_match_gives_the_real_alone_medians() {
     let d = tempfile::tempdir().unwrap();
     let real = d.path().join("real.json");
     let run = |run: &str, s: Value| json!({"round": 1, "run": run, "seconds": s});
@@ -209,22 +209,9 @@ fn host_match_factors_from_the_alone_runs() {
         .to_string(),
     )
     .unwrap();
-    let plan = d.path().join("plan.json");
-    std::fs::write(
-        &plan,
-        json!({"tenants": [
-            {"paced_span_ns": 1_250_000_000u64, "stopped_ns": 250_000_000u64},
-            {"paced_span_ns": 1_000_000_000u64, "stopped_ns": 0}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    // gen: median 0.8 s over 1.0 s; batch: median 1.3 s over 1.0 s.
-    let (code, out, err) =
-        python(&[script("host_match.py").to_str().unwrap(), real.to_str().unwrap(), plan.to_str().unwrap()]);
-    assert_eq!((code, out.as_str()), (0, "0.800,1.300\n"), "{err}");
-    let (code, _, err) =
-        python(&[script("host_match.py").to_str().unwrap(), "/nonexistent/real.json", plan.to_str().unwrap()]);
+    let (code, out, err) = python(&[script("host_match.py").to_str().unwrap(), real.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (0, "800.000,1300.000\n"), "{err}");
+    let (code, _, err) = python(&[script("host_match.py").to_str().unwrap(), "/nonexistent/real.json"]);
     assert_eq!(code, 1);
     assert_eq!(err, "host_match: [Errno 2] No such file or directory: '/nonexistent/real.json'\n");
 }

@@ -262,3 +262,45 @@ fn host_scale_stretches_the_host_gaps() {
         }
     }
 }
+
+/// `--host-alone-ms`: each tenant's host gaps scaled so that its phase takes that long alone in
+/// the simulation; the factor found is the tenant's `--host-scale`.
+#[test]
+fn host_alone_ms_finds_the_host_scale() {
+    let (a, b) = (heavy(), launches());
+    let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
+    let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
+    // A alone: 2515 µs of GPU work its sync waits for, then 980 µs of host time and a 500 µs
+    // kernel: 2515 + 980·F µs; B: four 10 µs kernels 100 µs apart: 300·F + 10 µs. 3.005 ms and
+    // 0.160 ms alone are both F = 0.5.
+    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "1", "--host-alone-ms", "3.005,0.16"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("every host gap ×0.5 (--host-alone-ms: 3.005 ms alone)\n"), "{out}");
+    assert!(out.contains("every host gap ×0.5 (--host-alone-ms: 0.160 ms alone)\n"), "{out}");
+    assert!(out.contains("  tenant 1: alone 3.005 ms (GPU busy 2.515 ms in a 3.005 ms span)"), "{out}");
+    assert!(out.contains("  tenant 2: alone 0.160 ms (GPU busy 0.040 ms in a 0.160 ms span)"), "{out}");
+    // 0 keeps a recording's pacing; B at 0.610 ms is F = 2.
+    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--json", "--host-alone-ms", "0,0.61"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["tenants"][0]["host_scale"].clone(), v["tenants"][1]["host_scale"].clone()),
+        (json!(1.0), json!(2.0))
+    );
+    assert_eq!(v["tenants"][1]["host_alone_ns"], 610_000);
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 610_000);
+    // Faster than A's GPU work allows, and both options at once: refused with one line.
+    let (code, _, err) = replay(&["plan", sa, sb, "--together", "--host-alone-ms", "2,0"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.replace(sa, "A.rec"),
+        "replay: error: --host-alone-ms: A.rec: no host speed gives 2.000 ms alone: with its host time a \
+         thousandth of the recorded, its phase still takes 2.516 ms (its GPU work)\n"
+    );
+    let (code, _, err) = replay(&["plan", sa, sb, "--together", "--host-alone-ms", "1", "--host-scale", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the argument '--host-alone-ms <MS[,MS…]>' cannot be used with '--host-scale <F[,F…]>'"),
+        "{err}"
+    );
+}

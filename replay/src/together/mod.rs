@@ -60,6 +60,8 @@ pub struct Tenant {
     pub stopped_ns: u64,
     /// `--host-scale`: the factor on every recorded host gap (1: as recorded).
     pub host_scale: f64,
+    /// `--host-alone-ms`: the alone time the factor was found for, ns.
+    pub host_alone_ns: Option<u64>,
     /// The recording's driver version (manifest `driver`).
     pub driver: Option<String>,
     /// The recording's GPU model (manifest `gpus[0].model`).
@@ -110,6 +112,7 @@ impl Tenant {
             gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
             stopped_ns,
             host_scale,
+            host_alone_ns: None,
             phase: ph,
             driver: rec.manifest.driver.clone(),
             gpu_model: model.map(str::to_owned),
@@ -191,6 +194,56 @@ pub struct TogetherPlan {
 /// first recording's that gives one): `replay plan --together`'s default.
 pub fn recorded_capacity(tenants: &[Tenant]) -> Option<Capacity> {
     tenants.iter().find_map(|t| t.gpu_model.as_deref()).and_then(capacity_from_model)
+}
+
+impl Tenant {
+    /// Scales this tenant's host gaps so that its simulated alone run takes `target_ns`
+    /// (`--host-alone-ms`: the host speed at which the program takes that long alone; its GPU
+    /// work keeps its recorded durations). The factor, found by bisection and rounded to four
+    /// decimals, becomes [`Tenant::host_scale`]; the tenant must have been built with 1.
+    pub fn pace_to_alone(&mut self, target_ns: u64, model: &predict::Model) -> Result<()> {
+        if self.busy.is_empty() {
+            bail!(
+                "--host-alone-ms: {}: no GPU timeline in the recording (record it with --gpu-timestamps): its alone time cannot be simulated",
+                self.recording
+            );
+        }
+        let base = self.sim_ops.clone();
+        let scaled = |f: f64| -> Vec<simulate::SimOp> {
+            let mut v = base.clone();
+            for o in &mut v {
+                o.gap.ns = (o.gap.ns as f64 * f).round() as u64;
+            }
+            v
+        };
+        let alone = |f: f64| simulate::simulate(&[&scaled(f)], model).tenants[0].wall_ns;
+        let (mut lo, mut hi) = (1e-3f64, 1e3f64);
+        if alone(lo) > target_ns {
+            bail!(
+                "--host-alone-ms: {}: no host speed gives {} alone: with its host time a thousandth of the recorded, its phase still takes {} (its GPU work)",
+                self.recording,
+                ms(target_ns),
+                ms(alone(lo))
+            );
+        }
+        if alone(hi) < target_ns {
+            bail!(
+                "--host-alone-ms: {}: {} alone would take host gaps over 1000 times the recorded ones",
+                self.recording,
+                ms(target_ns)
+            );
+        }
+        // alone(f) does not decrease with f: bisect in log space.
+        for _ in 0..60 {
+            let mid = (lo * hi).sqrt();
+            if alone(mid) < target_ns { lo = mid } else { hi = mid }
+        }
+        let f = ((lo * hi).sqrt() * 1e4).round() / 1e4;
+        self.sim_ops = scaled(f);
+        self.host_scale = f;
+        self.host_alone_ns = Some(target_ns);
+        Ok(())
+    }
 }
 
 /// Plans the together run of `tenants` (at least two), refusing before
@@ -312,10 +365,10 @@ impl TogetherPlan {
             } else {
                 String::new()
             };
-            let scaled = if t.host_scale != 1.0 {
-                format!("; every host gap ×{} (--host-scale)", t.host_scale)
-            } else {
-                String::new()
+            let scaled = match t.host_alone_ns {
+                Some(a) => format!("; every host gap ×{} (--host-alone-ms: {} alone)", t.host_scale, ms(a)),
+                None if t.host_scale != 1.0 => format!("; every host gap ×{} (--host-scale)", t.host_scale),
+                None => String::new(),
             };
             let _ = writeln!(
                 s,

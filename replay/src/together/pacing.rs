@@ -90,6 +90,24 @@ pub fn host_scales(factors: &[f64], n: usize) -> anyhow::Result<Vec<f64>> {
     }
 }
 
+/// Checks `--host-alone-ms`'s values against `n` recordings and gives one target per recording,
+/// ns (None: paced as recorded): none, one for all, or one per recording; 0 leaves that one as
+/// recorded.
+pub fn alone_targets(ms: &[f64], n: usize) -> anyhow::Result<Vec<Option<u64>>> {
+    if let Some(x) = ms.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+        anyhow::bail!("--host-alone-ms: {x} is not a time in milliseconds (0 keeps a recording's pacing)");
+    }
+    let each = |x: f64| (x > 0.0).then(|| (x * 1e6).round() as u64);
+    match ms.len() {
+        0 => Ok(vec![None; n]),
+        1 => Ok(vec![each(ms[0]); n]),
+        k if k == n => Ok(ms.iter().map(|&x| each(x)).collect()),
+        k => anyhow::bail!(
+            "--host-alone-ms: {k} values for {n} recordings: give one for all, or one per recording in their order"
+        ),
+    }
+}
+
 /// The time `ops`' threads were stopped inside the gaps between them, ns: what
 /// [`host_gaps`] left out of `gaps`, its result for `ops`.
 pub fn stopped_ns(ops: &[Op], gaps: &[HostGap]) -> u64 {
@@ -161,5 +179,20 @@ mod tests {
             "--host-scale: 0 is not a factor above 0 (1 keeps the recorded host gaps, 0.5 halves them)"
         );
         assert!(host_scales(&[f64::NAN], 2).is_err());
+    }
+
+    #[test]
+    fn alone_targets_per_recording() {
+        assert_eq!(alone_targets(&[], 2).unwrap(), vec![None, None]);
+        assert_eq!(alone_targets(&[1.5], 2).unwrap(), vec![Some(1_500_000), Some(1_500_000)]);
+        assert_eq!(alone_targets(&[0.0, 785.25], 2).unwrap(), vec![None, Some(785_250_000)]);
+        assert_eq!(
+            alone_targets(&[1.0, 2.0, 3.0], 2).unwrap_err().to_string(),
+            "--host-alone-ms: 3 values for 2 recordings: give one for all, or one per recording in their order"
+        );
+        assert_eq!(
+            alone_targets(&[-1.0], 2).unwrap_err().to_string(),
+            "--host-alone-ms: -1 is not a time in milliseconds (0 keeps a recording's pacing)"
+        );
     }
 }
