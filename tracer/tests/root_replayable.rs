@@ -499,6 +499,7 @@ fn capture_data_stores_host_to_device_bytes_once() {
     check_d2h(&rec, true);
     check_coverage(&rec, true);
     check_stops_after_h2d_copies(&rec);
+    check_no_stop_after_async_d2h(&rec);
     // Capturing data changes nothing else.
     check_images(&rec);
     check_launches(&rec);
@@ -533,6 +534,36 @@ fn check_stops_after_h2d_copies(rec: &Recording) {
             "no stop after the copy call {c}\nstops {of_tid:?}\n{ctx}"
         );
     }
+}
+
+/// An asynchronous device-to-host copy's destination is read at the next
+/// synchronization (check_d2h), so its own return does not stop the thread: no
+/// `stopped` interval of its thread starts between its return and that
+/// thread's next call.
+fn check_no_stop_after_async_d2h(rec: &Recording) {
+    let ctx = &rec.ctx;
+    let copies = rec.calls_named(&["cuMemcpyDtoHAsync_v2"]);
+    assert_eq!(copies.len(), 1, "{ctx}");
+    let c = copies[0];
+    let (tid, ts) = (c["tid"].as_u64().unwrap(), c["ts"].as_u64().unwrap());
+    let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
+    let next = rec
+        .lines
+        .iter()
+        .filter(|l| l["tid"] == c["tid"] && l.get("args").is_some() && l["ts"].as_u64().is_some_and(|t| t > ts))
+        .filter_map(|l| l["ts"].as_u64())
+        .min()
+        .expect("a call after the copy");
+    let stops: Vec<u64> = rec
+        .lines
+        .iter()
+        .filter(|l| l["op"] == "off_cpu" && l["name"] == "stopped" && l["tid"].as_u64() == Some(tid))
+        .map(|l| l["ts"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !stops.iter().any(|&s| s >= end && s < next),
+        "a stop between the async copy's return ({end}) and the next call ({next}): {stops:?}\n{c}\n{ctx}"
+    );
 }
 
 /// Every directory of a recording 0700, every file 0600.

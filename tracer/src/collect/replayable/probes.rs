@@ -22,7 +22,8 @@ pub const H2D_COPIES: [&str; 2] = ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2"];
 
 /// Device-to-host copies whose destination is read when the data is
 /// there (`--capture-data`): at the return of the synchronous one, at the
-/// next synchronization for the asynchronous one.
+/// next synchronization for the asynchronous one (whose own return does not
+/// stop the thread: nothing is read there).
 pub const D2H_COPIES: [&str; 2] = ["cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"];
 
 /// Calls after whose return the asynchronous device-to-host copies issued
@@ -84,6 +85,19 @@ pub fn is_sync(id: FuncId) -> bool {
     SYNCS.contains(&tracer_common::funcs::base_name(base(id)))
 }
 
+fn is_async(id: FuncId) -> bool {
+    base(id).contains("Async")
+}
+
+/// Calls whose return stops the thread for the recorder to read host memory
+/// (`--capture-data`): host-to-device copies (their source), the synchronous
+/// device-to-host copy (its destination) and synchronizations (the
+/// destinations of the asynchronous device-to-host copies before them). An
+/// asynchronous device-to-host copy's return is probed without a stop.
+pub fn stops_at_return(id: FuncId, m: Mode) -> bool {
+    m.capture_data && (is_h2d_copy(id) || is_sync(id) || (is_d2h_copy(id) && !is_async(id)))
+}
+
 pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
     LAUNCHES.iter().find(|l| l.0 == base(id)).map(|l| (l.1, l.2, l.3))
 }
@@ -118,7 +132,7 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
     if is_load(id) {
         c = c.with_stop();
     }
-    if m.capture_data && (is_h2d_copy(id) || is_d2h_copy(id) || is_sync(id)) {
+    if stops_at_return(id, m) {
         c = c.with_stop_at_return();
     }
     if let Some((f, kp, extra)) = launch_args(id) {
@@ -184,11 +198,13 @@ mod tests {
         for n in ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"] {
             assert!(!cookie(id(n), on).stop() && !cookie(id(n), data).stop(), "{n}");
         }
+        // The asynchronous device-to-host copy's return is probed, without a stop.
+        let d2h = id("cuMemcpyDtoHAsync_v2");
+        assert!(needs_return(d2h, data) && !cookie(d2h, data).stop_at_return() && !stops_at_return(d2h, data));
         for n in [
             "cuMemcpyHtoD_v2",
             "cuMemcpyHtoDAsync_v2",
             "cuMemcpyDtoH_v2",
-            "cuMemcpyDtoHAsync_v2",
             "cuStreamSynchronize",
             "cuStreamSynchronize_ptsz",
             "cuCtxSynchronize",

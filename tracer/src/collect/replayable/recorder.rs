@@ -175,8 +175,12 @@ impl Recorder {
         let id = FuncId(x.hdr.func);
         let (pid, tid) = (x.hdr.pid, x.hdr.tid);
         let h2d = probes::is_h2d_copy(id);
-        if h2d || probes::is_d2h_copy(id) {
+        if probes::stops_at_return(id, probes::Mode { replayable: true, capture_data: true }) {
+            // Only a stopped thread is resumed: a SIGCONT would also cancel a stop another
+            // thread's probe has just sent, before its record is handled.
             self.to_resume.push(pid);
+        }
+        if h2d || probes::is_d2h_copy(id) {
             let open = self.open.entry(tid).or_default();
             let Some(i) = open.iter().rposition(|c| c.func == id) else { return };
             let c = open.remove(i);
@@ -194,7 +198,6 @@ impl Recorder {
                 self.copies.insert((c.tid, c.ts), r);
             }
         } else if probes::is_sync(id) {
-            self.to_resume.push(pid);
             if x.ret as u32 != 0 {
                 return;
             }
