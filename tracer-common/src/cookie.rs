@@ -167,6 +167,19 @@ pub mod role {
     /// the launch program, which also copies the node's parameter bytes
     /// (tracer-ebpf/src/graph_params.rs).
     pub const GRAPH_NODE: u8 = 5;
+    /// `--capture-data`: an asynchronous device-to-host copy. Its successful
+    /// return marks its process as having bytes to read at the next
+    /// synchronization (PENDING_D2H); it does not stop the thread.
+    pub const D2H_ASYNC: u8 = 6;
+    /// `--capture-data`: a synchronization. Its return stops the thread only
+    /// when its process has asynchronous device-to-host copies to read
+    /// (PENDING_D2H; a successful one clears the mark).
+    pub const SYNC: u8 = 7;
+
+    /// Roles whose entry saves arguments for the return probe (ROLE_ARGS).
+    pub const fn saves_args(r: u8) -> bool {
+        r != NONE && r < D2H_ASYNC
+    }
 }
 
 #[cfg(test)]

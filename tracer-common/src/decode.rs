@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn short_and_unknown_records_are_errors() {
-        let r = CallExit { hdr: hdr(EventKind::CallExit), ret: 0, out: [0; 2], out_ok: 0, _pad: 0 };
+        let r = CallExit { hdr: hdr(EventKind::CallExit), ret: 0, out: [0; 2], out_ok: 0, flags: 0 };
         let b = bytes(&r);
         assert_eq!(parse(&b[..40]).unwrap_err(), DecodeError::Short { kind: 4, need: 64, got: 40 });
         assert!(matches!(parse(&b[..3]), Err(DecodeError::Short { kind: 0, .. })));

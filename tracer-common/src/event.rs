@@ -136,8 +136,13 @@ pub struct CallExit {
     pub out: [u64; 2],
     /// Bit i set: out[i] was read successfully.
     pub out_ok: u32,
-    pub _pad: u32,
+    /// [`EXIT_STOPPED`]: the return probe stopped the thread (`--capture-data`).
+    pub flags: u32,
 }
+
+/// [`CallExit::flags`]: the return probe stopped the thread (SIGSTOP) before
+/// submitting the record; userspace resumes it once it has read what it must.
+pub const EXIT_STOPPED: u32 = 1;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

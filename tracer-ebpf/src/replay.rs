@@ -44,6 +44,11 @@ pub static MODULE_IMAGE: HashMap<[u64; 2], u32> = HashMap::with_max_entries(1, 0
 /// thread is stopped at the load's entry.
 #[map]
 pub static PENDING_IMAGE: HashMap<u32, u32> = HashMap::with_max_entries(1, 0);
+/// tgid -> 1 while the process has asynchronous device-to-host copies whose
+/// bytes are read at its next synchronization (`--capture-data`). Sized by
+/// userspace.
+#[map]
+pub static PENDING_D2H: HashMap<u32, u32> = HashMap::with_max_entries(1, 0);
 /// Arguments 1 and 2 of a call with a return role, saved at entry (same key
 /// as OUTPTRS).
 #[map]
@@ -74,7 +79,7 @@ const BPF_RB_FORCE_WAKEUP: u64 = 2;
 /// runs.
 #[inline(always)]
 pub fn at_entry(c: Cookie, key: u64, args: &[u64; MAX_ARGS], submitted: bool) {
-    if c.role() != role::NONE && ROLE_ARGS.insert(&key, &[args[1], args[2]], 0).is_err() {
+    if role::saves_args(c.role()) && ROLE_ARGS.insert(&key, &[args[1], args[2]], 0).is_err() {
         bump(counter::SAVE_FAILED);
     }
     // Only when the record is in the ring: userspace resumes the thread when
@@ -91,23 +96,46 @@ pub fn flags_for(c: Cookie) -> u64 {
     if c.stop() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
 }
 
-/// Submit flags for a return record of `c`.
+/// Submit flags for a return record: one whose thread stopped wakes the
+/// collector at once (the thread waits for it).
 #[inline(always)]
-pub fn exit_flags(c: Cookie) -> u64 {
-    if c.stop_at_return() { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
+pub fn exit_flags(stopped: bool) -> u64 {
+    if stopped { BPF_RB_FORCE_WAKEUP } else { submit_flags() }
 }
 
 /// Before a reserved return record is submitted: `--capture-data` stops
-/// the thread at the return of device-to-host copies and synchronizations,
-/// so that userspace reads the copied bytes before the program touches
-/// them. The signal must be queued before the collector can see the record
-/// (it resumes the process when it has handled it): a SIGCONT that came
-/// first would leave the process stopped for good.
+/// the thread at the return of host-to-device copies (their source), the
+/// synchronous device-to-host copy (its destination), and a synchronization
+/// when its process has asynchronous device-to-host copies to read
+/// (PENDING_D2H, marked at their successful return), so that userspace reads
+/// the bytes before the program touches them. Returns whether it stopped the
+/// thread (the record's `EXIT_STOPPED` flag: userspace resumes exactly those).
+/// The signal must be queued before the collector can see the record (it
+/// resumes the process when it has handled it): a SIGCONT that came first
+/// would leave the process stopped for good.
 #[inline(always)]
-pub fn before_exit_submit(c: Cookie) {
-    if c.stop_at_return() {
+pub fn before_exit_submit(c: Cookie, pid: u32, ret: u64) -> bool {
+    let ok = ret as u32 == 0;
+    let stop = match c.role() {
+        role::D2H_ASYNC => {
+            if ok && PENDING_D2H.insert(&pid, &1, 0).is_err() {
+                bump(counter::SAVE_FAILED);
+            }
+            false
+        }
+        role::SYNC => {
+            let pending = unsafe { PENDING_D2H.get(&pid) }.is_some();
+            if pending && ok {
+                let _ = PENDING_D2H.remove(&pid);
+            }
+            pending
+        }
+        _ => c.stop_at_return(),
+    };
+    if stop {
         unsafe { bpf_send_signal_thread(SIGSTOP) };
     }
+    stop
 }
 
 /// Return side: keeps MODULE_IMAGE and LAYOUT_BY_HANDLE current (keyed by

@@ -10,7 +10,8 @@ use aya_ebpf::{
 use tracer_common::{
     cookie::Cookie,
     event::{
-        CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EventKind, MAX_ARGS, MAX_LAUNCH_ATTRS, counter,
+        CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EXIT_STOPPED, EventKind, MAX_ARGS,
+        MAX_LAUNCH_ATTRS, counter,
     },
 };
 
@@ -354,7 +355,7 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
         match EVENTS.reserve::<CallExitStr>(0) {
             Some(mut e) => {
                 let rec = unsafe { &mut *e.as_mut_ptr() };
-                rec.exit = CallExit { hdr, ret, out, out_ok, _pad: 0 };
+                rec.exit = CallExit { hdr, ret, out, out_ok, flags: 0 };
                 rec.len = 0;
                 rec._pad = 0;
                 if let Ok(s) = unsafe { bpf_probe_read_user_str_bytes(unread_str as *const u8, &mut rec.data) } {
@@ -376,10 +377,10 @@ pub fn cu_exit(ctx: RetProbeContext) -> u32 {
             rec.ret = ret;
             rec.out = out;
             rec.out_ok = out_ok;
-            rec._pad = 0;
             // Stop first, then submit (see cu_enter).
-            replay::before_exit_submit(c);
-            e.submit(replay::exit_flags(c));
+            let stopped = replay::before_exit_submit(c, pid, ret);
+            rec.flags = if stopped { EXIT_STOPPED } else { 0 };
+            e.submit(replay::exit_flags(stopped));
         }
         None => {
             bump(counter::RB_FULL);

@@ -500,6 +500,7 @@ fn capture_data_stores_host_to_device_bytes_once() {
     check_coverage(&rec, true);
     check_stops_after_h2d_copies(&rec);
     check_no_stop_after_async_d2h(&rec);
+    check_stops_at_synchronizations(&rec);
     // Capturing data changes nothing else.
     check_images(&rec);
     check_launches(&rec);
@@ -564,6 +565,40 @@ fn check_no_stop_after_async_d2h(rec: &Recording) {
         !stops.iter().any(|&s| s >= end && s < next),
         "a stop between the async copy's return ({end}) and the next call ({next}): {stops:?}\n{c}\n{ctx}"
     );
+}
+
+/// A synchronization stops the thread only when its process has asynchronous
+/// device-to-host bytes to read: of the program's three (one before the async
+/// copy, the one after it, a cuCtxSynchronize at the end), only the second
+/// is followed by a `stopped` interval of its thread before the thread's next
+/// call (or its exit).
+fn check_stops_at_synchronizations(rec: &Recording) {
+    let ctx = &rec.ctx;
+    let syncs = rec.calls_named(&["cuStreamSynchronize", "cuCtxSynchronize"]);
+    let names: Vec<&str> = syncs.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cuStreamSynchronize", "cuStreamSynchronize", "cuCtxSynchronize"], "{ctx}");
+    let stopped_after: Vec<bool> = syncs
+        .iter()
+        .map(|c| {
+            let (ts, tid) = (c["ts"].as_u64().unwrap(), &c["tid"]);
+            let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
+            let next = rec
+                .lines
+                .iter()
+                .filter(|l| &l["tid"] == tid && l.get("args").is_some())
+                .filter_map(|l| l["ts"].as_u64())
+                .filter(|&t| t > ts)
+                .min()
+                .unwrap_or(u64::MAX);
+            rec.lines.iter().any(|l| {
+                l["op"] == "off_cpu"
+                    && l["name"] == "stopped"
+                    && &l["tid"] == tid
+                    && l["ts"].as_u64().is_some_and(|s| s >= end && s < next)
+            })
+        })
+        .collect();
+    assert_eq!(stopped_after, [false, true, false], "stops after each synchronization\n{ctx}");
 }
 
 /// Every directory of a recording 0700, every file 0600.

@@ -239,6 +239,8 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
             ("LAYOUT_BY_HANDLE", 1 << 18),
             ("MODULE_IMAGE", 1 << 16),
             ("PENDING_IMAGE", 1 << 14),
+            // One entry per traced process with device-to-host bytes to read.
+            ("PENDING_D2H", 1 << 14),
             ("ROLE_ARGS", 1 << 16),
             ("SCRATCH", cpus),
         ] {

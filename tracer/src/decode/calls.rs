@@ -799,7 +799,7 @@ mod tests {
     }
     fn exit(name: &str, ts: u64, ret: u64, out: [u64; 2], ok: u32) -> Record<'static> {
         Record::Exit {
-            x: CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, _pad: 0 },
+            x: CallExit { hdr: hdr(EventKind::CallExit, name, ts, ts), ret, out, out_ok: ok, flags: 0 },
             string: None,
             string_truncated: false,
         }
@@ -935,7 +935,7 @@ mod tests {
             ret: 0,
             out: [0xabc, 0],
             out_ok: 1,
-            _pad: 0,
+            flags: 0,
         };
         let v = run(&[
             enter("cuLibraryGetKernel", 1, &[0x10, 0x11, 0x20], None),

@@ -110,7 +110,7 @@ fn call(name: &str, ts: u64, args: &[u64], ret: Option<u64>) -> Call {
             ret: r,
             out: [0; 2],
             out_ok: 0,
-            _pad: 0,
+            flags: 0,
         }),
     }
 }
@@ -309,7 +309,7 @@ fn call_from_line(l: &Value) -> Option<Call> {
             ret,
             out,
             out_ok: ok,
-            _pad: 0,
+            flags: 0,
         });
     }
     Some(c)

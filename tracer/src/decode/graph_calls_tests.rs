@@ -33,7 +33,7 @@ fn enter<'a>(
 
 fn exit(name: &str, ts: u64, out0: u64) -> Record<'static> {
     Record::Exit {
-        x: CallExit { hdr: hdr(EventKind::CallExit, name, ts), ret: 0, out: [out0, 0], out_ok: 1, _pad: 0 },
+        x: CallExit { hdr: hdr(EventKind::CallExit, name, ts), ret: 0, out: [out0, 0], out_ok: 1, flags: 0 },
         string: None,
         string_truncated: false,
     }

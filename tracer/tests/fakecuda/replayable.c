@@ -509,6 +509,9 @@ static void copies(void) {
     OK(cuMemcpyHtoD_v2(d2, mid, 4096));
     memset(mid, 0, 4096);
     say("copy cuMemcpyHtoD_v2 4096\n");
+    /* A synchronization with no device-to-host bytes to read: it does not
+     * stop the thread. */
+    OK(cuStreamSynchronize(s));
     /* 6: device to host (--capture-data reads `back` at the return). */
     OK(cuMemcpyDtoH_v2(back, d0, 100));
     say("copy cuMemcpyDtoH_v2 100\n");
@@ -518,6 +521,8 @@ static void copies(void) {
     say("copy cuMemcpyDtoHAsync_v2 256\n");
     OK(cuStreamSynchronize(s));
     memset(back, 0x5a, 356);
+    /* Nothing left to read: no stop. */
+    OK(cuCtxSynchronize());
     free(small);
     free(small2);
     free(big);

@@ -89,13 +89,15 @@ fn is_async(id: FuncId) -> bool {
     base(id).contains("Async")
 }
 
-/// Calls whose return stops the thread for the recorder to read host memory
-/// (`--capture-data`): host-to-device copies (their source), the synchronous
-/// device-to-host copy (its destination) and synchronizations (the
-/// destinations of the asynchronous device-to-host copies before them). An
-/// asynchronous device-to-host copy's return is probed without a stop.
+/// Calls whose return always stops the thread for the recorder to read host
+/// memory (`--capture-data`): host-to-device copies (their source) and the
+/// synchronous device-to-host copy (its destination). A synchronization
+/// stops it only when its process has asynchronous device-to-host copies to
+/// read (role `SYNC`), and an asynchronous device-to-host copy's return marks
+/// that without a stop (role `D2H_ASYNC`): the kernel side decides, and says
+/// so in the return record (`EXIT_STOPPED`).
 pub fn stops_at_return(id: FuncId, m: Mode) -> bool {
-    m.capture_data && (is_h2d_copy(id) || is_sync(id) || (is_d2h_copy(id) && !is_async(id)))
+    m.capture_data && (is_h2d_copy(id) || (is_d2h_copy(id) && !is_async(id)))
 }
 
 pub fn launch_args(id: FuncId) -> Option<(u8, u8, Option<u8>)> {
@@ -126,6 +128,8 @@ pub fn cookie(id: FuncId, m: Mode) -> Cookie {
         "cuKernelGetFunction" => role::ALIAS_LAYOUT,
         "cuLibraryGetModule" => role::ALIAS_MODULE,
         n if GRAPH_NODES.contains(&n) => role::GRAPH_NODE,
+        _ if m.capture_data && is_d2h_copy(id) && is_async(id) => role::D2H_ASYNC,
+        _ if m.capture_data && is_sync(id) => role::SYNC,
         _ => role::NONE,
     };
     let mut c = c.with_role(r);
@@ -198,19 +202,28 @@ mod tests {
         for n in ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2"] {
             assert!(!cookie(id(n), on).stop() && !cookie(id(n), data).stop(), "{n}");
         }
-        // The asynchronous device-to-host copy's return is probed, without a stop.
+        // The asynchronous device-to-host copy's return is probed, without a stop: it marks its
+        // process for the next synchronization, whose return stops the thread only then.
         let d2h = id("cuMemcpyDtoHAsync_v2");
         assert!(needs_return(d2h, data) && !cookie(d2h, data).stop_at_return() && !stops_at_return(d2h, data));
+        assert_eq!((cookie(d2h, data).role(), cookie(d2h, on).role()), (role::D2H_ASYNC, role::NONE));
         for n in [
-            "cuMemcpyHtoD_v2",
-            "cuMemcpyHtoDAsync_v2",
-            "cuMemcpyDtoH_v2",
             "cuStreamSynchronize",
             "cuStreamSynchronize_ptsz",
             "cuCtxSynchronize",
             "cuCtxSynchronize_v2",
             "cuEventSynchronize",
         ] {
+            let c = cookie(id(n), data);
+            assert_eq!(
+                (c.role(), c.stop_at_return(), cookie(id(n), on).role()),
+                (role::SYNC, false, role::NONE),
+                "{n}"
+            );
+            assert!(needs_return(id(n), data) && !needs_return(id(n), on), "{n}");
+            assert!(!role::saves_args(c.role()), "{n}");
+        }
+        for n in ["cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2"] {
             assert!(cookie(id(n), data).stop_at_return(), "{n}");
             assert!(!cookie(id(n), on).stop_at_return(), "{n}");
             assert!(needs_return(id(n), data) && !needs_return(id(n), on), "{n}");

@@ -175,7 +175,8 @@ impl Recorder {
         let id = FuncId(x.hdr.func);
         let (pid, tid) = (x.hdr.pid, x.hdr.tid);
         let h2d = probes::is_h2d_copy(id);
-        if probes::stops_at_return(id, probes::Mode { replayable: true, capture_data: true }) {
+        let stopped = x.flags & tracer_common::event::EXIT_STOPPED != 0;
+        if stopped {
             // Only a stopped thread is resumed: a SIGCONT would also cancel a stop another
             // thread's probe has just sent, before its record is handled.
             self.to_resume.push(pid);
@@ -202,7 +203,14 @@ impl Recorder {
                 return;
             }
             for c in self.d2h_async.remove(&pid).unwrap_or_default() {
-                let r = self.read_data(pid, c.host, c.size);
+                // The kernel side stops a synchronization's thread when it marked the process at
+                // the copy's return; without the mark (its table full) the thread runs on, and
+                // its memory is not read under it.
+                let r = if stopped {
+                    self.read_data(pid, c.host, c.size)
+                } else {
+                    Err("not captured: the thread was not stopped at the synchronization (the kernel side could not mark the copy: out_param_saves_failed)".to_string())
+                };
                 let mut m = json!({
                     "type": "copy_data",
                     "op": "d2h",
