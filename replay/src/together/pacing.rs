@@ -8,8 +8,10 @@
 //!
 //! Time the submitting thread was stopped inside a gap is not the
 //! program's host time and is left out: under `--capture-data` the recorder
-//! stops the thread at each synchronization's and copy's return to read
-//! the bytes, 0.6-1.4 ms a stop on the H100 machine, and a debugger's stop
+//! stops the thread at the return of a copy whose host bytes it reads and of
+//! a synchronization with asynchronous device-to-host bytes to read (before
+//! 2026-11-28 at every synchronization and copy), 0.6-1.4 ms a stop on the
+//! H100 machine, and a debugger's stop
 //! is no part of the program either (the trace's `off_cpu` lines named
 //! `stopped`).
 
