@@ -85,7 +85,7 @@ pub fn is_sync(id: FuncId) -> bool {
     SYNCS.contains(&tracer_common::funcs::base_name(base(id)))
 }
 
-fn is_async(id: FuncId) -> bool {
+pub fn is_async(id: FuncId) -> bool {
     base(id).contains("Async")
 }
 

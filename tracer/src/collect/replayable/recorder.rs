@@ -192,7 +192,7 @@ impl Recorder {
                 }
                 return;
             }
-            if !h2d && id.spec().is_some_and(|s| s.name.contains("Async")) {
+            if !h2d && probes::is_async(id) {
                 self.d2h_async.entry(pid).or_default().push(c);
             } else {
                 let r = self.read_data(pid, c.host, c.size);
