@@ -40,12 +40,17 @@ def interval(alone, tog, n=2000, seed=1):
     return v[int(0.05 * (n - 1))], v[int(0.95 * (n - 1))]
 
 
+def run_times(real, t, run):
+    """Tenant `t`'s seconds over colocation_real.py's runs named `run` ("alone T", "together")."""
+    return [r["seconds"][t] for r in real["runs"] if r["run"] == run and t in r["seconds"]]
+
+
 def slowdowns(real):
     """{tenant: (slowdown, alone spread %, together spread %, n alone, n together, (lo, hi))} from colocation_real.py's JSON."""
     out = {}
     for t in real["tenants"]:
-        alone = [r["seconds"][t] for r in real["runs"] if r["run"] == f"alone {t}" and t in r["seconds"]]
-        tog = [r["seconds"][t] for r in real["runs"] if r["run"] == "together" and t in r["seconds"]]
+        alone = run_times(real, t, f"alone {t}")
+        tog = run_times(real, t, "together")
         if alone and tog:
             out[t] = (median(tog) / median(alone), spread_pct(alone), spread_pct(tog), len(alone), len(tog),
                       interval(alone, tog))

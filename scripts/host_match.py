@@ -10,17 +10,13 @@ never the together ones: the interference stays the replay's measurement.
 import json
 import sys
 
-
-def median(v):
-    s = sorted(v)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+from colocation_table import median, run_times
 
 
 def alone_ms(real):
     out = []
     for name in real["tenants"]:
-        alone = [r["seconds"][name] for r in real["runs"] if r["run"] == f"alone {name}" and name in r["seconds"]]
+        alone = run_times(real, name, f"alone {name}")
         if not alone:
             raise ValueError(f"tenant {name}: no alone runs")
         out.append(1e3 * median(alone))
