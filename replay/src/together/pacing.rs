@@ -82,12 +82,18 @@ pub fn host_scales(factors: &[f64], n: usize) -> anyhow::Result<Vec<f64>> {
     if let Some(f) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
         anyhow::bail!("--host-scale: {f} is not a factor above 0 (1 keeps the recorded host gaps, 0.5 halves them)");
     }
-    match factors.len() {
-        0 => Ok(vec![1.0; n]),
-        1 => Ok(vec![factors[0]; n]),
-        k if k == n => Ok(factors.to_vec()),
+    per_recording(factors.to_vec(), 1.0, n, "--host-scale", "factors")
+}
+
+/// `values` of option `option` spread over `n` recordings: none (`none` each), one for all, or
+/// one per recording in their order; another count is refused with one line naming `what`.
+fn per_recording<T: Clone>(values: Vec<T>, none: T, n: usize, option: &str, what: &str) -> anyhow::Result<Vec<T>> {
+    match values.len() {
+        0 => Ok(vec![none; n]),
+        1 => Ok(vec![values[0].clone(); n]),
+        k if k == n => Ok(values),
         k => anyhow::bail!(
-            "--host-scale: {k} factors for {n} recordings: give one for all, or one per recording in their order"
+            "{option}: {k} {what} for {n} recordings: give one for all, or one per recording in their order"
         ),
     }
 }
@@ -99,15 +105,8 @@ pub fn alone_targets(ms: &[f64], n: usize) -> anyhow::Result<Vec<Option<u64>>> {
     if let Some(x) = ms.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
         anyhow::bail!("--host-alone-ms: {x} is not a time in milliseconds (0 keeps a recording's pacing)");
     }
-    let each = |x: f64| (x > 0.0).then(|| (x * 1e6).round() as u64);
-    match ms.len() {
-        0 => Ok(vec![None; n]),
-        1 => Ok(vec![each(ms[0]); n]),
-        k if k == n => Ok(ms.iter().map(|&x| each(x)).collect()),
-        k => anyhow::bail!(
-            "--host-alone-ms: {k} values for {n} recordings: give one for all, or one per recording in their order"
-        ),
-    }
+    let targets = ms.iter().map(|&x| (x > 0.0).then(|| (x * 1e6).round() as u64)).collect();
+    per_recording(targets, None, n, "--host-alone-ms", "values")
 }
 
 /// The time `ops`' threads were stopped inside the gaps between them, ns: what
