@@ -9,13 +9,20 @@ use common::together::{finish, heavy, launches};
 use common::*;
 use serde_json::{Value, json};
 
+/// `replay plan A B --together` with the prediction's constants of these tests (a 25 µs switch,
+/// a 2 ms time slice) and `more` arguments.
+fn plan_together(a: &str, b: &str, more: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["plan", a, b, "--together", "--switch-us", "25", "--timeslice-us", "2000"];
+    args.extend_from_slice(more);
+    replay(&args)
+}
+
 #[test]
 fn exact_plan_of_two_recordings() {
     let (a, b) = (heavy(), launches());
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
-    let (code, out, err) =
-        replay(&["plan", sa, sb, "--together", "--rounds", "3", "--switch-us", "25", "--timeslice-us", "2000"]);
+    let (code, out, err) = plan_together(sa, sb, &["--rounds", "3"]);
     assert_eq!(code, 0, "{err}");
     let image = std::fs::metadata(fixture("kernels.sm_90.cubin")).unwrap().len();
     let mem = (2u64 << 20) + image + (512 << 20);
@@ -55,19 +62,7 @@ prediction (docs/colocation.md: the recorded phases on a simulated time-sliced G
     assert_eq!(out.replace(sa, "A.rec").replace(sb, "B.rec"), want);
 
     // The same plan as JSON: exact figures.
-    let (code, out, err) = replay(&[
-        "plan",
-        sa,
-        sb,
-        "--together",
-        "--rounds",
-        "2",
-        "--json",
-        "--switch-us",
-        "25",
-        "--timeslice-us",
-        "2000",
-    ]);
+    let (code, out, err) = plan_together(sa, sb, &["--rounds", "2", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -177,8 +172,7 @@ fn stopped_time_is_left_out_of_the_pacing_and_the_prediction() {
     let b = launches();
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
-    let (code, out, err) =
-        replay(&["plan", sa, sb, "--together", "--rounds", "1", "--switch-us", "25", "--timeslice-us", "2000"]);
+    let (code, out, err) = plan_together(sa, sb, &["--rounds", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains(
@@ -200,20 +194,7 @@ fn host_scale_stretches_the_host_gaps() {
     let (da, db) = (finish(&a, "580.159.04"), finish(&b, "580.159.04"));
     let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
     let plan = |scale: &str| {
-        let (code, out, err) = replay(&[
-            "plan",
-            sa,
-            sb,
-            "--together",
-            "--rounds",
-            "1",
-            "--switch-us",
-            "25",
-            "--timeslice-us",
-            "2000",
-            "--host-scale",
-            scale,
-        ]);
+        let (code, out, err) = plan_together(sa, sb, &["--rounds", "1", "--host-scale", scale]);
         assert_eq!(code, 0, "{err}");
         out
     };
