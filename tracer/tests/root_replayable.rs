@@ -537,6 +537,27 @@ fn check_stops_after_h2d_copies(rec: &Recording) {
     }
 }
 
+/// Whether call line `c`'s thread has a `stopped` interval starting between the
+/// call's return and that thread's next call (or the end of the trace).
+fn stopped_after_return(rec: &Recording, c: &Value) -> bool {
+    let (ts, tid) = (c["ts"].as_u64().unwrap(), &c["tid"]);
+    let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
+    let next = rec
+        .lines
+        .iter()
+        .filter(|l| &l["tid"] == tid && l.get("args").is_some())
+        .filter_map(|l| l["ts"].as_u64())
+        .filter(|&t| t > ts)
+        .min()
+        .unwrap_or(u64::MAX);
+    rec.lines.iter().any(|l| {
+        l["op"] == "off_cpu"
+            && l["name"] == "stopped"
+            && &l["tid"] == tid
+            && l["ts"].as_u64().is_some_and(|s| s >= end && s < next)
+    })
+}
+
 /// An asynchronous device-to-host copy's destination is read at the next
 /// synchronization (check_d2h), so its own return does not stop the thread: no
 /// `stopped` interval of its thread starts between its return and that
@@ -545,26 +566,7 @@ fn check_no_stop_after_async_d2h(rec: &Recording) {
     let ctx = &rec.ctx;
     let copies = rec.calls_named(&["cuMemcpyDtoHAsync_v2"]);
     assert_eq!(copies.len(), 1, "{ctx}");
-    let c = copies[0];
-    let (tid, ts) = (c["tid"].as_u64().unwrap(), c["ts"].as_u64().unwrap());
-    let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
-    let next = rec
-        .lines
-        .iter()
-        .filter(|l| l["tid"] == c["tid"] && l.get("args").is_some() && l["ts"].as_u64().is_some_and(|t| t > ts))
-        .filter_map(|l| l["ts"].as_u64())
-        .min()
-        .expect("a call after the copy");
-    let stops: Vec<u64> = rec
-        .lines
-        .iter()
-        .filter(|l| l["op"] == "off_cpu" && l["name"] == "stopped" && l["tid"].as_u64() == Some(tid))
-        .map(|l| l["ts"].as_u64().unwrap())
-        .collect();
-    assert!(
-        !stops.iter().any(|&s| s >= end && s < next),
-        "a stop between the async copy's return ({end}) and the next call ({next}): {stops:?}\n{c}\n{ctx}"
-    );
+    assert!(!stopped_after_return(rec, copies[0]), "a stop after the async copy's return: {}\n{ctx}", copies[0]);
 }
 
 /// A synchronization stops the thread only when its process has asynchronous
@@ -577,28 +579,8 @@ fn check_stops_at_synchronizations(rec: &Recording) {
     let syncs = rec.calls_named(&["cuStreamSynchronize", "cuCtxSynchronize"]);
     let names: Vec<&str> = syncs.iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["cuStreamSynchronize", "cuStreamSynchronize", "cuCtxSynchronize"], "{ctx}");
-    let stopped_after: Vec<bool> = syncs
-        .iter()
-        .map(|c| {
-            let (ts, tid) = (c["ts"].as_u64().unwrap(), &c["tid"]);
-            let end = ts + (c["duration_us"].as_f64().unwrap() * 1e3) as u64;
-            let next = rec
-                .lines
-                .iter()
-                .filter(|l| &l["tid"] == tid && l.get("args").is_some())
-                .filter_map(|l| l["ts"].as_u64())
-                .filter(|&t| t > ts)
-                .min()
-                .unwrap_or(u64::MAX);
-            rec.lines.iter().any(|l| {
-                l["op"] == "off_cpu"
-                    && l["name"] == "stopped"
-                    && &l["tid"] == tid
-                    && l["ts"].as_u64().is_some_and(|s| s >= end && s < next)
-            })
-        })
-        .collect();
-    assert_eq!(stopped_after, [false, true, false], "stops after each synchronization\n{ctx}");
+    let stopped: Vec<bool> = syncs.iter().map(|c| stopped_after_return(rec, c)).collect();
+    assert_eq!(stopped, [false, true, false], "stops after each synchronization\n{ctx}");
 }
 
 /// Every directory of a recording 0700, every file 0600.
