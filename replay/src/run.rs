@@ -714,7 +714,10 @@ fn c_lib(c: &Option<tracer_cupti::collect::Collector>) -> String {
 /// `replay-timeline.jsonl`: the last measured pass, shifted so that it starts
 /// where the recorded GPU work started (the recording's first `gpu` line,
 /// else its first GPU op's submission).
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the timeline file joins the recording, the plan, the session and the measured times"
+)]
 fn write_timeline(
     path: &std::path::Path,
     rec: &Recording,

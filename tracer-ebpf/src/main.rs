@@ -2,8 +2,14 @@
 //! libcuda function (the attach cookie says what to capture), and sched
 //! tracepoints that keep the set of traced tasks.
 #![no_std]
-// atomic_xadd: the scheduler programs' cross-CPU counts (sched.rs).
-#![allow(internal_features)]
+#![allow(
+    clippy::needless_borrows_for_generic_args,
+    reason = "map keys and values stay where the program built them on its 512-byte stack, as the verifier was shown them"
+)]
+#![allow(
+    internal_features,
+    reason = "core_intrinsics' atomic_xadd: the scheduler programs' cross-CPU counts (sched.rs)"
+)]
 #![feature(core_intrinsics)]
 #![no_main]
 

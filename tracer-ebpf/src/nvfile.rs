@@ -398,7 +398,7 @@ pub fn nv_mmap_exit(ctx: TracePointContext) -> u32 {
     let Some(&m) = (unsafe { MMAPS.get(&tid) }) else { return 0 };
     let _ = MMAPS.remove(&tid);
     let ret = unsafe { ctx.read_at::<i64>(16) }.unwrap_or(-1);
-    if ret >= 0 || ret < -4095 {
+    if !(-4095..0).contains(&ret) {
         let _ = MAPPED.insert(&[pid as u64, ret as u64], &m.length, 0);
     }
     emit_file(
@@ -434,7 +434,7 @@ pub fn nv_munmap_enter(ctx: TracePointContext) -> u32 {
     0
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the fields of one nvidia_fd record, written in place")]
 #[inline(always)]
 fn emit_file(
     pid: u32,

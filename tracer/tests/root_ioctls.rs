@@ -522,7 +522,7 @@ fn close_line(path: &str, fd: &str) -> Value {
 /// An ioctl line: `name`, on `device`, fd `fd`; `request` (hex string),
 /// `size`; `ret` 0 unless given in `extra`, NV status `status` (None: the
 /// line has none), `fields` a subset of the decode, `extra` more top-level keys.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the fields of one expected ioctl line")]
 fn ioctl_line(
     name: &str,
     device: &str,

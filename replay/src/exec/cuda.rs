@@ -170,8 +170,10 @@ impl Event {
         ck(unsafe { sys::cuEventCreate(&mut e, 0) }, "cuEventCreate")?;
         Ok(Event(e))
     }
-    // The stream is an opaque driver handle, never dereferenced here.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the stream is an opaque driver handle, never dereferenced here"
+    )]
     pub fn record(&self, s: CUstream) -> Result<()> {
         // SAFETY: valid event and stream.
         ck(unsafe { sys::cuEventRecord(self.0, s) }, "cuEventRecord")

@@ -974,7 +974,7 @@ impl Session {
     /// program's allocator had reused): GPT-2's `indexSelectSmallIndex` then
     /// fails its `srcIndex < srcSelectDimSize` device assertion.
     /// `progress(k)` is called before the k-th target.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "one timing pass: its snapshot, targets, stream and callbacks")]
     pub fn time_in_context(
         &self,
         snap: &Snapshot,
@@ -1147,7 +1147,7 @@ impl Graph {
 ///
 /// # Safety
 /// `f` and `stream` are handles of the current context.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "cuLaunchKernel's own arguments")]
 unsafe fn launch(
     f: CUfunction,
     grid: [u32; 3],

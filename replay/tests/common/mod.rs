@@ -1,6 +1,6 @@
 //! Synthetic recordings for the tests: manifest.json + trace.jsonl + images/
 //! (the real fixture images of tracer/tests/fixtures/cuda) in a temp dir.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several test binaries, each uses part")]
 
 pub mod together;
 

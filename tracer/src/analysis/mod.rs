@@ -27,7 +27,6 @@
 //!
 //! Methods: docs/analysis.md and docs/gaps.md.
 // Public API for the plot and replay code too; not all of it is used by the commands yet.
-#![allow(dead_code)]
 pub mod agent;
 pub mod basis;
 #[cfg(test)]

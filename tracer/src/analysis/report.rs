@@ -496,12 +496,6 @@ fn bytes(b: u64) -> String {
 /// The title of the per-process table.
 const PROCESS_TITLE: &str = "process";
 
-/// A share below 1 as a percentage that never reads "100%".
-fn share_pct(x: f64) -> String {
-    let p = 100.0 * x;
-    if p >= 99.95 { ">99.9%".into() } else { format!("{p:.1}%") }
-}
-
 /// An energy figure; a part-sampled or short period says so (explained by [`energy_legend`]).
 fn energy_cell(e: &Option<Energy>) -> String {
     figures::energy_text(e)

@@ -68,7 +68,7 @@ pub const CACHE_FLAG_ELF_LIBC6: i32 = 0x0003;
 /// `FLAG_X8664_LIB64`.
 pub const CACHE_FLAG_X8664_LIB64: i32 = 0x0300;
 /// `FLAG_AARCH64_LIB64`.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code, reason = "read on aarch64 only"))]
 pub const CACHE_FLAG_AARCH64_LIB64: i32 = 0x0a00;
 /// `FLAG_ELF` (libc5-era ELF entries).
 const CACHE_FLAG_ELF: i32 = 0x0001;
@@ -446,7 +446,7 @@ impl ExportedSymbols {
         self.symbols.len()
     }
 
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "clippy::len_without_is_empty: a len() wants its is_empty()")]
     pub fn is_empty(&self) -> bool {
         self.symbols.is_empty()
     }

@@ -62,7 +62,6 @@
 //! (`enable_io`/`enable_all`), for the signal streams and `AsyncFd`.
 
 // Parts of this API serve only some modes of the caller (e.g. `-p PID`).
-#![allow(dead_code)]
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -1475,7 +1474,12 @@ mod tests {
     }
 
     /// The futures can be handed to `tokio::spawn`.
-    #[allow(unreachable_code, unused_variables, clippy::diverging_sub_expression)]
+    #[allow(
+        unreachable_code,
+        unused_variables,
+        clippy::diverging_sub_expression,
+        reason = "a compile-time check, never run"
+    )]
     fn _futures_are_send() {
         fn send<T: Send>(_: T) {}
         let child: Child = unimplemented!();

@@ -418,7 +418,7 @@ impl SchedTracker {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the fields of one off_cpu line")]
     fn off_line(
         &mut self,
         pid: u32,

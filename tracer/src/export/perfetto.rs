@@ -518,7 +518,7 @@ fn interval_name(t: &Trace, iv: &GpuInterval, names: NameStyle, spelled: &mut Ha
 }
 
 /// One GPU interval's `X` event, written field by field.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the fields of one X event, written without a struct on the hot path")]
 #[inline]
 fn write_interval<W: Write>(
     w: &mut W,

@@ -16,7 +16,6 @@
 //! --seconds N` runs every target for N seconds. A failure is minimized and
 //! saved under target/fuzz-failures/<target>/; copy the file into
 //! tracer/tests/fuzz-regressions/<target>/ and it runs in every test run.
-#![allow(dead_code)]
 
 pub(crate) mod alloc;
 mod targets;

@@ -931,8 +931,6 @@ pub const ANALYSIS: Target = Target {
     budget: |len| default_budget(len) + 1024 * len,
 };
 
-pub const ALL: &[&Target] = &[&TRACE, &TRACE_GZ, &TRACE_ZST, &RECORDS, &DECODE, &IOCTL, &ELF, &LD_CACHE, &ANALYSIS];
-
 #[test]
 fn fuzz_analysis() {
     fuzz(&ANALYSIS, seconds());

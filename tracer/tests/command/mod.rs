@@ -1,6 +1,6 @@
 //! Running the tracer binary from the analysis tests, and the launch line
 //! their hand-built traces share.
-#![allow(dead_code)] // each test binary uses what it needs
+#![allow(dead_code, reason = "each test binary uses what it needs")]
 
 use std::process::Command;
 

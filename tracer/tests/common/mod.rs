@@ -1,7 +1,7 @@
 //! Shared helpers for tracer's integration tests: building the fake libcuda
 //! and its driver program (tests/fakecuda/), running tracer on them and
 //! reading the JSONL trace back.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several test binaries, each uses part")]
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

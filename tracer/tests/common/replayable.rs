@@ -413,9 +413,9 @@ pub fn copies() -> Vec<Copy> {
 // ---------------------------------------------------------------------------
 
 /// Lowercase hex, as the trace's `params`.
-#[allow(unused_imports)] // not every test binary uses it
+#[allow(unused_imports, reason = "not every test binary uses it")]
 pub use tracer_format::hex::bytes as hex;
 
 /// A content address, as `images/` and `data/` name their files.
-#[allow(unused_imports)]
+#[allow(unused_imports, reason = "not every test binary uses it")]
 pub use tracer_format::digest::sha256_hex;

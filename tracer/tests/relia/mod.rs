@@ -1,6 +1,6 @@
 //! Helpers of the reliability and soak tests: the scenario program
 //! tests/fakecuda/reliability.c, built against the fake libcuda.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "shared by several test binaries, each uses part")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -60,7 +60,11 @@ pub(crate) fn body(nr: u32) -> Body {
 
 /// The layout for escape `nr` with a `size`-byte struct, and whether `size` matched one.
 pub(crate) fn layout_for(nr: u32, size: u32) -> Option<(&'static Layout, bool)> {
-    let ls = layouts(nr)?;
+    pick_layout(layouts(nr)?, size)
+}
+
+/// Of an escape's layouts, the one of `size` bytes (true), else the first (false).
+pub(crate) fn pick_layout(ls: &'static [Layout], size: u32) -> Option<(&'static Layout, bool)> {
     match ls.iter().find(|l| l.size == size) {
         Some(l) => Some((l, true)),
         None => ls.first().map(|l| (l, false)),

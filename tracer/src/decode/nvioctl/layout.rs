@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{classes, controls, status};
+use super::{classes, controls};
 
 /// How a field is read and rendered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +35,6 @@ pub(crate) enum Kind {
     /// An RM control command id (`NVOS54.cmd`): `"0x%08x"` plus `<key>_name`
     /// and the `ctrl_*` routing fields derived from the id.
     Cmd,
-    /// An `NV_STATUS` that is not the struct's main status: hex plus `<key>_name`.
-    Status,
     /// `NvProcessorUuid` (16 bytes), rendered `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
     Uuid,
     /// `char[n]`, rendered up to the first NUL (lossy UTF-8).
@@ -49,7 +47,7 @@ impl Kind {
         match self {
             Kind::U8 | Kind::Bool => 1,
             Kind::U16 | Kind::I16 => 2,
-            Kind::U32 | Kind::I32 | Kind::Hex32 | Kind::Handle | Kind::Class | Kind::Cmd | Kind::Status => 4,
+            Kind::U32 | Kind::I32 | Kind::Hex32 | Kind::Handle | Kind::Class | Kind::Cmd => 4,
             Kind::U64 | Kind::Hex64 | Kind::Ptr => 8,
             Kind::Uuid => 16,
             Kind::CStr(n) => n,
@@ -118,12 +116,6 @@ impl<'a> View<'a> {
         bytes.get(rel..rel.checked_add(len)?)
     }
 
-    pub(crate) fn u8(&self, off: usize) -> Option<u8> {
-        self.get(off, 1).map(|b| b[0])
-    }
-    pub(crate) fn u16(&self, off: usize) -> Option<u16> {
-        self.get(off, 2).map(|b| u16::from_le_bytes([b[0], b[1]]))
-    }
     pub(crate) fn u32(&self, off: usize) -> Option<u32> {
         self.get(off, 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -247,7 +239,7 @@ pub(crate) fn render(kind: Kind, bytes: &[u8]) -> Value {
         Kind::U32 => le32(bytes).into(),
         Kind::I32 => (le32(bytes) as i32).into(),
         Kind::U64 => le64(bytes).into(),
-        Kind::Hex32 | Kind::Status => hex(le32(bytes).into()),
+        Kind::Hex32 => hex(le32(bytes).into()),
         Kind::Hex64 | Kind::Ptr => hex(le64(bytes)),
         Kind::Handle | Kind::Cmd => handle(le32(bytes)),
         Kind::Class => Value::String(format!("{:#06x}", le32(bytes))),
@@ -265,9 +257,6 @@ pub(crate) fn render_into(out: &mut Map<String, Value>, key: &str, kind: Kind, b
     match kind {
         Kind::Class => {
             out.insert(format!("{key}_name"), classes::class_name(le32(bytes)).into());
-        }
-        Kind::Status => {
-            out.insert(format!("{key}_name"), status::nv_status_name(le32(bytes)).into());
         }
         Kind::Cmd => {
             let cmd = le32(bytes);

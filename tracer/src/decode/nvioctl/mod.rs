@@ -29,7 +29,6 @@
 //! counts are numbers; unknown ids keep their hex value with a null name.
 
 // The collector uses this API piece by piece; not every item has a caller yet.
-#![allow(dead_code)]
 
 mod classes;
 mod controls;
@@ -45,20 +44,14 @@ mod tests;
 use serde_json::{Map, Value, json};
 
 // The public API, re-exported flat; callers pick what they need.
-#[allow(unused_imports)]
 pub use classes::{class_name, classes};
-#[allow(unused_imports)]
 pub use controls::{ControlRoute, control_name, control_route, controls};
-#[allow(unused_imports)]
 pub use escapes::{escape_status_offset, vid_heap_function_name};
-#[allow(unused_imports)]
 pub use request::{
     Ioc, NV_ABSOLUTE_MAX_IOCTL_SIZE, NV_ESC_IOCTL_XFER_CMD, NV_ESC_RM_ALLOC, NV_ESC_RM_CONTROL, NV_IOCTL_BASE,
     NV_IOCTL_MAGIC, escape_name, escape_names, ioc, nv_request, xfer_inner,
 };
-#[allow(unused_imports)]
 pub use status::{nv_status_description, nv_status_name, nv_statuses};
-#[allow(unused_imports)]
 pub use uvm::{UvmRoute, uvm_ioctls, uvm_name, uvm_param_size, uvm_route, uvm_status_offset};
 
 use escapes::Body;
@@ -299,8 +292,8 @@ fn decode_escape(d: &mut Decoded, ctx: &mut Ctx<'_>, nr: u32, size: u32) {
     d.escape = escape_name(nr);
     d.known = d.escape.is_some();
     match escapes::body(nr) {
-        Body::Fixed(_) => {
-            let Some((l, matched)) = escapes::layout_for(nr, size) else { return };
+        Body::Fixed(ls) => {
+            let Some((l, matched)) = escapes::pick_layout(ls, size) else { return };
             ctx.set("struct", l.strukt);
             if !matched {
                 ctx.set("size_mismatch", true);

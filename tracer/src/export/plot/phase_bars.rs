@@ -131,7 +131,7 @@ fn phase_color_strong(i: usize) -> RGBColor {
     [RGBColor(55, 110, 170), RGBColor(200, 95, 40)][i % 2]
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "one panel: its area, span, bars and their labels")]
 fn panel<DB: DrawingBackend>(
     a: &Area<DB>,
     (xa, xb): (i32, i32),
