@@ -4,6 +4,7 @@ mod bench;
 mod build;
 mod demo;
 mod fuzz;
+mod lints;
 mod setup;
 mod soak;
 mod test;
@@ -25,13 +26,15 @@ struct Cli {
 enum Command {
     /// Install what is missing: apt packages, nightly + rust-src, bpf-linker, tracefs/bpffs mounts
     Setup,
+    /// Setup, then only the lints of `test`: cargo fmt --check, clippy -D warnings (also the eBPF crate)
+    Lints,
     /// Setup, then build the tracer (its build.rs builds the eBPF crate)
     Build {
         /// Build with the release profile
         #[arg(long)]
         release: bool,
     },
-    /// Setup, then run every test, the root-only integration tests and the kprobe VM tests included
+    /// Setup, then the lints (fmt, clippy -D warnings) and every test, the root-only integration tests and the kprobe VM tests included
     Test {
         /// Extra arguments for the test binaries (after `--`)
         #[arg(last = true)]
@@ -134,6 +137,7 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Setup => setup::run(),
+        Command::Lints => setup::run().and_then(|()| lints::run()),
         Command::Build { release } => build::run(release),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),

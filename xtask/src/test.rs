@@ -1,4 +1,6 @@
-//! `cargo xtask test [-- args]`: setup, then every test in four phases:
+//! `cargo xtask test [-- args]`: setup, then the lints and every test in five phases:
+//! 0. the lints (lints.rs): `cargo fmt --check`, clippy with `-D warnings` on the default
+//!    members and on the eBPF crate;
 //! 1. `cargo test` (default members); the root_* tests skip themselves (TRACER_ROOT_TESTS unset);
 //! 2. `cargo test -p tracer-common --features user`;
 //! 3. tracer/tests/root_*.rs with TRACER_ROOT_TESTS=1, serialized (--test-threads=1);
@@ -18,7 +20,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{setup, util};
+use crate::{lints, setup, util};
 
 const ROOT_TESTS_VAR: &str = "TRACER_ROOT_TESTS";
 
@@ -31,6 +33,13 @@ struct Phase {
 pub fn run(args: &[String]) -> Result<()> {
     setup::run()?;
     let mut phases = Vec::new();
+
+    println!("== lints");
+    let start = Instant::now();
+    let outcome = lints::run();
+    let secs = util::secs(start.elapsed());
+    println!("== lints: {} in {secs}", if outcome.is_ok() { "ok" } else { "FAILED" });
+    phases.push(Phase { name: "lints (fmt, clippy -D warnings)".to_owned(), outcome, secs });
 
     let mut c = util::cargo();
     c.env_remove(ROOT_TESTS_VAR).args(["test", "--no-fail-fast"]);
@@ -84,7 +93,7 @@ pub fn run(args: &[String]) -> Result<()> {
         })
         .collect();
     if root_tests.is_empty() {
-        summary.insert(2, "root tests: none found".to_owned());
+        summary.insert(3, "root tests: none found".to_owned());
     }
     println!("test summary: {}", summary.join("; "));
     if failed > 0 {

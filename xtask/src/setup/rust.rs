@@ -21,13 +21,30 @@ pub fn ensure_nightly() -> Result<()> {
         println!("installing nightly toolchain");
         util::run(util::cmd("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
     }
-    let components =
-        util::output(util::cmd("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]))?;
-    if components.lines().any(|l| l.trim() == "rust-src") {
-        println!("ok: rust-src (nightly) present");
-    } else {
-        println!("installing rust-src for nightly");
-        util::run(util::cmd("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+    // rust-src: aya-build builds the eBPF crate with it; clippy: the test command's lints of
+    // the eBPF crate (xtask/src/lints.rs).
+    ensure_components(Some("nightly"), &["rust-src", "clippy"])?;
+    // The lints of the other crates run on the toolchain cargo runs here.
+    ensure_components(None, &["clippy", "rustfmt"])
+}
+
+/// Adds those of `components` that `toolchain` (None: the active one) lacks.
+fn ensure_components(toolchain: Option<&str>, components: &[&str]) -> Result<()> {
+    let on: Vec<&str> = toolchain.map_or(Vec::new(), |t| vec!["--toolchain", t]);
+    let installed = util::output(util::cmd("rustup").args(["component", "list", "--installed"]).args(&on))?;
+    // Installed components are listed with their target (`clippy-x86_64-unknown-linux-gnu`),
+    // except rust-src.
+    let has = |c: &str| {
+        installed.lines().map(str::trim).any(|l| l == c || l.strip_prefix(c).is_some_and(|rest| rest.starts_with('-')))
+    };
+    for c in components {
+        let name = toolchain.unwrap_or("the active toolchain");
+        if has(c) {
+            println!("ok: {c} ({name}) present");
+        } else {
+            println!("installing {c} for {name}");
+            util::run(util::cmd("rustup").args(["component", "add", c]).args(&on))?;
+        }
     }
     Ok(())
 }
