@@ -6,6 +6,9 @@
 //! - [`digest`]: SHA-256 in hex, the content addresses of a recording;
 //! - [`line`]: one trace line, typed ([`line::RawLine`]), and the byte
 //!   scanner that fills it without serde_json ([`line::scan_into`]);
+//! - [`open`]: the one way a tool opens a file it reads: regular files
+//!   only, a size cap per kind of input, and below a recording directory no
+//!   link followed and nothing outside reached;
 //! - [`read`]: the streaming trace reader (`.jsonl`, `.jsonl.gz`,
 //!   `.jsonl.zst`, or a recording directory), with its in-place fast path;
 //! - [`recording`]: the recording directory `NAME.rec/`
@@ -19,5 +22,6 @@ pub mod footer;
 pub mod header;
 pub mod hex;
 pub mod line;
+pub mod open;
 pub mod read;
 pub mod recording;
