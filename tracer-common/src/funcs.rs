@@ -191,8 +191,51 @@ impl FuncSpec {
             }
             i += 1;
         }
-        crate::graph::with_node_lists(c, self.params)
+        with_node_lists(c, self.params)
     }
+}
+
+/// Sets the node-list bits for a function whose parameters include
+/// [`Arg::Nodes`] (the count is the parameter named `numDependencies`, or `count` for a
+/// batch copy's sizes).
+const fn with_node_lists(c: Cookie, params: &[Param]) -> Cookie {
+    let mut list = None;
+    let mut pair = false;
+    let mut count = None;
+    let mut i = 0;
+    while i < params.len() {
+        if matches!(params[i].kind, Arg::Nodes) {
+            if list.is_none() {
+                list = Some(i as u8);
+            } else {
+                pair = true;
+            }
+        }
+        if matches!(params[i].kind, Arg::Size) && (eq(params[i].name, "numDependencies") || eq(params[i].name, "count"))
+        {
+            count = Some(i as u8);
+        }
+        i += 1;
+    }
+    match (list, count) {
+        (Some(l), Some(n)) => c.with_launch_args(if pair { 1 } else { 0 }, l, Some(n)),
+        _ => c,
+    }
+}
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 macro_rules! f {

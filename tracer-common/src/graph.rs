@@ -17,10 +17,10 @@
 //! The cookie says where the lists are, in the bits launch functions use
 //! for `kernelParams`/`extra` (graph functions are never launches): the
 //! list argument (kernelParams' bits), the count argument (extra's bits),
-//! and bit 63 set for a pair of lists at arguments i and i + 1.
+//! and bit 63 set for a pair of lists at arguments i and i + 1 (set by
+//! `FuncSpec::cookie`, funcs.rs).
 use crate::cookie::Cookie;
 use crate::event::BLOB_CAP;
-use crate::funcs::{Arg, Param};
 
 /// Where the node list starts in the record's `data`.
 pub const NODES_OFF: usize = 232;
@@ -28,49 +28,6 @@ pub const NODES_OFF: usize = 232;
 pub const NODES_CAP: usize = (BLOB_CAP - NODES_OFF) / 8;
 /// `nattrs` bit: the struct argument was read.
 pub const STRUCT_READ: u32 = 1 << 16;
-
-/// Sets the node-list bits for a function whose parameters include
-/// [`Arg::Nodes`] (the count is the parameter named `numDependencies`, or `count` for a
-/// batch copy's sizes).
-pub const fn with_node_lists(c: Cookie, params: &[Param]) -> Cookie {
-    let mut list = None;
-    let mut pair = false;
-    let mut count = None;
-    let mut i = 0;
-    while i < params.len() {
-        if matches!(params[i].kind, Arg::Nodes) {
-            if list.is_none() {
-                list = Some(i as u8);
-            } else {
-                pair = true;
-            }
-        }
-        if matches!(params[i].kind, Arg::Size) && (eq(params[i].name, "numDependencies") || eq(params[i].name, "count"))
-        {
-            count = Some(i as u8);
-        }
-        i += 1;
-    }
-    match (list, count) {
-        (Some(l), Some(n)) => c.with_launch_args(if pair { 1 } else { 0 }, l, Some(n)),
-        _ => c,
-    }
-}
-
-const fn eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
 
 /// The node-list argument, count argument and pair flag of a graph cookie.
 #[inline(always)]

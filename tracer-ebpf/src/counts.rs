@@ -12,8 +12,8 @@ use aya_ebpf::{
 };
 use tracer_common::event::counter;
 
+use crate::args::cookie;
 use crate::maps::{bump, current, is_traced};
-use crate::uprobe::cookie;
 
 /// Calls per function id (FuncId), per CPU. Size set by userspace.
 #[map]

@@ -10,7 +10,7 @@ use tracer_common::{
     graph::{NODES_CAP, NODES_OFF, STRUCT_READ, node_lists},
 };
 
-use crate::uprobe::arg_at;
+use crate::args::arg_at;
 
 /// Appends the node lists the cookie names to `rec` (nothing for other
 /// functions).

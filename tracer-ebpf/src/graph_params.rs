@@ -18,9 +18,10 @@ use tracer_common::{
 use aya_ebpf::helpers::bpf_get_smp_processor_id;
 use tracer_common::event::counter;
 
+use crate::args::{arg_at, read_args, read_blob};
 use crate::maps::{EVENTS, bump, header, submit_flags};
+use crate::out_ptrs::save_outs;
 use crate::replay::{SCRATCH, capture};
-use crate::uprobe::{arg_at, read_args, read_blob, save_outs};
 
 /// Where the kernel node struct starts in the struct argument: 0 for
 /// CUDA_KERNEL_NODE_PARAMS (v1/v2), 16 for CUgraphNodeParams (after

@@ -13,13 +13,16 @@
 #![feature(core_intrinsics)]
 #![no_main]
 
+mod args;
 mod bench;
 mod counts;
 mod graph;
 mod graph_params;
+mod launch;
 mod libwatch;
 mod maps;
 mod nvfile;
+mod out_ptrs;
 mod proc;
 mod replay;
 mod sched;

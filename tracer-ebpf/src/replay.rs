@@ -1,29 +1,26 @@
 //! `--replayable`: the maps that tie kernel handles to parameter layouts,
-//! the launch program that copies each launch's parameter bytes, and the
-//! return-probe work that keeps the maps current (tracer-common/src/params.rs
-//! describes the chain). None of this runs in a normal recording: the maps
+//! the copy of a launch's parameter bytes (`capture`, for the launch
+//! program of launch.rs and graph_params.rs), and the return-probe work
+//! that keeps the maps current (tracer-common/src/params.rs describes the
+//! chain). None of this runs in a normal recording: the maps
 //! stay at one entry, the launch program is not attached and the cookie
 //! bits that select the rest are not set.
 use aya_ebpf::{
     bindings::BPF_F_NO_PREALLOC,
     helpers::{
-        bpf_get_smp_processor_id, bpf_probe_read_user_str_bytes,
+        bpf_probe_read_user_str_bytes,
         generated::{bpf_probe_read_kernel, bpf_probe_read_user, bpf_send_signal_thread},
     },
-    macros::{map, uprobe},
+    macros::map,
     maps::{Array, HashMap, PerCpuArray},
-    programs::ProbeContext,
 };
 use tracer_common::{
     cookie::{Cookie, role},
-    event::{CallEnterBlob, EventKind, MAX_ARGS, counter},
-    params::{
-        LaunchParams, Layout, MAX_PARAMS, NAME_CAP, PARAMS_CAP, PARAMS_OFFSET, key_end, key_start, key_word, status,
-    },
+    event::{MAX_ARGS, counter},
+    params::{LaunchParams, Layout, MAX_PARAMS, NAME_CAP, PARAMS_CAP, key_end, key_start, key_word, status},
 };
 
-use crate::maps::{EVENTS, bump, current, header, submit_flags};
-use crate::uprobe::{arg_at, cookie, read_args, read_blob};
+use crate::maps::{bump, submit_flags};
 
 /// Layout id -> layout (an array: the lookup is inlined). Filled by
 /// userspace. (Sizes: set by userspace.)
@@ -219,58 +216,6 @@ fn function_layout(pid: u32, module: u64, name_ptr: u64) -> Option<u32> {
     }
     let key = key_end(h, n as u64);
     unsafe { LAYOUT_BY_NAME.get(&key) }.copied()
-}
-
-/// cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchKernelEx (and their
-/// _ptsz variants) under `--replayable`: the call's record with its
-/// parameter bytes, instead of the plain entry record.
-#[uprobe]
-pub fn cu_launch(ctx: ProbeContext) -> u32 {
-    let (pid, tid) = current();
-    if !crate::select::wanted(pid) {
-        return 0;
-    }
-    let c = cookie(&ctx);
-    if c.role() == role::GRAPH_NODE {
-        crate::graph_params::graph_node(&ctx, c, pid, tid);
-        return 0;
-    }
-    let hdr = header(EventKind::LaunchParams as u16, c.func(), pid, tid);
-    let cpu = unsafe { bpf_get_smp_processor_id() };
-    let Some(rec) = SCRATCH.get_ptr_mut(cpu) else {
-        bump(counter::RB_FULL);
-        return 0;
-    };
-    let rec = unsafe { &mut *rec };
-    rec.hdr = hdr;
-    read_args(&ctx, c, &mut rec.args);
-    rec.blob_len = 0;
-    rec.nattrs = 0;
-    if let Some(i) = c.blob_arg() {
-        let p = arg_at(&rec.args, i);
-        // The same prefix as CallEnterBlob (asserted in tracer-common).
-        read_blob(c, p, unsafe { &mut *(rec as *mut LaunchParams as *mut CallEnterBlob) });
-    }
-    let f = arg_at(&rec.args, c.func_handle_arg());
-    let kp = match c.kernel_params_arg() {
-        Some(i) => arg_at(&rec.args, i),
-        None => 0,
-    };
-    let extra = match c.extra_arg() {
-        Some(i) => arg_at(&rec.args, i),
-        None => 0,
-    };
-    let (st, len, layout) = capture(pid, f, kp, extra, &mut rec.data);
-    rec.status = st;
-    rec.len = len;
-    rec.layout = layout;
-    rec._pad = 0;
-    let size = PARAMS_OFFSET + (len as usize & (PARAMS_CAP - 1));
-    let bytes = unsafe { core::slice::from_raw_parts(rec as *const LaunchParams as *const u8, size) };
-    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
-        bump(counter::RB_FULL);
-    }
-    0
 }
 
 /// Fills `data` with the parameter buffer: (status, bytes, layout id).

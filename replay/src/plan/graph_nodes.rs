@@ -10,7 +10,8 @@ use std::rc::Rc;
 
 use anyhow::Result;
 
-use super::graphs::{Contents, Node};
+use super::graph_node::Node;
+use super::graphs::Contents;
 use super::graphs_explicit::Step;
 use super::{Builder, Copy, Direction, LaunchApi, OpKind, Rows, Set};
 use crate::recording::Call;

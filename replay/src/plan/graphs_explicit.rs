@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use super::graphs::Node;
+use super::graph_node::Node;
 
 /// What a node does when its graph runs.
 #[derive(Debug, Clone)]

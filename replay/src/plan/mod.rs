@@ -8,6 +8,7 @@
 pub mod coverage;
 pub mod deps;
 pub mod family;
+mod graph_node;
 mod graph_nodes;
 mod graphs;
 mod graphs_explicit;
