@@ -48,9 +48,13 @@ impl ShortNames {
                 continue;
             }
             let cands: Vec<Vec<String>> = members.iter().map(|r| candidates(r)).collect();
+            // how many members have each label (each member lists a label once)
+            let mut having: HashMap<&str, usize> = HashMap::new();
+            for c in cands.iter().flatten() {
+                *having.entry(c).or_default() += 1;
+            }
             for (i, raw) in members.iter().enumerate() {
-                let others = |c: &String| cands.iter().enumerate().any(|(j, o)| j != i && o.contains(c));
-                let name = match cands[i].iter().find(|c| !others(c)) {
+                let name = match cands[i].iter().find(|c| having[c.as_str()] == 1) {
                     Some(label) => with_label(base, label),
                     None => hashed(base, raw, 6),
                 };
