@@ -323,7 +323,7 @@ fn explicit_graph_launches_run_their_nodes_in_dependency_order_with_the_paramete
         .ops
         .iter()
         .map(|o| match &o.kind {
-            OpKind::Launch(l) => (o.line, format!("k{} {}", l.grid[0], hex(&l.params))),
+            OpKind::Launch(l) => (o.line, format!("k{} {}", l.grid[0], tracer_format::hex::bytes(&l.params))),
             OpKind::Set(s) => (o.line, format!("set {:#x}={} x{} ({}B)", s.dst, s.value, s.count, s.elem)),
             OpKind::StreamSync => (o.line, "sync".into()),
             other => (o.line, format!("{other:?}")),

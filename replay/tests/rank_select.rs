@@ -16,10 +16,6 @@ use serde_json::{Value, json};
 const NCCL: &str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 const DEV: u64 = 0x7f00_0000_0000;
 
-fn hex(b: &[u8]) -> String {
-    tracer_format::hex::bytes(b)
-}
-
 /// k_pointers' 20 parameter bytes (kernels.cu): two pointers and a count.
 fn k_pointers_params(a: u64, b: u64, n: u32) -> Vec<u8> {
     let mut p = Vec::new();
@@ -88,7 +84,7 @@ fn two_ranks(dir: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
             "kernel",
             "launch",
             "cuLaunchKernel",
-            json!({"args": {"f": h}, "func": h, "kernel": k, "device": pid - 101, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": hex(params), "params_from": "layout"}),
+            json!({"args": {"f": h}, "func": h, "kernel": k, "device": pid - 101, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0, "stream": stream, "params": tracer_format::hex::bytes(params), "params_from": "layout"}),
         )
     };
     let d2h = |pid| {

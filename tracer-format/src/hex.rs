@@ -31,6 +31,41 @@ pub fn push_addr(b: &mut Vec<u8>, v: u64) {
     b.extend_from_slice(&buf[start..]);
 }
 
+/// A handle or address as a JSON string value, `"0x…"` ([`addr`]).
+pub fn json(v: u64) -> serde_json::Value {
+    serde_json::Value::String(addr(v))
+}
+
+/// Handles as a JSON array of [`json`] strings.
+pub fn json_list(v: &[u64]) -> serde_json::Value {
+    serde_json::Value::Array(v.iter().map(|&h| json(h)).collect())
+}
+
+/// A handle or address field of a trace line: a [`parse_addr`] string or a
+/// JSON number. `None` for anything else.
+pub fn of_json(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::String(s) => parse_addr(s),
+        serde_json::Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// The handle in string field `k` of `v` ([`parse_addr`]); `None` when it
+/// is missing, not a string or not a handle.
+pub fn field(v: &serde_json::Value, k: &str) -> Option<u64> {
+    v.get(k).and_then(serde_json::Value::as_str).and_then(parse_addr)
+}
+
+/// The handles in array field `k` of `v` (its strings that [`parse_addr`]
+/// reads, others skipped); empty when it is missing or not an array.
+pub fn fields(v: &serde_json::Value, k: &str) -> Vec<u64> {
+    v.get(k)
+        .and_then(serde_json::Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().and_then(parse_addr)).collect())
+        .unwrap_or_default()
+}
+
 /// A handle or address as traces and command lines give it: `0x…` or `0X…`
 /// hex, or decimal. `None` for anything else (empty, out of range, other
 /// characters).
@@ -55,6 +90,23 @@ pub fn push_bytes(b: &mut Vec<u8>, data: &[u8]) {
         b.push(DIGITS[(x >> 4) as usize]);
         b.push(DIGITS[(x & 15) as usize]);
     }
+}
+
+/// At most the first `max` bytes of `data` as [`bytes`], `…` after them
+/// when there are more: a preview in messages.
+pub fn preview(data: &[u8], max: usize) -> String {
+    let s = bytes(&data[..data.len().min(max)]);
+    if data.len() > max { format!("{s}…") } else { s }
+}
+
+/// A UUID's 16 bytes in memory order as nvidia-smi prints them (without
+/// `GPU-`): [`bytes`] split 8-4-4-4-12; any other length plain [`bytes`].
+pub fn uuid(data: &[u8]) -> String {
+    let h = bytes(data);
+    if h.len() != 32 {
+        return h;
+    }
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// The inverse of [`bytes`]; `None` on an odd length or a character that is
@@ -114,6 +166,41 @@ mod tests {
         for bad in ["", "x", "0x", "0x10000000000000000", "18446744073709551616", "-1", "1f", "0xg", " 1", "0x 1"] {
             assert_eq!(parse_addr(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn json_values() {
+        use serde_json::json;
+        assert_eq!(json(0x7f3a_0000_0000), json!("0x7f3a00000000"));
+        assert_eq!(json(0), json!("0x0"));
+        assert_eq!(json_list(&[1, 0xab]), json!(["0x1", "0xab"]));
+        assert_eq!(json_list(&[]), json!([]));
+        assert_eq!(of_json(&json!("0x10")), Some(16));
+        assert_eq!(of_json(&json!("16")), Some(16));
+        assert_eq!(of_json(&json!(16)), Some(16));
+        assert_eq!(of_json(&json!(-1)), None);
+        assert_eq!(of_json(&json!(1.5)), None);
+        assert_eq!(of_json(&json!("0xg")), None);
+        assert_eq!(of_json(&json!(null)), None);
+        let v = json!({"graph": "0x5000", "n": 7, "nodes": ["0x1", 2, "x", "0x3"]});
+        assert_eq!(field(&v, "graph"), Some(0x5000));
+        assert_eq!(field(&v, "n"), None);
+        assert_eq!(field(&v, "missing"), None);
+        assert_eq!(fields(&v, "nodes"), vec![1, 3]);
+        assert_eq!(fields(&v, "graph"), Vec::<u64>::new());
+        assert_eq!(fields(&v, "missing"), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn previews_and_uuids() {
+        assert_eq!(preview(&[0xde, 0xad, 0xbe, 0xef], 4), "deadbeef");
+        assert_eq!(preview(&[0xde, 0xad, 0xbe, 0xef], 2), "dead…");
+        assert_eq!(preview(&[], 2), "");
+        assert_eq!(preview(&[1, 2], 0), "…");
+        let u: Vec<u8> = (0..16).collect();
+        assert_eq!(uuid(&u), "00010203-0405-0607-0809-0a0b0c0d0e0f");
+        assert_eq!(uuid(&[0xab, 0xcd]), "abcd");
+        assert_eq!(uuid(&[]), "");
     }
 
     #[test]

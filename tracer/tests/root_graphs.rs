@@ -175,7 +175,7 @@ fn k_pointers_params(n: i32) -> String {
     b.extend_from_slice(&0x7f00_0000_0000u64.to_le_bytes());
     b.extend_from_slice(&0x7f00_0020_0000u64.to_le_bytes());
     b.extend_from_slice(&n.to_le_bytes());
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    tracer_format::hex::bytes(&b)
 }
 
 /// `tracer record --replayable` of `graphs FIXTURE_DIR` (section 4 of graphs.c

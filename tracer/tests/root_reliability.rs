@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tracer_format::hex;
 
 /// `tracer -o OUT --libcuda FAKE [ARGS] -- reliability SCENARIO...`.
 fn trace_reliability(tag: &str, tracer_args: &[&str], args: &[&str], limit: Duration) -> common::Traced {
@@ -30,15 +31,6 @@ fn trace_reliability(tag: &str, tracer_args: &[&str], args: &[&str], limit: Dura
     let mut child = c.spawn().expect("start tracer");
     let st = common::wait_with_timeout(&mut child, limit, false, tag);
     common::finish(out, st, t0.elapsed())
-}
-
-fn hexs(v: u64) -> Value {
-    json!(format!("{v:#x}"))
-}
-
-fn parse_hex(v: &Value) -> u64 {
-    let s = v.as_str().unwrap_or_else(|| panic!("not a hex string: {v}"));
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
 }
 
 fn by_ts(lines: &[&Value]) -> Vec<Value> {
@@ -82,8 +74,8 @@ fn four_processes_of_eight_threads_exact_calls_and_arguments() {
         assert!(l.get("incomplete").is_none() && l.get("entry_lost").is_none() && ret_ok, "{l}");
         let (pid, tid) = (l["pid"].as_u64().unwrap(), l["tid"].as_u64().unwrap());
         let v = match l["name"].as_str().unwrap() {
-            "cuCtxSetCurrent" => parse_hex(&l["args"]["ctx"]),
-            "cuLaunchKernel" => parse_hex(&l["func"]),
+            "cuCtxSetCurrent" => hex::field(&l["args"], "ctx").unwrap(),
+            "cuLaunchKernel" => hex::field(&l, "func").unwrap(),
             other => panic!("unexpected call {other}: {l}"),
         };
         let (p, th) = ((v >> 40) - 1, ((v >> 32) & 0xff) - 1);
@@ -103,13 +95,13 @@ fn four_processes_of_eight_threads_exact_calls_and_arguments() {
         let enc = |i: u64| ((p + 1) << 40) | ((th + 1) << 32) | i;
         assert_eq!(sets.len() as u64, N, "process {p} thread {th} ({pid}/{tid})");
         for (i, l) in sets.iter().enumerate() {
-            assert_eq!(l["args"]["ctx"], hexs(enc(i as u64)), "process {p} thread {th} call {i}");
+            assert_eq!(l["args"]["ctx"], hex::json(enc(i as u64)), "process {p} thread {th} call {i}");
         }
         assert_eq!(launches.len() as u64, launches_per_thread);
         for (k, l) in launches.iter().enumerate() {
             let i = 16 * k as u64;
-            let want = json!({"func": hexs(enc(i)), "grid": [p + 1, th + 1, i], "block": [128, 1, 1],
-                              "shared_mem": i, "stream": hexs(((p << 8) | th) + 1), "kernel": null});
+            let want = json!({"func": hex::json(enc(i)), "grid": [p + 1, th + 1, i], "block": [128, 1, 1],
+                              "shared_mem": i, "stream": hex::json(((p << 8) | th) + 1), "kernel": null});
             for (key, w) in want.as_object().unwrap() {
                 assert_eq!(&l[key], w, "process {p} thread {th} launch {k}: {key} in {l}");
             }
@@ -342,8 +334,11 @@ fn attach_with_p_records_only_the_window_and_detaches_cleanly() {
     let complete: Vec<&Value> =
         lines.iter().filter(|l| l.get("incomplete").is_none() && l.get("entry_lost").is_none()).collect();
     assert!(lines.len() - complete.len() <= 2, "{} partial calls\n{ctx}", lines.len() - complete.len());
-    let sets: Vec<u64> =
-        complete.iter().filter(|l| l["name"] == "cuCtxSetCurrent").map(|l| parse_hex(&l["args"]["ctx"])).collect();
+    let sets: Vec<u64> = complete
+        .iter()
+        .filter(|l| l["name"] == "cuCtxSetCurrent")
+        .map(|l| hex::field(&l["args"], "ctx").unwrap())
+        .collect();
     assert!(sets.len() >= 300, "{} iterations recorded in ~1 s at 1 per ms", sets.len());
     let (first, end) = (sets[0], *sets.last().unwrap());
     assert_eq!(sets, (first..=end).collect::<Vec<u64>>(), "a gap in the attach window");
@@ -486,8 +481,11 @@ fn disk_full_stops_cleanly_keeps_complete_lines_and_says_so() {
     assert!(written > 100 && dropped > 0, "{e}");
     // header + N calls + process lines + footer, split between the two counts.
     assert!(written + dropped >= N + 2, "{e}");
-    let seq: Vec<u64> =
-        lines.iter().filter(|l| l["name"] == "cuCtxSetCurrent").map(|l| parse_hex(&l["args"]["ctx"])).collect();
+    let seq: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["name"] == "cuCtxSetCurrent")
+        .map(|l| hex::field(&l["args"], "ctx").unwrap())
+        .collect();
     assert_eq!(seq, (0..seq.len() as u64).collect::<Vec<_>>(), "the calls on disk are the first ones, in order");
     // The reader takes the file as it is (no partial line to skip), and
     // says only that the footer is missing.

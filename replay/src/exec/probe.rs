@@ -53,9 +53,7 @@ pub fn render(bytes: &[u8]) -> String {
         let more = if bytes.len() > 256 { " …" } else { "" };
         format!("i64 [{}]{more}", v.join(", "))
     } else {
-        let h: String = bytes.iter().take(128).map(|b| format!("{b:02x}")).collect();
-        let more = if bytes.len() > 128 { "…" } else { "" };
-        format!("hex {h}{more}")
+        format!("hex {}", tracer_format::hex::preview(bytes, 128))
     }
 }
 

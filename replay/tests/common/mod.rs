@@ -148,15 +148,11 @@ impl Rec {
     }
 }
 
-pub fn hex(b: &[u8]) -> String {
-    tracer_format::hex::bytes(b)
-}
-
 /// Parameter bytes from (offset, bytes) pieces, zero padded to `size`.
 pub fn params(size: usize, pieces: &[(usize, &[u8])]) -> String {
     let mut b = vec![0u8; size];
     for (off, p) in pieces {
         b[*off..*off + p.len()].copy_from_slice(p);
     }
-    hex(&b)
+    tracer_format::hex::bytes(&b)
 }

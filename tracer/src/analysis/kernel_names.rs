@@ -5,7 +5,9 @@
 //! - `short` (the default of every command that prints names): the base
 //!   name as Nsight Systems prints it, without namespaces, return type and
 //!   parameter list, template arguments elided:
-//!   `vectorized_elementwise_kernel<…>`;
+//!   `vectorized_elementwise_kernel<…>` (outputs print it through
+//!   analysis/short_names.rs, which keeps what tells apart the kernels of a
+//!   trace that share a base name);
 //! - `full`: the whole demangled name (`void at::native::vectorized_…<8,
 //!   …>(int, …)`);
 //! - `mangled`: as recorded.

@@ -52,6 +52,7 @@ pub mod report;
 pub mod sampled;
 #[cfg(test)]
 mod scan_tests;
+pub mod short_names;
 pub mod side_summary;
 pub mod stats;
 pub mod stream_names;

@@ -401,9 +401,10 @@ fn top_kernels(t: &Trace, tl: &Timeline) -> (Vec<KernelRow>, Vec<KernelRow>) {
         }
     }
     let kname = |k: u32| if k == NO_STR { "(unnamed handle)".to_string() } else { t.name(k).to_string() };
+    let short = super::short_names::ShortNames::of_trace(t);
     let mk = |k: u32| KernelRow {
         demangled: super::kernel_names::demangle(&kname(k)),
-        short: super::kernel_names::display(&kname(k), NameStyle::Short).into_owned(),
+        short: short.short(&kname(k)).into_owned(),
         kernel: kname(k),
         launches: by_count.get(&k).copied().unwrap_or(0),
         gpu_ns: (tl.source != Source::Bound).then(|| gpu_time.get(&k).copied().unwrap_or(0)),
@@ -750,22 +751,6 @@ pub fn render(r: &Report) -> String {
     };
     kt(&mut s, "top kernels by launches", &r.top_by_count);
     kt(&mut s, "top kernels by GPU time", &r.top_by_gpu_time);
-    if r.names == NameStyle::Short {
-        // templates of one kernel read alike when short: say which, and how to tell them apart
-        let mut by_short: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
-        for k in r.top_by_count.iter().chain(&r.top_by_gpu_time) {
-            by_short.entry(&k.short).or_default().insert(&k.kernel);
-        }
-        let shared: Vec<String> =
-            by_short.iter().filter(|(_, v)| v.len() > 1).map(|(n, v)| format!("{n} ({} kernels)", v.len())).collect();
-        if !shared.is_empty() {
-            let _ = writeln!(
-                s,
-                "several kernels above share a short name: {}; --names full tells them apart",
-                shared.join(", ")
-            );
-        }
-    }
     if let Some(e) = &r.energy_total {
         let _ = writeln!(s, "\nenergy over the trace: {} ({})", energy_cell(&Some(e.clone())), e.method);
     }

@@ -485,8 +485,9 @@ impl Summary {
         k.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         if !k.is_empty() {
             let _ = writeln!(s, "top kernels by launches:");
+            let short = crate::analysis::short_names::ShortNames::of(kernels.keys().map(|k| k.as_str()));
             for (name, n) in k.iter().take(10) {
-                let name = crate::analysis::kernel_names::display(name, names);
+                let name = short.display(name, names);
                 let _ = writeln!(s, "  {n:>8}  {name}{}", crate::analysis::text_table::KEEP);
             }
         }

@@ -118,10 +118,10 @@ impl EntryPoints {
         let a = &v["args"];
         let Some(symbol) = a["symbol"].as_str().filter(|s| !s.is_empty()) else { return };
         let version = a["cudaVersion"].as_i64().unwrap_or(0);
-        let flags = hex_u64(&a["flags"]).unwrap_or(0);
+        let flags = tracer_format::hex::of_json(&a["flags"]).unwrap_or(0);
         let pid = v["pid"].as_u64().unwrap_or(0) as u32;
         let ret = v["ret"].as_i64();
-        match (ret, hex_u64(&a["pfn"])) {
+        match (ret, tracer_format::hex::of_json(&a["pfn"])) {
             (Some(0), Some(p)) if p != 0 => match self.resolve(pid, p) {
                 Target::Unknown { .. } => self.pending.push((pid, symbol.to_string(), version, flags, p)),
                 target => self.add(symbol, version, flags, target, pid),
@@ -389,14 +389,6 @@ fn preferred_alias(lib: &Lib, name: &str, offset: u64) -> String {
     let mut aliases: Vec<&String> = lib.symbols.symbols.iter().filter(|(_, o)| **o == offset).map(|(n, _)| n).collect();
     aliases.sort();
     aliases.iter().find(|n| funcs::lookup(n).is_some()).map_or_else(|| name.to_string(), |n| n.to_string())
-}
-
-fn hex_u64(v: &Value) -> Option<u64> {
-    match v {
-        Value::String(s) => tracer_format::hex::parse_addr(s),
-        Value::Number(n) => n.as_u64(),
-        _ => None,
-    }
 }
 
 /// The file-backed mappings of a `/proc/PID/maps` text.

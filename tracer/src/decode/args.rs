@@ -6,10 +6,8 @@ use tracer_common::funcs::{Arg, FuncSpec};
 
 use crate::decode::cuda_names;
 
-/// A handle or address as a JSON string, `"0x…"` (tracer_format::hex::addr).
-pub fn hex(v: u64) -> Value {
-    Value::String(tracer_format::hex::addr(v))
-}
+/// A handle or address as a JSON string, `"0x…"`.
+pub use tracer_format::hex::json as hex;
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off + 4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
@@ -111,7 +109,7 @@ pub fn decode_blob(kind: Arg, b: &[u8], nattrs: u32) -> Value {
             "location": { "type": u32_at(b, 8), "id": u32_at(b, 12).map(|v| v as i32) },
             "allocFlags": u64_at(b, 24).map(hex),
         }),
-        Arg::Uuid => Value::String(uuid(b)),
+        Arg::Uuid => Value::String(tracer_format::hex::uuid(b)),
         Arg::AccessDesc => json!({
             "location": { "type": u32_at(b, 0), "id": u32_at(b, 4).map(|v| v as i32) },
             "flags": u32_at(b, 8),
@@ -121,12 +119,6 @@ pub fn decode_blob(kind: Arg, b: &[u8], nattrs: u32) -> Value {
         }
         _ => Value::Null,
     }
-}
-
-fn uuid(b: &[u8]) -> String {
-    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    let s = h.concat();
-    if s.len() == 32 { format!("{}-{}-{}-{}-{}", &s[0..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32]) } else { s }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -11,6 +11,7 @@ use tracer_common::funcs::{Arg, Class, FuncSpec};
 
 use crate::decode::args::{Captured, Copy2D3D, hex};
 pub use crate::decode::graph_structs::{KernelNode, MemsetNode, Parts, node_type_name, parts};
+use tracer_format::hex::json_list;
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off + 4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
@@ -26,10 +27,6 @@ pub struct Captures {
     next: u64,
     streams: HashMap<(u32, u64), u64>,
     events: HashMap<(u32, u64), u64>,
-}
-
-fn hexes(v: &[u64]) -> Value {
-    Value::Array(v.iter().map(|&h| hex(h)).collect())
 }
 
 impl Captures {
@@ -137,8 +134,8 @@ impl Captures {
             }
             "cuGraphAddDependencies" | "cuGraphAddDependencies_v2" => {
                 m.insert("graph".into(), hex(a(0)));
-                m.insert("from".into(), hexes(&p.first));
-                m.insert("to".into(), hexes(&p.second));
+                m.insert("from".into(), json_list(&p.first));
+                m.insert("to".into(), json_list(&p.second));
                 cut(&p, m);
             }
             "cuGraphDestroyNode" => {
@@ -183,7 +180,7 @@ fn put(m: &mut Map<String, Value>, key: &str, v: Option<u64>) {
 }
 
 fn deps(p: &Parts, m: &mut Map<String, Value>) {
-    m.insert("deps".into(), hexes(&p.first));
+    m.insert("deps".into(), json_list(&p.first));
     cut(p, m);
 }
 

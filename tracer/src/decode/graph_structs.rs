@@ -7,9 +7,7 @@ use tracer_common::event::BLOB_CAP;
 use tracer_common::funcs::{Arg, FuncSpec};
 use tracer_common::graph::{NODES_OFF, STRUCT_READ};
 
-fn hex(v: u64) -> Value {
-    Value::String(tracer_format::hex::addr(v))
-}
+use tracer_format::hex::json as hex;
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off + 4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))

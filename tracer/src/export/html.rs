@@ -15,6 +15,7 @@ use crate::analysis::gaps::{GapReport, fmt_ns};
 use crate::analysis::kernel_names::NameStyle;
 use crate::analysis::model::{NO_STR, Trace};
 use crate::analysis::report::{KernelRow, PeriodRow, Report};
+use crate::analysis::short_names::ShortNames;
 use crate::analysis::stats::Bucket;
 use crate::analysis::timeline::Timeline;
 use crate::analysis::verdict::Verdict;
@@ -155,6 +156,7 @@ struct Names {
     ids: HashMap<String, i64>,
     kernels: HashMap<u32, i64>,
     style: NameStyle,
+    short: ShortNames,
 }
 
 impl Names {
@@ -171,7 +173,7 @@ impl Names {
         if let Some(&i) = self.kernels.get(&k) {
             return i;
         }
-        let name = crate::analysis::kernel_names::display(t.name(k), self.style).into_owned();
+        let name = self.short.display(t.name(k), self.style).into_owned();
         let i = self.id(&name);
         self.kernels.insert(k, i);
         i
@@ -615,7 +617,8 @@ const SCRIPT: &str = r#"
 /// scopes give the histograms).
 pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, gaps: Option<&GapReport>) -> String {
     let style = r.names;
-    let mut names = Names { list: Vec::new(), ids: HashMap::new(), kernels: HashMap::new(), style };
+    let mut names =
+        Names { list: Vec::new(), ids: HashMap::new(), kernels: HashMap::new(), style, short: ShortNames::of_trace(t) };
     let mut rows = rows(t, r, tl, &mut names);
     let merged_gap = fit(&mut rows);
     let span = t.span().unwrap_or((0, 1));

@@ -33,10 +33,11 @@ use serde_json::{Value, json};
 
 use crate::analysis::basis::IdleBasis;
 use crate::analysis::energy;
-use crate::analysis::kernel_names::{self, NameStyle};
+use crate::analysis::kernel_names::NameStyle;
 use crate::analysis::model::sched::{OffCpu, OffState, TaskId};
 use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
+use crate::analysis::short_names::ShortNames;
 use crate::analysis::timeline::{GpuInterval, Source, Timeline, WorkKind, link_measured_to_launches};
 
 pub const SYN_TID_BASE: u64 = 1_000_000_000;
@@ -50,8 +51,10 @@ struct Out<'a, W: Write> {
     tick: &'a mut dyn FnMut(u64),
     /// The last synthetic track id handed out (starts at [`SYN_TID_BASE`]).
     syn: u64,
-    /// How GPU slices name their kernels, and the names so spelled (by id).
+    /// How GPU slices name their kernels (short names distinct over the
+    /// trace), and the names so spelled (by id).
     names: NameStyle,
+    short: ShortNames,
     spelled: HashMap<u32, String>,
 }
 
@@ -141,7 +144,17 @@ pub fn export_with_progress<W: Write>(
     tick: &mut dyn FnMut(u64),
 ) -> std::io::Result<u64> {
     let t0 = t.span().map_or(0, |s| s.0);
-    let mut o = Out { w, first: true, t0, n: 0, tick, syn: SYN_TID_BASE, names, spelled: HashMap::new() };
+    let mut o = Out {
+        w,
+        first: true,
+        t0,
+        n: 0,
+        tick,
+        syn: SYN_TID_BASE,
+        names,
+        short: ShortNames::of_trace(t),
+        spelled: HashMap::new(),
+    };
     o.w.write_all(b"{\"traceEvents\":[\n")?;
     let threads = write_threads(&mut o, t)?;
     let mut nests: HashMap<(u32, u32), Nest> = HashMap::new();
@@ -465,7 +478,7 @@ fn write_gpu_tracks<W: Write>(
             let start = iv.start.max(prev_end);
             let end = iv.end.max(start);
             prev_end = end;
-            let name = interval_name(t, iv, o.names, &mut o.spelled);
+            let name = interval_name(t, iv, (&o.short, o.names), &mut o.spelled);
             let (ts, dur) = (o.us(start), dur_us(end - start));
             let src = s.source.as_str();
             o.ev_with(|w| write_interval(w, iv, &name, src, gpid, tid, ts, dur))?;
@@ -503,11 +516,16 @@ fn gpu_process_label(tl: &Timeline) -> String {
 
 /// The slice name of a GPU interval: its kernel (spelled `names`; kept in
 /// `spelled`), "memcpy DIR", its kind, or "≤N ops pending".
-fn interval_name(t: &Trace, iv: &GpuInterval, names: NameStyle, spelled: &mut HashMap<u32, String>) -> String {
+fn interval_name(
+    t: &Trace,
+    iv: &GpuInterval,
+    (short, names): (&ShortNames, NameStyle),
+    spelled: &mut HashMap<u32, String>,
+) -> String {
     if iv.kind == WorkKind::Pending {
         format!("≤{} ops pending", iv.ops)
     } else if iv.name != NO_STR {
-        spelled.entry(iv.name).or_insert_with(|| kernel_names::display(t.name(iv.name), names).into_owned()).clone()
+        spelled.entry(iv.name).or_insert_with(|| short.display(t.name(iv.name), names).into_owned()).clone()
     } else if iv.kind == WorkKind::Memcpy
         && let Some(c) = t.calls.get(iv.call as usize)
     {

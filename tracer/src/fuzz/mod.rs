@@ -285,11 +285,6 @@ pub fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     v
 }
 
-fn hex_preview(b: &[u8]) -> String {
-    let s: String = b.iter().take(96).map(|x| format!("{x:02x}")).collect();
-    if b.len() > 96 { format!("{s}…") } else { s }
-}
-
 fn fail(t: &Target, input: &[u8], failure: &Failure, how: &str) -> ! {
     let small = minimize(t, input, failure);
     let h = small.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
@@ -305,7 +300,7 @@ fn fail(t: &Target, input: &[u8], failure: &Failure, how: &str) -> ! {
         small.len(),
         input.len(),
         path.display(),
-        hex_preview(&small),
+        tracer_format::hex::preview(&small, 96),
         path.display(),
         t.name
     );

@@ -18,6 +18,7 @@ use std::rc::Rc;
 
 use serde::Serialize;
 use serde_json::Value;
+use tracer_format::hex;
 
 use super::{Call, Dir, Geom, Kind, NO_STR, NONE, Trace};
 
@@ -114,17 +115,6 @@ pub struct ExecNode {
     pub params: Option<std::sync::Arc<str>>,
 }
 
-fn hex(v: &Value, k: &str) -> Option<u64> {
-    v.get(k).and_then(Value::as_str).and_then(tracer_format::hex::parse_addr)
-}
-
-fn hexes(v: &Value, k: &str) -> Vec<u64> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().and_then(tracer_format::hex::parse_addr)).collect())
-        .unwrap_or_default()
-}
-
 fn dim3(v: &Value, k: &str) -> [u32; 3] {
     let a = v.get(k).and_then(Value::as_array);
     let at = |i: usize| a.and_then(|a| a.get(i)).and_then(Value::as_u64).unwrap_or(0) as u32;
@@ -175,7 +165,7 @@ impl Walk<'_> {
             Some("kernel") => NodeKind::Kernel,
             Some("memcpy") => NodeKind::Memcpy,
             Some("memset") => NodeKind::Memset,
-            Some("graph") => NodeKind::Child(hex(v, "child_graph").unwrap_or(NONE)),
+            Some("graph") => NodeKind::Child(hex::field(v, "child_graph").unwrap_or(NONE)),
             _ => NodeKind::Pass,
         };
         let kernel = v.get("kernel").and_then(Value::as_str).map_or(NO_STR, |k| self.t.strings.intern(k));
@@ -195,7 +185,7 @@ impl Walk<'_> {
             geom,
             size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
             dir: v.get("direction").and_then(Value::as_str).map_or(Dir::None, Dir::parse),
-            deps: hexes(v, "deps"),
+            deps: hex::fields(v, "deps"),
             params: v.get("params").and_then(Value::as_str).map(std::sync::Arc::from),
         }
     }
@@ -225,35 +215,38 @@ impl Walk<'_> {
         self.stats.deps_cut = self.stats.deps_cut.saturating_add(cut);
         match base {
             "cuGraphCreate" => {
-                if let Some(g) = hex(v, "graph") {
+                if let Some(g) = hex::field(v, "graph") {
                     self.graphs.insert((pid, g), Graph::default());
                     self.stats.graphs += 1;
                 }
             }
             "cuGraphClone" => {
-                if let (Some(g), Some(o)) = (hex(v, "graph"), hex(v, "original")) {
+                if let (Some(g), Some(o)) = (hex::field(v, "graph"), hex::field(v, "original")) {
                     let copy = self.graphs.get(&(pid, o)).cloned().unwrap_or_default();
                     self.graphs.insert((pid, g), copy);
                     self.stats.graphs += 1;
                 }
             }
             "cuGraphNodeFindInClone" => {
-                if let (Some(n), Some(o), Some(g)) = (hex(v, "node"), hex(v, "original_node"), hex(v, "graph")) {
+                if let (Some(n), Some(o), Some(g)) =
+                    (hex::field(v, "node"), hex::field(v, "original_node"), hex::field(v, "graph"))
+                {
                     let o = self.node_handle(pid, o);
                     self.clone_nodes.insert((pid, n), o);
                     self.node_graph.insert((pid, n), g);
                 }
             }
             "cuGraphDestroy" => {
-                if let Some(g) = hex(v, "graph") {
+                if let Some(g) = hex::field(v, "graph") {
                     self.graphs.remove(&(pid, g));
                 }
             }
             "cuStreamEndCapture" => self.end_capture(pid, v),
             "cuGraphAddDependencies" | "cuGraphAddDependencies_v2" => {
-                let handles = |k: &str| hexes(v, k).into_iter().map(|h| self.node_handle(pid, h)).collect::<Vec<_>>();
+                let handles =
+                    |k: &str| hex::fields(v, k).into_iter().map(|h| self.node_handle(pid, h)).collect::<Vec<_>>();
                 let (from, to) = (handles("from"), handles("to"));
-                if let Some(g) = hex(v, "graph").and_then(|g| self.graphs.get_mut(&(pid, g))) {
+                if let Some(g) = hex::field(v, "graph").and_then(|g| self.graphs.get_mut(&(pid, g))) {
                     for (f, t) in from.iter().zip(&to) {
                         if let Some(n) = g.nodes.iter_mut().find(|n| n.handle == *t) {
                             n.deps.push(*f);
@@ -262,7 +255,7 @@ impl Walk<'_> {
                 }
             }
             "cuGraphDestroyNode" => {
-                if let Some(n) = hex(v, "node")
+                if let Some(n) = hex::field(v, "node")
                     && let Some(g) = self.node_graph.remove(&(pid, n))
                     && let h = self.node_handle(pid, n)
                     && let Some(g) = self.graphs.get_mut(&(pid, g))
@@ -274,7 +267,7 @@ impl Walk<'_> {
                 }
             }
             n if n.starts_with("cuGraphAdd") => {
-                if let (Some(h), Some(g)) = (hex(v, "node"), hex(v, "graph")) {
+                if let (Some(h), Some(g)) = (hex::field(v, "node"), hex::field(v, "graph")) {
                     let mut node = self.node_of(v, h);
                     node.deps = node.deps.iter().map(|&d| self.node_handle(pid, d)).collect();
                     if let Some(gr) = self.graphs.get_mut(&(pid, g)) {
@@ -284,7 +277,7 @@ impl Walk<'_> {
                 }
             }
             "cuGraphKernelNodeSetParams" | "cuGraphKernelNodeSetParams_v2" | "cuGraphNodeSetParams" => {
-                if let Some(raw) = hex(v, "node") {
+                if let Some(raw) = hex::field(v, "node") {
                     let h = self.node_handle(pid, raw);
                     let new = self.node_of(v, h);
                     if let Some(g) = self.node_graph.get(&(pid, raw)).copied()
@@ -296,7 +289,9 @@ impl Walk<'_> {
                 }
             }
             "cuGraphExecKernelNodeSetParams" | "cuGraphExecKernelNodeSetParams_v2" | "cuGraphExecNodeSetParams" => {
-                if let (Some(e), Some(h)) = (hex(v, "graph_exec"), hex(v, "node").map(|n| self.node_handle(pid, n))) {
+                if let (Some(e), Some(h)) =
+                    (hex::field(v, "graph_exec"), hex::field(v, "node").map(|n| self.node_handle(pid, n)))
+                {
                     let new = self.node_of(v, h);
                     if let Some(ex) = self.execs.get_mut(&(pid, e)) {
                         let ex = Rc::make_mut(ex);
@@ -318,26 +313,26 @@ impl Walk<'_> {
             | "cuGraphInstantiateWithParams"
             | "cuGraphInstantiate_v2"
             | "cuGraphInstantiate" => {
-                if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
+                if let (Some(e), Some(g)) = (hex::field(v, "graph_exec"), hex::field(v, "graph")) {
                     let flat = self.flatten(pid, g);
                     self.execs.insert((pid, e), Rc::new(flat));
                     self.stats.execs += 1;
                 }
             }
             "cuGraphExecUpdate_v2" | "cuGraphExecUpdate" => {
-                if let (Some(e), Some(g)) = (hex(v, "graph_exec"), hex(v, "graph")) {
+                if let (Some(e), Some(g)) = (hex::field(v, "graph_exec"), hex::field(v, "graph")) {
                     let flat = self.flatten(pid, g);
                     self.execs.insert((pid, e), Rc::new(flat));
                 }
             }
             "cuGraphExecDestroy" => {
-                if let Some(e) = hex(v, "graph_exec") {
+                if let Some(e) = hex::field(v, "graph_exec") {
                     self.execs.remove(&(pid, e));
                 }
             }
             "cuGraphLaunch" => {
                 self.stats.launches += 1;
-                if let Some((e, ex)) = hex(v, "graph_exec").and_then(|e| Some((e, self.execs.get(&(pid, e))?))) {
+                if let Some((e, ex)) = hex::field(v, "graph_exec").and_then(|e| Some((e, self.execs.get(&(pid, e))?))) {
                     self.launched.insert((gl.ts, pid, gl.tid), (e, ex.clone()));
                 } else {
                     self.stats.opaque_launches += 1;
@@ -351,7 +346,7 @@ impl Walk<'_> {
     /// launch, copy and set, each depending on the work before it on its
     /// stream (and, through event record/wait, on other streams').
     fn end_capture(&mut self, pid: u32, v: &Value) {
-        let (Some(id), Some(g)) = (v.get("capture").and_then(Value::as_u64), hex(v, "graph")) else { return };
+        let (Some(id), Some(g)) = (v.get("capture").and_then(Value::as_u64), hex::field(v, "graph")) else { return };
         self.stats.captures += 1;
         let calls = self.captured.remove(&id).unwrap_or_default();
         let mut last: HashMap<u64, Vec<u64>> = HashMap::new();

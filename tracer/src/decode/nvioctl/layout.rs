@@ -268,10 +268,4 @@ pub(crate) fn render_into(out: &mut Map<String, Value>, key: &str, kind: Kind, b
 }
 
 /// `NvProcessorUuid` bytes in memory order, as nvidia-smi prints them (without "GPU-").
-pub(crate) fn uuid(b: &[u8]) -> String {
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    if h.len() != 32 {
-        return h;
-    }
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
-}
+pub(crate) use tracer_format::hex::uuid;

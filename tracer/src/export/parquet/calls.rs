@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// The interned strings of the trace as Parquet values (shared by the
 /// rows), with each kernel name's demangled and short spellings
-/// (analysis/kernel_names.rs).
+/// (analysis/kernel_names.rs; short names distinct over the trace,
+/// analysis/short_names.rs).
 pub struct Names {
     raw: Vec<ByteArray>,
     full: Vec<ByteArray>,
@@ -18,9 +19,10 @@ pub struct Names {
 
 impl Names {
     pub fn of(t: &Trace) -> Names {
-        use crate::analysis::kernel_names::{NameStyle, display};
+        use crate::analysis::kernel_names::NameStyle;
         let names = t.strings.names();
-        let spell = |style| names.iter().map(|s| ByteArray::from(&*display(s, style))).collect();
+        let short = crate::analysis::short_names::ShortNames::of_trace(t);
+        let spell = |style| names.iter().map(|s| ByteArray::from(&*short.display(s, style))).collect();
         Names {
             raw: names.iter().map(|s| ByteArray::from(&**s)).collect(),
             full: spell(NameStyle::Full),
