@@ -160,16 +160,6 @@ pub enum Returns {
     None,
 }
 
-impl Returns {
-    pub fn name(self) -> &'static str {
-        match self {
-            Returns::Default => "default",
-            Returns::All => "all",
-            Returns::None => "none",
-        }
-    }
-}
-
 impl RecordArgs {
     /// Whether the output is its owner's only: `--private`, or
     /// `--capture-data` (device memory contents: weights, inputs).
