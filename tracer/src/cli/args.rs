@@ -185,6 +185,16 @@ pub enum BenchProbe {
     Ring,
 }
 
+/// `--compress` (`crate::collect::zstd_out::Compress`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CompressArg {
+    /// Plain JSONL, unless the output name ends in `.zst`.
+    #[default]
+    None,
+    /// zstd (level 1); the default output name ends in `.jsonl.zst`.
+    Zstd,
+}
+
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum IoctlPathArg {
     #[default]
@@ -209,8 +219,8 @@ pub struct RecordArgs {
     pub private: bool,
     /// Compress the trace with zstd (also chosen by an output name ending in
     /// .zst): ~10-40× fewer bytes, for high call rates on slow disks.
-    #[arg(long, value_enum, value_name = "ALGO", default_value_t = crate::collect::zstd_out::Compress::None)]
-    pub compress: crate::collect::zstd_out::Compress,
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = CompressArg::None)]
+    pub compress: CompressArg,
     /// Trace this running process (and the children it creates from now on).
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,

@@ -1,12 +1,13 @@
 //! `tracer record`: checks the arguments, turns them into the recording's
 //! options (collect/record), records, then prints the summary, the trace's
 //! path and what the program used that the trace does not hold.
-use crate::cli::args::{BenchProbe, IoctlPathArg, RecordArgs, Returns, Wakeup};
+use crate::cli::args::{BenchProbe, CompressArg, IoctlPathArg, RecordArgs, Returns, Wakeup};
 use crate::collect::loader::IoctlPath;
 use crate::collect::probe_options::{self, IoctlChoice, ProbeOptions};
 use crate::collect::record::options::{GpuOptions, Outcome, RecordOptions};
 use crate::collect::replayable::probes::Mode;
 use crate::collect::selection::Selection;
+use crate::collect::zstd_out::Compress;
 use crate::error::UsageError;
 
 pub fn run(args: RecordArgs) -> anyhow::Result<i32> {
@@ -81,7 +82,10 @@ fn options(args: RecordArgs) -> RecordOptions {
         }),
         probes,
         output: args.output,
-        compress: args.compress,
+        compress: match args.compress {
+            CompressArg::None => Compress::None,
+            CompressArg::Zstd => Compress::Zstd,
+        },
         force: args.force,
         pid: args.pid,
         command: args.command,
