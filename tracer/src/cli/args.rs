@@ -160,16 +160,6 @@ pub enum Returns {
     None,
 }
 
-impl Returns {
-    pub fn name(self) -> &'static str {
-        match self {
-            Returns::Default => "default",
-            Returns::All => "all",
-            Returns::None => "none",
-        }
-    }
-}
-
 impl RecordArgs {
     /// Whether the output is its owner's only: `--private`, or
     /// `--capture-data` (device memory contents: weights, inputs).
@@ -193,6 +183,16 @@ pub enum BenchProbe {
     Filter,
     /// The filter, a header and an empty record through the ring buffer.
     Ring,
+}
+
+/// `--compress` (`crate::collect::zstd_out::Compress`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CompressArg {
+    /// Plain JSONL, unless the output name ends in `.zst`.
+    #[default]
+    None,
+    /// zstd (level 1); the default output name ends in `.jsonl.zst`.
+    Zstd,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -219,8 +219,8 @@ pub struct RecordArgs {
     pub private: bool,
     /// Compress the trace with zstd (also chosen by an output name ending in
     /// .zst): ~10-40× fewer bytes, for high call rates on slow disks.
-    #[arg(long, value_enum, value_name = "ALGO", default_value_t = crate::collect::zstd_out::Compress::None)]
-    pub compress: crate::collect::zstd_out::Compress,
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = CompressArg::None)]
+    pub compress: CompressArg,
     /// Trace this running process (and the children it creates from now on).
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,

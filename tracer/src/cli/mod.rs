@@ -1,9 +1,14 @@
 //! The cli layer: `tracer`'s command line ([`args`]) and its commands. Each
-//! command reads files, calls the layers below (`crate::collect` to record,
-//! `crate::analysis` and `crate::export` to read) and prints; file creation,
-//! progress bars and clap live here and nowhere below.
+//! command checks its arguments, turns them into the plain options of the
+//! layers below (`crate::collect` to record, `crate::analysis` and
+//! `crate::export` to read) and prints what they return; progress bars,
+//! the analysis commands' output files ([`output`]) and clap live here and
+//! nowhere below. A recording's trace file or directory is created by
+//! `crate::collect::record`.
 //!
-//! - [`record`]: `tracer record` / `tracer -- CMD`;
+//! - [`record`]: `tracer record` / `tracer -- CMD` (the recording itself:
+//!   `crate::collect::record`);
+//! - [`agent`]: `tracer agent` (its run: `crate::collect::agent::run`);
 //! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
 //!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
 //!   files they write: `--force`, gzip); [`export_parquet`]: `export --format parquet`;

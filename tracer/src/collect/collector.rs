@@ -9,6 +9,7 @@ use tracer_common::event::{nvdev, nvop};
 use crate::analysis::summary::Summary;
 use crate::collect::writer::TraceWriter;
 use crate::decode::calls::Assembler;
+use crate::decode::fastline::Line;
 
 pub struct Collector {
     pub asm: Assembler,
@@ -99,29 +100,12 @@ impl Collector {
             match decode::parse(&item) {
                 Ok(rec) => {
                     self.track_fds(&rec);
-                    let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, .. } = self;
-                    if let Some(r) = replay.as_mut() {
+                    if let Some(r) = self.replay.as_mut() {
                         r.before(&rec);
                     }
-                    asm.push(&rec, &mut |mut l| {
-                        if let Some(r) = replay.as_mut() {
-                            r.annotate(&mut l);
-                        }
-                        if let Some(e) = entry_points.as_mut() {
-                            e.observe(&l);
-                        }
-                        if let Some(c) = coverage.as_mut() {
-                            c.observe(&l);
-                        }
-                        if let crate::decode::fastline::Line::Value(v) = &mut l {
-                            crate::collect::ranks::annotate_exec(v);
-                        }
-                        summary.add_line(&l);
-                        match cgroups.as_mut() {
-                            Some(c) => crate::collect::cgroups::write_tagged(c, writer, &mut l),
-                            None => writer.write_line(&l),
-                        }
-                    });
+                    let (asm, mut chain) = self.chain();
+                    asm.push(&rec, &mut |l| chain.line(l));
+                    let Collector { writer, replay, cgroups, .. } = self;
                     if let (Some(c), Record::Fork(f)) = (cgroups.as_mut(), &rec) {
                         c.forked(f.hdr.pid, f.child);
                     }
@@ -150,23 +134,114 @@ impl Collector {
         n
     }
 
+    /// The lines still pending at the end (incomplete calls, ioctls in
+    /// flight, off-CPU intervals), through the same chain as [`Self::drain`]'s.
     pub fn finish_calls(&mut self) {
+        let (asm, mut chain) = self.chain();
+        asm.finish(&mut |l| chain.line(l));
+    }
+
+    /// The assembler, and the chain its lines go through.
+    fn chain(&mut self) -> (&mut Assembler, Chain<'_>) {
         let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, .. } = self;
-        asm.finish(&mut |mut l| {
-            if let Some(r) = replay.as_mut() {
-                r.annotate(&mut l);
+        let chain = Chain {
+            replay: replay.as_mut(),
+            entry_points: entry_points.as_mut(),
+            coverage: coverage.as_mut(),
+            summary,
+            cgroups: cgroups.as_mut(),
+            writer,
+        };
+        (asm, chain)
+    }
+}
+
+/// What every assembled line goes through, in this order: the recorder's
+/// annotation (`--replayable`), the entry points and the coverage counts
+/// that observe it, the rank fields of an exec line (ranks.rs), the
+/// summary, and the write (tagged with its cgroup under `--system` and
+/// `--cgroup`).
+pub struct Chain<'a> {
+    pub replay: Option<&'a mut crate::collect::replayable::recorder::Recorder>,
+    pub entry_points: Option<&'a mut crate::collect::entry_points::EntryPoints>,
+    pub coverage: Option<&'a mut crate::collect::coverage::CallCounts>,
+    pub summary: &'a mut Summary,
+    pub cgroups: Option<&'a mut crate::collect::cgroups::CgroupTable>,
+    pub writer: &'a mut TraceWriter,
+}
+
+impl Chain<'_> {
+    /// Takes one line through the chain.
+    pub fn line(&mut self, mut l: Line) {
+        if let Some(r) = self.replay.as_mut() {
+            r.annotate(&mut l);
+        }
+        if let Some(e) = self.entry_points.as_mut() {
+            e.observe(&l);
+        }
+        if let Some(c) = self.coverage.as_mut() {
+            c.observe(&l);
+        }
+        if let Line::Value(v) = &mut l {
+            crate::collect::ranks::annotate_exec(v);
+        }
+        self.summary.add_line(&l);
+        match self.cgroups.as_mut() {
+            Some(c) => crate::collect::cgroups::write_tagged(c, self.writer, &mut l),
+            None => self.writer.write_line(&l),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chain gives an exec line its process's rank fields, whichever
+    /// way it comes (drain, finish_calls), counts it and writes it.
+    #[test]
+    fn chain_annotates_exec_lines_counts_and_writes() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("RANK", "3")
+            .env("LOCAL_RANK", "1")
+            .env("WORLD_SIZE", "8")
+            .spawn()
+            .unwrap();
+        // The environment is there once exec is done.
+        let environ = format!("/proc/{}/environ", child.id());
+        for _ in 0..100 {
+            if std::fs::read(&environ).is_ok_and(|e| e.windows(7).any(|w| w == b"RANK=3\0")) {
+                break;
             }
-            if let Some(e) = entry_points.as_mut() {
-                e.observe(&l);
-            }
-            if let Some(c) = coverage.as_mut() {
-                c.observe(&l);
-            }
-            summary.add_line(&l);
-            match cgroups.as_mut() {
-                Some(c) => crate::collect::cgroups::write_tagged(c, writer, &mut l),
-                None => writer.write_line(&l),
-            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let dir = std::env::temp_dir().join(format!("tracer-chain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let file = std::fs::File::create(&path).unwrap();
+        let mut writer = TraceWriter::new(crate::collect::zstd_out::TraceFile::Plain(file));
+        let mut summary = Summary::default();
+        let mut chain = Chain {
+            replay: None,
+            entry_points: None,
+            coverage: None,
+            summary: &mut summary,
+            cgroups: None,
+            writer: &mut writer,
+        };
+        let exec = serde_json::json!({ "type": "process", "op": "exec", "pid": child.id(), "ts": 5 });
+        chain.line(Line::Value(exec));
+        writer.flush();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(writer.lines, 1);
+        let written: Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        let expect = serde_json::json!({
+            "type": "process", "op": "exec", "pid": child.id(), "ts": 5,
+            "rank": 3, "local_rank": 1, "world_size": 8,
         });
+        assert_eq!(written, expect);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,5 +1,9 @@
-//! The collect layer: everything `tracer record` does while the command
-//! runs. Finding and probing libcuda ([`libcuda`], [`loader`],
+//! The collect layer: everything `tracer record` and `tracer agent` do,
+//! behind plain options. The recording's sequence ([`record`]: the output,
+//! the side channels, the command, the probes, the collection, the footer
+//! and manifest) and the agent's ([`agent`]), both probing with the choices
+//! of [`probe_options`] (the loader's options, the libcuda search, the
+//! watch, the assembler). Finding and probing libcuda ([`libcuda`], [`loader`],
 //! [`uprobe_multi`]) after the capability check ([`privileges`]), starting
 //! the command ([`spawn`]), the collection loop ([`session`]) draining the
 //! ring buffer ([`collector`]) through the decoders of `crate::decode` into
@@ -16,8 +20,9 @@
 //! whatever their mount namespace ([`libcuda_watch`]), and their cgroups
 //! ([`cgroups`]).
 //!
-//! Takes plain options, never the command line: `crate::cli::record` turns
-//! `tracer record`'s arguments into them.
+//! Takes plain options, never the command line: `crate::cli::record` and
+//! `crate::cli::agent` turn the arguments into them ([`record::options`],
+//! [`agent::options`]) and print what comes back.
 pub mod agent;
 pub mod btf;
 pub mod cgroups;
@@ -35,9 +40,11 @@ pub mod output;
 pub mod overlay;
 pub mod power;
 pub mod privileges;
+pub mod probe_options;
 pub mod procfs;
 pub mod procmem;
 pub mod ranks;
+pub mod record;
 pub mod replayable;
 pub mod selection;
 pub mod session;

@@ -84,8 +84,8 @@ impl Output for ZstdFile {
     }
 }
 
-/// `tracer record --compress`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How the trace is compressed (`tracer record --compress`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Compress {
     /// Plain JSONL, unless the output name ends in `.zst`.
     #[default]

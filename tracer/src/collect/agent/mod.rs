@@ -10,8 +10,10 @@
 //! was lost), the grace period, the agent's loss and own cost. SIGTERM or
 //! SIGINT ends it: every probe detached, the open window finished.
 pub mod http;
+pub mod options;
 pub mod procinfo;
 pub mod recording;
+pub mod run;
 pub mod selection;
 pub mod webconfig;
 

@@ -121,6 +121,56 @@ impl Selection for MappingLibcuda {
     }
 }
 
+/// The selection the options ask for: the kernel's (`--system`, `--cgroup`
+/// without `--all-libcuda`), else the `-p` processes and the command, with
+/// `--all-libcuda` also every process that maps a libcuda.
+pub fn for_options(
+    scope: &crate::collect::selection::Scope,
+    all_libcuda: bool,
+    pids: &[u32],
+    command: Option<u32>,
+    libcuda: &Path,
+) -> anyhow::Result<Box<dyn Selection>> {
+    if scope.is_machine_wide() && !all_libcuda {
+        return Ok(Box::new(KernelSide(scope.header().to_string())));
+    }
+    let mut pids = pids.to_vec();
+    pids.extend(command);
+    match all_libcuda {
+        true => Ok(Box::new(Both(Pids::new(pids), MappingLibcuda::new(libcuda)?))),
+        false => Ok(Box::new(Pids::new(pids))),
+    }
+}
+
+/// `--system` / `--cgroup`: the probes select in the kernel; nothing to mark.
+struct KernelSide(String);
+
+impl Selection for KernelSide {
+    fn poll(&mut self) -> Vec<u32> {
+        vec![]
+    }
+    fn describe(&self) -> String {
+        format!("selected in the kernel: {}", self.0)
+    }
+    fn kernel_side(&self) -> bool {
+        true
+    }
+}
+
+/// `-p` and `--all-libcuda` together.
+struct Both(Pids, MappingLibcuda);
+
+impl Selection for Both {
+    fn poll(&mut self) -> Vec<u32> {
+        let mut v = self.0.poll();
+        v.extend(self.1.poll());
+        v
+    }
+    fn describe(&self) -> String {
+        format!("every process that calls a probed libcuda (selected in the kernel); {}", self.1.describe())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,87 @@
+//! The trace's header line: the run and its probes, the side channels, GPU
+//! timestamps and `--replayable`.
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use tracer_common::funcs::FuncId;
+
+use crate::collect::gpu_timestamps::GpuSession;
+use crate::collect::loader;
+use crate::collect::record::options::RecordOptions;
+use crate::collect::sysinfo;
+
+/// Trace format version written in the header.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The header line, with the side channels', GPU timestamps' and the
+/// recording's parts.
+pub fn trace_header(
+    o: &RecordOptions,
+    loaded: &loader::Loaded,
+    root_pid: u32,
+    started: Duration,
+    side: &mut crate::collect::side::Side,
+    gpu: Option<&GpuSession>,
+) -> Value {
+    let mut header = header(o, &loaded.report, root_pid, started);
+    side.header(&mut header);
+    header["gpu_timestamps"] = gpu.map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
+    if o.replayable() {
+        header["replayable"] = json!({
+            "capture_data": o.probes.replay.capture_data,
+            "data_cap_bytes": o.data_cap_mib.saturating_mul(1 << 20),
+            "schema_version": tracer_format::recording::SCHEMA_VERSION,
+        });
+    }
+    header
+}
+
+fn header(o: &RecordOptions, report: &loader::ProbeReport, root_pid: u32, started: Duration) -> Value {
+    let command: Vec<String> = o.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let driver = sysinfo::driver_version();
+    let p = &o.probes;
+    json!({
+        "type": "header",
+        "format": "tracer-jsonl",
+        "format_version": FORMAT_VERSION,
+        "tracer_version": env!("CARGO_PKG_VERSION"),
+        "tracer_commit": env!("TRACER_GIT_COMMIT"),
+        "command": command,
+        "attach_pid": o.pid,
+        "pid": root_pid,
+        "host": sysinfo::hostname(),
+        "os_kernel": sysinfo::kernel_release(),
+        "driver": driver,
+        "gpus": sysinfo::gpus(),
+        "libcuda": report.libcuda.display().to_string(),
+        "libcuda_exported_functions": report.exported_functions,
+        "libcuda_push_rbp_functions": report.exported_push_rbp,
+        "probed_functions": report.probed.len(),
+        "single_stepped_functions": report.single_stepped,
+        "not_probed_functions": report.not_probed,
+        "uprobe_attach": report.attach_mode,
+        "return_probes": p.returns.name(),
+        "entry_only_functions": entry_only_functions(|id| p.probed_return(id) || p.counted(id), &report.probed),
+        // --counts: functions counted in the kernel, without lines (count lines at the end).
+        "counted_functions": report.probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| p.counted(id))).collect::<Vec<_>>(),
+        "ioctl_path": report.ioctl_path,
+        // Scheduler events of the traced threads (`sched` lines, decode/sched.rs).
+        "sched": p.sched,
+        "sched_path": report.sched_path,
+        "ioctl_path_refused": report.ioctl_path_refusals.iter().map(|(p, e)| json!({ "path": p, "error": e })).collect::<Vec<_>>(),
+        "started_at": sysinfo::iso_utc(started.as_secs()),
+        // ts fields are CLOCK_MONOTONIC ns: wall = ts - monotonic_ns + realtime_ns
+        "clock": {
+            "ts": "CLOCK_MONOTONIC ns (bpf_ktime_get_ns)",
+            "monotonic_ns": sysinfo::clock_ns(libc::CLOCK_MONOTONIC),
+            "realtime_ns": sysinfo::clock_ns(libc::CLOCK_REALTIME),
+        },
+        "ring_buffer_bytes": p.buffer_size_mib as u64 * 1024 * 1024,
+    })
+}
+
+/// The probed symbols whose lines have no return code nor duration.
+fn entry_only_functions(probed_return: impl Fn(FuncId) -> bool, probed: &[String]) -> Vec<String> {
+    probed.iter().filter(|n| tracer_common::funcs::lookup(n).is_some_and(|id| !probed_return(id))).cloned().collect()
+}
