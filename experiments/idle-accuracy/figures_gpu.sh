@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# NVML utilization beside the GPU-idle bound, and sampled CUPTI's lead-in, on the GPU machine (no Rust there; issue 30): docs/gaps.md (NVML utilization
-# beside the bound) and docs/idle-accuracy.md (sampled CUPTI's lead-in).
+# NVML utilization beside the GPU-idle bound (docs/gaps.md) and what sampled
+# CUPTI's lead-in keeps (docs/idle-accuracy.md), on the GPU machine (no Rust
+# there; issue 30).
 # Carry a folder with experiments/idle-accuracy/figures_gpu.sh, examples/{transformer_inference.py,
 # launch_loop.py,tracer_markers.py} and target/release/{tracer,libtracer_cupti.so}
 # (release build of this branch), run as root:
