@@ -227,7 +227,7 @@ pub struct TogetherArgs {
     pub settle_ms: u64,
     /// Write every run's GPU activity per tenant to FILE (JSONL in the trace's form: each pass a
     /// phase `served NAME K`, its CUPTI busy intervals `gpu` lines), for the scripts that read a
-    /// traced real run (scripts/sync_waits.py)
+    /// traced real run (experiments/colocation/sync_waits.py)
     #[arg(long, value_name = "FILE")]
     pub activities: Option<PathBuf>,
     #[command(flatten)]

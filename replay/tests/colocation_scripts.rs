@@ -1,7 +1,7 @@
-//! The Python of the co-location GPU script (scripts/gpu_colocation.sh),
-//! run on this machine: the real-runs harness (scripts/colocation_real.py)
+//! The Python of the co-location GPU script (experiments/colocation/gpu_colocation.sh),
+//! run on this machine: the real-runs harness (experiments/colocation/colocation_real.py)
 //! with stand-in workloads that speak the same serve protocol, and the final
-//! table (scripts/colocation_table.py) on its output and a replay report.
+//! table (experiments/colocation/colocation_table.py) on its output and a replay report.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/colocation").join(name)
 }
 
 fn python(args: &[&str]) -> (i32, String, String) {

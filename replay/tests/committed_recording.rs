@@ -1,6 +1,6 @@
 //! The planner on traces/replay_check.rec: a real recording made on the H100
 //! by `tracer record --replayable --capture-data --gpu-timestamps` of
-//! examples/replay_check (2^16 elements; scripts/replay-e2e/small.sh), whose
+//! examples/replay_check (2^16 elements; experiments/replay/replay-e2e/small.sh), whose
 //! replay there gave the recorded outputs bit for bit
 //! (docs/replay/e2e_2026-11-22/small.log).
 

@@ -1,4 +1,4 @@
-//! scripts/copy_sizes.py (scripts/gpu_copy_fidelity.sh's table), run on
+//! experiments/copies/copy_sizes.py (experiments/copies/gpu_copy_fidelity.sh's table), run on
 //! this machine over hand-made traces: per (direction, size) the count, the
 //! median and the difference from the first file; the total over the sizes
 //! every file has; --min-bytes; a bad line named with its file and line.
@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::json;
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/copy_sizes.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/copies/copy_sizes.py")
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {

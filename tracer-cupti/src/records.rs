@@ -3,7 +3,7 @@
 //! We declare only the fields we read, by offset: the leading fields of
 //! CUpti_ActivityKernel10, CUpti_ActivityMemcpy6 and CUpti_ActivityMemset4
 //! (the records CUPTI 13 writes). The offsets below were checked with offsetof() against
-//! CUPTI 13.0's cupti_activity.h on the GPU machine (scripts/cupti_offsets.sh;
+//! CUPTI 13.0's cupti_activity.h on the GPU machine (experiments/gpu-timestamps/cupti_offsets.sh;
 //! its output, docs/gpu-timestamps/cupti_offsets_cuda13.0.txt, is compared
 //! with these constants by tests/offsets.rs), and CUPTI's own record walk
 //! (cuptiActivityGetNextRecord) steps over whatever follows them.

@@ -1,5 +1,5 @@
 //! The field offsets records.rs reads are those of CUPTI 13.0's headers: the
-//! offsetof() output of scripts/cupti_offsets.sh, run on the GPU machine and
+//! offsetof() output of experiments/gpu-timestamps/cupti_offsets.sh, run on the GPU machine and
 //! committed in docs/gpu-timestamps/cupti_offsets_cuda13.0.txt.
 use std::collections::HashMap;
 
@@ -56,7 +56,7 @@ fn offsets_match_cupti_13() {
             assert_eq!(o, off, "CUpti_ActivityKernel10.{f}");
         } else {
             eprintln!(
-                "CUpti_ActivityKernel10.{f}: not in the committed offsets yet (re-run scripts/cupti_offsets.sh on the GPU machine)"
+                "CUpti_ActivityKernel10.{f}: not in the committed offsets yet (re-run experiments/gpu-timestamps/cupti_offsets.sh on the GPU machine)"
             );
         }
     }

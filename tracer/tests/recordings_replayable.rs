@@ -1,6 +1,6 @@
 //! The committed replayable recording traces/replay_check.rec (made on the
 //! H100 by `tracer record --replayable --capture-data --gpu-timestamps`,
-//! scripts/replay-e2e/small.sh): its parts agree with each other, and the
+//! experiments/replay/replay-e2e/small.sh): its parts agree with each other, and the
 //! readers take the directory for its trace.
 
 use std::collections::BTreeMap;

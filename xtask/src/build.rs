@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use crate::{setup, util};
 
 /// The injection library's file name; tracer looks for it next to itself.
-const INJECTION_LIB: &str = "libtracer_cupti.so";
+pub const INJECTION_LIB: &str = "libtracer_cupti.so";
 
 pub fn run(release: bool) -> Result<()> {
     setup::run()?;

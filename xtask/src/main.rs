@@ -4,6 +4,7 @@ mod bench;
 mod build;
 mod demo;
 mod fuzz;
+mod install;
 mod lints;
 mod setup;
 mod soak;
@@ -33,6 +34,13 @@ enum Command {
         /// Build with the release profile
         #[arg(long)]
         release: bool,
+    },
+    /// Build release, then install tracer, replay and the CUPTI library where sudo finds them
+    /// (PREFIX/bin/{tracer,replay}; tracer's real file beside libtracer_cupti.so in PREFIX/lib/tracer/)
+    Install {
+        /// Installation root
+        #[arg(long, value_name = "DIR", default_value = install::DEFAULT_PREFIX)]
+        prefix: std::path::PathBuf,
     },
     /// Setup, then the lints (fmt, clippy -D warnings) and every test, the root-only integration tests and the kprobe VM tests included
     Test {
@@ -139,6 +147,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Lints => setup::run().and_then(|()| lints::run()),
         Command::Build { release } => build::run(release),
+        Command::Install { prefix } => install::run(&prefix),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
         Command::Fuzz { seconds, targets } => fuzz::run(seconds, &targets),

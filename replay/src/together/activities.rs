@@ -1,6 +1,6 @@
 //! `replay --together --activities FILE`: every run's GPU activity per
 //! tenant, in the trace's line form, so the scripts that read a traced real
-//! run read the replayed one too (scripts/sync_waits.py: how often each
+//! run read the replayed one too (experiments/colocation/sync_waits.py: how often each
 //! tenant loses the GPU in a run). Each pass is a phase `served NAME K` of
 //! its tenant (pid = tenant number, from 1) closed by `between` at its end;
 //! its CUPTI busy intervals (merged) are `gpu` lines.

@@ -37,7 +37,7 @@ pub struct Model {
 
 impl Model {
     /// The defaults of `--switch-us` and `--timeslice-us`, measured on an H100
-    /// (driver 580, compute policy "Timeslice: Default") by scripts/timeslice_probe.py
+    /// (driver 580, compute policy "Timeslice: Default") by experiments/colocation/timeslice_probe.py
     /// (docs/colocation.md, *The GPU's time slice*): a tiny kernel beside a
     /// context that never runs out of work waits 0.12–2.25 ms, whatever the
     /// length of the other's kernels (the GPU switches at the end of a slice,
