@@ -202,3 +202,85 @@ fn manifest_paths_stay_inside_the_recording() {
         "{e}"
     );
 }
+
+/// The messages of a link inside the recording: the link named, its target neither named nor measured.
+fn link_refused(dir: &std::path::Path, rel: &str) -> String {
+    format!(
+        "{}: a symbolic link inside {}: refused (a recording's files are read from inside it, never through a link)",
+        dir.join(rel).display(),
+        dir.display()
+    )
+}
+
+/// A copy's data file made a link to an outside file of the same size: refused as a link,
+/// the outside file neither named nor measured (it once passed the size check).
+#[test]
+fn data_linked_out_of_the_recording() {
+    let (mut r, _) = base();
+    let d = r.data(&[1u8; 64]);
+    r.call(
+        "memcpy",
+        "copy",
+        "cuMemcpyHtoD_v2",
+        json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d}),
+    ); // 4
+    let dir = r.write();
+    let outside = dir.parent().unwrap().join(format!("outside-{}", std::process::id()));
+    std::fs::write(&outside, [7u8; 64]).unwrap();
+    let data = dir.join("data").join(&d);
+    std::fs::remove_file(&data).unwrap();
+    std::os::unix::fs::symlink(&outside, &data).unwrap();
+    let e = err(&dir);
+    assert_eq!(e, format!("trace.jsonl:4: data {d}: {}", link_refused(&dir, &format!("data/{d}"))));
+    assert!(!e.contains("outside") && !e.contains("64 bytes"), "{e}");
+    // A file of the copy's size whose bytes are not the ones named: refused by the plan's check.
+    std::fs::remove_file(&data).unwrap();
+    std::fs::write(&data, [7u8; 64]).unwrap();
+    let e = err(&dir);
+    assert!(
+        e.starts_with(&format!("trace.jsonl:4: data {d}: ")) && e.ends_with("the file does not match its name"),
+        "{e}"
+    );
+    // The whole data folder a link to a directory outside.
+    std::fs::remove_dir_all(dir.join("data")).unwrap();
+    let out_dir = dir.parent().unwrap().join(format!("outside-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join(&d), [1u8; 64]).unwrap();
+    std::os::unix::fs::symlink(&out_dir, dir.join("data")).unwrap();
+    assert_eq!(err(&dir), format!("trace.jsonl:4: data {d}: {}", link_refused(&dir, &format!("data/{d}"))));
+    let _ = std::fs::remove_file(&outside);
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// An image folder linked elsewhere, a manifest linked to /dev/zero, a trace that is a pipe:
+/// each refused in one line, nothing read through them.
+#[test]
+fn images_manifest_and_trace_that_lead_out() {
+    let (r, cubin) = base();
+    let dir = r.write();
+    let elsewhere = dir.parent().unwrap().join(format!("images-elsewhere-{}", std::process::id()));
+    std::fs::rename(dir.join("images"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("images")).unwrap();
+    let e = err(&dir);
+    assert!(e.ends_with(&link_refused(&dir, &format!("images/{cubin}"))), "{e}");
+    std::fs::remove_file(dir.join("images")).unwrap();
+    std::fs::rename(&elsewhere, dir.join("images")).unwrap();
+
+    let manifest = dir.join("manifest.json");
+    let kept = std::fs::read(&manifest).unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &manifest).unwrap();
+    assert_eq!(err(&dir), link_refused(&dir, "manifest.json"));
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::write(&manifest, kept).unwrap();
+
+    let trace = dir.join("trace.jsonl");
+    std::fs::remove_file(&trace).unwrap();
+    let c = std::ffi::CString::new(trace.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    assert_eq!(
+        err(&dir),
+        format!("{}: not a regular file (a named pipe): a trace must be a regular file", trace.display())
+    );
+}

@@ -44,6 +44,7 @@ pub fn decompressed(path: &Path, f: impl Read + 'static) -> anyhow::Result<Box<d
         path: path.to_owned(),
         compression: Compression::of_name(path),
         len: 0,
+        held: None,
     };
     Ok(input.decode(f)?.0)
 }

@@ -424,3 +424,70 @@ fn image_reads_no_device_and_no_endless_file() {
         assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
     }
 }
+
+/// Every side input has a bound: a durations file, a recording's manifest and a web config file
+/// that are a device, a pipe or a 2 GB sparse file are refused in one line, under 256 MiB of
+/// address space, before a byte is read (a pipe is not waited on).
+#[test]
+fn side_inputs_are_bounded() {
+    let d = dir("side-inputs");
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let sparse = d.join("sparse");
+    std::fs::File::create(&sparse).unwrap().set_len(2_000_000_000).unwrap();
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/simple_inference.jsonl.gz");
+    let kinds = [
+        ("/dev/zero".to_string(), "not a regular file (a character device)"),
+        (fifo.display().to_string(), "not a regular file (a named pipe)"),
+    ];
+    for (path, why) in &kinds {
+        for cmd in [["gaps", trace, "--durations", path.as_str()], ["whatif", trace, "--durations", path.as_str()]] {
+            let o = limited(256, &cmd);
+            assert_eq!(o.status.code(), Some(1), "{cmd:?}");
+            assert_eq!(text(&o.stderr), format!("tracer: {path}: {why}: a durations file must be a regular file\n"));
+        }
+        let o = limited(256, &["agent", "--listen", "127.0.0.1:0", "--all-libcuda", "--web.config.file", path]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            text(&o.stderr),
+            format!("tracer: --web.config.file: {path}: {why}: a web config file must be a regular file\n")
+        );
+    }
+    let o = limited(256, &["gaps", trace, "--durations", sparse.to_str().unwrap()]);
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "tracer: {}: 1.9 GiB is larger than a durations file may be (64.0 MiB): is it the right file?\n",
+            sparse.display()
+        )
+    );
+    // A recording whose manifest is 2 GB (sparse) or a link to /dev/zero.
+    let rec = d.join("x.rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    std::fs::write(rec.join("trace.jsonl"), whole()).unwrap();
+    std::fs::rename(&sparse, rec.join("manifest.json")).unwrap();
+    for cmd in ["summary", "report", "gaps", "plot"] {
+        let o = limited(256, &[cmd, rec.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "tracer: {}: 1.9 GiB is larger than a recording's manifest may be (64.0 MiB): is it the right file?\n",
+                rec.join("manifest.json").display()
+            ),
+            "{cmd}"
+        );
+    }
+    std::fs::remove_file(rec.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", rec.join("manifest.json")).unwrap();
+    let o = limited(256, &["summary", rec.to_str().unwrap()]);
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "tracer: {}: a symbolic link inside {}: refused (a recording's files are read from inside it, never through a link)\n",
+            rec.join("manifest.json").display(),
+            rec.display()
+        )
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -12,8 +12,9 @@ pub mod trace;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use tracer_format::digest::{sha256_file, sha256_hex};
-use tracer_format::recording::{MANIFEST, SCHEMA_VERSION};
+use tracer_format::digest::{sha256_hex, sha256_reader};
+use tracer_format::open::{Beneath, Kind};
+use tracer_format::recording::{DATA, MANIFEST, SCHEMA_VERSION};
 
 pub use trace::{Call, GpuActivity, Marker, PowerSample, Trace};
 pub use tracer_format::recording::{ImageEntry, KernelLayout, Manifest};
@@ -24,6 +25,9 @@ pub struct Recording {
     pub manifest: Manifest,
     pub trace_path: PathBuf,
     pub trace: Trace,
+    /// The directory, through which every file of it is opened: nothing
+    /// below it is followed out of it (tracer_format::open::Beneath).
+    files: Beneath,
 }
 
 impl Recording {
@@ -31,23 +35,31 @@ impl Recording {
         if !dir.is_dir() {
             bail!("{}: not a directory (a recording is a NAME.rec/ directory)", dir.display());
         }
+        let files = Beneath::new(dir)?;
         let mpath = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&mpath).with_context(|| format!("{}: cannot read", mpath.display()))?;
+        if !files.exists(Path::new(MANIFEST)) {
+            bail!("{}: cannot read: no such file (a recording holds its manifest.json)", mpath.display());
+        }
+        let text = files.read_to_string(Path::new(MANIFEST), Kind::Manifest)?;
         let manifest = Manifest::parse(&text, &mpath, "replay")?;
         for img in &manifest.images {
             let p = dir.join(&img.file);
             let what = || format!("{}: image {} ({})", mpath.display(), img.sha256, p.display());
-            let meta = std::fs::metadata(&p).with_context(|| format!("{}: file missing", what()))?;
-            if meta.len() != img.bytes {
-                bail!("{}: {} bytes on disk, the manifest says {}", what(), meta.len(), img.bytes);
+            if !files.exists(Path::new(&img.file)) {
+                bail!("{}: file missing", what());
             }
-            let got = sha256_file(&p).with_context(what)?;
+            let o = files.open(Path::new(&img.file), Kind::Image).with_context(what)?;
+            if o.len != img.bytes {
+                bail!("{}: {} bytes on disk, the manifest says {}", what(), o.len, img.bytes);
+            }
+            let got = sha256_reader(o.file).with_context(what)?;
             if got != img.sha256 {
                 bail!("{}: SHA-256 of the file is {got}: the file does not match its name", what());
             }
         }
         let trace_path = dir.join(&manifest.trace);
-        let trace = Trace::read(&trace_path)?;
+        let opened = files.open(Path::new(&manifest.trace), Kind::Trace)?;
+        let trace = Trace::read_file(&trace_path, opened.file)?;
         if let Some(v) = trace.header.as_ref().and_then(|h| h.replayable_schema_version())
             && v > SCHEMA_VERSION
         {
@@ -56,7 +68,7 @@ impl Recording {
                 trace_path.display(),
             );
         }
-        Ok(Recording { dir: dir.to_owned(), manifest, trace_path, trace })
+        Ok(Recording { dir: dir.to_owned(), manifest, trace_path, trace, files })
     }
 
     /// The trace file's name as messages give it (relative to the recording).
@@ -64,25 +76,51 @@ impl Recording {
         &self.manifest.trace
     }
 
-    pub fn image_path(&self, sha: &str) -> Option<PathBuf> {
-        self.manifest.image(sha).map(|i| self.dir.join(&i.file))
-    }
-
     pub fn image_bytes(&self, sha: &str) -> Result<Vec<u8>> {
-        let p = self
-            .image_path(sha)
+        let img = self
+            .manifest
+            .image(sha)
             .with_context(|| format!("{}: image {sha} is not in manifest.json", self.dir.display()))?;
-        std::fs::read(&p).with_context(|| format!("{}: cannot read", p.display()))
+        self.files.read(Path::new(&img.file), Kind::Image)
     }
 
+    /// Where `data/<sha>` lies, for messages.
     pub fn data_path(&self, sha: &str) -> PathBuf {
         tracer_format::recording::data_path(&self.dir, sha)
+    }
+
+    /// `data/<sha>`, opened below the recording, checked against the copy's
+    /// size and its name: nothing is read unless it is the copy's size, and
+    /// what is read is returned only if its SHA-256 is its name.
+    fn data_file(&self, sha: &str, size: u64) -> Result<std::fs::File> {
+        let rel = Path::new(DATA).join(sha);
+        let p = self.data_path(sha);
+        if !self.files.exists(&rel) {
+            bail!("{}: missing", p.display());
+        }
+        let o = self.files.open(&rel, Kind::Data)?;
+        if o.len != size {
+            bail!("{} is {} bytes, the copy is {size} bytes (truncated?)", p.display(), o.len);
+        }
+        Ok(o.file)
+    }
+
+    /// Checks `data/<sha>` as [`Recording::data_bytes`] does, without keeping its bytes.
+    pub fn check_data(&self, sha: &str, size: u64) -> Result<()> {
+        let got = sha256_reader(self.data_file(sha, size)?)
+            .with_context(|| format!("{}: cannot read", self.data_path(sha).display()))?;
+        if got != sha {
+            bail!("{}: SHA-256 of the file is {got}: the file does not match its name", self.data_path(sha).display());
+        }
+        Ok(())
     }
 
     /// The bytes of `data/<sha>`, checked against their name and the copy's size.
     pub fn data_bytes(&self, sha: &str, size: u64) -> Result<Vec<u8>> {
         let p = self.data_path(sha);
-        let b = std::fs::read(&p).with_context(|| format!("{}: cannot read", p.display()))?;
+        let mut b = Vec::with_capacity(size as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(self.data_file(sha, size)?, size), &mut b)
+            .with_context(|| format!("{}: cannot read", p.display()))?;
         if b.len() as u64 != size {
             bail!("{}: {} bytes, the copy is {size} bytes", p.display(), b.len());
         }

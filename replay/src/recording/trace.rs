@@ -159,10 +159,16 @@ impl Trace {
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
     /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
-        use tracer_format::read::{Compression, Input};
         let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
+        Trace::read_file(path, f)
+    }
+
+    /// Read the trace `f`, already open (a recording's, opened below its
+    /// directory), which messages call `path`.
+    pub fn read_file(path: &Path, f: std::fs::File) -> Result<Trace> {
+        use tracer_format::read::{Compression, Input};
         let compression = Compression::of_name(path);
-        let input = Input { name: path.display().to_string(), path: path.to_owned(), compression, len: 0 };
+        let input = Input { name: path.display().to_string(), path: path.to_owned(), compression, len: 0, held: None };
         let (r, cut) = input.decode(f)?;
         let mut t = Trace::from_reader(r, path)?;
         if cut.load(std::sync::atomic::Ordering::Relaxed) {

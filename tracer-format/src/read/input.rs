@@ -58,6 +58,9 @@ pub struct Input {
     pub compression: Compression,
     /// The file's size in bytes.
     pub len: u64,
+    /// A recording's trace, opened below its directory: `path` names this
+    /// open file (`/proc/self/fd/N`), so every reader opens what was checked.
+    pub held: Option<Arc<File>>,
 }
 
 /// Standard input, copied once: the file and its compression.
@@ -71,9 +74,19 @@ impl Input {
         if arg.as_os_str() == "-" {
             return stdin();
         }
-        let path = crate::recording::trace_path(arg)?.into_owned();
         // A recording is named as given (its trace's lines are the recording's).
         let name = arg.display().to_string();
+        if let Some((trace, opened)) = crate::recording::open_trace(arg)? {
+            let held = Arc::new(opened.file);
+            return Ok(Input {
+                name,
+                compression: Compression::of_name(&trace),
+                len: opened.len,
+                path: PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd())),
+                held: Some(held),
+            });
+        }
+        let path = arg.to_owned();
         let meta = std::fs::metadata(&path).with_context(|| format!("cannot open trace {}", path.display()))?;
         if !meta.is_file() {
             bail!(
@@ -81,7 +94,7 @@ impl Input {
                 file_kind(&meta)
             );
         }
-        Ok(Input { name, compression: Compression::of_name(&path), len: meta.len(), path })
+        Ok(Input { name, compression: Compression::of_name(&path), len: meta.len(), path, held: None })
     }
 
     /// The decoded bytes, and the flag a cut compressed stream raises.
@@ -139,7 +152,7 @@ fn stdin() -> anyhow::Result<Input> {
     let len = file.metadata().context("stdin")?.len();
     // The open file, by a path any reader can open again (with its own offset).
     let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    Ok(Input { name: "stdin".into(), path, compression: *compression, len })
+    Ok(Input { name: "stdin".into(), path, compression: *compression, len, held: None })
 }
 
 /// Copies `r` into a new unlinked file in the temporary directory.
@@ -225,6 +238,7 @@ mod tests {
             path: PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
             compression: c,
             len: gz.len() as u64,
+            held: None,
         };
         for _ in 0..2 {
             let mut out = Vec::new();

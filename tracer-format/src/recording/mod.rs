@@ -10,7 +10,9 @@ pub mod manifest;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
+
+use crate::open::{Beneath, Kind, Opened};
 
 pub use manifest::{
     Coverage, DataSummary, FORMAT, ImageEntry, KernelLayout, Manifest, SCHEMA_VERSION, check_layout, check_manifest,
@@ -56,30 +58,43 @@ pub fn store_path(dir: &Path, sub: &str, bytes: &[u8]) -> (String, PathBuf) {
 /// directory; for a recording directory, the trace its manifest names (the
 /// manifest's schema version checked), else `trace.jsonl` or
 /// `trace.jsonl.zst` (a recording cut off before its end has no manifest
-/// yet: its trace is still valid).
+/// yet: its trace is still valid). Inside a recording nothing is followed
+/// out of it ([`crate::open::Beneath`]): a manifest or trace that is a link,
+/// or lies below one, is refused.
 pub fn trace_path(path: &Path) -> anyhow::Result<Cow<'_, Path>> {
+    Ok(match open_trace(path)? {
+        None => Cow::Borrowed(path),
+        Some((t, _)) => Cow::Owned(t),
+    })
+}
+
+/// For a recording directory `path`, its trace (see [`trace_path`]): the
+/// path messages name and the file, opened below the directory. None when
+/// `path` is not a directory.
+pub fn open_trace(path: &Path) -> anyhow::Result<Option<(PathBuf, Opened)>> {
     if !path.is_dir() {
-        return Ok(Cow::Borrowed(path));
+        return Ok(None);
     }
+    let dir = Beneath::new(path)?;
     let m = path.join(MANIFEST);
     let mut named = None;
-    if m.exists() {
-        let text = std::fs::read_to_string(&m).with_context(|| format!("cannot read {}", m.display()))?;
+    if dir.exists(Path::new(MANIFEST)) {
+        let text = dir.read_to_string(Path::new(MANIFEST), Kind::Manifest)?;
         let v = check_manifest(&text, "tracer").map_err(|e| anyhow::anyhow!("{}: {e}", m.display()))?;
         named = v.get("trace").and_then(|t| t.as_str()).map(str::to_owned);
     }
     if let Some(name) = named {
         manifest::inside(&name).map_err(|e| anyhow::anyhow!("{}: trace: {e}", m.display()))?;
-        let t = path.join(&name);
-        if !t.is_file() {
+        if !dir.exists(Path::new(&name)) {
             bail!("{} is a directory without {name}: not a recording", path.display());
         }
-        return Ok(Cow::Owned(t));
+        let f = dir.open(Path::new(&name), Kind::Trace)?;
+        return Ok(Some((path.join(&name), f)));
     }
     for name in [TRACE, TRACE_ZST] {
-        let t = path.join(name);
-        if t.is_file() {
-            return Ok(Cow::Owned(t));
+        if dir.exists(Path::new(name)) {
+            let f = dir.open(Path::new(name), Kind::Trace)?;
+            return Ok(Some((path.join(name), f)));
         }
     }
     bail!("{} is a directory without trace.jsonl: not a recording", path.display())
@@ -132,6 +147,49 @@ mod tests {
         assert!(e.contains("manifest.json: schema_version 9 is newer than this tracer understands"), "{e}");
         let f = d.join(TRACE);
         assert_eq!(trace_path(&f).unwrap(), f);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_recording_leads_nowhere_outside_it() {
+        let d = std::env::temp_dir().join(format!("tracer-format-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let rec = d.join("x.rec");
+        std::fs::create_dir_all(&rec).unwrap();
+        std::fs::write(d.join("zero-like"), "x".repeat(100)).unwrap();
+        let link = |name: &str| {
+            format!(
+                "{}: a symbolic link inside {}: refused (a recording's files are read from inside it, never through a link)",
+                rec.join(name).display(),
+                rec.display()
+            )
+        };
+        // The manifest a link (to /dev/zero: never opened, so never read whole).
+        std::os::unix::fs::symlink("/dev/zero", rec.join(MANIFEST)).unwrap();
+        assert_eq!(trace_path(&rec).unwrap_err().to_string(), link(MANIFEST));
+        std::fs::remove_file(rec.join(MANIFEST)).unwrap();
+        // The trace a link to a file outside.
+        std::os::unix::fs::symlink(d.join("zero-like"), rec.join(TRACE)).unwrap();
+        assert_eq!(trace_path(&rec).unwrap_err().to_string(), link(TRACE));
+        std::fs::remove_file(rec.join(TRACE)).unwrap();
+        // The trace a named pipe: refused at once (a blocking open would wait for a writer).
+        let c = std::ffi::CString::new(rec.join(TRACE).to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            trace_path(&rec).unwrap_err().to_string(),
+            format!("{}: not a regular file (a named pipe): a trace must be a regular file", rec.join(TRACE).display())
+        );
+        std::fs::remove_file(rec.join(TRACE)).unwrap();
+        // A manifest too large for one.
+        std::fs::File::create(rec.join(MANIFEST)).unwrap().set_len(3 << 30).unwrap();
+        assert_eq!(
+            trace_path(&rec).unwrap_err().to_string(),
+            format!(
+                "{}: 3.0 GiB is larger than a recording's manifest may be (64.0 MiB): is it the right file?",
+                rec.join(MANIFEST).display()
+            )
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -201,7 +201,7 @@ pub struct WhatifArgs {
 
 /// A kernel-durations file (`tracer calibrate`'s output).
 fn load_durations(path: &Path) -> anyhow::Result<Durations> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = tracer_format::open::read_to_string(path, tracer_format::open::Kind::Durations)?;
     Ok(Durations::parse(&text).with_context(|| format!("{}", path.display()))?.with_origin(path.display().to_string()))
 }
 

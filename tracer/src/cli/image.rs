@@ -78,21 +78,23 @@ pub fn run(a: &ImageArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The image file's bytes: a regular file only, read up to the size it had
-/// when opened (a device such as /dev/zero or a FIFO has no end to read to).
+/// The image file's bytes: a regular file only, within an image's bound
+/// (tracer_format::open: a device such as /dev/zero or a FIFO is refused at
+/// the open, without waiting on a writer).
 fn read_file(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let meta = f.metadata().with_context(|| format!("reading {}", path.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!(
-            "{}: not a regular file ({}): give an image file (fatbin, cubin, PTX, or a library with a .nv_fatbin section)",
-            path.display(),
-            tracer_format::read::input::file_kind(&meta)
-        );
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    f.take(meta.len()).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
+    use tracer_format::open::Kind;
+    let o = tracer_format::open::open(path, Kind::Image).map_err(|e| {
+        let m = format!("{e:#}");
+        match m.strip_suffix(&format!(": {} must be a regular file", Kind::Image.what())) {
+            Some(head) => anyhow::anyhow!(
+                "{head}: give an image file (fatbin, cubin, PTX, or a library with a .nv_fatbin section)"
+            ),
+            None => e,
+        }
+    })?;
+    let mut bytes = Vec::with_capacity(usize::try_from(o.len).unwrap_or(0));
+    std::io::Read::read_to_end(&mut std::io::Read::take(o.file, o.len), &mut bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
     Ok(bytes)
 }
 

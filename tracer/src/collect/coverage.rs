@@ -91,8 +91,7 @@ pub struct Cupti {
 
 /// CUPTI's counts from the file the processes appended to.
 pub fn read_cupti(path: &Path) -> anyhow::Result<Cupti> {
-    use anyhow::Context as _;
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = tracer_format::open::read_to_string(path, tracer_format::open::Kind::Sidecar)?;
     let mut c = Cupti::default();
     for (i, l) in text.lines().enumerate() {
         let f: Vec<&str> = l.split('\t').collect();

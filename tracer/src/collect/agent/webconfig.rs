@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, anyhow, bail};
 use serde::Deserialize;
+use tracer_format::open::Kind;
 
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
@@ -52,16 +53,22 @@ pub struct WebConfig {
 
 impl WebConfig {
     pub fn load(path: &Path) -> anyhow::Result<WebConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow!("--web.config.file {}: {e}", path.display()))?;
+        let text = tracer_format::open::read_to_string(path, Kind::WebConfig)
+            .map_err(|e| anyhow!("--web.config.file: {e:#}"))?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, base).map_err(|e| anyhow!("--web.config.file {}: {e:#}", path.display()))
     }
 
     /// `text` is the YAML; relative paths are resolved against `base`.
     pub fn parse(text: &str, base: &Path) -> anyhow::Result<WebConfig> {
-        let f: File = if text.trim().is_empty() {
-            File::default()
-        } else {
+        if text.trim().is_empty() {
+            // The exporter toolkit reads it as plain HTTP without authentication: a file
+            // given for security that secures nothing is refused, not taken silently.
+            bail!(
+                "empty: it would serve plain HTTP without authentication; give tls_server_config and/or basic_auth_users, or leave --web.config.file out"
+            );
+        }
+        let f: File = {
             serde_yaml_ng::from_str(text).map_err(|e| {
                 let at = e.location().map(|l| format!("line {}: ", l.line())).unwrap_or_default();
                 anyhow!("{at}{e} (keys: tls_server_config.cert_file/key_file/client_auth_type/client_ca_file/min_version/max_version, basic_auth_users)")
@@ -80,6 +87,11 @@ fn resolve(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
 }
 
+/// A PEM file the config names (`key`), read within a web config file's bound.
+fn pem_file(key: &str, p: &Path) -> anyhow::Result<Vec<u8>> {
+    tracer_format::open::read(p, Kind::WebConfig).map_err(|e| anyhow!("tls_server_config.{key}: {e:#}"))
+}
+
 fn version(s: &str, key: &str) -> anyhow::Result<&'static rustls::SupportedProtocolVersion> {
     match s {
         "TLS12" => Ok(&rustls::version::TLS12),
@@ -96,13 +108,13 @@ fn tls_config(t: TlsFile, base: &Path) -> anyhow::Result<Arc<rustls::ServerConfi
         bail!("tls_server_config needs both cert_file and key_file");
     };
     let (cert, key) = (resolve(base, cert), resolve(base, key));
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem_file("cert_file", &cert)?)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow!("tls_server_config.cert_file {}: {e}", cert.display()))?;
     if chain.is_empty() {
         bail!("tls_server_config.cert_file {}: no CERTIFICATE in it", cert.display());
     }
-    let key = PrivateKeyDer::from_pem_file(&key)
+    let key = PrivateKeyDer::from_pem_slice(&pem_file("key_file", &key)?)
         .map_err(|e| anyhow!("tls_server_config.key_file {}: {e} (a PEM private key)", key.display()))?;
     // Index 0: TLS 1.2, 1: TLS 1.3.
     let all = [&rustls::version::TLS12, &rustls::version::TLS13];
@@ -134,8 +146,8 @@ fn tls_config(t: TlsFile, base: &Path) -> anyhow::Result<Arc<rustls::ServerConfi
             };
             let ca = resolve(base, ca);
             let mut roots = rustls::RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(&ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            for c in CertificateDer::pem_slice_iter(&pem_file("client_ca_file", &ca)?)
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| anyhow!("tls_server_config.client_ca_file {}: {e}", ca.display()))?
             {
                 roots.add(c).map_err(|e| anyhow!("tls_server_config.client_ca_file {}: {e}", ca.display()))?;
@@ -249,10 +261,16 @@ mod tests {
         assert!(e("tls_server_config:\n  cert_file: a.crt\n").contains("needs both cert_file and key_file"));
         assert!(e("tls_server_config:\n  cipher_suites: [x]\n").contains("unknown field `cipher_suites`"));
         assert!(e("http_server_config:\n  http2: false\n").contains("line 1"));
-        assert!(
-            e("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n")
-                .contains("tls_server_config.cert_file /nonexistent/a.crt")
+        assert_eq!(
+            e("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n"),
+            "tls_server_config.cert_file: cannot open /nonexistent/a.crt (No such file or directory (os error 2))"
         );
-        assert!(WebConfig::parse("", Path::new("/")).unwrap().auth.is_none());
+        // An empty file would secure nothing: refused, as whitespace only is.
+        for empty in ["", "  \n\n"] {
+            assert_eq!(
+                e(empty),
+                "empty: it would serve plain HTTP without authentication; give tls_server_config and/or basic_auth_users, or leave --web.config.file out"
+            );
+        }
     }
 }
