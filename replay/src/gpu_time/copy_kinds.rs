@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::{Activity, Op};
 use crate::recording::GpuActivity;
+use tracer_format::line::GpuActivity as Measured;
 
 /// (direction, host memory kind) of a copy.
 type Class = (&'static str, String);
@@ -60,7 +61,7 @@ type Tally = BTreeMap<Class, Counted>;
 /// The recorded (or a reference's) copies per class, from their gpu lines.
 fn recorded_tally(recorded: &[GpuActivity]) -> Tally {
     let mut t = Tally::new();
-    for g in recorded.iter().filter(|g| g.op == "memcpy") {
+    for g in recorded.iter().filter(|g| g.activity() == Some(Measured::Memcpy)) {
         let dir = direction(g.name.as_deref().unwrap_or(""));
         let e = t.entry((dir, host_kind(dir, g.src_kind.as_deref(), g.dst_kind.as_deref()))).or_default();
         e.0 += 1;
@@ -154,7 +155,7 @@ pub fn reference_copies(path: &std::path::Path) -> anyhow::Result<Vec<GpuActivit
     } else {
         crate::recording::trace::Trace::read(path)?
     };
-    let copies: Vec<GpuActivity> = trace.gpu.into_iter().filter(|g| g.op == "memcpy").collect();
+    let copies: Vec<GpuActivity> = trace.gpu.into_iter().filter(|g| g.activity() == Some(Measured::Memcpy)).collect();
     if copies.is_empty() {
         anyhow::bail!(
             "{}: no copies timed by CUPTI (gpu lines of op memcpy): record the program with --gpu-timestamps",

@@ -17,11 +17,12 @@ use serde_json::{Value, json};
 use super::{Op, union_ns};
 use crate::plan::Plan;
 use crate::recording::GpuActivity;
+use tracer_format::line::GpuActivity as Measured;
 
 /// (span, busy) in ns of each recorded graph launch, in launch order.
 pub fn recorded(gpu: &[&GpuActivity]) -> Vec<(u64, u64)> {
     let mut by: BTreeMap<(u32, u64), Vec<(u64, u64)>> = BTreeMap::new();
-    for g in gpu.iter().filter(|g| g.graph_id != 0 && g.op == "kernel") {
+    for g in gpu.iter().filter(|g| g.graph_id != 0 && g.activity() == Some(Measured::Kernel)) {
         by.entry((g.pid, g.correlation_id)).or_default().push((g.ts, g.end_ts));
     }
     by.into_values().map(|mut iv| span_busy(&mut iv)).collect()
@@ -50,8 +51,8 @@ pub fn replayed(plan: &Plan, matched: &[Vec<(usize, u64, u64, Op)>]) -> Vec<(u64
 pub type LaunchOps = Vec<(u64, u64, String)>;
 
 fn label(op: &str, name: Option<&str>) -> String {
-    match op {
-        "kernel" => name.unwrap_or("(unnamed kernel)").to_string(),
+    match Measured::parse(op) {
+        Some(Measured::Kernel) => name.unwrap_or("(unnamed kernel)").to_string(),
         _ => op.to_string(),
     }
 }
@@ -60,8 +61,11 @@ fn label(op: &str, name: Option<&str>) -> String {
 /// copies and sets CUPTI gave the same correlation id (their records carry
 /// no graph id), by start.
 pub fn recorded_ops(gpu: &[&GpuActivity]) -> Vec<LaunchOps> {
-    let launches: std::collections::BTreeSet<(u32, u64)> =
-        gpu.iter().filter(|g| g.graph_id != 0 && g.op == "kernel").map(|g| (g.pid, g.correlation_id)).collect();
+    let launches: std::collections::BTreeSet<(u32, u64)> = gpu
+        .iter()
+        .filter(|g| g.graph_id != 0 && g.activity() == Some(Measured::Kernel))
+        .map(|g| (g.pid, g.correlation_id))
+        .collect();
     let mut by: BTreeMap<(u32, u64), LaunchOps> = BTreeMap::new();
     for g in gpu.iter().filter(|g| launches.contains(&(g.pid, g.correlation_id))) {
         by.entry((g.pid, g.correlation_id)).or_default().push((g.ts, g.end_ts, label(&g.op, g.name.as_deref())));
@@ -82,8 +86,8 @@ pub fn replayed_ops(plan: &Plan, matched: &[Vec<(usize, u64, u64, Op)>]) -> Vec<
             if let Some(&line) = launch_of.get(&op) {
                 let l = match &plan.ops[op].kind {
                     OpKind::Launch(l) => l.kernel.clone(),
-                    OpKind::Copy(_) => "memcpy".into(),
-                    _ => "memset".into(),
+                    OpKind::Copy(_) => Measured::Memcpy.as_str().into(),
+                    _ => Measured::Memset.as_str().into(),
                 };
                 by.entry(line).or_default().push((start, end, l));
             }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::plan::{GraphOp, Op, OpKind, Plan};
 use crate::recording::{GpuActivity, Trace};
+use tracer_format::line::GpuActivity as Measured;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RecordedTime {
@@ -64,22 +65,22 @@ pub fn recorded_time(trace: &Trace, plan: &Plan) -> RecordedTime {
             busy_ns: busy,
             graph_launches: super::graph_launches::recorded(&acts),
             graph_launch_ops: super::graph_launches::recorded_ops(&acts),
-            copy_lines: acts.iter().filter(|g| g.op == "memcpy").map(|g| (*g).clone()).collect(),
+            copy_lines: acts.iter().filter(|g| g.activity() == Some(Measured::Memcpy)).map(|g| (*g).clone()).collect(),
             ..Default::default()
         };
         r.span_ns = iv.iter().map(|x| x.1).max().unwrap_or(0) - iv[0].0;
         for g in &acts {
             let d = g.end_ts - g.ts;
-            match g.op.as_str() {
-                "kernel" => {
+            match g.activity() {
+                Some(Measured::Kernel) => {
                     r.kernels_ns += d;
                     let e = r.per_kernel.entry(g.name.clone().unwrap_or_default()).or_default();
                     e.0 += 1;
                     e.1 += d;
                 }
-                "memcpy" => r.copies_ns += d,
-                "memset" => r.sets_ns += d,
-                _ => {}
+                Some(Measured::Memcpy) => r.copies_ns += d,
+                Some(Measured::Memset) => r.sets_ns += d,
+                None => {}
             }
         }
         return r;

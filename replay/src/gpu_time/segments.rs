@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{Op, union_ns};
 use crate::recording::trace::Marker;
+use tracer_format::line::MarkerOp;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Segment {
@@ -25,17 +26,20 @@ pub struct Segment {
 /// The segments the markers open, in order of start; `end`: where the last
 /// open ones end (the recording's end).
 pub fn segments(markers: &[Marker], end: u64) -> Vec<Segment> {
-    let mut ms: Vec<&Marker> = markers.iter().filter(|m| m.op == "phase" || m.op == "iteration").collect();
+    let mut ms: Vec<&Marker> =
+        markers.iter().filter(|m| matches!(m.marker_op(), Some(MarkerOp::Phase | MarkerOp::Iteration))).collect();
     ms.sort_by_key(|m| m.ts);
     let mut out = Vec::new();
     for (i, m) in ms.iter().enumerate() {
-        if m.op == "phase" && m.label == "end" {
+        if m.marker_op() == Some(MarkerOp::Phase) && m.label == "end" {
             continue;
         }
         // A phase ends at the next phase; an iteration at the next iteration or phase.
         let stop = ms[i + 1..]
             .iter()
-            .find(|n| n.pid == m.pid && (n.op == "phase" || m.op == "iteration"))
+            .find(|n| {
+                n.pid == m.pid && (n.marker_op() == Some(MarkerOp::Phase) || m.marker_op() == Some(MarkerOp::Iteration))
+            })
             .map_or(end, |n| n.ts);
         out.push(Segment {
             op: m.op.clone(),

@@ -215,7 +215,10 @@ pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
             trace.power.iter().filter(|p| p.gpu == g).map(|p| super::PowerSample { gpu: 0, ..p.clone() }).collect();
     }
     for g in trace.gpu.iter().filter(|g| g.pid == p.pid) {
-        if skip_collectives && g.op == "kernel" && g.name.as_deref().is_some_and(is_collective) {
+        if skip_collectives
+            && g.activity() == Some(tracer_format::line::GpuActivity::Kernel)
+            && g.name.as_deref().is_some_and(is_collective)
+        {
             s.collective_gpu_lines += 1;
             s.collective_gpu_ns += g.end_ts - g.ts;
         } else {

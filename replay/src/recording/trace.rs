@@ -10,6 +10,7 @@ use serde::Deserialize as _;
 use serde_json::{Map, Value};
 use tracer_format::footer::Footer;
 use tracer_format::header::Header;
+use tracer_format::line::{LineType, MarkerOp, ProcessOp};
 
 /// One call line of a type replay looks at (module, kernel, graph, memory,
 /// memcpy, memset, sync, stream, event).
@@ -88,7 +89,7 @@ pub struct GpuActivity {
     pub ts: u64,
     pub end_ts: u64,
     pub pid: u32,
-    /// `kernel`, `memcpy` or `memset`.
+    /// `kernel`, `memcpy` or `memset` ([`GpuActivity::activity`]).
     pub op: String,
     pub name: Option<String>,
     /// CUPTI's stream id (0 when absent).
@@ -105,12 +106,17 @@ pub struct GpuActivity {
 }
 
 impl GpuActivity {
+    /// The line's `op` (None for a word the format does not have).
+    pub fn activity(&self) -> Option<tracer_format::line::GpuActivity> {
+        tracer_format::line::GpuActivity::parse(&self.op)
+    }
     /// What was measured, as CUPTI's collector names it.
     pub fn measured_op(&self) -> tracer_cupti::collect::Op {
         use tracer_cupti::collect::Op;
-        match self.op.as_str() {
-            "kernel" => Op::Kernel,
-            "memcpy" => Op::Memcpy,
+        use tracer_format::line::GpuActivity as Measured;
+        match self.activity() {
+            Some(Measured::Kernel) => Op::Kernel,
+            Some(Measured::Memcpy) => Op::Memcpy,
             _ => Op::Memset,
         }
     }
@@ -120,9 +126,17 @@ impl GpuActivity {
 pub struct Marker {
     pub ts: u64,
     pub pid: u32,
+    /// `phase`, `iteration` or `mark` ([`Marker::marker_op`]).
     pub op: String,
     pub label: String,
     pub tokens: Option<u64>,
+}
+
+impl Marker {
+    /// The line's `op` (None for a word the format does not have).
+    pub fn marker_op(&self) -> Option<MarkerOp> {
+        MarkerOp::parse(&self.op)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -153,7 +167,11 @@ pub struct Trace {
     pub warnings: Vec<String>,
 }
 
-const CALL_TYPES: &[&str] = &["module", "kernel", "graph", "memory", "memcpy", "memset", "sync", "stream", "event"];
+/// The call lines replay reads: every call type but initialization,
+/// devices and contexts.
+fn replayed(ty: LineType) -> bool {
+    ty.is_call() && !matches!(ty, LineType::Init | LineType::Device | LineType::Context)
+}
 
 impl Trace {
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
@@ -234,10 +252,11 @@ impl Trace {
 
     fn add(&mut self, mut obj: Map<String, Value>, line: usize, path: &Path) -> Result<()> {
         let ty = obj.get("type").and_then(|v| v.as_str()).unwrap_or("").to_owned();
+        let line_type = LineType::parse(&ty);
         let here = || format!("{}:{line}", path.display());
-        match ty.as_str() {
+        match line_type {
             // Fields of unexpected types stay in `rest`, as the line is.
-            "header" => {
+            Some(LineType::Header) => {
                 let v = Value::Object(obj);
                 self.header = Some(Header::deserialize(&v).unwrap_or_else(|_| Header {
                     line_type: ty,
@@ -246,7 +265,7 @@ impl Trace {
                 }));
                 return Ok(());
             }
-            "footer" => {
+            Some(LineType::Footer) => {
                 let v = Value::Object(obj);
                 self.footer = Some(Footer::deserialize(&v).unwrap_or_else(|_| Footer {
                     line_type: ty,
@@ -259,8 +278,10 @@ impl Trace {
         }
         let ts = obj.get("ts").and_then(|v| v.as_u64()).with_context(|| format!("{}: no integer \"ts\"", here()))?;
         let pid = obj.get("pid").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-        match ty.as_str() {
-            "gpu" => {
+        let op = |obj: &Map<String, Value>| obj.get("op").and_then(|v| v.as_str()).map(str::to_owned);
+        let Some(line_type) = line_type else { return Ok(()) };
+        match line_type {
+            LineType::Gpu => {
                 let end_ts = obj
                     .get("end_ts")
                     .and_then(|v| v.as_u64())
@@ -273,7 +294,7 @@ impl Trace {
                     ts,
                     end_ts,
                     pid,
-                    op: obj.get("op").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
+                    op: op(&obj).unwrap_or_default(),
                     name: obj.get("name").and_then(|v| v.as_str()).map(str::to_owned),
                     stream_id: obj.get("stream_id").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
                     size: obj.get("size").and_then(|v| v.as_u64()).unwrap_or(0),
@@ -283,14 +304,14 @@ impl Trace {
                     dst_kind: obj.get("dst_kind").and_then(|v| v.as_str()).map(str::to_owned),
                 });
             }
-            "marker" => self.markers.push(Marker {
+            LineType::Marker => self.markers.push(Marker {
                 ts,
                 pid,
-                op: obj.get("op").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
+                op: op(&obj).unwrap_or_default(),
                 label: obj.get("label").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
                 tokens: obj.get("tokens").and_then(|v| v.as_u64()),
             }),
-            "sched"
+            LineType::Sched
                 if obj.get("op").and_then(|v| v.as_str()) == Some("off_cpu")
                     && obj.get("name").and_then(|v| v.as_str()) == Some("stopped") =>
             {
@@ -299,13 +320,15 @@ impl Trace {
                     self.stops.push((tid, ts, end));
                 }
             }
-            "power" => self.power.push(PowerSample {
+            LineType::Power => self.power.push(PowerSample {
                 ts,
                 gpu: obj.get("gpu").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
                 energy_mj: obj.get("energy_mj").and_then(|v| v.as_u64()),
                 power_mw: obj.get("power_mw").and_then(|v| v.as_u64()),
             }),
-            "process" if obj.get("op").and_then(|v| v.as_str()) == Some("exec") => {
+            LineType::Process
+                if obj.get("op").and_then(|v| v.as_str()).and_then(ProcessOp::parse) == Some(ProcessOp::Exec) =>
+            {
                 self.execs.push((line, ts, pid));
                 if let Some(r) = super::ranks::ExecRank::of_line(&obj, line, pid) {
                     self.ranks.push(r);
@@ -314,7 +337,7 @@ impl Trace {
             // --capture-data: the bytes of an asynchronous device-to-host
             // copy, read at the synchronization after it: they belong to
             // the copy's own line (docs/recording-format.md).
-            "copy_data" => {
+            LineType::CopyData => {
                 let copy = obj.get("copy").with_context(|| format!("{}: copy_data line without \"copy\"", here()))?;
                 let (Some(ctid), Some(cts)) =
                     (copy.get("tid").and_then(|v| v.as_u64()), copy.get("ts").and_then(|v| v.as_u64()))
@@ -330,7 +353,7 @@ impl Trace {
                     }
                 }
             }
-            t if CALL_TYPES.contains(&t) => {
+            t if replayed(t) => {
                 let name = obj
                     .get("name")
                     .and_then(|v| v.as_str())

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::plan::Op;
 use crate::recording::Marker;
+use tracer_format::line::MarkerOp;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Phase {
@@ -32,7 +33,7 @@ impl Phase {
 }
 
 pub fn phase(ops: &[Op], markers: &[Marker], name: &str) -> Phase {
-    let mut phases: Vec<&Marker> = markers.iter().filter(|m| m.op == "phase").collect();
+    let mut phases: Vec<&Marker> = markers.iter().filter(|m| m.marker_op() == Some(MarkerOp::Phase)).collect();
     phases.sort_by_key(|m| m.ts);
     let Some(k) = phases.iter().position(|m| m.label == name) else {
         return Phase { label: None, ops: 0..ops.len(), start_ts: None, end_ts: None };

@@ -1,7 +1,8 @@
 //! One trace line, typed: [`RawLine`], the fields any line may carry
 //! (docs/trace-format.md), and [`scan_into`], the byte scanner that fills it
 //! without serde_json for the lines it is sure about (the readers' fast
-//! path; serde_json reads the rest into the same type).
+//! path; serde_json reads the rest into the same type); [`vocab`], the
+//! format's words (`type`, `op`, `direction`) as types.
 //!
 //! ```
 //! use tracer_format::line::{RawLine, scan_into};
@@ -16,6 +17,8 @@ pub mod raw;
 pub mod scan;
 #[cfg(test)]
 mod scan_tests;
+pub mod vocab;
 
 pub use raw::{RawArgs, RawLine, StrOrNum};
 pub use scan::{raw_line, scan_into};
+pub use vocab::{CallOp, CopyDir, GpuActivity, LineType, MarkerOp, ProcessOp};

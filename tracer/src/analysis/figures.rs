@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn classes_by_type_and_op_whatever_the_entry_point() {
-        let k = |ty, op, name| Kind::classify(ty, op, name);
+        let k = |ty, op, name| Kind::classify(tracer_format::line::LineType::parse(ty), op, name);
         for name in ["cuCtxSynchronize", "cuCtxSynchronize_v2"] {
             assert_eq!(sync_class(k("sync", "ctx_synchronize", name), Dir::None), SyncClass::Blocking);
         }

@@ -455,7 +455,7 @@ fn notes(t: &Trace, ph: &Phases, tl: &Timeline, series: &[EnergySeries]) -> Vec<
     if let Some(g) = super::model::graphs::note(&t.graphs) {
         notes.push(g);
         if tl.source == Source::Measured {
-            let (matched, nodes) = super::model::graphs::measured_matches(t, tl);
+            let (matched, nodes) = super::timeline::measured_matches(t, tl);
             notes.push(format!("CUDA graphs: {matched} of {nodes} graph nodes' work matched a measured GPU record"));
             if let Some(s) = super::model::graph_measured::tie_by_ids(t).sentence() {
                 notes.push(s);

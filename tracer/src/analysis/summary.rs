@@ -10,6 +10,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use tracer_format::line::{CallOp, LineType};
+
 use crate::decode::fastline::Line;
 
 #[derive(Default, Debug, Clone)]
@@ -51,24 +53,15 @@ pub struct Summary {
     pub side: crate::analysis::side_summary::SideSummary,
     /// Graph lines and captured calls, kept (rare) for the graph expansion
     /// at the end (analysis/graphs.rs).
-    pub graph_lines: crate::analysis::model::graphs::GraphLines,
+    pub graph_lines: crate::analysis::model::graph_lines::GraphLines,
 }
 
-/// Line types that are not driver calls (read through [`Summary::add`]).
-const NOT_CALLS: &[&str] = &[
-    "header",
-    "footer",
-    "power",
-    "marker",
-    "process",
-    "gpu",
-    "ioctl",
-    "nvidia_fd",
-    "copy_data",
-    "count",
-    "kernel_count",
-    "sched",
-];
+/// A line the summary reads as a driver call: any type but the format's
+/// other types (those go through [`Summary::add`]); a `gpu_window` line
+/// has always been read as a call here.
+fn call_line(ty: &str) -> bool {
+    LineType::parse(ty).is_none_or(|t| t.is_call() || t == LineType::GpuWindow)
+}
 
 /// The fields of a call line the summary reads, borrowed from the line.
 #[derive(Deserialize, Default)]
@@ -99,31 +92,32 @@ impl Summary {
     pub fn add(&mut self, v: &Value) {
         let ty = v["type"].as_str().unwrap_or("");
         self.span.add(ty, v["ts"].as_u64(), v["duration_us"].as_f64(), v["end_ts"].as_u64());
-        match ty {
-            "header" => {
+        let line_type = LineType::parse(ty);
+        match line_type {
+            Some(LineType::Header) => {
                 self.header = Some(v.clone());
                 return;
             }
-            "footer" => {
+            Some(LineType::Footer) => {
                 self.footer = Some(v.clone());
                 return;
             }
             // NVML samples and phase markers are not calls.
-            "power" | "marker" => {
+            Some(LineType::Power | LineType::Marker) => {
                 self.side.add(v);
                 return;
             }
             // Scheduler events of the traced threads are not calls (and not in the span).
-            "sched" => return,
+            Some(LineType::Sched) => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {
             self.processes.insert(p);
         }
-        match ty {
-            "process" => return,
-            "gpu" => return, // measured GPU activity (--gpu-timestamps), not driver calls
-            "ioctl" => {
+        match line_type {
+            Some(LineType::Process) => return,
+            Some(LineType::Gpu) => return, // measured GPU activity (--gpu-timestamps), not driver calls
+            Some(LineType::Ioctl) => {
                 let e = self.ioctls.entry(v["name"].as_str().unwrap_or("?").to_string()).or_default();
                 e.0 += 1;
                 e.1 += v["duration_us"].as_f64().unwrap_or(0.0);
@@ -135,7 +129,7 @@ impl Summary {
                 }
                 return;
             }
-            "nvidia_fd" => {
+            Some(LineType::NvidiaFd) => {
                 *self.nv_file_ops.entry(v["op"].as_str().unwrap_or("?").to_string()).or_default() += 1;
                 return;
             }
@@ -176,7 +170,7 @@ impl Summary {
             c.as_deref().map(Cow::Borrowed)
         }
         self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
-        if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
+        if raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(call_line) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
@@ -214,7 +208,7 @@ impl Summary {
         if scanned {
             self.span.add(raw.ty.as_deref().unwrap_or(""), raw.ts, raw.duration_us, raw.end_ts);
         }
-        if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t)) {
+        if scanned && raw.ret.is_none_or(|r| r >= 0) && raw.ty.as_deref().is_some_and(call_line) {
             if let Some(p) = raw.pid {
                 self.processes.insert(u64::from(p));
             }
@@ -239,7 +233,7 @@ impl Summary {
             return Ok(());
         }
         if let Ok(c) = serde_json::from_slice::<CallView>(bytes)
-            && c.ty.as_deref().is_some_and(|t| !NOT_CALLS.contains(&t))
+            && c.ty.as_deref().is_some_and(call_line)
         {
             if let Some(p) = c.pid {
                 self.processes.insert(p);
@@ -279,12 +273,14 @@ impl Summary {
             }
         }
         let size = v.size.unwrap_or(0);
-        match (ty, v.op.as_deref().unwrap_or("")) {
+        let line_type = LineType::parse(ty);
+        let op = v.op.as_deref().unwrap_or("");
+        match (line_type, CallOp::parse(op)) {
             // Captured into a graph: run by the graph's launches (counted at the end).
-            ("kernel", "launch") if v.capture.is_some() => {}
-            ("memcpy", _) if v.capture.is_some() => {}
-            ("kernel", "launch") => self.launch(v.kernel.as_deref()),
-            ("memcpy", _) => {
+            (Some(LineType::Kernel), Some(CallOp::Launch)) if v.capture.is_some() => {}
+            (Some(LineType::Memcpy), _) if v.capture.is_some() => {}
+            (Some(LineType::Kernel), Some(CallOp::Launch)) => self.launch(v.kernel.as_deref()),
+            (Some(LineType::Memcpy), _) => {
                 let d = v.direction.as_deref().unwrap_or("default");
                 if !self.copy_bytes.contains_key(d) {
                     self.copy_bytes.insert(d.to_string(), (0, 0));
@@ -293,15 +289,15 @@ impl Summary {
                 e.0 += 1;
                 e.1 = e.1.saturating_add(size);
             }
-            ("memory", "alloc") if v.ret == Some(0) => {
+            (Some(LineType::Memory), Some(CallOp::Alloc)) if v.ret == Some(0) => {
                 self.allocs += 1;
                 self.alloc_bytes = self.alloc_bytes.saturating_add(size);
             }
-            ("memory", "free") if v.ret == Some(0) => self.frees += 1,
+            (Some(LineType::Memory), Some(CallOp::Free)) if v.ret == Some(0) => self.frees += 1,
             _ => {}
         }
         if v.capture.is_none() {
-            let kind = crate::analysis::model::Kind::classify(ty, v.op.as_deref().unwrap_or(""), name);
+            let kind = crate::analysis::model::Kind::classify(line_type, op, name);
             let dir =
                 v.direction.as_deref().map_or(crate::analysis::model::Dir::None, crate::analysis::model::Dir::parse);
             self.sync.add(kind, dir, crate::analysis::figures::dur_ns(dur));

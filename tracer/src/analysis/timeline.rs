@@ -873,6 +873,22 @@ pub fn link_measured_to_launches_of(
     out
 }
 
+/// Measured GPU work (`gpu` lines) tied to graph nodes: of the kernels,
+/// copies and sets the expanded launches ran, how many a measured record
+/// was matched to (per process in submission order by kernel name, copy
+/// direction, set: [`link_measured_to_launches`]), and how many
+/// graph nodes there were. Each matched record is tied to its node
+/// (`Call::obj`) and its launch (the expanded launch before it).
+pub fn measured_matches(t: &Trace, measured: &Timeline) -> (u64, u64) {
+    let nodes = t.calls.iter().filter(|c| c.from_graph()).count() as u64;
+    if nodes == 0 {
+        return (0, 0);
+    }
+    let links = link_measured_to_launches(t, measured);
+    let matched = links.iter().filter(|(_, _, c)| t.calls.get(*c as usize).is_some_and(|c| c.from_graph())).count();
+    (matched as u64, nodes)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 //! the opt-in top-N (capped), live allocations (capped, the excess counted).
 use std::collections::HashMap;
 
+use tracer_format::line::{CallOp, LineType};
+
 use super::busy::{Busy, Measured};
 use crate::analysis::model::{Dir, Kind};
 
@@ -110,7 +112,8 @@ impl Counters {
     }
 
     pub fn add(&mut self, o: &Obs, caps: Caps) {
-        if o.ty == "gpu" {
+        let ty = LineType::parse(o.ty);
+        if ty == Some(LineType::Gpu) {
             // measured GPU work (CUPTI), not a call
             self.measured_ops += 1;
             self.measured.work(o.ts, o.end_ts.unwrap_or(o.ts + o.dur_ns.unwrap_or(0)));
@@ -123,9 +126,10 @@ impl Counters {
         let ok = o.error.is_none();
         let exit = o.dur_ns.map(|d| o.ts + d);
         self.busy.seen(exit.unwrap_or(o.ts));
-        let kind = Kind::classify(o.ty, o.op, o.name);
-        match (o.ty, o.op) {
-            ("kernel", "launch") => {
+        let kind = Kind::classify(ty, o.op, o.name);
+        let op = CallOp::parse(o.op);
+        match (ty, op) {
+            (Some(LineType::Kernel), Some(CallOp::Launch)) => {
                 bump(&mut self.launches, o.name, 1);
                 if ok {
                     let k = o.kernel.unwrap_or("");
@@ -134,7 +138,7 @@ impl Counters {
                     self.busy.work(o.ts, o.stream.unwrap_or(0));
                 }
             }
-            ("memcpy", _) if ok => {
+            (Some(LineType::Memcpy), _) if ok => {
                 let dir = o.direction.unwrap_or("unknown");
                 match self.copies.get_mut(dir) {
                     Some(c) => *c = (c.0 + 1, c.1 + o.size.unwrap_or(0)),
@@ -153,26 +157,28 @@ impl Counters {
                     self.busy.sync(e, Some(0));
                 }
             }
-            ("memset", _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
-            ("memory", "alloc") if ok => self.alloc(o, caps),
-            ("memory", "free") if ok => self.free(o.ptr),
-            (_, "stream_create" | "stream_create_with_priority") if ok => {
+            (Some(LineType::Memset), _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
+            (Some(LineType::Memory), Some(CallOp::Alloc)) if ok => self.alloc(o, caps),
+            (Some(LineType::Memory), Some(CallOp::Free)) if ok => self.free(o.ptr),
+            (_, Some(CallOp::StreamCreate | CallOp::StreamCreateWithPriority)) if ok => {
                 if let Some((s, nonblocking)) = o.created_stream {
                     self.busy.stream_created(s, nonblocking);
                 }
             }
-            ("event", "event_record" | "event_record_with_flags") if ok => {
+            (Some(LineType::Event), Some(CallOp::EventRecord | CallOp::EventRecordWithFlags)) if ok => {
                 if let Some(ev) = o.event {
                     self.busy.event_record(ev, o.stream.unwrap_or(0));
                 }
             }
-            ("sync", op) if ok => {
+            (Some(LineType::Sync), op) if ok => {
                 // A query answering CUDA_SUCCESS: that stream (or the event's work) is done.
                 let e = exit;
                 match (op, e) {
-                    ("stream_synchronize" | "stream_query", Some(e)) => self.busy.sync(e, Some(o.stream.unwrap_or(0))),
-                    ("ctx_synchronize", Some(e)) => self.busy.sync(e, None),
-                    ("event_synchronize" | "event_query", Some(e)) => {
+                    (Some(CallOp::StreamSynchronize | CallOp::StreamQuery), Some(e)) => {
+                        self.busy.sync(e, Some(o.stream.unwrap_or(0)))
+                    }
+                    (Some(CallOp::CtxSynchronize), Some(e)) => self.busy.sync(e, None),
+                    (Some(CallOp::EventSynchronize | CallOp::EventQuery), Some(e)) => {
                         if let Some(ev) = o.event {
                             self.busy.event_done(e, ev);
                         }

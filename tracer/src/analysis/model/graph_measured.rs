@@ -22,7 +22,8 @@
 //! dropped silently.
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::{GpuOpKind, Kind, Trace};
+use super::records::{GpuOpKind, Kind};
+use super::trace::Trace;
 
 /// The ties and what could not be tied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

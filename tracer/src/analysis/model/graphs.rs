@@ -16,60 +16,12 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use serde::Serialize;
 use serde_json::Value;
 use tracer_format::hex;
 
-use super::{Call, Dir, Geom, Kind, NO_STR, NONE, Trace};
-
-/// The launch's work is in the calls that follow it.
-pub const FLAG_EXPANDED: u8 = 32;
-/// A node's work, expanded from the graph launch before it.
-pub const FLAG_FROM_GRAPH: u8 = 64;
-
-/// One `type: "graph"` line, kept whole (graph lines are rare).
-#[derive(Clone, Debug)]
-pub struct GraphLine {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub v: Value,
-}
-
-/// A captured call (its `capture` id), by when and who.
-#[derive(Clone, Copy, Debug)]
-pub struct CapturedAt {
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub capture: u64,
-}
-
-/// What the graph analysis found (report notes, `summary`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GraphStats {
-    /// Graphs built (created, captured or cloned).
-    pub graphs: u64,
-    /// Executable graphs instantiated.
-    pub execs: u64,
-    /// `cuGraphLaunch` calls.
-    pub launches: u64,
-    /// Launches expanded into their nodes.
-    pub expanded_launches: u64,
-    /// Launches of an exec whose construction is not in the trace.
-    pub opaque_launches: u64,
-    /// Kernels, copies and sets run by the expanded launches.
-    pub kernels_run: u64,
-    pub copies_run: u64,
-    pub sets_run: u64,
-    /// Launches, copies, sets and event calls recorded by stream capture.
-    pub captured_calls: u64,
-    /// Stream captures ended.
-    pub captures: u64,
-    /// Dependencies the recording could not copy (`deps_cut`): the
-    /// topology of those graphs is incomplete.
-    pub deps_cut: u64,
-}
+use super::graph_records::{CapturedAt, ExecNode, GraphLine, GraphStats};
+use super::records::{Call, Dir, FLAG_EXPANDED, FLAG_FROM_GRAPH, Geom, Kind, NO_STR, NONE};
+use super::trace::Trace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NodeKind {
@@ -97,22 +49,6 @@ struct Node {
 #[derive(Clone, Debug, Default)]
 struct Graph {
     nodes: Vec<Node>,
-}
-
-/// A node of an executable graph, flattened (child graphs inlined), in
-/// dependency order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExecNode {
-    pub node: u64,
-    pub kind: Kind,
-    pub kernel: u32,
-    pub geom: u32,
-    pub size: u64,
-    pub dir: Dir,
-    /// Indexes of the exec nodes this one waits for.
-    pub deps: Vec<usize>,
-    /// `--replayable`: a kernel node's parameter bytes (hex) as of the launch.
-    pub params: Option<std::sync::Arc<str>>,
 }
 
 fn dim3(v: &Value, k: &str) -> [u32; 3] {
@@ -555,59 +491,6 @@ pub fn expand(t: &mut Trace, mut lines: Vec<GraphLine>, captured: Vec<CapturedAt
     }
     t.calls = out;
     stats
-}
-
-/// Graph lines and captured calls of a trace read line by line (the
-/// summary), expanded when the figures are asked for.
-#[derive(Debug, Default)]
-pub struct GraphLines {
-    lines: Vec<Vec<u8>>,
-}
-
-impl GraphLines {
-    pub fn push_bytes(&mut self, b: &[u8]) {
-        self.lines.push(b.to_vec());
-    }
-    pub fn push_value(&mut self, v: &Value) {
-        self.lines.push(serde_json::to_vec(v).unwrap_or_default());
-    }
-    /// The graph figures, and `kernels` (launches per kernel name) with
-    /// the kernels the graph launches ran added.
-    pub fn with_graph_kernels<'a>(
-        &self,
-        kernels: &'a HashMap<String, u64>,
-    ) -> (GraphStats, std::borrow::Cow<'a, HashMap<String, u64>>) {
-        if self.lines.is_empty() {
-            return (GraphStats::default(), std::borrow::Cow::Borrowed(kernels));
-        }
-        let mut b = super::TraceBuilder::new("graphs");
-        for (i, l) in self.lines.iter().enumerate() {
-            // Lines the summary already read: an unreadable one was reported there.
-            let _ = b.add_line(i as u64 + 1, l);
-        }
-        let t = b.finish();
-        let mut k = kernels.clone();
-        for c in t.calls.iter().filter(|c| c.from_graph() && c.kind == Kind::Launch && c.kernel != NO_STR) {
-            *k.entry(t.name(c.kernel).to_string()).or_default() += 1;
-        }
-        (t.graphs, std::borrow::Cow::Owned(k))
-    }
-}
-
-/// Measured GPU work (`gpu` lines) tied to graph nodes: of the kernels,
-/// copies and sets the expanded launches ran, how many a measured record
-/// was matched to (per process in submission order by kernel name, copy
-/// direction, set: timeline::link_measured_to_launches), and how many
-/// graph nodes there were. Each matched record is tied to its node
-/// (`Call::obj`) and its launch (the expanded launch before it).
-pub fn measured_matches(t: &Trace, measured: &super::super::timeline::Timeline) -> (u64, u64) {
-    let nodes = t.calls.iter().filter(|c| c.from_graph()).count() as u64;
-    if nodes == 0 {
-        return (0, 0);
-    }
-    let links = super::super::timeline::link_measured_to_launches(t, measured);
-    let matched = links.iter().filter(|(_, _, c)| t.calls.get(*c as usize).is_some_and(|c| c.from_graph())).count();
-    (matched as u64, nodes)
 }
 
 /// The report's sentence about CUDA graphs (None without any).

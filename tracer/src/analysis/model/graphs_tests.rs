@@ -253,7 +253,7 @@ fn measured_graph_kernels_are_tied_to_their_nodes_and_counted() {
     }
     let t = parse_str("measured", &text).unwrap();
     let tl = timeline::measured(&t);
-    assert_eq!(measured_matches(&t, &tl), (5, 8));
+    assert_eq!(timeline::measured_matches(&t, &tl), (5, 8));
     let links = timeline::link_measured_to_launches(&t, &tl);
     // the record at 300 (kb) is tied to the first launch's kb node
     let (si, ii, ci) = links.iter().copied().find(|&(s, i, _)| tl.streams[s].intervals[i].start == 300).unwrap();
