@@ -2,12 +2,34 @@
 //! command runs over the same bad inputs and must answer the same way, with
 //! a message naming the file, the line and the field (issue 20). Also: `-`
 //! reads stdin, a cut .gz keeps its complete lines, memory of `ioctls` and
-//! `image` stays bounded.
+//! `image` stays bounded. A command that would read an endless input
+//! forever fails as "hung" after [`HUNG`]; no verdict is a duration.
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+
+/// How long a command may run before it counts as reading forever: far
+/// beyond what any of these takes on a loaded machine (well under a second).
+const HUNG: Duration = Duration::from_secs(120);
+
+/// Waits for `child`'s exit and output; kills it and panics "hung" with
+/// `what` when it is still running after [`HUNG`].
+fn output_unless_hung(child: Child, what: &str) -> Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(HUNG) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            // SAFETY: kill has no memory-safety preconditions; the pid is our child's, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: hung: still running after {HUNG:?}; killed it");
+        }
+    }
+}
 
 /// Every command that reads a trace, with its arguments (`{T}` the trace,
 /// `{O}` an output folder).
@@ -43,7 +65,7 @@ fn run(args: &[&str], trace: &str, out: &Path, stdin: Option<&[u8]>) -> Output {
             let _ = w.write_all(&b);
         });
     }
-    child.wait_with_output().unwrap()
+    output_unless_hung(child, &format!("tracer {}", args.join(" ")))
 }
 
 fn text(b: &[u8]) -> String {
@@ -180,8 +202,8 @@ fn named_pipes_and_devices_are_refused_not_read() {
     let d = dir("fifo");
     let fifo = d.join("fifo.jsonl");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A reader that opened the pipe would wait for a writer forever: hung.
     for (cmd, args) in READERS {
-        let t = std::time::Instant::now();
         let o = run(args, &fifo.display().to_string(), &d, None);
         assert_eq!(o.status.code(), Some(1), "{cmd}");
         assert_eq!(
@@ -192,7 +214,6 @@ fn named_pipes_and_devices_are_refused_not_read() {
             ),
             "{cmd}"
         );
-        assert!(t.elapsed().as_secs() < 20, "{cmd} took {:?}", t.elapsed());
     }
     let o = run(&["summary", "{T}"], "/dev/urandom", &d, None);
     assert_eq!(
@@ -379,7 +400,17 @@ fn a_recording_whose_manifest_leaves_its_directory_is_refused() {
 /// Runs tracer with its address space limited to `mib` MiB (RLIMIT_AS).
 fn limited(mib: u64, args: &[&str]) -> Output {
     let cmd = format!("ulimit -v {}; exec \"$0\" \"$@\"", mib * 1024);
-    Command::new("sh").arg("-c").arg(cmd).arg(TRACER).args(args).stdin(Stdio::null()).output().unwrap()
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .arg(TRACER)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    output_unless_hung(child, &format!("tracer {} (in {mib} MiB)", args.join(" ")))
 }
 
 #[test]
@@ -411,8 +442,8 @@ fn ioctls_memory_does_not_grow_with_the_trace() {
 
 #[test]
 fn image_reads_no_device_and_no_endless_file() {
+    // Endless, in 512 MiB: reading it would fail on memory or hang.
     for dev in ["/dev/zero", "/dev/urandom"] {
-        let t = std::time::Instant::now();
         let o = limited(512, &["image", dev]);
         assert_eq!(o.status.code(), Some(1));
         assert_eq!(
@@ -421,7 +452,6 @@ fn image_reads_no_device_and_no_endless_file() {
                 "tracer: {dev}: not a regular file (a character device): give an image file (fatbin, cubin, PTX, or a library with a .nv_fatbin section)\n"
             )
         );
-        assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
     }
 }
 

@@ -44,8 +44,8 @@ fn assert_back_to(before: &[u32], what: &str) {
             return;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "{what}: BPF programs {extra:?} still loaded after tracer exited"
+            t0.elapsed() < Duration::from_secs(120),
+            "{what}: hung: BPF programs {extra:?} still loaded 120 s after tracer exited"
         );
         std::thread::sleep(Duration::from_millis(100));
     }

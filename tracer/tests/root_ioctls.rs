@@ -269,12 +269,7 @@ impl FakeNv {
                 let log = fs::read_to_string(mnt.with_extension("log")).unwrap_or_default();
                 panic!("{} exited ({st}) before mounting {}:\n{log}", daemon.display(), mnt.display());
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{} did not mount {} in 10 s",
-                daemon.display(),
-                mnt.display()
-            );
+            assert!(t0.elapsed() < LIMIT, "hung: {} did not mount {} in {LIMIT:?}", daemon.display(), mnt.display());
             std::thread::sleep(Duration::from_millis(20));
         }
         for &(name, dev) in DEVICES {

@@ -257,7 +257,7 @@ impl Paced {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGUSR1) };
         let mut line = String::new();
         self.out.read_line(&mut line).unwrap();
-        let st = common::wait_with_timeout(&mut self.child, Duration::from_secs(10), false, "paced program");
+        let st = common::wait_with_timeout(&mut self.child, Duration::from_secs(60), false, "paced program");
         let field = |k: &str| -> u64 {
             let v =
                 line.split_whitespace().find_map(|w| w.strip_prefix(k)).unwrap_or_else(|| panic!("{k} in {line:?}"));
@@ -388,12 +388,12 @@ fn sigkill_of_attached_tracer_leaves_the_process_unharmed() {
     assert!(have >= 50, "trace has {have} lines after 60 s");
     assert_eq!(byte_at(pid, set_addr), 0xcc, "int3 while attached");
     unsafe { libc::kill(tracer.id() as i32, libc::SIGKILL) };
-    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(30), false, "tracer after SIGKILL");
+    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGKILL");
     assert_eq!(common::shell_code(&st), 137);
     // The kernel drops the links with tracer's last fd: the breakpoints go.
     assert!(
-        eventually(Duration::from_secs(10), || byte_at(pid, set_addr) == 0x55),
-        "int3 left after SIGKILL of tracer"
+        eventually(Duration::from_secs(60), || byte_at(pid, set_addr) == 0x55),
+        "int3 left 60 s after SIGKILL of tracer"
     );
     assert!(paced.alive(), "the process died with tracer");
     std::thread::sleep(Duration::from_millis(200));

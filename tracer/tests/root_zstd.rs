@@ -118,7 +118,7 @@ fn killed_zstd_recording_reads_up_to_its_last_flush() {
     }
     std::thread::sleep(Duration::from_millis(500));
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    let st = common::wait_with_timeout(&mut child, Duration::from_secs(30), false, "tracer after SIGKILL");
+    let st = common::wait_with_timeout(&mut child, Duration::from_secs(60), false, "tracer after SIGKILL");
     assert_eq!(common::shell_code(&st), 137);
     let (lines, complete) = decode(&out);
     assert!(!complete, "a killed recording has no end of frame");

@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn annotates_exec_lines_from_the_live_process() {
         let mut child = std::process::Command::new("sleep")
-            .arg("5")
+            .arg("600")
             .env("RANK", "5")
             .env("LOCAL_RANK", "1")
             .env("WORLD_SIZE", "6")
@@ -79,8 +79,8 @@ mod tests {
             .expect("running sleep");
         let pid = child.id();
         let mut exec = serde_json::json!({"type": "process", "op": "exec", "pid": pid});
-        // The environment is there once exec is done.
-        for _ in 0..100 {
+        // The environment is there once exec is done (at most 60 s of tries).
+        for _ in 0..6000 {
             annotate_exec(&mut exec);
             if exec.get("rank").is_some() {
                 break;

@@ -8,11 +8,17 @@
  * completion proof: the GPU is certainly idle until the next launch), with
  * MS milliseconds (default 80) of one kind of CPU-side delay between them:
  *   1. asleep in nanosleep;
- *   2. spinning on the CPU (at SCHED_FIFO where allowed: no other program
- *      takes the CPU meanwhile);
+ *   2. spinning on the CPU;
  *   3. blocked reading a pipe, until a thread named "pipewriter" writes;
  *   4. runnable but preempted: a child process named "cpuhog", pinned to
- *      the same CPU with SCHED_FIFO, spins MS ms.
+ *      the same CPU at a higher SCHED_FIFO priority, spins MS ms.
+ * The program runs at SCHED_FIFO where allowed (priority 1, pinned to one
+ * CPU), so that whatever else loads the machine (a parallel build, a VM)
+ * cannot take its CPU: the spin is on the CPU all along, a sleep's or a
+ * read's wakeup runs at once, and during gap 4 the only task that runs in
+ * its place is the hog. The hog is forked before gap 4 (named, then
+ * blocked on a pipe), raised to priority 2 and woken in the gap: it takes
+ * the CPU from this thread at once and holds it MS ms.
  * Prints one line per gap on stdout: "gap N START_NS END_NS" (CLOCK_MONOTONIC,
  * the synchronization's return and the next launch's call), and the hog's
  * pid as "hog PID".
@@ -88,6 +94,10 @@ int main(int argc, char **argv) {
     if (hog_done == MAP_FAILED)
         return 1;
     long long start[4], end[4];
+    /* Not inherited by the hog: it starts at SCHED_OTHER, so that it cannot
+     * take the CPU before it is raised in gap 4. */
+    struct sched_param fifo = {.sched_priority = 1};
+    int rt = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0;
 
     round_trip();
     start[0] = now_ns();
@@ -96,15 +106,11 @@ int main(int argc, char **argv) {
     end[0] = now_ns();
 
     round_trip();
-    /* Spinning at SCHED_FIFO (where allowed), so that other programs on the
-     * machine cannot take this CPU meanwhile: on CPU all along. */
-    struct sched_param fifo = {.sched_priority = 1}, other = {.sched_priority = 0};
-    int rt = sched_setscheduler(0, SCHED_FIFO, &fifo) == 0;
+    /* At SCHED_FIFO no other program on the machine takes this CPU: on CPU
+     * all along. */
     start[1] = now_ns();
     spin_ns(gap_ns);
     end[1] = now_ns();
-    if (rt)
-        sched_setscheduler(0, SCHED_OTHER, &other);
 
     round_trip();
     start[2] = now_ns();
@@ -116,28 +122,40 @@ int main(int argc, char **argv) {
     end[2] = now_ns();
     pthread_join(w, NULL);
 
-    round_trip();
-    start[3] = now_ns();
+    /* The hog, named and waiting for its go before the gap begins. */
+    int ready[2], go[2];
+    if (pipe(ready) != 0 || pipe(go) != 0)
+        return 1;
     pid_t hog = fork();
     if (hog == 0) {
         prctl(PR_SET_NAME, "cpuhog");
-        struct sched_param p = {.sched_priority = 1};
-        if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) {
-            perror("fourgaps: SCHED_FIFO");
-            *hog_done = 2;
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
             _exit(1);
-        }
         spin_ns(gap_ns);
         *hog_done = 1;
         _exit(0);
     }
-    /* Runnable all along: preempted as soon as the hog is SCHED_FIFO. */
+    if (read(ready[0], &c, 1) != 1)
+        return 1;
+    struct sched_param above = {.sched_priority = 2};
+    if (!rt || sched_setscheduler(hog, SCHED_FIFO, &above) != 0) {
+        perror("fourgaps: SCHED_FIFO");
+        kill(hog, SIGKILL);
+        return 1;
+    }
+
+    round_trip();
+    start[3] = now_ns();
+    /* Woken above this thread's priority on its CPU, the hog preempts it
+     * here; runnable all along until the hog is done. */
+    if (write(go[1], "g", 1) != 1)
+        return 1;
     while (!*hog_done) {
     }
     end[3] = now_ns();
     int st;
     waitpid(hog, &st, 0);
-    if (*hog_done != 1)
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return 1;
     round_trip();
 

@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn own_tree_and_no_gpu() {
         let me = std::process::id();
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
         let tree = process_tree(me);
         assert_eq!(tree[0], me);
         assert!(tree.contains(&child.id()), "{tree:?} lacks {}", child.id());

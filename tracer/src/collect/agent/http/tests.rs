@@ -1,5 +1,8 @@
 //! The agent's HTTP server against ordinary and hostile clients, on
-//! 127.0.0.1 only, bounded in connections (at most ~120) and time (~10 s).
+//! 127.0.0.1 only, bounded in connections (at most ~1,000). The verdicts
+//! are what was answered and what the server counted, never how long it
+//! took: a client waits at most [`HUNG`] for a byte, and only to fail with
+//! "hung" instead of blocking forever.
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::sync::Mutex;
@@ -7,10 +10,24 @@ use std::time::Instant;
 
 use super::*;
 
+/// How long a client waits for the server before calling it hung: far
+/// beyond anything a loaded machine takes to answer (milliseconds).
+const HUNG: Duration = Duration::from_secs(60);
+
 /// A server on 127.0.0.1:0 serving `body` at /metrics; `record` answers POST /record.
 fn start(body: String, record: Option<Box<dyn Fn() -> RecordAnswer + Send + Sync>>, limits: Limits) -> SocketAddr {
+    start_counted(body, record, limits).0
+}
+
+/// [`start`], with what the server counts.
+fn start_counted(
+    body: String,
+    record: Option<Box<dyn Fn() -> RecordAnswer + Send + Sync>>,
+    limits: Limits,
+) -> (SocketAddr, Arc<Stats>) {
     let l = bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
+    let stats = Arc::new(Stats::default());
     let server = Server {
         handlers: Handlers {
             metrics: Box::new(move || body.clone()),
@@ -20,25 +37,45 @@ fn start(body: String, record: Option<Box<dyn Fn() -> RecordAnswer + Send + Sync
         limits,
         tls: None,
         auth: None,
-        stats: Default::default(),
+        stats: stats.clone(),
     };
     spawn(l, Arc::new(server)).unwrap();
-    addr
+    (addr, stats)
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let c = TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.set_read_timeout(Some(HUNG)).unwrap();
     c
+}
+
+/// Reads `c` until the server closes it (EOF or a reset); panics "hung"
+/// when no byte and no close came for [`HUNG`].
+fn read_until_closed(c: &mut TcpStream, what: &str) -> Vec<u8> {
+    let mut out = vec![];
+    match c.read_to_end(&mut out) {
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            panic!("{what}: hung: no byte and no close for {HUNG:?} after {} bytes", out.len())
+        }
+        _ => out,
+    }
 }
 
 /// Sends `req` and reads until the server closes: the whole answer.
 fn exchange(addr: SocketAddr, req: &[u8]) -> String {
     let mut c = connect(addr);
     c.write_all(req).unwrap();
-    let mut out = vec![];
-    let _ = c.read_to_end(&mut out);
+    let out = read_until_closed(&mut c, &format!("{:?}", String::from_utf8_lossy(&req[..req.len().min(40)])));
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Polls `done` until it holds; panics "hung" with `what` after [`HUNG`].
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < HUNG, "hung: {what} after {HUNG:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// GET /metrics with Connection: close: (status line, body length, seconds).
@@ -132,11 +169,12 @@ fn keep_alive_and_pipelining_answer_every_request_in_order() {
 /// 100 slowloris connections (a header line every 300 ms, never the end of
 /// the head), 4 clients that pipeline requests for a 1 MiB exposition and
 /// never read, garbage bytes, a TLS ClientHello, an oversized head: every
-/// scrape made meanwhile is answered whole within 1 s; the bad requests get
-/// their status and a closed connection within 1 s; the slow and silent
-/// connections are closed by the timeouts.
+/// scrape made meanwhile is answered whole; the bad requests get their
+/// status or a close; the slow and silent connections are closed by the
+/// timeouts, and counted as such (100 head timeouts, 4 idle ones). How long
+/// the scrapes took is printed, not judged.
 #[test]
-fn metrics_answer_within_a_second_under_hostile_clients() {
+fn metrics_answered_whole_under_hostile_clients() {
     let limits = Limits {
         max_connections: 512,
         header_timeout: Duration::from_secs(3),
@@ -145,8 +183,7 @@ fn metrics_answer_within_a_second_under_hostile_clients() {
     };
     let body = format!("{}# EOF\n", "tracer_x 1\n".repeat(96 * 1024));
     let size = body.len();
-    let addr = start(body, None, limits);
-    let t0 = Instant::now();
+    let (addr, stats) = start_counted(body, None, limits);
 
     // Slowloris: one thread keeps 100 heads growing.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -193,35 +230,26 @@ fn metrics_answer_within_a_second_under_hostile_clients() {
     let mut scrape_ok = |what: &str| {
         let (status, n, secs) = scrape(addr);
         assert_eq!((status.as_str(), n), ("HTTP/1.1 200 OK", size), "{what}");
-        assert!(secs < 1.0, "{what}: the scrape took {secs:.3} s");
         worst = worst.max(secs);
     };
     scrape_ok("with 100 slowloris connections and 4 non-readers");
 
-    // Bad input: a status or a close, within 1 s each, the server unharmed.
-    let timed = |req: &[u8]| {
-        let t = Instant::now();
-        let r = exchange(addr, req);
-        (r, t.elapsed().as_secs_f64())
-    };
+    // Bad input: a status or a close, the server unharmed.
     let garbage: Vec<u8> = (0..64u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    let (r, secs) = timed(&garbage);
+    let r = exchange(addr, &garbage);
     assert!(r.starts_with("HTTP/1.1 400") || r.is_empty(), "{r:?}");
-    assert!(secs < 1.0, "garbage held the connection {secs:.3} s");
     scrape_ok("after garbage");
     // The start of a TLS 1.2/1.3 ClientHello (record header, handshake header, version, random).
     let mut hello = vec![0x16, 0x03, 0x01, 0x00, 0xf8, 0x01, 0x00, 0x00, 0xf4, 0x03, 0x03];
     hello.extend(std::iter::repeat_n(0x5a, 32));
-    let (r, secs) = timed(&hello);
+    let r = exchange(addr, &hello);
     assert!(r.starts_with("HTTP/1.1 400") || r.is_empty(), "{r:?}");
-    assert!(secs < 1.0, "a ClientHello held the connection {secs:.3} s");
     scrape_ok("after a ClientHello");
     let big = format!("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(64 * 1024));
-    let (r, secs) = timed(big.as_bytes());
+    let r = exchange(addr, big.as_bytes());
     // 431, or a reset: the server closes with the rest of the head unread,
     // and the kernel may drop the answer with it.
     assert!(r.starts_with("HTTP/1.1 431") || r.is_empty(), "{r:?}");
-    assert!(secs < 1.0, "an oversized head took {secs:.3} s");
     for i in 0..5 {
         scrape_ok(&format!("scrape {i}"));
         std::thread::sleep(Duration::from_millis(100));
@@ -229,31 +257,20 @@ fn metrics_answer_within_a_second_under_hostile_clients() {
 
     // The head timeout (3 s) closes every slowloris connection; the idle
     // timeout (3 s without a byte moving) the non-readers'.
-    let deadline = t0 + Duration::from_secs(8);
-    while closed.load(Ordering::Relaxed) < 100 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the slowloris connections still open", || closed.load(Ordering::Relaxed) == 100);
     stop.store(true, Ordering::Relaxed);
     let conns = loris.join().unwrap();
-    assert_eq!(
-        closed.load(Ordering::Relaxed),
-        100,
-        "{} slowloris connections still open",
-        conns.iter().flatten().count()
-    );
+    assert_eq!(conns.iter().flatten().count(), 0);
+    wait_until("the server counted fewer than 104 timeouts", || stats.timed_out.load(Ordering::Relaxed) >= 104);
     for mut c in silent {
-        // What was sent before the close, then EOF (or a reset).
-        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut sink = vec![0u8; 1 << 20];
-        let t = Instant::now();
-        loop {
-            match c.read(&mut sink) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => assert!(t.elapsed() < Duration::from_secs(5), "a non-reader's connection is still open"),
-            }
-        }
+        // What was sent before the close, then EOF (or a reset): the server
+        // stopped answering the 20 requests when the client stopped reading.
+        let got = read_until_closed(&mut c, "a non-reader");
+        assert!(got.len() < 20 * size, "a non-reader got all {} bytes: never closed", got.len());
     }
     scrape_ok("at the end");
+    assert_eq!(stats.timed_out.load(Ordering::Relaxed), 104, "100 head timeouts and 4 idle ones");
+    assert_eq!((stats.refused.load(Ordering::Relaxed), stats.evicted.load(Ordering::Relaxed)), (0, 0));
     eprintln!("worst scrape: {worst:.3} s");
 }
 
@@ -274,24 +291,33 @@ fn listen_addresses_of_the_readme() {
 }
 
 /// 1,000 connections that send nothing against a cap of 256: the oldest
-/// idle ones are closed to make room, and every scrape gets in and is
-/// answered within a second.
+/// idle ones are closed to make room (counted as evicted, none refused),
+/// and every scrape gets in and is answered whole. How long the scrapes
+/// took is printed, not judged.
 #[test]
 fn a_thousand_idle_connections_do_not_lock_out_a_scrape() {
     raise_open_files_limit();
     let limits = Limits { max_connections: 256, ..Limits::default() };
-    let addr = start("tracer_x 1\n# EOF\n".into(), None, limits);
+    let (addr, stats) = start_counted("tracer_x 1\n# EOF\n".into(), None, limits);
     let mut idle = Vec::with_capacity(1000);
+    let mut worst: f64 = 0.0;
     for i in 0..1000 {
         idle.push(TcpStream::connect(addr).unwrap_or_else(|e| panic!("connection {i}: {e}")));
         if i % 250 == 249 {
             let (status, n, secs) = scrape(addr);
             assert_eq!((status.as_str(), n), ("HTTP/1.1 200 OK", 17), "after {} connections", i + 1);
-            assert!(secs < 1.0, "after {} connections the scrape took {secs:.3} s", i + 1);
+            worst = worst.max(secs);
         }
     }
+    // The server accepts in order, so the last scrape came after all 1,000:
+    // 1,004 connections through 256 slots, the 4 scrapes' freed when they
+    // ended (one of them maybe just after the next accept found it taken).
+    let evicted = stats.evicted.load(Ordering::Relaxed);
+    assert_eq!(stats.refused.load(Ordering::Relaxed), 0, "a connection was refused");
+    assert!((1004 - 256 - 4..=1004 - 256).contains(&evicted), "{evicted} evicted");
     // The connections made last are still open; the first ones were closed.
     let mut first = idle.swap_remove(0);
-    first.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    assert_eq!(first.read(&mut [0u8; 16]).unwrap_or(0), 0, "the oldest idle connection is closed");
+    first.set_read_timeout(Some(HUNG)).unwrap();
+    assert!(read_until_closed(&mut first, "the oldest idle connection").is_empty());
+    eprintln!("worst scrape: {worst:.3} s");
 }
