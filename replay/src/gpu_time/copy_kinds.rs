@@ -259,6 +259,21 @@ mod tests {
         );
         let e = reference_copies(&dir.join("missing.jsonl")).unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}: cannot open the trace", dir.join("missing.jsonl").display())), "{e}");
+        // A device or a pipe is refused at the open: never read forever, never waited on.
+        let fifo = dir.join("fifo.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for (p, kind) in [(std::path::Path::new("/dev/zero"), "a character device"), (fifo.as_path(), "a named pipe")] {
+            assert_eq!(
+                reference_copies(p).unwrap_err().to_string(),
+                format!(
+                    "{0}: cannot open the trace ({0}: not a regular file ({kind}): a trace must be a regular file)",
+                    p.display()
+                )
+            );
+        }
+        std::fs::remove_file(&fifo).unwrap();
         // A directory is a recording: without its manifest, refused.
         let e = reference_copies(&dir).unwrap_err().to_string();
         assert!(e.contains("manifest.json: cannot read"), "{e}");

@@ -177,7 +177,10 @@ impl Trace {
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
     /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
-        let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the trace", path.display()))?;
+        // A regular file only: a pipe or a device is refused at the open, not waited on or read forever.
+        let f = tracer_format::open::open(path, tracer_format::open::Kind::Trace)
+            .map_err(|e| anyhow::anyhow!("{}: cannot open the trace ({e:#})", path.display()))?
+            .file;
         Trace::read_file(path, f)
     }
 
