@@ -519,5 +519,19 @@ fn side_inputs_are_bounded() {
             rec.display()
         )
     );
+    // The calibration replay writes into a recording, a link out of it: refused as a link.
+    std::fs::remove_file(rec.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", rec.join("kernel-durations.json")).unwrap();
+    let o = limited(256, &["gaps", rec.to_str().unwrap(), "--timeline", "inferred"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).ends_with(&format!(
+            "tracer: {}: a symbolic link inside {}: refused (a recording's files are read from inside it, never through a link)\n",
+            rec.join("kernel-durations.json").display(),
+            rec.display()
+        )),
+        "{}",
+        text(&o.stderr)
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }

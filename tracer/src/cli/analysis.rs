@@ -215,8 +215,18 @@ fn us_to_ns(x: f64) -> anyhow::Result<u64> {
 /// The calibration `replay NAME.rec --mode isolated` wrote into a recording
 /// directory (docs/replay.md), if `trace` is one and it exists.
 pub fn replay_durations(trace: &Path) -> Option<PathBuf> {
-    let p = trace.join(REPLAY_DURATIONS);
-    (trace.is_dir() && p.is_file()).then_some(p)
+    let dir = trace.is_dir().then(|| tracer_format::open::Beneath::new(trace).ok()).flatten()?;
+    // Below the recording only: a link there is found here and refused when it is read.
+    dir.exists(Path::new(REPLAY_DURATIONS)).then(|| trace.join(REPLAY_DURATIONS))
+}
+
+/// [`load_durations`] of the calibration inside a recording `p` names
+/// (`NAME.rec/kernel-durations.json`): read below the recording, never through a link.
+fn load_recording_durations(p: &Path) -> anyhow::Result<Durations> {
+    let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else { return load_durations(p) };
+    let text = tracer_format::open::Beneath::new(dir)?
+        .read_to_string(Path::new(name), tracer_format::open::Kind::Durations)?;
+    Ok(Durations::parse(&text).with_context(|| format!("{}", p.display()))?.with_origin(p.display().to_string()))
 }
 
 /// The file replay's isolated mode writes into NAME.rec/.
@@ -256,7 +266,11 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
             p.display()
         );
     }
-    let d = o.durations.as_deref().or(from_replay.as_deref()).map(load_durations).transpose()?;
+    let d = match (&o.durations, &from_replay) {
+        (Some(p), _) => Some(load_durations(p)?),
+        (None, Some(p)) => Some(load_recording_durations(p)?),
+        (None, None) => None,
+    };
     Ok(match o.timeline {
         TimelineArg::Auto => crate::analysis::sampled::gpu_intervals(t, d.as_ref()),
         TimelineArg::Measured => {
