@@ -62,7 +62,14 @@ fn errors_exit_1_with_the_offset() {
 
     let o = image(&fixture("no-such-file"), false);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("reading "), "{:?}", o);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "tracer: cannot open {} (No such file or directory (os error 2))\n",
+            fixture("no-such-file").display()
+        ),
+        "{o:?}"
+    );
 
     // A fatbin cut in the middle: the header promises more than the file has.
     let dir = std::env::temp_dir().join(format!("tracer-image-cli-{}", std::process::id()));
