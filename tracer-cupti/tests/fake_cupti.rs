@@ -276,7 +276,9 @@ fn sampling_turns_records_on_only_inside_the_windows() {
 #[test]
 fn the_flush_thread_delivers_before_the_process_ends() {
     let (lib, _) = built();
-    // The driver sleeps 1 s, then execs: no atexit flush, only the thread's.
+    // The driver waits until the fake libcupti has handed its buffer to the
+    // library (which writes the records before its callback returns), then
+    // execs: no atexit flush, so only the flush thread can have sent them.
     let r = run("periodic", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "10")], &["wait-exec"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(

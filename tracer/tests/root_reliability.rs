@@ -747,17 +747,68 @@ fn private_output_is_mode_0600_also_when_overwritten() {
 // Loss is never silent, and the sequence numbers show where it happened
 // ---------------------------------------------------------------------------
 
+/// The paced program's iteration count, read from the file it keeps it in
+/// (`RELIABILITY_PROGRESS`), mapped shared: it goes on counting while the
+/// collector is stopped.
+struct Progress {
+    path: PathBuf,
+    map: *const u64,
+}
+
+impl Progress {
+    fn new(path: PathBuf) -> Progress {
+        use std::os::fd::AsRawFd as _;
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // SAFETY: maps 8 bytes of our file read-only; unmapped in drop.
+        let m = unsafe { libc::mmap(std::ptr::null_mut(), 8, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        assert_ne!(m, libc::MAP_FAILED, "mmap {}", path.display());
+        Progress { path, map: m.cast() }
+    }
+    fn iterations(&self) -> u64 {
+        // SAFETY: an aligned u64 in a live shared mapping (one load, never torn).
+        unsafe { std::ptr::read_volatile(self.map) }
+    }
+    /// Waits until `iterations() >= n`; false after `limit` (hung).
+    fn wait_for(&self, n: u64, limit: Duration) -> bool {
+        eventually(limit, || self.iterations() >= n)
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new.
+        unsafe { libc::munmap(self.map as *mut libc::c_void, 8) };
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether `out` holds a cuCtxSetCurrent line of paced iteration `i` or a
+/// later one (its `ctx` argument is `0x1000 + i`).
+fn recorded_iteration(out: &Path, i: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string(out) else { return false };
+    text.lines()
+        .filter(|l| l.contains("cuCtxSetCurrent"))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|l| l["name"] == "cuCtxSetCurrent" && hex::field(&l["args"], "ctx").is_some_and(|ctx| ctx >= 0x1000 + i))
+}
+
 #[test]
 fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
     if !common::root_tests_enabled() {
         return;
     }
-    // A 1 MiB ring buffer and a collector stopped (SIGSTOP) for 6 s while
-    // the command keeps calling (2 records per ms): the ring fills, records
-    // are lost for certain. The command runs on CPU 0 only, and goes on for
-    // a second after the collector resumes, so every loss lies between
-    // records received on that CPU: each one is a hole in the numbering.
+    // A 1 MiB ring buffer and a collector stopped (SIGSTOP) while the
+    // command makes 6,000 iterations (its own count, read from the file it
+    // keeps it in): 12,000 calls, each at least a 128-byte entry record, so
+    // 1.5 MB for a 1 MiB ring and over 1,000 records lost for certain,
+    // however slowly the loaded machine lets the command run. The command
+    // runs on CPU 0 only, and goes on until a call made 1,000 iterations
+    // after the collector resumed is in the file, so every loss lies
+    // between records received on that CPU: each one is a hole in the
+    // numbering.
     let out = common::fresh_output("loss");
+    let progress = Progress::new(out.with_extension("progress"));
     let f = common::fake();
     let mut tracer = Command::new(common::tracer_bin())
         .arg("-o")
@@ -769,6 +820,7 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
         .args(["--buffer-size", "1", "--no-sched", "--", "taskset", "-c", "0"])
         .arg(relia::program())
         .arg("paced")
+        .env("RELIABILITY_PROGRESS", &progress.path)
         .stdout(Stdio::null())
         .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
         .process_group(0)
@@ -778,10 +830,14 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
     assert!(have >= 20);
     let pid = tracer.id() as i32;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_secs(6));
+    let stopped_at = progress.iterations();
+    let made = progress.wait_for(stopped_at + 6000, Duration::from_secs(180));
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    std::thread::sleep(Duration::from_secs(1));
+    assert!(made, "hung: the command made {} of 6000 iterations in 180 s", progress.iterations() - stopped_at);
+    let resumed_at = progress.iterations();
+    let caught_up = eventually(Duration::from_secs(180), || recorded_iteration(&out, resumed_at + 1000));
     unsafe { libc::kill(pid, libc::SIGINT) }; // forwarded: the command ends
+    assert!(caught_up, "hung: no record of iteration {} in 180 s after the resume", resumed_at + 1000);
     let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
     let t = common::finish(out, st, Duration::ZERO);
     let ctx = t.describe();

@@ -101,6 +101,13 @@ enum BenchCommand {
         #[arg(long)]
         save: bool,
     },
+    /// How long tracer takes to end after its command exits, against the
+    /// command alone (root, no GPU; medians of N runs)
+    Exit {
+        /// Runs of each
+        #[arg(long, default_value_t = 9)]
+        reps: u32,
+    },
     /// Minutes of steady tracing: memory sampled, every call checked on disk (docs/reliability.md)
     Soak {
         /// How long the traced program runs
@@ -160,6 +167,7 @@ fn main() -> ExitCode {
                 bench::readers::run(&bench::readers::Opts { baseline, baseline_bin, lines, reps, save })
             }
             BenchCommand::Overhead { args } => bench::overhead::run(&args),
+            BenchCommand::Exit { reps } => bench::exit::run(reps),
             BenchCommand::Soak { minutes, rate, release } => soak::run(&soak::Bench::Soak { minutes, rate, release }),
         },
     };

@@ -19,6 +19,8 @@
  *                           lock that enable/disable take, so "on at that
  *                           instant" is exact.
  *   cuptiActivityGetNumDroppedRecords   3 the first time, then 0
+ *   fakecupti_delivered()   1 once the first flush's buffer has been
+ *                           completed (the library's callback returned), else 0
  *   fakecupti_context_created(ctx), fakecupti_stream_created(ctx, stream)
  *                           fire the subscriber's resource callbacks
  *
@@ -42,7 +44,7 @@ static req_fn requested;
 static done_fn completed;
 static ts_fn stamp;
 static cb_fn subscriber;
-static int enabled_mask, ever_enabled, dropped_once, delivered, launched;
+static int enabled_mask, ever_enabled, dropped_once, delivered, completed_once, launched;
 static pthread_mutex_t mask_lock = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_PENDING 65536
 static uint64_t pending[MAX_PENDING];
@@ -190,5 +192,8 @@ int cuptiActivityFlushAll(uint32_t flag) {
     PUT(p, 0, uint32_t, 25);
     p += 32;
     completed((void *)0x1, 7, buf, size, (size_t)(p - buf));
+    __atomic_store_n(&completed_once, 1, __ATOMIC_SEQ_CST);
     return 0;
 }
+
+int fakecupti_delivered(void) { return __atomic_load_n(&completed_once, __ATOMIC_SEQ_CST); }

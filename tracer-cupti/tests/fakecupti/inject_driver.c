@@ -4,7 +4,8 @@
  * a stream (through the fake libcupti's hooks) and exit, so the library's
  * atexit handler flushes. `inject_driver exec` execs /bin/true instead of
  * exiting (no atexit: no final flush); `inject_driver wait-exec` first
- * sleeps 1 s (the library's flush thread delivers meanwhile);
+ * waits until the fake libcupti has delivered its records through the
+ * library's flush thread (exit 4 if that has not happened within 120 s);
  * `inject_driver launch N US` calls the fake's fakecupti_launch N times,
  * US µs apart, printing each launch's time (ns) on stdout.
  * Build: cc -o inject_driver inject_driver.c -ldl
@@ -26,7 +27,13 @@ int main(int argc, char **argv) {
     if (!c) { fprintf(stderr, "inject_driver: fake libcupti not loaded\n"); return 2; }
     ((void (*)(void *))dlsym(c, "fakecupti_context_created"))((void *)0x1);
     ((void (*)(void *, void *))dlsym(c, "fakecupti_stream_created"))((void *)0x1, (void *)0x5000);
-    if (argc > 1 && strcmp(argv[1], "wait-exec") == 0) sleep(1);
+    if (argc > 1 && strcmp(argv[1], "wait-exec") == 0) {
+        int (*delivered)(void) = (int (*)(void))dlsym(c, "fakecupti_delivered");
+        for (int ms = 0; !delivered(); ms++) {
+            if (ms == 120000) { fprintf(stderr, "inject_driver: hung: no flush delivered within 120 s\n"); return 4; }
+            usleep(1000);
+        }
+    }
     if (argc > 3 && strcmp(argv[1], "launch") == 0) {
         uint64_t (*launch)(void) = (uint64_t (*)(void))dlsym(c, "fakecupti_launch");
         int n = atoi(argv[2]), us = atoi(argv[3]);

@@ -16,7 +16,10 @@
  *   reliability paced         until SIGUSR1: every millisecond
  *                             cuCtxSetCurrent(0x1000 + i) then cuCtxGetCurrent,
  *                             checked; prints "calls=N errors=E first=0x1000
- *                             last=X" at the end (exit 1 if E > 0)
+ *                             last=X" at the end (exit 1 if E > 0); with
+ *                             RELIABILITY_PROGRESS=FILE (at least 8 bytes, made
+ *                             by the caller) the iterations done so far are
+ *                             kept in FILE's first 8 bytes (mapped shared)
  *   reliability steady R S    S seconds at R calls per second (in 1 ms ticks):
  *                             per unit cuCtxSetCurrent(i), cuMemAlloc_v2,
  *                             cuLaunchKernel(grid i % 1000 + 1), cuMemFree_v2;
@@ -36,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,8 +221,24 @@ static void tick(struct timespec *next, long ns) {
         ;
 }
 
+/* RELIABILITY_PROGRESS's first 8 bytes, mapped shared; NULL without it. */
+static uint64_t *progress_counter(void) {
+    const char *path = getenv("RELIABILITY_PROGRESS");
+    if (!path)
+        return 0;
+    int fd = open(path, O_RDWR);
+    void *m = fd < 0 ? MAP_FAILED : mmap(0, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        perror(path);
+        exit(1);
+    }
+    close(fd);
+    return m;
+}
+
 static int scenario_paced(void) {
     signal(SIGUSR1, on_usr1);
+    uint64_t *progress = progress_counter();
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long i = 0, errors = 0;
@@ -226,6 +247,8 @@ static int scenario_paced(void) {
         if (cuCtxSetCurrent(want) != CUDA_SUCCESS || cuCtxGetCurrent(&got) != CUDA_SUCCESS || got != want)
             errors++;
         i++;
+        if (progress)
+            __atomic_store_n(progress, (uint64_t)i, __ATOMIC_RELEASE);
         if (i == 1) {
             printf("ready\n");
             fflush(stdout);

@@ -35,11 +35,12 @@ pub struct Opts {
     pub save: bool,
 }
 
-struct Env {
-    tracer: PathBuf,
-    lib: PathBuf,
-    bench: PathBuf,
-    dir: PathBuf,
+/// The release tracer, the fake libcuda and bench.c built against it.
+pub(super) struct Env {
+    pub(super) tracer: PathBuf,
+    pub(super) lib: PathBuf,
+    pub(super) bench: PathBuf,
+    pub(super) dir: PathBuf,
 }
 
 /// Traced modes: name, tracer options (None: untraced).
@@ -175,7 +176,7 @@ pub fn run(o: &Opts) -> Result<()> {
     Ok(())
 }
 
-fn build_env() -> Result<Env> {
+pub(super) fn build_env() -> Result<Env> {
     let tracer = util::target_dir().join("release/tracer");
     let dir = util::target_dir().join("bench/collector");
     fs::create_dir_all(&dir)?;

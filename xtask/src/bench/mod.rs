@@ -3,6 +3,7 @@
 //! command that made them.
 
 pub mod collector;
+pub mod exit;
 mod host;
 pub mod overhead;
 pub mod readers;

@@ -211,9 +211,22 @@ async fn accept(listener: std::net::TcpListener, server: Arc<Server>) {
                     v.evict.notify_one();
                     server.stats.evicted.fetch_add(1, Ordering::Relaxed);
                 }
-                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned()).await {
-                    Ok(Ok(p)) => p,
-                    _ => {
+                // An evicted connection that has not ended yet gives its slot
+                // back as soon as its task runs (it ends at the notice): wait
+                // for it, however loaded the machine. Only when every slot is
+                // held by a request being answered is the wait bounded.
+                let freeing =
+                    conns.iter().any(|c| c.evicted.load(Ordering::Relaxed) && !c.done.load(Ordering::Relaxed));
+                let slot = match freeing {
+                    true => slots.clone().acquire_owned().await.ok(),
+                    false => tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned())
+                        .await
+                        .ok()
+                        .and_then(Result::ok),
+                };
+                match slot {
+                    Some(p) => p,
+                    None => {
                         server.stats.refused.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }

@@ -9,6 +9,7 @@
 //! new processes, exits (from the exit lines, and /proc for any whose line
 //! was lost), the grace period, the agent's loss and own cost. SIGTERM or
 //! SIGINT ends it: every probe detached, the open window finished.
+pub mod exposure;
 pub mod http;
 pub mod options;
 pub mod procinfo;

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::analysis::agent::{AgentMetrics, Options, counters::Caps};
 use crate::collect::agent::options::AgentOptions;
 use crate::collect::agent::recording::{Recording, RecordingOptions};
-use crate::collect::agent::{Loop, Shared, http};
+use crate::collect::agent::{Loop, Shared, exposure, http};
 use crate::collect::libcuda_watch;
 use crate::collect::probe_options;
 use crate::collect::{libcuda, loader, privileges, spawn, sysinfo};
@@ -47,6 +47,10 @@ pub fn run(a: &AgentOptions) -> anyhow::Result<i32> {
         );
     }
     let addr = listener.local_addr()?;
+    let basic_auth = web.as_ref().is_some_and(|w| w.auth.is_some());
+    if let Some(w) = exposure::open_record_warning(addr, a.web_enable_record, basic_auth) {
+        eprintln!("{w}");
+    }
     let run_as = spawn::invoking_user(a.as_root)?;
     let suspended = match a.command.is_empty() {
         true => None,

@@ -114,8 +114,9 @@ fn tls_config(t: TlsFile, base: &Path) -> anyhow::Result<Arc<rustls::ServerConfi
     if chain.is_empty() {
         bail!("tls_server_config.cert_file {}: no CERTIFICATE in it", cert.display());
     }
-    let key = PrivateKeyDer::from_pem_slice(&pem_file("key_file", &key)?)
-        .map_err(|e| anyhow!("tls_server_config.key_file {}: {e} (a PEM private key)", key.display()))?;
+    let key_path = key;
+    let key = PrivateKeyDer::from_pem_slice(&pem_file("key_file", &key_path)?)
+        .map_err(|e| anyhow!("tls_server_config.key_file {}: {e} (a PEM private key)", key_path.display()))?;
     // Index 0: TLS 1.2, 1: TLS 1.3.
     let all = [&rustls::version::TLS12, &rustls::version::TLS13];
     let at = |v: &rustls::SupportedProtocolVersion| all.iter().position(|a| a.version == v.version).unwrap_or(0);
@@ -163,11 +164,21 @@ fn tls_config(t: TlsFile, base: &Path) -> anyhow::Result<Arc<rustls::ServerConfi
             "tls_server_config.client_auth_type {other:?} is not supported (NoClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert)"
         ),
     };
-    let mut cfg = builder
-        .with_single_cert(chain, key)
-        .map_err(|e| anyhow!("tls_server_config: {} and its key_file do not go together: {e}", cert.display()))?;
+    let mut cfg = builder.with_single_cert(chain, key).map_err(|e| key_mismatch(&key_path, &cert, &e))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
+}
+
+/// Why rustls refused the key for the certificate, naming both files in
+/// the file's own words (never rustls' variant names).
+fn key_mismatch(key: &Path, cert: &Path, e: &rustls::Error) -> anyhow::Error {
+    use rustls::InconsistentKeys;
+    let why = match e {
+        rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => "the key does not match the certificate",
+        rustls::Error::InconsistentKeys(_) => "cannot tell whether the key matches the certificate",
+        _ => "the key cannot be used with the certificate (an RSA, ECDSA or Ed25519 key is needed)",
+    };
+    anyhow!("tls_server_config.key_file {}: {why} in cert_file {}", key.display(), cert.display())
 }
 
 /// `basic_auth_users`: user -> bcrypt hash. A password that was verified
@@ -272,5 +283,32 @@ mod tests {
                 "empty: it would serve plain HTTP without authentication; give tls_server_config and/or basic_auth_users, or leave --web.config.file out"
             );
         }
+    }
+
+    /// A self-signed P-256 certificate, its key, and another P-256 key
+    /// (made for this test with openssl; they secure nothing).
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBgzCCASmgAwIBAgIUSyppmxBTFxmlfW93nkZFdDrNwVgwCgYIKoZIzj0EAwIw\nFjEUMBIGA1UEAwwLdHJhY2VyLXRlc3QwIBcNMjYxMjAxMjAyOTQyWhgPMjEyNjEx\nMDcyMDI5NDJaMBYxFDASBgNVBAMMC3RyYWNlci10ZXN0MFkwEwYHKoZIzj0CAQYI\nKoZIzj0DAQcDQgAEz/pVMXIzqvoEKKTDioMVXdPar+XDEG5e0bCNdRj1Lpw4Y3jb\nzUH+S8rvLFqT2LuFirm5ogrpLvvcD7Yhl4u3mqNTMFEwHQYDVR0OBBYEFE0CXYpV\nYqEv+FbJmxn47pgMMJLOMB8GA1UdIwQYMBaAFE0CXYpVYqEv+FbJmxn47pgMMJLO\nMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIgWWWwvDA5ImbraheU\nWAcIp4CuCEB+8HVgJcQhsM0WNzQCIQDlw4LmaBbb3YyRkxoCRNw4U/tOnsHpGAlt\n6sPt5MuXPw==\n-----END CERTIFICATE-----\n";
+    const ITS_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgThOoGB/0EfODghIp\nNdnf9TxYbPeyE6sDQ12JlAP2BLChRANCAATP+lUxcjOq+gQopMOKgxVd09qv5cMQ\nbl7RsI11GPUunDhjeNvNQf5Lyu8sWpPYu4WKubmiCuku+9wPtiGXi7ea\n-----END PRIVATE KEY-----\n";
+    const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgnRisS2MtfZP3Pt//\nbocYyNwKcLB3T9lgSqH0kUQqggShRANCAAQcK2yQ2LrokOADQC3RBZwc+Dvlt0rD\nvO/iChH2YevPTIwFM6USl/Qc8U5zrCqG2BeaAHRcccWqNAphOEZKW3Dh\n-----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn a_key_of_another_certificate_is_named_with_both_files() {
+        let dir = std::env::temp_dir().join(format!("tracer-webconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in [("a.crt", CERT), ("a.key", ITS_KEY), ("b.key", OTHER_KEY)] {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let cfg =
+            |key: &str| WebConfig::parse(&format!("tls_server_config:\n  cert_file: a.crt\n  key_file: {key}\n"), &dir);
+        assert!(cfg("a.key").unwrap().tls.is_some());
+        assert_eq!(
+            format!("{:#}", cfg("b.key").err().unwrap()),
+            format!(
+                "tls_server_config.key_file {}/b.key: the key does not match the certificate in cert_file {}/a.crt",
+                dir.display(),
+                dir.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
