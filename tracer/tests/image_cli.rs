@@ -64,10 +64,7 @@ fn errors_exit_1_with_the_offset() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        format!(
-            "tracer: cannot open {} (No such file or directory (os error 2))\n",
-            fixture("no-such-file").display()
-        ),
+        format!("tracer: cannot open {} (No such file or directory (os error 2))\n", fixture("no-such-file").display()),
         "{o:?}"
     );
 

@@ -47,8 +47,9 @@ pub fn run(a: &AgentOptions) -> anyhow::Result<i32> {
         );
     }
     let addr = listener.local_addr()?;
-    let basic_auth = web.as_ref().is_some_and(|w| w.auth.is_some());
-    if let Some(w) = exposure::open_record_warning(addr, a.web_enable_record, basic_auth) {
+    // Basic auth, or TLS that answers only clients with a certificate of its CA.
+    let authenticated = web.as_ref().is_some_and(|w| w.auth.is_some() || w.client_certs_required);
+    if let Some(w) = exposure::open_record_warning(addr, a.web_enable_record, authenticated) {
         eprintln!("{w}");
     }
     let run_as = spawn::invoking_user(a.as_root)?;

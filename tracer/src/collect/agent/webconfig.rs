@@ -49,6 +49,9 @@ struct TlsFile {
 pub struct WebConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub auth: Option<BasicAuth>,
+    /// `client_auth_type: RequireAndVerifyClientCert`: no client without a
+    /// certificate of the configured CA gets an answer.
+    pub client_certs_required: bool,
 }
 
 impl WebConfig {
@@ -74,12 +77,16 @@ impl WebConfig {
                 anyhow!("{at}{e} (keys: tls_server_config.cert_file/key_file/client_auth_type/client_ca_file/min_version/max_version, basic_auth_users)")
             })?
         };
+        let client_certs_required = f
+            .tls_server_config
+            .as_ref()
+            .is_some_and(|t| t.client_auth_type.as_deref() == Some("RequireAndVerifyClientCert"));
         let tls = f.tls_server_config.map(|t| tls_config(t, base)).transpose()?;
         let auth = match f.basic_auth_users.is_empty() {
             true => None,
             false => Some(BasicAuth::new(f.basic_auth_users)?),
         };
-        Ok(WebConfig { tls, auth })
+        Ok(WebConfig { tls, auth, client_certs_required })
     }
 }
 
@@ -301,6 +308,20 @@ mod tests {
         let cfg =
             |key: &str| WebConfig::parse(&format!("tls_server_config:\n  cert_file: a.crt\n  key_file: {key}\n"), &dir);
         assert!(cfg("a.key").unwrap().tls.is_some());
+        assert!(!cfg("a.key").unwrap().client_certs_required);
+        // Client certificates count as authentication only when they are required.
+        let mtls = |auth: &str| {
+            WebConfig::parse(
+                &format!(
+                    "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  client_auth_type: {auth}\n  client_ca_file: a.crt\n"
+                ),
+                &dir,
+            )
+            .unwrap()
+            .client_certs_required
+        };
+        assert!(mtls("RequireAndVerifyClientCert"));
+        assert!(!mtls("VerifyClientCertIfGiven"));
         assert_eq!(
             format!("{:#}", cfg("b.key").err().unwrap()),
             format!(
