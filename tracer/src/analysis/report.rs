@@ -724,7 +724,13 @@ pub fn render(r: &Report) -> String {
         let v: Vec<String> = r
             .phases
             .iter()
-            .map(|p| format!("{} {}", p.name, p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))))
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    super::inert::name(&p.name),
+                    p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))
+                )
+            })
             .collect();
         let _ = writeln!(
             s,
