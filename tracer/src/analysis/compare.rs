@@ -286,7 +286,7 @@ pub fn render(v: &[Comparison], inferred_label: &str) -> String {
             c.start_err_mean_ns / 1000.0
         );
     }
-    s
+    super::inert::text(&s).into_owned()
 }
 
 #[cfg(test)]

@@ -520,7 +520,7 @@ pub use super::stats::fmt_ns;
 
 pub fn render(r: &GapReport) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "GPU idle gaps in {}", r.trace);
+    let _ = writeln!(s, "GPU idle gaps in {}", super::inert::name(&r.trace));
     let _ = writeln!(s, "timeline: {}", r.timeline_meaning);
     let bound = !r.idle_basis.share_known();
     let _ = writeln!(
@@ -580,7 +580,8 @@ pub fn render(r: &GapReport) -> String {
             && let Some(g) =
                 r.scopes[..i].iter().find(|g| g.kind == "gpu" && g.gaps == sc.gaps && g.window == sc.window)
         {
-            let _ = writeln!(s, "\n== {} == the same gaps as {} (the only process using it)", sc.scope, g.scope);
+            let (a, b) = (super::inert::name(&sc.scope), super::inert::name(&g.scope));
+            let _ = writeln!(s, "\n== {a} == the same gaps as {b} (the only process using it)");
             continue;
         }
         match o.busy_ns {
@@ -588,7 +589,7 @@ pub fn render(r: &GapReport) -> String {
                 let _ = writeln!(
                     s,
                     "\n== {} == window {} (first GPU work to last), busy {}, idle {} ({:.1}%) in {} gaps",
-                    sc.scope,
+                    super::inert::name(&sc.scope),
                     fmt_ns(o.window_ns),
                     fmt_ns(busy),
                     fmt_ns(o.idle_ns),
@@ -600,7 +601,7 @@ pub fn render(r: &GapReport) -> String {
                 let _ = writeln!(
                     s,
                     "\n== {} == window {} (first GPU work to last), busy/idle share unknown, idle ≥ {} (≥ {:.1}%, lower bound) in {} certain gaps",
-                    sc.scope,
+                    super::inert::name(&sc.scope),
                     fmt_ns(o.window_ns),
                     fmt_ns(o.idle_ns),
                     100.0 * o.idle_share_or_bound(),
@@ -675,7 +676,7 @@ pub fn render(r: &GapReport) -> String {
                 let _ = writeln!(
                     s,
                     "{:<14} {:>12} {:>12} {:>6.1}% {:>8} {:>10} {:>10} {:>10}",
-                    p.phase.chars().take(14).collect::<String>(),
+                    super::inert::escape(&p.phase).chars().take(14).collect::<String>(),
                     fmt_ns(st.window_ns),
                     fmt_ns(st.idle_ns),
                     100.0 * st.idle_share_or_bound(),
@@ -701,7 +702,12 @@ pub fn render(r: &GapReport) -> String {
                     sc.phases.iter().filter(|p| p.os.as_ref().is_some_and(|o| o.total_ns > 0)).collect();
                 if with_os.len() > 1 {
                     for p in with_os {
-                        let _ = writeln!(s, "  {:<14} {}", p.phase, p.os.as_ref().expect("filtered").sentence(4));
+                        let _ = writeln!(
+                            s,
+                            "  {:<14} {}",
+                            super::inert::name(&p.phase),
+                            p.os.as_ref().expect("filtered").sentence(4)
+                        );
                     }
                 }
             }

@@ -11,6 +11,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use super::inert;
+
 pub const PHASES: [&str; 4] = crate::analysis::phases::DETECTED;
 
 #[derive(Default, Debug, Clone)]
@@ -295,7 +297,7 @@ impl IoctlReport {
             self.total,
             self.total - self.undecoded,
             if self.total > 0 { 100.0 * (self.total - self.undecoded) as f64 / self.total as f64 } else { 100.0 },
-            self.ioctl_path.as_deref().unwrap_or("?")
+            inert::name(self.ioctl_path.as_deref().unwrap_or("?"))
         );
         let table = |s: &mut String, title: &str, m: &BTreeMap<String, Stat>, n: usize| {
             if m.is_empty() {
@@ -309,7 +311,7 @@ impl IoctlReport {
             let mut v: Vec<_> = m.iter().collect();
             v.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then(a.0.cmp(b.0)));
             for (k, st) in v.iter().take(n) {
-                let k: String = k.chars().take(62).collect();
+                let k: String = inert::escape(k).chars().take(62).collect();
                 let _ = writeln!(
                     s,
                     "{k:<62} {:>8} {:>11.3} {:>9.1} {:>9.1} {:>7}",
@@ -352,10 +354,10 @@ impl IoctlReport {
         if !self.errors.is_empty() {
             let _ = writeln!(s, "\nfailed ioctls:");
             for (e, n) in &self.errors {
-                let _ = writeln!(s, "  {n:>6}  {e}");
+                let _ = writeln!(s, "  {n:>6}  {}", inert::name(e));
             }
         }
-        s
+        inert::text(&s).into_owned()
     }
 }
 

@@ -297,8 +297,12 @@ fn cuda_pids(t: &Trace) -> Vec<u32> {
 /// … (+ 158 other processes without CUDA calls)".
 fn processes_line(r: &Report) -> String {
     let n = r.processes.len();
-    let with: Vec<String> =
-        r.processes.iter().filter(|(p, _)| r.cuda_pids.contains(p)).map(|(p, name)| format!("{p} {name}")).collect();
+    let with: Vec<String> = r
+        .processes
+        .iter()
+        .filter(|(p, _)| r.cuda_pids.contains(p))
+        .map(|(p, name)| format!("{p} {}", super::inert::name(name)))
+        .collect();
     let others = n - with.len();
     if others == 0 {
         return format!("{n} process(es): {}", with.join(", "));
@@ -572,9 +576,9 @@ pub fn energy_legend(r: &Report) -> Vec<String> {
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "── tracer report: {} ──", r.trace);
+    let _ = writeln!(s, "── tracer report: {} ──", super::inert::name(&r.trace));
     if let Some(c) = &r.command {
-        let _ = writeln!(s, "command: {c}");
+        let _ = writeln!(s, "command: {}", super::inert::name(c));
     }
     s.push_str(&r.lead);
     let _ = writeln!(
@@ -583,7 +587,7 @@ pub fn render(r: &Report) -> String {
         if r.truncated { "cut-off trace" } else { "trace" },
         fmt_ns(r.span_ns),
         processes_line(r),
-        r.gpu.as_deref().unwrap_or("unknown (not in the trace's header)")
+        super::inert::name(r.gpu.as_deref().unwrap_or("unknown (not in the trace's header)"))
     );
     let t = &r.total;
     let _ = writeln!(
@@ -720,7 +724,13 @@ pub fn render(r: &Report) -> String {
         let v: Vec<String> = r
             .phases
             .iter()
-            .map(|p| format!("{} {}", p.name, p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))))
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    super::inert::name(&p.name),
+                    p.nvml_util_pct.map_or("-".into(), |u| format!("{u:.0}%"))
+                )
+            })
             .collect();
         let _ = writeln!(
             s,

@@ -56,7 +56,8 @@ impl SideSummary {
 
     pub fn render(&self, s: &mut String) {
         if !self.markers.is_empty() {
-            let parts: Vec<String> = self.markers.iter().map(|(op, n)| format!("{n} {op}")).collect();
+            let parts: Vec<String> =
+                self.markers.iter().map(|(op, n)| format!("{n} {}", super::inert::name(op))).collect();
             let _ = writeln!(s, "markers: {}", parts.join(", "));
         }
         for (i, g) in &self.gpus {

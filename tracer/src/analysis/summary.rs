@@ -484,6 +484,7 @@ impl Summary {
             let short = crate::analysis::short_names::ShortNames::of(kernels.keys().map(|k| k.as_str()));
             for (name, n) in k.iter().take(10) {
                 let name = short.display(name, names);
+                let name = crate::analysis::inert::name(&name);
                 let _ = writeln!(s, "  {n:>8}  {name}{}", crate::analysis::text_table::KEEP);
             }
         }
@@ -499,11 +500,12 @@ impl Summary {
             let mut top: Vec<_> = self.ioctls.iter().collect();
             top.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
             for (name, (c, us, errs)) in top.iter().take(8) {
+                let name = crate::analysis::inert::name(name);
                 let _ = writeln!(s, "  {name:<40} {c:>8} {:>10.3} ms {errs:>6} failed", us / 1000.0);
             }
         }
         for (e, n) in &self.errors {
-            let _ = writeln!(s, "error: {e} x{n}");
+            let _ = writeln!(s, "error: {} x{n}", crate::analysis::inert::name(e));
         }
         if self.incomplete > 0 {
             let _ = writeln!(s, "{} call(s) still in progress when the trace ended", self.incomplete);

@@ -1,7 +1,11 @@
 //! Text tables whose columns are as wide as their widest cell (header
 //! included): nothing cut, nothing padded beyond need. Width is counted in
-//! characters (`µ`, `≥`, `…` are one column each).
+//! characters (`µ`, `≥`, `…` are one column each). A cell is a name made
+//! inert ([`inert::name`]: control characters escaped, cut past
+//! [`inert::CELL_CAP`] characters).
 use std::fmt::Write as _;
+
+use super::inert;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -26,8 +30,16 @@ impl Table {
         self.heads.push((head.to_string(), align));
     }
 
-    /// Adds a row (missing cells are empty).
+    /// Adds a row (missing cells are empty); each cell escaped and cut
+    /// ([`inert::name`]).
     pub fn row(&mut self, cells: Vec<String>) {
+        let cells = cells
+            .into_iter()
+            .map(|c| match inert::name(&c) {
+                std::borrow::Cow::Borrowed(_) => c,
+                std::borrow::Cow::Owned(o) => o,
+            })
+            .collect();
         self.rows.push(cells);
     }
 
@@ -89,7 +101,9 @@ pub const KEEP: char = '\u{1}';
 /// `text` with every line longer than `width` columns wrapped at spaces
 /// (lines marked [`KEEP`] excepted, their mark removed);
 /// the continuation lines are indented by the line's own indentation plus
-/// `extra` columns. A word longer than the width stays whole.
+/// `extra` columns. A word longer than the width stays whole, up to
+/// [`inert::CELL_CAP`] characters (then cut with a mark). Control
+/// characters left in the text are escaped ([`inert::text`]).
 pub fn wrap(text: &str, width: usize, extra: usize) -> String {
     let mut out = String::with_capacity(text.len() + 64);
     for line in text.split_inclusive('\n') {
@@ -98,12 +112,14 @@ pub fn wrap(text: &str, width: usize, extra: usize) -> String {
             None => (line, ""),
         };
         if let Some(kept) = body.strip_suffix(KEEP) {
-            out.push_str(kept);
+            out.push_str(&inert::text(kept));
             out.push_str(nl);
             continue;
         }
+        let body = inert::text(body);
         if body.chars().count() <= width {
-            out.push_str(line);
+            out.push_str(&body);
+            out.push_str(nl);
             continue;
         }
         let lead = body.chars().take_while(|c| *c == ' ').count();
@@ -111,6 +127,7 @@ pub fn wrap(text: &str, width: usize, extra: usize) -> String {
         let mut cur = String::new();
         let mut cur_w = 0;
         for (i, word) in body[lead..].split(' ').enumerate() {
+            let word = inert::cut(std::borrow::Cow::Borrowed(word), inert::CELL_CAP);
             let ww = word.chars().count();
             if i == 0 {
                 cur = format!("{}{word}", " ".repeat(lead));
@@ -122,7 +139,7 @@ pub fn wrap(text: &str, width: usize, extra: usize) -> String {
                 cur_w = indent.len() + ww;
             } else {
                 cur.push(' ');
-                cur.push_str(word);
+                cur.push_str(&word);
                 cur_w += 1 + ww;
             }
         }

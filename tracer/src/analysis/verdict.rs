@@ -384,17 +384,19 @@ impl Facts {
 /// The verdict as text: the run's line, then per phase its time, verdict and
 /// figures, and what to try.
 pub fn render(v: &Verdict, out: &mut String) {
+    use super::inert;
     let _ = writeln!(
         out,
         "verdict: {}{}",
         v.label,
-        v.phase.as_ref().map_or(String::new(), |p| format!(" (phase {p}, the most GPU submissions)"))
+        v.phase.as_ref().map_or(String::new(), |p| format!(" (phase {}, the most GPU submissions)", inert::name(p)))
     );
-    let w = v.phases.iter().map(|p| p.phase.chars().count()).max().unwrap_or(0);
+    let w = v.phases.iter().map(|p| inert::name(&p.phase).chars().count()).max().unwrap_or(0);
     let tw = v.phases.iter().map(|p| super::gaps::fmt_ns(p.dur_ns).chars().count()).max().unwrap_or(0);
     use super::text_table::{MAX_COLUMNS, wrap};
     for p in &v.phases {
-        let line = format!("  {:<w$}  {:>tw$}  {}: {}\n", p.phase, super::gaps::fmt_ns(p.dur_ns), p.label, p.evidence);
+        let phase = inert::name(&p.phase);
+        let line = format!("  {phase:<w$}  {:>tw$}  {}: {}\n", super::gaps::fmt_ns(p.dur_ns), p.label, p.evidence);
         // continuation lines under the verdict column
         out.push_str(&wrap(&line, MAX_COLUMNS, w + tw + 4));
         if p.bound != Bound::Idle {

@@ -54,7 +54,7 @@ pub fn load_with(path: &Path, threads: usize, parallel_min: u64) -> anyhow::Resu
     let t = b.finish();
     progress.finish();
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::analysis::inert::text(&w.to_string()));
     }
     Ok(t)
 }

@@ -77,7 +77,7 @@ pub fn main() {
             } else {
                 1
             };
-            eprintln!("tracer: {}", one_line(&e));
+            eprintln!("tracer: {}", crate::analysis::inert::text(&one_line(&e)));
             std::process::exit(code);
         }
     }

@@ -1,6 +1,7 @@
 //! `tracer record`: checks the arguments, turns them into the recording's
 //! options (collect/record), records, then prints the summary, the trace's
 //! path and what the program used that the trace does not hold.
+use crate::analysis::inert;
 use crate::cli::args::{BenchProbe, CompressArg, IoctlPathArg, RecordArgs, Returns, Wakeup};
 use crate::collect::loader::IoctlPath;
 use crate::collect::probe_options::{self, IoctlChoice, ProbeOptions};
@@ -107,11 +108,11 @@ fn report(o: &Outcome, quiet: bool, names: crate::analysis::kernel_names::NameSt
     if !quiet {
         eprint!("{}", o.summary.render_with(names));
         if let Some(g) = &o.gpu_summary {
-            eprintln!("{g}");
+            eprintln!("{}", inert::text(g));
         }
         eprintln!("trace: {} ({} lines)", o.trace_path.display(), o.lines);
         if let Some(m) = &o.manifest {
-            eprintln!("{m}");
+            eprintln!("{}", inert::text(m));
         }
     }
     if let Some(e) = &o.write_err {
@@ -122,6 +123,6 @@ fn report(o: &Outcome, quiet: bool, names: crate::analysis::kernel_names::NameSt
             o.dropped
         );
     }
-    o.entry_lines.iter().for_each(|l| eprintln!("{l}"));
+    o.entry_lines.iter().for_each(|l| eprintln!("{}", inert::text(l)));
     o.exit_code()
 }

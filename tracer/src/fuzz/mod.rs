@@ -18,6 +18,7 @@
 //! tracer/tests/fuzz-regressions/<target>/ and it runs in every test run.
 
 pub(crate) mod alloc;
+mod hostile_names;
 mod targets;
 
 use std::collections::HashSet;

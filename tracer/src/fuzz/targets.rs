@@ -979,6 +979,11 @@ fn fuzz_ld_so_cache() {
     fuzz(&LD_CACHE, seconds());
 }
 
+#[test]
+fn fuzz_hostile_names() {
+    fuzz(&super::hostile_names::HOSTILE_NAMES, seconds());
+}
+
 /// The harness itself finds what it is meant to find: a panic and an
 /// allocation sized by an input field, each minimized.
 #[test]

@@ -61,15 +61,42 @@ pub fn save(
 ) -> anyhow::Result<()> {
     let ctx = || format!("cannot write {}", path.display());
     if path.extension().is_some_and(|e| e == "svg") {
-        let root = SVGBackend::new(path, size).into_drawing_area();
-        draw_svg(&root).with_context(ctx)?;
-        root.present().with_context(ctx)?;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+            draw_svg(&root).with_context(ctx)?;
+            root.present().with_context(ctx)?;
+        }
+        std::fs::write(path, xml_safe(&svg).as_bytes()).with_context(ctx)?;
     } else {
         let root = BitMapBackend::new(path, size).into_drawing_area();
         draw_png(&root).with_context(ctx)?;
         root.present().with_context(ctx)?;
     }
     Ok(())
+}
+
+/// `svg` with the characters XML 1.0 forbids (C0 controls but TAB, LF and
+/// CR; U+FFFE, U+FFFF) and those that would hide or reorder a label (DEL,
+/// C1, bidi overrides) shown as escapes, `\x1b` (analysis/inert.rs): a
+/// name from the trace may hold any of them, and an SVG with one does not
+/// parse. plotters escapes `&`, `<`, `>` and quotes itself.
+pub fn xml_safe(svg: &str) -> std::borrow::Cow<'_, str> {
+    use crate::analysis::inert;
+    let bad =
+        |c: char| (inert::is_unsafe(c) && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}');
+    if !svg.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(svg);
+    }
+    let mut out = String::with_capacity(svg.len() + 64);
+    for c in svg.chars() {
+        if bad(c) {
+            inert::push_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// "reading NAME: N lines" on a terminal, once reading a trace takes over a second.
