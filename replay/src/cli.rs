@@ -85,7 +85,7 @@ pub fn main() -> Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&tp)?);
             } else {
-                print!("{}", tp.text());
+                print!("{}", tracer_format::inert::text(&tp.text()));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -98,17 +98,17 @@ pub fn main() -> Result<ExitCode> {
             let recording = &recordings[0];
             let opened = replay::selection::open(recording, select.selection())?;
             for w in &opened.rec.trace.warnings {
-                eprintln!("warning: {w}");
+                eprintln!("warning: {}", tracer_format::inert::text(w));
             }
             let planned = opened.plan()?;
             for n in &planned.notes {
-                eprintln!("{n}");
+                eprintln!("{}", tracer_format::inert::text(n));
             }
             let p = &planned.plan;
             if json {
                 println!("{}", serde_json::to_string_pretty(p)?);
             } else {
-                print!("{}", p.summary());
+                print!("{}", tracer_format::inert::text(&p.summary()));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -154,14 +154,14 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
 fn open_and_plan(a: &RunArgs) -> Result<(Recording, plan::Plan, Option<Selected>)> {
     let opened = replay::selection::open(&a.recording, a.select.selection())?;
     for w in &opened.rec.trace.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", tracer_format::inert::text(w));
     }
     let planned = opened.plan()?;
     for n in &planned.notes {
-        eprintln!("{n}");
+        eprintln!("{}", tracer_format::inert::text(n));
     }
     let (rec, p) = (planned.rec, planned.plan);
-    eprint!("{}", p.summary());
+    eprint!("{}", tracer_format::inert::text(&p.summary()));
     if p.ops.iter().all(|o| !o.is_work()) {
         anyhow::bail!("{}: nothing to replay (no replayable launch, copy or set)", rec.dir.display());
     }

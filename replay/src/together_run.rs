@@ -203,7 +203,7 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     together::plan(tenants.clone(), None, a.rounds, model)?;
     let cap = device_capacity(a.device)?;
     let tp = together::plan(tenants, Some(cap), a.rounds, model)?;
-    eprint!("{}", tp.text());
+    eprint!("{}", tracer_format::inert::text(&tp.text()));
     let mut kids: Vec<Child_> = Vec::new();
     for (r, &f) in a.recordings.iter().zip(&scales) {
         match spawn(a, r, f) {

@@ -6,6 +6,9 @@
 //! - [`digest`]: SHA-256 in hex, the content addresses of a recording;
 //! - [`line`]: one trace line, typed ([`line::RawLine`]), and the byte
 //!   scanner that fills it without serde_json ([`line::scan_into`]);
+//! - [`inert`]: names from a trace made inert for a terminal (control
+//!   characters and bidi overrides escaped, long names cut with a mark), for
+//!   every text output of tracer and replay;
 //! - [`open`]: the one way a tool opens a file it reads: regular files
 //!   only, a size cap per kind of input, and below a recording directory no
 //!   link followed and nothing outside reached;
@@ -21,6 +24,7 @@ pub mod digest;
 pub mod footer;
 pub mod header;
 pub mod hex;
+pub mod inert;
 pub mod line;
 pub mod open;
 pub mod read;

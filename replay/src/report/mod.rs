@@ -219,7 +219,8 @@ pub fn text(r: &serde_json::Value) -> String {
     text_prediction(&mut s, r);
     text_energy(&mut s, &r["energy"]);
     text_checks_and_files(&mut s, r);
-    s
+    // The last guard: no control character from a recording reaches the terminal.
+    tracer_format::inert::text(&s).into_owned()
 }
 
 /// A number with one decimal, "-" for none.
@@ -559,8 +560,8 @@ fn text_prediction(s: &mut String, r: &serde_json::Value) {
         }
         let _ = writeln!(s, "top kernels (by predicted time):");
         for x in r["top_kernels"].as_array().into_iter().flatten().take(10) {
-            let k = x["kernel"].as_str().unwrap_or("");
-            let k = if k.len() > 70 { format!("{}…", &k[..70]) } else { k.to_owned() };
+            // Inert on a terminal, cut at 70 characters (never inside one).
+            let k = tracer_format::inert::cut(tracer_format::inert::escape(x["kernel"].as_str().unwrap_or("")), 70);
             let _ = writeln!(
                 s,
                 "  {:>6} x {:>12} us (recorded {:>12} us) {k}",
@@ -709,4 +710,22 @@ fn text_selection(sel: &serde_json::Value) -> String {
 
 pub fn direction_name(d: Direction) -> &'static str {
     d.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A recorded kernel name is inert in the text report: control characters escaped, cut at
+    /// 70 characters with a mark, never inside a character (a multi-byte name once panicked).
+    #[test]
+    fn hostile_kernel_names_are_inert_and_cut_on_a_character() {
+        let name = format!("\u{1b}]0;pwned\u{7}{}", "δ".repeat(100));
+        let r = serde_json::json!({
+            "predicted_us": 10.0,
+            "top_kernels": [{ "kernel": name, "launches": 3, "predicted_us": 5.0, "recorded_us": 6.0 }],
+        });
+        let t = super::text(&r);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        let line = t.lines().find(|l| l.contains("pwned")).unwrap();
+        assert!(line.ends_with(&format!("\\x1b]0;pwned\\x07{}…[+46 chars]", "δ".repeat(54))), "{line}");
+    }
 }
