@@ -110,8 +110,9 @@ fn params_not_hex() {
     assert!(e.ends_with("trace.jsonl:4: cuLaunchKernel: \"params\": odd number of hex digits (3)"), "{e}");
 }
 
-#[test]
-fn truncated_data_file() {
+/// A recording whose line 4 is a 64-byte host-to-device copy with its data file: the
+/// recording (its directory lives as long as it does), the directory and the data's SHA-256.
+fn with_copied_data() -> (Rec, std::path::PathBuf, String) {
     let (mut r, _) = base();
     let d = r.data(&[1u8; 64]);
     r.call(
@@ -121,6 +122,12 @@ fn truncated_data_file() {
         json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d}),
     ); // 4
     let dir = r.write();
+    (r, dir, d)
+}
+
+#[test]
+fn truncated_data_file() {
+    let (_r, dir, d) = with_copied_data();
     std::fs::write(dir.join("data").join(&d), [1u8; 10]).unwrap();
     let e = err(&dir);
     assert!(
@@ -216,15 +223,7 @@ fn link_refused(dir: &std::path::Path, rel: &str) -> String {
 /// the outside file neither named nor measured (it once passed the size check).
 #[test]
 fn data_linked_out_of_the_recording() {
-    let (mut r, _) = base();
-    let d = r.data(&[1u8; 64]);
-    r.call(
-        "memcpy",
-        "copy",
-        "cuMemcpyHtoD_v2",
-        json!({"ret": 0, "direction": "h2d", "dst": "0x7f0000000000", "src": "0x1000", "size": 64, "data": d}),
-    ); // 4
-    let dir = r.write();
+    let (_r, dir, d) = with_copied_data();
     let outside = dir.parent().unwrap().join(format!("outside-{}", std::process::id()));
     std::fs::write(&outside, [7u8; 64]).unwrap();
     let data = dir.join("data").join(&d);

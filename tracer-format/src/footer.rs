@@ -96,7 +96,8 @@ impl Footer {
 /// a plain file (traces reach GBs), the whole decoded stream of a `.gz` or
 /// `.zst` one. An error if the last line is not a footer.
 pub fn read_last(path: &Path) -> anyhow::Result<Footer> {
-    let mut f = crate::open::open(path, crate::open::Kind::Trace)?.file;
+    let mut f =
+        crate::open::open(path, crate::open::Kind::Trace).with_context(|| format!("reading {}", path.display()))?.file;
     let last = match path.extension().and_then(|e| e.to_str()) {
         Some("gz" | "zst") => {
             let mut last = Vec::new();

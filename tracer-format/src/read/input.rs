@@ -123,24 +123,7 @@ impl Input {
     }
 }
 
-/// What a file that is not regular is, for the message.
-pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a named pipe"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_dir() {
-        "a directory"
-    } else {
-        "not a file"
-    }
-}
+pub use crate::open::file_kind;
 
 /// Standard input as an [`Input`]: copied into an unlinked temporary file
 /// on the first call, that file on later ones.
