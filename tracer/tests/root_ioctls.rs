@@ -190,6 +190,25 @@ struct FakeNv {
     /// Placeholder files this fixture created in /dev (removed on drop).
     created: Vec<PathBuf>,
     _serial: MutexGuard<'static, ()>,
+    /// Held until the placeholders are gone (fields drop after `drop`).
+    _machine: File,
+}
+
+/// One fixture at a time on the machine, also across test runs (two checkouts' suites
+/// at once): the placeholders in /dev are shared, and each fixture removes those it
+/// adopted when it is done. An exclusive flock, released when the file is closed.
+fn machine_lock() -> File {
+    let p = std::env::temp_dir().join("tracer-root-ioctls-fakenv.lock");
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    // SAFETY: flock on a descriptor this function owns.
+    let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
+    assert_eq!(r, 0, "flock {}: {}", p.display(), std::io::Error::last_os_error());
+    f
 }
 
 /// One fixture at a time in this binary (xtask also runs it with --test-threads=1).
@@ -219,6 +238,7 @@ impl FakeNv {
     /// Mounts `daemon`'s filesystem and prepares the bind targets.
     fn start(daemon: &Path) -> FakeNv {
         let serial = serial();
+        let machine = machine_lock();
         // Never shadow a real driver.
         for &(_, dev) in DEVICES {
             if let Ok(m) = fs::metadata(dev) {
@@ -246,7 +266,7 @@ impl FakeNv {
             unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
         }
         fs::create_dir_all(&mnt).unwrap();
-        let mut fx = FakeNv { mnt: mnt.clone(), daemon: None, created: Vec::new(), _serial: serial };
+        let mut fx = FakeNv { mnt: mnt.clone(), daemon: None, created: Vec::new(), _serial: serial, _machine: machine };
         let log = File::create(mnt.with_extension("log")).unwrap();
         let mut cmd = Command::new(daemon);
         cmd.arg(&mnt)
