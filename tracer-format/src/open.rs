@@ -236,10 +236,18 @@ impl Beneath {
     /// Whether `rel` names something below the directory (a link counts as
     /// something; nothing is followed).
     pub fn exists(&self, rel: &Path) -> bool {
-        let Ok(c) = c_path(rel) else { return false };
+        self.lstat(rel).is_some()
+    }
+
+    /// What `rel` below the directory is, links not followed.
+    fn lstat(&self, rel: &Path) -> Option<libc::stat> {
+        let c = c_path(rel).ok()?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: a valid directory descriptor, path and stat buffer.
-        unsafe { libc::fstatat(self.dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) == 0 }
+        // SAFETY: a valid directory descriptor, path and stat buffer, read only once fstatat filled it.
+        unsafe {
+            (libc::fstatat(self.dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) == 0)
+                .then(|| st.assume_init())
+        }
     }
 
     fn openat2(&self, rel: &Path) -> std::io::Result<OwnedFd> {
@@ -298,13 +306,7 @@ impl Beneath {
 
     fn is_link(&self, parts: &[&std::ffi::OsStr]) -> bool {
         let rel: PathBuf = parts.iter().collect();
-        let Ok(c) = c_path(&rel) else { return false };
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: a valid directory descriptor, path and stat buffer.
-        unsafe {
-            libc::fstatat(self.dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) == 0
-                && (st.assume_init().st_mode & libc::S_IFMT) == libc::S_IFLNK
-        }
+        self.lstat(&rel).is_some_and(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFLNK)
     }
 }
 

@@ -201,8 +201,12 @@ pub struct WhatifArgs {
 
 /// A kernel-durations file (`tracer calibrate`'s output).
 fn load_durations(path: &Path) -> anyhow::Result<Durations> {
-    let text = tracer_format::open::read_to_string(path, tracer_format::open::Kind::Durations)?;
-    Ok(Durations::parse(&text).with_context(|| format!("{}", path.display()))?.with_origin(path.display().to_string()))
+    parse_durations(&tracer_format::open::read_to_string(path, tracer_format::open::Kind::Durations)?, path)
+}
+
+/// A durations file's `text`, read from `path` (named in errors and as the origin).
+fn parse_durations(text: &str, path: &Path) -> anyhow::Result<Durations> {
+    Ok(Durations::parse(text).with_context(|| format!("{}", path.display()))?.with_origin(path.display().to_string()))
 }
 
 fn us_to_ns(x: f64) -> anyhow::Result<u64> {
@@ -226,7 +230,7 @@ fn load_recording_durations(p: &Path) -> anyhow::Result<Durations> {
     let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else { return load_durations(p) };
     let text = tracer_format::open::Beneath::new(dir)?
         .read_to_string(Path::new(name), tracer_format::open::Kind::Durations)?;
-    Ok(Durations::parse(&text).with_context(|| format!("{}", p.display()))?.with_origin(p.display().to_string()))
+    parse_durations(&text, p)
 }
 
 /// The file replay's isolated mode writes into NAME.rec/.
