@@ -46,6 +46,43 @@ pub enum Record<'a> {
     },
     Switch(SchedSwitch),
     Waking(SchedWaking),
+    /// The stack of the thread's next record ([`crate::stack`]).
+    Stack(Stack<'a>),
+}
+
+/// A decoded [`crate::stack::StackRec`]: its frames as the bytes that
+/// follow the fixed part (read with [`Stack::native`], [`Stack::py`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stack<'a> {
+    pub hdr: Header,
+    /// [`crate::stack::site`].
+    pub site: u32,
+    /// `bpf_get_stack`'s errno (0: none).
+    pub native_err: u32,
+    /// [`crate::stack::py_status`].
+    pub py_status: u32,
+    native: &'a [u8],
+    py: &'a [u8],
+}
+
+impl<'a> Stack<'a> {
+    /// Native return addresses, leaf first.
+    pub fn native(&self) -> impl Iterator<Item = u64> + 'a {
+        self.native.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+    }
+    pub fn native_len(&self) -> usize {
+        self.native.len() / 8
+    }
+    /// Python frames, innermost first.
+    pub fn py(&self) -> impl Iterator<Item = crate::stack::PyFrame> + 'a {
+        self.py.chunks_exact(16).map(|c| {
+            let u = |o: usize| u64::from_le_bytes([c[o], c[o + 1], c[o + 2], c[o + 3], c[o + 4], c[o + 5], c[o + 6], c[o + 7]]);
+            crate::stack::PyFrame { code: u(0), instr: u(8) }
+        })
+    }
+    pub fn py_len(&self) -> usize {
+        self.py.len() / 16
+    }
 }
 
 /// The parameter part of a [`crate::params::LaunchParams`] record.
@@ -207,6 +244,29 @@ pub fn parse(b: &[u8]) -> Result<Record<'_>, DecodeError> {
         }
         Some(EventKind::SchedSwitch) => Ok(Record::Switch(read(b, kind)?)),
         Some(EventKind::SchedWaking) => Ok(Record::Waking(read(b, kind)?)),
+        Some(EventKind::Stack) => {
+            use crate::stack::{NATIVE_CAP, PY_CAP, STACK_REC_PY_OFFSET, StackRec, stack_rec_len};
+            // Variable length: the fixed part, then `py_n` frames.
+            if b.len() < STACK_REC_PY_OFFSET {
+                return Err(DecodeError::Short { kind, need: STACK_REC_PY_OFFSET, got: b.len() });
+            }
+            let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+            let native_n = (u32_at(core::mem::offset_of!(StackRec, native_n)) as usize).min(NATIVE_CAP);
+            let py_n = u32_at(core::mem::offset_of!(StackRec, py_n)) as usize;
+            let need = stack_rec_len(py_n);
+            if py_n > PY_CAP || b.len() < need {
+                return Err(DecodeError::Short { kind, need, got: b.len() });
+            }
+            let noff = core::mem::offset_of!(StackRec, native);
+            Ok(Record::Stack(Stack {
+                hdr,
+                site: u32_at(core::mem::offset_of!(StackRec, site)),
+                native_err: u32_at(core::mem::offset_of!(StackRec, native_err)),
+                py_status: u32_at(core::mem::offset_of!(StackRec, py_status)),
+                native: &b[noff..noff + 8 * native_n],
+                py: &b[STACK_REC_PY_OFFSET..need],
+            }))
+        }
         None => Err(DecodeError::UnknownKind(kind)),
     }
 }
@@ -296,6 +356,43 @@ mod tests {
         );
         r.len = u32::MAX;
         assert!(parse(&bytes(&r)[..PARAMS_OFFSET]).is_err());
+    }
+
+    #[test]
+    fn stacks_are_variable_length() {
+        use crate::stack::{NATIVE_CAP, PY_CAP, PyFrame, StackRec, py_status, site, stack_rec_len};
+        let mut r = StackRec {
+            hdr: hdr(EventKind::Stack),
+            site: site::CALL,
+            native_n: 3,
+            native_err: 0,
+            py_status: py_status::OK,
+            py_n: 2,
+            _pad: 0,
+            native: [0; NATIVE_CAP],
+            py: [PyFrame::default(); PY_CAP],
+        };
+        r.native[..3].copy_from_slice(&[0x1000, 0x2000, 0x3000]);
+        r.py[0] = PyFrame { code: 0x7f00_0001, instr: 0x7f10 };
+        r.py[1] = PyFrame { code: 0x7e00, instr: 0x7e20 };
+        let b = &bytes(&r)[..stack_rec_len(2)];
+        match parse(b).unwrap() {
+            Record::Stack(s) => {
+                assert_eq!((s.site, s.py_status, s.native_err), (site::CALL, py_status::OK, 0));
+                assert!(s.native().eq([0x1000, 0x2000, 0x3000]));
+                assert!(s.py().eq([r.py[0], r.py[1]]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&b[..b.len() - 1]).is_err());
+        r.py_n = PY_CAP as u32 + 1;
+        assert!(parse(bytes(&r)).is_err());
+        r.py_n = 0;
+        r.native_n = u32::MAX;
+        match parse(&bytes(&r)[..stack_rec_len(0)]).unwrap() {
+            Record::Stack(s) => assert_eq!((s.native_len(), s.py_len()), (NATIVE_CAP, 0)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum EventKind {
     SchedSwitch = 13,
     /// [`SchedWaking`]: something woke a traced thread.
     SchedWaking = 14,
+    /// [`crate::stack::StackRec`]: the stack of the thread's next record
+    /// (a call's entry, a switch-out), variable length.
+    Stack = 15,
 }
 
 impl EventKind {
@@ -55,6 +58,7 @@ impl EventKind {
             12 => Self::LaunchParams,
             13 => Self::SchedSwitch,
             14 => Self::SchedWaking,
+            15 => Self::Stack,
             _ => return None,
         })
     }

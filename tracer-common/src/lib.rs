@@ -15,6 +15,7 @@ pub mod funcs;
 pub mod graph;
 pub mod libopen;
 pub mod params;
+pub mod stack;
 
 #[cfg(feature = "user")]
 pub mod decode;

@@ -167,6 +167,7 @@ impl Assembler {
             Record::NvFile { r, .. } => r.hdr,
             Record::Switch(r) => r.hdr,
             Record::Waking(r) => r.hdr,
+            Record::Stack(s) => s.hdr,
         };
         *self.stats.records_by_cpu.entry(hdr.cpu).or_default() += 1;
         self.sched.seen(&hdr, &mut |v| out(Line::Value(v)));
@@ -258,6 +259,9 @@ impl Assembler {
             }
             Record::Switch(ref r) => self.sched.switch(r, &mut |v| out(Line::Value(v))),
             Record::Waking(ref r) => self.sched.waking(r),
+            // Not emitted yet: the kernel side's stacks come with the
+            // collector's resolution of them (collect/stacks/).
+            Record::Stack(_) => {}
             Record::ProcExit(e) => {
                 self.sched.exited(e.hdr.tid);
                 if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {

@@ -565,6 +565,14 @@ fn run_decode(bytes: &[u8]) -> String {
                 decode::Record::ProcExit(_) => ("exit", vec![]),
                 decode::Record::Switch(_) => ("switch", vec![]),
                 decode::Record::Waking(_) => ("waking", vec![]),
+                decode::Record::Stack(s) => (
+                    "stack",
+                    vec![
+                        (s.native_len(), tracer_common::stack::NATIVE_CAP),
+                        (s.py_len(), tracer_common::stack::PY_CAP),
+                        (s.native_len() * 8 + s.py_len() * 16, bytes.len()),
+                    ],
+                ),
             };
             for (len, cap) in parts {
                 assert!(len <= cap, "{kind}: a part of {len} bytes, cap {cap}");
