@@ -176,7 +176,7 @@ fn the_trace_is_read_under_tracers_rule() {
     });
     let e = err(&dir);
     assert!(
-        e.ends_with("trace.jsonl:1: header field `format_version` = 999: written by a newer tracer (this one reads version 1); use a newer tracer"),
+        e.ends_with("trace.jsonl:1: header field `format_version` = 999: written by a newer tracer (this one reads version 2); use a newer tracer"),
         "{e}"
     );
     let (r, _) = base();

@@ -5,8 +5,10 @@ use serde_json::{Map, Value};
 
 /// The header's `format`.
 pub const FORMAT: &str = "tracer-jsonl";
-/// The header's `format_version` this crate reads.
-pub const FORMAT_VERSION: u64 = 1;
+/// The header's `format_version` this crate writes, and the newest it reads.
+/// 2 added `stack` lines and the `stack` field (docs/trace-format.md, *Stack
+/// lines*); a version 1 trace reads as before.
+pub const FORMAT_VERSION: u64 = 2;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -74,7 +76,7 @@ mod tests {
 
     #[test]
     fn typed_fields_and_the_rest_kept() {
-        let v = json!({"type": "header", "format": "tracer-jsonl", "format_version": 1, "pid": 42,
+        let v = json!({"type": "header", "format": "tracer-jsonl", "format_version": 2, "pid": 42,
             "command": ["a", "b"], "host": "vm", "gpus": [{"bus": "0000:00:06.0"}], "driver": null,
             "replayable": {"capture_data": true, "data_cap_bytes": 1024, "schema_version": 1, "new": [1]}});
         let h = Header::from_value(&v).unwrap();

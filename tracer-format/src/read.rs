@@ -324,7 +324,7 @@ mod tests {
                 warnings: vec![
                     format!("{name}: line 3 is incomplete (the recording was cut off); skipped"),
                     format!(
-                        "{name}: no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 1"
+                        "{name}: no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 2"
                     ),
                 ]
             }

@@ -120,7 +120,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "newer.jsonl",
             content: whole().replacen("\"format_version\":1", "\"format_version\":999", 1),
-            error: ": line 1: header field `format_version` = 999: written by a newer tracer (this one reads version 1); use a newer tracer".into(),
+            error: ": line 1: header field `format_version` = 999: written by a newer tracer (this one reads version 2); use a newer tracer".into(),
         },
         Case {
             name: "other_format.jsonl",
@@ -240,7 +240,7 @@ fn missing_header_footer_and_blank_lines_are_told_alike() {
         (
             &no_header,
             format!(
-                "warning: {}: no header (line 1 is a `memory` line): the trace's format version is unknown; read as version 1\n",
+                "warning: {}: no header (line 1 is a `memory` line): the trace's format version is unknown; read as version 2\n",
                 no_header.display()
             ),
         ),
@@ -364,7 +364,7 @@ fn a_dash_reads_the_trace_from_stdin_plain_or_compressed() {
         let o = run(args, "-", &d.join(cmd), Some(bad.as_bytes()));
         assert_eq!(
             text(&o.stderr),
-            "tracer: stdin: line 1: header field `format_version` = 7: written by a newer tracer (this one reads version 1); use a newer tracer\n",
+            "tracer: stdin: line 1: header field `format_version` = 7: written by a newer tracer (this one reads version 2); use a newer tracer\n",
             "{cmd}"
         );
     }

@@ -253,7 +253,7 @@ mod tests {
         let w = run(&format!("{L}{F}")).unwrap();
         assert_eq!(
             w,
-            ["no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 1"]
+            ["no header (line 1 is a `kernel` line): the trace's format version is unknown; read as version 2"]
         );
         let w = run(&format!("{H}{L}")).unwrap();
         assert_eq!(
@@ -284,7 +284,7 @@ mod tests {
         let e = run("{\"type\":\"header\",\"format\":\"tracer-jsonl\",\"format_version\":999}\n").unwrap_err();
         assert_eq!(
             e,
-            "line 1: header field `format_version` = 999: written by a newer tracer (this one reads version 1); use a newer tracer"
+            "line 1: header field `format_version` = 999: written by a newer tracer (this one reads version 2); use a newer tracer"
         );
         let e = run("{\"type\":\"header\",\"format\":\"other\"}\n").unwrap_err();
         assert_eq!(e, "line 1: header field `format` = \"other\": not a tracer trace (expected \"tracer-jsonl\")");
