@@ -1,0 +1,137 @@
+//! A real pprof reader opens `tracer export --format pprof`: Go's `go tool
+//! pprof` (Debian's golang-go, which `cargo xtask setup` installs) reads
+//! the profile of tests/fixtures/stacks/train.jsonl and shows exactly its
+//! samples (`-raw`), the idle time per function and source line (`-top
+//! -lines`) and the launches per stack (`-traces`).
+//!
+//! Go is `go` on PATH, /usr/lib/go/bin/go, or TRACER_GO; the test fails
+//! (never skips) without it.
+
+mod command;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use command::tracer;
+
+fn go() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path).map(|d| d.join("go"));
+    let candidates = std::env::var_os("TRACER_GO").map(PathBuf::from).into_iter().chain(on_path);
+    for p in candidates.chain([PathBuf::from("/usr/lib/go/bin/go")]) {
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "go missing (`go tool pprof` reads the profile): run `cargo xtask setup` (apt package golang-go) or set TRACER_GO"
+    );
+}
+
+fn fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks/train.jsonl").to_string_lossy().into_owned()
+}
+
+/// `go tool pprof -symbolize=none ARGS FILE`'s stdout.
+fn pprof(profile: &Path, args: &[&str]) -> String {
+    let home = profile.parent().unwrap();
+    let out = Command::new(go())
+        .args(["tool", "pprof", "-symbolize=none"])
+        .args(args)
+        .arg(profile)
+        .env("HOME", home)
+        .env("GOCACHE", home.join("gocache"))
+        .env("PPROF_TMPDIR", home)
+        .output()
+        .expect("run go tool pprof");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "go tool pprof {args:?}: {err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn export(dir: &Path) -> PathBuf {
+    let out = dir.join("train.pb.gz");
+    let (code, _, err) = tracer(&["export", &fixture(), "--format", "pprof", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "6 samples, 4 stacks; 4 launches, 6 calls, gpu_time 30000 ns, gpu_idle 83000 ns, off_cpu 62000 ns"
+        ),
+        "{err}"
+    );
+    out
+}
+
+/// The lines of `text` after the one that starts with `header`, up to one that starts with `end`.
+fn section<'a>(text: &'a str, header: &str, end: &str) -> Vec<&'a str> {
+    text.lines().skip_while(|l| !l.starts_with(header)).skip(1).take_while(|l| !l.starts_with(end)).collect()
+}
+
+#[test]
+fn go_pprof_reads_every_sample_exactly() {
+    let dir = tempdir();
+    let p = export(&dir);
+    let raw = pprof(&p, &["-raw"]);
+    let samples: Vec<String> = section(&raw, "Samples:", "Locations")
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        samples,
+        [
+            "launches/count calls/count gpu_time/nanoseconds gpu_idle/nanoseconds[dflt] off_cpu/nanoseconds",
+            "2 2 20000 23000 0: 1 2 3 4",
+            "pid:[100] stack:[1]",
+            "1 1 5000 0 0: 1 5 3 4",
+            "pid:[100] stack:[2]",
+            "0 1 0 0 0: 6 7 3 4",
+            "pid:[100] stack:[3]",
+            "0 0 0 60000 60000: 8 9 10 11 4",
+            "pid:[100] stack:[4]",
+            "1 1 5000 0 2000: 12",
+            "pid:[100]",
+            "0 1 0 0 0: 13",
+            "pid:[100]",
+        ]
+    );
+    let locations: Vec<String> = section(&raw, "Locations", "Mappings")
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(locations[9], "10: 0x0 load_batch /home/u/data.py:41 s=0");
+    assert_eq!(locations[7], "8: 0x7f1000003000 M=3 read /usr/lib/x86_64-linux-gnu/libc.so.6:0 s=0");
+    assert_eq!(locations[11], "12: 0x0 [no stack] :0 s=0");
+    assert_eq!(locations.len(), 13);
+    assert!(raw.contains("Comment: gpu_time: measured GPU activity"), "{raw}");
+}
+
+#[test]
+fn go_pprof_attributes_idle_time_and_launches_to_lines() {
+    let dir = tempdir();
+    let p = export(&dir);
+    let top = pprof(&p, &["-top", "-lines", "-sample_index=gpu_idle", "-nodecount=100"]);
+    assert!(top.contains("Total samples = 83us"), "{top}");
+    // cum per line: the loader's read holds 60 of the 83 µs, the step's launch the rest
+    let cum = |name: &str| -> String {
+        let l = top.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| panic!("no {name} in\n{top}"));
+        l.split_whitespace().nth(3).unwrap().to_string()
+    };
+    assert_eq!(cum("load_batch /home/u/data.py:41"), "60us");
+    assert_eq!(cum("main /home/u/train.py:38"), "60us");
+    assert_eq!(cum("Model.step /home/u/train.py:20"), "23us");
+    assert_eq!(cum("main Programs/python.c:15"), "83us");
+    let traces = pprof(&p, &["-traces", "-sample_index=launches"]);
+    assert!(traces.contains("Total samples = 4"), "{traces}");
+    let step20: Vec<&str> = section(&traces, "     stack:  1", "-----").iter().map(|l| l.trim()).collect();
+    assert_eq!(step20, ["2   cuLaunchKernel", "Model.step", "main", "main"]);
+}
+
+/// A fresh directory under the target dir.
+fn tempdir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pprof_reader.{}.{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
