@@ -39,6 +39,7 @@ mod fasthash;
 pub mod figures;
 pub mod filter;
 pub mod gap_causes;
+pub mod gap_stacks;
 pub mod gaps;
 pub mod inert;
 pub mod ioctl_report;
