@@ -127,11 +127,12 @@ pub struct Attributor<'t> {
     frames: std::cell::RefCell<HashMap<StackId, Vec<String>>>,
 }
 
-/// A piece of a gap: its cause, its stack, its ns.
-struct Piece {
-    cause: String,
-    stack: Option<StackId>,
-    ns: u64,
+/// A piece of a gap: its cause, its stack (defined), its ns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub cause: String,
+    pub stack: Option<StackId>,
+    pub ns: u64,
 }
 
 impl<'t> Attributor<'t> {
@@ -177,7 +178,7 @@ impl<'t> Attributor<'t> {
             i.checked_sub(1).map(|i| v[i].1)
         });
         let mut acc = Acc::default();
-        acc.add(self, self.pieces(thread, ended_by, a, b));
+        acc.add(&|id| self.frames(id), self.pieces(thread, ended_by, a, b));
         GapCode {
             thread,
             ended_by,
@@ -238,14 +239,19 @@ impl<'t> Attributor<'t> {
         out
     }
 
+    /// The pieces of the gap [a, b) (each gap whole).
+    pub fn gap_pieces(&self, a: u64, b: u64) -> Vec<Piece> {
+        let call = thread_states::gap_call(self.t, &self.pids, a);
+        let thread = call.map(|c| ThreadId { pid: c.pid, tid: c.tid });
+        let ended_by = call.and_then(|c| self.defined(self.t.stacks.call_stack_id(c)));
+        self.pieces(thread, ended_by, a, b)
+    }
+
     /// The code of the gaps `gaps` (each whole).
     pub fn split(&self, gaps: &[(u64, u64)]) -> CodeSplit {
         let mut acc = Acc::default();
         for &(a, b) in gaps {
-            let call = thread_states::gap_call(self.t, &self.pids, a);
-            let thread = call.map(|c| ThreadId { pid: c.pid, tid: c.tid });
-            let ended_by = call.and_then(|c| self.defined(self.t.stacks.call_stack_id(c)));
-            acc.add(self, self.pieces(thread, ended_by, a, b));
+            acc.add(&|id| self.frames(id), self.gap_pieces(a, b));
         }
         acc.finish()
     }
@@ -257,16 +263,17 @@ impl<'t> Attributor<'t> {
         for (&(a, b), g) in gaps.iter().zip(codes) {
             let (x, y) = (a.max(lo), b.min(hi));
             if y > x {
-                acc.add(self, self.pieces(g.thread, g.ended_by, x, y));
+                acc.add(&|id| self.frames(id), self.pieces(g.thread, g.ended_by, x, y));
             }
         }
         acc.finish()
     }
 }
 
-/// Sums of pieces by (cause, frames).
+/// Sums of pieces by (cause, frames): [`Acc::add`] one gap's pieces at a
+/// time, then [`Acc::finish`].
 #[derive(Default)]
-struct Acc {
+pub struct Acc {
     by: BTreeMap<(String, Vec<String>), (BTreeSet<StackId>, u64)>,
     gaps: u64,
     total_ns: u64,
@@ -275,8 +282,8 @@ struct Acc {
 }
 
 impl Acc {
-    /// One gap's pieces.
-    fn add(&mut self, at: &Attributor, pieces: Vec<Piece>) {
+    /// One gap's pieces; `frames` gives a stack's program frames.
+    pub fn add(&mut self, frames: &dyn Fn(StackId) -> Vec<String>, pieces: Vec<Piece>) {
         self.gaps += 1;
         let mut with_stack = false;
         for p in pieces.into_iter().filter(|p| p.ns > 0) {
@@ -284,7 +291,7 @@ impl Acc {
             let frames = match p.stack {
                 Some(id) => {
                     with_stack = true;
-                    at.frames(id)
+                    frames(id)
                 }
                 None => {
                     self.without_stack_ns += p.ns;
@@ -298,7 +305,7 @@ impl Acc {
         self.gaps_without_stack += u64::from(!with_stack);
     }
 
-    fn finish(self) -> CodeSplit {
+    pub fn finish(self) -> CodeSplit {
         let mut parts: Vec<CodePart> = self
             .by
             .into_iter()
