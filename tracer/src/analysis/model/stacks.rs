@@ -104,6 +104,25 @@ impl Frame {
         matches!(self.kind, FrameKind::Jit | FrameKind::Unknown) || self.func.starts_with('[')
     }
 
+    /// A frame of the system's or CUDA's libraries rather than of the
+    /// program: a native frame of libc, the dynamic loader, libpthread,
+    /// libdl, libstdc++, the CUDA driver or runtime (wherever installed), or
+    /// of any module under /lib, /lib64, /usr/lib, /usr/lib64; an `unknown`
+    /// frame (no mapping: the vDSO, a trampoline).
+    pub fn is_runtime(&self) -> bool {
+        match (self.kind, self.module.as_deref()) {
+            (FrameKind::Unknown, _) => true,
+            (FrameKind::Native, Some(m)) => {
+                const LIBS: [&str; 8] =
+                    ["libc.so", "libc-", "ld-linux", "libpthread", "libdl", "libstdc++", "libcuda.so", "libcudart"];
+                const DIRS: [&str; 4] = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"];
+                let b = basename(m);
+                LIBS.iter().any(|l| b.starts_with(l)) || DIRS.iter().any(|d| m.starts_with(d))
+            }
+            _ => false,
+        }
+    }
+
     /// From one element of a `stack` line's `frames`.
     fn of(v: &Value) -> Result<Frame, String> {
         let kind = v["kind"].as_str().ok_or("needs `kind` (string)")?;
@@ -179,13 +198,16 @@ impl Stack {
         s.join(" ← ")
     }
 
-    /// The frames that name code of the program: those after the innermost
-    /// run of frames in the modules `skip` says (the driver, libc): a launch's
-    /// stack starts in libcuda; the program's code is what called it.
-    /// Everything when every frame is skipped.
-    pub fn program_frames(&self, skip: impl Fn(&Frame) -> bool) -> &[Frame] {
-        let i = self.frames.iter().position(|f| !skip(f)).unwrap_or(0);
-        &self.frames[i..]
+    /// The frames that name the program's code: from the innermost Python
+    /// frame when the stack has Python frames; else after the innermost run
+    /// of runtime frames ([`Frame::is_runtime`]: a launch's stack starts in
+    /// libcuda, a blocked thread's in libc); every frame when nothing is left.
+    pub fn code_frames(&self) -> &[Frame] {
+        let first = match self.frames.iter().position(|f| f.kind == FrameKind::Python) {
+            Some(i) => i,
+            None => self.frames.iter().position(|f| !f.is_runtime()).unwrap_or(0),
+        };
+        &self.frames[first..]
     }
 }
 
@@ -358,11 +380,22 @@ mod tests {
     }
 
     #[test]
-    fn program_frames_skip_the_driver() {
+    fn code_frames_skip_the_runtime() {
         let t = parse_str("t", STACK_3).unwrap();
         let s = t.stacks.get(3).unwrap();
-        let driver = |f: &Frame| f.module.as_deref().is_some_and(|m| basename(m).starts_with("libcuda"));
-        assert_eq!(s.program_frames(driver)[0].func, "load_batch");
-        assert_eq!(s.program_frames(|_| true).len(), 4, "all skipped: all kept");
+        assert_eq!(s.code_frames()[0].func, "load_batch", "Python frames: from the innermost");
+        let c = r#"{"type":"stack","id":4,"pid":1,"ts":1,"frames":[{"kind":"native","fn":"read","module":"/opt/conda/lib/libc.so.6"},{"kind":"unknown","fn":"[unknown]","addr":"0x1"},{"kind":"native","fn":"load_file","module":"/home/u/app"},{"kind":"native","fn":"main","module":"/home/u/app"},{"kind":"native","fn":"__libc_start_main","module":"/usr/lib/x86_64-linux-gnu/libc.so.6"}]}"#;
+        let t = parse_str("t", c).unwrap();
+        let s = t.stacks.get(4).unwrap();
+        assert_eq!(
+            s.code_frames().iter().map(|f| f.func.as_str()).collect::<Vec<_>>(),
+            ["load_file", "main", "__libc_start_main"]
+        );
+        let all_runtime = r#"{"type":"stack","id":4,"pid":1,"ts":1,"frames":[{"kind":"native","fn":"read","module":"/lib/libc.so.6"}]}"#;
+        assert_eq!(
+            parse_str("t", all_runtime).unwrap().stacks.get(4).unwrap().code_frames().len(),
+            1,
+            "all runtime: all kept"
+        );
     }
 }
