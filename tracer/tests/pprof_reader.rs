@@ -80,7 +80,7 @@ fn go_pprof_reads_every_sample_exactly() {
         samples,
         [
             "launches/count calls/count gpu_time/nanoseconds gpu_idle/nanoseconds[dflt] off_cpu/nanoseconds",
-            "2 2 20000 23000 0: 1 2 3 4",
+            "2 2 20000 21000 0: 1 2 3 4",
             "pid:[100] stack:[1]",
             "1 1 5000 0 0: 1 5 3 4",
             "pid:[100] stack:[2]",
@@ -88,7 +88,7 @@ fn go_pprof_reads_every_sample_exactly() {
             "pid:[100] stack:[3]",
             "0 0 0 60000 60000: 8 9 10 11 4",
             "pid:[100] stack:[4]",
-            "1 1 5000 0 2000: 12",
+            "1 1 5000 2000 2000: 12",
             "pid:[100]",
             "0 1 0 0 0: 13",
             "pid:[100]",
@@ -111,15 +111,16 @@ fn go_pprof_attributes_idle_time_and_launches_to_lines() {
     let p = export(&dir);
     let top = pprof(&p, &["-top", "-lines", "-sample_index=gpu_idle", "-nodecount=100"]);
     assert!(top.contains("Total samples = 83us"), "{top}");
-    // cum per line: the loader's read holds 60 of the 83 µs, the step's launch the rest
+    // cum per line: the loader's read holds 60 of the 83 µs, the step's launch 21, a preemption without a stack 2
     let cum = |name: &str| -> String {
         let l = top.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| panic!("no {name} in\n{top}"));
         l.split_whitespace().nth(3).unwrap().to_string()
     };
     assert_eq!(cum("load_batch /home/u/data.py:41"), "60us");
     assert_eq!(cum("main /home/u/train.py:38"), "60us");
-    assert_eq!(cum("Model.step /home/u/train.py:20"), "23us");
-    assert_eq!(cum("main Programs/python.c:15"), "83us");
+    assert_eq!(cum("Model.step /home/u/train.py:20"), "21us");
+    assert_eq!(cum("[no stack]"), "2us");
+    assert_eq!(cum("main Programs/python.c:15"), "81us");
     let traces = pprof(&p, &["-traces", "-sample_index=launches"]);
     assert!(traces.contains("Total samples = 4"), "{traces}");
     let step20: Vec<&str> = section(&traces, "     stack:  1", "-----").iter().map(|l| l.trim()).collect();
@@ -134,4 +135,40 @@ fn tempdir() -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// The profile's GPU time and idle time per stack, as go tool pprof reads
+/// them, are `tracer report --json`'s (its stacks section: by busy time, by
+/// idle time), and the totals are the report's.
+#[test]
+fn go_pprof_agrees_with_tracer_report() {
+    use std::collections::BTreeMap;
+    let dir = tempdir();
+    let p = export(&dir);
+    let raw = pprof(&p, &["-raw"]);
+    // stack id (None: no stack) -> (gpu_time, gpu_idle)
+    let mut profile: BTreeMap<Option<u64>, (u64, u64)> = BTreeMap::new();
+    let lines = section(&raw, "Samples:", "Locations");
+    for pair in lines[1..].chunks(2) {
+        let v: Vec<u64> = pair[0].split(':').next().unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+        let stack = pair[1].split("stack:[").nth(1).map(|s| s.trim_end_matches(']').parse::<u64>().unwrap());
+        let e = profile.entry(stack).or_default();
+        e.0 += v[2];
+        e.1 += v[3];
+    }
+    let (code, out, err) = tracer(&["report", &fixture(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let s = &r["stacks"];
+    let mut report: BTreeMap<Option<u64>, (u64, u64)> = BTreeMap::new();
+    for row in s["by_busy"].as_array().unwrap() {
+        report.entry(row["stacks"][0].as_u64()).or_default().0 += row["busy_ns"].as_u64().unwrap();
+    }
+    for part in s["by_idle"]["parts"].as_array().unwrap() {
+        report.entry(part["stacks"][0].as_u64()).or_default().1 += part["ns"].as_u64().unwrap();
+    }
+    report.entry(Some(3)).or_default(); // the synchronization: no GPU time, no idle time
+    assert_eq!(profile, report);
+    assert_eq!(profile.values().map(|v| v.0).sum::<u64>(), s["busy_ns"].as_u64().unwrap());
+    assert_eq!(profile.values().map(|v| v.1).sum::<u64>(), s["by_idle"]["total_ns"].as_u64().unwrap());
 }

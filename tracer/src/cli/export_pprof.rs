@@ -7,19 +7,17 @@ use anyhow::Context as _;
 
 use crate::analysis::model::Trace;
 use crate::analysis::timeline::Timeline;
-use crate::analysis::{gaps, phases};
 use crate::cli::output::OutFile;
 use crate::export::pprof;
 
 /// Writes the profile of `t` on timeline `tl` to `out` ("-": stdout) and says what it wrote.
 pub fn run(t: &Trace, tl: &Timeline, out: &Path, force: bool) -> anyhow::Result<()> {
-    let g = gaps::analyze(t, tl, &phases::phases(t), &gaps::GapOptions::default());
     if out.as_os_str() == "-" {
-        pprof::export(t, tl, &g, std::io::stdout().lock())?;
+        pprof::export(t, tl, std::io::stdout().lock())?;
         return Ok(());
     }
     let mut f = OutFile::create_uncompressed(out, force)?;
-    let w = pprof::export(t, tl, &g, &mut f).with_context(|| format!("writing {}", out.display()))?;
+    let w = pprof::export(t, tl, &mut f).with_context(|| format!("writing {}", out.display()))?;
     f.finish(out)?;
     let v = &w.totals;
     eprintln!(

@@ -16,7 +16,6 @@ use std::io::Write;
 use prost::Message as _;
 
 use crate::analysis::basis::IdleBasis;
-use crate::analysis::gaps::GapReport;
 use crate::analysis::model::Trace;
 use crate::analysis::model::stacks;
 use crate::analysis::timeline::{Source, Timeline};
@@ -53,7 +52,7 @@ fn frame(f: &stacks::Frame) -> Frame<'_> {
 }
 
 /// What the GPU figures rest on, one comment line each.
-fn basis_comments(tl: &Timeline, gaps: &GapReport) -> Vec<String> {
+fn basis_comments(t: &Trace, tl: &Timeline) -> Vec<String> {
     let gpu_time = match tl.source {
         Source::Measured => "gpu_time: measured GPU activity (CUPTI `gpu` lines) at the stack of the call that submitted it"
             .to_string(),
@@ -70,11 +69,12 @@ fn basis_comments(tl: &Timeline, gaps: &GapReport) -> Vec<String> {
             .to_string(),
     };
     vec![
-        format!("tracer {}: user stacks of {}", env!("CARGO_PKG_VERSION"), gaps.trace),
+        format!("tracer {}: user stacks of {}", env!("CARGO_PKG_VERSION"), t.path),
         gpu_time,
         format!(
-            "gpu_idle: each process's GPU idle gaps ({} timeline, idle basis {}): the parts its submitting thread \
-             was off CPU at the switch-out's stack, the rest at the stack of the call that ended the gap",
+            "gpu_idle: every idle gap of every GPU ({} timeline, idle basis {}), as tracer report cuts it: the parts \
+             the launching thread was off CPU at the switch-out's stack, its on-CPU rest at the stack of the \
+             submission that ended the gap",
             tl.source.as_str(),
             IdleBasis::of(tl).as_str()
         ),
@@ -84,12 +84,11 @@ fn basis_comments(tl: &Timeline, gaps: &GapReport) -> Vec<String> {
     ]
 }
 
-/// Builds the profile of `t`: samples per stack on timeline `tl` with the
-/// gaps of `gaps` (every gap listed).
-pub fn profile(t: &Trace, tl: &Timeline, gaps: &GapReport) -> (proto::Profile, Written) {
-    let v: Values = values::of(t, tl, gaps);
+/// Builds the profile of `t`: samples per stack on timeline `tl`.
+pub fn profile(t: &Trace, tl: &Timeline) -> (proto::Profile, Written) {
+    let v: Values = values::of(t, tl);
     let mut b = ProfileBuilder::new(&TYPES);
-    for c in basis_comments(tl, gaps) {
+    for c in basis_comments(t, tl) {
         b.comment(&c);
     }
     let mut samples = 0;
@@ -129,8 +128,8 @@ fn wall_ns(t: &Trace, ts: u64) -> Option<i64> {
 }
 
 /// Writes the profile of `t` to `w`, encoded and gzip-compressed.
-pub fn export<W: Write>(t: &Trace, tl: &Timeline, gaps: &GapReport, w: W) -> std::io::Result<Written> {
-    let (p, written) = profile(t, tl, gaps);
+pub fn export<W: Write>(t: &Trace, tl: &Timeline, w: W) -> std::io::Result<Written> {
+    let (p, written) = profile(t, tl);
     write_gz(&p, w)?;
     Ok(written)
 }

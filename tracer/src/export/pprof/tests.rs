@@ -6,16 +6,12 @@ use std::collections::BTreeMap;
 use super::values::{self, Key, Missing};
 use super::*;
 use crate::analysis::model::parse_str;
-use crate::analysis::{gaps, phases, timeline};
+use crate::analysis::timeline;
 
 const TRAIN: &str = include_str!("../../../tests/fixtures/stacks/train.jsonl");
 
-fn gaps_of(t: &Trace, tl: &Timeline) -> GapReport {
-    gaps::analyze(t, tl, &phases::phases(t), &gaps::GapOptions::default())
-}
-
 fn values_of(t: &Trace, tl: &Timeline) -> BTreeMap<Key, values::Row> {
-    let v = values::of(t, tl, &gaps_of(t, tl));
+    let v = values::of(t, tl);
     let mut sum = [0i64; 5];
     for r in v.by_key.values() {
         for (s, x) in sum.iter_mut().zip(r) {
@@ -33,14 +29,14 @@ fn measured_values_per_stack() {
     let v = values_of(&t, &tl);
     // [launches, calls, gpu_time, gpu_idle, off_cpu]
     let want: BTreeMap<Key, values::Row> = [
-        // step:20 launched k1 twice (10 µs each); the gap 17-100 µs: 23 µs on CPU up to this launch
-        (Key::Stack(1), [2, 2, 20_000, 23_000, 0]),
+        // step:20 launched k1 twice (10 µs each); the gap 17-100 µs: 21 µs on CPU up to this launch
+        (Key::Stack(1), [2, 2, 20_000, 21_000, 0]),
         (Key::Stack(2), [1, 1, 5_000, 0, 0]),
         (Key::Stack(3), [0, 1, 0, 0, 0]),
         // blocked in read 20-80 µs, inside the gap
         (Key::Stack(4), [0, 0, 0, 60_000, 60_000]),
-        // the second k2 launch had no stack; the preemption 85-87 µs neither
-        (Key::Missing(100, Missing::NoStack), [1, 1, 5_000, 0, 2_000]),
+        // the second k2 launch had no stack; the preemption 85-87 µs (in the gap) neither
+        (Key::Missing(100, Missing::NoStack), [1, 1, 5_000, 2_000, 2_000]),
         // the second synchronization named stack 9, which no line defines
         (Key::Missing(100, Missing::Undefined), [0, 1, 0, 0, 0]),
     ]
@@ -66,7 +62,7 @@ fn inferred_gpu_time_from_calibrated_durations_bound_none() {
     let tl = timeline::bound(&t);
     let v = values_of(&t, &tl);
     assert!(v.values().all(|r| r[values::GPU_TIME] == 0));
-    let (p, _) = profile(&t, &tl, &gaps_of(&t, &tl));
+    let (p, _) = profile(&t, &tl);
     let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
     assert!(comments[1].starts_with("gpu_time: 0 everywhere: the bound timeline"), "{comments:?}");
 }
@@ -75,7 +71,7 @@ fn inferred_gpu_time_from_calibrated_durations_bound_none() {
 fn the_profile_names_frames_files_and_lines() {
     let t = parse_str("train.jsonl", TRAIN).unwrap();
     let tl = timeline::measured(&t);
-    let (p, w) = profile(&t, &tl, &gaps_of(&t, &tl));
+    let (p, w) = profile(&t, &tl);
     assert_eq!((w.samples, w.stacks), (6, 4));
     assert_eq!(w.totals, [4, 6, 30_000, 83_000, 62_000]);
     let s = |i: i64| p.string_table[i as usize].as_str();
@@ -131,7 +127,7 @@ fn a_trace_without_stacks_is_one_sample_per_process() {
         v.keys().collect::<Vec<_>>(),
         [&Key::Missing(100, Missing::NoStack), &Key::Missing(100, Missing::Undefined)]
     );
-    let (_, w) = profile(&t, &tl, &gaps_of(&t, &tl));
+    let (_, w) = profile(&t, &tl);
     assert_eq!((w.samples, w.stacks, w.totals), (2, 0, [4, 6, 30_000, 83_000, 62_000]));
 }
 
@@ -141,11 +137,10 @@ fn written_gzip_decodes_to_the_profile() {
     use std::io::Read as _;
     let t = parse_str("train.jsonl", TRAIN).unwrap();
     let tl = timeline::measured(&t);
-    let g = gaps_of(&t, &tl);
     let mut bytes = Vec::new();
-    export(&t, &tl, &g, &mut bytes).unwrap();
+    export(&t, &tl, &mut bytes).unwrap();
     assert_eq!(&bytes[..2], [0x1f, 0x8b]);
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut raw).unwrap();
-    assert_eq!(proto::Profile::decode(raw.as_slice()).unwrap(), profile(&t, &tl, &g).0);
+    assert_eq!(proto::Profile::decode(raw.as_slice()).unwrap(), profile(&t, &tl).0);
 }

@@ -5,10 +5,11 @@
 //! [`Key::Missing`], so every sample type sums to the trace's own total.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::analysis::gaps::GapReport;
+use crate::analysis::gap_stacks::Attributor;
+use crate::analysis::gaps;
 use crate::analysis::model::stacks::StackId;
 use crate::analysis::model::{Call, Kind, Trace};
-use crate::analysis::thread_states::gap_thread;
+use crate::analysis::thread_states::gap_call;
 use crate::analysis::timeline::{Source, Timeline, link_measured_to_launches};
 
 /// The sample types, in the order of each sample's values.
@@ -88,9 +89,10 @@ fn takes_stack(k: Kind) -> bool {
     k.is_gpu_work() || k.is_blocking_sync()
 }
 
-/// Every value of `t`: calls from the model, GPU time from `tl` (none on a
-/// bound timeline: no durations), idle from the process scopes of `gaps`.
-pub fn of(t: &Trace, tl: &Timeline, gaps: &GapReport) -> Values {
+/// Every value of `t`: calls from the model, GPU time and idle gaps from
+/// `tl` (no GPU time on a bound timeline: no durations; its idle gaps are
+/// the certain ones).
+pub fn of(t: &Trace, tl: &Timeline) -> Values {
     let mut v = Values::default();
     for c in t.calls.iter().filter(|c| c.is_driver_call() && takes_stack(c.kind)) {
         let k = call_key(t, c);
@@ -100,7 +102,7 @@ pub fn of(t: &Trace, tl: &Timeline, gaps: &GapReport) -> Values {
         }
     }
     gpu_time(&mut v, t, tl);
-    gpu_idle(&mut v, t, gaps);
+    gpu_idle(&mut v, t, tl);
     for off in t.sched.off.values().flatten() {
         v.add(key_of(t, off.pid, off.stack), OFF_CPU, off.end.saturating_sub(off.start));
     }
@@ -130,39 +132,22 @@ fn gpu_time(v: &mut Values, t: &Trace, tl: &Timeline) {
     }
 }
 
-/// Each process's idle gaps: the parts its submitting thread spent off CPU
-/// at the stacks of those switch-outs, the rest at the stack of the call
-/// that ended the gap (the first GPU work call at or after its start,
-/// analysis/thread_states.rs `gap_thread`).
-fn gpu_idle(v: &mut Values, t: &Trace, gaps: &GapReport) {
-    for s in gaps.scopes.iter().filter(|s| s.kind == "process") {
-        let Some(&pid) = s.pids.first() else { continue };
-        for &(a, b) in s.gaps.iter().filter(|(a, b)| b > a) {
-            let ending = ending_call(t, &s.pids, a);
-            let rest = ending.map_or(Key::Missing(pid, Missing::NoStack), |c| call_key(t, c));
-            let mut left = b - a;
-            if let Some(th) = gap_thread(t, &s.pids, a)
-                && let Some(off) = t.sched.off.get(&th.tid)
-            {
-                let from = off.partition_point(|o| o.end <= a);
-                for o in off[from..].iter().take_while(|o| o.start < b) {
-                    let part = o.end.min(b).saturating_sub(o.start.max(a)).min(left);
-                    if part > 0 && o.stack.is_some() {
-                        v.add(key_of(t, o.pid, o.stack), GPU_IDLE, part);
-                        left -= part;
-                    }
-                }
-            }
-            if left > 0 {
-                v.add(rest, GPU_IDLE, left);
+/// Every idle gap of every GPU, cut as `tracer report` cuts it
+/// (analysis/gap_stacks.rs): the launching thread's off-CPU parts at the
+/// stacks of its switch-outs, its on-CPU rest at the stack of the
+/// submission that ended the gap; parts without a stack (no switch-out
+/// stack, scheduler events missing) at the thread's process's `[no stack]`.
+fn gpu_idle(v: &mut Values, t: &Trace, tl: &Timeline) {
+    for d in tl.devices() {
+        let pids: BTreeSet<u32> = tl.streams.iter().filter(|s| s.device == d).map(|s| s.key.pid).collect();
+        let at = Attributor::new(t, &pids);
+        let (_, gs) = gaps::gaps_of(&gaps::busy(tl.device_intervals(d)));
+        for (a, b) in gs {
+            let pid = gap_call(t, &pids, a).map_or_else(|| pids.first().copied().unwrap_or(0), |c| c.pid);
+            for p in at.gap_pieces(a, b).into_iter().filter(|p| p.ns > 0) {
+                let k = p.stack.map_or(Key::Missing(pid, Missing::NoStack), Key::Stack);
+                v.add(k, GPU_IDLE, p.ns);
             }
         }
     }
-}
-
-/// The call whose submission ends a gap starting at `a` (as `gap_thread` picks it).
-fn ending_call<'t>(t: &'t Trace, pids: &BTreeSet<u32>, a: u64) -> Option<&'t Call> {
-    let i = t.calls.partition_point(|c| c.ts < a);
-    let work = |c: &&Call| c.kind.is_gpu_work() && pids.contains(&c.pid);
-    t.calls[i..].iter().find(work).or_else(|| t.calls[..i].iter().rev().find(work))
 }
