@@ -172,3 +172,55 @@ fn go_pprof_agrees_with_tracer_report() {
     assert_eq!(profile.values().map(|v| v.0).sum::<u64>(), s["busy_ns"].as_u64().unwrap());
     assert_eq!(profile.values().map(|v| v.1).sum::<u64>(), s["by_idle"]["total_ns"].as_u64().unwrap());
 }
+
+/// The output: never over a file without --force (one line naming it),
+/// `-o -` the same gzip bytes on stdout, a trace without stacks a profile
+/// of `[no stack]` samples with a note.
+#[test]
+fn output_rules_and_a_trace_without_stacks() {
+    let dir = tempdir();
+    let p = export(&dir);
+    let first = std::fs::read(&p).unwrap();
+    let (code, _, err) = tracer(&["export", &fixture(), "--format", "pprof", "-o", p.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.trim(), format!("tracer: output file {} exists (use --force to overwrite)", p.display()));
+    let (code, _, err) = tracer(&["export", &fixture(), "--format", "pprof", "-o", p.to_str().unwrap(), "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&p).unwrap(), first);
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["export", &fixture(), "--format", "pprof", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, first);
+    let (code, _, err) = tracer(&["export", &fixture(), "--format", "pprof", "--host", "h"]);
+    assert_eq!((code, err.trim()), (2, "tracer: --host applies to --format parquet only"));
+
+    let plain: String = std::fs::read_to_string(fixture())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"type\":\"stack\""))
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("stack");
+            format!("{v}\n")
+        })
+        .collect();
+    let trace = dir.join("plain.jsonl");
+    std::fs::write(&trace, plain).unwrap();
+    let (code, _, err) = tracer(&["export", trace.to_str().unwrap(), "--format", "pprof"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "(1 samples, 0 stacks; 4 launches, 6 calls, gpu_time 30000 ns, gpu_idle 83000 ns, off_cpu 62000 ns"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("has no stack lines"), "{err}");
+    let top = pprof(&dir.join("plain.pb.gz"), &["-top", "-sample_index=launches"]);
+    assert!(
+        top.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["4", "100%", "100%", "4", "100%", "[no", "stack]"]),
+        "{top}"
+    );
+}
