@@ -19,7 +19,10 @@ fn frame(f: &str, module: &str, at: Option<(&str, u32)>) -> String {
 }
 
 fn stack(id: u64, frames: &[String]) -> String {
-    format!(r#"{{"type":"stack","op":"stack","name":"stack","id":{id},"pid":7,"tid":0,"ts":1,"frames":[{}]}}"#, frames.join(","))
+    format!(
+        r#"{{"type":"stack","op":"stack","name":"stack","id":{id},"pid":7,"tid":0,"ts":1,"frames":[{}]}}"#,
+        frames.join(",")
+    )
 }
 
 fn call(ts: u64, ty: &str, op: &str, name: &str, dur_us: u64, stack: u64) -> String {
@@ -29,7 +32,9 @@ fn call(ts: u64, ty: &str, op: &str, name: &str, dur_us: u64, stack: u64) -> Str
 }
 
 fn gpu(a: u64, b: u64) -> String {
-    format!(r#"{{"ts":{a},"end_ts":{b},"pid":7,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream":"0x0","stream_id":7}}"#)
+    format!(
+        r#"{{"ts":{a},"end_ts":{b},"pid":7,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream":"0x0","stream_id":7}}"#
+    )
 }
 
 fn off_cpu(a: u64, b: u64, name: &str, file: &str, stack: u64) -> String {
@@ -53,9 +58,23 @@ fn trace() -> PathBuf {
     let l = [
         r#"{"type":"header","pid":7,"command":["/home/u/app"],"sched":true,"stacks":true}"#.to_string(),
         stack(1, &launch_stack),
-        stack(2, &[frame("cuCtxSynchronize", LIBCUDA, None), frame("wait_gpu", APP, None), frame("main", APP, Some(("app.c", 52)))]),
+        stack(
+            2,
+            &[
+                frame("cuCtxSynchronize", LIBCUDA, None),
+                frame("wait_gpu", APP, None),
+                frame("main", APP, Some(("app.c", 52))),
+            ],
+        ),
         stack(3, &[frame("read", LIBC, None), frame("load_file", APP, None), frame("main", APP, Some(("app.c", 48)))]),
-        stack(4, &[frame("syscall", LIBC, None), frame("[unknown]", "/opt/lib/libstripped.so", None), frame("main", APP, Some(("app.c", 49)))]),
+        stack(
+            4,
+            &[
+                frame("syscall", LIBC, None),
+                frame("[unknown]", "/opt/lib/libstripped.so", None),
+                frame("main", APP, Some(("app.c", 49))),
+            ],
+        ),
         r#"{"ts":500,"pid":7,"tid":7,"type":"sched","op":"thread_seen","name":"thread_seen"}"#.into(),
         call(ms, "kernel", "launch", "cuLaunchKernel", 5, 1),
         gpu(ms + 10_000, 2 * ms),
@@ -96,12 +115,23 @@ fn gaps_name_the_blocking_and_the_launching_functions() {
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let c = &v["scopes"][0]["long_gap_code"];
-    assert_eq!((c["gaps"].as_u64(), c["total_ns"].as_u64(), c["without_stack_ns"].as_u64()), (Some(2), Some(5_520_000), Some(0)));
-    let parts: Vec<(String, u64)> =
-        c["parts"].as_array().unwrap().iter().map(|p| (p["cause"].as_str().unwrap().to_string(), p["ns"].as_u64().unwrap())).collect();
+    assert_eq!(
+        (c["gaps"].as_u64(), c["total_ns"].as_u64(), c["without_stack_ns"].as_u64()),
+        (Some(2), Some(5_520_000), Some(0))
+    );
+    let parts: Vec<(String, u64)> = c["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["cause"].as_str().unwrap().to_string(), p["ns"].as_u64().unwrap()))
+        .collect();
     assert_eq!(
         parts,
-        [("blocked in read (file)".to_string(), 4_000_000), ("on CPU".into(), 1_020_000), ("blocked in futex".into(), 500_000)]
+        [
+            ("blocked in read (file)".to_string(), 4_000_000),
+            ("on CPU".into(), 1_020_000),
+            ("blocked in futex".into(), 500_000)
+        ]
     );
     let _ = std::fs::remove_file(&p);
 }
@@ -113,14 +143,25 @@ fn report_ranks_stacks_by_busy_and_idle_time() {
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let s = &v["stacks"];
-    assert_eq!((s["stacks"].as_u64(), s["busy_basis"].as_str(), s["busy_ns"].as_u64()), (Some(4), Some("measured"), Some(2_470_000)));
+    assert_eq!(
+        (s["stacks"].as_u64(), s["busy_basis"].as_str(), s["busy_ns"].as_u64()),
+        (Some(4), Some("measured"), Some(2_470_000))
+    );
     let top = &s["by_busy"][0];
-    assert_eq!(top["frames"], serde_json::json!(["launch_step (app.c:30)", "main (app.c:50)", "__libc_start_main (libc.so.6)"]));
+    assert_eq!(
+        top["frames"],
+        serde_json::json!(["launch_step (app.c:30)", "main (app.c:50)", "__libc_start_main (libc.so.6)"])
+    );
     assert_eq!((top["launches"].as_u64(), top["busy_ns"].as_u64()), (Some(3), Some(2_470_000)));
     assert_eq!(s["by_idle"]["total_ns"].as_u64(), Some(5_520_000));
     assert_eq!(s["by_idle"]["parts"][0]["frames"], serde_json::json!(["load_file (app)", "main (app.c:48)"]));
     let (rc, out, err) = tracer(&["report", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("100.0%    2.47 ms         3  launch_step (app.c:30) ← main (app.c:50) ← __libc_start_main (libc.so.6)"), "{out}");
+    assert!(
+        out.contains(
+            "100.0%    2.47 ms         3  launch_step (app.c:30) ← main (app.c:50) ← __libc_start_main (libc.so.6)"
+        ),
+        "{out}"
+    );
     let _ = std::fs::remove_file(&p);
 }

@@ -1,6 +1,7 @@
 //! `tracer report TRACE --html FILE`: the report as one self-contained HTML
 //! page (no network: styles, script and data inline): the verdict and the
-//! phase table, iterations, top kernels, the idle-gap histogram, a zoomable
+//! phase table, iterations, top kernels, the idle-gap histogram, flame graphs
+//! of GPU busy and idle time per stack (html/flame_svg.rs), a zoomable
 //! timeline (canvas, a little embedded JS), energy, the ioctl summary, and
 //! per-GPU and per-process tables.
 //!
@@ -10,6 +11,8 @@
 //! 100 ns, so the file stays small (docs/analysis.md#html-report).
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+
+pub mod flame_svg;
 
 use crate::analysis::gaps::{GapReport, fmt_ns};
 use crate::analysis::kernel_names::NameStyle;
@@ -340,7 +343,7 @@ fn kernel_table(out: &mut String, title: &str, rows: &[KernelRow], style: NameSt
 /// The two flame graphs: GPU busy time (launches when unknown) and GPU idle
 /// time per stack, with the figures in their titles.
 fn stacks_html(out: &mut String, st: &crate::analysis::stack_report::StackReport) {
-    use super::flame_svg::{Unit, svg};
+    use flame_svg::{Unit, svg};
     // `, 10.0 µs of 1.59 ms without a stack`
     let no_stack = |n: u64, of: u64, unit: &dyn Fn(u64) -> String| {
         if n == 0 { String::new() } else { format!(", {} of {} without a stack", unit(n), unit(of)) }
@@ -818,7 +821,7 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
         }
         o.push_str("</ul>\n");
     }
-    let _ = write!(o, "<script>{}{SCRIPT}</script>\n</body></html>\n", super::flame_svg::SCRIPT);
+    let _ = write!(o, "<script>{}{SCRIPT}</script>\n</body></html>\n", flame_svg::SCRIPT);
     o
 }
 

@@ -3,7 +3,6 @@
 //! for ui.perfetto.dev, [`parquet`] writes Parquet tables for DuckDB and Spark, [`html`] the
 //! report as one self-contained page. Each takes analysed data (`crate::analysis`) and a
 //! writer or a directory; the commands that call them are in `crate::cli`.
-pub mod flame_svg;
 pub mod html;
 pub mod openmetrics;
 pub mod parquet;

@@ -418,7 +418,9 @@ mod tests {
         let t = a.finish();
         let one = parse_str("t", &lines.join("\n")).unwrap();
         assert_eq!((t.stacks.len(), t.stacks.calls_with_stack(), t.stacks.unknown_refs), (2, 3, 1));
-        let ids = |t: &crate::analysis::model::Trace| -> Vec<Option<u64>> { t.calls.iter().map(|c| t.stacks.call_stack_id(c)).collect() };
+        let ids = |t: &crate::analysis::model::Trace| -> Vec<Option<u64>> {
+            t.calls.iter().map(|c| t.stacks.call_stack_id(c)).collect()
+        };
         assert_eq!(ids(&t), ids(&one));
         assert_eq!(t.stacks.get(5).unwrap().short(3), "(no frames)");
     }

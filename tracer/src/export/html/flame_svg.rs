@@ -9,7 +9,7 @@
 //! `data-frames` (what the browser test reads).
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::esc;
 use crate::analysis::flame::Flame;
 
 /// The graph's width in px.
