@@ -21,7 +21,7 @@ impl Flame {
         if value == 0 {
             return;
         }
-        self.value += value;
+        self.value = self.value.saturating_add(value);
         let Some((first, rest)) = path.split_first() else { return };
         let i = match self.children.binary_search_by(|c| c.name.as_str().cmp(first)) {
             Ok(i) => i,
@@ -47,7 +47,7 @@ impl Flame {
             let mut at = x;
             for c in &n.children {
                 walk(c, depth + 1, at, out);
-                at += c.value;
+                at = at.saturating_add(c.value);
             }
         }
         walk(self, 0, 0, &mut out);

@@ -63,13 +63,14 @@ impl CodePart {
     }
 }
 
-/// The first `n` frames joined by ` ← ` (`← …` when there are more), escaped.
+/// The first `n` frames joined by ` ← ` (`← …` when there are more),
+/// escaped, the whole cut like a name (analysis/inert.rs).
 pub fn frames_text(frames: &[String], n: usize) -> String {
-    let mut v: Vec<String> = frames.iter().take(n).map(|f| super::inert::name(f).into_owned()).collect();
+    let mut v: Vec<String> = frames.iter().take(n).map(|f| super::inert::escape(f).into_owned()).collect();
     if frames.len() > n {
         v.push("…".into());
     }
-    v.join(" ← ")
+    super::inert::cut(v.join(" ← ").into(), super::inert::CELL_CAP).into_owned()
 }
 
 /// The code of some gaps (one gap, a phase's, a scope's).
@@ -319,6 +320,17 @@ impl Acc {
             without_stack_ns: self.without_stack_ns,
             parts,
         }
+    }
+}
+
+/// One gap's code as lines of text: `code: 58 % blocked in … at …`, then
+/// the next parts under it (at most `n`, those of ≥ 1 %).
+pub fn render_gap(s: &mut String, pad: &str, c: &CodeSplit, n: usize) {
+    let total = c.total_ns.max(1) as f64;
+    let parts: Vec<&CodePart> = c.parts.iter().filter(|p| p.ns as f64 / total >= 0.01).take(n).collect();
+    for (i, p) in parts.iter().enumerate() {
+        let head = if i == 0 { "code:" } else { "" };
+        let _ = writeln!(s, "{pad}{head:<5} {:>3.0} % {}", 100.0 * p.ns as f64 / total, p.sentence());
     }
 }
 

@@ -187,7 +187,17 @@ fn tracer_gaps_names_the_code_per_gap_and_per_scope() {
         ),
         "{text}"
     );
-    assert!(text.contains("code: blocked in read (file) at load_batch (data.py:41) ← main (train.py:88) 58 %; on CPU at train_step (train.py:60) ← main (train.py:90) 30 %; preempted by hog (pid 9) at compute (train.py:50) ← main (train.py:89) 10 %\n"), "{text}");
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let at = lines.iter().position(|l| l.starts_with("code:")).expect("a code line");
+    assert_eq!(
+        lines[at..at + 4],
+        [
+            "code:  58 % blocked in read (file) at load_batch (data.py:41) ← main (train.py:88)",
+            "30 % on CPU at train_step (train.py:60) ← main (train.py:90)",
+            "10 % preempted by hog (pid 9) at compute (train.py:50) ← main (train.py:89)",
+            "when it began the thread was at train_step (train.py:70) ← main (train.py:90)",
+        ]
+    );
     assert!(text.contains("when it began the thread was at train_step (train.py:70) ← main (train.py:90)\n"), "{text}");
     let json = serde_json::to_value(&r).unwrap();
     let p0 = &json["scopes"][0]["long_gap_code"]["parts"][0];

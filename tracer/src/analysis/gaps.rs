@@ -795,7 +795,7 @@ pub fn render(r: &GapReport) -> String {
             }
             if let Some(code) = &g.code {
                 let pad = format!("  {:>12}    {:<12} ", "", "");
-                let _ = writeln!(s, "{pad}code: {}", code.code.sentence(3));
+                gap_stacks::render_gap(&mut s, &pad, &code.code, 3);
                 if !code.began_at_frames.is_empty() {
                     let _ = writeln!(
                         s,

@@ -132,13 +132,14 @@ pub fn build(t: &Trace, tl: &Timeline) -> Option<StackReport> {
         for (si, ii, i) in intervals {
             let call = if i.call != u32::MAX { Some(i.call) } else { linked.get(&(si, ii)).copied() };
             let id = call.and_then(|c| t.calls.get(c as usize)).and_then(|c| defined(t.stacks.call_stack_id(c)));
-            busy += i.dur();
-            busy_without += if id.is_none() { i.dur() } else { 0 };
+            busy = busy.saturating_add(i.dur());
+            busy_without = busy_without.saturating_add(if id.is_none() { i.dur() } else { 0 });
             let key = id.map(&mut frames).unwrap_or_default();
             let e = by.entry(key).or_default();
             e.0.extend(id);
-            e.2 += i.dur();
-            *busy_flame_ns.entry(id).or_default() += i.dur();
+            e.2 = e.2.saturating_add(i.dur());
+            let f = busy_flame_ns.entry(id).or_default();
+            *f = f.saturating_add(i.dur());
         }
     }
     let weights = if known { busy_flame_ns } else { launch_flame };

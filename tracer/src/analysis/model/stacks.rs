@@ -398,4 +398,30 @@ mod tests {
             "all runtime: all kept"
         );
     }
+
+    #[test]
+    fn the_parallel_loader_merges_stacks_and_references() {
+        use crate::analysis::model::TraceBuilder;
+        let lines = [
+            STACK_3,
+            r#"{"ts":200,"pid":4242,"tid":4243,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","stream":"0x0","stack":3}"#,
+            r#"{"type":"stack","id":5,"pid":4242,"ts":300,"frames":[]}"#,
+            r#"{"ts":400,"pid":4242,"tid":4243,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","stream":"0x0","stack":5}"#,
+            r#"{"ts":500,"pid":4242,"tid":4243,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","stream":"0x0","stack":6}"#,
+        ];
+        let (mut a, mut b) = (TraceBuilder::new("t"), TraceBuilder::new("t"));
+        for (i, l) in lines.iter().enumerate() {
+            let part = if i < 2 { &mut a } else { &mut b };
+            part.add_line(i as u64 + 1, l.as_bytes()).unwrap();
+        }
+        a.absorb(b);
+        let t = a.finish();
+        let one = parse_str("t", &lines.join("\n")).unwrap();
+        assert_eq!((t.stacks.len(), t.stacks.calls_with_stack(), t.stacks.unknown_refs), (2, 3, 1));
+        let ids = |t: &crate::analysis::model::Trace| -> Vec<Option<u64>> {
+            t.calls.iter().map(|c| t.stacks.call_stack_id(c)).collect()
+        };
+        assert_eq!(ids(&t), ids(&one));
+        assert_eq!(t.stacks.get(5).unwrap().short(3), "(no frames)");
+    }
 }
