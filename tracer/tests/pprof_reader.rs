@@ -103,6 +103,8 @@ fn go_pprof_reads_every_sample_exactly() {
     assert_eq!(locations[11], "12: 0x0 [no stack] :0 s=0");
     assert_eq!(locations.len(), 13);
     assert!(raw.contains("Comment: gpu_time: measured GPU activity"), "{raw}");
+    let top = pprof(&p, &["-top"]);
+    assert_eq!(top.lines().next(), Some("File: python3.11"), "the executable is the main binary:\n{top}");
 }
 
 #[test]

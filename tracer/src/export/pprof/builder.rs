@@ -172,10 +172,34 @@ impl ProfileBuilder {
             m.memory_start = r.start;
             m.memory_limit = r.limit;
         }
+        self.executables_first();
         self.p.default_sample_type = self.string(default_type);
         self.p.time_nanos = time_nanos;
         self.p.duration_nanos = duration_nanos;
         self.p
+    }
+}
+
+impl ProfileBuilder {
+    /// Readers take `mapping[0]` for the main binary: the mappings of
+    /// executables (no `.so` in the name) go first, in order, then the
+    /// shared objects; ids are renumbered and locations follow.
+    fn executables_first(&mut self) {
+        let shared = |m: &Mapping| self.p.string_table[m.filename as usize].contains(".so");
+        let mut order: Vec<usize> = (0..self.p.mapping.len()).collect();
+        order.sort_by_key(|&i| shared(&self.p.mapping[i]));
+        let mut new_id = vec![0u64; order.len() + 1];
+        let mut mapping = Vec::with_capacity(order.len());
+        for (n, &i) in order.iter().enumerate() {
+            let mut m = self.p.mapping[i];
+            new_id[m.id as usize] = n as u64 + 1;
+            m.id = n as u64 + 1;
+            mapping.push(m);
+        }
+        self.p.mapping = mapping;
+        for l in self.p.location.iter_mut().filter(|l| l.mapping_id != 0) {
+            l.mapping_id = new_id[l.mapping_id as usize];
+        }
     }
 }
 

@@ -102,18 +102,21 @@ fn the_profile_names_frames_files_and_lines() {
     );
     let labels: Vec<(&str, i64)> = read.label.iter().map(|l| (s(l.key), l.num)).collect();
     assert_eq!(labels, [("pid", 100), ("stack", 4)]);
-    // libc, the stripped library, python3.11 and libcuda of pid 100
-    let maps: Vec<&str> = p.mapping.iter().map(|m| s(m.filename)).collect();
+    // the executable first (readers take mapping 1 for the main binary), then the shared objects
+    let maps: Vec<(u64, &str)> = p.mapping.iter().map(|m| (m.id, s(m.filename))).collect();
     assert_eq!(
         maps,
         [
-            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-            "/usr/bin/python3.11",
-            "/usr/lib/x86_64-linux-gnu/libc.so.6",
-            "/opt/lib/libstripped.so"
+            (1, "/usr/bin/python3.11"),
+            (2, "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+            (3, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            (4, "/opt/lib/libstripped.so")
         ]
     );
-    assert_eq!((p.mapping[0].memory_start, p.mapping[0].memory_limit), (0x7f00_0000_0000, 0x7f00_0000_2001));
+    assert_eq!((p.mapping[1].memory_start, p.mapping[1].memory_limit), (0x7f00_0000_0000, 0x7f00_0000_2001));
+    // cuLaunchKernel's location is in libcuda's mapping, python.c's main in the executable's
+    assert_eq!((p.location[0].address, p.location[0].mapping_id), (0x7f00_0000_1000, 2));
+    assert_eq!((p.location[3].address, p.location[3].mapping_id), (0x55d0_c0a0_1234, 1));
 }
 
 #[test]
