@@ -551,7 +551,8 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         },
         stacks: t.stacks.len(),
         unknown_stack_refs: t.stacks.unknown_refs,
-        stacks_in_header: t.header.as_ref().is_some_and(|h| !h["stacks"].is_null()),
+        // `stacks` is null with --no-stacks: the key says a tracer that takes them wrote it.
+        stacks_in_header: t.header.as_ref().and_then(|h| h.as_object()).is_some_and(|h| h.contains_key("stacks")),
         scopes,
     }
 }
