@@ -225,5 +225,14 @@ fn a_trace_without_stacks_says_so() {
     let tl = timeline::gpu_intervals(&t, None);
     let r = gaps::analyze(&t, &tl, &phases::phases(&t), &gaps::GapOptions::default());
     assert!(r.scopes[0].long_gap_code.is_none() && r.scopes[0].longest[0].code.is_none());
-    assert!(gaps::render(&r).contains("which code held the GPU idle: no stacks in the trace"));
+    assert!(!gaps::render(&r).contains("which code held the GPU idle"), "a trace of a tracer before stacks");
+    let mut l = l;
+    l[0] = l[0].replace(r#""sched":true"#, r#""sched":true,"stacks":null"#);
+    let t = parse_str("t.jsonl", &l.join("\n")).unwrap();
+    let r = gaps::analyze(&t, &timeline::gpu_intervals(&t, None), &phases::phases(&t), &gaps::GapOptions::default());
+    assert!(
+        gaps::render(&r).contains(
+            "which code held the GPU idle: no stacks in the trace (recorded with --no-stacks, or none taken)\n"
+        )
+    );
 }

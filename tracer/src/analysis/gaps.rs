@@ -179,10 +179,20 @@ pub struct GapReport {
     /// The synchronization time of the trace's calls (analysis/figures.rs).
     pub synchronization: super::figures::SyncTime,
     /// The user stacks of the trace (`stack` lines), and the lines naming
-    /// an id no `stack` line defines.
+    /// an id no `stack` line defines (both left out of the JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
     pub stacks: usize,
+    #[serde(skip_serializing_if = "is_zero")]
     pub unknown_stack_refs: u64,
+    /// The header has `stacks` (a tracer that can take them made the
+    /// trace): without stack lines the text says so.
+    #[serde(skip)]
+    pub stacks_in_header: bool,
     pub scopes: Vec<ScopeReport>,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The union of the intervals (busy time) of the given streams.
@@ -541,6 +551,8 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
         },
         stacks: t.stacks.len(),
         unknown_stack_refs: t.stacks.unknown_refs,
+        // `stacks` is null with --no-stacks: the key says a tracer that takes them wrote it.
+        stacks_in_header: t.header.as_ref().and_then(|h| h.as_object()).is_some_and(|h| h.contains_key("stacks")),
         scopes,
     }
 }
@@ -772,11 +784,12 @@ pub fn render(r: &GapReport) -> String {
                 }
             }
             Some(_) => {}
+            // Traces of a tracer before stacks (no `stacks` in the header) say nothing.
             None => {
-                if !sc.longest.is_empty() {
+                if !sc.longest.is_empty() && r.stacks_in_header {
                     let _ = writeln!(
                         s,
-                        "which code held the GPU idle: no stacks in the trace (recorded with --no-stacks, or by a tracer before stacks)"
+                        "which code held the GPU idle: no stacks in the trace (recorded with --no-stacks, or none taken)"
                     );
                 }
             }

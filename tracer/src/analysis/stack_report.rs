@@ -47,6 +47,13 @@ pub struct StackReport {
     pub launches_without_stack: u64,
     pub busy_ns: Option<u64>,
     pub busy_without_stack_ns: Option<u64>,
+    /// How launches took stacks (the header's `stacks.sampling`): `all`,
+    /// `sampled` (then busy time per stack is that of the sampled launches:
+    /// the shares are of their time), or None when the header does not say.
+    pub launch_stacks: Option<String>,
+    /// `sampled`: the header's rule, in words.
+    #[serde(skip)]
+    pub sampling_rule: Option<String>,
     /// The first [`TOP`] places by busy time (by launches when unknown).
     pub by_busy: Vec<BusyRow>,
     /// Distinct places with submissions.
@@ -178,8 +185,20 @@ pub fn build(t: &Trace, tl: &Timeline) -> Option<StackReport> {
     let mut by_idle = acc.finish();
     let idle_places = by_idle.parts.len();
     by_idle.parts.truncate(TOP);
+    let sampling = t.header.as_ref().map(|h| &h["stacks"]["sampling"]);
+    let launch_stacks = sampling.and_then(|s| s["launches"].as_str()).map(str::to_string);
+    let sampling_rule = sampling.filter(|s| s["launches"] == "sampled").map(|s| {
+        let n = |k: &str| s[k].as_f64().map_or("?".to_string(), |x| x.to_string());
+        format!(
+            "a launch takes a stack after {} µs without a launch of its thread or a switch-out, else at most every {} ms per thread",
+            n("idle_us"),
+            n("interval_ms")
+        )
+    });
     Some(StackReport {
         stacks: t.stacks.len(),
+        launch_stacks,
+        sampling_rule,
         busy_basis: basis(tl.source),
         launches,
         launches_without_stack: launches_without,
@@ -198,8 +217,18 @@ pub fn build(t: &Trace, tl: &Timeline) -> Option<StackReport> {
 /// The report's text section.
 pub fn render(s: &mut String, r: &StackReport) {
     let _ = writeln!(s, "\nStacks ({} distinct):", r.stacks);
+    if let Some(rule) = &r.sampling_rule {
+        let _ = writeln!(
+            s,
+            "launch stacks are sampled ({rule}): busy time and launches per stack are those of the sampled launches, \
+             the shares of their GPU time; the rest is under (no stack)"
+        );
+    }
+    let sampled = r.sampling_rule.is_some();
     match r.busy_ns {
         Some(busy) => {
+            // Sampled: shares of the sampled launches' time.
+            let base = if sampled { busy.saturating_sub(r.busy_without_stack_ns.unwrap_or(0)) } else { busy };
             let _ = writeln!(
                 s,
                 "top stacks by GPU busy time ({} GPU time, {} of {} with no stack; {} launches, {} with no stack):",
@@ -212,14 +241,12 @@ pub fn render(s: &mut String, r: &StackReport) {
             let _ = writeln!(s, "  {:>6} {:>10} {:>9}  where", "busy %", "busy", "launches");
             for row in &r.by_busy {
                 let ns = row.busy_ns.unwrap_or(0);
-                let _ = writeln!(
-                    s,
-                    "  {:>5.1}% {:>10} {:>9}  {}",
-                    100.0 * ns as f64 / busy.max(1) as f64,
-                    fmt_ns(ns),
-                    row.launches,
-                    place(&row.frames)
-                );
+                let share = if sampled && row.frames.is_empty() {
+                    "     -".to_string()
+                } else {
+                    format!("{:>5.1}%", 100.0 * ns as f64 / base.max(1) as f64)
+                };
+                let _ = writeln!(s, "  {share} {:>10} {:>9}  {}", fmt_ns(ns), row.launches, place(&row.frames));
             }
         }
         None => {
@@ -229,14 +256,14 @@ pub fn render(s: &mut String, r: &StackReport) {
                 r.launches, r.launches_without_stack
             );
             let _ = writeln!(s, "  {:>9} {:>6}  where", "launches", "share");
+            let base = if sampled { r.launches - r.launches_without_stack } else { r.launches };
             for row in &r.by_busy {
-                let _ = writeln!(
-                    s,
-                    "  {:>9} {:>5.1}%  {}",
-                    row.launches,
-                    100.0 * row.launches as f64 / r.launches.max(1) as f64,
-                    place(&row.frames)
-                );
+                let share = if sampled && row.frames.is_empty() {
+                    "     -".to_string()
+                } else {
+                    format!("{:>5.1}%", 100.0 * row.launches as f64 / base.max(1) as f64)
+                };
+                let _ = writeln!(s, "  {:>9} {share}  {}", row.launches, place(&row.frames));
             }
         }
     }

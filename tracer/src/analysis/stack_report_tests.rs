@@ -17,9 +17,13 @@ fn stack(id: u64, addr: &str, frames: &[(&str, &str, u32)]) -> String {
 /// only inside libcuda), their kernels 990, 490, 100 and 10 µs; with
 /// `measured` their `gpu` lines, else a sync after each (a bound timeline).
 fn trace(measured: bool) -> Trace {
+    trace_with(measured, r#"{"type":"header","pid":1,"command":["python3","train.py"]}"#)
+}
+
+fn trace_with(measured: bool, header: &str) -> Trace {
     let main = ("main", "train.py", 90);
     let mut l = vec![
-        r#"{"type":"header","pid":1,"command":["python3","train.py"]}"#.to_string(),
+        header.to_string(),
         stack(1, "0x7f0000001000", &[("train_step", "train.py", 60), main]),
         stack(6, "0x7f0000002000", &[("train_step", "train.py", 60), main]),
         stack(5, "0x7f0000001000", &[("eval", "eval.py", 10), main]),
@@ -145,4 +149,22 @@ fn no_stacks_no_section() {
     )
     .unwrap();
     assert!(build(&t, &timeline::gpu_intervals(&t, None)).is_none());
+}
+
+#[test]
+fn sampled_launch_stacks_say_so_and_share_the_sampled_time() {
+    let h = r#"{"type":"header","pid":1,"command":["python3","train.py"],"stacks":{"native":true,"python":true,"sampling":{"launches":"sampled","idle_us":50,"interval_ms":10}}}"#;
+    let t = trace_with(true, h);
+    let r = build(&t, &timeline::gpu_intervals(&t, None)).unwrap();
+    assert_eq!(r.launch_stacks.as_deref(), Some("sampled"));
+    let mut s = String::new();
+    render(&mut s, &r);
+    assert!(s.contains("launch stacks are sampled (a launch takes a stack after 50 µs without a launch of its thread or a switch-out, else at most every 10 ms per thread): "), "{s}");
+    // 1.48 of the 1.58 ms of the launches with a stack
+    assert!(s.contains("   93.7%    1.48 ms         2  train_step (train.py:60) ← main (train.py:90)\n"), "{s}");
+    assert!(s.contains("       -    10.0 µs         1  (no stack)\n"), "{s}");
+    let all = r#"{"type":"header","pid":1,"command":["python3","train.py"],"stacks":{"sampling":{"launches":"all"}}}"#;
+    let t = trace_with(true, all);
+    let r = build(&t, &timeline::gpu_intervals(&t, None)).unwrap();
+    assert_eq!((r.launch_stacks.as_deref(), r.sampling_rule.is_none()), (Some("all"), true));
 }

@@ -351,11 +351,16 @@ fn stacks_html(out: &mut String, st: &crate::analysis::stack_report::StackReport
     match st.busy_ns {
         Some(busy) => {
             let title = format!(
-                "GPU busy time per stack: {} ({}) of {} launches{}",
+                "GPU busy time per stack: {} ({}) of {} launches{}{}",
                 fmt_ns(busy),
                 st.busy_basis,
                 st.launches,
-                no_stack(st.busy_without_stack_ns.unwrap_or(0), busy, &|n| fmt_ns(n))
+                no_stack(st.busy_without_stack_ns.unwrap_or(0), busy, &|n| fmt_ns(n)),
+                if st.sampling_rule.is_some() {
+                    " (launch stacks sampled: the other launches are under [no stack])"
+                } else {
+                    ""
+                }
             );
             svg(out, "flame-busy", &title, &st.busy_flame, Unit::Ns, false);
         }
