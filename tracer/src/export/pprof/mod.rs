@@ -68,7 +68,7 @@ fn basis_comments(t: &Trace, tl: &Timeline) -> Vec<String> {
                           (record with --gpu-timestamps, or export with --durations FILE)"
             .to_string(),
     };
-    vec![
+    let mut v = vec![
         format!("tracer {}: user stacks of {}", env!("CARGO_PKG_VERSION"), t.path),
         gpu_time,
         format!(
@@ -81,7 +81,31 @@ fn basis_comments(t: &Trace, tl: &Timeline) -> Vec<String> {
         "launches: kernel and graph launches; calls: launches, copies, sets and synchronizations; \
          off_cpu: traced threads' off-CPU time at the switch-out's stack"
             .into(),
-    ]
+    ];
+    v.extend(sampling_comment(t));
+    v
+}
+
+/// Says so when launches took their stacks sampled (the header's
+/// `stacks.sampling`, the footer's `stack_sampling` counts): the launches
+/// and GPU time at a stack are those of the sampled launches, the others'
+/// are under `[no stack]`.
+fn sampling_comment(t: &Trace) -> Option<String> {
+    let s = &t.header.as_ref()?["stacks"]["sampling"];
+    if s["launches"] != "sampled" {
+        return None;
+    }
+    let n = |v: &serde_json::Value| v.as_f64().map_or("?".to_string(), |x| x.to_string());
+    let counts = t.footer.as_ref().map(|f| &f["stack_sampling"]).filter(|c| c.is_object()).map_or(String::new(), |c| {
+        format!(" ({} launches sampled in, {} out)", n(&c["launches_sampled_in"]), n(&c["launches_sampled_out"]))
+    });
+    Some(format!(
+        "launch stacks are sampled: a launch takes a stack after {} µs without a launch of its thread or a switch-out, \
+         else at most every {} ms per thread{counts}; launches and gpu_time at a stack are those of its sampled \
+         launches, the rest is under [no stack] (tracer record --all-launch-stacks takes one at every launch)",
+        n(&s["idle_us"]),
+        n(&s["interval_ms"])
+    ))
 }
 
 /// Builds the profile of `t`: samples per stack on timeline `tl`.

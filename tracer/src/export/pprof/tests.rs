@@ -147,3 +147,30 @@ fn written_gzip_decodes_to_the_profile() {
     flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut raw).unwrap();
     assert_eq!(proto::Profile::decode(raw.as_slice()).unwrap(), profile(&t, &tl).0);
 }
+
+#[test]
+fn sampled_launch_stacks_are_said_so() {
+    let comments = |text: &str| -> Vec<String> {
+        let t = parse_str("train.jsonl", text).unwrap();
+        let (p, _) = profile(&t, &timeline::measured(&t));
+        p.comment.iter().map(|&i| p.string_table[i as usize].clone()).collect()
+    };
+    assert_eq!(comments(TRAIN).len(), 4);
+    let sampled = TRAIN
+        .replace(r#""stacks":true"#, r#""stacks":{"sampling":{"launches":"sampled","idle_us":50,"interval_ms":10}}"#)
+        .replace(
+            r#"{"type":"footer","calls":6}"#,
+            r#"{"type":"footer","calls":6,"stack_sampling":{"launches_sampled_in":3,"launches_sampled_out":1}}"#,
+        );
+    let c = comments(&sampled);
+    assert_eq!(c.len(), 5);
+    assert!(
+        c[4].starts_with(
+            "launch stacks are sampled: a launch takes a stack after 50 µs without a launch of its thread or a \
+             switch-out, else at most every 10 ms per thread (3 launches sampled in, 1 out); "
+        ),
+        "{c:?}"
+    );
+    let all = TRAIN.replace(r#""stacks":true"#, r#""stacks":{"sampling":{"launches":"all"}}"#);
+    assert_eq!(comments(&all).len(), 4);
+}
