@@ -135,3 +135,90 @@ fn a_script_error_is_seen() {
     assert_eq!(console.len(), 1, "{console:?}");
     assert!(console[0].contains("Uncaught ReferenceError: undefinedFunction is not defined"), "{console:?}");
 }
+
+/// The tag that contains `needle`, whole (from `<` to `>`).
+fn tag_with<'a>(dom: &'a str, needle: &str) -> Option<&'a str> {
+    let at = dom.find(needle)?;
+    let start = dom[..at].rfind('<')?;
+    Some(&dom[start..at + dom[at..].find('>')? + 1])
+}
+
+fn attr_of(tag: &str, name: &str) -> Option<String> {
+    let i = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    Some(tag[i..i + tag[i..].find('"')?].to_string())
+}
+
+/// A Python process's launches at 1, 2.5, 4 and 5 ms from train_step (twice,
+/// stacks 1 and 6 differing only inside libcuda), eval and a launch without
+/// a stack; measured kernels of 990, 490, 100 and 10 µs.
+fn stacks_trace() -> PathBuf {
+    let stack = |id: u64, addr: &str, f: &str, file: &str, line: u32| {
+        format!(
+            r#"{{"type":"stack","op":"stack","name":"stack","id":{id},"pid":1,"tid":0,"ts":1,"frames":[{{"kind":"native","fn":"cuLaunchKernel","module":"/usr/lib/x86_64-linux-gnu/libcuda.so.1","addr":"{addr}","offset":"0x10"}},{{"kind":"python","fn":"{f}","file":"/w/{file}","line":{line}}},{{"kind":"python","fn":"main","file":"/w/train.py","line":90}}]}}"#
+        )
+    };
+    let mut l = vec![
+        r#"{"type":"header","pid":1,"command":["python3","train.py"],"stacks":true}"#.to_string(),
+        stack(1, "0x7f0000001000", "train_step", "train.py", 60),
+        stack(6, "0x7f0000002000", "train_step", "train.py", 60),
+        stack(5, "0x7f0000001000", "eval", "eval.py", 10),
+    ];
+    for (ts, st, len) in [
+        (1_000_000u64, Some(1), 990_000u64),
+        (2_500_000, Some(6), 490_000),
+        (4_000_000, Some(5), 100_000),
+        (5_000_000, None, 10_000),
+    ] {
+        let s = st.map_or(String::new(), |s| format!(r#","stack":{s}"#));
+        l.push(format!(r#"{{"ts":{ts},"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","grid":[1,1,1],"block":[1,1,1],"stream":"0x0","ret":0{s}}}"#));
+        l.push(format!(
+            r#"{{"ts":{},"end_ts":{},"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream":"0x0","stream_id":7}}"#,
+            ts + 10_000,
+            ts + 10_000 + len
+        ));
+    }
+    let p = tmp("stacks.jsonl");
+    std::fs::write(&p, l.join("\n") + "\n").unwrap();
+    p
+}
+
+#[test]
+fn flame_graphs_of_busy_and_idle_time_per_stack() {
+    let trace = stacks_trace();
+    let out = tmp("stacks.html");
+    let (rc, _, err) = tracer(&["report", trace.to_str().unwrap(), "--html", out.to_str().unwrap(), "--force"]);
+    assert_eq!(rc, 0, "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    self_contained(&html);
+    assert!(html.contains("<h2 id=stacks>Stacks</h2>"));
+    let (dom, console) = open(&out);
+    assert_eq!(console, Vec::<String>::new(), "console messages");
+    assert_eq!(attr(&dom, "<body", "data-errors"), None);
+    // busy: all, [no stack], main, eval, its libcuda frame, train_step, its libcuda frame
+    let busy = tag_with(&dom, "id=\"flame-busy\"").unwrap();
+    assert_eq!(attr_of(busy, "data-total").as_deref(), Some("1590000"));
+    assert_eq!(attr_of(busy, "data-frames").as_deref(), Some("7"), "drawn by the page: {busy}");
+    assert!(dom.contains(
+        "<figcaption>GPU busy time per stack: 1.59 ms (measured) of 4 launches, 10.0 µs of 1.59 ms without a stack</figcaption>"
+    ));
+    // widths proportional to time (1200 px for the whole): 1.48 of 1.59 ms
+    let step = tag_with(&dom, "data-name=\"train_step (train.py:60)\"").unwrap();
+    assert_eq!(attr_of(step, "data-value").as_deref(), Some("1480000"));
+    assert_eq!(attr_of(step, "data-px").as_deref(), Some("1117.0"), "{step}");
+    let eval = tag_with(&dom, "data-name=\"eval (eval.py:10)\"").unwrap();
+    assert_eq!(attr_of(eval, "data-px").as_deref(), Some("75.5"), "{eval}");
+    assert!(dom.contains(">train_step (train.py:60)</text>"), "a frame's label");
+    // idle: 3 gaps, 2.42 ms; eval's launch ended the 1.01 ms one
+    let idle = tag_with(&dom, "id=\"flame-idle\"").unwrap();
+    assert_eq!(attr_of(idle, "data-total").as_deref(), Some("2420000"));
+    assert_eq!(attr_of(idle, "data-frames").as_deref(), Some("10"), "{idle}");
+    assert!(dom.contains(
+        "<figcaption>GPU idle time per stack: 2.42 ms in 3 gaps, 900.0 µs of 2.42 ms without a stack; the top frames are the causes</figcaption>"
+    ));
+    let idle_dom = &dom[dom.find("id=\"flame-idle\"").unwrap()..];
+    let eval = tag_with(idle_dom, "data-name=\"eval (eval.py:10)\"").unwrap();
+    assert_eq!(
+        (attr_of(eval, "data-value").as_deref(), attr_of(eval, "data-px").as_deref()),
+        (Some("1010000"), Some("500.8"))
+    );
+}

@@ -6,7 +6,8 @@
 //! scope (count, total, window). The fleet queries of docs/parquet.md
 //! (tests/parquet/*.sql, quoted there verbatim) run over the whole
 //! directory and agree with the per-trace figures. `thread_states` and
-//! `sched_lost` of a hand-built trace are checked row by row.
+//! `sched_lost` of a hand-built trace are checked row by row; `stacks` and
+//! the `stack` columns of tests/fixtures/stacks/train.jsonl joined by DuckDB.
 //!
 //! DuckDB is PyPI's `duckdb` in ~/.cache/tracer/duckdb-venv, which `cargo
 //! xtask setup` installs (xtask/src/setup/duckdb.rs).
@@ -455,5 +456,72 @@ print(json.dumps(out))
             [7, "unknown", "unknown", 1, 0.0, 0.0],
         ])
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The user stacks of tests/fixtures/stacks/train.jsonl: DuckDB joins the
+/// launches to their innermost Python frame (docs/parquet.md's query,
+/// tests/parquet/stacks/launches_by_python_leaf.sql) and the off-CPU
+/// intervals to their frames, with exact counts and times.
+#[test]
+fn stacks_read_by_duckdb() {
+    let python = duckdb_python();
+    let root = std::env::temp_dir().join(format!("tracer-parquet-stacks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let trace = repo().join("tracer/tests/fixtures/stacks/train.jsonl");
+    let out_dir = root.join("run.parquet");
+    let (code, _, err) =
+        tracer(&["export", trace.to_str().unwrap(), "--format", "parquet", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "export: {err}");
+    assert!(err.contains("launches 4,") && err.contains("thread_states 2,") && err.contains("stacks 17"), "{err}");
+    let query = repo().join("tracer/tests/parquet/stacks/launches_by_python_leaf.sql");
+    let script = r#"
+import json, sys, duckdb
+con = duckdb.connect()
+def rows(sql):
+    return [list(r) for r in con.execute(sql).fetchall()]
+out = {
+    "doc": rows(open(sys.argv[1]).read()),
+    "frames": rows("SELECT stack_id, count(*), count(*) FILTER (kind = 'python'), max(depth) FROM 'run.parquet/stacks.parquet' GROUP BY stack_id ORDER BY stack_id"),
+    "off_cpu": rows("SELECT s.depth, s.function, s.file, s.line, sum(t.dur_ns) FROM 'run.parquet/thread_states.parquet' AS t JOIN 'run.parquet/stacks.parquet' AS s ON s.stack_id = t.stack GROUP BY ALL ORDER BY s.depth"),
+    "calls": rows("SELECT kind, count(stack), count(*) FROM 'run.parquet/calls.parquet' GROUP BY kind ORDER BY kind"),
+    "undefined": rows("SELECT c.stack FROM 'run.parquet/calls.parquet' AS c ANTI JOIN 'run.parquet/stacks.parquet' AS s ON s.stack_id = c.stack WHERE c.stack IS NOT NULL"),
+}
+print(json.dumps(out))
+"#;
+    let out = Command::new(&python)
+        .current_dir(&root)
+        .args(["-c", script])
+        .arg(&query)
+        .output()
+        .expect("run DuckDB's python");
+    assert!(out.status.success(), "duckdb: {}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        got["doc"],
+        json!([
+            ["Model.step (/home/u/train.py:20)", 2],
+            ["(no Python frame)", 1],
+            ["Model.step (/home/u/train.py:21)", 1]
+        ])
+    );
+    assert_eq!(got["frames"], json!([[1, 4, 2, 3], [2, 4, 2, 3], [3, 4, 2, 3], [4, 5, 2, 4]]));
+    assert_eq!(
+        got["off_cpu"],
+        json!([
+            [0, "read", null, null, 60000],
+            [1, "[unknown]", null, null, 60000],
+            [2, "load_batch", "/home/u/data.py", 41, 60000],
+            [3, "main", "/home/u/train.py", 38, 60000],
+            [4, "main", "Programs/python.c", 15, 60000]
+        ])
+    );
+    // every launch and synchronization line but one of each named a stack; 9 is defined nowhere
+    assert_eq!(got["calls"], json!([["launch", 3, 4], ["stream_sync", 2, 2]]));
+    assert_eq!(got["undefined"], json!([[9]]));
+    let doc = std::fs::read_to_string(repo().join("docs/parquet.md")).unwrap();
+    let text = std::fs::read_to_string(&query).unwrap();
+    assert!(doc.contains(text.trim()), "docs/parquet.md does not quote {}", query.display());
     let _ = std::fs::remove_dir_all(&root);
 }

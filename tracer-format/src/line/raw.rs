@@ -161,4 +161,7 @@ pub struct RawLine<'a> {
     /// ran (`gpu` lines; docs/trace-format.md, "CUDA graphs").
     pub graph_id: Option<u64>,
     pub graph_node_id: Option<u64>,
+    /// The id of the `stack` line giving the user stack taken at the
+    /// call's entry (docs/trace-format.md, "Stack lines").
+    pub stack: Option<u64>,
 }

@@ -430,7 +430,8 @@ impl<'a> Cur<'a> {
                 43 => r.rank = Some(c.u64()?),
                 44 => r.capture = Some(c.u64()?),
                 45 => r.graph_id = Some(c.u64()?),
-                _ => r.graph_node_id = Some(c.u64()?),
+                46 => r.graph_node_id = Some(c.u64()?),
+                _ => r.stack = Some(c.u64()?),
             }
             Some(true)
         })
@@ -473,6 +474,7 @@ fn field_bit(key: &[u8]) -> Option<u32> {
             b"child" => 24,
             b"errno" => 29,
             b"label" => 30,
+            b"stack" => 47,
             _ => return None,
         },
         6 => match key {
@@ -586,6 +588,7 @@ mod tests {
             "capture",
             "graph_id",
             "graph_node_id",
+            "stack",
         ];
         for (i, f) in fields.iter().enumerate() {
             assert_eq!(super::field_bit(f.as_bytes()), Some(i as u32), "{f}");

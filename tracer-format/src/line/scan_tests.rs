@@ -65,6 +65,8 @@ fn edge_cases_the_scanner_reads() {
         r#"{"args":{"Flags":"0x1","phStream":"0x55"},"type":"stream"}"#,
         r#"{"args":{"Flags":3,"phStream":null},"type":"stream"}"#,
         r#"{"label":"warmup","device":0,"type":"marker"}"#,
+        r#"{"ts":9,"pid":2,"type":"kernel","stack":3}"#,
+        r#"{"type":"stack","id":3,"pid":2,"tid":0,"ts":9,"frames":[{"kind":"python","fn":"f","file":"/a.py","line":4}]}"#,
         r#"{"incomplete":true,"entry_lost":false,"unknown":true,"other":null}"#,
         r#"{}"#,
         r#"{"a":{},"b":[],"c":"\u0000"}"#,
@@ -78,7 +80,9 @@ fn edge_cases_the_scanner_reads() {
             assert_eq!(raw_line(l.as_bytes()), Some(reference), "{l}");
         }
     }
-    let got = raw_line(br#"{"ts":5,"grid":[1,2,3],"duration_us":2.675e-1,"ret":-1,"args":{"Flags":3}}"#).unwrap();
+    let got =
+        raw_line(br#"{"ts":5,"grid":[1,2,3],"duration_us":2.675e-1,"ret":-1,"args":{"Flags":3},"stack":7}"#).unwrap();
+    assert_eq!(got.stack, Some(7));
     assert_eq!((got.ts, got.grid, got.duration_us, got.ret), (Some(5), Some([1, 2, 3]), Some(0.2675), Some(-1)));
 }
 

@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::basis::IdleBasis;
+use super::gap_stacks::{self, Attributor, CodeSplit, GapCode};
 use super::model::{Kind, Trace};
 use super::phases::{Phases, process_spans};
 use super::stats::{Bucket, complement, log_histogram, nearest_rank, union};
@@ -108,6 +109,10 @@ pub struct PhaseGaps {
     /// inside the phase), when scheduler events were recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub os: Option<OsSplit>,
+    /// Which code held the GPU idle in the phase's long gaps (their parts
+    /// inside the phase), when the trace has stacks (analysis/gap_stacks.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeSplit>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -120,6 +125,9 @@ pub struct LongGap {
     /// What the thread that ended the gap did in it (scheduler events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub os: Option<OsSplit>,
+    /// Which code held the GPU idle (stacks; analysis/gap_stacks.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<GapCode>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -136,6 +144,10 @@ pub struct ScopeReport {
     /// events; None when the trace has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub long_gap_os: Option<OsSplit>,
+    /// Which code held the GPU idle in all gaps ≥ threshold (None when the
+    /// trace has no stacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_gap_code: Option<CodeSplit>,
     pub longest: Vec<LongGap>,
     /// `gpu` scopes: NVML's utilization over the window (mean of its samples,
     /// device-wide; analysis/figures.rs), beside a lower bound a rough busy share.
@@ -166,7 +178,21 @@ pub struct GapReport {
     pub phase_source: Option<super::phases::PhaseSource>,
     /// The synchronization time of the trace's calls (analysis/figures.rs).
     pub synchronization: super::figures::SyncTime,
+    /// The user stacks of the trace (`stack` lines), and the lines naming
+    /// an id no `stack` line defines (both left out of the JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stacks: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unknown_stack_refs: u64,
+    /// The header has `stacks` (a tracer that can take them made the
+    /// trace): without stack lines the text says so.
+    #[serde(skip)]
+    pub stacks_in_header: bool,
     pub scopes: Vec<ScopeReport>,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The union of the intervals (busy time) of the given streams.
@@ -359,6 +385,7 @@ fn scope_report(
             end: hi,
             stats: known(stats(&clipped, hi - lo, o)),
             os: None,
+            code: None,
         });
     }
     let long: Vec<(u64, u64)> = gaps.iter().copied().filter(|g| g.1 - g.0 >= o.threshold_ns).collect();
@@ -393,6 +420,14 @@ fn scope_report(
         sum.thread = None;
         pg.os = Some(sum);
     }
+    // Which code: each long gap's, the phases' parts, the sum.
+    let code_of = Attributor::new(t, &pids);
+    let codes: Vec<GapCode> =
+        if code_of.has_stacks() { long.iter().map(|&(a, b)| code_of.gap(a, b)).collect() } else { Vec::new() };
+    let long_gap_code = code_of.has_stacks().then(|| code_of.split(&long));
+    for pg in per_phase.iter_mut().filter(|_| code_of.has_stacks()) {
+        pg.code = Some(code_of.split_within(&long, &codes, pg.start, pg.end));
+    }
     let acts = activities(t, &pids, first_work);
     let attr = attribute(&long, &acts);
     let mut tot = [0u64; 8];
@@ -415,6 +450,7 @@ fn scope_report(
             dur_ns: long[i].1 - long[i].0,
             causes: CAUSES.iter().zip(attr[i]).filter(|(_, n)| *n > 0).map(|(c, n)| (*c, n)).collect(),
             os: os[i].clone(),
+            code: codes.get(i).cloned(),
         })
         .collect();
     let nvml_util_pct = match (kind, device) {
@@ -429,6 +465,7 @@ fn scope_report(
         phases: per_phase,
         long_gap_causes,
         long_gap_os,
+        long_gap_code,
         longest,
         nvml_util_pct,
         gaps,
@@ -512,6 +549,10 @@ pub fn analyze(t: &Trace, tl: &Timeline, phases: &Phases, o: &GapOptions) -> Gap
             t.calls.iter().for_each(|c| s.add_call(c));
             s
         },
+        stacks: t.stacks.len(),
+        unknown_stack_refs: t.stacks.unknown_refs,
+        // `stacks` is null with --no-stacks: the key says a tracer that takes them wrote it.
+        stacks_in_header: t.header.as_ref().and_then(|h| h.as_object()).is_some_and(|h| h.contains_key("stacks")),
         scopes,
     }
 }
@@ -547,6 +588,13 @@ pub fn render(r: &GapReport) -> String {
         }
     );
     let _ = writeln!(s, "synchronization: {}", r.synchronization.sentence());
+    if r.unknown_stack_refs > 0 {
+        let _ = writeln!(
+            s,
+            "stacks: {} lines name a stack id that no stack line defines (their time counts as without a stack)",
+            r.unknown_stack_refs
+        );
+    }
     if r.diagnostics.unbounded_ops > 0 && bound {
         let _ = writeln!(
             s,
@@ -721,6 +769,31 @@ pub fn render(r: &GapReport) -> String {
                 }
             }
         }
+        match &sc.long_gap_code {
+            Some(c) if c.total_ns > 0 => {
+                let _ =
+                    writeln!(s, "which code held the GPU idle in gaps ≥ threshold (the launching threads' stacks):");
+                gap_stacks::render_split(&mut s, "  ", c, 6);
+                let with_code: Vec<&PhaseGaps> =
+                    sc.phases.iter().filter(|p| p.code.as_ref().is_some_and(|c| c.total_ns > 0)).collect();
+                if with_code.len() > 1 {
+                    for p in with_code {
+                        let _ = writeln!(s, "  in {}:", super::inert::name(&p.phase));
+                        gap_stacks::render_split(&mut s, "    ", p.code.as_ref().expect("filtered"), 3);
+                    }
+                }
+            }
+            Some(_) => {}
+            // Traces of a tracer before stacks (no `stacks` in the header) say nothing.
+            None => {
+                if !sc.longest.is_empty() && r.stacks_in_header {
+                    let _ = writeln!(
+                        s,
+                        "which code held the GPU idle: no stacks in the trace (recorded with --no-stacks, or none taken)"
+                    );
+                }
+            }
+        }
         for g in &sc.longest {
             let c: Vec<String> = g
                 .causes
@@ -732,6 +805,17 @@ pub fn render(r: &GapReport) -> String {
             if let Some(os) = &g.os {
                 let who = os.thread.map_or(String::new(), |t| format!("thread {}: ", t.tid));
                 let _ = writeln!(s, "  {:>12}    {:<12} {who}{}", "", "", os.sentence(4));
+            }
+            if let Some(code) = &g.code {
+                let pad = format!("  {:>12}    {:<12} ", "", "");
+                gap_stacks::render_gap(&mut s, &pad, &code.code, 3);
+                if !code.began_at_frames.is_empty() {
+                    let _ = writeln!(
+                        s,
+                        "{pad}when it began the thread was at {}",
+                        gap_stacks::frames_text(&code.began_at_frames, gap_stacks::TEXT_FRAMES)
+                    );
+                }
             }
         }
     }

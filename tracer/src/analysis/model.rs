@@ -5,7 +5,7 @@
 //! One call line costs 64 bytes, so a 10-million-call trace needs 0.64 GB.
 //! Line types (docs/trace-format.md and docs/analysis.md): header, footer,
 //! call lines (every `type` not listed below), `process`, `ioctl`,
-//! `nvidia_fd`, `marker`, `power`, `gpu`. Unknown types with a `ts` are read as
+//! `nvidia_fd`, `marker`, `power`, `gpu`, `sched`, `stack` (model/stacks.rs). Unknown types with a `ts` are read as
 //! calls; a line whose fields have the wrong type is an error naming the file
 //! and line.
 //!
@@ -19,6 +19,7 @@ pub mod graph_records;
 pub mod graphs;
 pub mod records;
 pub mod sched;
+pub mod stacks;
 pub mod trace;
 
 pub use builder::{TraceBuilder, parse_str};

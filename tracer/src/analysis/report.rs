@@ -152,6 +152,10 @@ pub struct Report {
     pub lost_scan: Vec<LossRow>,
     pub truncated: bool,
     pub notes: Vec<String>,
+    /// Top stacks by GPU busy and idle time, and the flame graphs' trees
+    /// (analysis/stack_report.rs); None when the trace has no stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<super::stack_report::StackReport>,
 }
 
 fn counts_in(t: &Trace, pid: Option<u32>, a: u64, b: u64) -> Counts {
@@ -265,6 +269,7 @@ pub fn build(t: &Trace, ph: &Phases, tl: &Timeline) -> Report {
         lost_scan,
         truncated: t.truncated,
         notes,
+        stacks: super::stack_report::build(t, tl),
     }
 }
 
@@ -761,6 +766,9 @@ pub fn render(r: &Report) -> String {
     };
     kt(&mut s, "top kernels by launches", &r.top_by_count);
     kt(&mut s, "top kernels by GPU time", &r.top_by_gpu_time);
+    if let Some(st) = &r.stacks {
+        super::stack_report::render(&mut s, st);
+    }
     if let Some(e) = &r.energy_total {
         let _ = writeln!(s, "\nenergy over the trace: {} ({})", energy_cell(&Some(e.clone())), e.method);
     }

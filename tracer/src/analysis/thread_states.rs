@@ -102,7 +102,7 @@ impl OsSplit {
 
 /// `clock_nanosleep` → `asleep in clock_nanosleep`; `read (pipe)` →
 /// `blocked in read (pipe)`.
-fn blocked_phrase(k: &str) -> String {
+pub fn blocked_phrase(k: &str) -> String {
     let call = k.split(' ').next().unwrap_or(k);
     match call {
         "nanosleep" | "clock_nanosleep" => format!("asleep in {k}"),
@@ -114,13 +114,14 @@ fn blocked_phrase(k: &str) -> String {
 /// The thread whose submission ends the gap [a, b): the first GPU work call
 /// of `pids` at or after `a` (else the last before it).
 pub fn gap_thread(t: &Trace, pids: &std::collections::BTreeSet<u32>, a: u64) -> Option<ThreadId> {
+    gap_call(t, pids, a).map(|c| ThreadId { pid: c.pid, tid: c.tid })
+}
+
+/// The submission that ends the gap beginning at `a` ([`gap_thread`]'s call).
+pub fn gap_call<'t>(t: &'t Trace, pids: &std::collections::BTreeSet<u32>, a: u64) -> Option<&'t super::model::Call> {
     let i = t.calls.partition_point(|c| c.ts < a);
     let work = |c: &&super::model::Call| c.kind.is_gpu_work() && pids.contains(&c.pid);
-    t.calls[i..]
-        .iter()
-        .find(work)
-        .or_else(|| t.calls[..i].iter().rev().find(work))
-        .map(|c| ThreadId { pid: c.pid, tid: c.tid })
+    t.calls[i..].iter().find(work).or_else(|| t.calls[..i].iter().rev().find(work))
 }
 
 /// The split of [a, b) for thread `id`.

@@ -122,6 +122,8 @@ pub enum ExportFormat {
     Perfetto,
     /// Parquet tables in a directory (DuckDB, Spark; docs/parquet.md)
     Parquet,
+    /// A pprof profile of the user stacks (gzip; `go tool pprof`, speedscope; docs/stacks.md)
+    Pprof,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -132,7 +134,8 @@ pub struct ExportArgs {
     pub format: ExportFormat,
     /// Output file (default: TRACE with .perfetto.json instead of .jsonl[.gz]; "-" for stdout);
     /// gzip-compressed when it ends in .gz (ui.perfetto.dev opens both). Parquet: a directory
-    /// (default: TRACE with .parquet instead of .jsonl[.gz]).
+    /// (default: TRACE with .parquet instead of .jsonl[.gz]). pprof: always gzip (default: TRACE
+    /// with .pb.gz).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Overwrite the output file (Parquet: the table files) if it exists.
@@ -399,6 +402,12 @@ pub fn export_cmd(a: &ExportArgs) -> anyhow::Result<()> {
     }
     if a.host.is_some() {
         bail!(crate::error::UsageError("--host applies to --format parquet only".into()));
+    }
+    if a.format == ExportFormat::Pprof {
+        let out = a.output.clone().unwrap_or_else(|| export_path_with(&a.trace, "pb.gz"));
+        let t = load_filtered(&a.trace, &a.filter)?;
+        let tl = timeline_for(&t, &a.tl)?;
+        return crate::cli::export_pprof::run(&t, &tl, &out, a.force);
     }
     let t = load_filtered(&a.trace, &a.filter)?;
     let tl = timeline_for(&t, &a.tl)?;

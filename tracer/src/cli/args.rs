@@ -110,10 +110,11 @@ pub enum Command {
     #[command(after_help = "Examples:\n  tracer report run.jsonl\n  tracer report run.jsonl --html run.html\n  \
                       tracer report run.jsonl --json --names full")]
     Report(crate::cli::analysis::ReportArgs),
-    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON, Parquet).
+    /// Export a trace for other tools (Perfetto / Chrome trace-event JSON, Parquet, pprof).
     #[command(
         after_help = "Examples:\n  tracer export run.jsonl                  run.perfetto.json for ui.perfetto.dev\n  \
-                      tracer export run.jsonl --format parquet -o run.parquet/"
+                      tracer export run.jsonl --format parquet -o run.parquet/\n  \
+                      tracer export run.jsonl --format pprof -o run.pb.gz   go tool pprof -http : run.pb.gz"
     )]
     Export(crate::cli::analysis::ExportArgs),
     /// Derive a kernel-durations file from a trace's measured GPU activity.

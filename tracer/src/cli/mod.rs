@@ -11,7 +11,7 @@
 //! - [`agent`]: `tracer agent` (its run: `crate::collect::agent::run`);
 //! - [`analysis`]: `gaps`, `report`, `export`, `calibrate`, `compare`, with
 //!   [`load`] (file → trace model, with [`progress`]) and [`output`] (the
-//!   files they write: `--force`, gzip); [`export_parquet`]: `export --format parquet`;
+//!   files they write: `--force`, gzip); [`export_parquet`]: `export --format parquet`; [`export_pprof`]: `export --format pprof`;
 //! - [`image`]: `tracer image`; `summary` and `ioctls` below;
 //! - [`shell`]: `completions` and `man`, generated from [`args`];
 //! - [`usage`]: command-line errors as one line, exit code 2.
@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod arg_checks;
 pub mod args;
 pub mod export_parquet;
+pub mod export_pprof;
 pub mod image;
 pub mod load;
 pub mod names;

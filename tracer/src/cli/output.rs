@@ -22,6 +22,16 @@ impl OutFile {
     /// Creates `path`: refused if it exists, unless `force` (then truncated);
     /// gzip when the name ends in `.gz`.
     pub fn create(path: &Path, force: bool) -> anyhow::Result<OutFile> {
+        OutFile::open(path, force, path.extension().is_some_and(|e| e == "gz"))
+    }
+
+    /// [`OutFile::create`] for bytes written as they are whatever the name
+    /// (a format that compresses itself: pprof).
+    pub fn create_uncompressed(path: &Path, force: bool) -> anyhow::Result<OutFile> {
+        OutFile::open(path, force, false)
+    }
+
+    fn open(path: &Path, force: bool, gzip: bool) -> anyhow::Result<OutFile> {
         let mut o = OpenOptions::new();
         o.write(true);
         if force {
@@ -36,11 +46,7 @@ impl OutFile {
             _ => anyhow::Error::new(e).context(format!("cannot create {}", path.display())),
         })?;
         let w = BufWriter::with_capacity(1 << 20, f);
-        let inner = if path.extension().is_some_and(|e| e == "gz") {
-            Inner::Gzip(GzEncoder::new(w, flate2::Compression::default()))
-        } else {
-            Inner::Plain(w)
-        };
+        let inner = if gzip { Inner::Gzip(GzEncoder::new(w, flate2::Compression::default())) } else { Inner::Plain(w) };
         Ok(OutFile { inner })
     }
 

@@ -1,6 +1,7 @@
 //! `tracer report TRACE --html FILE`: the report as one self-contained HTML
 //! page (no network: styles, script and data inline): the verdict and the
-//! phase table, iterations, top kernels, the idle-gap histogram, a zoomable
+//! phase table, iterations, top kernels, the idle-gap histogram, flame graphs
+//! of GPU busy and idle time per stack (html/flame_svg.rs), a zoomable
 //! timeline (canvas, a little embedded JS), energy, the ioctl summary, and
 //! per-GPU and per-process tables.
 //!
@@ -10,6 +11,8 @@
 //! 100 ns, so the file stays small (docs/analysis.md#html-report).
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+
+pub mod flame_svg;
 
 use crate::analysis::gaps::{GapReport, fmt_ns};
 use crate::analysis::kernel_names::NameStyle;
@@ -337,6 +340,51 @@ fn kernel_table(out: &mut String, title: &str, rows: &[KernelRow], style: NameSt
     out.push_str("</table>\n");
 }
 
+/// The two flame graphs: GPU busy time (launches when unknown) and GPU idle
+/// time per stack, with the figures in their titles.
+fn stacks_html(out: &mut String, st: &crate::analysis::stack_report::StackReport) {
+    use flame_svg::{Unit, svg};
+    // `, 10.0 µs of 1.59 ms without a stack`
+    let no_stack = |n: u64, of: u64, unit: &dyn Fn(u64) -> String| {
+        if n == 0 { String::new() } else { format!(", {} of {} without a stack", unit(n), unit(of)) }
+    };
+    match st.busy_ns {
+        Some(busy) => {
+            let title = format!(
+                "GPU busy time per stack: {} ({}) of {} launches{}{}",
+                fmt_ns(busy),
+                st.busy_basis,
+                st.launches,
+                no_stack(st.busy_without_stack_ns.unwrap_or(0), busy, &|n| fmt_ns(n)),
+                if st.sampling_rule.is_some() {
+                    " (launch stacks sampled: the other launches are under [no stack])"
+                } else {
+                    ""
+                }
+            );
+            svg(out, "flame-busy", &title, &st.busy_flame, Unit::Ns, false);
+        }
+        None => {
+            let title = format!(
+                "Launches per stack (GPU busy time unknown: no measured or calibrated kernel durations): {} launches{}",
+                st.launches,
+                no_stack(st.launches_without_stack, st.launches, &|n| n.to_string())
+            );
+            svg(out, "flame-busy", &title, &st.busy_flame, Unit::Launches, false);
+        }
+    }
+    let c = &st.by_idle;
+    let title = format!(
+        "GPU idle time per stack: {} in {} gaps{}{}; the top frames are the causes",
+        fmt_ns(c.total_ns),
+        c.gaps,
+        if st.busy_basis == "unknown" { " (certain gaps only, a lower bound)" } else { "" },
+        no_stack(c.without_stack_ns, c.total_ns, &|n| fmt_ns(n))
+    );
+    svg(out, "flame-idle", &title, &st.idle_flame, Unit::Ns, true);
+    out.push_str("<p class=note>Each box is a frame, as wide as its share of the graph's time; its callers are below it. Where a launching thread was: its stack at the launch that ended the gap (on CPU) or at its switch-out (blocked, preempted).</p>\n");
+}
+
 /// A bar chart (SVG) of a log-scale gap histogram: gaps per bucket.
 fn histogram_svg(out: &mut String, title: &str, h: &[Bucket]) {
     let h: Vec<&Bucket> = h.iter().collect();
@@ -519,6 +567,7 @@ th{background:#f4f4f4} td.l,th.l{text-align:left}
 .tools button{margin-right:6px}
 svg text.ax{font-size:12px;fill:#444} svg text.tick{font-size:11px;fill:#444;text-anchor:middle}
 svg text.num{font-size:11px;fill:#222;text-anchor:middle} svg rect.bar{fill:#4c78a8}
+svg.flame text{font-size:11px;fill:#111;pointer-events:none} svg.flame rect{stroke:#fff;stroke-width:0.5}
 .note{color:#555;font-size:13px}
 "#;
 
@@ -704,6 +753,13 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
     if !any {
         o.push_str("<p>No GPU idle gaps (no GPU work).</p>\n");
     }
+    o.push_str("<h2 id=stacks>Stacks</h2>\n");
+    match &r.stacks {
+        Some(st) => stacks_html(&mut o, st),
+        None => o.push_str(
+            "<p class=note>No stacks in the trace (recorded with <code>--no-stacks</code>, or by a tracer before stacks).</p>\n",
+        ),
+    }
     o.push_str("<h2 id=energy>Energy</h2>\n");
     match &r.energy_total {
         Some(e) => {
@@ -770,7 +826,7 @@ pub fn render(t: &Trace, r: &Report, tl: &Timeline, verdict: Option<&Verdict>, g
         }
         o.push_str("</ul>\n");
     }
-    let _ = write!(o, "<script>{SCRIPT}</script>\n</body></html>\n");
+    let _ = write!(o, "<script>{}{SCRIPT}</script>\n</body></html>\n", flame_svg::SCRIPT);
     o
 }
 

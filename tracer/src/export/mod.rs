@@ -8,3 +8,4 @@ pub mod openmetrics;
 pub mod parquet;
 pub mod perfetto;
 pub mod plot;
+pub mod pprof;

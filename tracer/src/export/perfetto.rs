@@ -20,6 +20,13 @@
 //! between slices are on-CPU time. Per process, a "sched records lost" track
 //! shows the windows where scheduler records were lost.
 //!
+//! User stacks (`stack` lines): a call slice whose line named a stack, and
+//! the slices of an off-CPU interval taken at a switch-out with one, carry
+//! `args.stack_id` and `args.stack`, the frames innermost first as text
+//! (`load_batch /home/u/data.py:41`, `read [/usr/lib/libc.so.6+0x3000]`;
+//! [`frame_text`]). The trace-event JSON has no interned callstacks that
+//! ui.perfetto.dev reads, so they are arguments.
+//!
 //! Timestamps are µs (3 decimals) from the first event of the trace. Slices
 //! of one track are properly nested: a CPU slice that would end after its
 //! enclosing slice is cut at the enclosing slice's end (`args.clipped`), and
@@ -35,6 +42,7 @@ use crate::analysis::basis::IdleBasis;
 use crate::analysis::energy;
 use crate::analysis::kernel_names::NameStyle;
 use crate::analysis::model::sched::{OffCpu, OffState, TaskId};
+use crate::analysis::model::stacks::{Frame, FrameKind, StackId};
 use crate::analysis::model::{Call, Dir, Kind, MarkerOp, NO_STR, NONE, ProcOp, Trace};
 use crate::analysis::phases::Phases;
 use crate::analysis::short_names::ShortNames;
@@ -56,6 +64,8 @@ struct Out<'a, W: Write> {
     names: NameStyle,
     short: ShortNames,
     spelled: HashMap<u32, String>,
+    /// Each stack's `"stack_id":N,"stack":[…]` args, written once per stack.
+    stack_args: HashMap<StackId, String>,
 }
 
 impl<W: Write> Out<'_, W> {
@@ -154,6 +164,7 @@ pub fn export_with_progress<W: Write>(
         names,
         short: ShortNames::of_trace(t),
         spelled: HashMap::new(),
+        stack_args: HashMap::new(),
     };
     o.w.write_all(b"{\"traceEvents\":[\n")?;
     let threads = write_threads(&mut o, t)?;
@@ -207,14 +218,57 @@ fn write_calls<W: Write>(o: &mut Out<'_, W>, t: &Trace, nests: &mut HashMap<(u32
     for c in t.calls.iter().filter(|c| c.is_driver_call()) {
         let (end, clipped) = nests.entry((c.pid, c.tid)).or_default().push(c.ts, c.end());
         let ts = o.us(c.ts);
-        o.ev_with(|w| write_call(w, t, c, ts, end, clipped))?;
+        let stack = t.stacks.call_stack_id(c).and_then(|id| stack_args(&mut o.stack_args, t, id));
+        o.ev_with(|w| write_call(w, t, c, ts, end, clipped, stack.as_deref()))?;
     }
     Ok(())
 }
 
+/// A frame as one line of text: the function, its source file and line,
+/// then the module and offset (native) or the address (jit, unknown).
+pub fn frame_text(f: &Frame) -> String {
+    let mut s = f.func.clone();
+    if let Some(file) = &f.file {
+        s.push(' ');
+        s.push_str(file);
+        if let Some(l) = f.line {
+            s.push_str(&format!(":{l}"));
+        }
+    }
+    if f.kind != FrameKind::Python {
+        match (&f.module, f.offset, f.addr) {
+            (Some(m), Some(off), _) => s.push_str(&format!(" [{m}+{off:#x}]")),
+            (Some(m), None, _) => s.push_str(&format!(" [{m}]")),
+            (None, _, Some(a)) => s.push_str(&format!(" [{a:#x}]")),
+            (None, _, None) => {}
+        }
+    }
+    s
+}
+
+/// Stack `id`'s args (`"stack_id":N,"stack":[…]`), None when no line defines it.
+fn stack_args(cache: &mut HashMap<StackId, String>, t: &Trace, id: StackId) -> Option<String> {
+    if let Some(s) = cache.get(&id) {
+        return Some(s.clone());
+    }
+    let st = t.stacks.get(id)?;
+    let frames: Vec<String> = st.frames.iter().map(frame_text).collect();
+    let s = format!("\"stack_id\":{id},\"stack\":{}", serde_json::to_string(&frames).ok()?);
+    cache.insert(id, s.clone());
+    Some(s)
+}
+
 /// One call's `X` event, written field by field (the hot path of the export).
 #[inline]
-fn write_call<W: Write>(w: &mut W, t: &Trace, c: &Call, ts: f64, end: u64, clipped: bool) -> std::io::Result<()> {
+fn write_call<W: Write>(
+    w: &mut W,
+    t: &Trace,
+    c: &Call,
+    ts: f64,
+    end: u64,
+    clipped: bool,
+    stack: Option<&str>,
+) -> std::io::Result<()> {
     let num = |w: &mut W, x: f64| serde_json::to_writer(&mut *w, &x).map_err(std::io::Error::other);
     let text = |w: &mut W, x: &str| serde_json::to_writer(&mut *w, x).map_err(std::io::Error::other);
     w.write_all(b"{\"ph\":\"X\",\"name\":")?;
@@ -263,6 +317,9 @@ fn write_call<W: Write>(w: &mut W, t: &Trace, c: &Call, ts: f64, end: u64, clipp
             key(w, flag)?;
             w.write_all(b"true")?;
         }
+    }
+    if let Some(s) = stack {
+        write!(w, "{sep}{s}")?;
     }
     w.write_all(b"}}")
 }
@@ -393,6 +450,10 @@ fn write_thread_states<W: Write>(o: &mut Out<'_, W>, t: &Trace) -> std::io::Resu
                 let mut args = state_args(x);
                 if clipped {
                     args["clipped"] = json!(true);
+                }
+                if let Some(st) = x.stack.and_then(|id| t.stacks.get(id)) {
+                    args["stack_id"] = json!(st.id);
+                    args["stack"] = json!(st.frames.iter().map(frame_text).collect::<Vec<_>>());
                 }
                 o.ev(&json!({"ph": "X", "name": name, "cat": "thread_state", "pid": pid, "tid": track,
                     "ts": o.us(a), "dur": dur_us(end - a), "args": args}))?;
@@ -908,5 +969,52 @@ pub(crate) mod tests {
         assert!(validate(flow).unwrap_err().contains("flow 3: 1 starts, 0 ends"));
         let tid = r#"{"traceEvents":[{"ph":"i","s":"t","pid":1,"tid":"x","name":"a","ts":0}]}"#;
         assert!(validate(tid).unwrap_err().contains("tid not a non-negative integer"));
+    }
+
+    #[test]
+    fn call_and_off_cpu_slices_carry_their_stacks() {
+        let text = include_str!("../../tests/fixtures/stacks/train.jsonl");
+        let t = parse_str("train.jsonl", text).unwrap();
+        let out = export_str(&t, &timeline::measured(&t));
+        validate(&out).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let evs = v["traceEvents"].as_array().unwrap();
+        let us = |ns: u64| (ns - t.span().unwrap().0) as f64 / 1000.0;
+        let at = |cat: &str, ts: u64| -> Vec<&Value> {
+            evs.iter().filter(|e| e["ph"] == "X" && e["cat"] == cat && e["ts"].as_f64() == Some(us(ts))).collect()
+        };
+        let args = |e: &Value| (e["args"]["stack_id"].as_u64(), e["args"]["stack"].clone());
+        let step20 = json!([
+            "cuLaunchKernel [/usr/lib/x86_64-linux-gnu/libcuda.so.1+0x1000]",
+            "Model.step /home/u/train.py:20",
+            "main /home/u/train.py:40",
+            "main Programs/python.c:15 [/usr/bin/python3.11+0x1234]"
+        ]);
+        // both k1 launches (1 and 90 µs) named stack 1; the second k2 launch none; the
+        // second synchronization stack 9, which no line defines
+        for ts in [1000, 90_000] {
+            assert_eq!(at("cuda", ts).iter().map(|e| args(e)).collect::<Vec<_>>(), [(Some(1), step20.clone())]);
+        }
+        assert_eq!(args(at("cuda", 1100)[0]).0, Some(2));
+        assert_eq!(args(at("cuda", 1200)[0]).0, Some(3));
+        for ts in [90_100, 90_200] {
+            assert_eq!(args(at("cuda", ts)[0]), (None, Value::Null));
+        }
+        assert_eq!(evs.iter().filter(|e| e["cat"] == "cuda" && e["args"]["stack_id"].is_u64()).count(), 4);
+        // the blocked read (20-79 µs) and its runnable part (79-80 µs): stack 4; the preemption none
+        let read = json!([
+            "read [/usr/lib/x86_64-linux-gnu/libc.so.6+0x3000]",
+            "[unknown] [/opt/lib/libstripped.so+0x400]",
+            "load_batch /home/u/data.py:41",
+            "main /home/u/train.py:38",
+            "main Programs/python.c:15 [/usr/bin/python3.11+0x1234]"
+        ]);
+        let blocked = at("thread_state", 20_000);
+        assert_eq!(blocked.len(), 1);
+        assert_eq!(blocked[0]["name"], "blocked: read (file)");
+        assert_eq!(args(blocked[0]), (Some(4), read.clone()));
+        assert_eq!(args(at("thread_state", 79_000)[0]), (Some(4), read));
+        assert_eq!(args(at("thread_state", 85_000)[0]), (None, Value::Null));
+        assert_eq!(evs.iter().filter(|e| e["cat"] == "thread_state" && e["args"]["stack_id"].is_u64()).count(), 2);
     }
 }

@@ -1,6 +1,6 @@
 //! The `hostile_names` target (issue 47): traces whose every name (kernel
 //! names, command line, host, libcuda path, exec file names, phase and
-//! marker labels, ioctl names, errors, GPU models) is made of escape
+//! marker labels, ioctl names, errors, GPU models, stack frames) is made of escape
 //! sequences, control characters, bidi overrides and UTF-8, of any length up
 //! to 20,000 characters. The text renderers (summary, report with its
 //! verdict, gaps, ioctls) must print no raw control character and no line
@@ -63,6 +63,10 @@ fn gen_trace(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
     lines.push(
         json!({"type": "process", "op": "exec", "name": "process", "pid": 1, "tid": 1, "ts": ts, "filename": n(rng)}),
     );
+    // A stack of hostile frames (`tracer gaps`' and `report`'s stack lines).
+    lines.push(json!({"type": "stack", "op": "stack", "name": "stack", "id": 1, "pid": 1, "tid": 0, "ts": ts,
+                      "frames": [{"kind": "native", "fn": n(rng), "module": n(rng), "addr": "0x1000", "offset": "0x10"},
+                                 {"kind": "python", "fn": n(rng), "file": n(rng), "line": 3}]}));
     let kernels: Vec<String> = (0..1 + rng.below(4)).map(|_| n(rng)).collect();
     for seq in 0..rng.below(40) as u64 {
         ts += 1000 + rng.below(100_000) as u64;
@@ -87,7 +91,8 @@ fn gen_trace(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
                                   "source": "cupti", "context_id": 1, "duration_us": (end - ts - 500) as f64 / 1e3}),
                 );
                 json!({"type": "kernel", "op": "launch", "name": "cuLaunchKernel", "kernel": k, "pid": 1, "tid": 1,
-                       "ts": ts, "seq": seq, "duration_us": 3.0, "ret": 0, "stream": "0x0", "correlation_id": seq})
+                       "ts": ts, "seq": seq, "duration_us": 3.0, "ret": 0, "stream": "0x0", "correlation_id": seq,
+                       "stack": 1})
             }
         };
         lines.push(l);

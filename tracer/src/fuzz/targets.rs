@@ -402,6 +402,7 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::SchedWaking) => size_of::<tracer_common::event::SchedWaking>(),
         // Variable length: the fixed part and up to 256 parameter bytes.
         Some(EventKind::LaunchParams) => tracer_common::params::PARAMS_OFFSET + rng.below(257),
+        Some(EventKind::Stack) => rng.below(size_of::<tracer_common::stack::StackRec>() + 1),
         None => rng.below(128),
     };
     let size = match rng.below(20) {
@@ -497,7 +498,7 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
             put(&mut b, offset_of!(NvFileOp, op), &(rng.below(6) as u32).to_le_bytes());
             put(&mut b, offset_of!(NvFileOp, fd), &(rng.below(8) as i32 - 1).to_le_bytes());
         }
-        None => {}
+        Some(EventKind::Stack) | None => {}
     }
     b
 }
@@ -928,10 +929,29 @@ fn run_analysis(bytes: &[u8]) -> String {
     format!("ok calls {} gpu {} export {:?} calibrate {:?}", t.calls.len(), t.gpu.len(), exported.is_ok(), cal.is_ok())
 }
 
+/// The committed traces' seeds and one with stacks (`stack` lines, the
+/// `stack` field of launches, syncs and `off_cpu` intervals).
+fn analysis_seeds() -> Vec<Vec<u8>> {
+    const STACKS: &str = r#"{"type":"header","pid":1,"command":["python3","t.py"],"sched":true}
+{"type":"stack","op":"stack","name":"stack","id":1,"pid":1,"tid":0,"ts":1,"frames":[{"kind":"native","fn":"cuLaunchKernel","module":"/usr/lib/libcuda.so.1","addr":"0x7f0000001000","offset":"0x10"},{"kind":"python","fn":"step","file":"/w/t.py","line":6},{"kind":"jit","fn":"[jit]","addr":"0x7f1000000000"}]}
+{"type":"stack","op":"stack","name":"stack","id":2,"pid":1,"tid":0,"ts":1,"frames":[{"kind":"native","fn":"read","module":"/usr/lib/libc.so.6","addr":"0x7f0000002000","offset":"0x20"},{"kind":"python","fn":"load","file":"/w/d.py","line":4},{"kind":"unknown","fn":"[unknown]","addr":"0x10"}]}
+{"ts":500,"pid":1,"tid":1,"type":"sched","op":"thread_seen","name":"thread_seen"}
+{"ts":1000000,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","grid":[1,1,1],"block":[1,1,1],"stream":"0x0","ret":0,"stack":1}
+{"ts":1010000,"end_ts":2000000,"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream":"0x0","stream_id":7}
+{"ts":1020000,"pid":1,"tid":1,"type":"sync","op":"stream_synchronize","name":"cuStreamSynchronize","stream":"0x0","duration_us":980,"ret":0,"stack":3}
+{"ts":2100000,"end_ts":5100000,"pid":1,"tid":1,"type":"sched","op":"off_cpu","name":"read","state":"blocked","syscall":"read","file":"file /d","runnable_ns":100000,"stack":2}
+{"ts":7000000,"pid":1,"tid":1,"type":"kernel","op":"launch","name":"cuLaunchKernel","kernel":"k","grid":[1,1,1],"block":[1,1,1],"stream":"0x0","ret":0,"stack":1}
+{"ts":7010000,"end_ts":8000000,"pid":1,"tid":0,"type":"gpu","op":"kernel","name":"k","source":"cupti","device":0,"stream":"0x0","stream_id":7}
+"#;
+    let mut v = trace_seeds();
+    v.push(STACKS.as_bytes().to_vec());
+    v
+}
+
 pub const ANALYSIS: Target = Target {
     name: "analysis",
     run: run_analysis,
-    seeds: trace_seeds,
+    seeds: analysis_seeds,
     generate: None,
     mutate: Some(mutate_trace),
     // The model keeps ~64 bytes per call plus interned names; the export

@@ -5,7 +5,8 @@
 //! python3-venv (the DuckDB of the Parquet test, duckdb.rs),
 //! prometheus (tracer/tests/root_agent.rs: a real Prometheus server scrapes `tracer agent`; the
 //! test starts its own on 127.0.0.1, the package's service is not used), openssl (the same test
-//! makes a self-signed certificate for the agent's TLS).
+//! makes a self-signed certificate for the agent's TLS), golang-go (tracer/tests/pprof_reader.rs:
+//! `go tool pprof` reads `tracer export --format pprof`).
 
 use std::collections::HashSet;
 
@@ -31,6 +32,7 @@ const PACKAGES: &[&str] = &[
     "python3-venv",
     "prometheus",
     "openssl",
+    "golang-go",
 ];
 
 pub fn ensure(ctx: &mut Ctx) -> Result<()> {

@@ -8,6 +8,7 @@ use tracer_format::line::{GpuActivity, LineType, MarkerOp, ProcessOp, RawLine, S
 
 use super::graph_records::{CapturedAt, GraphLine};
 use super::records::*;
+use super::stacks::Stack;
 use super::trace::Trace;
 use crate::analysis::fasthash::FxHashMap;
 
@@ -104,6 +105,9 @@ impl TraceBuilder {
     #[inline]
     fn add_scanned(&mut self, bytes: &[u8], raw: &RawLine) -> anyhow::Result<()> {
         let ty = raw.ty.as_deref().ok_or_else(|| self.err("expected a `type` field (string)"))?;
+        if ty == "stack" {
+            return self.add_stack(bytes, raw);
+        }
         let line_type = LineType::parse(ty);
         if let Some(t @ (LineType::Header | LineType::Footer)) = line_type {
             return self.add_header_or_footer(t, bytes);
@@ -153,6 +157,16 @@ impl TraceBuilder {
             LineType::Header | LineType::Footer => unreachable!("read above"),
             _ => self.add_call(raw, Some(line_type), ty, op, at),
         }
+    }
+
+    /// A `stack` line (model/stacks.rs): one stack of a process, by its id.
+    #[cold]
+    fn add_stack(&mut self, bytes: &[u8], raw: &RawLine) -> anyhow::Result<()> {
+        let at = self.record_at("stack", raw)?;
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
+        let s = Stack::of(&v, at.pid).map_err(|e| self.err(e))?;
+        self.t.stacks.define(s);
+        Ok(())
     }
 
     /// Keeps the header or footer line as JSON.
@@ -336,6 +350,9 @@ impl TraceBuilder {
         let geom = if kind == Kind::Launch { self.line_geom(raw) } else { u32::MAX };
         let flags = call_flags(raw, kind);
         let obj = self.call_object(raw, kind, at.pid);
+        if let Some(id) = raw.stack {
+            self.t.stacks.note_call(at.ts, at.pid, at.tid, id);
+        }
         if let Some(capture) = raw.capture.filter(|_| line_type != Some(LineType::Graph)) {
             self.captured.push(CapturedAt { ts: at.ts, pid: at.pid, tid: at.tid, capture });
         }
@@ -416,6 +433,7 @@ impl TraceBuilder {
             g
         }));
         t.gpu_windows.extend(n.gpu_windows);
+        t.stacks.absorb(n.stacks);
         t.nonblocking_streams.extend(n.nonblocking_streams);
         t.lines += n.lines;
         for (k, v) in n.unknown_types {
@@ -443,6 +461,7 @@ impl TraceBuilder {
         let t = &mut self.t;
         t.calls.sort_by_key(|c| (c.ts, c.pid, c.tid));
         t.sched.finish();
+        t.stacks.finish(t.sched.off.values().flatten().filter_map(|o| o.stack));
         if t.header.as_ref().is_some_and(|h| h["sched"] == true) {
             t.sched.recorded = true;
         }

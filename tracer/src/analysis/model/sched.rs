@@ -42,6 +42,8 @@ pub struct OffCpu {
     /// (label: [`TaskId::label`]), and the one that woke it.
     pub behind_task: Option<TaskId>,
     pub waker_task: Option<TaskId>,
+    /// The id of the user stack taken at the switch-out (model/stacks.rs).
+    pub stack: Option<u64>,
 }
 
 /// A task named in a `sched` line (`{"pid","tid","comm"}`); the idle task
@@ -151,6 +153,7 @@ impl Sched {
                     open: v["open"] == true,
                     behind_task: TaskId::of(&v["behind"]),
                     waker_task: TaskId::of(&v["waker"]),
+                    stack: v["stack"].as_u64(),
                 });
             }
             o => return Err(format!("sched line with op `{o}`, expected off_cpu/thread_seen/lost")),

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::graph_records::{ExecNode, GraphStats};
 use super::records::{Call, Geom, GpuOp, GpuWindow, Ioctl, LossScan, Marker, PowerSample, ProcEvent, ProcOp, Strings};
 use super::sched::Sched;
+use super::stacks::Stacks;
 
 /// A parsed trace.
 #[derive(Default, Debug)]
@@ -41,6 +42,9 @@ pub struct Trace {
     pub graph_node_params: HashMap<(u64, u32, u32), std::sync::Arc<Vec<ExecNode>>>,
     /// Scheduler events of the traced threads (`sched` lines).
     pub sched: Sched,
+    /// The user stacks (`stack` lines) and which calls name them; `off_cpu`
+    /// intervals keep theirs in [`Sched`].
+    pub stacks: Stacks,
 }
 
 impl Trace {

@@ -85,6 +85,11 @@ fn dur(c: &Call) -> Option<i64> {
     (c.flags & FLAG_RETURNED != 0 || c.dur > 0).then_some(c.dur as i64)
 }
 
+/// The stack id the call's line named (a graph node: its launch's).
+fn stack(t: &Trace, c: &Call) -> Option<i64> {
+    t.stacks.call_stack_id(c).map(|id| id as i64)
+}
+
 fn stream(c: &Call) -> Option<i64> {
     (c.stream != NONE).then_some(c.stream as i64)
 }
@@ -125,7 +130,8 @@ pub fn calls(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Res
             .bytes(names.short(c.kernel))
             .bool(c.failed())
             .bool(c.incomplete())
-            .bool(c.entry_lost());
+            .bool(c.entry_lost())
+            .int64(stack(t, c));
         r.done()?;
     }
     w.finish()
@@ -156,7 +162,8 @@ pub fn launches(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::
             .int32(dim(|g| g.shared_mem))
             .int64(stream(c))
             .int64(graph_exec(exec, c))
-            .bool(c.failed());
+            .bool(c.failed())
+            .int64(stack(t, c));
         r.done()?;
     }
     w.finish()
@@ -170,7 +177,8 @@ pub fn copies(dir: &Path, t: &Trace, ctx: &Context, names: &Names) -> anyhow::Re
             .int64(c.size as i64)
             .bool(c.kind == Kind::CopyAsync)
             .int64(stream(c))
-            .bool(c.failed());
+            .bool(c.failed())
+            .int64(stack(t, c));
         r.done()?;
     }
     w.finish()

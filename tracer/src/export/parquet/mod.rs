@@ -22,6 +22,7 @@ mod gpu;
 mod sched;
 pub mod schema;
 mod side;
+mod stacks;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -71,6 +72,7 @@ pub fn export(t: &Trace, tl: &Timeline, gaps: &GapReport, dir: &Path, o: &Option
         ("markers", side::markers(dir, t, &ctx)?),
         ("thread_states", sched::thread_states(dir, t, &ctx)?),
         ("sched_lost", sched::lost(dir, t, &ctx)?),
+        ("stacks", stacks::stacks(dir, t, &ctx)?),
     ];
     debug_assert!(rows.iter().map(|r| r.0).eq(TABLES.iter().map(|t| t.name)));
     Ok(Written { trace_id: ctx.trace_id.clone(), rows })

@@ -48,7 +48,8 @@ pub fn thread_states(dir: &Path, t: &Trace, ctx: &Context) -> anyhow::Result<u64
             .int32(i32_of(bt))
             .str(bc.as_deref())
             .bool((o.state == OffState::Runnable).then_some(o.preempted))
-            .bool(o.open);
+            .bool(o.open)
+            .int64(o.stack.map(|id| id as i64));
         r.done()?;
     }
     w.finish()

@@ -172,6 +172,7 @@ pub const CALLS: Table = Table {
         req("failed", Bool),
         req("incomplete", Bool),
         req("entry_lost", Bool),
+        opt("stack", Int64),
     ],
 };
 
@@ -191,6 +192,7 @@ pub const LAUNCHES: Table = Table {
         opt("stream", Int64),
         opt("graph_exec", Int64),
         req("failed", Bool),
+        opt("stack", Int64),
     ],
 };
 
@@ -202,6 +204,7 @@ pub const COPIES: Table = Table {
         req("async", Bool),
         opt("stream", Int64),
         req("failed", Bool),
+        opt("stack", Int64),
     ],
 };
 
@@ -317,6 +320,26 @@ pub const THREAD_STATES: Table = Table {
         opt("behind_comm", Str),
         opt("preempted", Bool),
         req("open", Bool),
+        opt("stack", Int64),
+    ],
+};
+
+/// The user stacks (`stack` lines): one row per frame, innermost first
+/// (`depth` 0); the `stack` columns of the call tables and
+/// `thread_states` name `stack_id`.
+pub const STACKS: Table = Table {
+    name: "stacks",
+    columns: &[
+        req("stack_id", Int64),
+        req("pid", Int32),
+        req("depth", Int32),
+        req("kind", Str),
+        req("function", Str),
+        opt("file", Str),
+        opt("line", Int32),
+        opt("module", Str),
+        opt("address", Int64),
+        opt("offset", Int64),
     ],
 };
 
@@ -347,4 +370,5 @@ pub const TABLES: &[&Table] = &[
     &MARKERS,
     &THREAD_STATES,
     &SCHED_LOST,
+    &STACKS,
 ];

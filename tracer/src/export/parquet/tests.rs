@@ -83,7 +83,8 @@ fn tables_read_back_value_by_value() {
             ("power", 0),
             ("markers", 1),
             ("thread_states", 0),
-            ("sched_lost", 0)
+            ("sched_lost", 0),
+            ("stacks", 0)
         ]
     );
     for t in TABLES {
@@ -255,4 +256,40 @@ fn docs_list_the_schema() {
     for t in TABLES {
         assert_eq!(find(&format!("`{}`", t.name)), cols(&mut t.columns.iter()), "docs/parquet.md, table {}", t.name);
     }
+}
+
+/// tests/fixtures/stacks/train.jsonl: every frame a row of `stacks`, the
+/// `stack` id each call and off-CPU row named (even one no line defines).
+#[test]
+fn stacks_table_and_stack_columns() {
+    let t = parse_str("train.jsonl", include_str!("../../../tests/fixtures/stacks/train.jsonl")).unwrap();
+    let tl = timeline::measured(&t);
+    let g = gaps::analyze(&t, &tl, &phases::phases(&t), &gaps::GapOptions::default());
+    let d = tempfile_dir::Dir::new();
+    export(&t, &tl, &g, &d.0, &Options::default()).unwrap();
+    let st = rows(&d.0, "stacks");
+    // stacks 1-3: 4 frames each, stack 4: 5 (addresses 0x7f1000003000, 0x7f2000000400, 0x55d0c0a01234)
+    assert_eq!(st.len(), 17);
+    let row = |r: &[(String, String)]| -> String {
+        ["stack_id", "pid", "depth", "kind", "function", "file", "line", "module", "address", "offset"]
+            .iter()
+            .map(|c| get(r, c))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let four: Vec<String> = st.iter().filter(|r| get(r, "stack_id") == "4").map(|r| row(r)).collect();
+    assert_eq!(
+        four,
+        [
+            "4 100 0 native read null null /usr/lib/x86_64-linux-gnu/libc.so.6 139706696216576 12288",
+            "4 100 1 native [unknown] null null /opt/lib/libstripped.so 139775415682048 1024",
+            "4 100 2 python load_batch /home/u/data.py 41 null null null",
+            "4 100 3 python main /home/u/train.py 38 null null null",
+            "4 100 4 native main Programs/python.c 15 /usr/bin/python3.11 94355073274420 4660",
+        ]
+    );
+    let col = |table: &str| -> Vec<String> { rows(&d.0, table).iter().map(|r| get(r, "stack").to_string()).collect() };
+    assert_eq!(col("calls"), ["1", "2", "3", "1", "null", "9"]);
+    assert_eq!(col("launches"), ["1", "2", "1", "null"]);
+    assert_eq!(col("thread_states"), ["4", "null"]);
 }
