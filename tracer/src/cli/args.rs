@@ -367,6 +367,11 @@ pub struct RecordArgs {
     /// (docs/gaps.md, "Why the thread was not launching").
     #[arg(long)]
     pub no_sched: bool,
+    /// Do not take the traced threads' user stacks (native and Python
+    /// frames) at launches, copies, sets, synchronizations and switch-outs
+    /// (docs/stacks.md).
+    #[arg(long)]
+    pub no_stacks: bool,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,

@@ -10,6 +10,7 @@ use crate::collect::libcuda_watch::Watch;
 use crate::collect::loader;
 use crate::collect::replayable::probes;
 use crate::collect::selection::KernelScope;
+use crate::collect::stacks::sites::StackOptions;
 use crate::decode::calls::Assembler;
 
 /// Which calls get a return probe (`--returns`).
@@ -80,6 +81,8 @@ pub struct ProbeOptions {
     pub buffer_size_mib: u32,
     /// `--replayable`, `--capture-data`.
     pub replay: probes::Mode,
+    /// Stacks (not `--no-stacks`; `tracer agent` takes none).
+    pub stacks: StackOptions,
 }
 
 impl ProbeOptions {
@@ -127,6 +130,7 @@ impl ProbeOptions {
             counted: &|id| self.counted(id),
             ring_bytes: self.buffer_size_mib * 1024 * 1024,
             replay: self.replay,
+            stacks: self.stacks,
         })
     }
 

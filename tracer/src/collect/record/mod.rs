@@ -91,6 +91,9 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     if o.check_coverage() {
         col.coverage = Some(Default::default());
     }
+    if probes.stacks.python && probes.stacks.any() {
+        col.python = loaded.py_procs.take().map(crate::collect::stacks::python_procs::PythonProcs::new);
+    }
     let all_functions = probes.all_functions;
     col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(
         Box::new(move |id| probe_options::left_out(all_functions, id)),
@@ -118,6 +121,9 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         );
     }
     col.footer_extra.insert("libcuda_files".into(), watch.footer(lost_opens));
+    if let Some(p) = &col.python {
+        col.footer_extra.insert("python_layouts".into(), p.footer());
+    }
     if let Some(c) = &col.cgroups {
         let v = c.footer();
         col.footer_extra.insert("cgroups".into(), v);

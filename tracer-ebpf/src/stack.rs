@@ -1,0 +1,178 @@
+//! Stack records ([`tracer_common::stack`]): the user stack of a traced
+//! thread at a driver call's entry (the functions user space marked in
+//! [`STACK_FUNCS`]) and when it switches out of its CPU (sched.rs). The
+//! record is output before the record it belongs to, by the same program
+//! run, so it is that thread's previous record.
+use aya_ebpf::{
+    EbpfContext,
+    helpers::{
+        bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
+        generated::{bpf_get_stack, bpf_probe_read_user as read_user_raw},
+    },
+    macros::map,
+    maps::{Array, PerCpuArray},
+};
+use tracer_common::{
+    event::{EventKind, counter},
+    stack::{NATIVE_CAP, PY_CAP, STACK_REC_PY_OFFSET, StackRec},
+};
+
+use crate::maps::{EVENTS, bump, header, submit_flags};
+use crate::pystack;
+
+/// What stacks are taken ([`tracer_common::stack`] user side sets it):
+/// bit 0 native frames, bit 1 Python frames, bit 2 at calls, bit 3 at
+/// switch-outs. 0: no stacks (the verifier drops the code).
+#[unsafe(no_mangle)]
+static STACKS: u32 = 0;
+
+pub const NATIVE: u32 = 1;
+pub const PYTHON: u32 = 2;
+pub const AT_CALLS: u32 = 4;
+pub const AT_SWITCHES: u32 = 8;
+
+/// Function id -> 1 when its calls take a stack (launches, copies, sets,
+/// synchronizations). Filled by user space.
+#[map]
+pub static STACK_FUNCS: Array<u8> = Array::with_max_entries(4096, 0);
+
+/// Per CPU: the record being built (too large for the 512-byte stack).
+#[map]
+static STACK_SCRATCH: PerCpuArray<StackRec> = PerCpuArray::with_max_entries(1, 0);
+
+const BPF_F_USER_STACK: u64 = 1 << 8;
+
+/// This CPU's record being built.
+#[inline(always)]
+pub fn scratch() -> Option<*mut StackRec> {
+    STACK_SCRATCH.get_ptr_mut(0)
+}
+
+#[inline(always)]
+fn stacks() -> u32 {
+    unsafe { core::ptr::read_volatile(&STACKS) }
+}
+
+/// Whether a call of `func` takes a stack.
+#[inline(always)]
+pub fn at_call(func: u16) -> bool {
+    stacks() & AT_CALLS != 0 && STACK_FUNCS.get(func as u32).is_some_and(|v| *v != 0)
+}
+
+/// Whether a traced thread's switch-out takes a stack.
+#[inline(always)]
+pub fn at_switch() -> bool {
+    stacks() & AT_SWITCHES != 0
+}
+
+/// Offsets in x86-64 `struct pt_regs` (an ABI).
+const REG_BP: usize = 4 * 8;
+const REG_IP: usize = 16 * 8;
+const REG_SP: usize = 19 * 8;
+
+/// Words above the user stack pointer looked at for the leaf's caller.
+const SCAN_WORDS: usize = 16;
+
+#[map]
+static SP_WORDS: PerCpuArray<[u64; SCAN_WORDS]> = PerCpuArray::with_max_entries(1, 0);
+
+/// The return address into the leaf function's caller, which the frame
+/// pointer chain misses when the leaf has not pushed a frame (`bpf_get_stack`
+/// starts at the leaf's ip, then follows the caller's `rbp` to the caller's
+/// caller). At a call's entry (a uprobe on the function's first
+/// instruction) it is the word at the stack pointer. At a switch-out inside
+/// a system call, the leaf is usually a libc wrapper without a frame
+/// (`read`): the first word between the stack pointer and the caller's
+/// frame (`rbp`) that returns just after a call instruction.
+#[inline(always)]
+fn leaf_caller(site: u32) -> Option<u64> {
+    let task = unsafe { bpf_get_current_task_btf() };
+    let regs = unsafe { bpf_task_pt_regs(task) } as usize;
+    if regs == 0 {
+        return None;
+    }
+    let sp = unsafe { bpf_probe_read_kernel((regs + REG_SP) as *const u64) }.ok()?;
+    if site == tracer_common::stack::site::CALL {
+        return unsafe { bpf_probe_read_user(sp as *const u64) }.ok();
+    }
+    let bp = unsafe { bpf_probe_read_kernel((regs + REG_BP) as *const u64) }.ok()?;
+    let _ip = unsafe { bpf_probe_read_kernel((regs + REG_IP) as *const u64) }.ok()?;
+    let words = SP_WORDS.get_ptr_mut(0)?;
+    let words = unsafe { &mut *words };
+    if unsafe { read_user_raw(words.as_mut_ptr() as *mut _, (8 * SCAN_WORDS) as u32, sp as *const _) } != 0 {
+        return None;
+    }
+    for (k, &w) in words.iter().enumerate() {
+        if sp + 8 * k as u64 >= bp {
+            break;
+        }
+        if w > 8 && returns_after_call(w) {
+            return Some(w);
+        }
+    }
+    None
+}
+
+/// Whether the bytes before `ra` end with a call instruction: `e8 rel32`,
+/// `ff 15 disp32` (through the GOT), `ff /2` register forms.
+#[inline(always)]
+fn returns_after_call(ra: u64) -> bool {
+    let Ok(b) = (unsafe { bpf_probe_read_user((ra - 8) as *const [u8; 8]) }) else { return false };
+    b[3] == 0xe8 || (b[2] == 0xff && b[3] == 0x15) || (b[6] == 0xff && b[7] & 0xf8 == 0xd0)
+}
+
+/// Puts `ra` after the leaf (native[0]) unless the chain has it already.
+#[inline(always)]
+fn insert_caller(rec: &mut StackRec, ra: u64) {
+    let n = rec.native_n as usize;
+    if n == 0 || n >= NATIVE_CAP || rec.native[1] == ra && n > 1 {
+        return;
+    }
+    let mut i = NATIVE_CAP - 1;
+    while i > 1 {
+        rec.native[i] = rec.native[i - 1];
+        i -= 1;
+    }
+    rec.native[1] = ra;
+    rec.native_n = n as u32 + 1;
+}
+
+/// Takes and outputs the stack of the current thread (`func`: the call's
+/// function id, 0 for a switch-out).
+#[inline(always)]
+pub fn emit<C: EbpfContext>(ctx: &C, site: u32, func: u16, pid: u32, tid: u32) {
+    let Some(rec) = STACK_SCRATCH.get_ptr_mut(0) else {
+        bump(counter::RB_FULL);
+        return;
+    };
+    let rec = unsafe { &mut *rec };
+    let on = stacks();
+    rec.hdr = header(EventKind::Stack as u16, func, pid, tid);
+    rec.site = site;
+    rec.native_n = 0;
+    rec.native_err = 0;
+    rec._pad = 0;
+    if on & NATIVE != 0 {
+        let r = unsafe {
+            bpf_get_stack(ctx.as_ptr(), rec.native.as_mut_ptr() as *mut _, (8 * NATIVE_CAP) as u32, BPF_F_USER_STACK)
+        };
+        if r < 0 {
+            rec.native_err = (-r) as u32;
+        } else {
+            rec.native_n = (r as u32) / 8;
+            if let Some(ra) = leaf_caller(site) {
+                insert_caller(rec, ra);
+            }
+        }
+    }
+    let (status, n) =
+        if on & PYTHON != 0 { pystack::walk(pid, tid) } else { (tracer_common::stack::py_status::NONE, 0) };
+    rec.py_status = status;
+    let n = if n as usize > PY_CAP { PY_CAP } else { n as usize };
+    rec.py_n = n as u32;
+    let size = STACK_REC_PY_OFFSET + n * core::mem::size_of::<tracer_common::stack::PyFrame>();
+    let bytes = unsafe { core::slice::from_raw_parts(rec as *const StackRec as *const u8, size) };
+    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
+        bump(counter::RB_FULL);
+    }
+}
