@@ -26,7 +26,7 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
         crate::graph_params::graph_node(&ctx, c, pid, tid);
         return 0;
     }
-    if crate::stack::at_call(c.func()) {
+    if crate::stack::at_call(c.func(), tid) {
         crate::stack::emit(&ctx, tracer_common::stack::site::CALL, c.func(), pid, tid);
     }
     let hdr = header(EventKind::LaunchParams as u16, c.func(), pid, tid);

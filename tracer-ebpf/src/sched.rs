@@ -140,6 +140,7 @@ fn emit_switch<C: EbpfContext>(
     // memory are the ones the helpers see.
     if prev_traced && crate::stack::at_switch() {
         crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, 0, pid, tid);
+        crate::stack::switched_out(tid);
     }
     let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
     match EVENTS.reserve::<SchedSwitch>(0) {

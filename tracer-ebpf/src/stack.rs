@@ -6,11 +6,11 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::{
-        bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
+        bpf_get_current_task_btf, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
         generated::{bpf_get_stack, bpf_probe_read_user as read_user_raw},
     },
     macros::map,
-    maps::{Array, PerCpuArray},
+    maps::{Array, LruHashMap, PerCpuArray},
 };
 use tracer_common::{
     event::{EventKind, counter},
@@ -31,10 +31,77 @@ pub const PYTHON: u32 = 2;
 pub const AT_CALLS: u32 = 4;
 pub const AT_SWITCHES: u32 = 8;
 
-/// Function id -> 1 when its calls take a stack (launches, copies, sets,
-/// synchronizations). Filled by user space.
+/// Function id -> [`ALWAYS`] or [`SAMPLED`] when its calls take a stack
+/// (copies, sets, synchronizations always; launches sampled). Filled by
+/// user space.
 #[map]
 pub static STACK_FUNCS: Array<u8> = Array::with_max_entries(4096, 0);
+
+pub const ALWAYS: u8 = 1;
+pub const SAMPLED: u8 = 2;
+
+/// Sampled calls (launches) take a stack when the thread made no sampled
+/// call for this long (ns; the launch ends a CPU-side gap), or was
+/// switched out since its last one, ...
+#[unsafe(no_mangle)]
+static STACK_IDLE_NS: u64 = 50_000;
+/// ... and otherwise at most once per this interval (ns) per thread.
+#[unsafe(no_mangle)]
+static STACK_INTERVAL_NS: u64 = 10_000_000;
+
+/// Per thread: `[last sampled call, last stack taken at one]` (ns).
+#[map]
+static STACK_LAST: LruHashMap<u32, [u64; 2]> = LruHashMap::with_max_entries(65536, 0);
+
+/// Per CPU counts, [`count`].
+#[map]
+pub static STACK_COUNTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(count::N, 0);
+
+/// Indices of [`STACK_COUNTS`].
+pub mod count {
+    /// Sampled calls that took no stack.
+    pub const SAMPLED_OUT: u32 = 0;
+    /// Sampled calls that took one.
+    pub const SAMPLED_IN: u32 = 1;
+    pub const N: u32 = 2;
+}
+
+#[inline(always)]
+fn count(i: u32) {
+    if let Some(p) = STACK_COUNTS.get_ptr_mut(i) {
+        unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+fn global(v: &'static u64) -> u64 {
+    unsafe { core::ptr::read_volatile(v) }
+}
+
+/// Whether a sampled call of thread `tid` now takes a stack (and notes the call).
+#[inline(always)]
+fn sample(tid: u32) -> bool {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let Some(p) = STACK_LAST.get_ptr_mut(&tid) else {
+        let _ = STACK_LAST.insert(&tid, &[now, now], 0);
+        count(count::SAMPLED_IN);
+        return true;
+    };
+    let [last_call, last_stack] = unsafe { *p };
+    let take = now.wrapping_sub(last_call) >= global(&STACK_IDLE_NS)
+        || now.wrapping_sub(last_stack) >= global(&STACK_INTERVAL_NS);
+    unsafe { *p = [now, if take { now } else { last_stack }] };
+    count(if take { count::SAMPLED_IN } else { count::SAMPLED_OUT });
+    take
+}
+
+/// A traced thread switched out: its next sampled call takes a stack.
+#[inline(always)]
+pub fn switched_out(tid: u32) {
+    if let Some(p) = STACK_LAST.get_ptr_mut(&tid) {
+        unsafe { (*p)[0] = 0 };
+    }
+}
 
 /// Per CPU: the record being built (too large for the 512-byte stack).
 #[map]
@@ -53,10 +120,17 @@ fn stacks() -> u32 {
     unsafe { core::ptr::read_volatile(&STACKS) }
 }
 
-/// Whether a call of `func` takes a stack.
+/// Whether a call of `func` by thread `tid` takes a stack.
 #[inline(always)]
-pub fn at_call(func: u16) -> bool {
-    stacks() & AT_CALLS != 0 && STACK_FUNCS.get(func as u32).is_some_and(|v| *v != 0)
+pub fn at_call(func: u16, tid: u32) -> bool {
+    if stacks() & AT_CALLS == 0 {
+        return false;
+    }
+    match STACK_FUNCS.get(func as u32).copied() {
+        Some(ALWAYS) => true,
+        Some(SAMPLED) => sample(tid),
+        _ => false,
+    }
 }
 
 /// Whether a traced thread's switch-out takes a stack.

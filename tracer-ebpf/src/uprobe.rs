@@ -24,7 +24,7 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func()) {
+    if crate::stack::at_call(c.func(), tid) {
         crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
     }
     let hdr = header(EventKind::CallEnter as u16, c.func(), pid, tid);
@@ -58,7 +58,7 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func()) {
+    if crate::stack::at_call(c.func(), tid) {
         crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
     }
     let hdr = header(EventKind::CallEnterStr as u16, c.func(), pid, tid);
@@ -102,7 +102,7 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func()) {
+    if crate::stack::at_call(c.func(), tid) {
         crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
     }
     let hdr = header(EventKind::CallEnterBlob as u16, c.func(), pid, tid);

@@ -372,6 +372,11 @@ pub struct RecordArgs {
     /// (docs/stacks.md).
     #[arg(long)]
     pub no_stacks: bool,
+    /// Take a stack at every launch, not at the first after an idle or
+    /// off-CPU time and once per 10 ms per thread otherwise (docs/stacks.md:
+    /// a stack costs a launch's probe several times).
+    #[arg(long, conflicts_with = "no_stacks")]
+    pub all_launch_stacks: bool,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,

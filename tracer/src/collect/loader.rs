@@ -87,6 +87,8 @@ pub struct Loaded {
     pub multi_progs: Option<uprobe_multi::MultiPrograms>,
     /// tgid -> its Python interpreter's layout (tracer-ebpf/src/pystack.rs).
     pub py_procs: Option<BpfHashMap<MapData, u32, tracer_common::stack::PyLayout>>,
+    /// Per CPU: launches sampled out and in (tracer-ebpf/src/stack.rs `count`).
+    pub stack_counts: Option<PerCpuArray<MapData, u64>>,
 }
 
 /// Reads a field offset from a tracepoint's format file.
@@ -234,6 +236,8 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("SELECT_SELF_TGID", &self_tgid, true)
         .override_global("STACKS", &stack_bits, true)
         .override_global("TASK_FSBASE_OFF", &fsbase_off, true)
+        .override_global("STACK_IDLE_NS", &(crate::collect::stacks::sites::LAUNCH_IDLE_US * 1000), true)
+        .override_global("STACK_INTERVAL_NS", &(crate::collect::stacks::sites::LAUNCH_INTERVAL_MS * 1_000_000), true)
         .map_max_entries("EVENTS", opts.ring_bytes);
     for (name, off) in sched_offsets.iter().flatten() {
         loader.override_global(name, off, true);
@@ -354,13 +358,14 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         for i in 0..tracer_common::funcs::FUNCS.len() {
             for v in 0..tracer_common::funcs::VARIANTS.len() {
                 let id = FuncId::new(i, v);
-                if crate::collect::stacks::sites::takes_stack(id) {
-                    funcs.set(id.0 as u32, 1u8, 0).context("filling STACK_FUNCS")?;
+                if let Some(site) = crate::collect::stacks::sites::site(id, opts.stacks.every_launch) {
+                    funcs.set(id.0 as u32, site as u8, 0).context("filling STACK_FUNCS")?;
                 }
             }
         }
     }
     let py_procs = Some(BpfHashMap::try_from(ebpf.take_map("PY_PROCS").context("PY_PROCS map")?)?);
+    let stack_counts = Some(PerCpuArray::try_from(ebpf.take_map("STACK_COUNTS").context("STACK_COUNTS map")?)?);
     Ok(Loaded {
         ebpf: Some(ebpf),
         links,
@@ -378,6 +383,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         pid_comm,
         multi_progs,
         py_procs,
+        stack_counts,
     })
 }
 

@@ -92,8 +92,17 @@ fn stacks_header(s: &crate::collect::stacks::sites::StackOptions) -> Value {
         "python": s.python,
         "calls": if s.calls { crate::collect::stacks::sites::stack_functions() } else { vec![] },
         "switch_outs": s.switches,
-        // Every call of those functions and every switch-out takes one.
-        "sampling": "all",
+        // Copies, sets, synchronizations and switch-outs: every one takes a
+        // stack; launches every one, or sampled (docs/stacks.md).
+        "sampling": if s.every_launch {
+            json!({ "launches": "all" })
+        } else {
+            json!({
+                "launches": "sampled",
+                "idle_us": crate::collect::stacks::sites::LAUNCH_IDLE_US,
+                "interval_ms": crate::collect::stacks::sites::LAUNCH_INTERVAL_MS,
+            })
+        },
     })
 }
 

@@ -124,6 +124,17 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     if let Some(p) = &col.python {
         col.footer_extra.insert("python_layouts".into(), p.footer());
     }
+    if probes.stacks.any()
+        && let Some(m) = loaded.stack_counts.as_ref()
+    {
+        let sum = |i: u32| m.get(&i, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        // Launches that took a stack and that were sampled out (0 and 0
+        // with --all-launch-stacks: every one took one).
+        col.footer_extra.insert(
+            "stack_sampling".into(),
+            serde_json::json!({ "launches_sampled_in": sum(1), "launches_sampled_out": sum(0) }),
+        );
+    }
     if let Some(c) = &col.cgroups {
         let v = c.footer();
         col.footer_extra.insert("cgroups".into(), v);

@@ -15,11 +15,32 @@ pub struct StackOptions {
     /// When a traced thread switches out of its CPU (needs the scheduler
     /// probes).
     pub switches: bool,
+    /// Every launch takes a stack (`--all-launch-stacks`), not only
+    /// [`LAUNCH_IDLE_US`] / [`LAUNCH_INTERVAL_MS`]'s samples.
+    pub every_launch: bool,
+}
+
+/// A launch takes a stack when its thread made no launch for this long or
+/// was switched out since its last one (the launch ends a CPU-side gap)...
+pub const LAUNCH_IDLE_US: u64 = 50;
+/// ... and otherwise at most once per this interval per thread.
+pub const LAUNCH_INTERVAL_MS: u64 = 10;
+
+/// How calls of a function take stacks (the eBPF object's STACK_FUNCS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// Every call: copies, sets, synchronizations.
+    Always = 1,
+    /// Sampled: launches (kernel and graph), the bulk of the calls, whose
+    /// stack costs several times the probe (docs/stacks.md).
+    Sampled = 2,
 }
 
 impl StackOptions {
-    pub const OFF: StackOptions = StackOptions { native: false, python: false, calls: false, switches: false };
-    pub const ALL: StackOptions = StackOptions { native: true, python: true, calls: true, switches: true };
+    pub const OFF: StackOptions =
+        StackOptions { native: false, python: false, calls: false, switches: false, every_launch: false };
+    pub const ALL: StackOptions =
+        StackOptions { native: true, python: true, calls: true, switches: true, every_launch: false };
 
     pub fn any(&self) -> bool {
         (self.native || self.python) && (self.calls || self.switches)
@@ -40,14 +61,24 @@ impl StackOptions {
 /// (which only orders GPU work) take none: they neither start GPU work nor
 /// keep the thread waiting.
 pub fn takes_stack(id: FuncId) -> bool {
-    let Some(spec) = id.spec() else { return false };
+    site(id, false).is_some()
+}
+
+/// How calls of `id` take stacks (None: never); `every_launch`: launches too
+/// at every call.
+pub fn site(id: FuncId, every_launch: bool) -> Option<Site> {
+    let spec = id.spec()?;
+    let launch = if every_launch { Site::Always } else { Site::Sampled };
     match spec.class {
-        Class::Launch | Class::Copy | Class::Set => true,
-        Class::Graph => base_name(spec.name) == "cuGraphLaunch",
-        Class::Sync => {
-            matches!(base_name(spec.name), "cuCtxSynchronize" | "cuStreamSynchronize" | "cuEventSynchronize")
+        Class::Launch => Some(launch),
+        Class::Graph if base_name(spec.name) == "cuGraphLaunch" => Some(launch),
+        Class::Copy | Class::Set => Some(Site::Always),
+        Class::Sync
+            if matches!(base_name(spec.name), "cuCtxSynchronize" | "cuStreamSynchronize" | "cuEventSynchronize") =>
+        {
+            Some(Site::Always)
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -87,6 +118,22 @@ mod tests {
         {
             assert!(!takes_stack(lookup(name).unwrap()), "{name}");
         }
+    }
+
+    #[test]
+    fn launches_are_sampled_unless_every_launch() {
+        let l = lookup("cuLaunchKernel").unwrap();
+        let g = lookup("cuGraphLaunch").unwrap();
+        let c = lookup("cuMemcpyDtoH_v2").unwrap();
+        assert_eq!(
+            (site(l, false), site(g, false), site(c, false)),
+            (Some(Site::Sampled), Some(Site::Sampled), Some(Site::Always))
+        );
+        assert_eq!(
+            (site(l, true), site(g, true), site(c, true)),
+            (Some(Site::Always), Some(Site::Always), Some(Site::Always))
+        );
+        assert_eq!(site(lookup("cuStreamQuery").unwrap(), true), None);
     }
 
     #[test]
