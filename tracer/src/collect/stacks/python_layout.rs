@@ -330,3 +330,7 @@ pub fn walkable(l: &PyLayout) -> bool {
     [l.frame_code, l.frame_previous, l.frame_instr].iter().all(|&o| o != NONE && o + 8 < FRAME_READ)
         && [l.frame_owner, l.frame_is_entry].iter().all(|&o| o == NONE || o + 1 < FRAME_READ)
 }
+
+#[cfg(test)]
+#[path = "python_layout_tests.rs"]
+mod tests;
