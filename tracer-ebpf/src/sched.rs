@@ -136,13 +136,13 @@ fn emit_switch<C: EbpfContext>(
     if next_traced {
         flags |= sched_flags::NEXT_TRACED;
     }
+    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
     // The current task is the one switching out: its user stack and
     // memory are the ones the helpers see.
     if prev_traced && crate::stack::at_switch() {
-        crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, 0, pid, tid);
+        crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, &hdr);
         crate::stack::switched_out(tid);
     }
-    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
     match EVENTS.reserve::<SchedSwitch>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };

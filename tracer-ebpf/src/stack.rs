@@ -13,7 +13,7 @@ use aya_ebpf::{
     maps::{Array, LruHashMap, PerCpuArray},
 };
 use tracer_common::{
-    event::{EventKind, counter},
+    event::{EventKind, Header, counter},
     stack::{NATIVE_CAP, PY_CAP, STACK_REC_PY_OFFSET, StackRec},
 };
 
@@ -211,10 +211,13 @@ fn insert_caller(rec: &mut StackRec, ra: u64) {
     rec.native_n = n as u32 + 1;
 }
 
-/// Takes and outputs the stack of the current thread (`func`: the call's
-/// function id, 0 for a switch-out).
+/// Takes and outputs the stack of the current thread for the record whose
+/// header is `of` (a call's entry, a switch-out), before that record: the
+/// stack has its `func`, `ts`, `pid` and `tid` and the next sequence
+/// number.
 #[inline(always)]
-pub fn emit<C: EbpfContext>(ctx: &C, site: u32, func: u16, pid: u32, tid: u32) {
+pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
+    let (func, pid, tid) = (of.func, of.pid, of.tid);
     let Some(rec) = STACK_SCRATCH.get_ptr_mut(0) else {
         bump(counter::RB_FULL);
         return;
@@ -222,6 +225,7 @@ pub fn emit<C: EbpfContext>(ctx: &C, site: u32, func: u16, pid: u32, tid: u32) {
     let rec = unsafe { &mut *rec };
     let on = stacks();
     rec.hdr = header(EventKind::Stack as u16, func, pid, tid);
+    rec.hdr.ts = of.ts;
     rec.site = site;
     rec.native_n = 0;
     rec.native_err = 0;

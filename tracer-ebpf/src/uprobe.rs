@@ -24,10 +24,10 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func(), tid) {
-        crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
-    }
     let hdr = header(EventKind::CallEnter as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnter>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
@@ -58,10 +58,10 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func(), tid) {
-        crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
-    }
     let hdr = header(EventKind::CallEnterStr as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnterStr>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
@@ -102,10 +102,10 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let c = cookie(&ctx);
-    if crate::stack::at_call(c.func(), tid) {
-        crate::stack::emit(&ctx, site::CALL, c.func(), pid, tid);
-    }
     let hdr = header(EventKind::CallEnterBlob as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnterBlob>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
