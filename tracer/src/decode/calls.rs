@@ -299,8 +299,8 @@ impl Assembler {
                 self.devices.forget_thread(e.hdr.tid);
                 let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
                 if e.group_dead == 1 {
+                    // Stacks keep its mappings: its last records may follow.
                     self.forget_process(e.hdr.pid);
-                    self.stacks.forget_process(e.hdr.pid);
                 }
                 out(Line::Value(self.proc_line(&e.hdr, op, json!({}))))
             }

@@ -98,7 +98,9 @@ impl Frame {
 /// still run. The collector's lives in collect/stacks/.
 pub trait StackResolver {
     fn resolve(&mut self, s: &Stack) -> Vec<Frame>;
-    /// A process exec'd or exited: what was cached of its memory is stale.
+    /// A process exec'd: what was cached of its mappings and memory is
+    /// stale. (Not called at its exit: records of a process may follow its
+    /// exit record, and native frames still resolve from its files.)
     fn forget_process(&mut self, _pid: u32) {}
     /// What it could not do, by reason (the footer's `stacks.resolver_errors`).
     fn errors(&self) -> BTreeMap<String, u64> {
@@ -231,11 +233,12 @@ struct Waiting {
     id: u64,
 }
 
-/// An interned stack: its id, and its line until written.
+/// An interned stack.
 struct Interned {
-    id: u64,
-    /// The frames, until the first line that refers to it is written.
-    unwritten: Option<(u32, Arc<[Frame]>)>,
+    pid: u32,
+    frames: Arc<[Frame]>,
+    /// Its `stack` line was written.
+    written: bool,
 }
 
 /// Stack records of the traced threads → stack ids on their lines.
@@ -246,6 +249,9 @@ pub struct Stacks {
     waiting: HashMap<(u32, u32), Waiting>,
     /// (pid, frames) → id.
     ids: HashMap<(u32, Arc<[Frame]>), u64>,
+    /// (pid, the record's native addresses and Python frames) → id: a
+    /// stack seen before is not resolved again (until its process execs).
+    raw: HashMap<(u32, Box<[u64]>), u64>,
     /// id → the interned stack.
     by_id: Vec<Interned>,
     pub stats: StackStats,
@@ -264,12 +270,23 @@ impl Stacks {
     /// A stack record: resolved now (the process may exit soon), kept for
     /// its thread's next record of its site.
     pub fn record(&mut self, s: &Stack) {
-        let frames = match self.resolver.as_mut() {
-            Some(r) => r.resolve(s),
-            None => unresolved(s),
+        let raw: Box<[u64]> =
+            s.native().chain(s.py().flat_map(|f| [f.code, f.instr])).chain([s.native_len() as u64]).collect();
+        let key = (s.hdr.pid, raw);
+        let id = match self.raw.get(&key) {
+            Some(&id) => id,
+            None => {
+                let frames = match self.resolver.as_mut() {
+                    Some(r) => r.resolve(s),
+                    None => unresolved(s),
+                };
+                let id = self.intern(s.hdr.pid, frames);
+                self.raw.insert(key, id);
+                id
+            }
         };
+        let frames = self.by_id[id as usize].frames.clone();
         self.stats.count(s, &frames);
-        let id = self.intern(s.hdr.pid, frames);
         if let Some(_old) = self.waiting.insert((s.hdr.tid, s.site), Waiting { func: s.hdr.func, ts: s.hdr.ts, id }) {
             self.stats.orphans += 1;
         }
@@ -280,7 +297,7 @@ impl Stacks {
         let next = self.by_id.len() as u64;
         let id = *self.ids.entry((pid, frames.clone())).or_insert(next);
         if id == next {
-            self.by_id.push(Interned { id, unwritten: Some((pid, frames)) });
+            self.by_id.push(Interned { pid, frames, written: false });
         }
         id
     }
@@ -309,10 +326,11 @@ impl Stacks {
     pub fn attach(&mut self, id: u64, ts: u64, out: &mut impl FnMut(Value)) {
         self.stats.attached += 1;
         if let Some(i) = self.by_id.get_mut(id as usize)
-            && let Some((pid, frames)) = i.unwritten.take()
+            && !i.written
         {
+            i.written = true;
             self.stats.distinct += 1;
-            out(stack_line(i.id, pid, ts, &frames));
+            out(stack_line(id, i.pid, ts, &i.frames));
         }
     }
 
@@ -330,6 +348,7 @@ impl Stacks {
     }
 
     pub fn forget_process(&mut self, pid: u32) {
+        self.raw.retain(|(p, _), _| *p != pid);
         if let Some(r) = self.resolver.as_mut() {
             r.forget_process(pid);
         }
