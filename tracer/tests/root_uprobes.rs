@@ -1347,6 +1347,8 @@ fn million_calls_all_accounted_for() {
         Some("header" | "footer") => {}
         Some("process") => procs += 1,
         Some("sched") => sched_lines += 1,
+        // Distinct stacks (of switch-outs), referred to by other lines.
+        Some("stack") => {}
         _ if v["name"] == "cuCtxSetCurrent" => {
             if v["incomplete"] == true {
                 incomplete += 1;
@@ -1379,18 +1381,21 @@ fn million_calls_all_accounted_for() {
     assert_eq!(footer["entry_lost_calls"], json!(entry_lost));
     // Records: 2 per call (entry + exit) + 1 per process line + the scheduler
     // records (footer.sched.records: they become off-CPU intervals, not a line
-    // each); what was not received is counted as lost, exactly.
+    // each) + the stack records (footer.stacks.records: one `stack` line per
+    // distinct stack, a `stack` field on the lines); what was not received
+    // is counted as lost, exactly.
     let sched = footer["sched"]["records"].as_u64().expect("footer.sched.records");
+    let stacks = footer["stacks"]["records"].as_u64().expect("footer.stacks.records");
     assert_eq!(
         received,
-        2 * complete + incomplete + entry_lost + procs + sched,
-        "footer.records vs the lines in the file and the scheduler records"
+        2 * complete + incomplete + entry_lost + procs + sched + stacks,
+        "footer.records vs the lines in the file, the scheduler and the stack records"
     );
     assert_eq!(attempted, received + lost, "footer: records_attempted != records + lost.total");
-    let proc_attempted = attempted - 2 * N - sched;
+    let proc_attempted = attempted - 2 * N - sched - stacks;
     assert!(
         proc_attempted >= procs && proc_attempted <= procs + lost,
-        "records attempted {attempted} = 2 x {N} calls + {sched} scheduler records + {proc_attempted} others, but {procs} process lines and {lost} lost"
+        "records attempted {attempted} = 2 x {N} calls + {sched} scheduler records + {stacks} stack records + {proc_attempted} others, but {procs} process lines and {lost} lost"
     );
     if lost == 0 {
         assert_eq!(complete, N, "no loss reported but {complete} of {N} calls complete");
@@ -1607,9 +1612,10 @@ fn tracer_exits_promptly_after_the_command() {
     let ctx = t.describe();
     assert_eq!(t.code(), 0, "{ctx}");
     let (header, footer) = (t.header(), t.footer());
-    // Scheduler lines aside (the exiting thread can still be switched out
-    // and in after its exit record).
-    let body: Vec<&Value> = t.lines[1..t.lines.len() - 1].iter().filter(|l| l["type"] != "sched").collect();
+    // Scheduler and stack lines aside (the exiting thread can still be
+    // switched out and in after its exit record).
+    let body: Vec<&Value> =
+        t.lines[1..t.lines.len() - 1].iter().filter(|l| l["type"] != "sched" && l["type"] != "stack").collect();
     let last = body.last().expect("lines between header and footer");
     assert_eq!(
         (&last["type"], &last["op"], &last["pid"]),
