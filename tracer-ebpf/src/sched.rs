@@ -139,7 +139,9 @@ fn emit_switch<C: EbpfContext>(
     let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
     // The current task is the one switching out: its user stack and
     // memory are the ones the helpers see.
-    if prev_traced && crate::stack::at_switch() {
+    // A dead task's last switch has no user stack left (its memory is
+    // gone): none taken (X and Z in the report format).
+    if prev_traced && state & 0x30 == 0 && crate::stack::at_switch() {
         crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, &hdr);
         crate::stack::switched_out(tid);
     }

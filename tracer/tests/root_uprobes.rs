@@ -1342,13 +1342,14 @@ fn million_calls_all_accounted_for() {
 
     let (mut complete, mut incomplete, mut entry_lost, mut other, mut procs) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sched_lines = 0u64;
+    let mut stack_lines = 0u64;
     let mut ctx_ok = true;
     let (header, footer, lines) = scan(&out, |v| match v["type"].as_str() {
         Some("header" | "footer") => {}
         Some("process") => procs += 1,
         Some("sched") => sched_lines += 1,
         // Distinct stacks (of switch-outs), referred to by other lines.
-        Some("stack") => {}
+        Some("stack") => stack_lines += 1,
         _ if v["name"] == "cuCtxSetCurrent" => {
             if v["incomplete"] == true {
                 incomplete += 1;
@@ -1403,7 +1404,7 @@ fn million_calls_all_accounted_for() {
     // Calls seen whole + calls seen in part + calls lost whole == N.
     let whole_lost = (lost - (proc_attempted - procs) - incomplete - entry_lost) / 2;
     assert_eq!(traced + whole_lost, N, "traced {traced} + lost whole {whole_lost} != {N}");
-    assert_eq!(lines, 2 + procs + traced + sched_lines);
+    assert_eq!(lines, 2 + procs + traced + sched_lines + stack_lines);
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(out.with_extension("stdout"));
     let _ = std::fs::remove_file(out.with_extension("stderr"));
