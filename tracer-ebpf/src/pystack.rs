@@ -230,10 +230,10 @@ fn walk_step(w: *mut Walk, buf: &mut [u8; FRAME_READ + 8], out: &mut [PyFrame; P
     true
 }
 
-/// Walks the Python frames of thread `tid` of process `pid` into the
-/// stack scratch record's `py`; returns (status, frames written).
+/// Walks the Python frames of thread `tid` of process `pid` into `out`;
+/// returns (status, frames written).
 #[inline(always)]
-pub fn walk(pid: u32, tid: u32) -> (u32, u32) {
+pub fn walk(pid: u32, tid: u32, out: &mut [PyFrame; PY_CAP]) -> (u32, u32) {
     let Some(l) = (unsafe { PY_PROCS.get(&pid) }) else {
         return (py_status::NONE, 0);
     };
@@ -250,8 +250,7 @@ pub fn walk(pid: u32, tid: u32) -> (u32, u32) {
     if len >= FRAME_READ as u32 {
         return (py_status::READ_FAILED, 0);
     }
-    let (Some(w), Some(buf), Some(rec)) = (WALK.get_ptr_mut(0), FRAME_BUF.get_ptr_mut(0), crate::stack::scratch())
-    else {
+    let (Some(w), Some(buf)) = (WALK.get_ptr_mut(0), FRAME_BUF.get_ptr_mut(0)) else {
         return (py_status::READ_FAILED, 0);
     };
     unsafe {
@@ -270,7 +269,6 @@ pub fn walk(pid: u32, tid: u32) -> (u32, u32) {
         }
     };
     let buf = unsafe { &mut *buf };
-    let out = unsafe { &mut (*rec).py };
     for _ in 0..MAX_FRAMES {
         if !walk_step(w, buf, out) {
             break;

@@ -109,12 +109,6 @@ static STACK_SCRATCH: PerCpuArray<StackRec> = PerCpuArray::with_max_entries(1, 0
 
 const BPF_F_USER_STACK: u64 = 1 << 8;
 
-/// This CPU's record being built.
-#[inline(always)]
-pub fn scratch() -> Option<*mut StackRec> {
-    STACK_SCRATCH.get_ptr_mut(0)
-}
-
 #[inline(always)]
 fn stacks() -> u32 {
     unsafe { core::ptr::read_volatile(&STACKS) }
@@ -243,8 +237,11 @@ pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
             }
         }
     }
-    let (status, n) =
-        if on & PYTHON != 0 { pystack::walk(pid, tid) } else { (tracer_common::stack::py_status::NONE, 0) };
+    let (status, n) = if on & PYTHON != 0 {
+        pystack::walk(pid, tid, &mut rec.py)
+    } else {
+        (tracer_common::stack::py_status::NONE, 0)
+    };
     rec.py_status = status;
     let n = if n as usize > PY_CAP { PY_CAP } else { n as usize };
     rec.py_n = n as u32;
