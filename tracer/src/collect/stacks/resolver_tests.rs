@@ -288,6 +288,53 @@ fn a_stack_record_resolves_to_merged_frames() {
     let names: Vec<(&str, FrameKind)> = frames.iter().map(|f| (&*f.func, f.kind)).collect();
     assert_eq!(names, [("alpha", FrameKind::Native), ("beta", FrameKind::Native), ("[jit]", FrameKind::Jit)]);
     assert!(r.errors().is_empty());
+
+    // Through the assembler: the stack line, then the off_cpu line of the
+    // switch-out it was taken for.
+    use tracer_common::event::{SchedSwitch, sched_flags};
+    let switch = |ts: u64, out: bool| SchedSwitch {
+        hdr: Header {
+            kind: EventKind::SchedSwitch as u16,
+            func: 0,
+            cpu: 0,
+            seq: ts,
+            ts,
+            pid: if out { pid } else { 0 },
+            tid: if out { pid } else { 0 },
+        },
+        prev_state: u64::from(out),
+        flags: if out { sched_flags::PREV_TRACED } else { sched_flags::NEXT_TRACED },
+        next_tid: if out { 0 } else { pid },
+        next_tgid: if out { 0 } else { pid },
+        _pad: 0,
+        syscall: -1,
+        arg0: 0,
+        prev_comm: [0; 16],
+        next_comm: [0; 16],
+    };
+    let mut asm = crate::decode::calls::Assembler::default();
+    asm.sched.enabled = true;
+    asm.stacks = crate::decode::stacks::Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
+    rec.hdr.seq = 1;
+    // SAFETY: as above.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let mut lines = Vec::new();
+    let recs = [
+        tracer_common::decode::Record::Switch(switch(0, false)),
+        tracer_common::decode::parse(b).unwrap(),
+        tracer_common::decode::Record::Switch(switch(1, true)),
+        tracer_common::decode::Record::Switch(switch(2, false)),
+    ];
+    for r in &recs {
+        asm.push(r, &mut |l| lines.push(l.into_value()));
+    }
+    let v: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] != "thread_seen").collect();
+    assert_eq!(v.len(), 2, "{lines:?}");
+    let fns: Vec<&str> = v[0]["frames"].as_array().unwrap().iter().map(|f| f["fn"].as_str().unwrap()).collect();
+    assert_eq!((v[0]["type"].as_str(), fns), (Some("stack"), vec!["alpha", "beta", "[jit]"]));
+    assert_eq!(v[0]["frames"][0]["module"].as_str(), bin.to_str());
+    assert_eq!((v[1]["op"].as_str(), v[1]["stack"].as_u64(), v[1]["ts"].as_u64()), (Some("off_cpu"), Some(0), Some(1)));
+    assert_eq!(asm.stacks.stats.attached, 1);
     stop(child);
     std::fs::remove_dir_all(&dir).unwrap();
 }
