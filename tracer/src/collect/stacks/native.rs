@@ -25,6 +25,8 @@ pub struct NativeResolver {
     pub maps: MapsCache,
     /// (file to read, offset looked up) → its symbol.
     syms: HashMap<(Arc<str>, u64), Sym>,
+    /// (pid, address, leaf) → its frame.
+    frames: HashMap<(u32, u64, bool), Frame>,
     /// pid → the prefix its paths are opened under (`/proc/PID/root` for a
     /// process in another mount namespace; empty for ours).
     roots: HashMap<u32, Arc<str>>,
@@ -38,6 +40,7 @@ impl Default for NativeResolver {
             symbolizer: Symbolizer::builder().enable_code_info(true).enable_inlined_fns(false).build(),
             maps: MapsCache::default(),
             syms: HashMap::new(),
+            frames: HashMap::new(),
             roots: HashMap::new(),
             errors: BTreeMap::new(),
         }
@@ -49,6 +52,18 @@ impl NativeResolver {
     /// innermost frame, whose address is the instruction itself (a caller's
     /// is the one after its call, so the symbol of `addr - 1` is looked up).
     pub fn frame(&mut self, pid: u32, addr: u64, leaf: bool) -> Frame {
+        if let Some(f) = self.frames.get(&(pid, addr, leaf)) {
+            return f.clone();
+        }
+        let f = self.resolve(pid, addr, leaf);
+        // An address in no mapping may be in a library loaded later.
+        if f.kind != FrameKind::Unknown {
+            self.frames.insert((pid, addr, leaf), f.clone());
+        }
+        f
+    }
+
+    fn resolve(&mut self, pid: u32, addr: u64, leaf: bool) -> Frame {
         let Some(m) = self.maps.lookup(pid, addr) else {
             return Frame { addr: Some(addr), ..Frame::named(FrameKind::Unknown, UNKNOWN_FN) };
         };
@@ -124,6 +139,7 @@ impl NativeResolver {
 
     pub fn forget(&mut self, pid: u32) {
         self.maps.forget(pid);
+        self.frames.retain(|(p, _, _), _| *p != pid);
         self.roots.remove(&pid);
     }
 }

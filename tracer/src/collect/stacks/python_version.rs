@@ -25,8 +25,23 @@ pub fn from_maps(pid: u32) -> Option<u32> {
 
 /// [`from_maps`] cached per process (a `VersionOf`).
 pub fn cached() -> crate::collect::stacks::python::VersionOf {
-    let mut cache: HashMap<u32, Option<u32>> = HashMap::new();
-    Box::new(move |pid| *cache.entry(pid).or_insert_with(|| from_maps(pid)))
+    cached_by(from_maps)
+}
+
+/// `version_of` cached per process once it gives a version (None is asked
+/// again: the interpreter may not be loaded yet).
+pub fn cached_by(
+    mut version_of: impl FnMut(u32) -> Option<u32> + 'static,
+) -> crate::collect::stacks::python::VersionOf {
+    let mut cache: HashMap<u32, u32> = HashMap::new();
+    Box::new(move |pid| {
+        if let Some(&v) = cache.get(&pid) {
+            return Some(v);
+        }
+        let v = version_of(pid)?;
+        cache.insert(pid, v);
+        Some(v)
+    })
 }
 
 #[cfg(test)]
@@ -43,5 +58,17 @@ mod tests {
             assert_eq!(version_of_path(no), None, "{no}");
         }
         assert_eq!(from_maps(std::process::id()), None, "the test binary maps no Python");
+    }
+
+    #[test]
+    fn versions_are_cached_once_known() {
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let a = asked.clone();
+        let mut v = cached_by(move |pid| {
+            a.set(a.get() + 1);
+            (pid == 7 && a.get() > 1).then_some(0x030c)
+        });
+        assert_eq!((v(7), v(7), v(7), v(8)), (None, Some(0x030c), Some(0x030c), None));
+        assert_eq!(asked.get(), 3, "7 asked twice (None, then known), 8 once");
     }
 }

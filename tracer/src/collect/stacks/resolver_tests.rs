@@ -288,6 +288,111 @@ fn a_stack_record_resolves_to_merged_frames() {
     let names: Vec<(&str, FrameKind)> = frames.iter().map(|f| (&*f.func, f.kind)).collect();
     assert_eq!(names, [("alpha", FrameKind::Native), ("beta", FrameKind::Native), ("[jit]", FrameKind::Jit)]);
     assert!(r.errors().is_empty());
+
+    // Through the assembler: the stack line, then the off_cpu line of the
+    // switch-out it was taken for.
+    use tracer_common::event::{SchedSwitch, sched_flags};
+    let switch = |ts: u64, out: bool| SchedSwitch {
+        hdr: Header {
+            kind: EventKind::SchedSwitch as u16,
+            func: 0,
+            cpu: 0,
+            seq: ts,
+            ts,
+            pid: if out { pid } else { 0 },
+            tid: if out { pid } else { 0 },
+        },
+        prev_state: u64::from(out),
+        flags: if out { sched_flags::PREV_TRACED } else { sched_flags::NEXT_TRACED },
+        next_tid: if out { 0 } else { pid },
+        next_tgid: if out { 0 } else { pid },
+        _pad: 0,
+        syscall: -1,
+        arg0: 0,
+        prev_comm: [0; 16],
+        next_comm: [0; 16],
+    };
+    let mut asm = crate::decode::calls::Assembler::default();
+    asm.sched.enabled = true;
+    asm.stacks = crate::decode::stacks::Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
+    rec.hdr.seq = 1;
+    // SAFETY: as above.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let mut lines = Vec::new();
+    let recs = [
+        tracer_common::decode::Record::Switch(switch(0, false)),
+        tracer_common::decode::parse(b).unwrap(),
+        tracer_common::decode::Record::Switch(switch(1, true)),
+        tracer_common::decode::Record::Switch(switch(2, false)),
+    ];
+    for r in &recs {
+        asm.push(r, &mut |l| lines.push(l.into_value()));
+    }
+    let v: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] != "thread_seen").collect();
+    assert_eq!(v.len(), 2, "{lines:?}");
+    let fns: Vec<&str> = v[0]["frames"].as_array().unwrap().iter().map(|f| f["fn"].as_str().unwrap()).collect();
+    assert_eq!((v[0]["type"].as_str(), fns), (Some("stack"), vec!["alpha", "beta", "[jit]"]));
+    assert_eq!(v[0]["frames"][0]["module"].as_str(), bin.to_str());
+    assert_eq!((v[1]["op"].as_str(), v[1]["stack"].as_u64(), v[1]["ts"].as_u64()), (Some("off_cpu"), Some(0), Some(1)));
+    assert_eq!(asm.stacks.stats.attached, 1);
+    stop(child);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The collector's cost per stack record (printed, not judged): the first
+/// record of a stack (resolved: maps read, ELF symbolized), the same
+/// stack again (the raw-stack cache), and the resolver alone on known
+/// addresses (its per-address caches). `cargo test -p tracer --lib
+/// resolve_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement"]
+fn resolve_cost() {
+    use crate::collect::stacks::resolver::Resolver;
+    use crate::decode::stacks::{StackResolver as _, Stacks};
+    use std::time::Instant;
+    use tracer_common::event::{EventKind, Header};
+    use tracer_common::stack::{NATIVE_CAP, PY_CAP, StackRec, py_status, site, stack_rec_len};
+    let dir = tmpdir("cost");
+    let (bin, _) = build_helper(&dir);
+    let (child, a) = start(&bin);
+    let pid = child.id();
+    let mut rec = StackRec {
+        hdr: Header { kind: EventKind::Stack as u16, func: 0, cpu: 0, seq: 0, ts: 1, pid, tid: pid },
+        site: site::CALL,
+        native_n: 16,
+        native_err: 0,
+        py_status: py_status::NONE,
+        py_n: 0,
+        _pad: 0,
+        native: [0; NATIVE_CAP],
+        py: [PyFrame::default(); PY_CAP],
+    };
+    for i in 0..16 {
+        rec.native[i] = if i % 2 == 0 { a[0] + i as u64 } else { a[1] + i as u64 };
+    }
+    // SAFETY: a repr(C) record of plain integers, read as its bytes.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let tracer_common::decode::Record::Stack(s) = tracer_common::decode::parse(b).unwrap() else { panic!() };
+    let mut stacks = Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
+    let t = Instant::now();
+    stacks.record(&s);
+    let first = t.elapsed();
+    const N: u32 = 100_000;
+    let t = Instant::now();
+    for _ in 0..N {
+        stacks.record(&s);
+    }
+    let again = t.elapsed() / N;
+    let mut r = Resolver::new(Box::new(|_| None));
+    r.resolve(&s);
+    let t = Instant::now();
+    for _ in 0..N / 10 {
+        std::hint::black_box(r.resolve(&s));
+    }
+    let resolve = t.elapsed() / (N / 10);
+    println!(
+        "16 native frames: first record {first:?}, the same stack again {again:?}, resolver on cached addresses {resolve:?}"
+    );
     stop(child);
     std::fs::remove_dir_all(&dir).unwrap();
 }
