@@ -121,7 +121,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         );
     }
     col.footer_extra.insert("libcuda_files".into(), watch.footer(lost_opens));
-    if let Some(p) = &col.python {
+    if let Some(mut p) = col.python.take() {
         col.footer_extra.insert("python_layouts".into(), p.footer());
     }
     if probes.stacks.any()

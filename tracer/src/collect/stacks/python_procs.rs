@@ -2,9 +2,17 @@
 //! the recorded processes: a process is looked at ([`python_layout::find`])
 //! when its first stack without Python frames (`py_status` NONE) arrives,
 //! again at most every [`RETRY`] while it has no interpreter mapped (it may
-//! not have loaded libpython yet), at most [`MAX_TRIES`] times; its entry is
-//! removed when it exits.
+//! not have loaded libpython yet), at most [`MAX_TRIES`] times; again after
+//! an exec; its entry is removed when it exits.
+//!
+//! The looks run on a thread of their own: one reads and parses the
+//! interpreter's file (~60 ms for libpython3.11 in a debug build), which on
+//! the collector's thread would hold back the drain, and with it the
+//! resolution of the stacks already taken while the process's memory is
+//! still there.
 use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
@@ -12,7 +20,7 @@ use serde_json::{Value, json};
 use tracer_common::decode::Record;
 use tracer_common::stack::{PyLayout, py_status};
 
-use crate::collect::stacks::python_layout::{self, LayoutError, PyProcess};
+use crate::collect::stacks::python_layout::{self, PyProcess};
 
 /// Least time between two looks at a process without an interpreter.
 pub const RETRY: Duration = Duration::from_millis(100);
@@ -23,7 +31,7 @@ enum State {
     /// Not found yet: tries so far, and when the last was.
     Looking { tries: u32, last: Instant },
     /// Its layout is in the map.
-    Known(Box<PyProcess>),
+    Known,
     /// Looked at [`MAX_TRIES`] times without an interpreter, or its layout
     /// is unknown: not looked at again.
     Done,
@@ -44,32 +52,93 @@ pub struct Counts {
     pub map_full: u64,
 }
 
+enum Msg {
+    /// A stack of the process without Python frames.
+    Stack(u32),
+    /// The process exited or exec'd.
+    Forget(u32),
+}
+
+/// The collector's handle: records go in, the looks happen on the worker.
 pub struct PythonProcs {
-    map: BpfHashMap<MapData, u32, PyLayout>,
-    procs: HashMap<u32, State>,
-    pub counts: Counts,
+    tx: Option<Sender<Msg>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+    counts: Arc<Mutex<Counts>>,
 }
 
 impl PythonProcs {
     pub fn new(map: BpfHashMap<MapData, u32, PyLayout>) -> Self {
-        PythonProcs { map, procs: HashMap::new(), counts: Counts::default() }
+        let counts = Arc::new(Mutex::new(Counts::default()));
+        let (tx, rx) = channel();
+        let mut w = Worker { map, procs: HashMap::new(), counts: counts.clone() };
+        let worker = std::thread::Builder::new()
+            .name("python-layouts".into())
+            .spawn(move || w.run(rx))
+            .map_err(|e| log::warn!("no Python layouts: starting their thread failed: {e}"))
+            .ok();
+        PythonProcs { tx: worker.as_ref().map(|_| tx), worker, counts }
     }
 
     /// Looks at one record: a stack that asks for the process's layout, or
-    /// the process's exit.
+    /// the process's exit or exec.
     pub fn saw(&mut self, rec: &Record) {
-        match rec {
-            Record::Stack(s) if s.py_status == py_status::NONE => self.look(s.hdr.pid),
-            Record::ProcExit(e) if e.group_dead == 1 => self.forget(e.hdr.pid),
+        let msg = match rec {
+            Record::Stack(s) if s.py_status == py_status::NONE => Msg::Stack(s.hdr.pid),
+            Record::ProcExit(e) if e.group_dead == 1 => Msg::Forget(e.hdr.pid),
             // A new program: looked at again at its first stack.
-            Record::Exec { hdr, .. } => self.forget(hdr.pid),
-            _ => {}
+            Record::Exec { hdr, .. } => Msg::Forget(hdr.pid),
+            _ => return,
+        };
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(msg);
         }
     }
 
-    fn forget(&mut self, pid: u32) {
-        if let Some(State::Known(_)) = self.procs.remove(&pid) {
-            let _ = self.map.remove(&pid);
+    /// Waits for the looks asked for so far, then gives the counts.
+    pub fn finish(&mut self) -> Counts {
+        drop(self.tx.take());
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The footer's `python_layouts` (after [`Self::finish`]).
+    pub fn footer(&mut self) -> Value {
+        let c = self.finish();
+        json!({
+            "found": c.found,
+            "unknown": c.unknown,
+            "unknown_reasons": c.reasons,
+            "not_python": c.not_python,
+            "map_full": c.map_full,
+        })
+    }
+}
+
+struct Worker {
+    map: BpfHashMap<MapData, u32, PyLayout>,
+    procs: HashMap<u32, State>,
+    counts: Arc<Mutex<Counts>>,
+}
+
+impl Worker {
+    fn run(&mut self, rx: Receiver<Msg>) {
+        for m in rx {
+            match m {
+                Msg::Stack(pid) => self.look(pid),
+                Msg::Forget(pid) => {
+                    if let Some(State::Known) = self.procs.remove(&pid) {
+                        let _ = self.map.remove(&pid);
+                    }
+                }
+            }
+        }
+    }
+
+    fn count(&self, f: impl FnOnce(&mut Counts)) {
+        if let Ok(mut c) = self.counts.lock() {
+            f(&mut c);
         }
     }
 
@@ -81,61 +150,43 @@ impl PythonProcs {
             Some(_) => return,
         };
         let state = match python_layout::find(pid) {
-            Ok(Some(p)) if python_layout::walkable(&p.layout) => match self.map.insert(pid, p.layout, 0) {
-                Ok(()) => {
-                    let (maj, min) = p.version();
-                    *self.counts.found.entry(format!("{maj}.{min}")).or_default() += 1;
-                    State::Known(Box::new(p))
-                }
-                Err(e) => {
-                    self.counts.map_full += 1;
-                    log::warn!("process {pid}: its Python layout could not be given to the kernel: {e}");
-                    State::Done
-                }
-            },
+            Ok(Some(p)) if python_layout::walkable(&p.layout) => self.known(pid, &p),
             Ok(Some(p)) => {
                 self.unknown(pid, format!("{}: frame fields beyond the bytes the walker reads", p.path.display()))
             }
             Ok(None) if tries + 1 >= MAX_TRIES => {
-                self.counts.not_python += 1;
+                self.count(|c| c.not_python += 1);
                 State::Done
             }
             Ok(None) => State::Looking { tries: tries + 1, last: now },
-            Err(e) => self.unknown(pid, layout_reason(&e)),
+            Err(e) => self.unknown(pid, e.to_string()),
         };
         self.procs.insert(pid, state);
     }
 
-    fn unknown(&mut self, pid: u32, why: String) -> State {
-        self.counts.unknown += 1;
-        log::info!("process {pid}: no Python stacks: {why}");
-        if self.counts.reasons.len() < 8 && !self.counts.reasons.contains(&why) {
-            self.counts.reasons.push(why);
+    fn known(&mut self, pid: u32, p: &PyProcess) -> State {
+        match self.map.insert(pid, p.layout, 0) {
+            Ok(()) => {
+                let (maj, min) = p.version();
+                self.count(|c| *c.found.entry(format!("{maj}.{min}")).or_default() += 1);
+                State::Known
+            }
+            Err(e) => {
+                self.count(|c| c.map_full += 1);
+                log::warn!("process {pid}: its Python layout could not be given to the kernel: {e}");
+                State::Done
+            }
         }
+    }
+
+    fn unknown(&mut self, pid: u32, why: String) -> State {
+        log::info!("process {pid}: no Python stacks: {why}");
+        self.count(|c| {
+            c.unknown += 1;
+            if c.reasons.len() < 8 && !c.reasons.contains(&why) {
+                c.reasons.push(why);
+            }
+        });
         State::Done
     }
-
-    /// The layout found for `pid`, if any.
-    pub fn process(&self, pid: u32) -> Option<&PyProcess> {
-        match self.procs.get(&pid) {
-            Some(State::Known(p)) => Some(p),
-            _ => None,
-        }
-    }
-
-    /// The footer's `python_layouts`.
-    pub fn footer(&self) -> Value {
-        let c = &self.counts;
-        json!({
-            "found": c.found,
-            "unknown": c.unknown,
-            "unknown_reasons": c.reasons,
-            "not_python": c.not_python,
-            "map_full": c.map_full,
-        })
-    }
-}
-
-fn layout_reason(e: &LayoutError) -> String {
-    e.to_string()
 }
