@@ -155,18 +155,84 @@ fn python_frames(f: &[Value]) -> Vec<(String, String, u64)> {
         .collect()
 }
 
+/// pyenv's Python 3.minor (the newest patch release installed).
+fn pyenv_python(minor: u32) -> Option<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir("/root/.pyenv/versions")
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("3.{minor}."))))
+        .collect();
+    v.sort();
+    Some(v.pop()?.join(format!("bin/python3.{minor}")))
+}
+
 #[test]
 fn python_311_launches_and_reads_name_their_functions_and_lines() {
     if !common::root_tests_enabled() {
         return;
     }
-    let python = Path::new("/root/.pyenv/versions/3.11.7/bin/python3.11");
-    assert!(python.exists(), "the test's Python 3.11 ({}) is missing", python.display());
-    let script = common::fake().dir.join("stacks_test.py");
+    let python = pyenv_python(11).expect("the test's Python 3.11 (pyenv) is missing");
+    python_launches_and_reads(&python, "3.11");
+}
+
+/// The same program on the other versions the walker knows (each where
+/// pyenv has it): 3.10's frame objects, 3.12's shim frames, 3.13's debug
+/// offsets.
+#[test]
+fn python_310_312_313_launches_and_reads() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    for minor in [10, 12, 13] {
+        match pyenv_python(minor) {
+            Some(p) => python_launches_and_reads(&p, &format!("3.{minor}")),
+            None => println!("no pyenv Python 3.{minor}: not checked"),
+        }
+    }
+}
+
+/// A Python whose layout tracer does not know (3.9): no Python frames, the
+/// process counted with its reason, its launches still recorded with their
+/// native frames.
+#[test]
+fn python_of_unknown_layout_is_counted_and_keeps_native_frames() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let Some(python) = pyenv_python(9) else {
+        println!("no pyenv Python 3.9: not checked");
+        return;
+    };
+    let script = common::fake().dir.join("stacks_test39.py");
+    std::fs::write(&script, PY).unwrap();
+    let lib = common::fake().lib.clone();
+    let lines = record("stacks-py39", &[python.as_os_str(), script.as_os_str(), lib.as_os_str()]);
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    assert_eq!(launches.len(), 3);
+    for l in &launches {
+        let f = frames_of(l, &s);
+        assert_eq!(names(f)[0], "cuLaunchKernel");
+        assert!(python_frames(f).is_empty(), "{f:?}");
+    }
+    let foot = footer(&lines);
+    let p = &foot["python_layouts"];
+    assert_eq!((p["unknown"].as_u64(), p["found"].as_object().map(|o| o.len())), (Some(1), Some(0)), "{p}");
+    let why = p["unknown_reasons"][0].as_str().unwrap();
+    assert!(
+        why.ends_with("libpython3.9.so.1.0: Python 3.9 has no known frame layout (3.10 to 3.13 are known)"),
+        "{why}"
+    );
+    assert_eq!(foot["lost"]["total"], 0);
+}
+
+fn python_launches_and_reads(python: &Path, version: &str) {
+    let script = common::fake().dir.join(format!("stacks_test{version}.py"));
     std::fs::write(&script, PY).unwrap();
     let file = script.to_str().unwrap().to_string();
     let lib = common::fake().lib.clone();
-    let lines = record("stacks-py", &[python.as_os_str(), script.as_os_str(), lib.as_os_str()]);
+    let lines = record(&format!("stacks-py{version}"), &[python.as_os_str(), script.as_os_str(), lib.as_os_str()]);
     let s = stacks(&lines);
     let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
     assert_eq!(launches.len(), 3);
@@ -175,21 +241,24 @@ fn python_311_launches_and_reads_name_their_functions_and_lines() {
     };
     for l in &launches {
         let f = frames_of(l, &s);
-        assert_eq!(names(f)[0], "cuLaunchKernel");
-        assert_eq!(python_frames(f), expect([("launch_step", 11), ("main", 20), ("<module>", 22)]), "{f:?}");
+        assert_eq!(names(f)[0], "cuLaunchKernel", "{version}");
+        assert_eq!(python_frames(f), expect([("launch_step", 11), ("main", 20), ("<module>", 22)]), "{version}: {f:?}");
     }
+    // The blocked reads of the pipe (not those of the files Python reads
+    // as it starts): one per round.
     let pid = launches[0]["pid"].as_u64().unwrap();
     let reads: Vec<&Value> = lines
         .iter()
         .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
+        .filter(|l| python_frames(frames_of(l, &s)).iter().any(|f| f.0 == "load_batch"))
         .collect();
     assert_eq!(reads.len(), 3, "one blocked read per round");
     for l in &reads {
         let f = frames_of(l, &s);
-        assert_eq!(python_frames(f), expect([("load_batch", 9), ("main", 19), ("<module>", 22)]), "{f:?}");
+        assert_eq!(python_frames(f), expect([("load_batch", 9), ("main", 19), ("<module>", 22)]), "{version}: {f:?}");
     }
     let foot = footer(&lines);
-    assert_eq!(foot["python_layouts"]["found"], serde_json::json!({ "3.11": 1 }), "{}", foot["python_layouts"]);
+    assert_eq!(foot["python_layouts"]["found"], serde_json::json!({ version: 1 }), "{}", foot["python_layouts"]);
     assert_eq!(foot["python_layouts"]["unknown"], 0);
 }
 

@@ -28,8 +28,9 @@ pub const RETRY: Duration = Duration::from_millis(100);
 pub const MAX_TRIES: u32 = 20;
 
 enum State {
-    /// Not found yet: tries so far, and when the last was.
-    Looking { tries: u32, last: Instant },
+    /// Not found yet: tries so far, and when the last was (None: look at
+    /// the next stack).
+    Looking { tries: u32, last: Option<Instant> },
     /// Its layout is in the map.
     Known,
     /// Looked at [`MAX_TRIES`] times without an interpreter, or its layout
@@ -55,8 +56,10 @@ pub struct Counts {
 enum Msg {
     /// A stack of the process without Python frames.
     Stack(u32),
-    /// The process exited or exec'd.
+    /// The process exited.
     Forget(u32),
+    /// The process exec'd: another program.
+    Exec(u32),
 }
 
 /// The collector's handle: records go in, the looks happen on the worker.
@@ -70,7 +73,7 @@ impl PythonProcs {
     pub fn new(map: BpfHashMap<MapData, u32, PyLayout>) -> Self {
         let counts = Arc::new(Mutex::new(Counts::default()));
         let (tx, rx) = channel();
-        let mut w = Worker { map, procs: HashMap::new(), counts: counts.clone() };
+        let mut w = Worker { map, procs: HashMap::new(), counts: counts.clone(), counted: Default::default() };
         let worker = std::thread::Builder::new()
             .name("python-layouts".into())
             .spawn(move || w.run(rx))
@@ -85,8 +88,8 @@ impl PythonProcs {
         let msg = match rec {
             Record::Stack(s) if s.py_status == py_status::NONE => Msg::Stack(s.hdr.pid),
             Record::ProcExit(e) if e.group_dead == 1 => Msg::Forget(e.hdr.pid),
-            // A new program: looked at again at its first stack.
-            Record::Exec { hdr, .. } => Msg::Forget(hdr.pid),
+            // A new program: looked at again.
+            Record::Exec { hdr, .. } => Msg::Exec(hdr.pid),
             _ => return,
         };
         if let Some(tx) = &self.tx {
@@ -120,6 +123,10 @@ struct Worker {
     map: BpfHashMap<MapData, u32, PyLayout>,
     procs: HashMap<u32, State>,
     counts: Arc<Mutex<Counts>>,
+    /// (pid, what was found) already counted: a process looked at again
+    /// after its exec (whose record may come after the look that already
+    /// saw the new program) counts once.
+    counted: std::collections::HashSet<(u32, String)>,
 }
 
 impl Worker {
@@ -132,13 +139,39 @@ impl Worker {
                         let _ = self.map.remove(&pid);
                     }
                 }
+                Msg::Exec(pid) => self.exec(pid),
             }
         }
     }
 
-    fn count(&self, f: impl FnOnce(&mut Counts)) {
+    /// Counts `what` of `pid` once.
+    fn count(&mut self, pid: u32, what: &str, f: impl FnOnce(&mut Counts)) {
+        if !self.counted.insert((pid, what.to_string())) {
+            return;
+        }
         if let Ok(mut c) = self.counts.lock() {
             f(&mut c);
+        }
+    }
+
+    /// After an exec: the layout found before it may be the new program's
+    /// already (the look can come after the exec it precedes in the
+    /// records), so the process is looked at now: found, it stays in the
+    /// map; not (its interpreter not mapped yet), it leaves it and is looked
+    /// at again at its next stack.
+    fn exec(&mut self, pid: u32) {
+        let was_known = matches!(self.procs.remove(&pid), Some(State::Known));
+        match python_layout::find(pid) {
+            Ok(Some(p)) if python_layout::walkable(&p.layout) => {
+                let s = self.known(pid, &p);
+                self.procs.insert(pid, s);
+            }
+            _ => {
+                if was_known {
+                    let _ = self.map.remove(&pid);
+                }
+                self.procs.insert(pid, State::Looking { tries: 0, last: None });
+            }
         }
     }
 
@@ -146,7 +179,7 @@ impl Worker {
         let now = Instant::now();
         let tries = match self.procs.get(&pid) {
             None => 0,
-            Some(State::Looking { tries, last }) if now.duration_since(*last) >= RETRY => *tries,
+            Some(State::Looking { tries, last }) if last.is_none_or(|l| now.duration_since(l) >= RETRY) => *tries,
             Some(_) => return,
         };
         let state = match python_layout::find(pid) {
@@ -155,10 +188,10 @@ impl Worker {
                 self.unknown(pid, format!("{}: frame fields beyond the bytes the walker reads", p.path.display()))
             }
             Ok(None) if tries + 1 >= MAX_TRIES => {
-                self.count(|c| c.not_python += 1);
+                self.count(pid, "not python", |c| c.not_python += 1);
                 State::Done
             }
-            Ok(None) => State::Looking { tries: tries + 1, last: now },
+            Ok(None) => State::Looking { tries: tries + 1, last: Some(now) },
             Err(e) => self.unknown(pid, e.to_string()),
         };
         self.procs.insert(pid, state);
@@ -168,11 +201,12 @@ impl Worker {
         match self.map.insert(pid, p.layout, 0) {
             Ok(()) => {
                 let (maj, min) = p.version();
-                self.count(|c| *c.found.entry(format!("{maj}.{min}")).or_default() += 1);
+                let v = format!("{maj}.{min}");
+                self.count(pid, &v.clone(), |c| *c.found.entry(v).or_default() += 1);
                 State::Known
             }
             Err(e) => {
-                self.count(|c| c.map_full += 1);
+                self.count(pid, "map full", |c| c.map_full += 1);
                 log::warn!("process {pid}: its Python layout could not be given to the kernel: {e}");
                 State::Done
             }
@@ -181,7 +215,7 @@ impl Worker {
 
     fn unknown(&mut self, pid: u32, why: String) -> State {
         log::info!("process {pid}: no Python stacks: {why}");
-        self.count(|c| {
+        self.count(pid, &why.clone(), |c| {
             c.unknown += 1;
             if c.reasons.len() < 8 && !c.reasons.contains(&why) {
                 c.reasons.push(why);
