@@ -7,9 +7,11 @@
 
 use crate::event::UvmCapture;
 use crate::params::Layout;
+use crate::stack::PyLayout;
 
 unsafe impl aya::Pod for UvmCapture {}
 unsafe impl aya::Pod for Layout {}
+unsafe impl aya::Pod for PyLayout {}
 
 #[cfg(test)]
 mod tests {
@@ -23,5 +25,6 @@ mod tests {
         fn is_pod<T: aya::Pod>() {}
         is_pod::<UvmCapture>();
         is_pod::<Layout>();
+        is_pod::<PyLayout>();
     }
 }

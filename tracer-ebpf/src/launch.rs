@@ -27,6 +27,9 @@ pub fn cu_launch(ctx: ProbeContext) -> u32 {
         return 0;
     }
     let hdr = header(EventKind::LaunchParams as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, tracer_common::stack::site::CALL, &hdr);
+    }
     let cpu = unsafe { bpf_get_smp_processor_id() };
     let Some(rec) = SCRATCH.get_ptr_mut(cpu) else {
         bump(counter::RB_FULL);

@@ -24,9 +24,11 @@ mod maps;
 mod nvfile;
 mod out_ptrs;
 mod proc;
+mod pystack;
 mod replay;
 mod sched;
 mod select;
+mod stack;
 mod uprobe;
 
 #[cfg(not(test))]

@@ -13,6 +13,7 @@
 //! from BTF, sched_switch's prev_state argument: 5.18), the classic ones
 //! otherwise.
 use aya_ebpf::{
+    EbpfContext,
     helpers::{
         bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_smp_processor_id, bpf_probe_read_kernel,
         bpf_task_pt_regs,
@@ -101,7 +102,15 @@ fn global(v: &'static u32) -> usize {
 /// `state` is in the tracepoint's report format (0 runnable, 0x100
 /// preempted, S=1, D=2, …).
 #[inline(always)]
-fn emit_switch(pid: u32, tid: u32, prev_traced: bool, state: u64, next: (u32, u32, bool), next_comm: [u8; COMM_CAP]) {
+fn emit_switch<C: EbpfContext>(
+    ctx: &C,
+    pid: u32,
+    tid: u32,
+    prev_traced: bool,
+    state: u64,
+    next: (u32, u32, bool),
+    next_comm: [u8; COMM_CAP],
+) {
     let (next_tid, next_tgid, next_traced) = next;
     let mut flags = 0;
     let (mut syscall, mut arg0) = (-1i64, 0u64);
@@ -128,6 +137,14 @@ fn emit_switch(pid: u32, tid: u32, prev_traced: bool, state: u64, next: (u32, u3
         flags |= sched_flags::NEXT_TRACED;
     }
     let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
+    // The current task is the one switching out: its user stack and
+    // memory are the ones the helpers see.
+    // A dead task's last switch has no user stack left (its memory is
+    // gone): none taken (X and Z in the report format).
+    if prev_traced && state & 0x30 == 0 && crate::stack::at_switch() {
+        crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, &hdr);
+        crate::stack::switched_out(tid);
+    }
     match EVENTS.reserve::<SchedSwitch>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
@@ -230,7 +247,7 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     if prev_traced && state & 0xff == 0 {
         watch_preempted(tid, cpu);
     }
-    emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
+    emit_switch(&ctx, pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
     0
 }
 
@@ -274,7 +291,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     if prev_traced && state & 0xff == 0 {
         watch_preempted(tid, cpu);
     }
-    emit_switch(pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
+    emit_switch(&ctx, pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
     0
 }
 

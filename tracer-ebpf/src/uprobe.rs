@@ -10,6 +10,8 @@ use tracer_common::event::{
     CallEnter, CallEnterBlob, CallEnterStr, CallExit, CallExitStr, EXIT_STOPPED, EventKind, MAX_ARGS, counter,
 };
 
+use tracer_common::stack::site;
+
 use crate::args::{arg_at, cookie, read_args, read_blob};
 use crate::maps::{EVENTS, OUTPTRS, bump, current, header, submit_flags};
 use crate::out_ptrs::{outptr_key, save_outs, save_ptrs};
@@ -23,6 +25,9 @@ pub fn cu_enter(ctx: ProbeContext) -> u32 {
     }
     let c = cookie(&ctx);
     let hdr = header(EventKind::CallEnter as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnter>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
@@ -54,6 +59,9 @@ pub fn cu_enter_str(ctx: ProbeContext) -> u32 {
     }
     let c = cookie(&ctx);
     let hdr = header(EventKind::CallEnterStr as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnterStr>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };
@@ -95,6 +103,9 @@ pub fn cu_enter_blob(ctx: ProbeContext) -> u32 {
     }
     let c = cookie(&ctx);
     let hdr = header(EventKind::CallEnterBlob as u16, c.func(), pid, tid);
+    if crate::stack::at_call(c.func(), tid) {
+        crate::stack::emit(&ctx, site::CALL, &hdr);
+    }
     match EVENTS.reserve::<CallEnterBlob>(0) {
         Some(mut e) => {
             let rec = unsafe { &mut *e.as_mut_ptr() };

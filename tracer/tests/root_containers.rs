@@ -241,8 +241,9 @@ fn cgroup_records_only_the_processes_inside() {
     let body = &t.lines[1..t.lines.len() - 1];
     assert_eq!(body.iter().filter(|l| l["pid"] != inside).count(), 0, "{}", t.describe());
     // Its calls and its exit, nothing else (besides its scheduling lines: a
-    // preemption while the machine is busy, checked above to be its own).
-    assert_eq!(body.iter().filter(|l| l["type"] != "sched").count(), 8, "{}", t.describe());
+    // preemption while the machine is busy, checked above to be its own; and
+    // the stacks its lines refer to).
+    assert_eq!(body.iter().filter(|l| l["type"] != "sched" && l["type"] != "stack").count(), 8, "{}", t.describe());
     assert!(t.calls().all(|l| l["cgroup"] == id), "every line carries the cgroup id {id}: {}", t.describe());
     let h = &t.header()["selection"];
     assert_eq!((h["mode"].as_str(), h["cgroup"].as_u64(), h["level"].as_u64()), (Some("cgroup"), Some(id), Some(1)));

@@ -608,8 +608,8 @@ fn check_private(dir: &Path) {
 fn line_kinds(rec: &Recording) -> BTreeSet<String> {
     rec.lines
         .iter()
-        // Scheduler lines depend on the run's timing, not on the format.
-        .filter(|l| l["type"] != "sched")
+        // Scheduler and stack lines depend on the run's timing, not on the format.
+        .filter(|l| l["type"] != "sched" && l["type"] != "stack")
         .map(|l| format!("{} {}", l["type"].as_str().unwrap_or("?"), l["name"].as_str().unwrap_or("")))
         .collect()
 }

@@ -1342,11 +1342,14 @@ fn million_calls_all_accounted_for() {
 
     let (mut complete, mut incomplete, mut entry_lost, mut other, mut procs) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sched_lines = 0u64;
+    let mut stack_lines = 0u64;
     let mut ctx_ok = true;
     let (header, footer, lines) = scan(&out, |v| match v["type"].as_str() {
         Some("header" | "footer") => {}
         Some("process") => procs += 1,
         Some("sched") => sched_lines += 1,
+        // Distinct stacks (of switch-outs), referred to by other lines.
+        Some("stack") => stack_lines += 1,
         _ if v["name"] == "cuCtxSetCurrent" => {
             if v["incomplete"] == true {
                 incomplete += 1;
@@ -1379,18 +1382,21 @@ fn million_calls_all_accounted_for() {
     assert_eq!(footer["entry_lost_calls"], json!(entry_lost));
     // Records: 2 per call (entry + exit) + 1 per process line + the scheduler
     // records (footer.sched.records: they become off-CPU intervals, not a line
-    // each); what was not received is counted as lost, exactly.
+    // each) + the stack records (footer.stacks.records: one `stack` line per
+    // distinct stack, a `stack` field on the lines); what was not received
+    // is counted as lost, exactly.
     let sched = footer["sched"]["records"].as_u64().expect("footer.sched.records");
+    let stacks = footer["stacks"]["records"].as_u64().expect("footer.stacks.records");
     assert_eq!(
         received,
-        2 * complete + incomplete + entry_lost + procs + sched,
-        "footer.records vs the lines in the file and the scheduler records"
+        2 * complete + incomplete + entry_lost + procs + sched + stacks,
+        "footer.records vs the lines in the file, the scheduler and the stack records"
     );
     assert_eq!(attempted, received + lost, "footer: records_attempted != records + lost.total");
-    let proc_attempted = attempted - 2 * N - sched;
+    let proc_attempted = attempted - 2 * N - sched - stacks;
     assert!(
         proc_attempted >= procs && proc_attempted <= procs + lost,
-        "records attempted {attempted} = 2 x {N} calls + {sched} scheduler records + {proc_attempted} others, but {procs} process lines and {lost} lost"
+        "records attempted {attempted} = 2 x {N} calls + {sched} scheduler records + {stacks} stack records + {proc_attempted} others, but {procs} process lines and {lost} lost"
     );
     if lost == 0 {
         assert_eq!(complete, N, "no loss reported but {complete} of {N} calls complete");
@@ -1398,7 +1404,7 @@ fn million_calls_all_accounted_for() {
     // Calls seen whole + calls seen in part + calls lost whole == N.
     let whole_lost = (lost - (proc_attempted - procs) - incomplete - entry_lost) / 2;
     assert_eq!(traced + whole_lost, N, "traced {traced} + lost whole {whole_lost} != {N}");
-    assert_eq!(lines, 2 + procs + traced + sched_lines);
+    assert_eq!(lines, 2 + procs + traced + sched_lines + stack_lines);
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(out.with_extension("stdout"));
     let _ = std::fs::remove_file(out.with_extension("stderr"));
@@ -1607,9 +1613,10 @@ fn tracer_exits_promptly_after_the_command() {
     let ctx = t.describe();
     assert_eq!(t.code(), 0, "{ctx}");
     let (header, footer) = (t.header(), t.footer());
-    // Scheduler lines aside (the exiting thread can still be switched out
-    // and in after its exit record).
-    let body: Vec<&Value> = t.lines[1..t.lines.len() - 1].iter().filter(|l| l["type"] != "sched").collect();
+    // Scheduler and stack lines aside (the exiting thread can still be
+    // switched out and in after its exit record).
+    let body: Vec<&Value> =
+        t.lines[1..t.lines.len() - 1].iter().filter(|l| l["type"] != "sched" && l["type"] != "stack").collect();
     let last = body.last().expect("lines between header and footer");
     assert_eq!(
         (&last["type"], &last["op"], &last["pid"]),

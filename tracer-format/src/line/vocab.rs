@@ -74,6 +74,8 @@ words! {
         Count = "count",
         /// `--counts`: launches of one kernel counted in the kernel.
         KernelCount = "kernel_count",
+        /// A distinct user stack of a process; lines refer to it by `stack`.
+        Stack = "stack",
         Init = "init",
         Device = "device",
         Context = "context",
@@ -218,6 +220,7 @@ mod tests {
             "copy_data",
             "count",
             "kernel_count",
+            "stack",
         ];
         assert_eq!(others, records);
     }

@@ -41,8 +41,10 @@ pub fn dur_ns(duration_us: Option<f64>) -> u64 {
 
 /// Line types that are not records of the traced program and do not count
 /// in the trace span (`sched`: the model keeps them apart from its span, and
+/// `stack` lines are where other lines were taken;
 /// an interval still open at the end reaches the last record's time).
-pub const NOT_IN_SPAN: &[&str] = &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count", "sched"];
+pub const NOT_IN_SPAN: &[&str] =
+    &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count", "sched", "stack"];
 
 /// The trace span of a parsed trace (`None` when it has no record).
 pub fn trace_span(t: &super::model::Trace) -> Option<(u64, u64)> {

@@ -107,8 +107,9 @@ impl Summary {
                 self.side.add(v);
                 return;
             }
-            // Scheduler events of the traced threads are not calls (and not in the span).
-            Some(LineType::Sched) => return,
+            // Scheduler events of the traced threads are not calls (and not
+            // in the span); stack lines are where lines were taken.
+            Some(LineType::Sched | LineType::Stack) => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {

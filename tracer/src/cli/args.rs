@@ -368,6 +368,16 @@ pub struct RecordArgs {
     /// (docs/gaps.md, "Why the thread was not launching").
     #[arg(long)]
     pub no_sched: bool,
+    /// Do not take the traced threads' user stacks (native and Python
+    /// frames) at launches, copies, sets, synchronizations and switch-outs
+    /// (docs/stacks.md).
+    #[arg(long)]
+    pub no_stacks: bool,
+    /// Take a stack at every launch, not at the first after an idle or
+    /// off-CPU time and once per 10 ms per thread otherwise (docs/stacks.md:
+    /// a stack costs a launch's probe several times).
+    #[arg(long, conflicts_with = "no_stacks")]
+    pub all_launch_stacks: bool,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,

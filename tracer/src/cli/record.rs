@@ -8,6 +8,7 @@ use crate::collect::probe_options::{self, IoctlChoice, ProbeOptions};
 use crate::collect::record::options::{GpuOptions, Outcome, RecordOptions};
 use crate::collect::replayable::probes::Mode;
 use crate::collect::selection::Selection;
+use crate::collect::stacks::sites::StackOptions;
 use crate::collect::zstd_out::Compress;
 use crate::error::UsageError;
 
@@ -71,6 +72,13 @@ fn options(args: RecordArgs) -> RecordOptions {
         },
         buffer_size_mib: args.buffer_size,
         replay: Mode { replayable: args.replayable, capture_data: args.capture_data },
+        stacks: match args.no_stacks {
+            true => StackOptions::OFF,
+            // Switch-outs are seen by the scheduler probes only.
+            false => {
+                StackOptions { switches: !args.no_sched, every_launch: args.all_launch_stacks, ..StackOptions::ALL }
+            }
+        },
     };
     RecordOptions {
         selection: selection(&args),

@@ -137,6 +137,13 @@ pub fn task_offsets() -> anyhow::Result<TaskOffsets> {
     })
 }
 
+/// Offset of `thread.fsbase` in `struct task_struct` (x86-64): the fs
+/// base of a task, which is `pthread_self()` of its thread.
+pub fn fsbase_offset() -> anyhow::Result<u32> {
+    let b = Btf::from_sys_fs()?;
+    Ok(b.field_offset("task_struct", "thread")? + b.field_offset("thread_struct", "fsbase")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

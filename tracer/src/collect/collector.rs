@@ -33,6 +33,8 @@ pub struct Collector {
     pub entry_points: Option<crate::collect::entry_points::EntryPoints>,
     /// `--check-coverage`: call lines per function after each process's cuInit.
     pub coverage: Option<crate::collect::coverage::CallCounts>,
+    /// Stacks: the Python layouts given to the kernel (collect/stacks/).
+    pub python: Option<crate::collect::stacks::python_procs::PythonProcs>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -51,6 +53,7 @@ impl Collector {
             footer_extra: serde_json::Map::new(),
             entry_points: None,
             coverage: None,
+            python: None,
         }
     }
 
@@ -100,6 +103,9 @@ impl Collector {
             match decode::parse(&item) {
                 Ok(rec) => {
                     self.track_fds(&rec);
+                    if let Some(p) = self.python.as_mut() {
+                        p.saw(&rec);
+                    }
                     if let Some(r) = self.replay.as_mut() {
                         r.before(&rec);
                     }

@@ -58,6 +58,9 @@ pub fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo
             "unknown_lines": col.asm.sched.unknown_lines,
             "lost_windows": col.asm.sched.lost_windows,
         },
+        // Stack records (they become `stack` lines, one per distinct stack,
+        // and `stack` fields): received, attached, orphans, what resolved.
+        "stacks": col.asm.stacks.stats.json(&col.asm.stacks.resolver_errors()),
         // --counts: launches counted per function whose kernel found no
         // room in the per-kernel map (0 otherwise).
         "kernel_counts_without_room": k.kernel_counts_full,

@@ -85,6 +85,10 @@ pub struct Loaded {
     /// uprobe_multi, perf events are used), kept for later libcuda files:
     /// they cannot be loaded again once the maps are taken.
     pub multi_progs: Option<uprobe_multi::MultiPrograms>,
+    /// tgid -> its Python interpreter's layout (tracer-ebpf/src/pystack.rs).
+    pub py_procs: Option<BpfHashMap<MapData, u32, tracer_common::stack::PyLayout>>,
+    /// Per CPU: launches sampled out and in (tracer-ebpf/src/stack.rs `count`).
+    pub stack_counts: Option<PerCpuArray<MapData, u64>>,
 }
 
 /// Reads a field offset from a tracepoint's format file.
@@ -155,6 +159,8 @@ pub struct Options<'a> {
     pub scope: crate::collect::selection::KernelScope,
     /// Scheduler events of the traced threads (tracer-ebpf/src/sched.rs).
     pub sched: bool,
+    /// Stacks (tracer-ebpf/src/stack.rs).
+    pub stacks: crate::collect::stacks::sites::StackOptions,
 }
 
 /// The programs attached to the probed functions.
@@ -206,6 +212,15 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
     // --system / --cgroup never select the tracer itself (select.rs).
     let self_tgid = std::process::id();
+    let stack_bits = opts.stacks.bits();
+    // Python before 3.11 names a thread by its fs base (pystack.rs).
+    let fsbase_off = match opts.stacks.python && stack_bits != 0 {
+        true => crate::collect::btf::fsbase_offset().unwrap_or_else(|e| {
+            log::info!("Python 3.10 stacks unavailable: {e:#}");
+            0
+        }),
+        false => 0,
+    };
     let mut loader = EbpfLoader::new();
     loader
         .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
@@ -219,6 +234,10 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("SELECT_CGROUP_ID", &opts.scope.cgroup_id, true)
         .override_global("SELECT_CGROUP_LEVEL", &opts.scope.cgroup_level, true)
         .override_global("SELECT_SELF_TGID", &self_tgid, true)
+        .override_global("STACKS", &stack_bits, true)
+        .override_global("TASK_FSBASE_OFF", &fsbase_off, true)
+        .override_global("STACK_IDLE_NS", &(crate::collect::stacks::sites::LAUNCH_IDLE_US * 1000), true)
+        .override_global("STACK_INTERVAL_NS", &(crate::collect::stacks::sites::LAUNCH_INTERVAL_MS * 1_000_000), true)
         .map_max_entries("EVENTS", opts.ring_bytes);
     for (name, off) in sched_offsets.iter().flatten() {
         loader.override_global(name, off, true);
@@ -333,6 +352,20 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let libopen_lost = PerCpuArray::try_from(ebpf.take_map("LIBOPEN_LOST").context("LIBOPEN_LOST map")?)?;
     let pid_cgroup = Some(BpfHashMap::try_from(ebpf.take_map("PID_CGROUP").context("PID_CGROUP map")?)?);
     let pid_comm = Some(BpfHashMap::try_from(ebpf.take_map("PID_COMM").context("PID_COMM map")?)?);
+    if stack_bits != 0 {
+        let mut funcs: aya::maps::Array<_, u8> =
+            aya::maps::Array::try_from(ebpf.map_mut("STACK_FUNCS").context("STACK_FUNCS map")?)?;
+        for i in 0..tracer_common::funcs::FUNCS.len() {
+            for v in 0..tracer_common::funcs::VARIANTS.len() {
+                let id = FuncId::new(i, v);
+                if let Some(site) = crate::collect::stacks::sites::site(id, opts.stacks.every_launch) {
+                    funcs.set(id.0 as u32, site as u8, 0).context("filling STACK_FUNCS")?;
+                }
+            }
+        }
+    }
+    let py_procs = Some(BpfHashMap::try_from(ebpf.take_map("PY_PROCS").context("PY_PROCS map")?)?);
+    let stack_counts = Some(PerCpuArray::try_from(ebpf.take_map("STACK_COUNTS").context("STACK_COUNTS map")?)?);
     Ok(Loaded {
         ebpf: Some(ebpf),
         links,
@@ -349,6 +382,8 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         pid_cgroup,
         pid_comm,
         multi_progs,
+        py_procs,
+        stack_counts,
     })
 }
 

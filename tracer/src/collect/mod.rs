@@ -50,6 +50,7 @@ pub mod selection;
 pub mod session;
 pub mod side;
 pub mod spawn;
+pub mod stacks;
 pub mod sysinfo;
 pub mod uprobe_multi;
 pub mod writer;

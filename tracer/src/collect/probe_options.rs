@@ -10,6 +10,7 @@ use crate::collect::libcuda_watch::Watch;
 use crate::collect::loader;
 use crate::collect::replayable::probes;
 use crate::collect::selection::KernelScope;
+use crate::collect::stacks::sites::StackOptions;
 use crate::decode::calls::Assembler;
 
 /// Which calls get a return probe (`--returns`).
@@ -80,6 +81,8 @@ pub struct ProbeOptions {
     pub buffer_size_mib: u32,
     /// `--replayable`, `--capture-data`.
     pub replay: probes::Mode,
+    /// Stacks (not `--no-stacks`; `tracer agent` takes none).
+    pub stacks: StackOptions,
 }
 
 impl ProbeOptions {
@@ -127,6 +130,7 @@ impl ProbeOptions {
             counted: &|id| self.counted(id),
             ring_bytes: self.buffer_size_mib * 1024 * 1024,
             replay: self.replay,
+            stacks: self.stacks,
         })
     }
 
@@ -177,11 +181,16 @@ pub fn watch(probes: &ProbeOptions, scope: KernelScope) -> Watch<'_> {
     }))
 }
 
-/// The call assembler: which functions have no return probe, copy value
+/// The call assembler: the stack resolver, which functions have no return probe, copy value
 /// lines (`--capture-data`), the ioctl decoder of the probed path, and the
 /// scheduler tracker (with `fd_kinds`, the kind of file a thread waited on).
 pub fn assembler(probes: &ProbeOptions, loaded: &loader::Loaded, fd_kinds: bool) -> Assembler {
     let mut asm = Assembler::with_string_reader(Box::new(crate::collect::procmem::read_proc_string));
+    // Stack records: frames symbolized and Python code objects read (collect/stacks/).
+    let python_version = crate::collect::stacks::python_version::cached();
+    asm.stacks = crate::decode::stacks::Stacks::with_resolver(Box::new(
+        crate::collect::stacks::resolver::Resolver::new(python_version),
+    ));
     asm.set_entry_only(|id| !probes.probed_return(id));
     asm.value_copy_lines = probes.replay.capture_data;
     if probes.counts {

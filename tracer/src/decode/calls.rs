@@ -9,6 +9,7 @@ use tracer_common::{
     decode::Record,
     event::{CallExit, Header},
     funcs::{Arg, Class, FuncId, FuncSpec, VARIANTS},
+    stack::site,
 };
 
 use crate::decode::args::{self, Captured, Copy2D3D, LaunchConfig, Outs, Side, hex};
@@ -28,6 +29,8 @@ struct Pending {
     nattrs: u32,
     /// A launch's parameter bytes (`--replayable`).
     params: Option<CapturedParams>,
+    /// The id of the stack taken at its entry (decode/stacks.rs).
+    stack: Option<u64>,
 }
 
 /// Counts the assembler keeps for the footer.
@@ -82,6 +85,8 @@ pub struct Assembler {
     pub stats: AssemblyStats,
     /// Scheduler events of the traced threads.
     pub sched: crate::decode::sched::SchedTracker,
+    /// Stack records: the `stack` lines and fields.
+    pub stacks: crate::decode::stacks::Stacks,
 }
 
 pub fn func_name(id: FuncId) -> String {
@@ -197,7 +202,20 @@ impl Assembler {
                 }
                 let params =
                     params.map(|p| CapturedParams { status: p.status, layout: p.layout, data: p.data.to_vec() });
-                let p = Pending { hdr, args, string, string_truncated, blob: blob.map(<[u8]>::to_vec), nattrs, params };
+                let stack = self.stacks.take(hdr.tid, site::CALL, hdr.func, hdr.ts);
+                if let Some(id) = stack {
+                    self.stacks.attach(id, hdr.ts, &mut |v| out(Line::Value(v)));
+                }
+                let p = Pending {
+                    hdr,
+                    args,
+                    string,
+                    string_truncated,
+                    blob: blob.map(<[u8]>::to_vec),
+                    nattrs,
+                    params,
+                    stack,
+                };
                 if self.is_entry_only(hdr.func) {
                     // Without a return probe (`--returns none`) a context
                     // call is taken as done when entered.
@@ -244,8 +262,9 @@ impl Assembler {
             }
             Record::Fork(f) => out(Line::Value(self.proc_line(&f.hdr, "fork", json!({ "child": f.child })))),
             Record::Exec { hdr, filename } => {
-                // A new program image: its handles and ranges are gone.
+                // A new program image: its handles, ranges and mappings are gone.
                 self.forget_process(hdr.pid);
+                self.stacks.forget_process(hdr.pid);
                 let f = String::from_utf8_lossy(filename).into_owned();
                 out(Line::Value(self.proc_line(&hdr, "exec", json!({ "filename": f }))))
             }
@@ -257,13 +276,22 @@ impl Assembler {
             Record::NvFile { ref r, path } => {
                 out(Line::Value(crate::decode::ioctls::file_line(r, path, self.current_call(r.hdr.tid))))
             }
-            Record::Switch(ref r) => self.sched.switch(r, &mut |v| out(Line::Value(v))),
+            Record::Switch(ref r) => {
+                let stack = (r.flags & tracer_common::event::sched_flags::PREV_TRACED != 0)
+                    .then(|| self.stacks.take(r.hdr.tid, site::SWITCH_OUT, r.hdr.func, r.hdr.ts))
+                    .flatten();
+                let kept = self.sched.switch_with_stack(r, stack, &mut |v| out(Line::Value(v)));
+                match (stack, kept) {
+                    (Some(id), true) => self.stacks.attach(id, r.hdr.ts, &mut |v| out(Line::Value(v))),
+                    (Some(_), false) => self.stacks.unused(),
+                    (None, _) => {}
+                }
+            }
             Record::Waking(ref r) => self.sched.waking(r),
-            // Not emitted yet: the kernel side's stacks come with the
-            // collector's resolution of them (collect/stacks/).
-            Record::Stack(_) => {}
+            Record::Stack(ref s) => self.stacks.record(s),
             Record::ProcExit(e) => {
                 self.sched.exited(e.hdr.tid);
+                self.stacks.thread_exited(e.hdr.tid);
                 if let Some(v) = self.ioctls.finish_thread(e.hdr.tid) {
                     out(Line::Value(v));
                 }
@@ -271,6 +299,7 @@ impl Assembler {
                 self.devices.forget_thread(e.hdr.tid);
                 let op = if e.group_dead == 1 { "exit" } else { "thread_exit" };
                 if e.group_dead == 1 {
+                    // Stacks keep its mappings: its last records may follow.
                     self.forget_process(e.hdr.pid);
                 }
                 out(Line::Value(self.proc_line(&e.hdr, op, json!({}))))
@@ -298,6 +327,7 @@ impl Assembler {
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
             params: p.params.as_ref(),
             device: self.devices.device(p.hdr.pid, p.hdr.tid, Some(p.args[8])),
+            stack: p.stack,
         })
     }
 
@@ -371,6 +401,7 @@ impl Assembler {
             returned: x.map(|x| Returned { exit_ts: x.hdr.ts, exit_cpu: x.hdr.cpu, exit_seq: x.hdr.seq }),
             norm,
             device: Default::default(),
+            stack: p.stack,
         };
         line.device = self.devices.line_device(spec, pid, p.hdr.tid, &p.args, line.stream());
         Some(line)
@@ -391,6 +422,7 @@ impl Assembler {
             out(Line::Value(v));
         }
         self.sched.finish(&mut |v| out(Line::Value(v)));
+        self.stacks.finish();
         let mut tids: Vec<u32> = self.pending.keys().copied().collect();
         tids.sort_unstable();
         for tid in tids {
@@ -494,6 +526,9 @@ impl Assembler {
         self.stats.calls += 1;
         if exit.is_none() && !self.is_entry_only(id.0) {
             self.stats.incomplete += 1;
+        }
+        if let Some(id) = entry.and_then(|e| e.stack) {
+            m.insert("stack".into(), json!(id));
         }
         if entry.is_some() {
             self.normalize(spec, &name, hdr.pid, &cap, ret, &mut m);

@@ -68,6 +68,8 @@ pub struct CallLine<'a> {
     pub norm: Norm<'a>,
     /// The device it ran on; peer copies: both ends (decode/devices.rs).
     pub device: crate::decode::devices::LineDevice,
+    /// The id of the stack taken at its entry (decode/stacks.rs).
+    pub stack: Option<u64>,
 }
 
 /// Whether every parameter is one the fast path writes (scalars; the
@@ -369,6 +371,9 @@ impl CallLine<'_> {
         }
         if let Some((_, src)) = self.device.peer {
             opt_num(o.key("src_device"), src);
+        }
+        if let Some(id) = self.stack {
+            o.num("stack", id);
         }
         if let Some(s) = self.stream() {
             o.addr("stream", s);

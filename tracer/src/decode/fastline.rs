@@ -54,6 +54,8 @@ pub struct LaunchLine<'a> {
     pub params: Option<&'a crate::decode::params::CapturedParams>,
     /// The device of the launch's stream or thread context (decode/devices.rs).
     pub device: Option<u32>,
+    /// The id of the stack taken at its entry (decode/stacks.rs).
+    pub stack: Option<u64>,
 }
 
 impl LaunchLine<'_> {
@@ -127,6 +129,10 @@ impl LaunchLine<'_> {
         num(b, self.hdr.seq);
         b.extend_from_slice(b",\"shared_mem\":");
         num(b, d(a[7]));
+        if let Some(id) = self.stack {
+            b.extend_from_slice(b",\"stack\":");
+            num(b, id);
+        }
         b.extend_from_slice(b",\"stream\":");
         push_addr(b, a[8]);
         b.extend_from_slice(b",\"tid\":");

@@ -11,6 +11,8 @@
 //! - [`ioctls`] and [`nvioctl`]: ioctls on /dev/nvidia* → decoded lines
 //!   (escapes, RM control commands, classes, UVM);
 //! - [`sched`]: scheduler switches and wake-ups → off-CPU intervals;
+//! - [`stacks`]: stack records → `stack` lines and the `stack` field of
+//!   call and `off_cpu` lines (the frames resolved by collect/stacks/);
 //! - [`graph_calls`]: CUDA graph calls (stream capture, nodes, execs);
 //! - [`gpu_lines`]: CUPTI activity (tracer-cupti's wire format) → `gpu` lines;
 //! - [`cudaimage`]: fatbins, cubins and PTX → entries and kernel layouts.
@@ -31,3 +33,6 @@ pub mod ioctls;
 pub mod nvioctl;
 pub mod params;
 pub mod sched;
+pub mod stacks;
+#[cfg(test)]
+mod stacks_tests;

@@ -55,6 +55,8 @@ struct Off {
     watch: Option<(u32, u64)>,
     /// Who held that CPU meanwhile (task key → ns).
     held: BTreeMap<(u32, u32, String), u64>,
+    /// The stack taken at its switch-out (decode/stacks.rs).
+    stack: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +198,9 @@ impl Off {
         let mut m = line(self.start, pid, tid, "off_cpu", &self.name());
         m.insert("end_ts".into(), json!(end));
         m.insert("state".into(), json!(if self.blocked() { "blocked" } else { "runnable" }));
+        if let Some(id) = self.stack {
+            m.insert("stack".into(), json!(id));
+        }
         m
     }
 }
@@ -343,7 +348,16 @@ impl SchedTracker {
     }
 
     pub fn switch(&mut self, r: &SchedSwitch, out: &mut impl FnMut(Value)) {
+        self.switch_with_stack(r, None, out);
+    }
+
+    /// [`Self::switch`] with the stack taken at the switch-out of the
+    /// thread leaving the CPU; true when that thread's off-CPU interval
+    /// begins here and keeps the stack (false: untraced, or a dead task's
+    /// last switch, and no line will carry it).
+    pub fn switch_with_stack(&mut self, r: &SchedSwitch, stack: Option<u64>, out: &mut impl FnMut(Value)) -> bool {
         self.records += 1;
+        let mut kept = false;
         let ts = r.hdr.ts;
         // Whoever switches out held this CPU since the last switch here.
         let prev = Task { pid: r.hdr.pid, tid: r.hdr.tid, comm: comm(&r.prev_comm) };
@@ -380,8 +394,10 @@ impl SchedTracker {
                 woken: None,
                 watch: (!blocked).then_some((r.hdr.cpu, ts)),
                 held: BTreeMap::new(),
+                stack,
             };
             self.threads.insert(tid, (pid, State::Off(Box::new(off))));
+            kept = true;
         }
         if r.flags & sched_flags::NEXT_TRACED != 0 {
             let (pid, tid) = (r.next_tgid, r.next_tid);
@@ -406,6 +422,7 @@ impl SchedTracker {
             }
             self.threads.insert(tid, (pid, State::On { since: ts }));
         }
+        kept
     }
 
     pub fn waking(&mut self, r: &SchedWaking) {

@@ -385,7 +385,7 @@ fn any_func(rng: &mut Rng) -> u16 {
 /// Offsets of the length fields of the record types (where a trusting
 /// decoder would go wrong).
 fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
-    let kind = if rng.chance(95) { 1 + rng.below(14) as u16 } else { rng.next() as u16 };
+    let kind = if rng.chance(95) { 1 + rng.below(15) as u16 } else { rng.next() as u16 };
     let size = match EventKind::from_u16(kind) {
         Some(EventKind::CallEnter) => size_of::<CallEnter>(),
         Some(EventKind::CallEnterStr) => size_of::<CallEnterStr>(),
@@ -402,7 +402,8 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::SchedWaking) => size_of::<tracer_common::event::SchedWaking>(),
         // Variable length: the fixed part and up to 256 parameter bytes.
         Some(EventKind::LaunchParams) => tracer_common::params::PARAMS_OFFSET + rng.below(257),
-        Some(EventKind::Stack) => rng.below(size_of::<tracer_common::stack::StackRec>() + 1),
+        // Variable length: the fixed part and up to PY_CAP Python frames.
+        Some(EventKind::Stack) => tracer_common::stack::stack_rec_len(rng.below(tracer_common::stack::PY_CAP + 1)),
         None => rng.below(128),
     };
     let size = match rng.below(20) {
@@ -473,6 +474,14 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
             put(&mut b, offset_of!(S, next_tid), &(100 + rng.below(4) as u32).to_le_bytes());
             put(&mut b, offset_of!(S, syscall), &([-1i64, 0, 24, 230, 1 << 40][rng.below(5)]).to_le_bytes());
         }
+        Some(EventKind::Stack) => {
+            use tracer_common::stack::StackRec as S;
+            put(&mut b, offset_of!(S, site), &(rng.below(4) as u32).to_le_bytes());
+            put(&mut b, offset_of!(S, native_n), &len32(rng));
+            let py_n = size.saturating_sub(tracer_common::stack::STACK_REC_PY_OFFSET) / 16;
+            let py_n = if rng.chance(80) { (py_n as u32).to_le_bytes() } else { len32(rng) };
+            put(&mut b, offset_of!(S, py_n), &py_n);
+        }
         Some(EventKind::SchedWaking) => {
             use tracer_common::event::SchedWaking as W;
             put(&mut b, offset_of!(W, tid), &(100 + rng.below(4) as u32).to_le_bytes());
@@ -498,7 +507,7 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
             put(&mut b, offset_of!(NvFileOp, op), &(rng.below(6) as u32).to_le_bytes());
             put(&mut b, offset_of!(NvFileOp, fd), &(rng.below(8) as i32 - 1).to_le_bytes());
         }
-        Some(EventKind::Stack) | None => {}
+        None => {}
     }
     b
 }

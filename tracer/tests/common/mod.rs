@@ -225,9 +225,11 @@ impl Traced {
     pub fn footer(&self) -> &Value {
         self.lines.last().unwrap()
     }
-    /// Call lines (not header, footer, process or scheduler lines).
+    /// Call lines (not header, footer, process, scheduler or stack lines).
     pub fn calls(&self) -> impl Iterator<Item = &Value> {
-        self.lines.iter().filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched")))
+        self.lines
+            .iter()
+            .filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched" | "stack")))
     }
     pub fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
         self.calls().filter(move |l| l["name"] == name)

@@ -326,7 +326,8 @@ impl AgentMetrics {
         let addr = |k: &str| s(k).and_then(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).ok());
         let Some(ty) = s("type") else { return };
         match ty {
-            "header" | "footer" | "marker" => {}
+            // Stacks: where lines were taken, not calls.
+            "header" | "footer" | "marker" | "stack" => {}
             // Scheduler events: off-CPU time, not calls.
             "sched" => {
                 if v.get("op").and_then(Value::as_str) == Some("off_cpu")

@@ -149,6 +149,9 @@ impl TraceBuilder {
             // --counts: the kernel's counts of the calls it did not record
             // one by one (collect/counts.rs); not calls themselves.
             LineType::Count | LineType::KernelCount => Ok(()),
+            // Distinct stacks, referred to by the `stack` field of other
+            // lines; not calls.
+            LineType::Stack => Ok(()),
             LineType::Graph => {
                 let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
                 self.graph_lines.push(GraphLine { ts: at.ts, pid: at.pid, tid: at.tid, v });

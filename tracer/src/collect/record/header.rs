@@ -78,6 +78,31 @@ fn header(o: &RecordOptions, report: &loader::ProbeReport, root_pid: u32, starte
             "realtime_ns": sysinfo::clock_ns(libc::CLOCK_REALTIME),
         },
         "ring_buffer_bytes": p.buffer_size_mib as u64 * 1024 * 1024,
+        "stacks": stacks_header(&p.stacks),
+    })
+}
+
+/// What stacks are taken (docs/trace-format.md, Header): `null` without.
+fn stacks_header(s: &crate::collect::stacks::sites::StackOptions) -> Value {
+    if !s.any() {
+        return Value::Null;
+    }
+    json!({
+        "native": s.native,
+        "python": s.python,
+        "calls": if s.calls { crate::collect::stacks::sites::stack_functions() } else { vec![] },
+        "switch_outs": s.switches,
+        // Copies, sets, synchronizations and switch-outs: every one takes a
+        // stack; launches every one, or sampled (docs/stacks.md).
+        "sampling": if s.every_launch {
+            json!({ "launches": "all" })
+        } else {
+            json!({
+                "launches": "sampled",
+                "idle_us": crate::collect::stacks::sites::LAUNCH_IDLE_US,
+                "interval_ms": crate::collect::stacks::sites::LAUNCH_INTERVAL_MS,
+            })
+        },
     })
 }
 

@@ -91,6 +91,9 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     if o.check_coverage() {
         col.coverage = Some(Default::default());
     }
+    if probes.stacks.python && probes.stacks.any() {
+        col.python = loaded.py_procs.take().map(crate::collect::stacks::python_procs::PythonProcs::new);
+    }
     let all_functions = probes.all_functions;
     col.entry_points = Some(crate::collect::entry_points::EntryPoints::new(
         Box::new(move |id| probe_options::left_out(all_functions, id)),
@@ -118,6 +121,20 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         );
     }
     col.footer_extra.insert("libcuda_files".into(), watch.footer(lost_opens));
+    if let Some(mut p) = col.python.take() {
+        col.footer_extra.insert("python_layouts".into(), p.footer());
+    }
+    if probes.stacks.any()
+        && let Some(m) = loaded.stack_counts.as_ref()
+    {
+        let sum = |i: u32| m.get(&i, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        // Launches that took a stack and that were sampled out (0 and 0
+        // with --all-launch-stacks: every one took one).
+        col.footer_extra.insert(
+            "stack_sampling".into(),
+            serde_json::json!({ "launches_sampled_in": sum(1), "launches_sampled_out": sum(0) }),
+        );
+    }
     if let Some(c) = &col.cgroups {
         let v = c.footer();
         col.footer_extra.insert("cgroups".into(), v);

@@ -1,0 +1,145 @@
+//! Native frames → symbols: the address's mapped file and offset in it
+//! (maps.rs), then the ELF file's symbols and, where the file has them,
+//! its DWARF lines (blazesym, symbolizing by file offset: it needs the file,
+//! not the process, so it still works after the process exited). Results
+//! are cached per (file, offset).
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+
+use crate::collect::stacks::maps::MapsCache;
+use crate::decode::stacks::{Frame, FrameKind, JIT_FN, UNKNOWN_FN};
+
+/// What a file offset resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sym {
+    func: Option<Arc<str>>,
+    file: Option<Arc<str>>,
+    line: Option<u32>,
+}
+
+pub struct NativeResolver {
+    symbolizer: Symbolizer,
+    pub maps: MapsCache,
+    /// (file to read, offset looked up) → its symbol.
+    syms: HashMap<(Arc<str>, u64), Sym>,
+    /// (pid, address, leaf) → its frame.
+    frames: HashMap<(u32, u64, bool), Frame>,
+    /// pid → the prefix its paths are opened under (`/proc/PID/root` for a
+    /// process in another mount namespace; empty for ours).
+    roots: HashMap<u32, Arc<str>>,
+    /// What could not be done, by reason.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Default for NativeResolver {
+    fn default() -> Self {
+        NativeResolver {
+            symbolizer: Symbolizer::builder().enable_code_info(true).enable_inlined_fns(false).build(),
+            maps: MapsCache::default(),
+            syms: HashMap::new(),
+            frames: HashMap::new(),
+            roots: HashMap::new(),
+            errors: BTreeMap::new(),
+        }
+    }
+}
+
+impl NativeResolver {
+    /// The frame of return address `addr` of process `pid`; `leaf`: the
+    /// innermost frame, whose address is the instruction itself (a caller's
+    /// is the one after its call, so the symbol of `addr - 1` is looked up).
+    pub fn frame(&mut self, pid: u32, addr: u64, leaf: bool) -> Frame {
+        if let Some(f) = self.frames.get(&(pid, addr, leaf)) {
+            return f.clone();
+        }
+        let f = self.resolve(pid, addr, leaf);
+        // An address in no mapping may be in a library loaded later.
+        if f.kind != FrameKind::Unknown {
+            self.frames.insert((pid, addr, leaf), f.clone());
+        }
+        f
+    }
+
+    fn resolve(&mut self, pid: u32, addr: u64, leaf: bool) -> Frame {
+        let Some(m) = self.maps.lookup(pid, addr) else {
+            return Frame { addr: Some(addr), ..Frame::named(FrameKind::Unknown, UNKNOWN_FN) };
+        };
+        let offset = m.file_offset(addr);
+        let Some(path) = m.file() else {
+            let kind = if m.exec && m.path.as_deref().is_none_or(|p| p.starts_with("[anon")) {
+                FrameKind::Jit
+            } else {
+                FrameKind::Native
+            };
+            let func = if kind == FrameKind::Jit { JIT_FN } else { UNKNOWN_FN };
+            // `[vdso]` and the like: named, without symbols.
+            let module = if kind == FrameKind::Native { m.path.clone() } else { None };
+            return Frame { addr: Some(addr), module, ..Frame::named(kind, func) };
+        };
+        let module: Arc<str> = Arc::from(path);
+        let open = self.open_path(pid, path);
+        let at = if leaf { offset } else { offset.saturating_sub(1) };
+        let sym = match self.syms.get(&(open.clone(), at)) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.symbolize(&open, at);
+                self.syms.insert((open, at), s.clone());
+                s
+            }
+        };
+        Frame {
+            kind: FrameKind::Native,
+            func: sym.func.unwrap_or_else(|| Arc::from(UNKNOWN_FN)),
+            module: Some(module),
+            addr: Some(addr),
+            offset: Some(offset),
+            file: sym.file,
+            line: sym.line,
+        }
+    }
+
+    /// Where process `pid`'s file `path` is read from here.
+    fn open_path(&mut self, pid: u32, path: &str) -> Arc<str> {
+        let root = self.roots.entry(pid).or_insert_with(|| {
+            let theirs = std::fs::metadata(format!("/proc/{pid}/root"));
+            let ours = std::fs::metadata("/");
+            use std::os::unix::fs::MetadataExt as _;
+            match (theirs, ours) {
+                (Ok(t), Ok(o)) if (t.dev(), t.ino()) != (o.dev(), o.ino()) => Arc::from(format!("/proc/{pid}/root")),
+                _ => Arc::from(""),
+            }
+        });
+        if root.is_empty() { Arc::from(path) } else { Arc::from(format!("{root}{path}")) }
+    }
+
+    fn symbolize(&mut self, path: &str, offset: u64) -> Sym {
+        let none = Sym { func: None, file: None, line: None };
+        let src = Source::Elf(Elf::new(path));
+        match self.symbolizer.symbolize_single(&src, Input::FileOffset(offset)) {
+            Ok(Symbolized::Sym(s)) => Sym {
+                func: Some(Arc::from(&*s.name)),
+                file: s.code_info.as_ref().map(|c| Arc::from(c.to_path().to_string_lossy().as_ref())),
+                line: s.code_info.as_ref().and_then(|c| c.line),
+            },
+            // A stripped module, or an offset in no symbol.
+            Ok(Symbolized::Unknown(_)) => none,
+            Err(e) => {
+                let reason = match e.kind() {
+                    blazesym::ErrorKind::NotFound => "module not found".to_string(),
+                    k => format!("module unreadable ({k:?})"),
+                };
+                *self.errors.entry(reason).or_default() += 1;
+                none
+            }
+        }
+    }
+
+    pub fn forget(&mut self, pid: u32) {
+        self.maps.forget(pid);
+        self.frames.retain(|(p, _, _), _| *p != pid);
+        self.roots.remove(&pid);
+    }
+}

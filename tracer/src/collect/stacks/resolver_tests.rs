@@ -1,0 +1,398 @@
+//! The resolver on live processes: a C helper built here (frame pointers,
+//! no inlining, DWARF lines), its stripped copy, an anonymous executable
+//! mapping, and CPython processes whose code objects are read.
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use tracer_common::stack::{PY_ENTRY, PyFrame};
+
+use crate::collect::stacks::native::NativeResolver;
+use crate::collect::stacks::python::{PythonResolver, code_layout};
+use crate::decode::stacks::{Frame, FrameKind};
+
+const HELPER: &str = r#"#include <stdio.h>
+#include <sys/mman.h>
+int alpha(int x) { return x * 3 + 1; }
+int beta(int x) { return alpha(x) + 2; }
+int main(void) {
+    void *jit = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("%p %p %p\n", (void *)alpha, (void *)beta, jit);
+    fflush(stdout);
+    getchar();
+    return beta(1) == 0;
+}
+"#;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracer-stacks-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The helper built in `dir`, and a stripped copy.
+fn build_helper(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = dir.join("helper.c");
+    std::fs::write(&src, HELPER).unwrap();
+    let bin = dir.join("helper");
+    let st = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    let stripped = dir.join("helper-stripped");
+    std::fs::copy(&bin, &stripped).unwrap();
+    assert!(Command::new("strip").arg(&stripped).status().unwrap().success(), "strip failed");
+    (bin, stripped)
+}
+
+/// A symbol's value in `bin` (nm): its file offset in a PIE whose text
+/// segment's offsets equal its addresses, as cc and ld lay them out.
+fn nm(bin: &Path, sym: &str) -> u64 {
+    let out = Command::new("nm").arg(bin).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.ends_with(&format!(" T {sym}"))).unwrap_or_else(|| panic!("no {sym}"));
+    u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap()
+}
+
+/// Runs `bin`; its pid and the addresses it printed.
+fn start(bin: &Path) -> (Child, Vec<u64>) {
+    let mut c = Command::new(bin).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let addrs = line.split_whitespace().map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).unwrap()).collect();
+    (c, addrs)
+}
+
+fn stop(mut c: Child) {
+    c.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    assert!(c.wait().unwrap().success());
+}
+
+#[test]
+fn native_frames_name_functions_also_after_the_process_exited() {
+    let dir = tmpdir("native");
+    let (bin, stripped) = build_helper(&dir);
+    let (alpha_off, beta_off) = (nm(&bin, "alpha"), nm(&bin, "beta"));
+    let (child, a) = start(&bin);
+    let pid = child.id();
+    let mut r = NativeResolver::default();
+    let module = bin.to_str().unwrap();
+    // The leaf is the instruction itself; a caller's return address is
+    // looked up one byte before.
+    let f = r.frame(pid, a[0], true);
+    assert_eq!(
+        (f.kind, &*f.func, f.module.as_deref(), f.addr, f.offset),
+        (FrameKind::Native, "alpha", Some(module), Some(a[0]), Some(alpha_off))
+    );
+    assert!(f.file.as_deref().is_some_and(|p| p.ends_with("helper.c")), "{f:?}");
+    assert_eq!(f.line, Some(3), "DWARF line of alpha's first instruction");
+    let f = r.frame(pid, a[1] + 1, false);
+    assert_eq!((&*f.func, f.offset, f.line), ("beta", Some(beta_off + 1), Some(4)));
+    // A return address just past alpha's start is still alpha's when a caller.
+    assert_eq!(&*r.frame(pid, a[0] + 1, false).func, "alpha");
+    // Anonymous executable memory: a JIT; an address in no mapping: unknown.
+    let jit = r.frame(pid, a[2] + 16, false);
+    assert_eq!(
+        (jit.kind, &*jit.func, jit.module.as_deref(), jit.addr),
+        (FrameKind::Jit, "[jit]", None, Some(a[2] + 16))
+    );
+    let none = r.frame(pid, 0x10, false);
+    assert_eq!(
+        (none.kind, &*none.func, none.module.as_deref(), none.addr),
+        (FrameKind::Unknown, "[unknown]", None, Some(0x10))
+    );
+    stop(child);
+    // Exited: the cached mappings and the file still name a new address.
+    let f = r.frame(pid, a[1] + 2, false);
+    assert_eq!((&*f.func, f.offset, f.module.as_deref()), ("beta", Some(beta_off + 2), Some(module)));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+
+    // Stripped: no symbol, but the module and offset.
+    let (child, a) = start(&stripped);
+    let f = r.frame(child.id(), a[0], true);
+    assert_eq!(
+        (f.kind, &*f.func, f.module.as_deref(), f.offset, f.line),
+        (FrameKind::Native, "[unknown]", stripped.to_str(), Some(alpha_off), None)
+    );
+    stop(child);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const SCRIPT: &str = r#"import sys, dis
+
+class Loader:
+    def load_batch(self, n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+def grüße(x):
+    y = x + 1
+    return y * 2
+
+def функция(a):
+    b = a
+    return b
+
+def f𠀀():
+    return 1
+
+def expected(f):
+    code = f.__code__
+    # An instruction of the last line of the body: (byte offset, line).
+    rows = [(s, l) for s, e, l in code.co_lines() if l is not None and l > code.co_firstlineno]
+    s, l = rows[-1]
+    return id(code), getattr(code, "co_qualname", code.co_name), code.co_firstlineno, s, l
+
+for f in (Loader.load_batch, grüße, функция, f𠀀):
+    print(*expected(f), sep="\t")
+print("%d.%d" % sys.version_info[:2])
+sys.stdout.flush()
+sys.stdin.readline()
+"#;
+
+/// The interpreters to test: `python3` (required) and the other 3.10 to
+/// 3.13 that pyenv has here.
+fn pythons() -> Vec<PathBuf> {
+    let mut v = vec![PathBuf::from("python3")];
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    if let Some(Ok(dir)) = root.map(|r| std::fs::read_dir(r.join("versions"))) {
+        let mut found: Vec<PathBuf> = dir
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let minor = ["3.10.", "3.11.", "3.12.", "3.13."].into_iter().find(|m| name.starts_with(m))?;
+                Some(e.path().join("bin").join(format!("python{}", minor.trim_end_matches('.'))))
+            })
+            .filter(|p| p.exists())
+            .collect();
+        found.sort();
+        v.extend(found);
+    }
+    v
+}
+
+struct Expected {
+    code: u64,
+    qualname: String,
+    first: u32,
+    offset: u64,
+    line: u32,
+}
+
+#[test]
+fn python_code_objects_give_name_file_and_line() {
+    let dir = tmpdir("python");
+    let script = dir.join("train_loop.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let mut versions = Vec::new();
+    for py in pythons() {
+        let mut c = Command::new(&py).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut out = BufReader::new(c.stdout.take().unwrap());
+        let mut rows = Vec::new();
+        let mut line = String::new();
+        let version = loop {
+            line.clear();
+            out.read_line(&mut line).unwrap();
+            let f: Vec<&str> = line.trim_end().split('\t').collect();
+            if f.len() == 1 {
+                break f[0].to_string();
+            }
+            rows.push(Expected {
+                code: f[0].parse().unwrap(),
+                qualname: f[1].to_string(),
+                first: f[2].parse().unwrap(),
+                offset: f[3].parse().unwrap(),
+                line: f[4].parse().unwrap(),
+            });
+        };
+        let (major, minor) = version.split_once('.').unwrap();
+        let hex = (major.parse::<u32>().unwrap() << 8) | minor.parse::<u32>().unwrap();
+        let layout = code_layout(hex).unwrap_or_else(|| panic!("no layout for {version}"));
+        let pid = c.id();
+        let mut r = PythonResolver::new(Box::new(move |p| (p == pid).then_some(hex)));
+        let names: Vec<&str> = rows.iter().map(|e| e.qualname.as_str()).collect();
+        assert_eq!(names[1..], ["grüße", "функция", "f𠀀"], "{version}");
+        let file = script.to_str().unwrap();
+        for e in &rows {
+            // The frame's instruction: an address in the code object's
+            // instructions (3.11+), the instruction index f_lasti (3.10).
+            let instr = match layout.code_adaptive {
+                Some(off) => e.code + off + e.offset,
+                None => e.offset / 2,
+            };
+            for code in [e.code, e.code | PY_ENTRY] {
+                let f = r.frame(pid, &PyFrame { code, instr });
+                let want = (FrameKind::Python, e.qualname.as_str(), Some(file), Some(e.line));
+                assert_eq!((f.kind, &*f.func, f.file.as_deref(), f.line), want, "{version}");
+            }
+            // Not started yet (3.12's prev_instr one before the first): its first line.
+            let before = match layout.code_adaptive {
+                Some(off) => e.code + off - 2,
+                None => u64::from(u32::MAX),
+            };
+            assert_eq!(r.frame(pid, &PyFrame { code: e.code, instr: before }).line, Some(e.first), "{version}");
+        }
+        let q = &rows[0].qualname;
+        let want = if hex >= 0x030b { "Loader.load_batch" } else { "load_batch" };
+        assert_eq!(q, want, "{version}: co_qualname (3.11+), co_name before");
+        // A garbage code address, and a process whose version is not known.
+        for bad in [0x10, rows[0].code ^ (1 << 46)] {
+            let f = r.frame(pid, &PyFrame { code: bad, instr: 0 });
+            assert_eq!((f.kind, &*f.func, f.file), (FrameKind::Unknown, "[python ?]", None::<std::sync::Arc<str>>));
+        }
+        assert_eq!(r.errors.get("python code object unreadable"), Some(&2), "{version}: {:?}", r.errors);
+        let mut unknown = PythonResolver::new(Box::new(|_| None));
+        assert_eq!(&*unknown.frame(pid, &PyFrame { code: rows[0].code, instr: 0 }).func, "[python ?]");
+        c.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+        assert!(c.wait().unwrap().success());
+        versions.push(version);
+    }
+    println!("Python versions checked: {versions:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_stack_record_resolves_to_merged_frames() {
+    use crate::collect::stacks::resolver::Resolver;
+    use crate::decode::stacks::StackResolver as _;
+    use tracer_common::event::{EventKind, Header};
+    use tracer_common::stack::{NATIVE_CAP, PY_CAP, StackRec, py_status, site, stack_rec_len};
+    let dir = tmpdir("record");
+    let (bin, _) = build_helper(&dir);
+    let (child, a) = start(&bin);
+    let pid = child.id();
+    let mut rec = StackRec {
+        hdr: Header { kind: EventKind::Stack as u16, func: 0, cpu: 0, seq: 0, ts: 1, pid, tid: pid },
+        site: site::SWITCH_OUT,
+        native_n: 3,
+        native_err: 0,
+        py_status: py_status::NONE,
+        py_n: 0,
+        _pad: 0,
+        native: [0; NATIVE_CAP],
+        py: [PyFrame::default(); PY_CAP],
+    };
+    rec.native[..3].copy_from_slice(&[a[0], a[1] + 4, a[2]]);
+    // SAFETY: a repr(C) record of plain integers, read as its bytes.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let tracer_common::decode::Record::Stack(s) = tracer_common::decode::parse(b).unwrap() else { panic!() };
+    let mut r = Resolver::new(Box::new(|_| None));
+    let frames: Vec<Frame> = r.resolve(&s);
+    let names: Vec<(&str, FrameKind)> = frames.iter().map(|f| (&*f.func, f.kind)).collect();
+    assert_eq!(names, [("alpha", FrameKind::Native), ("beta", FrameKind::Native), ("[jit]", FrameKind::Jit)]);
+    assert!(r.errors().is_empty());
+
+    // Through the assembler: the stack line, then the off_cpu line of the
+    // switch-out it was taken for.
+    use tracer_common::event::{SchedSwitch, sched_flags};
+    let switch = |ts: u64, out: bool| SchedSwitch {
+        hdr: Header {
+            kind: EventKind::SchedSwitch as u16,
+            func: 0,
+            cpu: 0,
+            seq: ts,
+            ts,
+            pid: if out { pid } else { 0 },
+            tid: if out { pid } else { 0 },
+        },
+        prev_state: u64::from(out),
+        flags: if out { sched_flags::PREV_TRACED } else { sched_flags::NEXT_TRACED },
+        next_tid: if out { 0 } else { pid },
+        next_tgid: if out { 0 } else { pid },
+        _pad: 0,
+        syscall: -1,
+        arg0: 0,
+        prev_comm: [0; 16],
+        next_comm: [0; 16],
+    };
+    let mut asm = crate::decode::calls::Assembler::default();
+    asm.sched.enabled = true;
+    asm.stacks = crate::decode::stacks::Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
+    rec.hdr.seq = 1;
+    // SAFETY: as above.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let mut lines = Vec::new();
+    let recs = [
+        tracer_common::decode::Record::Switch(switch(0, false)),
+        tracer_common::decode::parse(b).unwrap(),
+        tracer_common::decode::Record::Switch(switch(1, true)),
+        tracer_common::decode::Record::Switch(switch(2, false)),
+    ];
+    for r in &recs {
+        asm.push(r, &mut |l| lines.push(l.into_value()));
+    }
+    let v: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] != "thread_seen").collect();
+    assert_eq!(v.len(), 2, "{lines:?}");
+    let fns: Vec<&str> = v[0]["frames"].as_array().unwrap().iter().map(|f| f["fn"].as_str().unwrap()).collect();
+    assert_eq!((v[0]["type"].as_str(), fns), (Some("stack"), vec!["alpha", "beta", "[jit]"]));
+    assert_eq!(v[0]["frames"][0]["module"].as_str(), bin.to_str());
+    assert_eq!((v[1]["op"].as_str(), v[1]["stack"].as_u64(), v[1]["ts"].as_u64()), (Some("off_cpu"), Some(0), Some(1)));
+    assert_eq!(asm.stacks.stats.attached, 1);
+    stop(child);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The collector's cost per stack record (printed, not judged): the first
+/// record of a stack (resolved: maps read, ELF symbolized), the same
+/// stack again (the raw-stack cache), and the resolver alone on known
+/// addresses (its per-address caches). `cargo test -p tracer --lib
+/// resolve_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement"]
+fn resolve_cost() {
+    use crate::collect::stacks::resolver::Resolver;
+    use crate::decode::stacks::{StackResolver as _, Stacks};
+    use std::time::Instant;
+    use tracer_common::event::{EventKind, Header};
+    use tracer_common::stack::{NATIVE_CAP, PY_CAP, StackRec, py_status, site, stack_rec_len};
+    let dir = tmpdir("cost");
+    let (bin, _) = build_helper(&dir);
+    let (child, a) = start(&bin);
+    let pid = child.id();
+    let mut rec = StackRec {
+        hdr: Header { kind: EventKind::Stack as u16, func: 0, cpu: 0, seq: 0, ts: 1, pid, tid: pid },
+        site: site::CALL,
+        native_n: 16,
+        native_err: 0,
+        py_status: py_status::NONE,
+        py_n: 0,
+        _pad: 0,
+        native: [0; NATIVE_CAP],
+        py: [PyFrame::default(); PY_CAP],
+    };
+    for i in 0..16 {
+        rec.native[i] = if i % 2 == 0 { a[0] + i as u64 } else { a[1] + i as u64 };
+    }
+    // SAFETY: a repr(C) record of plain integers, read as its bytes.
+    let b = unsafe { std::slice::from_raw_parts(&rec as *const StackRec as *const u8, stack_rec_len(0)) };
+    let tracer_common::decode::Record::Stack(s) = tracer_common::decode::parse(b).unwrap() else { panic!() };
+    let mut stacks = Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
+    let t = Instant::now();
+    stacks.record(&s);
+    let first = t.elapsed();
+    const N: u32 = 100_000;
+    let t = Instant::now();
+    for _ in 0..N {
+        stacks.record(&s);
+    }
+    let again = t.elapsed() / N;
+    let mut r = Resolver::new(Box::new(|_| None));
+    r.resolve(&s);
+    let t = Instant::now();
+    for _ in 0..N / 10 {
+        std::hint::black_box(r.resolve(&s));
+    }
+    let resolve = t.elapsed() / (N / 10);
+    println!(
+        "16 native frames: first record {first:?}, the same stack again {again:?}, resolver on cached addresses {resolve:?}"
+    );
+    stop(child);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

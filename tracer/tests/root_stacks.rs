@@ -1,0 +1,286 @@
+//! Stacks end to end: a C program with frame pointers (tests/fakecuda/stacks.c:
+//! main -> run_step -> launch_kernel -> cuLaunchKernel, main -> sync_step ->
+//! cuStreamSynchronize, main -> load_batch -> read on a pipe) and a Python
+//! 3.11 program calling the fake libcuda through ctypes (launch_step from
+//! main, os.read in load_batch), recorded with default options: each launch
+//! and synchronization line names its stack, whose frames are the program's
+//! functions in order (Python ones with their file and line), and the
+//! blocked reads' off_cpu lines name the function that read.
+//!
+//! `sudo -E TRACER_ROOT_TESTS=1 cargo test -p tracer --test root_stacks -- --test-threads=1`
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// tests/fakecuda/stacks.c built with frame pointers, no inlining and no
+/// sibling calls, against the fake libcuda.
+fn c_program() -> PathBuf {
+    let f = common::fake();
+    let out = f.dir.join("stacks");
+    let tmp = f.dir.join("stacks.tmp");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let st = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-fno-omit-frame-pointer", "-fno-inline", "-fno-optimize-sibling-calls", "-Wall", "-o"])
+        .arg(&tmp)
+        .arg(common::src_dir().join("stacks.c"))
+        .arg(format!("-L{}", s(&f.dir)))
+        .arg("-l:libcuda.so.1")
+        .arg(format!("-Wl,-rpath,{}", s(&f.dir)))
+        .arg("-pthread")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+fn record(tag: &str, cmd: &[&std::ffi::OsStr]) -> Vec<Value> {
+    let out = common::fresh_output(tag);
+    let (status, stderr) = common::record_program(&out, &[], cmd, &[], Duration::from_secs(120), tag);
+    assert!(status.success(), "tracer on {tag}: {status}\n{stderr}");
+    common::read_trace(&out).unwrap()
+}
+
+/// Stack id -> its frames.
+fn stacks(lines: &[Value]) -> HashMap<u64, Vec<Value>> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "stack")
+        .map(|l| (l["id"].as_u64().unwrap(), l["frames"].as_array().unwrap().clone()))
+        .collect()
+}
+
+fn frames_of<'a>(l: &Value, s: &'a HashMap<u64, Vec<Value>>) -> &'a [Value] {
+    let id = l["stack"].as_u64().unwrap_or_else(|| panic!("no stack on {l}"));
+    s.get(&id).unwrap_or_else(|| panic!("stack {id} has no stack line"))
+}
+
+fn names(f: &[Value]) -> Vec<&str> {
+    f.iter().map(|f| f["fn"].as_str().unwrap()).collect()
+}
+
+fn footer(lines: &[Value]) -> &Value {
+    lines.iter().rev().find(|l| l["type"] == "footer").expect("footer")
+}
+
+#[test]
+fn c_launches_syncs_and_reads_name_their_functions() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = c_program();
+    let lines = record("stacks-c", &[prog.as_os_str(), "3".as_ref()]);
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    let syncs: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuStreamSynchronize").collect();
+    assert_eq!((launches.len(), syncs.len()), (3, 3));
+    for l in &launches {
+        // Each launch follows a blocked read: none is sampled out.
+        let f = frames_of(l, &s);
+        assert_eq!(names(&f[..4]), ["cuLaunchKernel", "launch_kernel", "run_step", "main"], "{f:?}");
+        assert!(f[0]["module"].as_str().unwrap().ends_with("libcuda.so.1"));
+        assert!(f[1]["module"].as_str().unwrap().ends_with("/stacks"));
+    }
+    for l in &syncs {
+        let f = frames_of(l, &s);
+        assert_eq!(names(&f[..3]), ["cuStreamSynchronize", "sync_step", "main"], "{f:?}");
+    }
+    let pid = launches[0]["pid"].as_u64().unwrap();
+    let reads: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
+        .collect();
+    assert_eq!(reads.len(), 3, "one blocked read per round");
+    for l in &reads {
+        let f = frames_of(l, &s);
+        // The C library's read wrapper (named where its symbols can be read).
+        assert!(
+            names(f)[0].contains("read") || f[0]["module"].as_str().is_some_and(|m| m.contains("/libc.so")),
+            "{f:?}"
+        );
+        assert_eq!(names(&f[1..3]), ["load_batch", "main"], "{f:?}");
+    }
+    let foot = footer(&lines);
+    assert_eq!(foot["stack_sampling"]["launches_sampled_out"], 0);
+    assert_eq!(foot["stack_sampling"]["launches_sampled_in"], 3);
+    assert_eq!(foot["stacks"]["orphans"].as_u64(), Some(0), "{}", foot["stacks"]);
+    assert!(lines[0]["stacks"]["calls"].as_array().unwrap().iter().any(|c| c == "cuLaunchKernel"));
+}
+
+/// The Python program; the test knows its lines. It stays 0.5 s after its
+/// work: code objects are read from the live process when the collector
+/// resolves a stack, and the first stacks' native symbolization (libpython,
+/// in a debug build) can hold the collector back longer than the program's
+/// 70 ms; a process gone by then has frames written `[python ?]` (counted
+/// in the footer's `stacks.resolver_errors`).
+const PY: &str = r#"import ctypes, os, sys, threading, time
+lib = ctypes.CDLL(sys.argv[1])
+r, w = os.pipe()
+def writer(rounds):
+    for _ in range(rounds):
+        time.sleep(0.02)
+        os.write(w, b"x")
+def load_batch():
+    return os.read(r, 1)
+def launch_step(f):
+    lib.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None)
+def main():
+    f = ctypes.c_void_p()
+    lib.cuInit(0)
+    lib.cuModuleGetFunction(ctypes.byref(f), ctypes.c_void_p(0x30001), b"step_kernel")
+    t = threading.Thread(target=writer, args=(3,))
+    t.start()
+    for _ in range(3):
+        load_batch()
+        launch_step(f)
+    t.join()
+main()
+time.sleep(0.5)
+"#;
+
+fn python_frames(f: &[Value]) -> Vec<(String, String, u64)> {
+    f.iter()
+        .filter(|f| f["kind"] == "python")
+        .map(|f| {
+            (
+                f["fn"].as_str().unwrap().to_string(),
+                f["file"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// pyenv's Python 3.minor (the newest patch release installed).
+fn pyenv_python(minor: u32) -> Option<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir("/root/.pyenv/versions")
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("3.{minor}."))))
+        .collect();
+    v.sort();
+    Some(v.pop()?.join(format!("bin/python3.{minor}")))
+}
+
+#[test]
+fn python_311_launches_and_reads_name_their_functions_and_lines() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let python = pyenv_python(11).expect("the test's Python 3.11 (pyenv) is missing");
+    python_launches_and_reads(&python, "3.11");
+}
+
+/// The same program on the other versions the walker knows (each where
+/// pyenv has it): 3.10's frame objects, 3.12's shim frames, 3.13's debug
+/// offsets.
+#[test]
+fn python_310_312_313_launches_and_reads() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    for minor in [10, 12, 13] {
+        match pyenv_python(minor) {
+            Some(p) => python_launches_and_reads(&p, &format!("3.{minor}")),
+            None => println!("no pyenv Python 3.{minor}: not checked"),
+        }
+    }
+}
+
+/// A Python whose layout tracer does not know (3.9): no Python frames, the
+/// process counted with its reason, its launches still recorded with their
+/// native frames.
+#[test]
+fn python_of_unknown_layout_is_counted_and_keeps_native_frames() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let Some(python) = pyenv_python(9) else {
+        println!("no pyenv Python 3.9: not checked");
+        return;
+    };
+    let script = common::fake().dir.join("stacks_test39.py");
+    std::fs::write(&script, PY).unwrap();
+    let lib = common::fake().lib.clone();
+    let lines = record("stacks-py39", &[python.as_os_str(), script.as_os_str(), lib.as_os_str()]);
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    assert_eq!(launches.len(), 3);
+    for l in &launches {
+        let f = frames_of(l, &s);
+        assert_eq!(names(f)[0], "cuLaunchKernel");
+        assert!(python_frames(f).is_empty(), "{f:?}");
+    }
+    let foot = footer(&lines);
+    let p = &foot["python_layouts"];
+    assert_eq!((p["unknown"].as_u64(), p["found"].as_object().map(|o| o.len())), (Some(1), Some(0)), "{p}");
+    let why = p["unknown_reasons"][0].as_str().unwrap();
+    assert!(
+        why.ends_with("libpython3.9.so.1.0: Python 3.9 has no known frame layout (3.10 to 3.13 are known)"),
+        "{why}"
+    );
+    assert_eq!(foot["lost"]["total"], 0);
+}
+
+fn python_launches_and_reads(python: &Path, version: &str) {
+    let script = common::fake().dir.join(format!("stacks_test{version}.py"));
+    std::fs::write(&script, PY).unwrap();
+    let file = script.to_str().unwrap().to_string();
+    let lib = common::fake().lib.clone();
+    let lines = record(&format!("stacks-py{version}"), &[python.as_os_str(), script.as_os_str(), lib.as_os_str()]);
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    assert_eq!(launches.len(), 3);
+    let expect = |fns: [(&str, u64); 3]| -> Vec<(String, String, u64)> {
+        fns.iter().map(|(f, l)| (f.to_string(), file.clone(), *l)).collect()
+    };
+    for l in &launches {
+        let f = frames_of(l, &s);
+        assert_eq!(names(f)[0], "cuLaunchKernel", "{version}");
+        assert_eq!(python_frames(f), expect([("launch_step", 11), ("main", 20), ("<module>", 22)]), "{version}: {f:?}");
+    }
+    // The blocked reads of the pipe (not those of the files Python reads
+    // as it starts): one per round.
+    let pid = launches[0]["pid"].as_u64().unwrap();
+    let reads: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
+        .filter(|l| python_frames(frames_of(l, &s)).iter().any(|f| f.0 == "load_batch"))
+        .collect();
+    assert_eq!(reads.len(), 3, "one blocked read per round");
+    for l in &reads {
+        let f = frames_of(l, &s);
+        assert_eq!(python_frames(f), expect([("load_batch", 9), ("main", 19), ("<module>", 22)]), "{version}: {f:?}");
+    }
+    let foot = footer(&lines);
+    assert_eq!(foot["python_layouts"]["found"], serde_json::json!({ version: 1 }), "{}", foot["python_layouts"]);
+    assert_eq!(foot["python_layouts"]["unknown"], 0);
+}
+
+/// `--no-stacks`: no stack lines, no stack fields, `stacks` null in the header.
+#[test]
+fn no_stacks_takes_none() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = c_program();
+    let out = common::fresh_output("stacks-off");
+    let (status, stderr) = common::record_program(
+        &out,
+        &["--no-stacks"],
+        &[prog.as_os_str(), "2".as_ref()],
+        &[],
+        Duration::from_secs(120),
+        "stacks-off",
+    );
+    assert!(status.success(), "{stderr}");
+    let lines = common::read_trace(&out).unwrap();
+    assert_eq!(lines[0]["stacks"], Value::Null);
+    assert_eq!(lines.iter().filter(|l| l["type"] == "stack" || !l["stack"].is_null()).count(), 0);
+    assert_eq!(lines.iter().filter(|l| l["name"] == "cuLaunchKernel").count(), 2);
+}
