@@ -76,7 +76,9 @@ impl<'a> Stack<'a> {
     /// Python frames, innermost first.
     pub fn py(&self) -> impl Iterator<Item = crate::stack::PyFrame> + 'a {
         self.py.chunks_exact(16).map(|c| {
-            let u = |o: usize| u64::from_le_bytes([c[o], c[o + 1], c[o + 2], c[o + 3], c[o + 4], c[o + 5], c[o + 6], c[o + 7]]);
+            let u = |o: usize| {
+                u64::from_le_bytes([c[o], c[o + 1], c[o + 2], c[o + 3], c[o + 4], c[o + 5], c[o + 6], c[o + 7]])
+            };
             crate::stack::PyFrame { code: u(0), instr: u(8) }
         })
     }
