@@ -402,6 +402,8 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
         Some(EventKind::SchedWaking) => size_of::<tracer_common::event::SchedWaking>(),
         // Variable length: the fixed part and up to 256 parameter bytes.
         Some(EventKind::LaunchParams) => tracer_common::params::PARAMS_OFFSET + rng.below(257),
+        // Nothing emits stack records yet: their fixed size, bytes as generated.
+        Some(EventKind::Stack) => size_of::<tracer_common::stack::StackRec>(),
         None => rng.below(128),
     };
     let size = match rng.below(20) {
@@ -497,7 +499,7 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
             put(&mut b, offset_of!(NvFileOp, op), &(rng.below(6) as u32).to_le_bytes());
             put(&mut b, offset_of!(NvFileOp, fd), &(rng.below(8) as i32 - 1).to_le_bytes());
         }
-        None => {}
+        Some(EventKind::Stack) | None => {}
     }
     b
 }
