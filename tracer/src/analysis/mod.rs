@@ -40,6 +40,7 @@ pub mod figures;
 pub mod filter;
 pub mod gap_causes;
 pub mod gaps;
+pub mod host_clock;
 pub mod inert;
 pub mod ioctl_report;
 pub mod kernel_names;
