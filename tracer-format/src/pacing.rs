@@ -366,7 +366,11 @@ pub struct PacingReport {
 
 impl PacingReport {
     pub fn new(c: &Compensation, stats: GapStats, calls: u64, speed: &HostSpeed) -> PacingReport {
-        let costs = c.costs.clone();
+        PacingReport::of(c.costs.clone(), stats, calls, speed)
+    }
+
+    /// The report of a compensation with `costs` (None: recorded pacing).
+    pub fn of(costs: Option<Costs>, stats: GapStats, calls: u64, speed: &HostSpeed) -> PacingReport {
         PacingReport {
             pacing: if costs.is_some() { Pacing::Compensated } else { Pacing::Recorded },
             host_speed: speed.factor,

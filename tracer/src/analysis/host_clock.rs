@@ -78,12 +78,7 @@ fn compensation(t: &Trace, o: Overrides) -> Compensation {
             tid: o.pid,
             ts: o.start,
             end_ts: o.end,
-            recorder_ns: o
-                .held_by
-                .iter()
-                .filter(|h| h.0 == tracer_format::pacing::RECORDER_COMM)
-                .map(|h| h.1)
-                .sum(),
+            recorder_ns: o.held_by.iter().filter(|h| h.0 == tracer_format::pacing::RECORDER_COMM).map(|h| h.1).sum(),
         })
         .collect();
     Compensation::new(costs, &calls, &off)
@@ -248,10 +243,12 @@ mod tests {
         assert_eq!(c.at(2, 777), 777);
         assert_eq!(c.stats, GapStats { gaps: 2, removed_ns: 4_000, clamped: 0, clamped_excess_ns: 0 });
         assert!(c.compensation.as_ref().unwrap().missing[0].starts_with("no scheduler lines"));
-        let h = Host { pacing: Pacing::Compensated, speed: HostSpeed { factor: 2.0, from: "t".into() }, ..Host::default() };
+        let h =
+            Host { pacing: Pacing::Compensated, speed: HostSpeed { factor: 2.0, from: "t".into() }, ..Host::default() };
         let c = HostClock::new(&t, &h);
         assert_eq!((c.at(1, 10_000), c.at(1, 12_000), c.at(1, 20_000)), (4_000, 6_000, 9_500));
-        let h = Host { pacing: Pacing::Recorded, speed: HostSpeed { factor: 0.5, from: "t".into() }, ..Host::default() };
+        let h =
+            Host { pacing: Pacing::Recorded, speed: HostSpeed { factor: 0.5, from: "t".into() }, ..Host::default() };
         let c = HostClock::new(&t, &h);
         assert_eq!((c.at(1, 10_000), c.at(1, 12_000), c.at(1, 20_000)), (19_000, 21_000, 37_000));
         // without bpf_stats: the trap only, named
