@@ -163,6 +163,16 @@ pub struct CalibrateArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+pub struct CalibrateHostArgs {
+    /// Where to write the calibration JSON (default: stdout).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Trace recorded with --gpu-timestamps (has `gpu` lines).
     pub trace: PathBuf,
@@ -482,6 +492,21 @@ pub fn calibrate_cmd(a: &CalibrateArgs) -> anyhow::Result<()> {
         f.kernels.iter().map(|k| k.count).sum::<u64>(),
         f.copies.len()
     );
+    Ok(())
+}
+
+pub fn calibrate_host_cmd(a: &CalibrateHostArgs) -> anyhow::Result<()> {
+    let c = tracer_format::pacing::HostCalibration::measure(Some(crate::collect::sysinfo::hostname()));
+    match &a.output {
+        Some(out) => {
+            let mut w = OutFile::create(out, a.force)?;
+            serde_json::to_writer_pretty(&mut w, &c)?;
+            writeln!(w)?;
+            w.finish(out)?;
+            eprintln!("wrote {}: {} ns ({}, median of {} runs)", out.display(), c.ns, c.workload, c.runs_ns.len());
+        }
+        None => println!("{}", serde_json::to_string_pretty(&c)?),
+    }
     Ok(())
 }
 
