@@ -339,7 +339,7 @@ impl Replay<'_> {
             "mean_us": mean * 1e3, "min_us": min * 1e3,
             "reference": reference,
             "error_pct": ref_us.and_then(|r| report::error_pct(mean * 1e3, r)),
-            "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
+            "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets (less what tracing cost the host gaps unless --pacing recorded: the report's pacing): includes the recorded idle gaps") } else { None },
         });
         if let Some(c) = self.cupti {
             let mut g = figures::mode_gpu(p, Some(sub), c.take(), &windows, self.recorded);
