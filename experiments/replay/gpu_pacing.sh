@@ -3,7 +3,8 @@
 # *Compensated pacing*). One device call (kind nvidia-h200, one GPU, as root,
 # from the repo root, .device-bin/{tracer,replay,libtracer_cupti.so} carried:
 # `cargo xtask build --release` here, then copy them; python3 with torch on
-# the machine), ~5-7 minutes:
+# the machine; or .device-bin/bins.tar.xz holding the three, extracted first),
+# ~5-7 minutes:
 #
 #   OUT=$OUT bash experiments/replay/gpu_pacing.sh
 #
@@ -32,6 +33,11 @@
 # BUDGET_S (450: no new step starts after it).
 set -u
 ROOT=$(pwd)
+# The binaries may come as one archive (.device-bin/bins.tar.xz: the tree and the three
+# binaries together exceed what travels uncompressed).
+if [ ! -x .device-bin/tracer ] && [ -f .device-bin/bins.tar.xz ]; then
+    tar -C .device-bin -xJf .device-bin/bins.tar.xz
+fi
 T=$(realpath .device-bin/tracer)
 R=$(realpath .device-bin/replay)
 OUT=${OUT:-/tmp/pacing-out}
