@@ -407,7 +407,7 @@ impl PacingReport {
                 self.calls,
                 self.stats.clamped,
                 if self.stats.clamped > 0 {
-                    format!(" ({:.3} ms of costs without room)", self.stats.clamped_excess_ns as f64 / 1e6)
+                    format!(" ({} ns of costs without room)", self.stats.clamped_excess_ns)
                 } else {
                     String::new()
                 }
@@ -642,7 +642,7 @@ mod tests {
         assert_eq!(r.removed_ns_per_call, 550.0);
         assert_eq!(
             r.text().lines().next().unwrap(),
-            "pacing: compensated: 0.002 ms of tracing removed from 3 host gaps (550 ns per probed call, 4 calls), 1 gaps clamped at 0 (0.001 ms of costs without room)"
+            "pacing: compensated: 0.002 ms of tracing removed from 3 host gaps (550 ns per probed call, 4 calls), 1 gaps clamped at 0 (500 ns of costs without room)"
         );
         assert_eq!(r.text().lines().count(), 3);
         let v = serde_json::to_value(&r).unwrap();
