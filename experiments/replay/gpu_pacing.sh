@@ -25,9 +25,9 @@
 #     replayed and predicted, per pacing; the pacing lines (ns removed, per
 #     call, clamped gaps, missing corrections) of each recording.
 #
-# Everything lands in $OUT: pacing_log.txt, pacing_table.txt, results.tgz
-# (real.json, together_*.json, timed_*.json, plan_*.txt, host.json, the
-# recordings' trace.jsonl.zst and manifest.json). A failed step is logged
+# Three files land in $OUT (the device tool returns at most 8): pacing_log.txt,
+# pacing_table.txt, results.tgz (real.json, together_*.json, timed_*.json,
+# plan_*.txt, host.json, the recordings' trace.jsonl.zst and manifest.json). A failed step is logged
 # and the others go on; the table is printed last.
 # Environment: ROUNDS (8), PAIR ("mlp cnn"), MLP_STEPS (600), CNN_STEPS (12),
 # BUDGET_S (450: no new step starts after it).
@@ -156,9 +156,8 @@ for p in ("compensated", "recorded"):
             w = m.get("wall_ms") or []
             print(f"timed mode (the whole recording), {p}: wall median {med(w):.2f} ms per pass; pacing {json.dumps({k: r.get('pacing', {}).get(k) for k in ('removed_ns', 'gaps', 'clamped', 'removed_ns_per_call', 'missing')})}")
 PY
-    cp "$WORK"/*.json "$WORK"/plan_*.txt "$OUT/" 2>/dev/null
 } > "$log" 2>&1
 (cd "$WORK" && for k in $A $B; do zstd -q -f "$k.rec/trace.jsonl" -o "$k.trace.jsonl.zst" 2>/dev/null; cp "$k.rec/manifest.json" "$k.manifest.json" 2>/dev/null; done
- tar -czf "$OUT/results.tgz" ./*.json ./*.txt ./*.zst 2>/dev/null)
+ tar -czf "$OUT/results.tgz" ./*.json ./*.txt ./*.zst ./*.rec/manifest.json 2>/dev/null)
 cp "$WORK/pacing_table.txt" "$OUT/" 2>/dev/null
 tail -c 9000 "$log"
