@@ -12,7 +12,15 @@ measured phase, marked for tracer (phase `warmup`, phase `generate`, phase
   gemm    a loop of fp16 matrix products (8192²), a synchronization every 10,
           the product's first 256 values copied back;
   launch  the launch loop of examples/launch_loop.py: tiny element-wise
-          kernels on one element, a synchronization every 100.
+          kernels on one element, a synchronization every 100;
+  mlp     a latency-sensitive loop: a 4-layer fp16 MLP (1024 wide) at batch 1,
+          a synchronization after every step, 600 steps (issue 44): host-bound,
+          its time mostly the host's between tiny kernels;
+  cnn     a GPU-heavy tenant: training steps of a small CNN (four 3x3
+          convolutions, 64-256 channels, on 32 images of 3x96x96, SGD), 12 steps,
+          each ending with its loss copied back (cuDNN off by default: its
+          convolutions run as PyTorch's own im2col + cuBLAS kernels, which
+          replay is validated on; --cudnn turns it on).
 
 Alone:   python3 colocation_workloads.py gen            (one measured phase)
 Served:  python3 colocation_workloads.py gen --serve DIR
@@ -31,7 +39,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 from tracer_markers import mark  # noqa: E402
 
-KINDS = ("gen", "batch", "gemm", "launch")
+KINDS = ("gen", "batch", "gemm", "launch", "mlp", "cnn")
 
 
 def parse(argv=None):
@@ -44,6 +52,9 @@ def parse(argv=None):
     ap.add_argument("--products", type=int, default=400, help="gemm: matrix products per phase")
     ap.add_argument("--n", type=int, default=8192, help="gemm: matrix size")
     ap.add_argument("--launches", type=int, default=100000, help="launch: launches per phase")
+    ap.add_argument("--steps", type=int, default=None, help="mlp: steps per phase (600); cnn: training steps (12)")
+    ap.add_argument("--width", type=int, default=1024, help="mlp: layer width")
+    ap.add_argument("--cudnn", action="store_true", help="cnn: convolutions through cuDNN")
     return ap.parse_args(argv)
 
 
@@ -89,6 +100,48 @@ def build(a):
                 if i % 10 == 9:
                     torch.cuda.synchronize()
             y[0, :256].cpu()  # a device-to-host copy: replay compares it bit for bit
+            torch.cuda.synchronize()
+
+        return step
+    if a.kind == "mlp":
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(a.width, a.width), torch.nn.ReLU()]
+        mlp = torch.nn.Sequential(*layers).half().cuda().eval()
+        x = torch.randn(1, a.width, device="cuda", dtype=torch.float16)
+        steps = a.steps or 600
+
+        def step():
+            with torch.no_grad():
+                for _ in range(steps):
+                    y = mlp(x)
+                    torch.cuda.synchronize()  # every step: the latency-sensitive loop
+            y[0, :256].cpu()  # a device-to-host copy: replay compares it bit for bit
+            torch.cuda.synchronize()
+
+        return step
+    if a.kind == "cnn":
+        torch.backends.cudnn.enabled = a.cudnn
+        nn = torch.nn
+        net = nn.Sequential(
+            nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(128, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(), nn.Linear(256, 10),
+        ).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        imgs = torch.randn(32, 3, 96, 96, device="cuda")
+        labels = torch.randint(0, 10, (32,), device="cuda")
+        steps = a.steps or 12
+
+        def step():
+            for _ in range(steps):
+                opt.zero_grad(set_to_none=True)
+                loss = nn.functional.cross_entropy(net(imgs), labels)
+                loss.backward()
+                opt.step()
+                loss.detach().cpu()  # the step's loss copied back (and a synchronization)
             torch.cuda.synchronize()
 
         return step

@@ -147,6 +147,87 @@ pub struct RunArgs {
     /// The libcupti to load (default: $CUDA_HOME, /usr/local/cuda*, the loader's path)
     #[arg(long, value_name = "PATH")]
     pub cupti_lib: Option<String>,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// How a recording's host gaps are paced (together/pacing.rs, tracer_format::pacing): timed
+/// mode's offsets, the tenants of a together run, the prediction.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct HostArgs {
+    /// `compensated`: each recorded host gap without what tracing cost its thread there (the
+    /// probes' traps and eBPF programs, CUPTI's records, the recorder's stops and its hold of
+    /// the CPU: the recording's bpf_stats and sched lines); `recorded`: the gaps as recorded
+    /// (less the recorder's --capture-data stops)
+    #[arg(long, value_name = "HOW", default_value = "compensated", value_parser = parse_pacing)]
+    pub pacing: tracer_format::pacing::Pacing,
+    /// The target host's speed: F (its CPU runs the program's host work F times as fast as the
+    /// recording's: every host gap / F), or FILE, the target's `tracer calibrate-host -o FILE`,
+    /// against the calibration in the recording's header
+    #[arg(long, value_name = "F|FILE", value_parser = parse_host_speed)]
+    pub host_speed: Option<String>,
+    /// The uprobe trap's cost per probe hit, ns (default: the recording's `probe_trap_ns`, else
+    /// 700, measured on the H100 machine)
+    #[arg(long, value_name = "NS", value_parser = parse_ns)]
+    pub probe_trap_ns: Option<f64>,
+    /// CUPTI's cost per GPU work call of a --gpu-timestamps recording, ns (default: the
+    /// recording's `cupti_ns_per_call`, else 2200, measured on the H100)
+    #[arg(long, value_name = "NS", value_parser = parse_ns)]
+    pub cupti_ns_per_call: Option<f64>,
+}
+
+impl HostArgs {
+    /// The pacing of the recording whose trace is `trace` (its header's host calibration for a
+    /// `--host-speed FILE`); a bad value is a misuse, one line naming the option.
+    pub fn pacer(&self, trace: &replay::recording::Trace) -> anyhow::Result<replay::together::pacing::Pacer> {
+        use tracer_format::pacing::{HostSpeed, Overrides};
+        let host_speed = match &self.host_speed {
+            None => HostSpeed::default(),
+            Some(s) => HostSpeed::parse(s, trace.host_calibration().as_ref()).map_err(replay::Misuse)?,
+        };
+        Ok(replay::together::pacing::Pacer {
+            pacing: self.pacing,
+            host_speed,
+            overrides: Overrides { trap_ns: self.probe_trap_ns, cupti_ns: self.cupti_ns_per_call },
+        })
+    }
+
+    /// The same options for a tenant process, its host speed resolved to `factor`.
+    pub fn tenant_args(&self, factor: f64) -> Vec<String> {
+        let mut v = vec!["--pacing".to_string(), self.pacing.name().to_string()];
+        if factor != 1.0 {
+            v.extend(["--host-speed".to_string(), factor.to_string()]);
+        }
+        if let Some(t) = self.probe_trap_ns {
+            v.extend(["--probe-trap-ns".to_string(), t.to_string()]);
+        }
+        if let Some(c) = self.cupti_ns_per_call {
+            v.extend(["--cupti-ns-per-call".to_string(), c.to_string()]);
+        }
+        v
+    }
+}
+
+fn parse_pacing(s: &str) -> Result<tracer_format::pacing::Pacing, String> {
+    tracer_format::pacing::Pacing::parse(s)
+}
+
+/// `--host-speed`: a factor above 0, or a file that exists (read against each recording later).
+fn parse_host_speed(s: &str) -> Result<String, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(s.to_string()),
+        Ok(_) => Err(format!("{s}: not a factor above 0 (2: the target host runs the host work twice as fast)")),
+        Err(_) if std::path::Path::new(s).is_file() => Ok(s.to_string()),
+        Err(_) => Err(format!("{s}: neither a factor nor a calibration file (tracer calibrate-host -o FILE)")),
+    }
+}
+
+/// A cost in ns: finite, 0 or more.
+fn parse_ns(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s}: not a time in ns (0 or more)")),
+    }
 }
 
 /// How the tenants of a together run are paced (together/pacing.rs).
@@ -161,8 +242,10 @@ pub struct PacingArgs {
     /// prediction's simulation (the host speed of real runs measured elsewhere: their alone
     /// time); one value for all recordings, or one per recording in their order, 0 keeping that
     /// recording's pacing. The factor found is printed as its --host-scale
-    #[arg(long, value_name = "MS[,MS…]", value_delimiter = ',')]
+    #[arg(long, value_name = "MS[,MS…]", value_delimiter = ',', conflicts_with = "host_speed")]
     pub host_alone_ms: Vec<f64>,
+    #[command(flatten)]
+    pub host: HostArgs,
 }
 
 /// The co-location prediction's constants (together/simulate.rs; defaults: `Model::DEFAULT`).
@@ -252,6 +335,8 @@ pub struct TenantArgs {
     pub rerun_before_phase: bool,
     #[arg(long, default_value_t = 1.0)]
     pub host_scale: f64,
+    #[command(flatten)]
+    pub host: HostArgs,
 }
 
 fn parse_byte(s: &str) -> Result<u8, String> {

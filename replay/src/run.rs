@@ -24,11 +24,6 @@ use tracer_cupti::collect::{Collector, monotonic_ns};
 /// CUPTI's sorted ms of one isolated key's runs, when all were seen.
 type Samples = Option<Vec<f64>>;
 
-/// Timed mode's pacing: each op's recorded offset (ns) from the first one.
-fn recorded_offsets(p: &plan::Plan) -> Vec<u64> {
-    p.ops.iter().map(|o| o.ts - p.ops[0].ts).collect()
-}
-
 fn stats(v: &[f64]) -> (f64, f64) {
     let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
     (mean, v.iter().copied().fold(f64::INFINITY, f64::min))
@@ -50,6 +45,9 @@ struct Replay<'a> {
     cupti: &'a Option<Collector>,
     /// `--copies-against`: each reference (its name as given, its copies).
     copies_against: &'a [(String, Vec<replay::recording::GpuActivity>)],
+    /// Timed mode's pacing: each op's offset (ns) from the first one, recorded or compensated
+    /// (`--pacing`) and divided by `--host-speed` (together/pacing.rs `paced_offsets`).
+    offsets: &'a [u64],
 }
 
 /// What the modes produced, in the order `--mode` ran them.
@@ -103,12 +101,26 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         .map(|f| Ok((f.display().to_string(), replay::gpu_time::copy_kinds::reference_copies(f)?)))
         .collect::<Result<Vec<_>>>()?;
     let recorded = report::recorded_time(&rec.trace, &p);
+    let (gaps, pacing) = a.host.pacer(&rec.trace)?.gaps(&rec.trace, &p.ops);
+    let offsets = replay::together::pacing::paced_offsets(&p.ops, &gaps.gaps);
+    if a.mode.contains(&Mode::Timed) {
+        eprint!("{}", tracer_format::inert::text(&pacing.text()));
+    }
     // CUPTI before the first CUDA call, so that the context is covered.
     let mut notes: Vec<String> = p.coverage.capture_cost_note().into_iter().collect();
     let cupti = start_cupti(a, &mut notes);
     let s = open_session(a, &rec, &p)?;
     notes.extend(s.setup_notes.iter().cloned());
-    let r = Replay { a, rec: &rec, p: &p, recorded: &recorded, s: &s, cupti: &cupti, copies_against: &copies_against };
+    let r = Replay {
+        a,
+        rec: &rec,
+        p: &p,
+        recorded: &recorded,
+        s: &s,
+        cupti: &cupti,
+        copies_against: &copies_against,
+        offsets: &offsets,
+    };
     let checks = r.checking_pass()?;
     let lines: Vec<(usize, bool)> = checks.iter().map(|c| (c.line, c.matches)).collect();
     let not_comparable = replay::selection::not_comparable(&p, &lines);
@@ -126,6 +138,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     r.run_modes(&mut res)?;
     let mut out = r.report_json(&checks, std::mem::take(&mut res.modes), std::mem::take(&mut res.pass_checks));
+    // timed mode's (and the timed energy passes') pacing
+    out["pacing"] = json!(pacing);
     if a.time_graph_launches {
         out["graph_launch_events_us"] = graph_launch_events(&s.graph_launch_us.borrow());
     }
@@ -292,7 +306,7 @@ impl Replay<'_> {
     /// Sequence or timed mode: warm-up and timed passes from the initial memory, their row and CUPTI's figures.
     fn stream_mode(&self, m: Mode, sub: &[Submitted], res: &mut Results) -> Result<()> {
         let (a, s, p) = (self.a, self.s, self.p);
-        let pace: Option<Vec<u64>> = (m == Mode::Timed).then(|| recorded_offsets(p));
+        let pace: Option<Vec<u64>> = (m == Mode::Timed).then(|| self.offsets.to_vec());
         let mut gpu = Vec::new();
         let mut wall = Vec::new();
         let mut windows = Vec::new();
@@ -325,7 +339,7 @@ impl Replay<'_> {
             "mean_us": mean * 1e3, "min_us": min * 1e3,
             "reference": reference,
             "error_pct": ref_us.and_then(|r| report::error_pct(mean * 1e3, r)),
-            "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets: includes the recorded idle gaps") } else { None },
+            "note": if m == Mode::Timed { Some("submissions paced to the recorded offsets (less what tracing cost the host gaps unless --pacing recorded: the report's pacing): includes the recorded idle gaps") } else { None },
         });
         if let Some(c) = self.cupti {
             let mut g = figures::mode_gpu(p, Some(sub), c.take(), &windows, self.recorded);
@@ -698,7 +712,7 @@ impl Replay<'_> {
     fn add_energy(&self, out: &mut Value, notes: &mut Vec<String>) {
         let a = self.a;
         if a.energy_seconds > 0.0 {
-            let pace: Option<Vec<u64>> = a.mode.contains(&Mode::Timed).then(|| recorded_offsets(self.p));
+            let pace: Option<Vec<u64>> = a.mode.contains(&Mode::Timed).then(|| self.offsets.to_vec());
             match energy(self.s, self.rec, self.p, a.energy_seconds, pace.as_deref(), self.cupti) {
                 Ok(e) => out["energy"] = e,
                 Err(e) => notes.push(format!("energy not measured: {e:#}")),

@@ -40,7 +40,8 @@ pub fn tenants(
     let mut tenants = Vec::new();
     for ((r, f), target) in recordings.iter().zip(scales).zip(alone) {
         let planned = replay::selection::open(r, None)?.plan()?;
-        let mut t = Tenant::new(&planned.rec, &planned.plan, phase, f);
+        let pacer = pacing.host.pacer(&planned.rec.trace)?;
+        let mut t = Tenant::new(&planned.rec, &planned.plan, phase, &pacer, f);
         if let Some(ns) = target {
             t.pace_to_alone(ns, model)?;
         }
@@ -124,11 +125,12 @@ impl Child_ {
     }
 }
 
-fn spawn(a: &TogetherArgs, rec: &Path, host_scale: f64) -> Result<Child_> {
+fn spawn(a: &TogetherArgs, rec: &Path, host_scale: f64, host_speed: f64) -> Result<Child_> {
     let exe = std::env::current_exe().context("the replay executable's path")?;
     let mut c = Command::new(exe);
     c.arg("tenant").arg(rec).arg("--device").arg(a.device.to_string()).arg("--phase").arg(&a.phase);
     c.arg("--host-scale").arg(host_scale.to_string());
+    c.args(a.pacing.host.tenant_args(host_speed));
     if a.no_cupti {
         c.arg("--no-cupti");
     }
@@ -199,14 +201,14 @@ pub fn together(a: &TogetherArgs) -> Result<ExitCode> {
     // one's: recordings of an H100 may run together on an H200), before any tenant starts.
     let model = a.model.model();
     let tenants = tenants(&a.recordings, &a.phase, &a.pacing, &model)?;
-    let scales: Vec<f64> = tenants.iter().map(|t| t.host_scale).collect();
+    let scales: Vec<(f64, f64)> = tenants.iter().map(|t| (t.host_scale, t.pacing.host_speed)).collect();
     together::plan(tenants.clone(), None, a.rounds, model)?;
     let cap = device_capacity(a.device)?;
     let tp = together::plan(tenants, Some(cap), a.rounds, model)?;
     eprint!("{}", tracer_format::inert::text(&tp.text()));
     let mut kids: Vec<Child_> = Vec::new();
-    for (r, &f) in a.recordings.iter().zip(&scales) {
-        match spawn(a, r, f) {
+    for (r, &(f, speed)) in a.recordings.iter().zip(&scales) {
+        match spawn(a, r, f, speed) {
             Ok(k) => kids.push(k),
             Err(e) => {
                 // None left running.
@@ -468,7 +470,8 @@ fn tenant_loop(a: &TenantArgs, say: &dyn Fn(Value)) -> Result<()> {
         Some(other) => bail!("expected start from the parent, got {other:?}"),
     }
     let phase = together::phase::phase(&p.ops, &rec.trace.markers, &a.phase);
-    let mut gaps = together::pacing::host_gaps(&p.ops, &together::pacing::Stops::new(&rec.trace.stops));
+    let pacer = a.host.pacer(&rec.trace)?;
+    let mut gaps = pacer.gaps(&rec.trace, &p.ops).0.gaps;
     together::pacing::scale(&mut gaps, a.host_scale);
     // The measured phase starts at `go`: no wait for the gap before its first op
     // (a constant in every pass would dilute the slowdowns; the plan's span

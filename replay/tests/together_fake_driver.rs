@@ -82,6 +82,9 @@ fn together_run_against_the_fake_driver() {
         "25",
         "--settle-ms",
         "100",
+        // the predictions of together_plan.rs's recorded pacing
+        "--pacing",
+        "recorded",
         "--report",
         report.to_str().unwrap(),
     ];

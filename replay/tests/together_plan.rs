@@ -10,9 +10,11 @@ use common::*;
 use serde_json::{Value, json};
 
 /// `replay plan A B --together` with the prediction's constants of these tests (a 25 µs switch,
-/// a 2 ms time slice) and `more` arguments.
+/// a 2 ms time slice), the recorded pacing (`compensated_pacing_removes_what_tracing_cost`
+/// tests the default) and `more` arguments.
 fn plan_together(a: &str, b: &str, more: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["plan", a, b, "--together", "--switch-us", "25", "--timeslice-us", "2000"];
+    let mut args =
+        vec!["plan", a, b, "--together", "--switch-us", "25", "--timeslice-us", "2000", "--pacing", "recorded"];
     args.extend_from_slice(more);
     replay(&args)
 }
@@ -34,6 +36,7 @@ tenant 1: A.rec
   ops: 3 (2 GPU work, 2 launches)
   memory: {m} (2.0 MiB windows + 0.0 MiB images + 512.0 MiB context reserve)
   pacing: 3.990 ms from first to last op, 1 ops wait from the previous call's return
+  pacing: recorded (host gaps as recorded, --capture-data stops left out)
   recorded GPU: busy 3.515 ms of a 4.500 ms span (78.1 %), 2 busy intervals
   recorded on: NVIDIA H100 80GB HBM3, driver 580.159.04
 tenant 2: B.rec
@@ -41,6 +44,7 @@ tenant 2: B.rec
   ops: 4 (4 GPU work, 4 launches)
   memory: {m} (2.0 MiB windows + 0.0 MiB images + 512.0 MiB context reserve)
   pacing: 0.300 ms from first to last op, 0 ops wait from the previous call's return
+  pacing: recorded (host gaps as recorded, --capture-data stops left out)
   recorded GPU: busy 0.040 ms of a 0.310 ms span (12.9 %), 4 busy intervals
   recorded on: NVIDIA H100 80GB HBM3, driver 580.159.04
 memory: {t} together of 76293.9 MiB (80 GB from the model name \"NVIDIA H100 80GB HBM3\")
@@ -217,7 +221,8 @@ fn host_scale_stretches_the_host_gaps() {
     assert!(out.contains("  tenant 2: alone 0.160 ms (GPU busy 0.040 ms in a 0.160 ms span)"), "{out}");
     assert_eq!(out.matches("every host gap ×0.5 (--host-scale)").count(), 2, "{out}");
     // As JSON, per tenant.
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--json", "--host-scale", "0.8,1.25"]);
+    let (code, out, err) =
+        replay(&["plan", sa, sb, "--together", "--json", "--pacing", "recorded", "--host-scale", "0.8,1.25"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -254,14 +259,26 @@ fn host_alone_ms_finds_the_host_scale() {
     // A alone: 2515 µs of GPU work its sync waits for, then 980 µs of host time and a 500 µs
     // kernel: 2515 + 980·F µs; B: four 10 µs kernels 100 µs apart: 300·F + 10 µs. 3.005 ms and
     // 0.160 ms alone are both F = 0.5.
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--rounds", "1", "--host-alone-ms", "3.005,0.16"]);
+    let (code, out, err) = replay(&[
+        "plan",
+        sa,
+        sb,
+        "--together",
+        "--rounds",
+        "1",
+        "--pacing",
+        "recorded",
+        "--host-alone-ms",
+        "3.005,0.16",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("every host gap ×0.5 (--host-alone-ms: 3.005 ms alone)\n"), "{out}");
     assert!(out.contains("every host gap ×0.5 (--host-alone-ms: 0.160 ms alone)\n"), "{out}");
     assert!(out.contains("  tenant 1: alone 3.005 ms (GPU busy 2.515 ms in a 3.005 ms span)"), "{out}");
     assert!(out.contains("  tenant 2: alone 0.160 ms (GPU busy 0.040 ms in a 0.160 ms span)"), "{out}");
     // 0 keeps a recording's pacing; B at 0.610 ms is F = 2.
-    let (code, out, err) = replay(&["plan", sa, sb, "--together", "--json", "--host-alone-ms", "0,0.61"]);
+    let (code, out, err) =
+        replay(&["plan", sa, sb, "--together", "--json", "--pacing", "recorded", "--host-alone-ms", "0,0.61"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -271,7 +288,7 @@ fn host_alone_ms_finds_the_host_scale() {
     assert_eq!(v["tenants"][1]["host_alone_ns"], 610_000);
     assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 610_000);
     // Faster than A's GPU work allows, and both options at once: refused with one line.
-    let (code, _, err) = replay(&["plan", sa, sb, "--together", "--host-alone-ms", "2,0"]);
+    let (code, _, err) = replay(&["plan", sa, sb, "--together", "--pacing", "recorded", "--host-alone-ms", "2,0"]);
     assert_eq!(code, 1);
     assert_eq!(
         err.replace(sa, "A.rec"),
@@ -284,4 +301,78 @@ fn host_alone_ms_finds_the_host_scale() {
         err.contains("the argument '--host-alone-ms <MS[,MS…]>' cannot be used with '--host-scale <F[,F…]>'"),
         "{err}"
     );
+}
+
+/// Compensated pacing, the default: each host gap of B loses what tracing cost its thread there,
+/// from its footer's bpf_stats (cu_launch 1,000 ns a run, cu_enter 300) and the trap per probe
+/// hit (700 ns, the default), and the 5 µs the recorder held its CPU while it waited (a sched
+/// line's held_by); the prediction paces it so.
+#[test]
+fn compensated_pacing_removes_what_tracing_cost() {
+    let a = heavy();
+    let mut b = launches();
+    // Nine calls replay does not make between B's first two launches (1,995,000 and 2,095,000).
+    for k in 0..9u64 {
+        b.call("context", "ctx_get_current", "cuCtxGetCurrent", json!({}));
+        b.lines.last_mut().unwrap()["ts"] = json!(2_000_000 + k * 1_000);
+    }
+    b.lines.push(json!({"type": "sched", "op": "off_cpu", "name": "runnable", "pid": 7, "tid": 7,
+                        "ts": 2_150_000, "end_ts": 2_155_000, "state": "runnable", "preempted": true,
+                        "held_by": [{"pid": 99, "tid": 99, "comm": "tracer", "ns": 5_000}], "runnable_ns": 5_000}));
+    let stats = json!({"cu_launch": {"runs": 4, "run_time_ns": 4_000, "ns_per_run": 1000.0},
+                       "cu_enter": {"runs": 10, "run_time_ns": 3_000, "ns_per_run": 300.0}});
+    let db = b.write_with(|text| {
+        let last = text.len() - 1;
+        text[last] = json!({"type": "footer", "calls": 13, "bpf_stats": stats}).to_string();
+    });
+    let db = common::together::set_manifest(&db, "580.159.04");
+    let da = finish(&a, "580.159.04");
+    let (sa, sb) = (da.to_str().unwrap(), db.to_str().unwrap());
+    let args = ["plan", sa, sb, "--together", "--switch-us", "25", "--timeslice-us", "2000", "--rounds", "1"];
+    let (code, out, err) = replay(&args);
+    assert_eq!(code, 0, "{err}");
+    // Gap 1: launch 2's entry (700 + 1,000) and 9 calls (700 + 300 each): 10,700 ns; gap 2:
+    // 1,700 + 5,000 held by the recorder; gap 3: 1,700. B's kernels at 0, 89.3, 182.6, 280.9 µs.
+    assert!(
+        out.contains(
+            "  pacing: compensated: 0.019 ms of tracing removed from 3 host gaps (1592 ns per probed call, 12 calls), 0 gaps clamped at 0\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("  tenant 2: alone 0.291 ms (GPU busy 0.040 ms in a 0.291 ms span)"), "{out}");
+    // A has neither statistics nor scheduler lines: the trap only, and both named.
+    assert_eq!(out.matches("  pacing: not corrected: no bpf_stats in the footer").count(), 1, "{out}");
+    assert_eq!(out.matches("  pacing: not corrected: no scheduler lines").count(), 1, "{out}");
+    let (code, out, err) = replay(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let p = &v["tenants"][1]["pacing"];
+    assert_eq!(
+        (p["pacing"].clone(), p["removed_ns"].clone(), p["gaps"].clone(), p["clamped"].clone(), p["calls"].clone()),
+        (json!("compensated"), json!(19_100), json!(3), json!(0), json!(12))
+    );
+    assert_eq!(p["missing"], json!([]));
+    assert_eq!(p["costs"]["launch_ns"], 1000.0);
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 290_900);
+    // --host-speed 2 halves the compensated gaps: kernels at 0, 44.65, 91.3, 140.45 µs.
+    let (code, out, err) = replay(&[&args[..], &["--json", "--host-speed", "2"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 150_450);
+    assert_eq!(v["tenants"][1]["pacing"]["host_speed"], 2.0);
+    // Bad values: one line naming the option.
+    for (flag, val, want) in [
+        ("--pacing", "raw", "invalid value 'raw' for '--pacing <HOW>': \"raw\": expected compensated or recorded"),
+        ("--host-speed", "0", "invalid value '0' for '--host-speed <F|FILE>': 0: not a factor above 0"),
+        (
+            "--host-speed",
+            "nofile",
+            "invalid value 'nofile' for '--host-speed <F|FILE>': nofile: neither a factor nor a calibration file",
+        ),
+        ("--probe-trap-ns", "inf", "invalid value 'inf' for '--probe-trap-ns <NS>': inf: not a time in ns (0 or more)"),
+    ] {
+        let (code, _, err) = replay(&[&args[..], &[flag, val]].concat());
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "{flag} {val}: {err}");
+    }
 }

@@ -17,6 +17,8 @@
 //! - [`recording`]: the recording directory `NAME.rec/`
 //!   (docs/recording-format.md): the typed manifest, its schema check, where
 //!   its trace, images and data lie;
+//! - [`pacing`]: what tracing added to the host gaps (the cost model replay
+//!   and what-if take out of them) and the host speed of another machine;
 //! - [`header`], [`footer`]: the first and last lines of a trace
 //!   (docs/trace-format.md), typed where readers look, every other field kept.
 
@@ -27,5 +29,6 @@ pub mod hex;
 pub mod inert;
 pub mod line;
 pub mod open;
+pub mod pacing;
 pub mod read;
 pub mod recording;

@@ -66,11 +66,14 @@ fn predicts_the_other_gpus_trace_from_its_durations() {
     std::fs::write(&dst, workload("NVIDIA H200", 50)).unwrap();
     let (rc, _, err) = tracer(&["calibrate", dst.to_str().unwrap(), "-o", durs.to_str().unwrap(), "--force"]);
     assert_eq!(rc, 0, "{err}");
-    let args = ["whatif", src.to_str().unwrap(), "--durations", durs.to_str().unwrap(), "--against"];
+    // the recorded host program: the other GPU's trace was made by the same host program
+    let args =
+        ["whatif", src.to_str().unwrap(), "--durations", durs.to_str().unwrap(), "--pacing", "recorded", "--against"];
     let (rc, out, err) = tracer(&[&args[..], &[dst.to_str().unwrap(), "--json"]].concat());
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let p = &v["prediction"];
+    assert_eq!(p["pacing"]["pacing"], "recorded");
     assert_eq!(p["recorded"]["gpu"], "NVIDIA H100 80GB HBM3");
     assert_eq!(p["sources"]["ops"], 6);
     assert_eq!(p["sources"]["kernels_exact"], 6);
@@ -140,6 +143,100 @@ fn bad_input_is_refused_in_one_line() {
     assert_eq!(rc, 1, "{err}");
     assert!(err.contains("b_h100.jsonl") && err.contains("not a kernel-durations file"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Host speed: the host program's time between calls divided by F, the calls' own time (the
+/// synchronization) kept; compensated pacing (the default) takes the trap per probe hit out of
+/// the host time and says what it could not correct.
+#[test]
+fn host_speed_and_compensated_pacing() {
+    let (src, dst, durs) = (tmp("hs-h100.jsonl"), tmp("hs-h200.jsonl"), tmp("hs-h200.durations.json"));
+    std::fs::write(&src, workload("NVIDIA H100 80GB HBM3", 100)).unwrap();
+    std::fs::write(&dst, workload("NVIDIA H200", 50)).unwrap();
+    let (rc, _, err) = tracer(&["calibrate", dst.to_str().unwrap(), "-o", durs.to_str().unwrap(), "--force"]);
+    assert_eq!(rc, 0, "{err}");
+    let base = ["whatif", src.to_str().unwrap(), "--durations", durs.to_str().unwrap(), "--json"];
+    let iterations = |v: &Value| -> Vec<u64> {
+        v["prediction"]["predicted"]["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["dur_ns"].as_u64().unwrap())
+            .collect()
+    };
+    // Twice as fast a host: 20 µs to the sync's entry -> 10, 65 µs after its return -> 32.5; the
+    // GEMM (50 µs there) still starts 10 µs after its launch, the sync returns 5 µs after the
+    // GPU is done (at 85 µs): 117.5 µs an iteration instead of 150.
+    let (rc, out, err) = tracer(&[&base[..], &["--pacing", "recorded", "--host-speed", "2"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(iterations(&v), [117_500; 3]);
+    assert_eq!(v["prediction"]["pacing"]["host_speed"], 2.0);
+    // Half as fast: 40 µs to the sync's entry (the GPU done at 80), 130 after: 215 µs.
+    let (rc, out, err) = tracer(&[&base[..], &["--pacing", "recorded", "--host-speed", "0.5"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(iterations(&serde_json::from_str(&out).unwrap()), [215_000; 3]);
+    // Compensated (default), no bpf_stats nor sched lines: 700 ns a probe hit, the entries of 8
+    // calls in the 9 host gaps between the return-probed calls (5 µs launches, the syncs; the
+    // first launch's entry is before them, every return inside its call).
+    let (rc, out, err) = tracer(&base);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let p = &v["prediction"]["pacing"];
+    assert_eq!(
+        (p["pacing"].clone(), p["removed_ns"].clone(), p["gaps"].clone(), p["calls"].clone(), p["clamped"].clone()),
+        (
+            serde_json::json!("compensated"),
+            serde_json::json!(5_600),
+            serde_json::json!(9),
+            serde_json::json!(9),
+            serde_json::json!(0)
+        )
+    );
+    assert_eq!(p["missing"].as_array().unwrap().len(), 2);
+    let (rc, out, err) = tracer(&base[..4]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("  pacing: compensated: 0.006 ms of tracing removed from 9 host gaps (622 ns per probed call, 9 calls), 0 gaps clamped at 0\n"), "{out}");
+    assert!(out.contains("  pacing: not corrected: no bpf_stats in the footer"), "{out}");
+    // Bad values: one line naming the option; a calibration file against a trace without one.
+    for (flag, val, want) in [
+        ("--host-speed", "0", "invalid value '0' for '--host-speed <F|FILE>': 0: not a factor above 0"),
+        ("--pacing", "raw", "invalid value 'raw' for '--pacing <HOW>': \"raw\": expected compensated or recorded"),
+        ("--probe-trap-ns", "x", "invalid value 'x' for '--probe-trap-ns <NS>': x: not a time in ns (0 or more)"),
+    ] {
+        let (rc, _, err) = tracer(&[&base[..], &[flag, val]].concat());
+        assert_eq!(rc, 2, "{err}");
+        assert!(err.contains(want), "{flag} {val}: {err}");
+    }
+    let cal = tmp("hs-target.json");
+    std::fs::write(&cal, r#"{"workload": "sha256-64KiB-x16+mix-2^18 v1", "ns": 4000000, "runs_ns": []}"#).unwrap();
+    let (rc, _, err) = tracer(&[&base[..], &["--host-speed", cal.to_str().unwrap()]].concat());
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("the recording has no host_calibration in its header"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // With one in the header: 8 ms recorded / 4 ms there = 2, the figures of --host-speed 2.
+    let text = workload("NVIDIA H100 80GB HBM3", 100).replacen(
+        r#""command":["./train"]"#,
+        r#""command":["./train"],"host_calibration":{"workload":"sha256-64KiB-x16+mix-2^18 v1","ns":8000000,"runs_ns":[]}"#,
+        1,
+    );
+    let src2 = tmp("hs-h100-cal.jsonl");
+    std::fs::write(&src2, text).unwrap();
+    let (rc, out, err) = tracer(&[
+        "whatif",
+        src2.to_str().unwrap(),
+        "--durations",
+        durs.to_str().unwrap(),
+        "--json",
+        "--pacing",
+        "recorded",
+        "--host-speed",
+        cal.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(iterations(&v), [117_500; 3]);
+    assert_eq!(v["prediction"]["pacing"]["host_speed"], 2.0);
 }
 
 #[test]

@@ -194,6 +194,10 @@ pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
         markers: trace.markers.iter().filter(|m| m.pid == p.pid).cloned().collect(),
         power: trace.power.clone(),
         stops: trace.stops.clone(),
+        // per thread: another process's threads never pace this one's gaps
+        probed: trace.probed.clone(),
+        off_cpu: trace.off_cpu.clone(),
+        has_sched: trace.has_sched,
         execs: trace.execs.iter().filter(|e| e.2 == p.pid).copied().collect(),
         ranks: trace.ranks.iter().filter(|r| r.pid == p.pid).cloned().collect(),
         lines: trace.lines,

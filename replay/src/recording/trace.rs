@@ -158,6 +158,14 @@ pub struct Trace {
     /// `(tid, ts, end_ts)` of every interval a thread was stopped (`sched` `off_cpu` lines named
     /// `stopped`: SIGSTOP, e.g. by the recorder itself under `--capture-data`, or a debugger).
     pub stops: Vec<(u32, u64, u64)>,
+    /// Every probed call of the trace (all call lines, replayed or not): where tracing cost its
+    /// thread time (tracer_format::pacing, compensated pacing).
+    pub probed: Vec<tracer_format::pacing::Probed>,
+    /// Every `off_cpu` interval of the scheduler lines (the recorder's hold of the CPU, the
+    /// switch programs).
+    pub off_cpu: Vec<tracer_format::pacing::OffCpu>,
+    /// The trace has scheduler lines (or its header says they were recorded).
+    pub has_sched: bool,
     /// `(line, ts, pid)` of `process`/`exec` lines: the pid's handles are forgotten there.
     pub execs: Vec<(usize, u64, u32)>,
     /// The rank fields of the exec lines that have them (recording/ranks.rs).
@@ -174,6 +182,30 @@ fn replayed(ty: LineType) -> bool {
 }
 
 impl Trace {
+    /// The costs tracing added to this trace's host gaps (tracer_format::pacing), or none for
+    /// `--pacing recorded`.
+    pub fn compensation(
+        &self,
+        pacing: tracer_format::pacing::Pacing,
+        o: tracer_format::pacing::Overrides,
+    ) -> tracer_format::pacing::Compensation {
+        use tracer_format::pacing::{Compensation, Costs, Pacing};
+        if pacing == Pacing::Recorded {
+            return Compensation::none();
+        }
+        let header = self.header.as_ref().and_then(|h| serde_json::to_value(h).ok());
+        let footer = self.footer.as_ref().and_then(|f| serde_json::to_value(f).ok());
+        let sched =
+            self.has_sched || header.as_ref().and_then(|h| h.get("sched")).and_then(Value::as_bool) == Some(true);
+        Compensation::new(Costs::of_recording(header.as_ref(), footer.as_ref(), sched, o), &self.probed, &self.off_cpu)
+    }
+
+    /// The header's `host_calibration` (recorded since `tracer calibrate-host` exists).
+    pub fn host_calibration(&self) -> Option<tracer_format::pacing::HostCalibration> {
+        let v = self.header.as_ref()?.rest.get("host_calibration")?;
+        tracer_format::pacing::HostCalibration::of_value(v).ok()
+    }
+
     /// Read a trace (plain, gzip when the name ends in `.gz`, zstd when it
     /// ends in `.zst`).
     pub fn read(path: &Path) -> Result<Trace> {
@@ -314,13 +346,16 @@ impl Trace {
                 label: obj.get("label").and_then(|v| v.as_str()).unwrap_or("").to_owned(),
                 tokens: obj.get("tokens").and_then(|v| v.as_u64()),
             }),
-            LineType::Sched
-                if obj.get("op").and_then(|v| v.as_str()) == Some("off_cpu")
-                    && obj.get("name").and_then(|v| v.as_str()) == Some("stopped") =>
-            {
+            LineType::Sched => {
+                self.has_sched = true;
                 let tid = obj.get("tid").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-                if let Some(end) = obj.get("end_ts").and_then(|v| v.as_u64()).filter(|&e| e >= ts) {
-                    self.stops.push((tid, ts, end));
+                let end = obj.get("end_ts").and_then(|v| v.as_u64()).filter(|&e| e >= ts);
+                if let (Some("off_cpu"), Some(end)) = (obj.get("op").and_then(|v| v.as_str()), end) {
+                    if obj.get("name").and_then(|v| v.as_str()) == Some("stopped") {
+                        self.stops.push((tid, ts, end));
+                    }
+                    let recorder_ns = tracer_format::pacing::OffCpu::recorder_ns_of(obj.get("held_by"));
+                    self.off_cpu.push(tracer_format::pacing::OffCpu { tid, ts, end_ts: end, recorder_ns });
                 }
             }
             LineType::Power => self.power.push(PowerSample {
@@ -356,7 +391,11 @@ impl Trace {
                     }
                 }
             }
-            t if replayed(t) => {
+            t if t.is_call() => {
+                self.probed.push(probed(&obj, ts));
+                if !replayed(t) {
+                    return Ok(());
+                }
                 let name = obj
                     .get("name")
                     .and_then(|v| v.as_str())
@@ -387,6 +426,22 @@ impl Trace {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// A call line as a probed call: return-probed when it has `ret` or a duration, the launch
+/// program's when it carries parameter bytes (or their error), GPU work by its `op`.
+fn probed(obj: &Map<String, Value>, ts: u64) -> tracer_format::pacing::Probed {
+    use tracer_format::line::CallOp;
+    let dur = obj.get("duration_us").and_then(|v| v.as_f64()).map(|us| (us * 1000.0).round() as u64);
+    let returned = dur.is_some() || obj.get("ret").is_some_and(|v| !v.is_null());
+    let op = obj.get("op").and_then(|v| v.as_str()).and_then(CallOp::parse);
+    tracer_format::pacing::Probed {
+        tid: obj.get("tid").and_then(|v| v.as_u64()).unwrap_or(0) as u32,
+        ts,
+        ret_ts: returned.then(|| ts + dur.unwrap_or(0)),
+        launch: ["params", "params_error", "params_from"].iter().any(|k| obj.contains_key(*k)),
+        gpu_work: matches!(op, Some(CallOp::Launch | CallOp::GraphLaunch | CallOp::Copy | CallOp::Set)),
     }
 }
 

@@ -60,6 +60,8 @@ pub struct Tenant {
     pub stopped_ns: u64,
     /// `--host-scale`: the factor on every recorded host gap (1: as recorded).
     pub host_scale: f64,
+    /// The pacing of the phase's gaps: compensated or recorded, what was removed, host speed.
+    pub pacing: tracer_format::pacing::PacingReport,
     /// `--host-alone-ms`: the alone time the factor was found for, ns.
     pub host_alone_ns: Option<u64>,
     /// The recording's driver version (manifest `driver`).
@@ -78,17 +80,17 @@ pub struct Tenant {
 
 impl Tenant {
     /// The tenant of `rec` (planned as `p`), measured over its phase `phase_name`, its host
-    /// gaps `host_scale` times as long as recorded.
-    pub fn new(rec: &Recording, p: &Plan, phase_name: &str, host_scale: f64) -> Tenant {
+    /// gaps paced by `pacer` (compensated or recorded, divided by its host speed), then
+    /// `host_scale` times as long.
+    pub fn new(rec: &Recording, p: &Plan, phase_name: &str, pacer: &pacing::Pacer, host_scale: f64) -> Tenant {
         let gpus = rec.manifest.gpus.as_ref();
         let model = gpus.and_then(|g| g.get(0)).and_then(|g| g.get("model")).and_then(|m| m.as_str());
         let window_bytes = memory::windows(&p.ranges, 2 << 20).iter().map(|w| w.1).sum();
         let image_bytes: u64 = rec.manifest.images.iter().map(|i| i.bytes).sum();
         let ph = phase::phase(&p.ops, &rec.trace.markers, phase_name);
         let ops = &p.ops[ph.ops.clone()];
-        let stops = pacing::Stops::new(&rec.trace.stops);
-        let mut gaps = pacing::host_gaps(ops, &stops);
-        let stopped_ns = pacing::stopped_ns(ops, &gaps);
+        let (g, pacing_report) = pacer.gaps(&rec.trace, ops);
+        let (mut gaps, stopped_ns) = (g.gaps, g.stopped_ns);
         pacing::scale(&mut gaps, host_scale);
         let mut busy: Vec<(u64, u64)> = crate::gpu_time::recorded::plan_gpu_lines(&rec.trace, p)
             .iter()
@@ -112,6 +114,7 @@ impl Tenant {
             gaps_after_return: gaps.iter().skip(1).filter(|g| g.after_return).count(),
             stopped_ns,
             host_scale,
+            pacing: pacing_report,
             host_alone_ns: None,
             phase: ph,
             driver: rec.manifest.driver.clone(),
@@ -376,6 +379,9 @@ impl TogetherPlan {
                 ms(t.paced_span_ns),
                 t.gaps_after_return
             );
+            for l in t.pacing.text().lines() {
+                let _ = writeln!(s, "  {l}");
+            }
             match (t.recorded_busy_ns, t.recorded_gpu_span_ns) {
                 (Some(b), Some(sp)) => {
                     let _ = writeln!(

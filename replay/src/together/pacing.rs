@@ -14,8 +14,15 @@
 //! H100 machine, and a debugger's stop
 //! is no part of the program either (the trace's `off_cpu` lines named
 //! `stopped`).
+//!
+//! Compensated pacing (the default, `--pacing compensated`) also takes out
+//! of each gap what tracing cost the thread in it: tracer_format::pacing's
+//! cost model, from the recording's `bpf_stats`, its `sched` lines and its
+//! header ([`Pacer`]); `--host-speed F` then divides every gap by F.
 
 use std::collections::HashMap;
+
+use tracer_format::pacing::{Compensation, GapStats, HostSpeed, Overrides, Pacing, PacingReport, Probed};
 
 use crate::exec::session::HostGap;
 use crate::plan::Op;
@@ -46,10 +53,22 @@ impl Stops {
     }
 }
 
+/// The host gaps of a sequence of ops, with what was taken out of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gaps {
+    pub gaps: Vec<HostGap>,
+    /// Time the threads were stopped inside the gaps, left out, ns.
+    pub stopped_ns: u64,
+    /// The compensation's gaps, removed ns and clamped gaps.
+    pub stats: GapStats,
+}
+
 /// Each op's wait before its submission (the first op's is 0), without the time its thread was
-/// stopped in that wait.
-pub fn host_gaps(ops: &[Op], stops: &Stops) -> Vec<HostGap> {
+/// stopped in that wait, and without what tracing cost its thread there (`comp`; none with
+/// [`Compensation::none`]), clamped at 0 and counted.
+pub fn host_gaps(ops: &[Op], stops: &Stops, comp: &Compensation) -> Gaps {
     let mut v = Vec::with_capacity(ops.len());
+    let (mut stopped_ns, mut stats) = (0, GapStats::default());
     for (i, o) in ops.iter().enumerate() {
         if i == 0 {
             v.push(HostGap { ns: 0, after_return: false });
@@ -60,8 +79,59 @@ pub fn host_gaps(ops: &[Op], stops: &Stops) -> Vec<HostGap> {
             Some(d) => (prev.ts + d, true),
             None => (prev.ts, false),
         };
-        let ns = o.ts.saturating_sub(from).saturating_sub(stops.within(o.tid, from, o.ts));
+        let raw = o.ts.saturating_sub(from);
+        let stopped = stops.within(o.tid, from, o.ts).min(raw);
+        stopped_ns += stopped;
+        let ns = stats.take(raw - stopped, comp.within(o.tid, from, o.ts));
         v.push(HostGap { ns, after_return });
+    }
+    Gaps { gaps: v, stopped_ns, stats }
+}
+
+/// How a recording's ops are paced: `--pacing`, `--host-speed`, the cost overrides.
+#[derive(Debug, Clone, Default)]
+pub struct Pacer {
+    pub pacing: Pacing,
+    pub host_speed: HostSpeed,
+    pub overrides: Overrides,
+}
+
+impl Pacer {
+    /// `ops`' gaps in `trace`: stops left out, compensated (unless recorded), divided by the
+    /// host speed; the report counts the probed calls of the ops' span.
+    pub fn gaps(&self, trace: &crate::recording::Trace, ops: &[Op]) -> (Gaps, PacingReport) {
+        let comp = trace.compensation(self.pacing, self.overrides);
+        let mut g = host_gaps(ops, &Stops::new(&trace.stops), &comp);
+        for x in &mut g.gaps {
+            x.ns = self.host_speed.scale(x.ns);
+        }
+        let report = PacingReport::new(&comp, g.stats, calls_within(&trace.probed, ops), &self.host_speed);
+        (g, report)
+    }
+}
+
+/// The probed calls of `ops`' threads from their first op to their last (every call line, not
+/// only the replayed ones).
+pub fn calls_within(probed: &[Probed], ops: &[Op]) -> u64 {
+    let (Some(a), Some(b)) = (ops.iter().map(|o| o.ts).min(), ops.iter().map(|o| o.ts).max()) else { return 0 };
+    let tids: std::collections::HashSet<u32> = ops.iter().map(|o| o.tid).collect();
+    probed.iter().filter(|c| c.ts > a && c.ts <= b && tids.contains(&c.tid)).count() as u64
+}
+
+/// Timed mode's offsets from the first op under `gaps`: each op's recorded offset less what
+/// the gaps up to it lost (stops, the compensation) or gained (`--host-speed` below 1), at 0 at
+/// least. The recorded offsets themselves when `gaps` are the recorded ones.
+pub fn paced_offsets(ops: &[Op], gaps: &[HostGap]) -> Vec<u64> {
+    let Some(first) = ops.first() else { return Vec::new() };
+    let mut shrink = 0i64;
+    let mut v = Vec::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        if i > 0 {
+            let prev = &ops[i - 1];
+            let from = prev.ts + if gaps[i].after_return { prev.duration_ns.unwrap_or(0) } else { 0 };
+            shrink += o.ts.saturating_sub(from) as i64 - gaps[i].ns as i64;
+        }
+        v.push((o.ts.saturating_sub(first.ts) as i64 - shrink).max(0) as u64);
     }
     v
 }
@@ -109,12 +179,6 @@ pub fn alone_targets(ms: &[f64], n: usize) -> anyhow::Result<Vec<Option<u64>>> {
     per_recording(targets, None, n, "--host-alone-ms", "values")
 }
 
-/// The time `ops`' threads were stopped inside the gaps between them, ns: what
-/// [`host_gaps`] left out of `gaps`, its result for `ops`.
-pub fn stopped_ns(ops: &[Op], gaps: &[HostGap]) -> u64 {
-    host_gaps(ops, &Stops::default()).iter().zip(gaps).map(|(r, g)| r.ns - g.ns).sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +192,7 @@ mod tests {
     fn gaps_from_start_or_from_return() {
         let ops = vec![op(1_000, None), op(1_500, Some(3_000)), op(4_700, None), op(4_600, None)];
         assert_eq!(
-            host_gaps(&ops, &Stops::default()),
+            host_gaps(&ops, &Stops::default(), &Compensation::none()).gaps,
             vec![
                 HostGap { ns: 0, after_return: false },
                 HostGap { ns: 500, after_return: false },
@@ -149,21 +213,84 @@ mod tests {
         let stops = Stops::new(&[(1, 1_100, 1_400), (1, 1_500, 2_100), (2, 2_400, 2_700), (3, 2_000, 3_000)]);
         assert_eq!(stops.within(1, 0, 10_000), 900);
         assert_eq!(stops.within(2, 2_500, 3_000), 200);
-        let gaps = host_gaps(&ops, &stops);
-        assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 100, 300, 300]);
-        assert_eq!(stopped_ns(&ops, &gaps), 600 + 200);
+        let g = host_gaps(&ops, &stops, &Compensation::none());
+        assert_eq!(g.gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 100, 300, 300]);
+        assert_eq!(g.stopped_ns, 600 + 200);
+        assert_eq!(g.stats, GapStats { gaps: 3, ..GapStats::default() });
     }
 
     #[test]
     fn host_scale_multiplies_every_gap() {
         let ops = vec![op(1_000, None), op(1_500, Some(3_000)), op(4_700, None), op(4_601, None)];
-        let mut gaps = host_gaps(&ops, &Stops::default());
+        let mut gaps = host_gaps(&ops, &Stops::default(), &Compensation::none()).gaps;
         scale(&mut gaps, 0.5);
         assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 250, 100, 0]);
-        let mut gaps = host_gaps(&ops, &Stops::default());
+        let mut gaps = host_gaps(&ops, &Stops::default(), &Compensation::none()).gaps;
         scale(&mut gaps, 1.5);
         assert_eq!(gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 750, 300, 0]);
         assert!(gaps[2].after_return);
+    }
+
+    fn costs(trap_ns: f64) -> tracer_format::pacing::Costs {
+        // no bpf_stats, no sched: the trap per probe hit only
+        let o = Overrides { trap_ns: Some(trap_ns), cupti_ns: None };
+        tracer_format::pacing::Costs::of_recording(None, None, false, o)
+    }
+
+    fn probed(ts: u64, ret_ts: Option<u64>) -> Probed {
+        Probed { tid: 1, ts, ret_ts, launch: false, gpu_work: false }
+    }
+
+    #[test]
+    fn compensated_gaps_lose_the_probes_inside_them() {
+        // Ops: a launch at 1,000, a sync at 10,000 returning at 12,000, a launch at 20,000, a
+        // launch at 20,500. Probed calls of thread 1 (100 ns a probe hit): the ops themselves
+        // (the sync return-probed), three calls replay does not make between the first two
+        // ops, one return-probed between the sync's return and the third op; four between the
+        // last two, more than its 500 ns gap: clamped at 0 and counted.
+        let ops = vec![op(1_000, None), op(10_000, Some(2_000)), op(20_000, None), op(20_500, None)];
+        let mut calls =
+            vec![probed(1_000, None), probed(10_000, Some(12_000)), probed(20_000, None), probed(20_500, None)];
+        calls.extend([probed(2_000, None), probed(3_000, None), probed(4_000, None)]);
+        calls.push(probed(15_000, Some(15_100)));
+        calls.extend([probed(20_100, None), probed(20_200, None), probed(20_300, None), probed(20_400, None)]);
+        let comp = Compensation::new(costs(100.0), &calls, &[]);
+        let g = host_gaps(&ops, &Stops::default(), &comp);
+        // gap 2: 9,000 less 3 calls and the sync's entry (400); gap 3 (from the return at 12,000):
+        // 8,000 less 2 hits at 15,000/15,100 and the launch's entry (300); gap 4: 500 less 5 hits
+        // -> 0, clamped.
+        assert_eq!(g.gaps.iter().map(|g| g.ns).collect::<Vec<_>>(), vec![0, 8_600, 7_700, 0]);
+        assert_eq!(g.stats, GapStats { gaps: 3, removed_ns: 400 + 300 + 500, clamped: 1, clamped_excess_ns: 0 });
+        // timed mode's offsets lose the same, cumulated
+        assert_eq!(paced_offsets(&ops, &g.gaps), vec![0, 8_600, 18_300, 18_300]);
+        let recorded = host_gaps(&ops, &Stops::default(), &Compensation::none());
+        assert_eq!(paced_offsets(&ops, &recorded.gaps), vec![0, 9_000, 19_000, 19_500]);
+        assert_eq!(calls_within(&calls, &ops), 11);
+    }
+
+    #[test]
+    fn host_speed_divides_the_compensated_gaps() {
+        let t = crate::recording::Trace {
+            probed: vec![probed(1_000, None), probed(5_000, None), probed(9_000, None)],
+            ..Default::default()
+        };
+        let ops = vec![op(1_000, None), op(9_000, None)];
+        let pacer = |pacing, factor| Pacer {
+            pacing,
+            host_speed: HostSpeed { factor, from: "test".into() },
+            overrides: Overrides { trap_ns: Some(1_000.0), cupti_ns: None },
+        };
+        // 8,000 less 2 hits of 1,000 ns, then / 2
+        let (g, r) = pacer(Pacing::Compensated, 2.0).gaps(&t, &ops);
+        assert_eq!(g.gaps[1].ns, 3_000);
+        assert_eq!(
+            (r.pacing, r.stats.removed_ns, r.calls, r.removed_ns_per_call),
+            (Pacing::Compensated, 2_000, 2, 1_000.0)
+        );
+        assert_eq!(r.missing.len(), 2);
+        let (g, r) = pacer(Pacing::Recorded, 0.5).gaps(&t, &ops);
+        assert_eq!(g.gaps[1].ns, 16_000);
+        assert_eq!((r.pacing, r.stats.removed_ns, r.missing.len()), (Pacing::Recorded, 0, 0));
     }
 
     #[test]

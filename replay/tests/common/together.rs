@@ -26,7 +26,12 @@ fn gpu(r: &mut Rec, ts: u64, end: u64) {
 
 /// Writes the recording with a driver and a GPU model in its manifest.
 pub fn finish(r: &Rec, driver: &str) -> PathBuf {
-    let dir = r.write();
+    set_manifest(&r.write(), driver)
+}
+
+/// Puts a driver and a GPU model into the manifest of the recording written at `dir`.
+pub fn set_manifest(dir: &std::path::Path, driver: &str) -> PathBuf {
+    let dir = dir.to_owned();
     let m = dir.join("manifest.json");
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
     v["driver"] = json!(driver);

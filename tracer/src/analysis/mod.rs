@@ -42,6 +42,7 @@ pub mod flame;
 pub mod gap_causes;
 pub mod gap_stacks;
 pub mod gaps;
+pub mod host_clock;
 pub mod inert;
 pub mod ioctl_report;
 pub mod kernel_names;

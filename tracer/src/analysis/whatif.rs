@@ -25,7 +25,11 @@
 //!   process's host shift: every later call, marker and exit of that
 //!   process moves by it (one host clock per process);
 //! - iterations and phases are the markers' (analysis/phases.rs), their
-//!   predicted bounds the markers moved by the shift then in effect.
+//!   predicted bounds the markers moved by the shift then in effect;
+//! - the host program runs on the host clock of `Options::host`
+//!   (analysis/host_clock.rs): without what tracing added to its host time
+//!   (compensated pacing) and on a host `--host-speed` times as fast; the
+//!   recorded host program on the same host is the identity.
 //!
 //! With the recorded durations the model gives back the recording exactly
 //! (every slack and lag is then reproduced); what it cannot know: host work
@@ -185,11 +189,13 @@ pub fn measured_figures(t: &Trace) -> Figures {
 }
 
 /// Options of the prediction.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Copies and sets from the file's copy model (where it has one for
     /// their kind) instead of their recorded durations.
     pub copy_model: bool,
+    /// The host program's pacing and speed (default: as recorded, same host).
+    pub host: super::host_clock::Host,
 }
 
 /// How the predicted durations were found.
@@ -222,6 +228,8 @@ pub struct Prediction {
     pub sources: Sources,
     /// Per process, the host shift at its last event (predicted − recorded, ns).
     pub final_shift_ns: BTreeMap<u32, i64>,
+    /// How the host program was paced: compensated or recorded, what was removed, host speed.
+    pub pacing: tracer_format::pacing::PacingReport,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -236,6 +244,8 @@ struct Sim<'a> {
     t: &'a Trace,
     d: &'a Durations,
     o: Options,
+    /// The recorded host time on the target host (analysis/host_clock.rs).
+    clock: &'a super::host_clock::HostClock,
     streams: BTreeMap<StreamKey, StreamState>,
     /// (pid, event) -> (recorded, predicted) end of the work before its record.
     events: HashMap<(u32, u64), (u64, u64)>,
@@ -317,7 +327,7 @@ impl Sim<'_> {
         // negative when it started before what it waited for ended (a programmatic launch overlapping its predecessor)
         let slack = s as i64 - c.ts.max(r_rec) as i64;
         let d = self.duration(c, e - s);
-        let submit = moved(c.ts, sh);
+        let submit = moved(self.clock.at(c.pid, c.ts), sh);
         // not before its submission (less what the recorded start preceded the call's entry by: clock skew)
         let floor = moved(submit, (s as i64 - c.ts as i64).min(0));
         let s2 = moved(submit.max(r_pred), slack).max(floor);
@@ -351,8 +361,8 @@ impl Sim<'_> {
         }
         let sh = self.shift_at(c.pid, c.ts);
         let lag = c.end() - c.ts.max(a_rec);
-        let end2 = moved(c.ts, sh).max(a_pred) + lag;
-        let new = end2 as i64 - c.end() as i64;
+        let end2 = moved(self.clock.at(c.pid, c.ts), sh).max(a_pred) + lag;
+        let new = end2 as i64 - self.clock.at(c.pid, c.end()) as i64;
         self.src.waits += 1;
         if new != sh {
             // In time order (threads of one process return out of call order).
@@ -398,10 +408,14 @@ pub fn predict(t: &Trace, d: &Durations, o: Options) -> Prediction {
         by_call.insert(ci, (iv.start, iv.end));
         linked[si].push(ii);
     }
+    let clock = super::host_clock::HostClock::new(t, &o.host);
+    let pacing =
+        tracer_format::pacing::PacingReport::of(clock.compensation.clone(), clock.stats, clock.calls, &o.host.speed);
     let mut sim = Sim {
         t,
         d,
         o,
+        clock: &clock,
         streams: BTreeMap::new(),
         events: HashMap::new(),
         shifts: HashMap::new(),
@@ -455,7 +469,8 @@ pub fn predict(t: &Trace, d: &Durations, o: Options) -> Prediction {
                 WorkKind::Memset => "set",
                 _ => tracer_common::family::family(t.name(iv.name)),
             };
-            sim.ops.push(OpTime { start: moved(iv.start, sh), end: moved(iv.end, sh), family, kind: iv.kind });
+            let start = moved(clock.at(s.key.pid, iv.start), sh);
+            sim.ops.push(OpTime { start, end: start + (iv.end - iv.start), family, kind: iv.kind });
             sim.src.intervals_unlinked += 1;
         }
     }
@@ -466,18 +481,21 @@ pub fn predict(t: &Trace, d: &Durations, o: Options) -> Prediction {
         v.iter()
             .map(|x| Period {
                 label: x.label.clone(),
-                start: moved(x.start, sim.shift_at(pid, x.start)),
-                end: moved(x.end, sim.shift_at(pid, x.end)),
+                start: moved(clock.at(pid, x.start), sim.shift_at(pid, x.start)),
+                end: moved(clock.at(pid, x.end), sim.shift_at(pid, x.end)),
             })
             .collect()
     };
     let (pp, pi) = (mv(&p, main), mv(&i, main));
-    let prun = (moved(run.0, sim.shift_at(main, run.0)), moved(run.1, sim.shift_at(main, run.1)));
+    let prun = (
+        moved(clock.at(main, run.0), sim.shift_at(main, run.0)),
+        moved(clock.at(main, run.1), sim.shift_at(main, run.1)),
+    );
     let target_gpu = d.file.as_ref().and_then(|f| f.gpu.clone());
     let predicted = figures(target_gpu, prun, &sim.ops, &pp, &pi);
     let recorded = figures(t.gpu_model(0), run, &measured_ops(t), &p, &i);
     let final_shift_ns = sim.shifts.iter().map(|(&pid, v)| (pid, v.last().map_or(0, |x| x.1))).collect();
-    Prediction { durations_from: d.origin().to_string(), recorded, predicted, sources: sim.src, final_shift_ns }
+    Prediction { durations_from: d.origin().to_string(), recorded, predicted, sources: sim.src, final_shift_ns, pacing }
 }
 
 /// One compared figure: on the recording's GPU, predicted, and measured on the target.
@@ -581,6 +599,9 @@ pub fn render(p: &Prediction, c: Option<&Comparison>, actual_gpu: Option<&str>) 
         x.calls_unmeasured,
         x.intervals_unlinked
     );
+    for l in p.pacing.text().lines() {
+        let _ = writeln!(s, "  {l}");
+    }
     let mut t = Table::new(&[
         ("", Align::Left),
         ("recorded", Align::Right),

@@ -145,11 +145,11 @@ fn copies_keep_their_recorded_time_unless_modelled() {
     let d = Durations::new(f.clone());
     let p = predict(&t, &d, Options::default());
     assert_eq!((p.predicted.copies_ns, p.sources.copies_kept), (50_000, 1));
-    let p = predict(&t, &d, Options { copy_model: true });
+    let p = predict(&t, &d, Options { copy_model: true, ..Options::default() });
     assert_eq!((p.predicted.copies_ns, p.sources.copies_modelled), (22_000, 1));
     assert_eq!(p.predicted.gpu.as_deref(), Some("H200"));
     f.copies.clear();
-    let p = predict(&t, &Durations::new(f), Options { copy_model: true });
+    let p = predict(&t, &Durations::new(f), Options { copy_model: true, ..Options::default() });
     assert_eq!((p.predicted.copies_ns, p.sources.copies_kept), (50_000, 1));
 }
 

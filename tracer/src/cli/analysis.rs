@@ -166,6 +166,16 @@ pub struct CalibrateArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+pub struct CalibrateHostArgs {
+    /// Where to write the calibration JSON (default: stdout).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Trace recorded with --gpu-timestamps (has `gpu` lines).
     pub trace: PathBuf,
@@ -200,6 +210,40 @@ pub struct WhatifArgs {
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// `compensated`: the host program without what tracing added to its host time (the
+    /// probes' traps and eBPF programs, CUPTI's records, the recorder's stops and its hold of
+    /// the CPU: the trace's bpf_stats and sched lines); `recorded`: as recorded
+    #[arg(long, value_name = "HOW", default_value = "compensated", value_parser = tracer_format::pacing::Pacing::parse)]
+    pub pacing: tracer_format::pacing::Pacing,
+    /// The target host's speed: F (its CPU runs the host work F times as fast: every host gap /
+    /// F), or FILE, the target's `tracer calibrate-host -o FILE`, against the calibration in the
+    /// trace's header
+    #[arg(long, value_name = "F|FILE", value_parser = host_speed_arg)]
+    pub host_speed: Option<String>,
+    /// The uprobe trap's cost per probe hit, ns (default: the trace's `probe_trap_ns`, else 700)
+    #[arg(long, value_name = "NS", value_parser = ns_arg)]
+    pub probe_trap_ns: Option<f64>,
+    /// CUPTI's cost per GPU work call, ns (default: the trace's `cupti_ns_per_call`, else 2200)
+    #[arg(long, value_name = "NS", value_parser = ns_arg)]
+    pub cupti_ns_per_call: Option<f64>,
+}
+
+/// `--host-speed`: a factor above 0, or a file that exists (read against the trace's header).
+fn host_speed_arg(s: &str) -> Result<String, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(s.to_string()),
+        Ok(_) => Err(format!("{s}: not a factor above 0 (2: the target host runs the host work twice as fast)")),
+        Err(_) if Path::new(s).is_file() => Ok(s.to_string()),
+        Err(_) => Err(format!("{s}: neither a factor nor a calibration file (tracer calibrate-host -o FILE)")),
+    }
+}
+
+/// A cost in ns: finite, 0 or more.
+fn ns_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s}: not a time in ns (0 or more)")),
+    }
 }
 
 /// A kernel-durations file (`tracer calibrate`'s output).
@@ -460,6 +504,21 @@ pub fn calibrate_cmd(a: &CalibrateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub fn calibrate_host_cmd(a: &CalibrateHostArgs) -> anyhow::Result<()> {
+    let c = tracer_format::pacing::HostCalibration::measure(Some(crate::collect::sysinfo::hostname()));
+    match &a.output {
+        Some(out) => {
+            let mut w = OutFile::create(out, a.force)?;
+            serde_json::to_writer_pretty(&mut w, &c)?;
+            writeln!(w)?;
+            w.finish(out)?;
+            eprintln!("wrote {}: {} ns ({}, median of {} runs)", out.display(), c.ns, c.workload, c.runs_ns.len());
+        }
+        None => println!("{}", serde_json::to_string_pretty(&c)?),
+    }
+    Ok(())
+}
+
 pub fn compare_cmd(a: &CompareArgs) -> anyhow::Result<()> {
     let t = load::load(&a.trace)?;
     if t.gpu.is_empty() {
@@ -527,7 +586,22 @@ pub fn whatif_cmd(a: &WhatifArgs) -> anyhow::Result<()> {
     use crate::analysis::whatif;
     let d = load_durations(&a.durations)?;
     let t = load_measured(&a.trace, "the trace to predict from")?;
-    let p = whatif::predict(&t, &d, whatif::Options { copy_model: a.copy_model });
+    let recorded_cal = t
+        .header
+        .as_ref()
+        .and_then(|h| h.get("host_calibration"))
+        .and_then(|v| tracer_format::pacing::HostCalibration::of_value(v).ok());
+    let speed = match &a.host_speed {
+        None => tracer_format::pacing::HostSpeed::default(),
+        Some(s) => tracer_format::pacing::HostSpeed::parse(s, recorded_cal.as_ref())
+            .map_err(|e| crate::error::UsageError(format!("{}: {e}", a.trace.display())))?,
+    };
+    let host = crate::analysis::host_clock::Host {
+        pacing: a.pacing,
+        speed,
+        overrides: tracer_format::pacing::Overrides { trap_ns: a.probe_trap_ns, cupti_ns: a.cupti_ns_per_call },
+    };
+    let p = whatif::predict(&t, &d, whatif::Options { copy_model: a.copy_model, host });
     let against = a.against.as_deref().map(|p| load_measured(p, "the --against trace")).transpose()?;
     let actual = against.as_ref().map(whatif::measured_figures);
     let c = actual.as_ref().map(|f| whatif::compare(&p, f));

@@ -121,6 +121,13 @@ pub enum Command {
     Calibrate(crate::cli::analysis::CalibrateArgs),
     /// Compare the inferred and bound GPU timelines with the measured one.
     Compare(crate::cli::analysis::CompareArgs),
+    /// Time a fixed single-thread CPU workload on this host (a few ms per run, the median of 9):
+    /// its ratio to a recording's (whose header stores one) is the `--host-speed` of this host
+    /// for `tracer whatif` and `replay`.
+    #[command(after_help = "Example:
+  tracer calibrate-host -o h200-host.json
+                        tracer whatif h100.rec --durations h200.json --host-speed h200-host.json")]
+    CalibrateHost(crate::cli::analysis::CalibrateHostArgs),
     /// What-if on another GPU: TRACE's workload (recorded with --gpu-timestamps)
     /// with another GPU's kernel durations (`replay TRACE.rec` run there):
     /// iteration time, busy time and kernel families there; --against a
@@ -281,9 +288,14 @@ pub struct RecordArgs {
     pub bench_probe: Option<BenchProbe>,
     /// Have the kernel time every run of tracer's eBPF programs and put the
     /// count and mean time per program in the footer (`bpf_stats`): where the
-    /// probe cost goes. Adds ~20-50 ns per run.
+    /// probe cost goes. Adds ~20-50 ns per run. On by default with --replayable (replay's
+    /// compensated pacing takes the probes' cost out of the recorded host gaps with it).
     #[arg(long)]
     pub bpf_stats: bool,
+    /// With --replayable: do not collect BPF statistics (replay then removes only a default
+    /// trap cost per probe hit from the host gaps).
+    #[arg(long, conflicts_with = "bpf_stats")]
+    pub no_bpf_stats: bool,
     /// Benchmarks only: every getppid() of the traced processes emits a
     /// launch record (a producer that is not trap-bound).
     #[arg(long, hide = true)]

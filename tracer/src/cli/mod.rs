@@ -55,6 +55,7 @@ pub fn main() {
         Some(args::Command::Export(a)) => analysis::export_cmd(&a).map(|_| 0),
         Some(args::Command::Calibrate(a)) => analysis::calibrate_cmd(&a).map(|_| 0),
         Some(args::Command::Compare(a)) => analysis::compare_cmd(&a).map(|_| 0),
+        Some(args::Command::CalibrateHost(a)) => analysis::calibrate_host_cmd(&a).map(|_| 0),
         Some(args::Command::Whatif(a)) => analysis::whatif_cmd(&a).map(|_| 0),
         Some(args::Command::Completions { shell }) => {
             print!("{}", shell::completions(shell));

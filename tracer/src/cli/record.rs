@@ -100,7 +100,10 @@ fn options(args: RecordArgs) -> RecordOptions {
         command: args.command,
         libcuda: args.libcuda,
         as_root: args.as_root,
-        bpf_stats: args.bpf_stats,
+        // --replayable: the probes' cost per program for replay's compensated pacing
+        // (docs/replay.md), ~20-50 ns a program run (docs/overhead.md)
+        bpf_stats: args.bpf_stats || (args.replayable && !args.no_bpf_stats),
+        bpf_stats_implied: !args.bpf_stats && args.replayable && !args.no_bpf_stats,
         data_cap_mib: args.data_cap_mib,
         no_markers: args.no_markers,
         no_power: args.no_power,

@@ -25,6 +25,9 @@ pub fn trace_header(
     gpu: Option<&GpuSession>,
 ) -> Value {
     let mut header = header(o, &loaded.report, root_pid, started);
+    // The host's CPU speed (a fixed single-thread workload, ~10-30 ms; the command is still
+    // suspended): `--host-speed FILE` in replay and whatif divides it by the target's.
+    header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));
     side.header(&mut header);
     header["gpu_timestamps"] = gpu.map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
     if o.replayable() {

@@ -33,6 +33,10 @@ pub struct RecordOptions {
     pub probes: ProbeOptions,
     /// `--bpf-stats`: the kernel times the programs.
     pub bpf_stats: bool,
+    /// `bpf_stats` is on because the recording is replayable, not asked for: a kernel that
+    /// refuses the statistics is a warning, not an error (replay's compensated pacing then
+    /// names the correction it lacks).
+    pub bpf_stats_implied: bool,
     /// `--capture-data`: the most copy data stored, in MiB.
     pub data_cap_mib: u64,
     /// `--gpu-timestamps` (None: off).
