@@ -507,7 +507,7 @@ fn gen_record(rng: &mut Rng, last_enter: &mut Option<(u16, u32)>) -> Vec<u8> {
             put(&mut b, offset_of!(NvFileOp, op), &(rng.below(6) as u32).to_le_bytes());
             put(&mut b, offset_of!(NvFileOp, fd), &(rng.below(8) as i32 - 1).to_le_bytes());
         }
-        Some(EventKind::Stack) | None => {}
+        None => {}
     }
     b
 }
