@@ -4,12 +4,16 @@
 #      and its idle gaps (blocked in read on a pipe, computing) attributed to its functions;
 #   2. a PyTorch CNN training loop whose loader reads and decodes image shards from disk in
 #      the training thread (train_loader.py, shard_reader.py): gaps, report, HTML, pprof;
-#   3. the per-call cost of stacks: --bpf-stats runs with and without stacks on GPT-2
+#   3. the per-call cost of stacks: --bpf-stats runs with, without and with all launches' stacks on GPT-2
 #      generation (examples/transformer_inference.py) and on the training loop.
 #   bash experiments/stacks/gpu_stacks.sh          (binaries in .device-bin/, results in $OUT)
 # Binaries: cargo build --release -p tracer && mkdir -p .device-bin && cp target/release/tracer .device-bin/
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
+# The binaries may come as one archive (the tree and the binaries together exceed what travels).
+if [ ! -x "$here/.device-bin/tracer" ] && [ -f "$here/.device-bin/bins.tar.xz" ]; then
+  tar -C "$here/.device-bin" -xJf "$here/.device-bin/bins.tar.xz"
+fi
 tracer=$here/.device-bin/tracer
 out=${OUT:-/tmp/gpu_stacks}
 work=$(mktemp -d)
@@ -36,14 +40,15 @@ timeout 150 "$tracer" record -q -o "$work/train.jsonl" -- python3 "$st/train_loa
 
 log "3. per-call cost: --bpf-stats with and without stacks"
 gen="python3 $here/examples/transformer_inference.py --iterations 3"
-for m in stacks nostacks; do
-  opt=""; [ $m = nostacks ] && opt=--no-stacks
+for m in stacks nostacks allstacks; do
+  opt=""; [ $m = nostacks ] && opt=--no-stacks; [ $m = allstacks ] && opt=--all-launch-stacks
   # shellcheck disable=SC2086
   timeout 150 "$tracer" record -q --force --bpf-stats $opt -o "$work/gen_$m.jsonl" -- $gen > "$work/gen_$m.stdout" 2>&1; log "gen $m rc=$?"
   # shellcheck disable=SC2086
-  timeout 150 "$tracer" record -q --force --bpf-stats $opt -o "$work/train_$m.jsonl" -- python3 "$st/train_loader.py" --steps 40 > /dev/null 2>&1; log "train $m rc=$?"
+  [ $m = allstacks ] || timeout 150 "$tracer" record -q --force --bpf-stats $opt -o "$work/train_$m.jsonl" -- python3 "$st/train_loader.py" --steps 40 > /dev/null 2>&1; log "train $m rc=$?"
 done
-python3 "$st/stack_cost.py" "$work"/gen_stacks.jsonl "$work"/gen_nostacks.jsonl "$work"/train_stacks.jsonl "$work"/train_nostacks.jsonl \
+python3 "$st/stack_cost.py" "$work"/gen_stacks.jsonl "$work"/gen_nostacks.jsonl "$work"/gen_allstacks.jsonl "$work"/gen_nostacks.jsonl \
+  "$work"/train_stacks.jsonl "$work"/train_nostacks.jsonl \
   | tee "$out/cost_table.txt"
 cat "$work/c.txt" "$work/train.txt" > "$out/attribution.txt"
 tar -C "$work" -czf "$out/traces.tgz" c.jsonl train.jsonl c.pb.gz train.pb.gz train.html train.gaps.json 2>/dev/null

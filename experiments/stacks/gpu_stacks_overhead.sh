@@ -8,6 +8,10 @@ set -uo pipefail
 rounds=${1:-12}
 iters=${2:-4}
 here=$(cd "$(dirname "$0")/../.." && pwd)
+# The binaries may come as one archive (the tree and the binaries together exceed what travels).
+if [ ! -x "$here/.device-bin/tracer" ] && [ -f "$here/.device-bin/bins.tar.xz" ]; then
+  tar -C "$here/.device-bin" -xJf "$here/.device-bin/bins.tar.xz"
+fi
 tracer=$here/.device-bin/tracer
 out=${OUT:-/tmp/gpu_stacks_overhead}
 mkdir -p "$out"
