@@ -272,5 +272,8 @@ fn each_phase_gets_its_part_of_a_gap() {
     );
     let text = gaps::render(&r);
     assert!(text.contains("  in load:\n     95.0%    1.90 ms  blocked in read (file) at load_batch (data.py:41) ← main (train.py:88)\n"), "{text}");
-    assert!(text.contains("  in train:\n     46.8%    1.41 ms  on CPU at train_step (train.py:60) ← main (train.py:90)\n"), "{text}");
+    assert!(
+        text.contains("  in train:\n     46.8%    1.41 ms  on CPU at train_step (train.py:60) ← main (train.py:90)\n"),
+        "{text}"
+    );
 }
