@@ -47,7 +47,7 @@ fn off_cpu(a: u64, b: u64, name: &str, file: &str, stack: u64) -> String {
 /// µs), each followed by a cuCtxSynchronize from wait_gpu; between them the
 /// thread blocks in a file read at load_file (2.0-6.0 ms) and in a futex in
 /// a stripped library (7.0-7.5 ms).
-fn trace(test: &str) -> PathBuf {
+fn trace(name: &str) -> PathBuf {
     let ms = 1_000_000u64;
     let launch_stack = [
         frame("cuLaunchKernel", LIBCUDA, None),
@@ -87,7 +87,7 @@ fn trace(test: &str) -> PathBuf {
         call(8 * ms, "kernel", "launch", "cuLaunchKernel", 5, 1),
         gpu(8_010_000, 9 * ms),
     ];
-    let p = std::env::temp_dir().join(format!("tracer-stacks-cli-{}-{test}.jsonl", std::process::id()));
+    let p = std::env::temp_dir().join(format!("tracer-stacks-cli-{}-{name}.jsonl", std::process::id()));
     std::fs::write(&p, l.join("\n") + "\n").unwrap();
     p
 }
@@ -105,7 +105,7 @@ fn gaps_name_the_blocking_and_the_launching_functions() {
         [
             "which code held the GPU idle in gaps ≥ threshold (the launching threads' stacks):",
             "72.5%    4.00 ms  blocked in read (file) at load_file (app) ← main (app.c:48)",
-            "18.5%    1.02 ms  on CPU at launch_step (app.c:30) ← main (app.c:50) ← __libc_start_main (libc.so.6)",
+            "18.5%    1.02 ms  on CPU at launch_step (app.c:30) ← main (app.c:50)",
             "9.1%   500.0 µs  blocked in futex at [unknown] (libstripped.so) ← main (app.c:49)",
         ],
         "{out}"
@@ -148,20 +148,12 @@ fn report_ranks_stacks_by_busy_and_idle_time() {
         (Some(4), Some("measured"), Some(2_470_000))
     );
     let top = &s["by_busy"][0];
-    assert_eq!(
-        top["frames"],
-        serde_json::json!(["launch_step (app.c:30)", "main (app.c:50)", "__libc_start_main (libc.so.6)"])
-    );
+    assert_eq!(top["frames"], serde_json::json!(["launch_step (app.c:30)", "main (app.c:50)"]));
     assert_eq!((top["launches"].as_u64(), top["busy_ns"].as_u64()), (Some(3), Some(2_470_000)));
     assert_eq!(s["by_idle"]["total_ns"].as_u64(), Some(5_520_000));
     assert_eq!(s["by_idle"]["parts"][0]["frames"], serde_json::json!(["load_file (app)", "main (app.c:48)"]));
     let (rc, out, err) = tracer(&["report", p.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
-    assert!(
-        out.contains(
-            "100.0%    2.47 ms         3  launch_step (app.c:30) ← main (app.c:50) ← __libc_start_main (libc.so.6)"
-        ),
-        "{out}"
-    );
+    assert!(out.contains("100.0%    2.47 ms         3  launch_step (app.c:30) ← main (app.c:50)"), "{out}");
     let _ = std::fs::remove_file(&p);
 }

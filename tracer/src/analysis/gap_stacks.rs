@@ -272,10 +272,14 @@ impl<'t> Attributor<'t> {
 }
 
 /// Sums of pieces by (cause, frames): [`Acc::add`] one gap's pieces at a
-/// time, then [`Acc::finish`].
+/// time, then [`Acc::finish`]. Summed by (stack, cause) first, so a stack's
+/// frames are looked up once per distinct pair, not once per piece.
 #[derive(Default)]
 pub struct Acc {
-    by: BTreeMap<(String, Vec<String>), (BTreeSet<StackId>, u64)>,
+    /// stack -> cause -> index into `rows`.
+    seen: HashMap<Option<StackId>, HashMap<String, usize>>,
+    /// (cause, stack, its frames, ns).
+    rows: Vec<(String, Option<StackId>, Vec<String>, u64)>,
     gaps: u64,
     total_ns: u64,
     gaps_without_stack: u64,
@@ -289,26 +293,31 @@ impl Acc {
         let mut with_stack = false;
         for p in pieces.into_iter().filter(|p| p.ns > 0) {
             self.total_ns += p.ns;
-            let frames = match p.stack {
-                Some(id) => {
-                    with_stack = true;
-                    frames(id)
-                }
+            match p.stack {
+                Some(_) => with_stack = true,
+                None => self.without_stack_ns += p.ns,
+            }
+            let by_cause = self.seen.entry(p.stack).or_default();
+            match by_cause.get(p.cause.as_str()) {
+                Some(&i) => self.rows[i].3 += p.ns,
                 None => {
-                    self.without_stack_ns += p.ns;
-                    Vec::new()
+                    by_cause.insert(p.cause.clone(), self.rows.len());
+                    let f = p.stack.map(frames).unwrap_or_default();
+                    self.rows.push((p.cause, p.stack, f, p.ns));
                 }
-            };
-            let e = self.by.entry((p.cause, frames)).or_default();
-            e.0.extend(p.stack);
-            e.1 += p.ns;
+            }
         }
         self.gaps_without_stack += u64::from(!with_stack);
     }
 
     pub fn finish(self) -> CodeSplit {
-        let mut parts: Vec<CodePart> = self
-            .by
+        let mut by: BTreeMap<(String, Vec<String>), (BTreeSet<StackId>, u64)> = BTreeMap::new();
+        for (cause, stack, frames, ns) in self.rows {
+            let e = by.entry((cause, frames)).or_default();
+            e.0.extend(stack);
+            e.1 += ns;
+        }
+        let mut parts: Vec<CodePart> = by
             .into_iter()
             .map(|((cause, frames), (ids, ns))| CodePart { cause, frames, stacks: ids.into_iter().collect(), ns })
             .collect();

@@ -236,3 +236,44 @@ fn a_trace_without_stacks_says_so() {
         )
     );
 }
+
+#[test]
+fn each_phase_gets_its_part_of_a_gap() {
+    use crate::analysis::{gaps, phases, timeline};
+    let mut l = lines(true, Some(1));
+    l.push(r#"{"ts":600,"pid":1,"tid":1,"type":"marker","op":"phase","name":"marker","label":"load"}"#.into());
+    l.push(r#"{"ts":4000000,"pid":1,"tid":1,"type":"marker","op":"phase","name":"marker","label":"train"}"#.into());
+    let t = parse_str("t.jsonl", &l.join("\n")).unwrap();
+    let r = gaps::analyze(&t, &timeline::gpu_intervals(&t, None), &phases::phases(&t), &gaps::GapOptions::default());
+    let sc = &r.scopes[0];
+    let by_phase: Vec<(&str, Vec<(&str, u64)>)> = sc
+        .phases
+        .iter()
+        .map(|p| {
+            let c = p.code.as_ref().unwrap();
+            (p.phase.as_str(), c.parts.iter().map(|x| (x.cause.as_str(), x.ns)).collect())
+        })
+        .collect();
+    // the gap 2.0-7.01 ms: 2.0-4.0 in load (read from 2.1), 4.0-7.01 in train
+    assert_eq!(
+        by_phase,
+        [
+            ("load", vec![("blocked in read (file)", 1_900_000), (ON_CPU, 100_000)]),
+            (
+                "train",
+                vec![
+                    (ON_CPU, 1_410_000),
+                    ("blocked in read (file)", 1_000_000),
+                    ("preempted by hog (pid 9)", 500_000),
+                    ("wake-up latency", 100_000)
+                ]
+            ),
+        ]
+    );
+    let text = gaps::render(&r);
+    assert!(text.contains("  in load:\n     95.0%    1.90 ms  blocked in read (file) at load_batch (data.py:41) ← main (train.py:88)\n"), "{text}");
+    assert!(
+        text.contains("  in train:\n     46.8%    1.41 ms  on CPU at train_step (train.py:60) ← main (train.py:90)\n"),
+        "{text}"
+    );
+}

@@ -97,32 +97,17 @@ pub fn build(t: &Trace, tl: &Timeline) -> Option<StackReport> {
     }
     let known = tl.source != Source::Bound;
     let defined = |id: Option<StackId>| id.filter(|&i| t.stacks.get(i).is_some());
-    let mut frames_of: HashMap<StackId, Vec<String>> = HashMap::new();
-    let mut frames = |id: StackId| -> Vec<String> {
-        frames_of
-            .entry(id)
-            .or_insert_with(|| {
-                t.stacks.get(id).map_or_else(Vec::new, |s| s.code_frames().iter().map(Frame::short).collect())
-            })
-            .clone()
-    };
-    // place -> (stacks, launches, busy ns)
-    let mut by: BTreeMap<Vec<String>, (BTreeSet<StackId>, u64, u64)> = BTreeMap::new();
+    // Per stack first (launches, busy ns), then per place.
+    let mut per_stack: HashMap<Option<StackId>, (u64, u64)> = HashMap::new();
     let mut busy_flame = Flame::root("all");
     let (mut launches, mut launches_without) = (0u64, 0u64);
-    let mut launch_flame: BTreeMap<Option<StackId>, u64> = BTreeMap::new();
     for c in t.calls.iter().filter(|c| c.kind.is_gpu_work() && c.is_driver_call()) {
         let id = defined(t.stacks.call_stack_id(c));
         launches += 1;
         launches_without += u64::from(id.is_none());
-        let key = id.map(&mut frames).unwrap_or_default();
-        let e = by.entry(key).or_default();
-        e.0.extend(id);
-        e.1 += 1;
-        *launch_flame.entry(id).or_default() += 1;
+        per_stack.entry(id).or_default().0 += 1;
     }
     let (mut busy, mut busy_without) = (0u64, 0u64);
-    let mut busy_flame_ns: BTreeMap<Option<StackId>, u64> = BTreeMap::new();
     if known {
         // Measured intervals: their calls by kernel name and order (timeline.rs).
         let linked: HashMap<(usize, usize), u32> = match tl.source {
@@ -141,17 +126,23 @@ pub fn build(t: &Trace, tl: &Timeline) -> Option<StackReport> {
             let id = call.and_then(|c| t.calls.get(c as usize)).and_then(|c| defined(t.stacks.call_stack_id(c)));
             busy = busy.saturating_add(i.dur());
             busy_without = busy_without.saturating_add(if id.is_none() { i.dur() } else { 0 });
-            let key = id.map(&mut frames).unwrap_or_default();
-            let e = by.entry(key).or_default();
-            e.0.extend(id);
-            e.2 = e.2.saturating_add(i.dur());
-            let f = busy_flame_ns.entry(id).or_default();
-            *f = f.saturating_add(i.dur());
+            let e = per_stack.entry(id).or_default();
+            e.1 = e.1.saturating_add(i.dur());
         }
     }
-    let weights = if known { busy_flame_ns } else { launch_flame };
-    for (id, w) in weights {
-        busy_flame.add(&flame_path(t, id), w);
+    let mut stacks_in_order: Vec<(Option<StackId>, (u64, u64))> = per_stack.into_iter().collect();
+    stacks_in_order.sort_unstable_by_key(|x| x.0);
+    // place -> (stacks, launches, busy ns)
+    let mut by: BTreeMap<Vec<String>, (BTreeSet<StackId>, u64, u64)> = BTreeMap::new();
+    for &(id, (n, ns)) in &stacks_in_order {
+        busy_flame.add(&flame_path(t, id), if known { ns } else { n });
+        let key = id
+            .and_then(|i| t.stacks.get(i))
+            .map_or_else(Vec::new, |s| s.code_frames().iter().map(Frame::short).collect());
+        let e = by.entry(key).or_default();
+        e.0.extend(id);
+        e.1 += n;
+        e.2 = e.2.saturating_add(ns);
     }
     let mut rows: Vec<BusyRow> = by
         .into_iter()

@@ -198,16 +198,19 @@ impl Stack {
         s.join(" ← ")
     }
 
-    /// The frames that name the program's code: from the innermost Python
-    /// frame when the stack has Python frames; else after the innermost run
-    /// of runtime frames ([`Frame::is_runtime`]: a launch's stack starts in
-    /// libcuda, a blocked thread's in libc); every frame when nothing is left.
+    /// The frames that name the program's code: from the innermost to the
+    /// outermost Python frame when the stack has Python frames (the
+    /// interpreter's own frames around them left out); else without the
+    /// runtime frames ([`Frame::is_runtime`]) at either end (a launch's
+    /// stack starts in libcuda, a blocked thread's in libc, and every
+    /// thread's ends in libc's start); every frame when nothing is left.
     pub fn code_frames(&self) -> &[Frame] {
-        let first = match self.frames.iter().position(|f| f.kind == FrameKind::Python) {
-            Some(i) => i,
-            None => self.frames.iter().position(|f| !f.is_runtime()).unwrap_or(0),
-        };
-        &self.frames[first..]
+        let python = self.frames.iter().any(|f| f.kind == FrameKind::Python);
+        let code = |f: &Frame| if python { f.kind == FrameKind::Python } else { !f.is_runtime() };
+        match (self.frames.iter().position(code), self.frames.iter().rposition(code)) {
+            (Some(a), Some(b)) => &self.frames[a..=b],
+            _ => &self.frames,
+        }
     }
 }
 
@@ -383,14 +386,12 @@ mod tests {
     fn code_frames_skip_the_runtime() {
         let t = parse_str("t", STACK_3).unwrap();
         let s = t.stacks.get(3).unwrap();
-        assert_eq!(s.code_frames()[0].func, "load_batch", "Python frames: from the innermost");
+        let funcs = |s: &Stack| s.code_frames().iter().map(|f| f.func.clone()).collect::<Vec<_>>();
+        assert_eq!(funcs(s), ["load_batch", "main"], "Python frames: the innermost to the outermost");
         let c = r#"{"type":"stack","id":4,"pid":1,"ts":1,"frames":[{"kind":"native","fn":"read","module":"/opt/conda/lib/libc.so.6"},{"kind":"unknown","fn":"[unknown]","addr":"0x1"},{"kind":"native","fn":"load_file","module":"/home/u/app"},{"kind":"native","fn":"main","module":"/home/u/app"},{"kind":"native","fn":"__libc_start_main","module":"/usr/lib/x86_64-linux-gnu/libc.so.6"}]}"#;
         let t = parse_str("t", c).unwrap();
         let s = t.stacks.get(4).unwrap();
-        assert_eq!(
-            s.code_frames().iter().map(|f| f.func.as_str()).collect::<Vec<_>>(),
-            ["load_file", "main", "__libc_start_main"]
-        );
+        assert_eq!(funcs(s), ["load_file", "main"], "libc at both ends left out");
         let all_runtime = r#"{"type":"stack","id":4,"pid":1,"ts":1,"frames":[{"kind":"native","fn":"read","module":"/lib/libc.so.6"}]}"#;
         assert_eq!(
             parse_str("t", all_runtime).unwrap().stacks.get(4).unwrap().code_frames().len(),
