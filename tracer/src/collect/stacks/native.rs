@@ -71,16 +71,26 @@ impl NativeResolver {
             return Frame { addr: Some(addr), ..Frame::named(FrameKind::Unknown, UNKNOWN_FN) };
         };
         let offset = m.file_offset(addr);
-        let Some(path) = m.file() else {
-            let kind = if m.exec && m.path.as_deref().is_none_or(|p| p.starts_with("[anon")) {
-                FrameKind::Jit
-            } else {
-                FrameKind::Native
+        if !m.exec {
+            // Not code (the heap, the stack, a file's data): a bogus return
+            // address, as a chain followed past code without frame pointers gives.
+            let offset = m.file().map(|_| offset);
+            return Frame {
+                addr: Some(addr),
+                module: m.path.clone(),
+                offset,
+                ..Frame::named(FrameKind::Unknown, UNKNOWN_FN)
             };
-            let func = if kind == FrameKind::Jit { JIT_FN } else { UNKNOWN_FN };
-            // `[vdso]` and the like: named, without symbols.
-            let module = if kind == FrameKind::Native { m.path.clone() } else { None };
-            return Frame { addr: Some(addr), module, ..Frame::named(kind, func) };
+        }
+        let Some(path) = m.file() else {
+            // Anonymous executable memory: a JIT's; `[vdso]` and the like:
+            // named, without symbols.
+            return match m.path.as_deref().is_none_or(|p| p.starts_with("[anon")) {
+                true => Frame { addr: Some(addr), ..Frame::named(FrameKind::Jit, JIT_FN) },
+                false => {
+                    Frame { addr: Some(addr), module: m.path.clone(), ..Frame::named(FrameKind::Native, UNKNOWN_FN) }
+                }
+            };
         };
         let module: Arc<str> = Arc::from(path);
         let open = self.open_path(pid, path);

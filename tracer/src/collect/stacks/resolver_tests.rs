@@ -104,6 +104,19 @@ fn native_frames_name_functions_also_after_the_process_exited() {
     // compressed sections): named from its dynamic symbols at least.
     let read = r.frame(pid, a[3], true);
     assert!(read.func.contains("read") && read.module.as_deref().is_some_and(|m| m.contains("libc")), "{read:?}");
+    // Not code: a mapping of the helper that is not executable (its data).
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let data_at = maps
+        .lines()
+        .find(|l| l.ends_with(module) && l.split(' ').nth(1).is_some_and(|p| !p.contains('x')))
+        .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
+        .expect("a data mapping of the helper");
+    let data = r.frame(pid, data_at + 8, false);
+    assert_eq!(
+        (data.kind, &*data.func, data.module.as_deref()),
+        (FrameKind::Unknown, "[unknown]", Some(module)),
+        "{data:?}"
+    );
     let none = r.frame(pid, 0x10, false);
     assert_eq!(
         (none.kind, &*none.func, none.module.as_deref(), none.addr),
