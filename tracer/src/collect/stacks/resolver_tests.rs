@@ -168,6 +168,8 @@ def expected(f):
 
 for f in (Loader.load_batch, grüße, функция, f𠀀):
     print(*expected(f), sep="\t")
+# Objects that are not code objects: a function, a tuple of strings.
+print(id(grüße), id(("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q")))
 print("%d.%d" % sys.version_info[:2])
 sys.stdout.flush()
 sys.stdin.readline()
@@ -214,11 +216,16 @@ fn python_code_objects_give_name_file_and_line() {
         let mut c = Command::new(&py).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let mut out = BufReader::new(c.stdout.take().unwrap());
         let mut rows = Vec::new();
+        let mut not_code: Vec<u64> = Vec::new();
         let mut line = String::new();
         let version = loop {
             line.clear();
             out.read_line(&mut line).unwrap();
             let f: Vec<&str> = line.trim_end().split('\t').collect();
+            if f.len() == 1 && f[0].contains(' ') {
+                not_code = f[0].split(' ').map(|x| x.parse().unwrap()).collect();
+                continue;
+            }
             if f.len() == 1 {
                 break f[0].to_string();
             }
@@ -260,12 +267,14 @@ fn python_code_objects_give_name_file_and_line() {
         let q = &rows[0].qualname;
         let want = if hex >= 0x030b { "Loader.load_batch" } else { "load_batch" };
         assert_eq!(q, want, "{version}: co_qualname (3.11+), co_name before");
-        // A garbage code address, and a process whose version is not known.
-        for bad in [0x10, rows[0].code ^ (1 << 46)] {
+        // A garbage code address, objects that are not code, and a process
+        // whose version is not known.
+        assert_eq!(not_code.len(), 2);
+        for bad in [0x10, rows[0].code ^ (1 << 46), not_code[0], not_code[1]] {
             let f = r.frame(pid, &PyFrame { code: bad, instr: 0 });
             assert_eq!((f.kind, &*f.func, f.file), (FrameKind::Unknown, "[python ?]", None::<std::sync::Arc<str>>));
         }
-        assert_eq!(r.errors.get("python code object unreadable"), Some(&2), "{version}: {:?}", r.errors);
+        assert_eq!(r.errors.get("python code object unreadable"), Some(&4), "{version}: {:?}", r.errors);
         let mut unknown = PythonResolver::new(Box::new(|_| None));
         assert_eq!(&*unknown.frame(pid, &PyFrame { code: rows[0].code, instr: 0 }).func, "[python ?]");
         c.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
