@@ -135,6 +135,9 @@ pub struct StackStats {
     pub attached: u64,
     /// Stacks whose record never came.
     pub orphans: u64,
+    /// Stacks whose record came but makes no line (the last switch-out of
+    /// an exited thread).
+    pub unused: u64,
     /// Records with at least one native frame, with at least one Python frame.
     pub with_native: u64,
     pub with_python: u64,
@@ -201,6 +204,7 @@ impl StackStats {
             },
             "attached": self.attached,
             "orphans": self.orphans,
+            "unused": self.unused,
             "with_native": self.with_native,
             "with_python": self.with_python,
             "native_errors": self.native_errors.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
@@ -336,7 +340,7 @@ impl Stacks {
 
     /// A stack taken whose record makes no line (a dead task's last switch).
     pub fn unused(&mut self) {
-        self.stats.orphans += 1;
+        self.stats.unused += 1;
     }
 
     /// A thread exited: a call stack still waiting for its record is an

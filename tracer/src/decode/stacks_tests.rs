@@ -288,7 +288,7 @@ fn off_cpu_lines_carry_the_stack_of_their_switch_out() {
 }
 
 #[test]
-fn an_open_interval_keeps_its_stack_and_a_dead_tasks_last_switch_orphans_it() {
+fn an_open_interval_keeps_its_stack_and_a_dead_tasks_last_switch_uses_none() {
     let recs = [
         switch_in(5, 101),
         stack(site::SWITCH_OUT, 0, 10, 101, &[0x1700], &[]),
@@ -308,7 +308,7 @@ fn an_open_interval_keeps_its_stack_and_a_dead_tasks_last_switch_orphans_it() {
     let v = run(&mut a, &recs);
     assert!(v.iter().all(|l| l["type"] != "stack" && l.get("stack").is_none()), "{v:?}");
     let s = &a.stacks.stats;
-    assert_eq!((s.records, s.attached, s.orphans), (1, 0, 1));
+    assert_eq!((s.records, s.attached, s.orphans, s.unused), (1, 0, 0, 1));
 }
 
 #[test]

@@ -27,6 +27,8 @@ pub struct NativeResolver {
     syms: HashMap<(Arc<str>, u64), Sym>,
     /// (pid, address, leaf) → its frame.
     frames: HashMap<(u32, u64, bool), Frame>,
+    /// Files whose debug information could not be read: symbols only.
+    no_debug: std::collections::HashSet<Arc<str>>,
     /// pid → the prefix its paths are opened under (`/proc/PID/root` for a
     /// process in another mount namespace; empty for ours).
     roots: HashMap<u32, Arc<str>>,
@@ -41,6 +43,7 @@ impl Default for NativeResolver {
             maps: MapsCache::default(),
             syms: HashMap::new(),
             frames: HashMap::new(),
+            no_debug: Default::default(),
             roots: HashMap::new(),
             errors: BTreeMap::new(),
         }
@@ -68,16 +71,26 @@ impl NativeResolver {
             return Frame { addr: Some(addr), ..Frame::named(FrameKind::Unknown, UNKNOWN_FN) };
         };
         let offset = m.file_offset(addr);
-        let Some(path) = m.file() else {
-            let kind = if m.exec && m.path.as_deref().is_none_or(|p| p.starts_with("[anon")) {
-                FrameKind::Jit
-            } else {
-                FrameKind::Native
+        if !m.exec {
+            // Not code (the heap, the stack, a file's data): a bogus return
+            // address, as a chain followed past code without frame pointers gives.
+            let offset = m.file().map(|_| offset);
+            return Frame {
+                addr: Some(addr),
+                module: m.path.clone(),
+                offset,
+                ..Frame::named(FrameKind::Unknown, UNKNOWN_FN)
             };
-            let func = if kind == FrameKind::Jit { JIT_FN } else { UNKNOWN_FN };
-            // `[vdso]` and the like: named, without symbols.
-            let module = if kind == FrameKind::Native { m.path.clone() } else { None };
-            return Frame { addr: Some(addr), module, ..Frame::named(kind, func) };
+        }
+        let Some(path) = m.file() else {
+            // Anonymous executable memory: a JIT's; `[vdso]` and the like:
+            // named, without symbols.
+            return match m.path.as_deref().is_none_or(|p| p.starts_with("[anon")) {
+                true => Frame { addr: Some(addr), ..Frame::named(FrameKind::Jit, JIT_FN) },
+                false => {
+                    Frame { addr: Some(addr), module: m.path.clone(), ..Frame::named(FrameKind::Native, UNKNOWN_FN) }
+                }
+            };
         };
         let module: Arc<str> = Arc::from(path);
         let open = self.open_path(pid, path);
@@ -117,8 +130,27 @@ impl NativeResolver {
 
     fn symbolize(&mut self, path: &str, offset: u64) -> Sym {
         let none = Sym { func: None, file: None, line: None };
-        let src = Source::Elf(Elf::new(path));
-        match self.symbolizer.symbolize_single(&src, Input::FileOffset(offset)) {
+        let mut elf = Elf::new(path);
+        elf.debug_syms = !self.no_debug.contains(path);
+        let mut got = self.symbolizer.symbolize_single(&Source::Elf(elf.clone()), Input::FileOffset(offset));
+        if elf.debug_syms
+            && let Err(e) = &got
+            && e.kind() != blazesym::ErrorKind::NotFound
+        {
+            // Debug information it cannot read (compressed sections, a
+            // debug link to such a file): the ELF symbols alone.
+            elf.debug_syms = false;
+            let plain = self.symbolizer.symbolize_single(&Source::Elf(elf), Input::FileOffset(offset));
+            if plain.is_ok() {
+                *self
+                    .errors
+                    .entry(format!("debug information unreadable ({:?}): ELF symbols used", e.kind()))
+                    .or_default() += 1;
+                self.no_debug.insert(Arc::from(path));
+                got = plain;
+            }
+        }
+        match got {
             Ok(Symbolized::Sym(s)) => Sym {
                 func: Some(Arc::from(&*s.name)),
                 file: s.code_info.as_ref().map(|c| Arc::from(c.to_path().to_string_lossy().as_ref())),

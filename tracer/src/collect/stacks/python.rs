@@ -44,6 +44,9 @@ const OB_SIZE: u64 = 16;
 const OB_SVAL: u64 = 32;
 const STR_LENGTH: u64 = 16;
 const STR_STATE: u64 = 32;
+/// `PyObject.ob_type`, `PyTypeObject.tp_name` (every version here).
+const OB_TYPE: u64 = 8;
+const TP_NAME: u64 = 24;
 
 /// The layout of version `v` (`PY_VERSION_HEX >> 16`: 0x030b is 3.11).
 pub fn code_layout(v: u32) -> Option<CodeLayout> {
@@ -88,12 +91,20 @@ pub struct PythonResolver {
     mem: HashMap<u32, Option<File>>,
     /// (pid, code address) → the code, None when it could not be read.
     codes: HashMap<(u32, u64), Option<Arc<Code>>>,
+    /// (pid, type address) → whether it is the code type (`tp_name` "code").
+    types: HashMap<(u32, u64), bool>,
     pub errors: BTreeMap<String, u64>,
 }
 
 impl PythonResolver {
     pub fn new(version_of: VersionOf) -> Self {
-        PythonResolver { version_of, mem: HashMap::new(), codes: HashMap::new(), errors: BTreeMap::new() }
+        PythonResolver {
+            version_of,
+            mem: HashMap::new(),
+            codes: HashMap::new(),
+            types: HashMap::new(),
+            errors: BTreeMap::new(),
+        }
     }
 
     /// The frame of `f` in process `pid`.
@@ -140,7 +151,7 @@ impl PythonResolver {
     }
 
     fn read_code(&mut self, pid: u32, code: u64, l: &CodeLayout) -> Option<Code> {
-        if code == 0 {
+        if code == 0 || !self.is_code(pid, code) {
             return None;
         }
         let first = self.read(pid, code + l.firstlineno, 4)?;
@@ -155,6 +166,20 @@ impl PythonResolver {
         }
         let table = self.read(pid, table_obj + OB_SVAL, table_len)?;
         Some(Code { func: Arc::from(func), file: Arc::from(file), first_line, table })
+    }
+
+    /// Whether the object at `obj` is a code object (its type's `tp_name`
+    /// is "code"): a frame read while its chain changed may point at
+    /// anything.
+    fn is_code(&mut self, pid: u32, obj: u64) -> bool {
+        let Some(ty) = self.u64_at(pid, obj + OB_TYPE) else { return false };
+        if let Some(&known) = self.types.get(&(pid, ty)) {
+            return known;
+        }
+        let name = self.u64_at(pid, ty + TP_NAME).and_then(|n| self.read(pid, n, 5));
+        let code = name.as_deref() == Some(b"code\0");
+        self.types.insert((pid, ty), code);
+        code
     }
 
     /// The str object whose pointer is at `at`: compact strings (every
@@ -175,6 +200,7 @@ impl PythonResolver {
     pub fn forget(&mut self, pid: u32) {
         self.mem.remove(&pid);
         self.codes.retain(|(p, _), _| *p != pid);
+        self.types.retain(|(p, _), _| *p != pid);
     }
 }
 
