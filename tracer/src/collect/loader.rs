@@ -173,6 +173,17 @@ pub enum Programs {
     Bench { entry: &'static str, ret: Option<&'static str> },
 }
 
+/// The oldest kernel on which the CPython frame walker (tracer-ebpf
+/// pystack.rs) was seen to pass the verifier: 6.18 here; Debian 12's 6.1
+/// rejects it (1M instructions processed), kernels between are untested.
+const PYTHON_WALKER_KERNEL: (u32, u32) = (6, 18);
+
+fn python_walker_loads() -> bool {
+    use aya::util::KernelVersion;
+    KernelVersion::current()
+        .is_ok_and(|v| v >= KernelVersion::new(PYTHON_WALKER_KERNEL.0 as u8, PYTHON_WALKER_KERNEL.1 as u8, 0))
+}
+
 pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     ensure_tracefs()?;
     let need = |c, n, f| -> anyhow::Result<u32> {
@@ -212,9 +223,18 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     let bench_func = opts.bench_producer.map_or(0, |f| f.0 as u32);
     // --system / --cgroup never select the tracer itself (select.rs).
     let self_tgid = std::process::id();
-    let stack_bits = opts.stacks.bits();
+    let mut stacks = opts.stacks;
+    if stacks.python && !python_walker_loads() {
+        log::warn!(
+            "Python frames off: the kernel's verifier rejects the frame walker before Linux {}.{} (6.1 stops it at 1M instructions); native frames only",
+            PYTHON_WALKER_KERNEL.0,
+            PYTHON_WALKER_KERNEL.1
+        );
+        stacks.python = false;
+    }
+    let stack_bits = stacks.bits();
     // Python before 3.11 names a thread by its fs base (pystack.rs).
-    let fsbase_off = match opts.stacks.python && stack_bits != 0 {
+    let fsbase_off = match stacks.python && stack_bits != 0 {
         true => crate::collect::btf::fsbase_offset().unwrap_or_else(|e| {
             log::info!("Python 3.10 stacks unavailable: {e:#}");
             0

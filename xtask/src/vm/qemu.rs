@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use super::tools::Tools;
 use crate::util;
 
-const TIMEOUT: Duration = Duration::from_secs(300);
+const TIMEOUT: Duration = Duration::from_secs(600);
 /// Console lines shown as they arrive (everything goes to console.log).
 const SHOWN: &[&str] = &["init: ", "PASS: ", "FAIL: ", "SKIP: ", "VERDICT: "];
 
