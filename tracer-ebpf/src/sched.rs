@@ -22,7 +22,7 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap},
     programs::{RawTracePointContext, TracePointContext},
 };
-use tracer_common::event::{COMM_CAP, EventKind, SchedSwitch, SchedWaking, counter, sched_flags};
+use tracer_common::event::{COMM_CAP, EventKind, Header, SchedSwitch, SchedWaking, counter, sched_flags};
 
 use crate::maps::{EVENTS, bump, current, header, is_traced, submit_flags};
 
@@ -98,19 +98,27 @@ fn global(v: &'static u32) -> usize {
     unsafe { core::ptr::read_volatile(v) as usize }
 }
 
+/// The switch record's header, and before it the stack of the traced thread
+/// switching out (the current task: its user stack and memory are the ones
+/// the helpers see). A dying task's last switch has no user stack left (its
+/// memory is gone): none taken. Called before the switch's state is
+/// decoded, on one path: the verifier walks the stack code once instead of
+/// once per state (Linux 6.1 gave up at 1M instructions otherwise).
+#[inline(always)]
+fn switch_header<C: EbpfContext>(ctx: &C, pid: u32, tid: u32, prev_traced: bool, dying: bool) -> Header {
+    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
+    if prev_traced && !dying && crate::stack::at_switch() {
+        crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, &hdr);
+        crate::stack::switched_out(tid);
+    }
+    hdr
+}
+
 /// One switch where `prev` (the current task) or `next` is traced.
 /// `state` is in the tracepoint's report format (0 runnable, 0x100
 /// preempted, S=1, D=2, …).
 #[inline(always)]
-fn emit_switch<C: EbpfContext>(
-    ctx: &C,
-    pid: u32,
-    tid: u32,
-    prev_traced: bool,
-    state: u64,
-    next: (u32, u32, bool),
-    next_comm: [u8; COMM_CAP],
-) {
+fn emit_switch(hdr: Header, prev_traced: bool, state: u64, next: (u32, u32, bool), next_comm: [u8; COMM_CAP]) {
     let (next_tid, next_tgid, next_traced) = next;
     let mut flags = 0;
     let (mut syscall, mut arg0) = (-1i64, 0u64);
@@ -135,15 +143,6 @@ fn emit_switch<C: EbpfContext>(
     }
     if next_traced {
         flags |= sched_flags::NEXT_TRACED;
-    }
-    let hdr = header(EventKind::SchedSwitch as u16, 0, pid, tid);
-    // The current task is the one switching out: its user stack and
-    // memory are the ones the helpers see.
-    // A dead task's last switch has no user stack left (its memory is
-    // gone): none taken (X and Z in the report format).
-    if prev_traced && state & 0x30 == 0 && crate::stack::at_switch() {
-        crate::stack::emit(ctx, tracer_common::stack::site::SWITCH_OUT, &hdr);
-        crate::stack::switched_out(tid);
     }
     match EVENTS.reserve::<SchedSwitch>(0) {
         Some(mut e) => {
@@ -223,6 +222,9 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     let preempt: u64 = ctx.arg(0);
     let raw: u64 = ctx.arg(3);
     let raw = raw & 0xffff_ffff;
+    // TASK_DEAD, EXIT_DEAD, EXIT_ZOMBIE (X and Z below).
+    let dying = preempt & 0xff == 0 && raw & 0xb0 != 0;
+    let hdr = switch_header(&ctx, pid, tid, prev_traced, dying);
     // As the tracepoint reports it (__trace_sched_switch_state).
     let state = if preempt & 0xff != 0 {
         0x100
@@ -247,7 +249,7 @@ pub fn sched_switch_raw(ctx: RawTracePointContext) -> u32 {
     if prev_traced && state & 0xff == 0 {
         watch_preempted(tid, cpu);
     }
-    emit_switch(&ctx, pid, tid, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
+    emit_switch(hdr, prev_traced, state, (next_tid, next_tgid, next_traced), comm);
     0
 }
 
@@ -284,6 +286,8 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         let _ = THREAD_TGID.insert(&tid, &pid, 0);
     }
     let state = unsafe { ctx.read_at::<u32>(global(&SWITCH_PREV_STATE_OFF)) }.unwrap_or(0) as u64;
+    // X and Z in the report format.
+    let hdr = switch_header(&ctx, pid, tid, prev_traced, state & 0x30 != 0);
     let comm = unsafe { ctx.read_at::<[u8; COMM_CAP]>(global(&SWITCH_NEXT_COMM_OFF)) }.unwrap_or([0; COMM_CAP]);
     if next_tgid.is_some() || watching(cpu) {
         watch_running(next_tid);
@@ -291,7 +295,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     if prev_traced && state & 0xff == 0 {
         watch_preempted(tid, cpu);
     }
-    emit_switch(&ctx, pid, tid, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
+    emit_switch(hdr, prev_traced, state, (next_tid, next_tgid.unwrap_or(0), next_tgid.is_some()), comm);
     0
 }
 

@@ -20,6 +20,12 @@ for t in /tests/*; do
     start=$(uptime_s)
     timeout 120 "$t"
     rc=$?
+    # timeout kills the script, not what it started: a tracer left running
+    # would hold its BPF objects and probes into the next test.
+    if killall -9 tracer 2>/dev/null; then
+        echo "$name: killed a tracer it left running"
+        sleep 2
+    fi
     dt=$(awk "BEGIN { printf \"%.1f\", $(uptime_s) - $start }")
     case $rc in
         0) echo "PASS: $name ($dt s)" ;;
