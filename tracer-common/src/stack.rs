@@ -59,6 +59,9 @@ pub mod site {
     pub const CALL: u32 = 1;
     /// A traced thread switching out of its CPU.
     pub const SWITCH_OUT: u32 = 2;
+    /// An on-CPU sample of a traced thread (the CPU clock's perf event):
+    /// the stack is the record itself, no other record follows it.
+    pub const SAMPLE: u32 = 3;
 }
 
 /// A stack. Variable length: emitted up to `py[py_n]` ([`stack_rec_len`]).
@@ -66,8 +69,8 @@ pub mod site {
 #[derive(Clone, Copy, Debug)]
 pub struct StackRec {
     /// `kind` = [`crate::event::EventKind::Stack`]; `func` the function id
-    /// of the call it belongs to (0 for a switch-out); `ts`, `pid`, `tid`
-    /// those of that record.
+    /// of the call it belongs to (0 for a switch-out and a sample); `ts`,
+    /// `pid`, `tid` those of that record (a sample's own).
     pub hdr: Header,
     /// [`site`].
     pub site: u32,

@@ -26,6 +26,7 @@ mod out_ptrs;
 mod proc;
 mod pystack;
 mod replay;
+mod sample;
 mod sched;
 mod select;
 mod stack;

@@ -22,7 +22,7 @@ use crate::pystack;
 
 /// What stacks are taken ([`tracer_common::stack`] user side sets it):
 /// bit 0 native frames, bit 1 Python frames, bit 2 at calls, bit 3 at
-/// switch-outs. 0: no stacks (the verifier drops the code).
+/// switch-outs, bit 4 on-CPU samples (sample.rs). 0: no stacks (the verifier drops the code).
 #[unsafe(no_mangle)]
 static STACKS: u32 = 0;
 
@@ -30,6 +30,7 @@ pub const NATIVE: u32 = 1;
 pub const PYTHON: u32 = 2;
 pub const AT_CALLS: u32 = 4;
 pub const AT_SWITCHES: u32 = 8;
+pub const AT_SAMPLES: u32 = 16;
 
 /// Function id -> [`ALWAYS`] or [`SAMPLED`] when its calls take a stack
 /// (copies, sets, synchronizations always; launches sampled). Filled by
@@ -131,6 +132,12 @@ pub fn at_call(func: u16, tid: u32) -> bool {
 #[inline(always)]
 pub fn at_switch() -> bool {
     stacks() & AT_SWITCHES != 0
+}
+
+/// Whether on-CPU samples take stacks.
+#[inline(always)]
+pub fn at_sample() -> bool {
+    stacks() & AT_SAMPLES != 0
 }
 
 /// Offsets in x86-64 `struct pt_regs` (an ABI).

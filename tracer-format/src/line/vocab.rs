@@ -76,6 +76,8 @@ words! {
         KernelCount = "kernel_count",
         /// A distinct user stack of a process; lines refer to it by `stack`.
         Stack = "stack",
+        /// An on-CPU sample of a traced thread's stack (`stack`).
+        Sample = "sample",
         Init = "init",
         Device = "device",
         Context = "context",
@@ -221,6 +223,7 @@ mod tests {
             "count",
             "kernel_count",
             "stack",
+            "sample",
         ];
         assert_eq!(others, records);
     }

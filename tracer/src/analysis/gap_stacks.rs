@@ -5,8 +5,12 @@
 //! - each `off_cpu` interval overlapping the gap: its blocked part to
 //!   `blocked in read (file)` (the system call and file kind), its runnable
 //!   part to what it waited behind, both at the interval's switch-out stack;
-//! - the rest, on CPU, to the stack of the call that ended the gap: the code
-//!   that ran and then launched;
+//! - the rest, on CPU, to the code that ran: divided among the thread's
+//!   on-CPU samples (`sample` lines) inside it, each stack its samples'
+//!   share of the on-CPU ns ([`split_by_samples`]); when no sample falls in
+//!   it (sampling off, or too short a time), to the stack of the call that
+//!   ended the gap (the code that ran and then launched), counted in
+//!   [`CodeSplit::unsampled_on_cpu_ns`];
 //! - instants the scheduler events do not cover (before the thread's first
 //!   event, a lost switch, a loss window) to `unknown`, with no stack;
 //! - a trace without scheduler events: the whole gap to the ending call's
@@ -82,6 +86,12 @@ pub struct CodeSplit {
     pub gaps_without_stack: u64,
     /// Time whose part had no stack.
     pub without_stack_ns: u64,
+    /// On-CPU time divided among the thread's samples in it.
+    pub sampled_on_cpu_ns: u64,
+    /// On-CPU time in which no sample fell: given to the ending call's stack.
+    pub unsampled_on_cpu_ns: u64,
+    /// The samples that divided `sampled_on_cpu_ns`.
+    pub samples: u64,
     /// Largest first (ties: by cause, then frames).
     pub parts: Vec<CodePart>,
 }
@@ -134,6 +144,49 @@ pub struct Piece {
     pub cause: String,
     pub stack: Option<StackId>,
     pub ns: u64,
+    /// On-CPU pieces: how the stack was found.
+    pub on_cpu: Option<OnCpu>,
+}
+
+/// How an on-CPU piece got its stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnCpu {
+    /// From this many samples of the thread inside the on-CPU time.
+    Sampled(u64),
+    /// No sample in it: the stack of the call that ended the gap.
+    Unsampled,
+}
+
+impl Piece {
+    fn new(cause: impl Into<String>, stack: Option<StackId>, ns: u64) -> Piece {
+        Piece { cause: cause.into(), stack, ns, on_cpu: None }
+    }
+}
+
+/// Divides `ns` among the stacks of `samples` (in time order) in proportion
+/// to their counts: the stacks in the order of their first sample, stack
+/// i's share `⌊ns·Cᵢ/n⌋ − ⌊ns·Cᵢ₋₁/n⌋` with Cᵢ the samples of stacks 0..=i,
+/// so the shares sum to `ns` exactly. (stack, samples, ns) per stack.
+pub fn split_by_samples(ns: u64, samples: &[StackId]) -> Vec<(StackId, u64, u64)> {
+    let mut counts: Vec<(StackId, u64)> = Vec::new();
+    for &s in samples {
+        match counts.iter_mut().find(|c| c.0 == s) {
+            Some(c) => c.1 += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    let n = samples.len() as u128;
+    let (mut cum, mut given) = (0u128, 0u64);
+    counts
+        .into_iter()
+        .map(|(s, c)| {
+            cum += c as u128;
+            let upto = (ns as u128 * cum / n) as u64;
+            let share = upto - given;
+            given = upto;
+            (s, c, share)
+        })
+        .collect()
 }
 
 impl<'t> Attributor<'t> {
@@ -194,11 +247,11 @@ impl<'t> Attributor<'t> {
     fn pieces(&self, thread: Option<ThreadId>, ended_by: Option<StackId>, a: u64, b: u64) -> Vec<Piece> {
         let total = b.saturating_sub(a);
         let Some(id) = thread else {
-            return vec![Piece { cause: NO_LAUNCH.into(), stack: None, ns: total }];
+            return vec![Piece::new(NO_LAUNCH, None, total)];
         };
         let sched = &self.t.sched;
         if !sched.recorded {
-            return vec![Piece { cause: NO_SCHED.into(), stack: ended_by, ns: total }];
+            return vec![Piece::new(NO_SCHED, ended_by, total)];
         }
         let mut raw: Vec<(u64, u64, String, Option<StackId>)> = Vec::new();
         let first = sched.seen.get(&id.tid).map_or(u64::MAX, |x| x.1);
@@ -225,6 +278,17 @@ impl<'t> Attributor<'t> {
         let overlap = |x: u64, y: u64| -> u64 { lost.iter().map(|&(p, q)| q.min(y).saturating_sub(p.max(x))).sum() };
         let mut out = Vec::new();
         let mut off_ns = 0;
+        // The thread's samples in [a, b) outside its off-CPU, unknown and
+        // lost times: those of its on-CPU time.
+        let samples = self.t.stacks.samples(id.tid);
+        let outside =
+            |ts: u64| !lost.iter().any(|&(p, q)| p <= ts && ts < q) && !raw.iter().any(|r| r.0 <= ts && ts < r.1);
+        let on_samples: Vec<StackId> = samples[samples.partition_point(|s| s.0 < a)..]
+            .iter()
+            .take_while(|s| s.0 < b)
+            .filter(|s| self.t.stacks.get(s.1).is_some() && outside(s.0))
+            .map(|s| s.1)
+            .collect();
         for (x, y, cause, stack) in raw {
             let (x, y) = (x.max(a), y.min(b));
             if y <= x {
@@ -232,11 +296,18 @@ impl<'t> Attributor<'t> {
             }
             let ns = y - x - overlap(x, y);
             off_ns += ns;
-            out.push(Piece { cause, stack, ns });
+            out.push(Piece::new(cause, stack, ns));
         }
         let lost_ns = overlap(a, b);
-        out.push(Piece { cause: UNKNOWN.into(), stack: None, ns: lost_ns });
-        out.push(Piece { cause: ON_CPU.into(), stack: ended_by, ns: total.saturating_sub(off_ns + lost_ns) });
+        out.push(Piece::new(UNKNOWN, None, lost_ns));
+        let on_ns = total.saturating_sub(off_ns + lost_ns);
+        if on_samples.is_empty() || on_ns == 0 {
+            out.push(Piece { on_cpu: Some(OnCpu::Unsampled), ..Piece::new(ON_CPU, ended_by, on_ns) });
+        } else {
+            for (stack, n, ns) in split_by_samples(on_ns, &on_samples) {
+                out.push(Piece { on_cpu: Some(OnCpu::Sampled(n)), ..Piece::new(ON_CPU, Some(stack), ns) });
+            }
+        }
         out
     }
 
@@ -284,6 +355,9 @@ pub struct Acc {
     total_ns: u64,
     gaps_without_stack: u64,
     without_stack_ns: u64,
+    sampled_on_cpu_ns: u64,
+    unsampled_on_cpu_ns: u64,
+    samples: u64,
 }
 
 impl Acc {
@@ -293,6 +367,14 @@ impl Acc {
         let mut with_stack = false;
         for p in pieces.into_iter().filter(|p| p.ns > 0) {
             self.total_ns += p.ns;
+            match p.on_cpu {
+                Some(OnCpu::Sampled(n)) => {
+                    self.sampled_on_cpu_ns += p.ns;
+                    self.samples += n;
+                }
+                Some(OnCpu::Unsampled) => self.unsampled_on_cpu_ns += p.ns,
+                None => {}
+            }
             match p.stack {
                 Some(_) => with_stack = true,
                 None => self.without_stack_ns += p.ns,
@@ -327,6 +409,9 @@ impl Acc {
             total_ns: self.total_ns,
             gaps_without_stack: self.gaps_without_stack,
             without_stack_ns: self.without_stack_ns,
+            sampled_on_cpu_ns: self.sampled_on_cpu_ns,
+            unsampled_on_cpu_ns: self.unsampled_on_cpu_ns,
+            samples: self.samples,
             parts,
         }
     }

@@ -109,7 +109,7 @@ impl Summary {
             }
             // Scheduler events of the traced threads are not calls (and not
             // in the span); stack lines are where lines were taken.
-            Some(LineType::Sched | LineType::Stack) => return,
+            Some(LineType::Sched | LineType::Stack | LineType::Sample) => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {

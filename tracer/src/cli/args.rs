@@ -390,6 +390,11 @@ pub struct RecordArgs {
     /// a stack costs a launch's probe several times).
     #[arg(long, conflicts_with = "no_stacks")]
     pub all_launch_stacks: bool,
+    /// Samples per second and CPU of the traced threads' on-CPU stacks (a
+    /// perf event on the CPU clock; 0: none): what ran inside a GPU idle
+    /// gap (docs/stacks.md, "Samples").
+    #[arg(long, value_name = "N", default_value_t = crate::collect::stacks::sites::DEFAULT_SAMPLE_HZ)]
+    pub stack_sample_hz: u32,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,

@@ -75,9 +75,12 @@ fn options(args: RecordArgs) -> RecordOptions {
         stacks: match args.no_stacks {
             true => StackOptions::OFF,
             // Switch-outs are seen by the scheduler probes only.
-            false => {
-                StackOptions { switches: !args.no_sched, every_launch: args.all_launch_stacks, ..StackOptions::ALL }
-            }
+            false => StackOptions {
+                switches: !args.no_sched,
+                every_launch: args.all_launch_stacks,
+                sample_hz: args.stack_sample_hz,
+                ..StackOptions::ALL
+            },
         },
     };
     RecordOptions {

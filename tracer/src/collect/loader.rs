@@ -52,6 +52,10 @@ pub struct ProbeReport {
     pub not_counted: Vec<(String, &'static str)>,
     /// How scheduler events are captured (`raw_tracepoint` or `tracepoint`), None when off.
     pub sched_path: Option<&'static str>,
+    /// On-CPU stack samples per second and CPU as attached (0: off or refused).
+    pub stack_sample_hz: u32,
+    /// Why the sampling perf events could not be attached (then 0 above).
+    pub stack_sample_error: Option<String>,
 }
 
 pub struct Loaded {
@@ -341,6 +345,15 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         attach_uprobes(&mut ebpf, opts, &mut links, multi_progs.as_ref())?
     };
     report.sched_path = sched_path;
+    if opts.stacks.sample_hz > 0 && stack_bits & (1 << 4) != 0 {
+        match attach_samples(&mut ebpf, &mut links, opts.stacks.sample_hz) {
+            Ok(()) => report.stack_sample_hz = opts.stacks.sample_hz,
+            Err(e) => {
+                log::warn!("no on-CPU stack samples: {e:#}");
+                report.stack_sample_error = Some(format!("{e:#}"));
+            }
+        }
+    }
     if report.attach_mode == "perf" {
         // Later libcuda files go the same way.
         multi_progs = None;
@@ -501,6 +514,29 @@ fn attach_nvfile(ebpf: &mut Ebpf, links: &mut Links, o: &IoctlOptions, report: &
     }
     attach_tps(ebpf, links, &[("nv_ioctl_enter", "sys_enter_ioctl"), ("nv_ioctl_exit", "sys_exit_ioctl")])?;
     report.ioctl_path = Some("tracepoint");
+    Ok(())
+}
+
+/// The on-CPU stack sampler (tracer-ebpf/src/sample.rs): one perf event of
+/// the CPU clock per online CPU, at `hz` samples per second.
+fn attach_samples(ebpf: &mut Ebpf, links: &mut Links, hz: u32) -> anyhow::Result<()> {
+    use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+    let p: &mut aya::programs::PerfEvent = ebpf.program_mut("stack_sample").context("stack_sample")?.try_into()?;
+    p.load().context("loading stack_sample")?;
+    let cpus = aya::util::online_cpus().map_err(|(_, e)| e).context("listing the online CPUs")?;
+    let mut got = vec![];
+    for cpu in cpus {
+        let id = p
+            .attach(
+                PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                PerfEventScope::AllProcessesOneCpu { cpu },
+                SamplePolicy::Frequency(hz as u64),
+                false,
+            )
+            .with_context(|| format!("perf_event_open of the CPU clock on CPU {cpu}"))?;
+        got.push(p.take_link(id)?);
+    }
+    links.perf_events.extend(got);
     Ok(())
 }
 
@@ -817,6 +853,8 @@ pub struct Links {
     pub kprobes: Vec<KProbeLink>,
     pub uprobes: Vec<UProbeLink>,
     pub multi: Vec<MultiLink>,
+    /// The on-CPU stack sampler's perf events (one per CPU).
+    pub perf_events: Vec<aya::programs::perf_event::PerfEventLink>,
 }
 
 /// Detaches every probe. Each perf-event close waits for an RCU grace period
@@ -832,7 +870,8 @@ pub struct Links {
 /// identified). Serial closes there cost one grace period per link.
 pub fn detach_all(links: Links) {
     if links.multi.is_empty() && !links.uprobes.is_empty() {
-        let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi } = links;
+        let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi, perf_events } = links;
+        drop(perf_events);
         drop(raw_tracepoints);
         drop(uprobes);
         drop(multi);
@@ -840,7 +879,9 @@ pub fn detach_all(links: Links) {
         drop(tracepoints);
         return;
     }
-    let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi } = links;
+    let Links { tracepoints, raw_tracepoints, kprobes, uprobes, multi, perf_events } = links;
+    // The samplers first (one per CPU, cheap to close).
+    drop(perf_events);
     drop(raw_tracepoints);
     std::thread::scope(|s| {
         let spawn = |f: Box<dyn FnOnce() + Send>| {

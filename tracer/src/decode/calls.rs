@@ -288,7 +288,7 @@ impl Assembler {
                 }
             }
             Record::Waking(ref r) => self.sched.waking(r),
-            Record::Stack(ref s) => self.stacks.record(s),
+            Record::Stack(ref s) => self.stacks.record(s, &mut |v| out(Line::Value(v))),
             Record::ProcExit(e) => {
                 self.sched.exited(e.hdr.tid);
                 self.stacks.thread_exited(e.hdr.tid);

@@ -11,6 +11,10 @@
 //! by the thread's next stack of the same site) is an orphan: counted, never
 //! attached to another line. Distinct stacks of a process get one id each,
 //! written as one `stack` line before the first line that refers to it.
+//!
+//! A `site::SAMPLE` stack (an on-CPU sample, tracer-ebpf/src/sample.rs)
+//! belongs to no other record: it becomes a `sample` line of its own
+//! ([`sample_line`]) at once.
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -129,6 +133,8 @@ pub struct StackStats {
     pub records: u64,
     pub call_records: u64,
     pub switch_out_records: u64,
+    /// On-CPU samples (each one `sample` line).
+    pub sample_records: u64,
     /// Records of a site this version does not know.
     pub other_site_records: u64,
     /// Stacks attached to the line of their record.
@@ -166,6 +172,7 @@ impl StackStats {
         match s.site {
             site::CALL => self.call_records += 1,
             site::SWITCH_OUT => self.switch_out_records += 1,
+            site::SAMPLE => self.sample_records += 1,
             _ => self.other_site_records += 1,
         }
         self.with_native += u64::from(s.native_len() > 0);
@@ -200,6 +207,7 @@ impl StackStats {
             "by_site": {
                 "call": self.call_records,
                 "switch_out": self.switch_out_records,
+                "sample": self.sample_records,
                 "other": self.other_site_records,
             },
             "attached": self.attached,
@@ -272,8 +280,9 @@ impl Stacks {
     }
 
     /// A stack record: resolved now (the process may exit soon), kept for
-    /// its thread's next record of its site.
-    pub fn record(&mut self, s: &Stack) {
+    /// its thread's next record of its site; a sample's: its `stack` line
+    /// (the first time) and its `sample` line go to `out` now.
+    pub fn record(&mut self, s: &Stack, out: &mut impl FnMut(Value)) {
         let raw: Box<[u64]> =
             s.native().chain(s.py().flat_map(|f| [f.code, f.instr])).chain([s.native_len() as u64]).collect();
         let key = (s.hdr.pid, raw);
@@ -291,6 +300,11 @@ impl Stacks {
         };
         let frames = self.by_id[id as usize].frames.clone();
         self.stats.count(s, &frames);
+        if s.site == site::SAMPLE {
+            self.define(id, s.hdr.ts, out);
+            out(sample_line(s.hdr.ts, s.hdr.pid, s.hdr.tid, id));
+            return;
+        }
         if let Some(_old) = self.waiting.insert((s.hdr.tid, s.site), Waiting { func: s.hdr.func, ts: s.hdr.ts, id }) {
             self.stats.orphans += 1;
         }
@@ -329,6 +343,11 @@ impl Stacks {
     /// line referred to it yet, goes to `out` first.
     pub fn attach(&mut self, id: u64, ts: u64, out: &mut impl FnMut(Value)) {
         self.stats.attached += 1;
+        self.define(id, ts, out);
+    }
+
+    /// Writes stack `id`'s `stack` line to `out` unless written already.
+    fn define(&mut self, id: u64, ts: u64, out: &mut impl FnMut(Value)) {
         if let Some(i) = self.by_id.get_mut(id as usize)
             && !i.written
         {
@@ -363,6 +382,20 @@ impl Stacks {
         self.stats.orphans += self.waiting.len() as u64;
         self.waiting.clear();
     }
+}
+
+/// `{"type":"sample","op":"cpu","name":"sample","ts","pid","tid","stack"}`:
+/// thread `tid` was on a CPU at `ts`, in stack `stack`.
+pub fn sample_line(ts: u64, pid: u32, tid: u32, stack: u64) -> Value {
+    json!({
+        "type": "sample",
+        "op": "cpu",
+        "name": "sample",
+        "ts": ts,
+        "pid": pid,
+        "tid": tid,
+        "stack": stack,
+    })
 }
 
 /// `{"type":"stack","op":"stack","name":"stack","id","pid","tid":0,"ts","frames"}`.

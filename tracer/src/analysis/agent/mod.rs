@@ -327,7 +327,7 @@ impl AgentMetrics {
         let Some(ty) = s("type") else { return };
         match ty {
             // Stacks: where lines were taken, not calls.
-            "header" | "footer" | "marker" | "stack" => {}
+            "header" | "footer" | "marker" | "stack" | "sample" => {}
             // Scheduler events: off-CPU time, not calls.
             "sched" => {
                 if v.get("op").and_then(Value::as_str) == Some("off_cpu")

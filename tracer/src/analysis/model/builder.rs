@@ -152,6 +152,12 @@ impl TraceBuilder {
             // Distinct stacks, referred to by the `stack` field of other
             // lines; not calls.
             LineType::Stack => Ok(()),
+            // An on-CPU sample: its thread's stack at `ts` (gap_stacks.rs).
+            LineType::Sample => {
+                let id = raw.stack.ok_or_else(|| self.err("a `sample` line needs `stack`"))?;
+                self.t.stacks.note_sample(at.ts, at.tid, id);
+                Ok(())
+            }
             LineType::Graph => {
                 let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
                 self.graph_lines.push(GraphLine { ts: at.ts, pid: at.pid, tid: at.tid, v });

@@ -226,6 +226,9 @@ pub struct Stacks {
     pub unknown_refs: u64,
     /// `stack` lines redefining an id with other content (the first kept).
     pub redefined: u64,
+    /// Per thread: its on-CPU samples (`sample` lines) as (ts, stack), by
+    /// ts after [`Stacks::finish`].
+    samples: FxHashMap<u32, Vec<(u64, StackId)>>,
 }
 
 impl Stacks {
@@ -267,6 +270,21 @@ impl Stacks {
         }
     }
 
+    /// Notes a `sample` line: thread `tid` ran in stack `id` at `ts`.
+    pub fn note_sample(&mut self, ts: u64, tid: u32, id: StackId) {
+        self.samples.entry(tid).or_default().push((ts, id));
+    }
+
+    /// Thread `tid`'s samples as (ts, stack), by ts.
+    pub fn samples(&self, tid: u32) -> &[(u64, StackId)] {
+        self.samples.get(&tid).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Whether the trace has on-CPU samples.
+    pub fn has_samples(&self) -> bool {
+        !self.samples.is_empty()
+    }
+
     /// Notes the `stack` of a call line.
     pub fn note_call(&mut self, ts: u64, pid: u32, tid: u32, id: StackId) {
         self.of_call.insert((ts, pid, tid), id);
@@ -279,11 +297,17 @@ impl Stacks {
         }
         self.redefined += n.redefined;
         self.of_call.extend(n.of_call);
+        for (tid, v) in n.samples {
+            self.samples.entry(tid).or_default().extend(v);
+        }
     }
 
     /// Counts the references to undefined ids: the calls' and `others`
-    /// (the `off_cpu` intervals' ids).
+    /// (the `off_cpu` intervals' ids); sorts the samples.
     pub fn finish(&mut self, others: impl Iterator<Item = StackId>) {
+        for v in self.samples.values_mut() {
+            v.sort_unstable();
+        }
         let undefined = |id: &StackId| !self.by_id.contains_key(id);
         self.unknown_refs = (self.of_call.values().filter(|id| undefined(id)).count()
             + others.filter(|id| undefined(id)).count()) as u64;

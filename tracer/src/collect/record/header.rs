@@ -81,12 +81,12 @@ fn header(o: &RecordOptions, report: &loader::ProbeReport, root_pid: u32, starte
             "realtime_ns": sysinfo::clock_ns(libc::CLOCK_REALTIME),
         },
         "ring_buffer_bytes": p.buffer_size_mib as u64 * 1024 * 1024,
-        "stacks": stacks_header(&p.stacks),
+        "stacks": stacks_header(&p.stacks, report),
     })
 }
 
 /// What stacks are taken (docs/trace-format.md, Header): `null` without.
-fn stacks_header(s: &crate::collect::stacks::sites::StackOptions) -> Value {
+fn stacks_header(s: &crate::collect::stacks::sites::StackOptions, report: &loader::ProbeReport) -> Value {
     if !s.any() {
         return Value::Null;
     }
@@ -95,6 +95,10 @@ fn stacks_header(s: &crate::collect::stacks::sites::StackOptions) -> Value {
         "python": s.python,
         "calls": if s.calls { crate::collect::stacks::sites::stack_functions() } else { vec![] },
         "switch_outs": s.switches,
+        // On-CPU samples per second and CPU (0: off, or the perf events
+        // were refused: `sample_error`).
+        "sample_hz": report.stack_sample_hz,
+        "sample_error": report.stack_sample_error,
         // Copies, sets, synchronizations and switch-outs: every one takes a
         // stack; launches every one, or sampled (docs/stacks.md).
         "sampling": if s.every_launch {

@@ -402,12 +402,12 @@ fn resolve_cost() {
     let tracer_common::decode::Record::Stack(s) = tracer_common::decode::parse(b).unwrap() else { panic!() };
     let mut stacks = Stacks::with_resolver(Box::new(Resolver::new(Box::new(|_| None))));
     let t = Instant::now();
-    stacks.record(&s);
+    stacks.record(&s, &mut |_| {});
     let first = t.elapsed();
     const N: u32 = 100_000;
     let t = Instant::now();
     for _ in 0..N {
-        stacks.record(&s);
+        stacks.record(&s, &mut |_| {});
     }
     let again = t.elapsed() / N;
     let mut r = Resolver::new(Box::new(|_| None));

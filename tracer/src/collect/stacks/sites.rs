@@ -18,7 +18,14 @@ pub struct StackOptions {
     /// Every launch takes a stack (`--all-launch-stacks`), not only
     /// [`LAUNCH_IDLE_US`] / [`LAUNCH_INTERVAL_MS`]'s samples.
     pub every_launch: bool,
+    /// On-CPU samples of the traced threads per second and CPU
+    /// (`--stack-sample-hz`; 0: none). tracer-ebpf/src/sample.rs.
+    pub sample_hz: u32,
 }
+
+/// `--stack-sample-hz`'s default: a prime, so that the samples do not beat
+/// with periodic work (a 1 kHz timer, a 100 Hz loop).
+pub const DEFAULT_SAMPLE_HZ: u32 = 997;
 
 /// A launch takes a stack when its thread made no launch for this long or
 /// was switched out since its last one (the launch ends a CPU-side gap)...
@@ -38,12 +45,18 @@ pub enum Site {
 
 impl StackOptions {
     pub const OFF: StackOptions =
-        StackOptions { native: false, python: false, calls: false, switches: false, every_launch: false };
-    pub const ALL: StackOptions =
-        StackOptions { native: true, python: true, calls: true, switches: true, every_launch: false };
+        StackOptions { native: false, python: false, calls: false, switches: false, every_launch: false, sample_hz: 0 };
+    pub const ALL: StackOptions = StackOptions {
+        native: true,
+        python: true,
+        calls: true,
+        switches: true,
+        every_launch: false,
+        sample_hz: DEFAULT_SAMPLE_HZ,
+    };
 
     pub fn any(&self) -> bool {
-        (self.native || self.python) && (self.calls || self.switches)
+        (self.native || self.python) && (self.calls || self.switches || self.sample_hz > 0)
     }
 
     /// The eBPF object's `STACKS` bits (tracer-ebpf/src/stack.rs).
@@ -51,7 +64,11 @@ impl StackOptions {
         if !self.any() {
             return 0;
         }
-        self.native as u32 | (self.python as u32) << 1 | (self.calls as u32) << 2 | (self.switches as u32) << 3
+        self.native as u32
+            | (self.python as u32) << 1
+            | (self.calls as u32) << 2
+            | (self.switches as u32) << 3
+            | ((self.sample_hz > 0) as u32) << 4
     }
 }
 
@@ -140,9 +157,10 @@ mod tests {
     fn bits_follow_the_options() {
         assert_eq!(StackOptions::ALL.bits(), 0b1111);
         assert_eq!(StackOptions::OFF.bits(), 0);
-        assert_eq!(StackOptions { python: false, ..StackOptions::ALL }.bits(), 0b1101);
+        assert_eq!(StackOptions { python: false, ..StackOptions::ALL }.bits(), 0b11101);
+        assert_eq!(StackOptions { python: false, sample_hz: 0, ..StackOptions::ALL }.bits(), 0b1101);
         // Frames but no site, or sites but no frames: nothing taken.
-        assert_eq!(StackOptions { calls: false, switches: false, ..StackOptions::ALL }.bits(), 0);
+        assert_eq!(StackOptions { calls: false, switches: false, sample_hz: 0, ..StackOptions::ALL }.bits(), 0);
         assert_eq!(StackOptions { native: false, python: false, ..StackOptions::ALL }.bits(), 0);
     }
 }
