@@ -277,3 +277,68 @@ fn each_phase_gets_its_part_of_a_gap() {
         "{text}"
     );
 }
+
+fn sample(ts: u64, stack: u64) -> String {
+    format!(r#"{{"type":"sample","op":"cpu","name":"sample","ts":{ts},"pid":1,"tid":1,"stack":{stack}}}"#)
+}
+
+/// The gap's on-CPU time (2.0-2.1, 5.1-5.5 and 6.0-7.01 ms: 1.51 ms) is
+/// divided among the thread's samples in it: one at compute (2.05 ms), two
+/// at decode_images (5.2, 6.5 ms); the samples in its off-CPU time (3.0 ms,
+/// blocked), after it (7.5 ms) and of an undefined stack (6.7 ms) count not.
+#[test]
+fn on_cpu_time_goes_to_the_samples_stacks() {
+    let mut l = lines(true, Some(1));
+    l.extend([
+        stack(
+            5,
+            &[
+                py("decode_images", "shard_reader.py", 41),
+                py("load_batch", "train_loader.py", 20),
+                py("main", "train_loader.py", 58),
+            ],
+        ),
+        sample(2_050_000, 4),
+        sample(3_000_000, 3),
+        sample(5_200_000, 5),
+        sample(6_500_000, 5),
+        sample(6_700_000, 99),
+        sample(7_500_000, 4),
+    ]);
+    let t = parse_str("t", &l.join("\n")).unwrap();
+    let at = Attributor::new(&t, &BTreeSet::from([1]));
+    let g = at.gap(GAP.0, GAP.1);
+    let load = ["load_batch (data.py:41)", "main (train.py:88)"];
+    let decode = ["decode_images (shard_reader.py:41)", "load_batch (train_loader.py:20)", "main (train_loader.py:58)"];
+    let compute = ["compute (train.py:50)", "main (train.py:89)"];
+    // 1_510_000 · 1/3 = 503_333 (floor) to compute, the rest to decode_images.
+    assert_eq!(
+        g.code.parts,
+        [
+            part("blocked in read (file)", &load, &[3], 2_900_000),
+            part(ON_CPU, &decode, &[5], 1_006_667),
+            part(ON_CPU, &compute, &[4], 503_333),
+            part("preempted by hog (pid 9)", &compute, &[4], 500_000),
+            part("wake-up latency", &load, &[3], 100_000),
+        ]
+    );
+    assert_eq!(
+        (g.code.total_ns, g.code.sampled_on_cpu_ns, g.code.unsampled_on_cpu_ns, g.code.samples),
+        (5_010_000, 1_510_000, 0, 3)
+    );
+    assert_eq!(
+        g.code.parts[1].sentence(),
+        "on CPU at decode_images (shard_reader.py:41) ← load_batch (train_loader.py:20) ← main (train_loader.py:58)"
+    );
+    // Without samples: the ending launch's stack, counted as unsampled.
+    let t = parse_str("t", &lines(true, Some(1)).join("\n")).unwrap();
+    let g = Attributor::new(&t, &BTreeSet::from([1])).gap(GAP.0, GAP.1);
+    assert_eq!((g.code.sampled_on_cpu_ns, g.code.unsampled_on_cpu_ns, g.code.samples), (0, 1_510_000, 0));
+}
+
+#[test]
+fn samples_split_the_ns_exactly() {
+    assert_eq!(split_by_samples(10, &[7, 8, 7]), [(7, 2, 6), (8, 1, 4)]);
+    assert_eq!(split_by_samples(1, &[1, 2, 3]), [(1, 1, 0), (2, 1, 0), (3, 1, 1)]);
+    assert_eq!(split_by_samples(u64::MAX, &[1, 1]), [(1, 2, u64::MAX)]);
+}
