@@ -19,14 +19,19 @@ use serde_json::Value;
 /// tests/fakecuda/stacks.c built with frame pointers, no inlining and no
 /// sibling calls, against the fake libcuda.
 fn c_program() -> PathBuf {
+    c_program_of("stacks")
+}
+
+/// tests/fakecuda/NAME.c built so.
+fn c_program_of(name: &str) -> PathBuf {
     let f = common::fake();
-    let out = f.dir.join("stacks");
-    let tmp = f.dir.join("stacks.tmp");
+    let out = f.dir.join(name);
+    let tmp = f.dir.join(format!("{name}.tmp"));
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let st = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-O1", "-fno-omit-frame-pointer", "-fno-inline", "-fno-optimize-sibling-calls", "-Wall", "-o"])
         .arg(&tmp)
-        .arg(common::src_dir().join("stacks.c"))
+        .arg(common::src_dir().join(format!("{name}.c")))
         .arg(format!("-L{}", s(&f.dir)))
         .arg("-l:libcuda.so.1")
         .arg(format!("-Wl,-rpath,{}", s(&f.dir)))
@@ -260,6 +265,68 @@ fn python_launches_and_reads(python: &Path, version: &str) {
     let foot = footer(&lines);
     assert_eq!(foot["python_layouts"]["found"], serde_json::json!({ version: 1 }), "{}", foot["python_layouts"]);
     assert_eq!(foot["python_layouts"]["unknown"], 0);
+}
+
+fn tracer(args: &[&str]) -> String {
+    let o = std::process::Command::new(common::tracer_bin()).args(args).output().unwrap();
+    assert!(o.status.success(), "tracer {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// tests/fakecuda/spinstacks.c: 3 rounds of launch + synchronize, then 50 ms
+/// on CPU in decode_spin (from load_batch). The CPU clock's samples fall in
+/// decode_spin: each gap's on-CPU time goes to it, not to the next launch
+/// (run_step).
+#[test]
+fn on_cpu_gap_time_goes_to_the_sampled_function() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = c_program_of("spinstacks");
+    let out = common::fresh_output("spinstacks");
+    let (status, stderr) = common::record_program(
+        &out,
+        &[],
+        &[prog.as_os_str(), "3".as_ref(), "50".as_ref()],
+        &[],
+        Duration::from_secs(120),
+        "spinstacks",
+    );
+    assert!(status.success(), "{stderr}");
+    let lines = common::read_trace(&out).unwrap();
+    assert_eq!(lines[0]["stacks"]["sample_hz"], 997, "{}", lines[0]["stacks"]);
+    assert_eq!(lines[0]["stacks"]["sample_error"], Value::Null, "{}", lines[0]["stacks"]);
+    let s = stacks(&lines);
+    let samples: Vec<&Value> = lines.iter().filter(|l| l["type"] == "sample").collect();
+    let foot = footer(&lines);
+    assert_eq!(foot["stacks"]["by_site"]["sample"].as_u64(), Some(samples.len() as u64), "{}", foot["stacks"]);
+    assert_eq!(foot["lost"]["total"], 0, "{foot}");
+    // Each sample's stack line comes before it.
+    for (i, l) in lines.iter().enumerate().filter(|(_, l)| l["type"] == "sample") {
+        assert_eq!((l["op"].as_str(), l["name"].as_str()), (Some("cpu"), Some("sample")), "{l}");
+        let id = l["stack"].as_u64().unwrap();
+        assert!(lines[..i].iter().any(|d| d["type"] == "stack" && d["id"] == id), "{l}");
+    }
+    let spin =
+        samples.iter().filter(|l| names(frames_of(l, &s)).starts_with(&["decode_spin", "load_batch", "main"])).count();
+    // 150 ms on CPU at 997 Hz: about 150 samples.
+    assert!(spin >= 50, "{spin} of {} samples in decode_spin", samples.len());
+
+    let json: Value = serde_json::from_str(&tracer(&["gaps", "--json", out.to_str().unwrap()])).unwrap();
+    let long = json["scopes"][0]["longest"].as_array().unwrap();
+    let spun: Vec<&Value> = long.iter().filter(|g| g["dur_ns"].as_u64().unwrap() >= 40_000_000).collect();
+    assert_eq!(spun.len(), 3, "{json}");
+    for g in spun {
+        let code = &g["code"]["code"];
+        let top = &code["parts"][0];
+        assert_eq!(top["cause"], "on CPU", "{code}");
+        let frames: Vec<&str> = top["frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+        assert!(frames.len() >= 3 && frames[0].starts_with("decode_spin"), "{code}");
+        assert!(frames[1].starts_with("load_batch") && frames[2].starts_with("main"), "{code}");
+        assert!(code["samples"].as_u64().unwrap() >= 10, "{code}");
+    }
+    let text = tracer(&["gaps", out.to_str().unwrap()]);
+    assert!(text.contains("on CPU at decode_spin"), "{text}");
 }
 
 /// `--no-stacks`: no stack lines, no stack fields, `stacks` null in the header.
