@@ -18,12 +18,24 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tracer_format::hex;
 
+/// These tests count records and lines exactly: no on-CPU stack samples,
+/// whose number depends on the time the threads ran.
+const NO_SAMPLES: &[&str] = &["--stack-sample-hz", "0"];
+
 /// `tracer -o OUT --libcuda FAKE [ARGS] -- reliability SCENARIO...`.
 fn trace_reliability(tag: &str, tracer_args: &[&str], args: &[&str], limit: Duration) -> common::Traced {
     let out = common::fresh_output(tag);
     let f = common::fake();
     let mut c = Command::new(common::tracer_bin());
-    c.arg("-o").arg(&out).arg("--libcuda").arg(&f.lib).args(tracer_args).arg("--").arg(relia::program()).args(args);
+    c.arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(NO_SAMPLES)
+        .args(tracer_args)
+        .arg("--")
+        .arg(relia::program())
+        .args(args);
     c.stdout(Stdio::from(std::fs::File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()));
     c.stdin(Stdio::null());
@@ -296,6 +308,7 @@ fn attach_with_p_records_only_the_window_and_detaches_cleanly() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .args(["-p", &pid.to_string()])
         .stdout(Stdio::from(std::fs::File::create(out.with_extension("stdout")).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
@@ -378,6 +391,7 @@ fn sigkill_of_attached_tracer_leaves_the_process_unharmed() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .args(["-p", &pid.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -452,6 +466,7 @@ fn disk_full_stops_cleanly_keeps_complete_lines_and_says_so() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .arg("--")
         .arg(&f.driver)
         .args(["loop", &N.to_string()])
@@ -656,6 +671,7 @@ fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .args(["-q", "--", "sh", "-c", "id -u; id -g; id -G"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -690,6 +706,7 @@ fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .args(["-q", "--as-root", "--", "id", "-u"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -716,6 +733,7 @@ fn private_output_is_mode_0600_also_when_overwritten() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         .args(["-q", "--force", "--private", "--", "true"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -815,6 +833,7 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
         .arg(&out)
         .arg("--libcuda")
         .arg(&f.lib)
+        .args(NO_SAMPLES)
         // The calls' records, each in the file with its (cpu, seq): scheduler records
         // become off-CPU intervals, not one line each.
         .args(["--buffer-size", "1", "--no-sched", "--", "taskset", "-c", "0"])

@@ -197,7 +197,11 @@ pub fn fresh_output(tag: &str) -> PathBuf {
 pub fn tracer_cmd(out: &Path, tracer_args: &[&str], driver_args: &[&str]) -> Command {
     let f = fake();
     let mut c = Command::new(tracer_bin());
-    c.arg("-o").arg(out).arg("--libcuda").arg(&f.lib).args(tracer_args).arg("--").arg(&f.driver).args(driver_args);
+    // No on-CPU stack samples: the tests that run the fake driver count
+    // records and lines exactly, and the samples' number depends on how
+    // long the threads ran (tests/root_stacks.rs tests them).
+    c.arg("-o").arg(out).arg("--libcuda").arg(&f.lib).args(["--stack-sample-hz", "0"]);
+    c.args(tracer_args).arg("--").arg(&f.driver).args(driver_args);
     c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
     c.stdin(Stdio::null());
