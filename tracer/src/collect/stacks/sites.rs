@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn bits_follow_the_options() {
-        assert_eq!(StackOptions::ALL.bits(), 0b1111);
+        assert_eq!(StackOptions::ALL.bits(), 0b11111);
         assert_eq!(StackOptions::OFF.bits(), 0);
         assert_eq!(StackOptions { python: false, ..StackOptions::ALL }.bits(), 0b11101);
         assert_eq!(StackOptions { python: false, sample_hz: 0, ..StackOptions::ALL }.bits(), 0b1101);
