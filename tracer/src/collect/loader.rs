@@ -56,6 +56,8 @@ pub struct ProbeReport {
     pub stack_sample_hz: u32,
     /// Why the sampling perf events could not be attached (then 0 above).
     pub stack_sample_error: Option<String>,
+    /// Why Python frames are off although asked for (the kernel's verifier).
+    pub python_frames_error: Option<String>,
 }
 
 pub struct Loaded {
@@ -228,12 +230,14 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     // --system / --cgroup never select the tracer itself (select.rs).
     let self_tgid = std::process::id();
     let mut stacks = opts.stacks;
+    let mut python_frames_error = None;
     if stacks.python && !python_walker_loads() {
-        log::warn!(
-            "Python frames off: the kernel's verifier rejects the frame walker before Linux {}.{} (6.1 stops it at 1M instructions); native frames only",
-            PYTHON_WALKER_KERNEL.0,
-            PYTHON_WALKER_KERNEL.1
+        let why = format!(
+            "the kernel's verifier rejects the frame walker before Linux {}.{} (6.1 stops it at 1M instructions)",
+            PYTHON_WALKER_KERNEL.0, PYTHON_WALKER_KERNEL.1
         );
+        log::warn!("Python frames off: {why}; native frames only");
+        python_frames_error = Some(why);
         stacks.python = false;
     }
     let stack_bits = stacks.bits();
@@ -345,6 +349,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         attach_uprobes(&mut ebpf, opts, &mut links, multi_progs.as_ref())?
     };
     report.sched_path = sched_path;
+    report.python_frames_error = python_frames_error;
     if opts.stacks.sample_hz > 0 && stack_bits & (1 << 4) != 0 {
         match attach_samples(&mut ebpf, &mut links, opts.stacks.sample_hz) {
             Ok(()) => report.stack_sample_hz = opts.stacks.sample_hz,

@@ -92,7 +92,9 @@ fn stacks_header(s: &crate::collect::stacks::sites::StackOptions, report: &loade
     }
     json!({
         "native": s.native,
-        "python": s.python,
+        // Asked for and loaded; else `python_error` says why not.
+        "python": s.python && report.python_frames_error.is_none(),
+        "python_error": report.python_frames_error,
         "calls": if s.calls { crate::collect::stacks::sites::stack_functions() } else { vec![] },
         "switch_outs": s.switches,
         // On-CPU samples per second and CPU (0: off, or the perf events
