@@ -329,6 +329,88 @@ fn on_cpu_gap_time_goes_to_the_sampled_function() {
     assert!(text.contains("on CPU at decode_spin"), "{text}");
 }
 
+/// spinstacks.c's rounds in Python through ctypes: a launch and a
+/// synchronization, then 50 ms on CPU in the Python function decode_spin
+/// (from load_batch; the clock is the vDSO's, no system call).
+const PY_SPIN: &str = r#"import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+def decode_spin(s):
+    end = time.perf_counter() + s
+    x = 1
+    while time.perf_counter() < end:
+        for i in range(1000):
+            x = (x * 1103515245 + 12345) & 0xffffffff
+    return x
+def load_batch():
+    return decode_spin(0.05)
+def run_step(f):
+    lib.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None)
+    lib.cuStreamSynchronize(None)
+def main():
+    f = ctypes.c_void_p()
+    lib.cuInit(0)
+    lib.cuModuleGetFunction(ctypes.byref(f), ctypes.c_void_p(0x30001), b"step_kernel")
+    for _ in range(3):
+        run_step(f)
+        load_batch()
+    run_step(f)
+main()
+"#;
+
+/// The same for a Python program: each gap's on-CPU time goes to the
+/// Python function that computes, with its file and line, in `tracer gaps`.
+#[test]
+fn python_on_cpu_gap_time_goes_to_the_sampled_function() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let python = pyenv_python(11).expect("the test's Python 3.11 (pyenv) is missing");
+    let script = common::fake().dir.join("stacks_spin.py");
+    std::fs::write(&script, PY_SPIN).unwrap();
+    let lib = common::fake().lib.clone();
+    let out = common::fresh_output("stacks-pyspin");
+    let (status, stderr) = common::record_program(
+        &out,
+        &[],
+        &[python.as_os_str(), script.as_os_str(), lib.as_os_str()],
+        &[],
+        Duration::from_secs(120),
+        "stacks-pyspin",
+    );
+    assert!(status.success(), "{stderr}");
+    let lines = common::read_trace(&out).unwrap();
+    assert_eq!(footer(&lines)["lost"]["total"], 0);
+    let json: Value = serde_json::from_str(&tracer(&["gaps", "--json", out.to_str().unwrap()])).unwrap();
+    let long = json["scopes"][0]["longest"].as_array().unwrap();
+    let spun: Vec<&Value> = long.iter().filter(|g| g["dur_ns"].as_u64().unwrap() >= 40_000_000).collect();
+    assert_eq!(spun.len(), 3, "{json}");
+    // The gaps' frames name a Python file by its base name.
+    let file = "stacks_spin.py";
+    for g in spun {
+        let code = &g["code"]["code"];
+        let top = &code["parts"][0];
+        assert_eq!(top["cause"], "on CPU", "{code}");
+        // The Python frames, innermost first (interpreter frames between them).
+        let py: Vec<&str> = top["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .filter(|f| f.contains(".py:"))
+            .collect();
+        assert!(py.len() >= 4, "{code}");
+        assert!(py[0].starts_with(&format!("decode_spin ({file}:")), "{code}");
+        assert_eq!(
+            &py[1..4],
+            [format!("load_batch ({file}:11)"), format!("main ({file}:21)"), format!("<module> ({file}:23)")],
+            "{code}"
+        );
+        assert!(code["samples"].as_u64().unwrap() >= 10, "{code}");
+    }
+    let text = tracer(&["gaps", out.to_str().unwrap()]);
+    assert!(text.contains("on CPU at decode_spin ("), "{text}");
+}
+
 /// `--no-stacks`: no stack lines, no stack fields, `stacks` null in the header.
 #[test]
 fn no_stacks_takes_none() {
