@@ -522,6 +522,9 @@ impl Summary {
                 lost["ring_buffer_full"],
                 if lost["total"].as_u64().unwrap_or(0) > 0 { "  ← increase --buffer-size" } else { "" }
             );
+            if let Some(line) = stacks_line(self.header.as_ref(), f) {
+                let _ = writeln!(s, "{line}");
+            }
             if let Some(r) = f.get("replay").filter(|r| r.is_object()) {
                 let n = |k: &str| r[k].as_u64().unwrap_or(0);
                 let _ = writeln!(
@@ -553,6 +556,58 @@ impl Summary {
         }
         crate::analysis::text_table::wrap(&s, crate::analysis::text_table::MAX_COLUMNS, 2)
     }
+}
+
+/// What stacks the recording took and how (header `stacks`, footer
+/// `stacks` and `stack_sampling`: docs/stacks.md), so a reader sees that
+/// launches were sampled and what could not be named; `None` without stacks.
+fn stacks_line(header: Option<&Value>, f: &Value) -> Option<String> {
+    let h = header.map(|h| &h["stacks"]).filter(|h| h.is_object())?;
+    let st = f.get("stacks").filter(|v| v.is_object())?;
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let site = &st["by_site"];
+    let mut out = format!(
+        "stacks: {} taken ({} at calls, {} at switch-outs, {} on-CPU samples",
+        n(&st["records"]),
+        n(&site["call"]),
+        n(&site["switch_out"]),
+        n(&site["sample"])
+    );
+    match n(&h["sample_hz"]) {
+        0 => match h["sample_error"].as_str() {
+            Some(e) => out += &format!(": refused, {}", crate::analysis::inert::name(e)),
+            None => out += ": off",
+        },
+        hz => out += &format!(" at {hz} Hz per CPU"),
+    }
+    out += &format!("), {} distinct", n(&st["distinct"]));
+    if h["sampling"]["launches"] == "sampled" {
+        let c = &f["stack_sampling"];
+        out += &format!(
+            "; launches sampled ({} took a stack, {} did not: one after {} µs without a launch or a switch-out, else one per {} ms per thread; --all-launch-stacks takes every one)",
+            n(&c["launches_sampled_in"]),
+            n(&c["launches_sampled_out"]),
+            n(&h["sampling"]["idle_us"]),
+            n(&h["sampling"]["interval_ms"])
+        );
+    }
+    let fr = &st["frames"];
+    out += &format!("; frames: {} of {} [unknown], {} [jit]", n(&fr["unknown"]), n(&fr["total"]), n(&fr["jit"]));
+    let py = &st["py_status"];
+    if h["python"] == true {
+        out += &format!(
+            ", Python frames in {} stacks ({} cut at the frame limit, {} [python ?])",
+            n(&st["with_python"]),
+            n(&py["truncated"]),
+            n(&fr["python_unknown"])
+        );
+    } else if let Some(e) = h["python_error"].as_str() {
+        out += &format!(", no Python frames: {}", crate::analysis::inert::name(e));
+    }
+    if n(&st["orphans"]) > 0 {
+        out += &format!("; {} stacks whose record never came", n(&st["orphans"]));
+    }
+    Some(out)
 }
 
 fn bytes(b: u64) -> String {
@@ -597,6 +652,34 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn stacks_line_says_what_was_sampled_and_unnamed() {
+        let h = json!({"stacks":{"native":true,"python":true,"sample_hz":997,"sample_error":null,
+            "sampling":{"launches":"sampled","idle_us":50,"interval_ms":10}}});
+        let f = json!({"stacks":{"records":30,"by_site":{"call":5,"switch_out":10,"sample":15},"distinct":12,
+            "frames":{"unknown":7,"total":90,"jit":1,"python_unknown":2},"with_python":20,
+            "py_status":{"truncated":3},"orphans":1},
+            "stack_sampling":{"launches_sampled_in":4,"launches_sampled_out":96}});
+        assert_eq!(
+            stacks_line(Some(&h), &f).unwrap(),
+            "stacks: 30 taken (5 at calls, 10 at switch-outs, 15 on-CPU samples at 997 Hz per CPU), 12 distinct; \
+             launches sampled (4 took a stack, 96 did not: one after 50 µs without a launch or a switch-out, else one per 10 ms \
+             per thread; --all-launch-stacks takes every one); frames: 7 of 90 [unknown], 1 [jit], Python frames in 20 stacks \
+             (3 cut at the frame limit, 2 [python ?]); 1 stacks whose record never came"
+        );
+        // Python frames refused by the kernel, samples refused, every launch.
+        let h = json!({"stacks":{"python":false,"python_error":"the verifier","sample_hz":0,"sample_error":"EACCES",
+            "sampling":{"launches":"all"}}});
+        assert_eq!(
+            stacks_line(Some(&h), &f).unwrap(),
+            "stacks: 30 taken (5 at calls, 10 at switch-outs, 15 on-CPU samples: refused, EACCES), 12 distinct; \
+             frames: 7 of 90 [unknown], 1 [jit], no Python frames: the verifier; 1 stacks whose record never came"
+        );
+        // --no-stacks (header null) and traces before stacks: no line.
+        assert_eq!(stacks_line(Some(&json!({"stacks":null})), &f), None);
+        assert_eq!(stacks_line(None, &f), None);
+    }
 
     #[test]
     fn counts_and_render() {
