@@ -411,6 +411,57 @@ fn python_on_cpu_gap_time_goes_to_the_sampled_function() {
     assert!(text.contains("on CPU at decode_spin ("), "{text}");
 }
 
+/// Four functions compiled one after the other, each launching once and
+/// freed before the next: CPython puts the next code object at the freed
+/// one's address. Each launch names its own function, not the one cached
+/// at that address before.
+const PY_REUSE: &str = r#"import ctypes, gc, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+def make(name):
+    ns = {"lib": lib}
+    src = f"def {name}(f):\n    lib.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None)\n"
+    exec(compile(src, name + ".py", "exec"), ns)
+    return ns[name]
+f = ctypes.c_void_p()
+lib.cuInit(0)
+lib.cuModuleGetFunction(ctypes.byref(f), ctypes.c_void_p(0x30001), b"step_kernel")
+with open(sys.argv[2], "w") as out:
+    for name in ["alpha", "bravo", "gamma", "delta"]:
+        fn = make(name)
+        out.write(f"{name} {id(fn.__code__):#x}\n")
+        fn(f)
+        del fn
+        gc.collect()
+        time.sleep(0.2)
+"#;
+
+#[test]
+fn python_code_object_reused_at_an_address_is_named_anew() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let python = pyenv_python(11).expect("the test's Python 3.11 (pyenv) is missing");
+    let script = common::fake().dir.join("stacks_reuse.py");
+    let ids = common::fake().dir.join("stacks_reuse.ids");
+    std::fs::write(&script, PY_REUSE).unwrap();
+    let lib = common::fake().lib.clone();
+    let lines = record("stacks-reuse", &[python.as_os_str(), script.as_os_str(), lib.as_os_str(), ids.as_os_str()]);
+    // The check is only a check when an address was reused.
+    let ids = std::fs::read_to_string(&ids).unwrap();
+    let addrs: Vec<&str> = ids.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    let distinct: std::collections::HashSet<&&str> = addrs.iter().collect();
+    assert!(distinct.len() < addrs.len(), "no code object address was reused: {ids}");
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    assert_eq!(launches.len(), 4);
+    for (l, name) in launches.iter().zip(["alpha", "bravo", "gamma", "delta"]) {
+        let py = python_frames(frames_of(l, &s));
+        assert_eq!(py[0], (name.to_string(), format!("{name}.py"), 2), "{ids}{py:?}");
+    }
+    let errors = &footer(&lines)["stacks"]["resolver_errors"];
+    assert!(errors["python code object replaced at its address (read again)"].as_u64().unwrap_or(0) >= 1, "{errors}");
+}
+
 /// `--no-stacks`: no stack lines, no stack fields, `stacks` null in the header.
 #[test]
 fn no_stacks_takes_none() {

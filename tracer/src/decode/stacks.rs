@@ -106,6 +106,11 @@ pub trait StackResolver {
     /// stale. (Not called at its exit: records of a process may follow its
     /// exit record, and native frames still resolve from its files.)
     fn forget_process(&mut self, _pid: u32) {}
+    /// Whether a raw stack resolved before no longer resolves to the same
+    /// frames (a code object replaced at its address): resolved again.
+    fn stale(&mut self, _s: &Stack) -> bool {
+        false
+    }
     /// What it could not do, by reason (the footer's `stacks.resolver_errors`).
     fn errors(&self) -> BTreeMap<String, u64> {
         BTreeMap::new()
@@ -286,8 +291,10 @@ impl Stacks {
         let raw: Box<[u64]> =
             s.native().chain(s.py().flat_map(|f| [f.code, f.instr])).chain([s.native_len() as u64]).collect();
         let key = (s.hdr.pid, raw);
-        let id = match self.raw.get(&key) {
-            Some(&id) => id,
+        let seen = self.raw.get(&key).copied();
+        let seen = seen.filter(|_| !self.resolver.as_mut().is_some_and(|r| r.stale(s)));
+        let id = match seen {
+            Some(id) => id,
             None => {
                 let frames = match self.resolver.as_mut() {
                     Some(r) => r.resolve(s),

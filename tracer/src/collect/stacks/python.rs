@@ -5,11 +5,18 @@
 //! 3.13.0 on x86-64; the struct is fixed within a minor version), and the
 //! line of the frame's instruction from the code's line table
 //! (linetable.rs). Code objects are cached per (pid, address); a code
-//! object that cannot be read is `[python ?]`.
+//! object that cannot be read is `[python ?]`. A freed code object's
+//! address is reused by the next one allocated there, so a cached code is
+//! checked against the process again (its name, file and line-table
+//! pointers and first line, one read) when it was last checked more than
+//! [`RECHECK`] ago; a changed one is read again, and a raw stack seen
+//! before that holds it is resolved again ([`PythonResolver::stale`],
+//! decode/stacks.rs).
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tracer_common::stack::{PY_ENTRY, PyFrame};
 
@@ -75,6 +82,29 @@ struct Code {
     file: Arc<str>,
     first_line: i64,
     table: Vec<u8>,
+    /// Its identity words as read ([`CodeLayout::identity`]).
+    identity: Vec<u8>,
+}
+
+/// A cached code is checked again when its last check is older than this.
+pub const RECHECK: Duration = Duration::from_millis(5);
+
+impl CodeLayout {
+    /// The span of a code object holding its name, qualified name, file and
+    /// line-table pointers and its first line: (offset, length). A code
+    /// object is immutable; another one at the same address differs there.
+    fn identity(&self) -> (u64, u64) {
+        let ends = [
+            (self.filename, 8),
+            (self.name, 8),
+            (self.qualname.unwrap_or(self.name), 8),
+            (self.linetable, 8),
+            (self.firstlineno, 4),
+        ];
+        let start = ends.iter().map(|e| e.0).min().unwrap_or(0);
+        let end = ends.iter().map(|e| e.0 + e.1).max().unwrap_or(0);
+        (start, end - start)
+    }
 }
 
 /// Strings longer than this (characters) are not names: a bad read.
@@ -89,8 +119,11 @@ pub type VersionOf = Box<dyn FnMut(u32) -> Option<u32>>;
 pub struct PythonResolver {
     version_of: VersionOf,
     mem: HashMap<u32, Option<File>>,
-    /// (pid, code address) → the code, None when it could not be read.
-    codes: HashMap<(u32, u64), Option<Arc<Code>>>,
+    /// (pid, code address) → the code (None when it could not be read)
+    /// and when it was last read or checked.
+    codes: HashMap<(u32, u64), (Option<Arc<Code>>, Instant)>,
+    /// Cached codes found changed (another code object at the address).
+    pub changed: u64,
     /// (pid, type address) → whether it is the code type (`tp_name` "code").
     types: HashMap<(u32, u64), bool>,
     pub errors: BTreeMap<String, u64>,
@@ -102,6 +135,7 @@ impl PythonResolver {
             version_of,
             mem: HashMap::new(),
             codes: HashMap::new(),
+            changed: 0,
             types: HashMap::new(),
             errors: BTreeMap::new(),
         }
@@ -114,14 +148,15 @@ impl PythonResolver {
             *self.errors.entry("python version unknown".into()).or_default() += 1;
             return Frame::named(FrameKind::Unknown, PYTHON_UNKNOWN_FN);
         };
+        self.recheck(pid, code_addr, &layout);
         let code = match self.codes.get(&(pid, code_addr)) {
-            Some(c) => c.clone(),
+            Some((c, _)) => c.clone(),
             None => {
                 let c = self.read_code(pid, code_addr, &layout).map(Arc::new);
                 if c.is_none() {
                     *self.errors.entry("python code object unreadable".into()).or_default() += 1;
                 }
-                self.codes.insert((pid, code_addr), c.clone());
+                self.codes.insert((pid, code_addr), (c.clone(), Instant::now()));
                 c
             }
         };
@@ -136,6 +171,43 @@ impl PythonResolver {
             file: Some(code.file.clone()),
             line: line.and_then(|l| u32::try_from(l).ok()),
         }
+    }
+
+    /// Whether the code cached at `code` of `pid` was replaced by another
+    /// code object (then dropped from the cache, to be read again): checked
+    /// when its last check is older than [`RECHECK`]. A code unreadable when
+    /// first read stays so (counted once); when the process is gone (stacks
+    /// resolved after its exit) the cached code stands.
+    fn recheck(&mut self, pid: u32, code: u64, layout: &CodeLayout) -> bool {
+        let now = Instant::now();
+        let c = match self.codes.get(&(pid, code)) {
+            Some((Some(c), at)) if now.duration_since(*at) > RECHECK => c.clone(),
+            _ => return false,
+        };
+        let (off, len) = layout.identity();
+        match self.read(pid, code + off, len) {
+            Some(b) if b != c.identity => {
+                self.codes.remove(&(pid, code));
+                self.changed += 1;
+                true
+            }
+            Some(_) => {
+                self.codes.insert((pid, code), (Some(c), now));
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a raw stack resolved before holds a code object replaced
+    /// since (its frames must be resolved again).
+    pub fn stale(&mut self, pid: u32, frames: impl Iterator<Item = PyFrame>) -> bool {
+        let Some(layout) = (self.version_of)(pid).and_then(code_layout) else { return false };
+        let mut stale = false;
+        for f in frames {
+            stale |= self.recheck(pid, f.code & !PY_ENTRY, &layout);
+        }
+        stale
     }
 
     fn read(&mut self, pid: u32, addr: u64, len: u64) -> Option<Vec<u8>> {
@@ -165,7 +237,9 @@ impl PythonResolver {
             return None;
         }
         let table = self.read(pid, table_obj + OB_SVAL, table_len)?;
-        Some(Code { func: Arc::from(func), file: Arc::from(file), first_line, table })
+        let (off, len) = l.identity();
+        let identity = self.read(pid, code + off, len)?;
+        Some(Code { func: Arc::from(func), file: Arc::from(file), first_line, table, identity })
     }
 
     /// Whether the object at `obj` is a code object (its type's `tp_name`

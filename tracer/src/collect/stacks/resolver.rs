@@ -32,6 +32,10 @@ impl StackResolver for Resolver {
         merge(native, python)
     }
 
+    fn stale(&mut self, s: &Stack) -> bool {
+        self.python.stale(s.hdr.pid, s.py())
+    }
+
     fn forget_process(&mut self, pid: u32) {
         self.native.forget(pid);
         self.python.forget(pid);
@@ -47,6 +51,10 @@ impl StackResolver for Resolver {
         }
         for (k, v) in &self.python.errors {
             e.insert(k.clone(), *v);
+        }
+        if self.python.changed > 0 {
+            // Not an error: counted so a reader sees the addresses were reused.
+            e.insert("python code object replaced at its address (read again)".into(), self.python.changed);
         }
         e
     }
