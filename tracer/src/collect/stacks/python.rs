@@ -86,6 +86,9 @@ struct Code {
     identity: Vec<u8>,
 }
 
+/// A cached code (None: unreadable) and when it was last read or checked.
+type Cached = (Option<Arc<Code>>, Instant);
+
 /// A cached code is checked again when its last check is older than this.
 pub const RECHECK: Duration = Duration::from_millis(5);
 
@@ -121,7 +124,7 @@ pub struct PythonResolver {
     mem: HashMap<u32, Option<File>>,
     /// (pid, code address) → the code (None when it could not be read)
     /// and when it was last read or checked.
-    codes: HashMap<(u32, u64), (Option<Arc<Code>>, Instant)>,
+    codes: HashMap<(u32, u64), Cached>,
     /// Cached codes found changed (another code object at the address).
     pub changed: u64,
     /// (pid, type address) → whether it is the code type (`tp_name` "code").
