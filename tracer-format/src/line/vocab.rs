@@ -1,7 +1,8 @@
 //! The format's words as types (docs/trace-format.md): a line's `type`
 //! ([`LineType`]), the call `op`s readers classify by ([`CallOp`]), a copy's
 //! `direction` ([`CopyDir`]), the `op` of a `gpu` line ([`GpuActivity`]), of
-//! a `marker` line ([`MarkerOp`]) and of a `process` line ([`ProcessOp`]).
+//! a `marker` line ([`MarkerOp`]) and of a `process` line ([`ProcessOp`]),
+//! a stack frame's `kind` ([`FrameKind`]).
 //! Each has `parse` (None for a word it does not know), `as_str` (the word
 //! the writers write) and `ALL` (every word, in the documented order), so
 //! that no reader spells them again.
@@ -41,6 +42,13 @@ macro_rules! words {
                 match self {
                     $($name::$v => $s,)+
                 }
+            }
+        }
+
+        /// As its word.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
             }
         }
     };
@@ -165,6 +173,20 @@ words! {
         Exec = "exec",
         Exit = "exit",
         ThreadExit = "thread_exit",
+    }
+}
+
+words! {
+    /// A stack frame's `kind` (`stack` lines).
+    FrameKind {
+        /// A return address in a mapped file.
+        Native = "native",
+        /// A CPython frame.
+        Python = "python",
+        /// An address in anonymous executable memory.
+        Jit = "jit",
+        /// An address in no mapping, or a frame that could not be read.
+        Unknown = "unknown",
     }
 }
 

@@ -22,29 +22,7 @@ use serde_json::{Map, Value, json};
 use tracer_common::decode::Stack;
 use tracer_common::stack::{py_status, site};
 
-/// What a frame is (the `kind` field).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FrameKind {
-    /// A return address in a mapped file.
-    Native,
-    /// A CPython frame.
-    Python,
-    /// An address in anonymous executable memory.
-    Jit,
-    /// An address in no mapping, or a frame that could not be read.
-    Unknown,
-}
-
-impl FrameKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameKind::Native => "native",
-            FrameKind::Python => "python",
-            FrameKind::Jit => "jit",
-            FrameKind::Unknown => "unknown",
-        }
-    }
-}
+pub use tracer_format::line::vocab::FrameKind;
 
 /// `fn` of a frame whose module has no symbol for it.
 pub const UNKNOWN_FN: &str = "[unknown]";

@@ -18,39 +18,7 @@ use crate::analysis::fasthash::FxHashMap;
 /// A stack's id, as the trace writes it (unique in the trace).
 pub type StackId = u64;
 
-/// What a frame is (its `kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FrameKind {
-    /// A return address in a mapped file.
-    Native,
-    /// A CPython frame.
-    Python,
-    /// An address in anonymous executable memory.
-    Jit,
-    /// An address in no mapping, or a frame that could not be read.
-    Unknown,
-}
-
-impl FrameKind {
-    pub fn parse(s: &str) -> Option<FrameKind> {
-        Some(match s {
-            "native" => FrameKind::Native,
-            "python" => FrameKind::Python,
-            "jit" => FrameKind::Jit,
-            "unknown" => FrameKind::Unknown,
-            _ => return None,
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameKind::Native => "native",
-            FrameKind::Python => "python",
-            FrameKind::Jit => "jit",
-            FrameKind::Unknown => "unknown",
-        }
-    }
-}
+pub use tracer_format::line::vocab::FrameKind;
 
 /// One frame of a stack.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]

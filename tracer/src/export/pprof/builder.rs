@@ -7,13 +7,7 @@ use std::collections::HashMap;
 use super::proto::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
 
 /// What a frame is (the trace format's `kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FrameKind {
-    Native,
-    Python,
-    Jit,
-    Unknown,
-}
+pub use tracer_format::line::vocab::FrameKind;
 
 /// One frame of a sample's stack, as the trace has it.
 #[derive(Clone, Copy, Debug)]

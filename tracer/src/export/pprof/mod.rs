@@ -30,18 +30,9 @@ pub struct Written {
     pub totals: values::Row,
 }
 
-fn kind(k: stacks::FrameKind) -> FrameKind {
-    match k {
-        stacks::FrameKind::Native => FrameKind::Native,
-        stacks::FrameKind::Python => FrameKind::Python,
-        stacks::FrameKind::Jit => FrameKind::Jit,
-        stacks::FrameKind::Unknown => FrameKind::Unknown,
-    }
-}
-
 fn frame(f: &stacks::Frame) -> Frame<'_> {
     Frame {
-        kind: kind(f.kind),
+        kind: f.kind,
         function: &f.func,
         file: f.file.as_deref(),
         line: f.line,
