@@ -243,7 +243,12 @@ fn cgroup_records_only_the_processes_inside() {
     // Its calls and its exit, nothing else (besides its scheduling lines: a
     // preemption while the machine is busy, checked above to be its own; and
     // the stacks its lines refer to).
-    assert_eq!(body.iter().filter(|l| l["type"] != "sched" && l["type"] != "stack").count(), 8, "{}", t.describe());
+    assert_eq!(
+        body.iter().filter(|l| !matches!(l["type"].as_str(), Some("sched" | "stack" | "sample"))).count(),
+        8,
+        "{}",
+        t.describe()
+    );
     assert!(t.calls().all(|l| l["cgroup"] == id), "every line carries the cgroup id {id}: {}", t.describe());
     let h = &t.header()["selection"];
     assert_eq!((h["mode"].as_str(), h["cgroup"].as_u64(), h["level"].as_u64()), (Some("cgroup"), Some(id), Some(1)));

@@ -609,7 +609,7 @@ fn line_kinds(rec: &Recording) -> BTreeSet<String> {
     rec.lines
         .iter()
         // Scheduler and stack lines depend on the run's timing, not on the format.
-        .filter(|l| l["type"] != "sched" && l["type"] != "stack")
+        .filter(|l| !matches!(l["type"].as_str(), Some("sched" | "stack" | "sample")))
         .map(|l| format!("{} {}", l["type"].as_str().unwrap_or("?"), l["name"].as_str().unwrap_or("")))
         .collect()
 }

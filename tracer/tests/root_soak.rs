@@ -110,7 +110,7 @@ fn soak_steady_rate_nothing_lost_memory_flat() {
         match v["type"].as_str() {
             Some("header") => header = v,
             Some("footer") => footer = v,
-            Some("process" | "sched" | "stack") => {}
+            _ if !common::is_call_line(&v) => {}
             _ => {
                 let name = v["name"].as_str().unwrap_or("?").to_string();
                 // Launches are probed entry-only by default: no `ret` on their lines.

@@ -217,6 +217,7 @@ fn python_of_unknown_layout_is_counted_and_keeps_native_frames() {
     let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
     assert_eq!(launches.len(), 3);
     for l in &launches {
+        assert!(l.get("stack").is_some(), "no stack on {l}; footer stacks: {}", footer(&lines)["stacks"]);
         let f = frames_of(l, &s);
         assert_eq!(names(f)[0], "cuLaunchKernel");
         assert!(python_frames(f).is_empty(), "{f:?}");
@@ -257,7 +258,12 @@ fn python_launches_and_reads(python: &Path, version: &str) {
         .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
         .filter(|l| python_frames(frames_of(l, &s)).iter().any(|f| f.0 == "load_batch"))
         .collect();
-    assert_eq!(reads.len(), 3, "one blocked read per round");
+    let all_reads: Vec<(String, Vec<(String, String, u64)>)> = lines
+        .iter()
+        .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
+        .map(|l| (l.to_string(), python_frames(frames_of(l, &s))))
+        .collect();
+    assert_eq!(reads.len(), 3, "{version}: one blocked read per round; every blocked read: {all_reads:#?}");
     for l in &reads {
         let f = frames_of(l, &s);
         assert_eq!(python_frames(f), expect([("load_batch", 9), ("main", 19), ("<module>", 22)]), "{version}: {f:?}");

@@ -1343,6 +1343,7 @@ fn million_calls_all_accounted_for() {
     let (mut complete, mut incomplete, mut entry_lost, mut other, mut procs) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sched_lines = 0u64;
     let mut stack_lines = 0u64;
+    let mut sample_lines = 0u64;
     let mut ctx_ok = true;
     let (header, footer, lines) = scan(&out, |v| match v["type"].as_str() {
         Some("header" | "footer") => {}
@@ -1350,6 +1351,8 @@ fn million_calls_all_accounted_for() {
         Some("sched") => sched_lines += 1,
         // Distinct stacks (of switch-outs), referred to by other lines.
         Some("stack") => stack_lines += 1,
+        // On-CPU samples (none with tracer_cmd's --stack-sample-hz 0).
+        Some("sample") => sample_lines += 1,
         _ if v["name"] == "cuCtxSetCurrent" => {
             if v["incomplete"] == true {
                 incomplete += 1;
@@ -1404,7 +1407,7 @@ fn million_calls_all_accounted_for() {
     // Calls seen whole + calls seen in part + calls lost whole == N.
     let whole_lost = (lost - (proc_attempted - procs) - incomplete - entry_lost) / 2;
     assert_eq!(traced + whole_lost, N, "traced {traced} + lost whole {whole_lost} != {N}");
-    assert_eq!(lines, 2 + procs + traced + sched_lines + stack_lines);
+    assert_eq!(lines, 2 + procs + traced + sched_lines + stack_lines + sample_lines);
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(out.with_extension("stdout"));
     let _ = std::fs::remove_file(out.with_extension("stderr"));
@@ -1615,8 +1618,10 @@ fn tracer_exits_promptly_after_the_command() {
     let (header, footer) = (t.header(), t.footer());
     // Scheduler and stack lines aside (the exiting thread can still be
     // switched out and in after its exit record).
-    let body: Vec<&Value> =
-        t.lines[1..t.lines.len() - 1].iter().filter(|l| l["type"] != "sched" && l["type"] != "stack").collect();
+    let body: Vec<&Value> = t.lines[1..t.lines.len() - 1]
+        .iter()
+        .filter(|l| !matches!(l["type"].as_str(), Some("sched" | "stack" | "sample")))
+        .collect();
     let last = body.last().expect("lines between header and footer");
     assert_eq!(
         (&last["type"], &last["op"], &last["pid"]),

@@ -56,7 +56,7 @@ fn zstd_recording_has_the_lines_of_a_plain_one() {
     assert_eq!(footer["calls"], plain.footer()["calls"]);
     // Line for line the same calls (times, pids and addresses differ; the
     // scheduler lines and the stacks of switch-outs depend on the run's timing).
-    let not_sched = |l: &&Value| l["type"] != "sched" && l["type"] != "stack";
+    let not_sched = |l: &&Value| !matches!(l["type"].as_str(), Some("sched" | "stack" | "sample"));
     let a: Vec<String> = lines[1..lines.len() - 1].iter().filter(not_sched).map(shape).collect();
     let b: Vec<String> = plain.lines[1..plain.lines.len() - 1].iter().filter(not_sched).map(shape).collect();
     assert_eq!(a.len(), b.len());
@@ -129,7 +129,7 @@ fn killed_zstd_recording_reads_up_to_its_last_flush() {
     assert_eq!(lines[0]["type"], "header");
     let calls = lines
         .iter()
-        .filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched" | "stack")))
+        .filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched" | "stack" | "sample")))
         .count();
     assert!(calls >= 5, "only {calls} calls decoded");
     // tracer's readers take it, with a warning that it was cut off.

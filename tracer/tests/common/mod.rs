@@ -229,11 +229,10 @@ impl Traced {
     pub fn footer(&self) -> &Value {
         self.lines.last().unwrap()
     }
-    /// Call lines (not header, footer, process, scheduler or stack lines).
+    /// Call lines (the format's call types: not header, footer, process,
+    /// scheduler, stack, sample or any other record line).
     pub fn calls(&self) -> impl Iterator<Item = &Value> {
-        self.lines
-            .iter()
-            .filter(|l| !matches!(l["type"].as_str(), Some("header" | "footer" | "process" | "sched" | "stack")))
+        self.lines.iter().filter(|l| is_call_line(l))
     }
     pub fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
         self.calls().filter(move |l| l["name"] == name)
@@ -431,4 +430,9 @@ pub fn entry_only_by_default(name: &str) -> bool {
 /// at all for a function probed entry-only.
 pub fn succeeded_by_default(l: &Value) -> bool {
     if entry_only_by_default(l["name"].as_str().unwrap_or("")) { l.get("ret").is_none() } else { l["ret"] == 0 }
+}
+
+/// Whether `l` is a driver call line (tracer_format's `LineType::is_call`).
+pub fn is_call_line(l: &Value) -> bool {
+    l["type"].as_str().and_then(tracer_format::line::vocab::LineType::parse).is_some_and(|t| t.is_call())
 }
