@@ -258,7 +258,7 @@ fn python_launches_and_reads(python: &Path, version: &str) {
         .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
         .filter(|l| python_frames(frames_of(l, &s)).iter().any(|f| f.0 == "load_batch"))
         .collect();
-    let all_reads: Vec<(String, Vec<(String, String, u64)>)> = lines
+    let all_reads: Vec<_> = lines
         .iter()
         .filter(|l| l["op"] == "off_cpu" && l["syscall"] == "read" && l["tid"].as_u64() == Some(pid))
         .map(|l| (l.to_string(), python_frames(frames_of(l, &s))))
