@@ -8,10 +8,10 @@
 //! object that cannot be read is `[python ?]`. A freed code object's
 //! address is reused by the next one allocated there, so a cached code is
 //! checked against the process again (its name, file and line-table
-//! pointers and first line, one read) when it was last checked more than
-//! [`RECHECK`] ago; a changed one is read again, and a raw stack seen
-//! before that holds it is resolved again ([`PythonResolver::stale`],
-//! decode/stacks.rs).
+//! pointers and first line, one read) whenever a new raw stack holds it,
+//! and when a raw stack seen before holds it and its last check is more
+//! than [`RECHECK`] old; a changed one is read again, and that raw stack
+//! resolved again ([`PythonResolver::stale`], decode/stacks.rs).
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
@@ -89,7 +89,8 @@ struct Code {
 /// A cached code (None: unreadable) and when it was last read or checked.
 type Cached = (Option<Arc<Code>>, Instant);
 
-/// A cached code is checked again when its last check is older than this.
+/// A cached code in a raw stack seen before is checked again when its last
+/// check is older than this (a new raw stack checks every code it holds).
 pub const RECHECK: Duration = Duration::from_millis(5);
 
 impl CodeLayout {
@@ -151,7 +152,7 @@ impl PythonResolver {
             *self.errors.entry("python version unknown".into()).or_default() += 1;
             return Frame::named(FrameKind::Unknown, PYTHON_UNKNOWN_FN);
         };
-        self.recheck(pid, code_addr, &layout);
+        self.recheck(pid, code_addr, &layout, Duration::ZERO);
         let code = match self.codes.get(&(pid, code_addr)) {
             Some((c, _)) => c.clone(),
             None => {
@@ -178,13 +179,13 @@ impl PythonResolver {
 
     /// Whether the code cached at `code` of `pid` was replaced by another
     /// code object (then dropped from the cache, to be read again): checked
-    /// when its last check is older than [`RECHECK`]. A code unreadable when
+    /// when its last check is older than `max_age`. A code unreadable when
     /// first read stays so (counted once); when the process is gone (stacks
     /// resolved after its exit) the cached code stands.
-    fn recheck(&mut self, pid: u32, code: u64, layout: &CodeLayout) -> bool {
+    fn recheck(&mut self, pid: u32, code: u64, layout: &CodeLayout, max_age: Duration) -> bool {
         let now = Instant::now();
         let c = match self.codes.get(&(pid, code)) {
-            Some((Some(c), at)) if now.duration_since(*at) > RECHECK => c.clone(),
+            Some((Some(c), at)) if now.duration_since(*at) > max_age => c.clone(),
             _ => return false,
         };
         let (off, len) = layout.identity();
@@ -208,7 +209,7 @@ impl PythonResolver {
         let Some(layout) = (self.version_of)(pid).and_then(code_layout) else { return false };
         let mut stale = false;
         for f in frames {
-            stale |= self.recheck(pid, f.code & !PY_ENTRY, &layout);
+            stale |= self.recheck(pid, f.code & !PY_ENTRY, &layout, RECHECK);
         }
         stale
     }
