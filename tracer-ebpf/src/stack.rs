@@ -14,7 +14,7 @@ use aya_ebpf::{
 };
 use tracer_common::{
     event::{EventKind, Header, counter},
-    stack::{NATIVE_CAP, PY_CAP, STACK_REC_PY_OFFSET, StackRec},
+    stack::{NATIVE_CAP, PY_CAP, StackRec},
 };
 
 use crate::maps::{EVENTS, bump, header, submit_flags};
@@ -103,10 +103,6 @@ pub fn switched_out(tid: u32) {
         unsafe { (*p)[0] = 0 };
     }
 }
-
-/// Per CPU: the record being built (too large for the 512-byte stack).
-#[map]
-static STACK_SCRATCH: PerCpuArray<StackRec> = PerCpuArray::with_max_entries(1, 0);
 
 const BPF_F_USER_STACK: u64 = 1 << 8;
 
@@ -219,11 +215,15 @@ fn insert_caller(rec: &mut StackRec, ra: u64) {
 #[inline(always)]
 pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
     let (func, pid, tid) = (of.func, of.pid, of.tid);
-    let Some(rec) = STACK_SCRATCH.get_ptr_mut(0) else {
+    // Built in its own ring-buffer slot, not a per-CPU scratch: a uprobe
+    // program runs preemptible (migrate-disabled only), so another program
+    // on this CPU (the switch-out it is preempted by, another thread's
+    // call) would overwrite a shared scratch mid-walk.
+    let Some(mut slot) = EVENTS.reserve::<StackRec>(0) else {
         bump(counter::RB_FULL);
         return;
     };
-    let rec = unsafe { &mut *rec };
+    let rec = unsafe { &mut *slot.as_mut_ptr() };
     let on = stacks();
     rec.hdr = header(EventKind::Stack as u16, func, pid, tid);
     rec.hdr.ts = of.ts;
@@ -252,9 +252,5 @@ pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
     rec.py_status = status;
     let n = if n as usize > PY_CAP { PY_CAP } else { n as usize };
     rec.py_n = n as u32;
-    let size = STACK_REC_PY_OFFSET + n * core::mem::size_of::<tracer_common::stack::PyFrame>();
-    let bytes = unsafe { core::slice::from_raw_parts(rec as *const StackRec as *const u8, size) };
-    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
-        bump(counter::RB_FULL);
-    }
+    slot.submit(submit_flags());
 }
