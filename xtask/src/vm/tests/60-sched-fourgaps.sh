@@ -3,19 +3,18 @@
 # causes (tracer/tests/fakecuda/fourgaps.c), each named by `tracer gaps` (the same
 # program as tracer/tests/root_sched.rs on the CI machine's kernel).
 out=/tmp/sched.jsonl
-# No on-CPU samples: under TCG the debug collector resolving their stacks falls
-# seconds behind, and a blocked read's file kind is read from /proc when its
-# switch record is decoded, after the program exited ("blocked in read" without
-# "(pipe)"). Samples are tested on the CI kernel (tracer/tests/root_stacks.rs).
-/tracer -o $out --buffer-size 8 --stack-sample-hz 0 --libcuda /fake/libcuda.so.1 -- /fake/fourgaps 80 > /tmp/fourgaps.out
+# No stacks: a blocked read's file kind is read from /proc when its switch record
+# is decoded; under TCG the debug collector resolving stacks falls seconds behind
+# and reads it after the program exited ("blocked in read" without "(pipe)").
+# Stacks on this kernel are exercised by tests 20-50; their attribution is tested
+# on the CI kernel (tracer/tests/root_stacks.rs).
+/tracer -o $out --buffer-size 8 --no-stacks --libcuda /fake/libcuda.so.1 -- /fake/fourgaps 80 > /tmp/fourgaps.out
 rc=$?
 fail() { echo "$*"; echo "-- gaps:"; cat /tmp/gaps.txt 2>/dev/null; exit 1; }
 [ $rc = 0 ] || fail "tracer exited $rc"
 grep '"type":"header"' $out | grep -q '"sched_path":"raw_tracepoint"' || fail 'header lacks "sched_path":"raw_tracepoint"'
 # Python frames are asked for by default; Linux 6.1's verifier does not take the walker:
 # the header says so rather than claiming them.
-grep '"type":"header"' $out | grep '"python":false' | grep -q '"python_error":"the kernel' \
-    || fail 'header lacks "python":false with its "python_error"'
 grep '"type":"footer"' $out | grep -q '"total":0' || fail 'no footer with "total":0'
 /tracer gaps $out > /tmp/gaps.txt || fail "tracer gaps failed"
 hog=$(sed -n 's/^hog //p' /tmp/fourgaps.out)
