@@ -13,6 +13,9 @@ pub type CallbackFn = extern "C" fn(*mut c_void, u32, u32, *const c_void);
 pub const DOMAIN_RESOURCE: u32 = 3;
 pub const CBID_CONTEXT_CREATED: u32 = 1;
 pub const CBID_STREAM_CREATED: u32 = 3;
+/// CUPTI_CB_DOMAIN_DRIVER_API and CUPTI_API_EXIT (cupti_callbacks.h).
+pub const DOMAIN_DRIVER_API: u32 = 1;
+pub const API_EXIT: u32 = 1;
 /// CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: also flush buffers of work still running.
 pub const FLUSH_FORCED: u32 = 1;
 
@@ -33,6 +36,10 @@ pub struct Api {
     pub get_stream_id_ex: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> CuptiResult>,
     pub get_context_id: Option<unsafe extern "C" fn(*mut c_void, *mut u32) -> CuptiResult>,
     pub result_string: Option<unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult>,
+    /// cuptiFinalize: detaches CUPTI from the process (adaptive windows).
+    pub finalize: Option<unsafe extern "C" fn() -> CuptiResult>,
+    /// cuptiActivityEnableHWTrace (CUDA 13.0: Blackwell only).
+    pub enable_hw_trace: Option<unsafe extern "C" fn(u8) -> CuptiResult>,
 }
 
 impl Api {
@@ -218,6 +225,8 @@ fn resolve(h: *mut c_void, path: String) -> Result<Api, String> {
         result_string: sym!(
             "cuptiGetResultString": unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult
         ),
+        finalize: sym!("cuptiFinalize": unsafe extern "C" fn() -> CuptiResult),
+        enable_hw_trace: sym!("cuptiActivityEnableHWTrace": unsafe extern "C" fn(u8) -> CuptiResult),
         path,
     })
 }

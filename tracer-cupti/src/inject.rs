@@ -24,15 +24,15 @@
 //! buffer on and at exit, never inside CUPTI's resource callbacks, which
 //! queue stream ids in `streams` (a lock never held while calling CUPTI), so
 //! no CUPTI-internal lock can be waited for while `out` is held elsewhere.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, c_int, c_void};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, TryLockError};
 
 use crate::cupti::{self, Api, measure_offset, monotonic_ns};
 use crate::driver_counts;
 use crate::records::{self, kind};
-use crate::sample::{self, Spec};
+use crate::sample::{self, Adaptive, Plan, Spec};
 use crate::sink::Sink;
 use crate::wire::{ClockMethod, Msg};
 
@@ -47,6 +47,9 @@ struct Out {
     records: u64,
     buffers: u64,
     dropped_cupti: u64,
+    /// Adaptive windows: keys of the work already known (the durations
+    /// library's, then every record's of this process).
+    known: HashSet<u64>,
 }
 
 struct State {
@@ -63,6 +66,21 @@ struct State {
     flush_gate: Mutex<bool>,
     /// Sampling: when the open window started (None while records are off).
     window: Mutex<Option<u64>>,
+    /// How records are switched (None: on all the time).
+    plan: Option<Plan>,
+    /// CUPTI is attached (false between adaptive windows, when no CUPTI
+    /// function may be called: any call would attach it again).
+    attached: AtomicBool,
+    /// Adaptive windows: the next driver call's return detaches CUPTI.
+    detach_wanted: AtomicBool,
+    /// The callback subscriber (0: none), whose driver-API callbacks detach CUPTI.
+    subscriber: AtomicUsize,
+    /// Hardware kernel timestamps were accepted at the first attach.
+    hw_trace: AtomicBool,
+    /// The open window's records, new keys and attach time.
+    win_records: AtomicU64,
+    win_new: AtomicU64,
+    win_attach_ns: AtomicU64,
 }
 
 /// The activity kinds measured, in the order they are enabled.
@@ -128,12 +146,118 @@ fn init() -> c_int {
         _ => ClockMethod::Offset,
     };
     let offset = if clock == ClockMethod::Offset { measure_offset(&api) } else { 0 };
+    let plan = match std::env::var(sample::ENV).ok().map(|v| Plan::parse(&v)) {
+        Some(Ok(Plan::Duty(s))) if s.always_on() => Ok(None),
+        Some(Ok(p)) => Ok(Some(p)),
+        Some(Err(e)) => Err(format!("sampling off ({} {e}): measuring all the time", sample::ENV)),
+        None => Ok(None),
+    };
+    let mut warnings = vec![];
+    let plan = plan.unwrap_or_else(|w| {
+        warnings.push(w);
+        None
+    });
+    let plan = match plan {
+        Some(_) if api.activity_disable.is_none() => {
+            warnings.push("sampling off (this CUPTI has no cuptiActivityDisable): measuring all the time".into());
+            None
+        }
+        // --check-coverage counts every driver call with CUPTI attached all the time
+        Some(Plan::Adaptive(_)) if std::env::var_os(driver_counts::ENV).is_some() => None,
+        p => p,
+    };
+    let known = match plan {
+        Some(Plan::Adaptive(_)) => std::env::var_os(sample::KNOWN_ENV)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|t| sample::parse_known(&t))
+            .unwrap_or_default(),
+        _ => HashSet::new(),
+    };
+    let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0, known };
+    let _ = STATE.set(State {
+        api,
+        pid: me,
+        clock,
+        offset_ns: AtomicI64::new(offset),
+        out: Mutex::new(out),
+        streams: Mutex::new(Vec::new()),
+        flush_gate: Mutex::new(false),
+        window: Mutex::new(None),
+        plan,
+        attached: AtomicBool::new(false),
+        detach_wanted: AtomicBool::new(false),
+        subscriber: AtomicUsize::new(0),
+        hw_trace: AtomicBool::new(false),
+        win_records: AtomicU64::new(0),
+        win_new: AtomicU64::new(0),
+        win_attach_ns: AtomicU64::new(0),
+    });
+    let Some(st) = STATE.get() else { return 0 };
+    let mut notes = vec![];
+    if let Err(text) = attach(st, true, &mut warnings, &mut notes) {
+        let mut o = st.out.lock().unwrap_or_else(|e| e.into_inner());
+        o.sink.push(me, &Msg::Error { text });
+        o.sink.flush();
+        return 0;
+    }
+    // the first sampling window opens now, after the records were enabled
+    let opened = monotonic_ns();
+    if plan.is_some() {
+        *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
+    }
+    let flush_ms = flush_period_ms(std::env::var("TRACER_CUPTI_FLUSH_MS").ok().as_deref());
+    {
+        let mut o = st.out.lock().unwrap_or_else(|e| e.into_inner());
+        let cupti_path = st.api.path.clone();
+        o.sink.push(me, &Msg::Hello { cupti_version: version, clock, offset_ns: offset, cupti_path });
+        for w in warnings {
+            o.sink.push(me, &Msg::Error { text: format!("warning: {w}") });
+        }
+        for text in notes {
+            o.sink.push(me, &Msg::Note { text });
+        }
+        o.sink.flush();
+    }
+    // SAFETY: registering a plain extern "C" fn.
+    unsafe { libc::atexit(at_exit) };
+    if flush_ms > 0 {
+        let _ = std::thread::Builder::new().name("tracer-cupti".into()).spawn(move || flush_loop(flush_ms));
+    }
+    match plan {
+        Some(Plan::Duty(spec)) => {
+            let _ =
+                std::thread::Builder::new().name("tracer-cupti-sample".into()).spawn(move || sample_loop(spec, opened));
+        }
+        Some(Plan::Adaptive(a)) => {
+            let _ =
+                std::thread::Builder::new().name("tracer-cupti-sample".into()).spawn(move || adaptive_loop(a, opened));
+        }
+        None => {}
+    }
+    1
+}
+
+/// Attaches CUPTI: the timestamp callback (at the first attach: `clock`
+/// was decided by the caller), the buffer callbacks, the subscriber
+/// (resource callbacks for the stream handles; driver-API callbacks for
+/// `--check-coverage`'s counts and for adaptive windows' detach), hardware
+/// timestamps where CUPTI has them, and the three activity kinds. A refused
+/// kernel kind is fatal (Err), the rest are warnings.
+fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<String>) -> Result<(), String> {
+    let api = &st.api;
+    if !first
+        && st.clock == ClockMethod::Callback
+        && let Some(f) = api.register_timestamp
+    {
+        // SAFETY: registering a plain extern "C" fn with no state.
+        unsafe { f(monotonic_ns) };
+    }
     // SAFETY: registering our extern "C" callbacks.
     let r = unsafe { (api.register_callbacks)(cupti::buffer_requested::<BUFFER_SIZE>, buffer_completed) };
     if r != 0 {
-        return fail(&mut sink, format!("cuptiActivityRegisterCallbacks failed: {}", api.err(r)));
+        return Err(format!("cuptiActivityRegisterCallbacks failed: {}", api.err(r)));
     }
-    let mut warnings = vec![];
+    let adaptive = matches!(st.plan, Some(Plan::Adaptive(_)));
     match (api.subscribe, api.enable_domain, api.get_stream_id_ex) {
         (Some(sub), Some(en), Some(_)) => {
             let mut h: *mut c_void = std::ptr::null_mut();
@@ -147,17 +271,44 @@ fn init() -> c_int {
                      (another CUPTI subscriber in this process, e.g. torch.profiler?)",
                     api.err(r)
                 ));
-            } else if std::env::var_os(driver_counts::ENV).is_some() {
-                // --check-coverage: every driver call counted by CUPTI (driver_counts.rs).
-                // SAFETY: h is the live subscriber handle.
-                let r = unsafe { en(1, h, driver_counts::DOMAIN_DRIVER_API) };
-                if r != 0 {
-                    warnings
-                        .push(format!("driver call counts off: CUPTI driver-API callbacks refused: {}", api.err(r)));
+            } else {
+                st.subscriber.store(h as usize, Ordering::Release);
+                let counts = std::env::var_os(driver_counts::ENV).is_some();
+                if counts || adaptive {
+                    // --check-coverage: every driver call counted by CUPTI (driver_counts.rs);
+                    // adaptive windows: the first driver call to return after a window detaches CUPTI
+                    // SAFETY: h is the live subscriber handle.
+                    let r = unsafe { en(1, h, driver_counts::DOMAIN_DRIVER_API) };
+                    if r != 0 && counts {
+                        warnings.push(format!(
+                            "driver call counts off: CUPTI driver-API callbacks refused: {}",
+                            api.err(r)
+                        ));
+                    } else if r != 0 {
+                        st.subscriber.store(0, Ordering::Release);
+                    }
                 }
             }
         }
         _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
+    }
+    if first {
+        notes.push(match api.enable_hw_trace {
+            // SAFETY: plain CUPTI call.
+            Some(f) => match unsafe { f(1) } {
+                0 => {
+                    st.hw_trace.store(true, Ordering::Relaxed);
+                    "hw_trace: on (hardware kernel timestamps)".to_string()
+                }
+                r => format!("hw_trace: refused ({}): software timestamps", api.err(r)),
+            },
+            None => "hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into(),
+        });
+    } else if st.hw_trace.load(Ordering::Relaxed)
+        && let Some(f) = api.enable_hw_trace
+    {
+        // SAFETY: plain CUPTI call.
+        unsafe { f(1) };
     }
     for (k, name) in KINDS {
         // SAFETY: plain CUPTI call.
@@ -165,53 +316,160 @@ fn init() -> c_int {
         if r != 0 {
             let text = format!("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{name}) failed: {}", api.err(r));
             if k == kind::CONCURRENT_KERNEL {
-                return fail(&mut sink, text);
+                return Err(text);
             }
             warnings.push(text);
         }
     }
-    // the first sampling window opens now, after the records were enabled
-    let opened = monotonic_ns();
-    let spec = match std::env::var(sample::ENV).ok().map(|v| Spec::parse(&v)) {
-        Some(Ok(s)) if s.always_on() => None,
-        Some(Ok(_)) if api.activity_disable.is_none() => {
-            warnings.push("sampling off (this CUPTI has no cuptiActivityDisable): measuring all the time".into());
-            None
+    st.attached.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Whether adaptive windows can detach CUPTI: cuptiFinalize exists and the
+/// subscriber gets driver-API callbacks (at whose return it is called, as
+/// CUPTI's documentation asks). Otherwise the records are switched off
+/// between windows with CUPTI left attached, as `--gpu-sample` does.
+fn can_detach(st: &State) -> bool {
+    st.api.finalize.is_some() && st.subscriber.load(Ordering::Acquire) != 0
+}
+
+fn gate(st: &State) -> std::sync::MutexGuard<'_, bool> {
+    st.flush_gate.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adaptive windows (crate::sample::Adaptive): a window from `opened` on,
+/// extended while it meets new work; then CUPTI is detached at the return
+/// of the next driver call ([`try_detach`]), or its records switched off
+/// where it cannot be; attached again after the gap.
+fn adaptive_loop(a: Adaptive, mut opened: u64) {
+    let Some(st) = STATE.get() else { return };
+    let ms = 1_000_000u64;
+    let mut prev_gap = 0;
+    loop {
+        let mut open_for = a.window_ms;
+        let mut checked = 0u64;
+        let new_in_last = loop {
+            sleep_until(opened + open_for * ms);
+            {
+                let stopped = gate(st);
+                if *stopped || st.pid != pid() {
+                    return;
+                }
+                // the window's completed records, counted before deciding
+                // SAFETY: plain CUPTI call while attached (under the gate).
+                unsafe { (st.api.flush_all)(0) };
+            }
+            let new = st.win_new.load(Ordering::Acquire);
+            let in_last = new - checked;
+            checked = new;
+            if !a.extend(open_for, in_last) {
+                break in_last;
+            }
+            open_for += a.window_ms;
+        };
+        if can_detach(st) {
+            st.detach_wanted.store(true, Ordering::Release);
+            while st.attached.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                if *gate(st) || st.pid != pid() {
+                    return;
+                }
+            }
+        } else {
+            let stopped = gate(st);
+            if *stopped || st.pid != pid() {
+                return;
+            }
+            let end = monotonic_ns();
+            switch_kinds(st, false);
+            // SAFETY: plain CUPTI call (still attached), under the gate.
+            unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
+            st.attached.store(false, Ordering::Release);
+            close_window(st, end, 0);
         }
-        Some(Ok(s)) => Some(s),
-        Some(Err(e)) => {
-            warnings.push(format!("sampling off ({} {e}): measuring all the time", sample::ENV));
-            None
+        let records = st.win_records.load(Ordering::Acquire);
+        let gap = a.next_gap(prev_gap, records, new_in_last);
+        prev_gap = gap;
+        sleep_until(monotonic_ns() + gap * ms);
+        let stopped = gate(st);
+        if *stopped || st.pid != pid() {
+            return;
         }
-        None => None,
+        let t0 = monotonic_ns();
+        st.win_records.store(0, Ordering::Release);
+        st.win_new.store(0, Ordering::Release);
+        let (mut warnings, mut notes) = (vec![], vec![]);
+        let ok = if st.api.finalize.is_some() && st.subscriber.load(Ordering::Acquire) != 0 {
+            st.subscriber.store(0, Ordering::Release);
+            attach(st, false, &mut warnings, &mut notes)
+        } else {
+            switch_kinds(st, true);
+            st.attached.store(true, Ordering::Release);
+            Ok(())
+        };
+        if let Err(text) = ok {
+            warnings.push(format!("adaptive windows stop: attaching CUPTI again failed: {text}"));
+        }
+        if !warnings.is_empty() {
+            let mut q = st.streams.lock().unwrap_or_else(|e| e.into_inner());
+            q.extend(warnings.into_iter().map(|w| Msg::Error { text: format!("warning: {w}") }));
+        }
+        if !st.attached.load(Ordering::Acquire) {
+            return;
+        }
+        opened = monotonic_ns();
+        st.win_attach_ns.store(opened - t0, Ordering::Release);
+        *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
+        drop(stopped);
+    }
+}
+
+fn switch_kinds(st: &State, on: bool) {
+    for (k, _) in KINDS {
+        match (on, st.api.activity_disable) {
+            // SAFETY: plain CUPTI calls.
+            (true, _) => unsafe {
+                (st.api.activity_enable)(k);
+            },
+            (false, Some(disable)) => unsafe {
+                disable(k);
+            },
+            (false, None) => {}
+        }
+    }
+}
+
+/// At the return of a driver call (CUPTI's driver-API callback, on the
+/// program's thread), after an adaptive window's end: its end is stamped,
+/// the records switched off, every buffer flushed and CUPTI finalized, so
+/// that nothing of CUPTI stays on the launch path until the next window. A
+/// flush or attach in progress (the gate taken) leaves it to the next return.
+fn try_detach(st: &State) {
+    if !st.detach_wanted.load(Ordering::Acquire) {
+        return;
+    }
+    let stopped = match st.flush_gate.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return,
     };
-    let flush_ms = flush_period_ms(std::env::var("TRACER_CUPTI_FLUSH_MS").ok().as_deref());
-    let cupti_path = api.path.clone();
-    sink.push(me, &Msg::Hello { cupti_version: version, clock, offset_ns: offset, cupti_path });
-    for w in warnings {
-        sink.push(me, &Msg::Error { text: format!("warning: {w}") });
+    if *stopped || st.pid != pid() || !st.detach_wanted.swap(false, Ordering::AcqRel) {
+        return;
     }
-    sink.flush();
-    let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0 };
-    let _ = STATE.set(State {
-        api,
-        pid: me,
-        clock,
-        offset_ns: AtomicI64::new(offset),
-        out: Mutex::new(out),
-        streams: Mutex::new(Vec::new()),
-        flush_gate: Mutex::new(false),
-        window: Mutex::new(spec.map(|_| opened)),
-    });
-    // SAFETY: registering a plain extern "C" fn.
-    unsafe { libc::atexit(at_exit) };
-    if flush_ms > 0 {
-        let _ = std::thread::Builder::new().name("tracer-cupti".into()).spawn(move || flush_loop(flush_ms));
+    let end = monotonic_ns();
+    switch_kinds(st, false);
+    // SAFETY: plain CUPTI calls while attached, at an API exit as CUPTI's
+    // documentation asks for cuptiFinalize; the buffers are delivered to
+    // buffer_completed on this thread.
+    unsafe {
+        (st.api.flush_all)(cupti::FLUSH_FORCED);
+        if let Some(f) = st.api.finalize {
+            f();
+        }
     }
-    if let Some(spec) = spec {
-        let _ = std::thread::Builder::new().name("tracer-cupti-sample".into()).spawn(move || sample_loop(spec, opened));
-    }
-    1
+    st.attached.store(false, Ordering::Release);
+    close_window(st, end, monotonic_ns() - end);
+    drop(stopped);
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `at` (ns).
@@ -246,7 +504,7 @@ fn sample_loop(spec: Spec, mut opened: u64) {
                     unsafe { disable(k) };
                 }
             }
-            close_window(st, end);
+            close_window(st, end, 0);
         }
         sleep_until(opened + this_window + (period - window));
         this_window = window;
@@ -263,10 +521,20 @@ fn sample_loop(spec: Spec, mut opened: u64) {
     }
 }
 
-/// Queues the open window, if any, as ending at `end`.
-fn close_window(st: &State, end: u64) {
+/// Queues the open window, if any, as ending at `end`, with what it cost
+/// and held (adaptive windows; zeros for duty-cycle ones).
+fn close_window(st: &State, end: u64, detach_ns: u64) {
     if let Some(start) = st.window.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Window { start, end });
+        let adaptive = matches!(st.plan, Some(Plan::Adaptive(_)));
+        let w = Msg::Window {
+            start,
+            end,
+            attach_ns: st.win_attach_ns.load(Ordering::Acquire),
+            detach_ns,
+            records: if adaptive { st.win_records.load(Ordering::Acquire) } else { 0 },
+            new_keys: if adaptive { st.win_new.load(Ordering::Acquire) } else { 0 },
+        };
+        st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(w);
     }
 }
 
@@ -288,6 +556,9 @@ fn flush_loop(period_ms: u64) {
         if *stopped || st.pid != pid() {
             return;
         }
+        if !st.attached.load(Ordering::Acquire) {
+            continue; // between adaptive windows: a CUPTI call would attach it again
+        }
         // SAFETY: plain CUPTI call; completed buffers go to buffer_completed
         // on this thread. Exit waits for the gate, so CUDA is not torn down
         // under this call.
@@ -304,9 +575,11 @@ extern "C" fn at_exit() {
         }
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        close_window(st, monotonic_ns());
-        // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
-        unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
+        close_window(st, monotonic_ns(), 0);
+        if st.attached.load(Ordering::Acquire) {
+            // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
+            unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
+        }
         if let Some(mut o) = lock() {
             send_streams(st, &mut o);
             let bye = Msg::Bye {
@@ -339,10 +612,19 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
     let offset = st.offset_ns.load(Ordering::Relaxed);
     o.buffers += 1;
     send_streams(st, &mut o);
+    let adaptive = matches!(st.plan, Some(Plan::Adaptive(_)));
     let on_record = |d: records::Decoded| {
         let mut msg = d.msg;
         if let Msg::Kernel { name_id, .. } = &mut msg {
             *name_id = intern(&mut o, st.pid, d.name_ptr);
+        }
+        if adaptive {
+            st.win_records.fetch_add(1, Ordering::AcqRel);
+            if let Some(k) = key(&msg, d.name_ptr)
+                && o.known.insert(k)
+            {
+                st.win_new.fetch_add(1, Ordering::AcqRel);
+            }
         }
         o.records += 1;
         o.sink.push(st.pid, &msg);
@@ -357,6 +639,24 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
         o.sink.push(st.pid, &Msg::Dropped { context, stream, count: dropped as u64 });
     }
     o.sink.flush();
+}
+
+/// What a record is known by in adaptive windows (crate::sample::kernel_key, copy_key).
+fn key(m: &Msg, name_ptr: u64) -> Option<u64> {
+    match m {
+        Msg::Kernel { grid, block, shared_mem, .. } => {
+            if name_ptr == 0 {
+                return None;
+            }
+            // SAFETY: CUPTI's kernel name, NUL-terminated, alive while the record is.
+            let name = unsafe { CStr::from_ptr(name_ptr as *const std::ffi::c_char) }.to_bytes();
+            let u = |v: &[i32; 3]| v.map(|x| x as u32);
+            Some(sample::kernel_key(name, u(grid), u(block), *shared_mem as u32))
+        }
+        Msg::Memcpy { bytes, copy_kind, .. } => Some(sample::copy_key(records::copy_kind(*copy_kind).1, *bytes)),
+        Msg::Memset { bytes, .. } => Some(sample::copy_key("memset", *bytes)),
+        _ => None,
+    }
 }
 
 /// Sends the stream ids learnt since the last call (before any record that
@@ -427,6 +727,14 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
     if domain == driver_counts::DOMAIN_DRIVER_API {
         // SAFETY: CUPTI's callback data of the driver-API domain.
         unsafe { driver_counts::count(cbid, data) };
+        // SAFETY: CUpti_CallbackData starts with its u32 site.
+        if !data.is_null() && unsafe { *(data as *const u32) } == cupti::API_EXIT {
+            let _ = std::panic::catch_unwind(|| {
+                if let Some(st) = STATE.get() {
+                    try_detach(st);
+                }
+            });
+        }
         return;
     }
     let _ = std::panic::catch_unwind(|| {

@@ -33,6 +33,7 @@ pub mod ty {
     pub const ERROR: u8 = 8;
     pub const BYE: u8 = 9;
     pub const WINDOW: u8 = 10;
+    pub const NOTE: u8 = 11;
 }
 
 /// How the records' timestamps were put on CLOCK_MONOTONIC.
@@ -118,9 +119,27 @@ pub enum Msg {
     /// Sampling (`TRACER_CUPTI_SAMPLE`): kernel, copy and set records were
     /// on from `start` (stamped after they were enabled) to `end` (stamped
     /// before they were disabled), CLOCK_MONOTONIC ns.
+    ///
+    /// Adaptive windows (CUPTI attached only inside them) also say what the
+    /// window cost outside the records: `attach_ns` (attaching CUPTI again,
+    /// on the library's own thread), `detach_ns` (flushing and
+    /// `cuptiFinalize`, on the thread whose driver call returned first after
+    /// the window's end), and what it held: `records`, and `new_keys`, those
+    /// of kernels (name and geometry) and copy sizes neither this process
+    /// nor the durations library knew. 0 for duty-cycle windows (and from
+    /// libraries built before these fields).
     Window {
         start: u64,
         end: u64,
+        attach_ns: u64,
+        detach_ns: u64,
+        records: u64,
+        new_keys: u64,
+    },
+    /// A fact about this process's CUPTI that is not a problem (e.g. whether
+    /// hardware kernel timestamps are available), for the footer.
+    Note {
+        text: String,
     },
     /// Sent at process exit after the final flush.
     Bye {
@@ -214,10 +233,15 @@ impl Msg {
                 }
                 ty::BYE
             }
-            Msg::Window { start, end } => {
-                out.extend_from_slice(&start.to_le_bytes());
-                out.extend_from_slice(&end.to_le_bytes());
+            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
+                for v in [start, end, attach_ns, detach_ns, records, new_keys] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
                 ty::WINDOW
+            }
+            Msg::Note { text } => {
+                out.extend_from_slice(cut(text));
+                ty::NOTE
             }
         };
         let len = (out.len() - at) as u16;
@@ -327,7 +351,14 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
         ty::BYE => (|| {
             Some(Msg::Bye { records: r.u64()?, buffers: r.u64()?, dropped_cupti: r.u64()?, dropped_sink: r.u64()? })
         })(),
-        ty::WINDOW => (|| Some(Msg::Window { start: r.u64()?, end: r.u64()? }))(),
+        ty::WINDOW => (|| {
+            let (start, end) = (r.u64()?, r.u64()?);
+            // the costs: absent from duty-cycle windows of libraries built before them
+            let mut more = || r.u64().unwrap_or(0);
+            let (attach_ns, detach_ns, records, new_keys) = (more(), more(), more(), more());
+            Some(Msg::Window { start, end, attach_ns, detach_ns, records, new_keys })
+        })(),
+        ty::NOTE => Some(Msg::Note { text: r.rest() }),
         _ => return Err(format!("unknown message type {t}")),
     };
     m.ok_or_else(short)
@@ -435,7 +466,8 @@ mod tests {
             },
             Msg::Error { text: "libcupti not found".into() },
             Msg::Bye { records: 10, buffers: 2, dropped_cupti: 9, dropped_sink: 0 },
-            Msg::Window { start: 1_000, end: 21_000_000 },
+            Msg::Window { start: 1_000, end: 21_000_000, attach_ns: 3, detach_ns: 4, records: 5, new_keys: 6 },
+            Msg::Note { text: "hw_trace: CUPTI_ERROR_NOT_SUPPORTED (27)".into() },
         ]
     }
 
@@ -450,6 +482,18 @@ mod tests {
         assert_eq!(u32::from_le_bytes(o[68..72].try_into().unwrap()), 3); // name id
         assert_eq!(u32::from_le_bytes(o[72..76].try_into().unwrap()), 2); // graph id
         assert_eq!(u64::from_le_bytes(o[76..84].try_into().unwrap()), 1 << 33); // graph node id
+    }
+
+    #[test]
+    fn a_window_without_its_costs_reads_them_as_zero() {
+        let mut o = vec![];
+        Msg::Window { start: 5, end: 9, attach_ns: 1, detach_ns: 2, records: 3, new_keys: 4 }.encode(7, &mut o);
+        assert_eq!(o.len(), HEADER + 48);
+        o.truncate(HEADER + 16); // a duty-cycle window of a library built before the costs
+        o[2] = (HEADER + 16) as u8;
+        let mut got = vec![];
+        StreamDecoder::default().feed(&o, &mut |_, m| got.push(m.unwrap()));
+        assert_eq!(got, [Msg::Window { start: 5, end: 9, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }]);
     }
 
     #[test]

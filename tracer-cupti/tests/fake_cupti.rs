@@ -118,7 +118,7 @@ fn records_streams_names_drops_and_the_final_flush_arrive_exactly() {
     assert!(r.pid > 0);
     // The records' timestamps: the fake stamps them with the callback we
     // registered (CLOCK_MONOTONIC), so they fall inside the run.
-    let Msg::Kernel { span, .. } = &m[4] else { panic!("{m:?}") };
+    let Msg::Kernel { span, .. } = &m[5] else { panic!("{m:?}") };
     let t = span.start;
     assert!(r.t0 <= t && t <= r.t1, "{} <= {t} <= {}", r.t0, r.t1);
     let sp = |start: u64, end: u64, stream: u32, correlation: u32| Span {
@@ -138,6 +138,7 @@ fn records_streams_names_drops_and_the_final_flush_arrive_exactly() {
                 offset_ns: 0,
                 cupti_path: lib.display().to_string()
             },
+            Msg::Note { text: "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps".into() },
             Msg::Stream { context: 1, stream: 7, handle: 0 },
             Msg::Stream { context: 1, stream: 13, handle: 0x5000 },
             Msg::Name { id: 1, name: "_Z3fooPf".into() },
@@ -198,13 +199,14 @@ fn exec_skips_the_final_flush() {
         .iter()
         .map(|(_, m)| match m {
             Msg::Hello { .. } => "hello",
+            Msg::Note { .. } => "note",
             Msg::Stream { .. } => "stream",
             Msg::Bye { .. } => "bye",
             _ => "other",
         })
         .collect();
     // Stream ids wait for the next buffer, which never came.
-    assert_eq!(kinds, ["hello"]);
+    assert_eq!(kinds, ["hello", "note"]);
 }
 
 fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
@@ -220,6 +222,7 @@ fn kinds(msgs: &[(u32, Msg)]) -> Vec<&'static str> {
             Msg::Error { .. } => "error",
             Msg::Bye { .. } => "bye",
             Msg::Window { .. } => "window",
+            Msg::Note { .. } => "note",
         })
         .collect()
 }
@@ -237,7 +240,7 @@ fn sampling_turns_records_on_only_inside_the_windows() {
     let windows: Vec<(u64, u64)> = r
         .msgs
         .iter()
-        .filter_map(|(_, m)| if let Msg::Window { start, end } = m { Some((*start, *end)) } else { None })
+        .filter_map(|(_, m)| if let Msg::Window { start, end, .. } = m { Some((*start, *end)) } else { None })
         .collect();
     let kernels: Vec<u64> = r
         .msgs
@@ -283,7 +286,7 @@ fn the_flush_thread_delivers_before_the_process_ends() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(
         kinds(&r.msgs),
-        ["hello", "stream", "stream", "name", "kernel", "kernel", "memcpy", "memset", "dropped"]
+        ["hello", "note", "stream", "stream", "name", "kernel", "kernel", "memcpy", "memset", "dropped"]
     );
 }
 
@@ -299,4 +302,102 @@ fn a_missing_cupti_is_reported_through_the_fifo() {
         ),
         "{text}"
     );
+}
+
+/// The windows of a run: (start, end, attach_ns, detach_ns, records, new_keys).
+fn windows_of(r: &Run) -> Vec<(u64, u64, u64, u64, u64, u64)> {
+    r.msgs
+        .iter()
+        .filter_map(|(_, m)| match m {
+            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
+                Some((*start, *end, *attach_ns, *detach_ns, *records, *new_keys))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// "finalizes N calls_while_detached M" from the driver's stderr.
+fn finalize_counts(stderr: &str) -> (u64, u64) {
+    let l = stderr.lines().find(|l| l.starts_with("finalizes ")).expect("the driver's counts");
+    let v: Vec<u64> = l.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    (v[0], v[1])
+}
+
+#[test]
+fn adaptive_windows_detach_cupti_between_them_and_back_off() {
+    let (lib, _) = built();
+    // 700 launches ≥ 1 ms apart; windows of 20 ms, extended while new (up to 100 ms),
+    // gaps up to 200 ms
+    let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    let r = run("adaptive", lib.to_str().unwrap(), &env, &["launch", "700", "1000"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();
+    let w = windows_of(&r);
+    assert!(w.len() >= 4, "{w:?}");
+    // the one kernel (one name and geometry) is new in the first window only, which
+    // was extended once for it (40 ms, the last extension finding nothing new)
+    assert_eq!(w[0].5, 1, "{w:?}");
+    assert!(w[1..].iter().all(|x| x.5 == 0), "{w:?}");
+    assert!(w[0].1 - w[0].0 >= 40_000_000, "{w:?}");
+    // every window but one still open at exit was detached by a launch's return (its
+    // detach time is stamped): CUPTI finalized once per such window, never called while
+    // detached (no flush, no query)
+    let (finalizes, bad) = finalize_counts(&r.stderr);
+    let detached = w.iter().filter(|x| x.3 > 0).count();
+    assert_eq!(finalizes as usize, detached, "{w:?}");
+    assert!(detached >= w.len() - 1, "detach time: {w:?}");
+    assert_eq!(bad, 0);
+    assert!(w[1..].iter().all(|x| x.2 > 0), "attach time: {w:?}");
+    // gaps double (40, 80, 160 ms, then 200 at most); windows last 20 ms without anything new
+    let gaps: Vec<u64> = w.windows(2).map(|p| p[1].0 - p[0].1).collect();
+    for (i, g) in gaps.iter().enumerate() {
+        let want = (40_000_000u64 << i).min(200_000_000);
+        assert!(*g >= want, "gap {i}: {gaps:?}");
+    }
+    for x in &w[1..w.len() - 1] {
+        assert!(x.1 - x.0 >= 20_000_000 && x.1 - x.0 < 40_000_000, "{w:?}");
+    }
+    // every launch inside a window has its record, counted in its window
+    let kernels: std::collections::BTreeSet<u64> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| if let Msg::Kernel { span, .. } = m { Some(span.start) } else { None })
+        .collect();
+    for x in &w {
+        let inside: Vec<u64> = launches.iter().copied().filter(|&t| x.0 <= t && t < x.1).collect();
+        assert!(!inside.is_empty(), "no launch in {x:?}");
+        assert!(inside.iter().all(|t| kernels.contains(t)), "a launch inside {x:?} lacks its record");
+        assert!(x.4 >= inside.len() as u64, "{x:?}: {} inside", inside.len());
+    }
+    let notes: Vec<&str> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| if let Msg::Note { text } = m { Some(text.as_str()) } else { None })
+        .collect();
+    assert_eq!(notes, ["hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"]);
+    assert_eq!(kinds(&r.msgs).last(), Some(&"bye"));
+}
+
+#[test]
+fn adaptive_windows_start_from_the_known_keys() {
+    let (lib, _) = built();
+    // the fake's one kernel (_Z3fooPf, grid 2x3x4, block 128x1x1, 256 bytes) is known
+    let known = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("known-{}", std::process::id()));
+    let k = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256);
+    std::fs::write(&known, format!("{k:x}\n")).unwrap();
+    let env = [
+        ("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200"),
+        ("TRACER_CUPTI_FLUSH_MS", "10"),
+        ("TRACER_CUPTI_KNOWN", known.to_str().unwrap()),
+    ];
+    let r = run("known", lib.to_str().unwrap(), &env, &["launch", "150", "1000"]);
+    let _ = std::fs::remove_file(&known);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let w = windows_of(&r);
+    // nothing new: the first window closes after its 20 ms, the next opens 40 ms later
+    assert!(w.len() >= 2, "{w:?}");
+    assert!(w.iter().all(|x| x.5 == 0), "{w:?}");
+    assert!(w[0].1 - w[0].0 < 40_000_000, "{w:?}");
+    assert!(w[0].4 > 0, "{w:?}");
 }

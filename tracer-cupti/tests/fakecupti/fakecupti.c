@@ -24,6 +24,19 @@
  *   fakecupti_context_created(ctx), fakecupti_stream_created(ctx, stream)
  *                           fire the subscriber's resource callbacks
  *
+ *   cuptiEnableDomain       the resource domain (3) and the driver-API domain (1);
+ *                           with the latter on, fakecupti_launch fires the
+ *                           subscriber's driver-API callbacks around itself
+ *                           (site 0 before, site 1 after: a driver call's
+ *                           entry and return), outside the lock
+ *   cuptiFinalize           detaches: kinds off, callbacks and subscriber
+ *                           forgotten, pending records dropped; counted
+ *                           (fakecupti_finalizes()). A flush, dropped-records
+ *                           query or disable while detached is counted as a
+ *                           call that would have attached CUPTI again
+ *                           (fakecupti_calls_while_detached())
+ *   cuptiActivityEnableHWTrace  refused with 27 (CUPTI_ERROR_NOT_SUPPORTED), as on Hopper
+ *
  * FAKECUPTI_NO_TS=1: refuse the timestamp callback; our clock is then
  * CLOCK_MONOTONIC + 1 s, so the library must measure and apply the offset.
  *
@@ -45,6 +58,7 @@ static done_fn completed;
 static ts_fn stamp;
 static cb_fn subscriber;
 static int enabled_mask, ever_enabled, dropped_once, delivered, completed_once, launched;
+static int driver_domain, detached, finalizes, calls_while_detached;
 static pthread_mutex_t mask_lock = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_PENDING 65536
 static uint64_t pending[MAX_PENDING];
@@ -58,14 +72,32 @@ static uint64_t own_clock(void) {
 static uint64_t now(void) { return stamp ? stamp() : own_clock(); }
 
 int cuptiGetVersion(uint32_t *v) { *v = 99; return 0; }
-int cuptiGetResultString(int r, const char **s) { *s = r == 1 ? "CUPTI_ERROR_INVALID_PARAMETER" : "CUPTI_ERROR_UNKNOWN"; return 0; }
+int cuptiGetResultString(int r, const char **s) { *s = r == 1 ? "CUPTI_ERROR_INVALID_PARAMETER" : r == 27 ? "CUPTI_ERROR_NOT_SUPPORTED" : "CUPTI_ERROR_UNKNOWN"; return 0; }
 int cuptiActivityRegisterTimestampCallback(ts_fn f) {
     if (getenv("FAKECUPTI_NO_TS")) return 1;
     stamp = f;
     return 0;
 }
 int cuptiGetTimestamp(uint64_t *t) { *t = now(); return 0; }
-int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
+int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) {
+    pthread_mutex_lock(&mask_lock);
+    requested = r; completed = d; detached = 0;
+    pthread_mutex_unlock(&mask_lock);
+    return 0;
+}
+int cuptiFinalize(void) {
+    pthread_mutex_lock(&mask_lock);
+    enabled_mask = 0; requested = 0; completed = 0; subscriber = 0; driver_domain = 0;
+    npending = 0; detached = 1; finalizes++;
+    pthread_mutex_unlock(&mask_lock);
+    return 0;
+}
+int cuptiActivityEnableHWTrace(uint8_t enable) { (void)enable; return 27; }
+int fakecupti_finalizes(void) { return __atomic_load_n(&finalizes, __ATOMIC_SEQ_CST); }
+int fakecupti_calls_while_detached(void) { return __atomic_load_n(&calls_while_detached, __ATOMIC_SEQ_CST); }
+static void note_call(void) {
+    if (__atomic_load_n(&detached, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&calls_while_detached, 1, __ATOMIC_SEQ_CST);
+}
 int cuptiActivityEnable(uint32_t kind) {
     pthread_mutex_lock(&mask_lock);
     enabled_mask |= 1 << kind;
@@ -74,21 +106,34 @@ int cuptiActivityEnable(uint32_t kind) {
     return 0;
 }
 int cuptiActivityDisable(uint32_t kind) {
+    note_call();
     pthread_mutex_lock(&mask_lock);
     enabled_mask &= ~(1 << kind);
     pthread_mutex_unlock(&mask_lock);
     return 0;
 }
+struct callback_data { uint32_t site; const char *function_name; };
+static void driver_callback(uint32_t site) {
+    cb_fn f = __atomic_load_n(&subscriber, __ATOMIC_SEQ_CST);
+    struct callback_data d = { site, "cuLaunchKernel" };
+    if (f && __atomic_load_n(&driver_domain, __ATOMIC_SEQ_CST)) f(0, 1, 307, &d);
+}
 uint64_t fakecupti_launch(void) {
+    driver_callback(0);
     pthread_mutex_lock(&mask_lock);
     uint64_t t = now();
     launched = 1;
     if ((enabled_mask & (1 << 10)) && npending < MAX_PENDING) pending[npending++] = t;
     pthread_mutex_unlock(&mask_lock);
+    driver_callback(1);
     return t;
 }
 int cuptiSubscribe(void **h, cb_fn f, void *u) { (void)u; subscriber = f; *h = (void *)0x5b; return 0; }
-int cuptiEnableDomain(uint32_t en, void *h, uint32_t domain) { return en == 1 && h == (void *)0x5b && domain == 3 ? 0 : 1; }
+int cuptiEnableDomain(uint32_t en, void *h, uint32_t domain) {
+    if (en != 1 || h != (void *)0x5b || (domain != 3 && domain != 1)) return 1;
+    if (domain == 1) __atomic_store_n(&driver_domain, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
 int cuptiGetContextId(void *ctx, uint32_t *id) { *id = (uint32_t)(uintptr_t)ctx; return 0; }
 int cuptiGetStreamIdEx(void *ctx, void *stream, uint8_t per_thread, uint32_t *id) {
     (void)ctx; (void)per_thread;
@@ -116,6 +161,7 @@ int cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, uint8_t **rec) {
 }
 int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n) {
     (void)ctx; (void)stream;
+    note_call();
     *n = dropped_once++ ? 0 : 3;
     return 0;
 }
@@ -163,6 +209,7 @@ static int flush_launches(void) {
 
 int cuptiActivityFlushAll(uint32_t flag) {
     (void)flag;
+    note_call();
     if (!requested || !completed || !(ever_enabled & (1 << 10))) return 1;
     if (__atomic_load_n(&launched, __ATOMIC_SEQ_CST)) return flush_launches();
     if (__atomic_exchange_n(&delivered, 1, __ATOMIC_SEQ_CST)) return 0;

@@ -7,7 +7,8 @@
  * waits until the fake libcupti has delivered its records through the
  * library's flush thread (exit 4 if that has not happened within 120 s);
  * `inject_driver launch N US` calls the fake's fakecupti_launch N times,
- * US µs apart, printing each launch's time (ns) on stdout.
+ * US µs apart, printing each launch's time (ns) on stdout, then on stderr
+ * how often CUPTI was finalized and called while detached.
  * Build: cc -o inject_driver inject_driver.c -ldl
  */
 #include <dlfcn.h>
@@ -42,6 +43,9 @@ int main(int argc, char **argv) {
             usleep(us);
         }
         fflush(stdout);
+        int (*fin)(void) = (int (*)(void))dlsym(c, "fakecupti_finalizes");
+        int (*bad)(void) = (int (*)(void))dlsym(c, "fakecupti_calls_while_detached");
+        fprintf(stderr, "finalizes %d calls_while_detached %d\n", fin(), bad());
     }
     if (argc > 1 && strstr(argv[1], "exec")) {
         execl("/bin/true", "true", (char *)0);
