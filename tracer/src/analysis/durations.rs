@@ -165,7 +165,6 @@ pub fn calibrate(t: &Trace) -> anyhow::Result<DurationsFile> {
     if t.gpu.is_empty() {
         bail!("{}: no measured GPU activity (record with `tracer --gpu-timestamps`)", t.path);
     }
-    type Config = (String, [u32; 3], [u32; 3], u32);
     let mut groups: BTreeMap<Config, Vec<u64>> = BTreeMap::new();
     let mut copies: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     for g in &t.gpu {
@@ -179,6 +178,22 @@ pub fn calibrate(t: &Trace) -> anyhow::Result<DurationsFile> {
             GpuOpKind::Memset => copies.entry("memset".into()).or_default().push((g.size, d)),
         }
     }
+    Ok(from_samples(groups, copies, t.gpu_model(0)))
+}
+
+/// A kernel's calibration key: name, grid, block, shared memory.
+pub type Config = (String, [u32; 3], [u32; 3], u32);
+
+/// A calibration from measured durations: per kernel configuration, its
+/// durations (ns); per copy kind (`h2d`, …, `memset`), (bytes, ns) pairs.
+/// Kernels: median, p10, p90 (nearest rank); copies: the median of small
+/// ones (≤ 64 KiB) as the base, the median extra time per byte of those over
+/// 1 MiB.
+pub fn from_samples(
+    groups: BTreeMap<Config, Vec<u64>>,
+    copies: BTreeMap<String, Vec<(u64, u64)>>,
+    gpu: Option<String>,
+) -> DurationsFile {
     let kernels = groups
         .into_iter()
         .map(|((kernel, grid, block, shared_mem), mut v)| {
@@ -209,14 +224,7 @@ pub fn calibrate(t: &Trace) -> anyhow::Result<DurationsFile> {
             CopyEntry { kind, count: v.len() as u64, base_ns, ns_per_byte }
         })
         .collect();
-    Ok(DurationsFile {
-        format: FORMAT.into(),
-        version: 1,
-        source: "cupti".into(),
-        gpu: t.gpu_model(0),
-        kernels,
-        copies,
-    })
+    DurationsFile { format: FORMAT.into(), version: 1, source: "cupti".into(), gpu, kernels, copies }
 }
 
 #[cfg(test)]

@@ -337,6 +337,26 @@ pub struct RecordArgs {
     /// time (docs/gpu-timestamps.md).
     #[arg(long, conflicts_with = "pid")]
     pub gpu_timestamps: bool,
+    /// The pure-uprobe mode: no GPU durations at all. By default a command
+    /// started by tracer also gets CUPTI in short adaptive windows (attached
+    /// from cuInit while it meets kernels the durations library does not
+    /// know, detached in between), and the analyses infer the rest of the
+    /// timeline from those windows and the library (docs/gpu-timestamps.md,
+    /// "The default: adaptive windows").
+    #[arg(long, conflicts_with_all = ["gpu_timestamps", "gpu_windows"])]
+    pub no_gpu: bool,
+    /// The default recording's windows: WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS
+    /// (default 100/2000/20000): a window lasts WINDOW_MS, is extended while
+    /// it meets new work up to MAX_WINDOW_MS, and the gap before the next
+    /// doubles while nothing is new, up to MAX_GAP_MS.
+    #[arg(long, value_name = "W/MAX_W/MAX_GAP", value_parser = parse_windows, conflicts_with = "gpu_timestamps")]
+    pub gpu_windows: Option<tracer_cupti::sample::Adaptive>,
+    /// The durations library that measured runs add to and the default
+    /// recording's analyses draw on (default: $TRACER_DURATIONS_LIBRARY, else
+    /// /var/lib/tracer/durations.json as root, ~/.local/state/tracer/durations.json
+    /// otherwise; "" for none).
+    #[arg(long, value_name = "PATH")]
+    pub durations_library: Option<PathBuf>,
     /// With --gpu-timestamps: also count every driver call per function with CUPTI's
     /// driver-API callbacks and compare with the trace, function by function (footer
     /// `coverage`, a table of differences on stderr; docs/capture.md). Slows every
@@ -351,13 +371,13 @@ pub struct RecordArgs {
     /// (docs/gpu-timestamps.md#sampled-measurement).
     #[arg(long, value_name = "WINDOW_MS/PERIOD_MS[/LEAD_MS]", requires = "gpu_timestamps", value_parser = parse_sample)]
     pub gpu_sample: Option<tracer_cupti::sample::Spec>,
-    /// The injection library for --gpu-timestamps (default: libtracer_cupti.so
+    /// The injection library for the GPU side (default: libtracer_cupti.so
     /// next to the tracer executable).
-    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_gpu")]
     pub cupti_injection: Option<PathBuf>,
-    /// The libcupti the command loads for --gpu-timestamps (default: one it
+    /// The libcupti the command loads for the GPU side (default: one it
     /// already loaded, else $CUDA_HOME, /usr/local/cuda*, the loader's path).
-    #[arg(long, value_name = "PATH", requires = "gpu_timestamps")]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_gpu")]
     pub cupti_lib: Option<PathBuf>,
     /// Do not print the summary.
     #[arg(short, long)]
@@ -398,6 +418,10 @@ pub struct RecordArgs {
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required_unless_present_any = ["pid", "system", "cgroup"])]
     pub command: Vec<OsString>,
+}
+
+fn parse_windows(s: &str) -> Result<tracer_cupti::sample::Adaptive, String> {
+    tracer_cupti::sample::Adaptive::parse(s)
 }
 
 fn parse_sample(s: &str) -> Result<tracer_cupti::sample::Spec, String> {

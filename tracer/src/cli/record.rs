@@ -86,12 +86,7 @@ fn options(args: RecordArgs) -> RecordOptions {
     RecordOptions {
         selection: selection(&args),
         private: args.private_output(),
-        gpu: args.gpu_timestamps.then(|| GpuOptions {
-            cupti_injection: args.cupti_injection.clone(),
-            cupti_lib: args.cupti_lib.clone(),
-            sample: args.gpu_sample,
-            check_coverage: args.check_coverage,
-        }),
+        gpu: gpu_options(&args),
         probes,
         output: args.output,
         compress: match args.compress {
@@ -113,6 +108,28 @@ fn options(args: RecordArgs) -> RecordOptions {
         power_interval_ms: args.power_interval_ms,
         quiet: args.quiet,
     }
+}
+
+/// The GPU side: `--gpu-timestamps` (all the time, or `--gpu-sample`'s duty
+/// cycle), else the default recording's adaptive windows for a command tracer
+/// starts, unless `--no-gpu`. Attached (`-p`, `--system`, `--cgroup` without
+/// a command) nothing can be injected.
+fn gpu_options(args: &RecordArgs) -> Option<GpuOptions> {
+    use tracer_cupti::sample::{DEFAULT_ADAPTIVE, Plan};
+    let explicit = args.gpu_timestamps;
+    if args.no_gpu || (!explicit && (args.pid.is_some() || args.command.is_empty())) {
+        return None;
+    }
+    Some(GpuOptions {
+        cupti_injection: args.cupti_injection.clone(),
+        cupti_lib: args.cupti_lib.clone(),
+        plan: match explicit {
+            true => args.gpu_sample.map(Plan::Duty),
+            false => Some(Plan::Adaptive(args.gpu_windows.unwrap_or(DEFAULT_ADAPTIVE))),
+        },
+        implicit: !explicit,
+        check_coverage: args.check_coverage,
+    })
 }
 
 /// Prints the summary, the trace's path and the manifest's line (unless

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
-use tracer_cupti::sample::{self, Spec};
+use tracer_cupti::sample::{self, Plan};
 use tracer_cupti::wire::StreamDecoder;
 
 use crate::collect::collector::Collector;
@@ -29,7 +29,11 @@ const DRAIN_MAX: usize = 16 << 20;
 
 pub struct GpuSession {
     library: PathBuf,
-    sample: Option<Spec>,
+    plan: Option<Plan>,
+    /// The default recording's GPU side (not asked for with --gpu-timestamps).
+    pub implicit: bool,
+    /// Measured durations of this run, for the durations library.
+    pub measured: crate::collect::gpu_durations::Measured,
     dir: PathBuf,
     fd: i32,
     decoder: StreamDecoder,
@@ -68,9 +72,9 @@ pub fn check_injection_env(current: Option<&std::ffi::OsStr>) -> Result<(), Usag
     }
 }
 
-/// The header's `gpu_timestamps` object when the option is off.
-pub fn header_off() -> Value {
-    json!({ "enabled": false, "library": null, "reason": "not requested (--gpu-timestamps)" })
+/// The header's `gpu_timestamps` object when the GPU side is off, and why.
+pub fn header_off(reason: &str) -> Value {
+    json!({ "enabled": false, "library": null, "reason": reason })
 }
 
 impl GpuSession {
@@ -79,7 +83,8 @@ impl GpuSession {
     pub fn start(
         injection: Option<&Path>,
         cupti_lib: Option<&Path>,
-        sample: Option<Spec>,
+        plan: Option<Plan>,
+        implicit: bool,
         run_as: Option<&RunAs>,
     ) -> anyhow::Result<GpuSession> {
         check_injection_env(std::env::var_os(INJECTION_ENV).as_deref())?;
@@ -127,12 +132,39 @@ impl GpuSession {
                 Some(l) => std::env::set_var(CUPTI_LIB_ENV, l.canonicalize().unwrap_or(l.to_path_buf())),
                 None => std::env::remove_var(CUPTI_LIB_ENV),
             }
-            match sample {
-                Some(s) => std::env::set_var(sample::ENV, s.env_value()),
+            match plan {
+                Some(p) => std::env::set_var(sample::ENV, p.env_value()),
                 None => std::env::remove_var(sample::ENV),
             }
+            std::env::remove_var(sample::KNOWN_ENV);
         }
-        Ok(GpuSession { library, sample, dir, fd, decoder: StreamDecoder::default(), lines: GpuLines::default() })
+        Ok(GpuSession {
+            library,
+            plan,
+            implicit,
+            measured: Default::default(),
+            dir,
+            fd,
+            decoder: StreamDecoder::default(),
+            lines: GpuLines::default(),
+        })
+    }
+
+    /// Adaptive windows: the keys of the work the durations library already
+    /// knows go to a file in the session's directory (readable by the user
+    /// the command runs as), named to the injection library in the
+    /// command's environment. Call before spawning the command.
+    pub fn set_known(&self, keys: &[u64], run_as: Option<&RunAs>) -> anyhow::Result<()> {
+        if !matches!(self.plan, Some(Plan::Adaptive(_))) || keys.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("known");
+        let text: String = keys.iter().map(|k| format!("{k:x}\n")).collect();
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        spawn::chown_to(&path, run_as).context("giving the known keys to the invoking user")?;
+        // SAFETY: still single-threaded, as in start.
+        unsafe { std::env::set_var(sample::KNOWN_ENV, &path) };
+        Ok(())
     }
 
     pub fn header(&self) -> Value {
@@ -141,7 +173,22 @@ impl GpuSession {
             "library": self.library.display().to_string(),
             "reason": null,
             "cupti_lib": std::env::var(CUPTI_LIB_ENV).ok(),
-            "sample": self.sample.map(|s| json!({"window_ms": s.window_ms, "period_ms": s.period_ms, "lead_ms": s.lead_ms})),
+            "mode": match self.plan {
+                None => "full",
+                Some(Plan::Duty(_)) => "sampled",
+                Some(Plan::Adaptive(_)) => "adaptive",
+            },
+            "implicit": self.implicit,
+            "sample": match self.plan {
+                Some(Plan::Duty(s)) => json!({"window_ms": s.window_ms, "period_ms": s.period_ms, "lead_ms": s.lead_ms}),
+                _ => Value::Null,
+            },
+            "adaptive": match self.plan {
+                Some(Plan::Adaptive(a)) => {
+                    json!({"window_ms": a.window_ms, "max_window_ms": a.max_window_ms, "max_gap_ms": a.max_gap_ms})
+                }
+                _ => Value::Null,
+            },
             "clock": "CLOCK_MONOTONIC ns, from CUPTI's timestamp callback (or an offset, per process in the footer)",
         })
     }
@@ -157,17 +204,19 @@ impl GpuSession {
                 break; // EAGAIN: nothing more now
             }
             total += n as usize;
-            let GpuSession { decoder, lines, .. } = self;
+            let GpuSession { decoder, lines, measured, .. } = self;
             decoder.feed(&buf[..n as usize], &mut |pid, m| {
                 if let Some(v) = lines.push(pid, m) {
+                    measured.add(&v);
                     col.writer.write(&v);
                 }
             });
         }
         // Warnings are rare (no CUPTI, CUPTI refusing, losses) and say that
         // the gpu lines are incomplete: shown even with -q.
+        let what = if self.implicit { "GPU durations" } else { "--gpu-timestamps" };
         for w in self.lines.warnings.drain(..) {
-            eprintln!("tracer: warning: --gpu-timestamps: {w}");
+            eprintln!("tracer: warning: {what}: {w}");
         }
     }
 
@@ -180,7 +229,7 @@ impl GpuSession {
 
     pub fn finish(&mut self, col: &mut Collector) -> Value {
         self.drain(col);
-        if self.lines.procs.is_empty() {
+        if self.lines.procs.is_empty() && !self.implicit {
             eprintln!(
                 "tracer: warning: --gpu-timestamps: no process loaded the injection library \
                  (the command did not initialise CUDA, or its CUDA driver ignores CUDA_INJECTION64_PATH)"

@@ -31,6 +31,7 @@ pub mod counts;
 pub mod coverage;
 pub mod entry_points;
 pub mod footer;
+pub mod gpu_durations;
 pub mod gpu_timestamps;
 pub mod libcuda;
 pub mod libcuda_watch;

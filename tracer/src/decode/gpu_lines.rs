@@ -16,6 +16,8 @@ pub struct ProcInfo {
     /// Sent its final message at exit (after cuptiActivityFlushAll).
     pub flushed_at_exit: bool,
     pub errors: Vec<String>,
+    /// Facts that are no problem (hardware timestamps or not).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +33,13 @@ pub struct GpuLines {
     /// Sampling windows (`gpu_window` lines) and the time they cover.
     pub windows: u64,
     pub window_ns: u64,
+    /// Adaptive windows: time spent attaching and detaching CUPTI, records
+    /// and new keys they held, windows detached (CUPTI finalized).
+    pub attach_ns: u64,
+    pub detach_ns: u64,
+    pub window_records: u64,
+    pub new_keys: u64,
+    pub detached: u64,
     /// Records without a usable timestamp (0, or end before start): not written.
     pub no_timestamp: u64,
     /// Lines whose stream handle was not known.
@@ -125,16 +134,33 @@ impl GpuLines {
                 self.procs.entry(pid).or_default().errors.push(text);
                 None
             }
-            Msg::Window { start, end } => {
+            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
                 if end < start {
                     self.no_timestamp += 1;
                     return None;
                 }
                 self.windows += 1;
                 self.window_ns += end - start;
+                self.attach_ns += attach_ns;
+                self.detach_ns += detach_ns;
+                self.window_records += records;
+                self.new_keys += new_keys;
+                self.detached += (detach_ns > 0) as u64;
                 // the same fields as a gpu line's, in that order (docs/trace-format.md)
-                Some(json!({"ts": start, "end_ts": end, "pid": pid, "tid": 0, "type": "gpu_window",
-                    "op": "measured", "name": "cupti"}))
+                let mut v = json!({"ts": start, "end_ts": end, "pid": pid, "tid": 0, "type": "gpu_window",
+                    "op": "measured", "name": "cupti"});
+                if attach_ns | detach_ns | records | new_keys != 0 {
+                    // adaptive windows: their cost and what they held
+                    v["attach_us"] = json!(attach_ns as f64 / 1000.0);
+                    v["detach_us"] = json!(detach_ns as f64 / 1000.0);
+                    v["records"] = json!(records);
+                    v["new_keys"] = json!(new_keys);
+                }
+                Some(v)
+            }
+            Msg::Note { text } => {
+                self.procs.entry(pid).or_default().notes.push(text);
+                None
             }
             Msg::Bye { dropped_sink, .. } => {
                 self.procs.entry(pid).or_default().flushed_at_exit = true;
@@ -187,6 +213,7 @@ impl GpuLines {
                     "offset_ns": p.offset_ns,
                     "flushed_at_exit": p.flushed_at_exit,
                     "errors": p.errors,
+                    "notes": p.notes,
                 })
             })
             .collect();
@@ -211,6 +238,14 @@ impl GpuLines {
             v["windows"] = json!(self.windows);
             v["window_ns"] = json!(self.window_ns);
         }
+        if self.attach_ns | self.detach_ns | self.window_records != 0 {
+            // what the adaptive windows cost outside their records (docs/gpu-timestamps.md)
+            v["windows_detached"] = json!(self.detached);
+            v["attach_ns"] = json!(self.attach_ns);
+            v["detach_ns"] = json!(self.detach_ns);
+            v["window_records"] = json!(self.window_records);
+            v["new_keys"] = json!(self.new_keys);
+        }
         v
     }
 
@@ -221,7 +256,19 @@ impl GpuLines {
             "gpu (CUPTI, {active} process(es)): {} kernels, {} copies, {} sets measured",
             self.kernels, self.memcpys, self.memsets
         );
-        if self.windows > 0 {
+        if self.attach_ns | self.detach_ns | self.window_records != 0 {
+            s.push_str(&format!(
+                " in {} adaptive windows ({:.1} ms; {} new kernels or copy sizes; CUPTI detached {} times, \
+                 attaching took {:.1} ms, detaching {:.1} ms; the rest is inferred from the windows and the \
+                 durations library)",
+                self.windows,
+                self.window_ns as f64 / 1e6,
+                self.new_keys,
+                self.detached,
+                self.attach_ns as f64 / 1e6,
+                self.detach_ns as f64 / 1e6
+            ));
+        } else if self.windows > 0 {
             s.push_str(&format!(
                 " in {} sampling windows ({:.1} ms; the rest is calibrated from them)",
                 self.windows,
@@ -336,9 +383,9 @@ mod tests {
     #[test]
     fn sampling_windows_become_gpu_window_lines() {
         let (g, lines) = run(&[
-            (100, Msg::Window { start: 5_000_000_000, end: 5_020_000_000 }),
-            (100, Msg::Window { start: 5_200_000_000, end: 5_200_000_000 }),
-            (100, Msg::Window { start: 7, end: 6 }),
+            (100, Msg::Window { start: 5_000_000_000, end: 5_020_000_000, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
+            (100, Msg::Window { start: 5_200_000_000, end: 5_200_000_000, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
+            (100, Msg::Window { start: 7, end: 6, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
         ]);
         assert_eq!(
             lines,

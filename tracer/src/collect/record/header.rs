@@ -23,13 +23,14 @@ pub fn trace_header(
     started: Duration,
     side: &mut crate::collect::side::Side,
     gpu: Option<&GpuSession>,
+    gpu_off: &str,
 ) -> Value {
     let mut header = header(o, &loaded.report, root_pid, started);
     // The host's CPU speed (a fixed single-thread workload, ~10-30 ms; the command is still
     // suspended): `--host-speed FILE` in replay and whatif divides it by the target's.
     header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));
     side.header(&mut header);
-    header["gpu_timestamps"] = gpu.map_or_else(crate::collect::gpu_timestamps::header_off, |g| g.header());
+    header["gpu_timestamps"] = gpu.map_or_else(|| crate::collect::gpu_timestamps::header_off(gpu_off), |g| g.header());
     if o.replayable() {
         header["replayable"] = json!({
             "capture_data": o.probes.replay.capture_data,

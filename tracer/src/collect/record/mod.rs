@@ -48,7 +48,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         power_interval_ms: o.power_interval_ms,
     };
     let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
-    let mut gpu = start_gpu_timestamps(o, run_as.as_ref(), &out_path)?;
+    let (mut gpu, gpu_off) = start_gpu_timestamps(o, run_as.as_ref(), &out_path)?;
     make_private(o, &file, &out_path)?;
     let suspended = spawn_command(o, run_as.as_ref(), &side)?;
     // Until the header is written, a failure removes the (empty) file we
@@ -83,7 +83,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     for pid in libcuda_watch::running_selected(&scope, o.pid.as_slice()) {
         watch.scan(&mut loaded, pid);
     }
-    let mut header = header::trace_header(o, &loaded, root_pid, started, &mut side, gpu.as_ref());
+    let mut header = header::trace_header(o, &loaded, root_pid, started, &mut side, gpu.as_ref(), &gpu_off);
     header["selection"] = scope.header();
     let header_copy = recorder.as_ref().map(|_| header.clone());
     let asm = probe_options::assembler(probes, &loaded, true);

@@ -53,7 +53,13 @@ pub struct RecordOptions {
 pub struct GpuOptions {
     pub cupti_injection: Option<PathBuf>,
     pub cupti_lib: Option<PathBuf>,
-    pub sample: Option<tracer_cupti::sample::Spec>,
+    /// How CUPTI's records are switched: None all the time (`--gpu-timestamps`),
+    /// a duty cycle (`--gpu-sample`), adaptive windows (the default recording).
+    pub plan: Option<tracer_cupti::sample::Plan>,
+    /// The default recording's GPU side, not asked for: where it cannot be had
+    /// (no injection library, another injection, attached), the run goes on
+    /// without it and says why.
+    pub implicit: bool,
     /// `--check-coverage`: CUPTI's per-function counts against the trace's.
     pub check_coverage: bool,
 }

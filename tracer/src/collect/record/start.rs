@@ -20,24 +20,43 @@ use crate::collect::{loader, procfs, spawn};
 use crate::decode::calls::Assembler;
 use crate::error::UsageError;
 
-/// `--gpu-timestamps`: the FIFO and the command's environment, before the
-/// command exists (the trace file removed if that fails).
+/// The GPU side (`--gpu-timestamps`, or the default recording's adaptive
+/// windows): the FIFO and the command's environment, before the command
+/// exists (the trace file removed if an asked-for one fails). Returns the
+/// session, or why there is none (the header's `reason`): the default's
+/// failures (no injection library, another injection) are one line on
+/// stderr, and the recording goes on without GPU durations.
 pub fn start_gpu_timestamps(
     o: &RecordOptions,
     run_as: Option<&spawn::RunAs>,
     out_path: &Path,
-) -> anyhow::Result<Option<GpuSession>> {
-    let Some(g) = &o.gpu else { return Ok(None) };
-    let s = GpuSession::start(g.cupti_injection.as_deref(), g.cupti_lib.as_deref(), g.sample, run_as).inspect_err(
-        |_| {
+) -> anyhow::Result<(Option<GpuSession>, String)> {
+    let Some(g) = &o.gpu else {
+        let why = match o.attached() {
+            true => "attached to running processes: nothing can be injected (GPU durations need a command tracer starts)",
+            false => "off (--no-gpu, or not requested)",
+        };
+        return Ok((None, why.into()));
+    };
+    let s = match GpuSession::start(g.cupti_injection.as_deref(), g.cupti_lib.as_deref(), g.plan, g.implicit, run_as) {
+        Ok(s) => s,
+        Err(e) if g.implicit => {
+            let why = format!("{e:#}").replace("--gpu-timestamps: ", "").replace("--gpu-timestamps", "GPU durations");
+            if !o.quiet {
+                eprintln!("tracer: note: no GPU durations: {why}");
+            }
+            return Ok((None, why));
+        }
+        Err(e) => {
             remove_output(out_path);
-        },
-    )?;
+            return Err(e);
+        }
+    };
     if g.check_coverage {
         // SAFETY: still single-threaded (as GpuSession::start); the command inherits it.
         unsafe { std::env::set_var(tracer_cupti::driver_counts::ENV, s.driver_counts_path()) };
     }
-    Ok(Some(s))
+    Ok((Some(s), String::new()))
 }
 
 /// Creates the command first (stopped before exec), so that a command that
