@@ -1,58 +1,18 @@
 //! Kernel duration calibration files (`tracer calibrate`, lines.md #5) and
 //! the duration model the timeline inference uses.
 //!
-//! File: `{"format":"tracer-kernel-durations","version":1,"source":"cupti",
-//! "gpu":..., "kernels":[{"kernel","grid","block","shared_mem","count",
-//! "median_ns","p10_ns","p90_ns"}], "copies":[{"kind":"h2d"|"d2h"|"d2d"|
-//! "memset"|…,"count","base_ns","ns_per_byte"}]}`. `copies` is optional
-//! (an addition of ours; producers that only know kernels leave it out).
+//! The file's form is durations_file.rs' ([`DurationsFile`]).
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
 
 use super::model::{Dir, Geom, GpuOpKind, Trace};
 use super::stats::nearest_rank;
 
-pub const FORMAT: &str = "tracer-kernel-durations";
+pub use super::durations_file::{CopyEntry, DurationsFile, FORMAT, KernelEntry};
 
 /// How a calibration is named where none was given ("calibrated from …").
 pub const UNNAMED_CALIBRATION: &str = "an unnamed calibration";
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct KernelEntry {
-    pub kernel: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    #[serde(default)]
-    pub shared_mem: u32,
-    pub count: u64,
-    pub median_ns: u64,
-    pub p10_ns: u64,
-    pub p90_ns: u64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct CopyEntry {
-    /// Direction (`h2d`, `d2h`, `d2d`, …) or `memset`.
-    pub kind: String,
-    pub count: u64,
-    /// Median duration of small transfers (≤ 64 KiB).
-    pub base_ns: u64,
-    /// Median extra time per byte of transfers over 1 MiB.
-    pub ns_per_byte: f64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct DurationsFile {
-    pub format: String,
-    pub version: u32,
-    pub source: String,
-    pub gpu: Option<String>,
-    pub kernels: Vec<KernelEntry>,
-    #[serde(default)]
-    pub copies: Vec<CopyEntry>,
-}
 
 /// Copy model used when a calibration gives none: 2 µs + size / bandwidth
 /// (h2d/d2h 20 GB/s, d2d 1.3 TB/s, memset 2.5 TB/s: H100-class figures).
