@@ -9,9 +9,10 @@
 //! "memset"|…,"count","base_ns","ns_per_byte"}]}`. `copies` is optional
 //! (an addition of ours; producers that only know kernels leave it out).
 //!
-//! Line: `{"type":"durations","ts":T,"pid":0,"tid":0,"origin":"…","gpu":…,
+//! Line: `{"type":"durations","ts":T,"pid":0,"tid":0,"origin":"…","gpu_model":…,
 //! "source":…,"kernels":[…],"copies":[…]}`: the file's fields inline, less
-//! `format` and `version` (the trace's own format versions it).
+//! `format` and `version` (the trace's own format versions it), its `gpu`
+//! as `gpu_model` (a trace line's `gpu` is a GPU's index: power lines).
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -60,7 +61,7 @@ pub struct DurationsFile {
 struct Line {
     origin: String,
     #[serde(default)]
-    gpu: Option<String>,
+    gpu_model: Option<String>,
     #[serde(default)]
     source: Option<String>,
     kernels: Vec<KernelEntry>,
@@ -78,7 +79,7 @@ pub fn durations_line(ts: u64, origin: &str, f: &DurationsFile) -> Value {
         "pid": 0,
         "tid": 0,
         "origin": origin,
-        "gpu": f.gpu,
+        "gpu_model": f.gpu,
         "source": f.source,
         "kernels": f.kernels,
         "copies": f.copies,
@@ -92,7 +93,7 @@ pub fn parse_durations_line(bytes: &[u8]) -> Result<(String, DurationsFile), Str
         format: FORMAT.into(),
         version: 1,
         source: l.source.unwrap_or_else(|| "durations library".into()),
-        gpu: l.gpu,
+        gpu: l.gpu_model,
         kernels: l.kernels,
         copies: l.copies,
     };
@@ -126,12 +127,21 @@ mod tests {
         let text = serde_json::to_string(&v).unwrap();
         assert_eq!(
             text,
-            r#"{"copies":[{"base_ns":2000,"count":2,"kind":"h2d","ns_per_byte":0.025}],"gpu":"NVIDIA H200","kernels":[{"block":[32,1,1],"count":4,"grid":[1,1,1],"kernel":"kA","median_ns":10000,"p10_ns":9000,"p90_ns":11000,"shared_mem":0}],"origin":"durations library /x (NVIDIA H200, driver 1.2, 3 runs)","pid":0,"source":"durations library","tid":0,"ts":7,"type":"durations"}"#
+            r#"{"copies":[{"base_ns":2000,"count":2,"kind":"h2d","ns_per_byte":0.025}],"gpu_model":"NVIDIA H200","kernels":[{"block":[32,1,1],"count":4,"grid":[1,1,1],"kernel":"kA","median_ns":10000,"p10_ns":9000,"p90_ns":11000,"shared_mem":0}],"origin":"durations library /x (NVIDIA H200, driver 1.2, 3 runs)","pid":0,"source":"durations library","tid":0,"ts":7,"type":"durations"}"#
         );
         let (origin, back) = parse_durations_line(text.as_bytes()).unwrap();
         assert_eq!(origin, "durations library /x (NVIDIA H200, driver 1.2, 3 runs)");
         assert_eq!(back, f);
         let e = parse_durations_line(br#"{"type":"durations","ts":1,"pid":0,"kernels":[]}"#).unwrap_err();
         assert!(e.starts_with("a `durations` line: missing field `origin`"), "{e}");
+        // every reader's rule takes it, and the model keeps the last of two
+        assert!(tracer_format::read::check::checked_line(text.as_bytes()).is_ok());
+        let second = durations_line(9, "second", &DurationsFile { kernels: vec![], ..f.clone() });
+        let t = crate::analysis::model::parse_str("t", &format!("{text}\n{second}")).unwrap();
+        assert_eq!(t.library_durations.as_ref().map(|d| (d.0.as_str(), d.1.kernels.len())), Some(("second", 0)));
+        assert!(t.unknown_types.is_empty() && t.calls.is_empty() && t.span().is_none());
+        let mut sum = crate::analysis::summary::Summary::default();
+        sum.add(&v);
+        assert_eq!((sum.span.span(), sum.funcs.len()), (None, 0));
     }
 }
