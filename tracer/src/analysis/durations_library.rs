@@ -234,21 +234,8 @@ pub fn merge_bounded(
             }
         }
     }
-    let mut kernels: Vec<KernelEntry> = kernels.into_values().collect();
-    if kernels.len() > max_kernels {
-        report.dropped = kernels.len() - max_kernels;
-        // most counted first (ties: in key order, as sorted), then back to key order
-        let mut order: Vec<usize> = (0..kernels.len()).collect();
-        order.sort_by(|&a, &b| kernels[b].count.cmp(&kernels[a].count).then(a.cmp(&b)));
-        let mut keep = vec![false; kernels.len()];
-        order[..max_kernels].iter().for_each(|&i| keep[i] = true);
-        let mut i = 0;
-        kernels.retain(|_| {
-            i += 1;
-            keep[i - 1]
-        });
-    }
-    g.kernels = kernels;
+    g.kernels = kernels.into_values().collect();
+    report.dropped = trim(g, max_kernels);
     for c in &measured.copies {
         report.copies += 1;
         match g.copies.iter_mut().find(|o| o.kind == c.kind) {
@@ -271,6 +258,54 @@ pub fn merge_bounded(
     report.runs = g.runs;
     lib.gpus.sort_by(|a, b| (&a.model, &a.driver).cmp(&(&b.model, &b.driver)));
     report
+}
+
+/// Keeps the `max` most counted kernel entries of `g` (ties: the first in
+/// key order), in key order; returns how many were dropped.
+pub fn trim(g: &mut GpuEntry, max: usize) -> usize {
+    let n = g.kernels.len();
+    if n <= max {
+        return 0;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| g.kernels[b].count.cmp(&g.kernels[a].count).then(a.cmp(&b)));
+    let mut keep = vec![false; n];
+    order[..max].iter().for_each(|&i| keep[i] = true);
+    let mut i = 0;
+    g.kernels.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    n - max
+}
+
+/// What [`fit_within`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fit {
+    /// Other GPU keys removed, least recently updated first.
+    pub keys_removed: Vec<GpuKey>,
+    /// Least-counted kernel entries of `key` dropped.
+    pub dropped: usize,
+}
+
+/// Makes the library's file ([`Library::to_json`]) at most `max_bytes`:
+/// removes the other GPU keys, least recently updated first, then drops
+/// `key`'s least-counted kernel entries (a quarter at a time).
+pub fn fit_within(lib: &mut Library, key: &GpuKey, max_bytes: usize) -> Fit {
+    let mut fit = Fit::default();
+    while lib.to_json().len() > max_bytes {
+        let other = lib.gpus.iter().enumerate().filter(|(_, g)| g.key() != *key).min_by_key(|(_, g)| g.updated_unix);
+        if let Some((i, _)) = other {
+            fit.keys_removed.push(lib.gpus.remove(i).key());
+            continue;
+        }
+        let Some(g) = lib.gpus.iter_mut().find(|g| g.key() == *key).filter(|g| !g.kernels.is_empty()) else {
+            break;
+        };
+        let n = g.kernels.len();
+        fit.dropped += trim(g, n - n.div_ceil(4));
+    }
+    fit
 }
 
 /// Whether the library's entries fit the run's GPU.

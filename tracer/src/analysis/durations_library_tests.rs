@@ -226,3 +226,38 @@ fn parse_names_what_is_wrong() {
         "corrupt (missing field `driver`)"
     );
 }
+
+#[test]
+fn a_library_too_large_for_its_file_loses_old_keys_then_the_least_counted() {
+    let mut lib = Library::default();
+    let key = h200();
+    merge(&mut lib, &GpuKey::new("NVIDIA H200", "570.1"), &measured(vec![k("old", 1, 1, 1, 1, 1)], vec![]), 5);
+    merge(&mut lib, &GpuKey::new("NVIDIA H200", "575.2"), &measured(vec![k("mid", 1, 1, 1, 1, 1)], vec![]), 7);
+    let ks: Vec<KernelEntry> = (0..8).map(|i| k(&format!("k{i}"), 1, 1 + i, 100, 100, 100)).collect();
+    merge(&mut lib, &key, &measured(ks, vec![]), 9);
+    let whole = lib.to_json().len();
+    // room for all but one other key: the older one goes
+    let one_less = {
+        let mut l = lib.clone();
+        l.gpus.retain(|g| g.driver != "570.1");
+        l.to_json().len()
+    };
+    let mut a = lib.clone();
+    assert_eq!(fit_within(&mut a, &key, whole), Fit::default());
+    assert_eq!(
+        fit_within(&mut a, &key, one_less),
+        Fit { keys_removed: vec![GpuKey::new("NVIDIA H200", "570.1")], dropped: 0 }
+    );
+    // room for 6 of the 8 kernels: both other keys, then 2 of 8 (a quarter), the least counted
+    let mut b = lib.clone();
+    let six = {
+        let mut l = lib.clone();
+        l.gpus.retain(|g| g.key() == key);
+        trim(&mut l.gpus[0], 6);
+        l.to_json().len()
+    };
+    let f = fit_within(&mut b, &key, six);
+    assert_eq!((f.keys_removed.len(), f.dropped), (2, 2));
+    let names: Vec<&str> = b.gpus[0].kernels.iter().map(|k| k.kernel.as_str()).collect();
+    assert_eq!(names, ["k2", "k3", "k4", "k5", "k6", "k7"]);
+}
