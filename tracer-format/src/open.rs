@@ -38,6 +38,9 @@ pub enum Kind {
     Data,
     /// A small JSON or text file tracer itself wrote beside a run (CUPTI's call counts).
     Sidecar,
+    /// The machine's durations library (kernel durations kept between runs),
+    /// read with [`read_kept`]: never through a link.
+    DurationsLibrary,
 }
 
 impl Kind {
@@ -52,6 +55,7 @@ impl Kind {
             Kind::Image => 1024 * MIB,
             Kind::Data => 1024 * MIB,
             Kind::Sidecar => 16 * MIB,
+            Kind::DurationsLibrary => 64 * MIB,
         }
     }
 
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Image => "a CUDA image",
             Kind::Data => "a copy's data file",
             Kind::Sidecar => "tracer's side file",
+            Kind::DurationsLibrary => "the durations library",
         }
     }
 }
@@ -166,6 +171,40 @@ pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>> {
 /// The whole of `path` as UTF-8 text.
 pub fn read_to_string(path: &Path, kind: Kind) -> Result<String> {
     String::from_utf8(read(path, kind)?).map_err(|_| anyhow!("{}: not UTF-8 text ({})", path.display(), kind.what()))
+}
+
+/// Opens `path`, a file tracer keeps between runs (the durations library),
+/// for reading as a `kind`: a link at its last component is refused as a
+/// link (`O_NOFOLLOW`), and a missing file is `None`.
+pub fn open_kept(path: &Path, kind: Kind) -> Result<Option<Opened>> {
+    let c = c_path(path)?;
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW;
+    // SAFETY: a valid NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            Some(libc::ELOOP) => {
+                bail!(
+                    "{}: a symbolic link: {} must be a regular file (never read through a link)",
+                    path.display(),
+                    kind.what()
+                )
+            }
+            _ => bail!("cannot open {} ({e})", path.display()),
+        };
+    }
+    // SAFETY: a descriptor just opened, owned from here.
+    checked(unsafe { OwnedFd::from_raw_fd(fd) }, &path.display(), kind).map(Some)
+}
+
+/// The whole of `path` (see [`open_kept`]), `None` if there is no such file.
+pub fn read_kept(path: &Path, kind: Kind) -> Result<Option<Vec<u8>>> {
+    match open_kept(path, kind)? {
+        Some(o) => read_all(o, &path.display(), kind).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// A directory whose files are opened without leaving it: no `..`, no

@@ -423,3 +423,39 @@ fn thread_states_of_a_recording_in_perfetto() {
     assert!(!out.contains("clock_nanosleep") && !out.contains("thread_seen"), "{out}");
     std::fs::remove_file(&p).ok();
 }
+
+#[test]
+fn a_trace_with_a_durations_library_line_is_inferred_with_it() {
+    // the hand-built trace without its gpu lines, and the library's kA and kB
+    let origin = "durations library /var/lib/tracer/durations.json (NVIDIA H100 80GB HBM3, driver 580.159.04, 2 runs)";
+    let entry = |k: &str, ns: u64| {
+        format!(
+            r#"{{"kernel":"{k}","grid":[4,1,1],"block":[128,1,1],"shared_mem":0,"count":10,"median_ns":{ns},"p10_ns":{ns},"p90_ns":{ns}}}"#
+        )
+    };
+    let line = format!(
+        r#"{{"type":"durations","ts":20000000,"pid":0,"tid":0,"origin":"{origin}","gpu_model":"NVIDIA H100 80GB HBM3","source":"durations library","kernels":[{},{}],"copies":[]}}"#,
+        entry("kA", 20_000),
+        entry("kB", 50_000)
+    );
+    let mut lines: Vec<String> =
+        hand_built().lines().filter(|l| !l.contains(r#""type":"gpu""#)).map(str::to_owned).collect();
+    lines.insert(lines.len() - 1, line);
+    let t = tmp("library.jsonl");
+    std::fs::write(&t, lines.join("\n") + "\n").unwrap();
+    let (rc, out, err) = tracer(&["gaps", t.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "tracer: GPU timeline inferred with the trace's {origin} (docs/durations-library.md); --timeline bound \
+             to ignore it, --durations FILE to use another"
+        )),
+        "{err}"
+    );
+    assert!(out.contains(&format!("inferred (calibrated from {origin})")), "{out}");
+    assert!(out.contains("calibration coverage: all 4 kernel launches have a calibrated duration"), "{out}");
+    // --timeline bound ignores it
+    let (rc, out, err) = tracer(&["gaps", t.to_str().unwrap(), "--timeline", "bound"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("durations library") && !out.contains("calibrated from"), "{err}\n{out}");
+}

@@ -86,6 +86,9 @@ words! {
         Stack = "stack",
         /// An on-CPU sample of a traced thread's stack (`stack`).
         Sample = "sample",
+        /// Kernel and copy durations from the machine's durations library
+        /// for the run's GPU (just before the footer).
+        Durations = "durations",
         Init = "init",
         Device = "device",
         Context = "context",
@@ -246,6 +249,7 @@ mod tests {
             "kernel_count",
             "stack",
             "sample",
+            "durations",
         ];
         assert_eq!(others, records);
     }

@@ -15,7 +15,8 @@ fn mkfifo(p: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
-const KINDS: [Kind; 6] = [Kind::Manifest, Kind::Durations, Kind::WebConfig, Kind::Image, Kind::Data, Kind::Sidecar];
+const KINDS: [Kind; 7] =
+    [Kind::Manifest, Kind::Durations, Kind::WebConfig, Kind::Image, Kind::Data, Kind::Sidecar, Kind::DurationsLibrary];
 
 #[test]
 fn devices_pipes_and_directories_are_refused_at_the_open() {
@@ -150,4 +151,29 @@ fn without_openat2_each_component_is_opened_without_following() {
         assert_eq!(read(rel).unwrap_err().raw_os_error(), Some(libc::ELOOP), "{rel}");
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_kept_file_is_never_read_through_a_link() {
+    let d = scratch("kept");
+    let k = Kind::DurationsLibrary;
+    assert!(read_kept(&d.join("missing"), k).unwrap().is_none());
+    std::fs::write(d.join("lib"), b"{}").unwrap();
+    assert_eq!(read_kept(&d.join("lib"), k).unwrap().unwrap(), b"{}");
+    symlink(d.join("lib"), d.join("link")).unwrap();
+    assert_eq!(
+        read_kept(&d.join("link"), k).unwrap_err().to_string(),
+        format!(
+            "{}: a symbolic link: the durations library must be a regular file (never read through a link)",
+            d.join("link").display()
+        )
+    );
+    // a dangling link too
+    symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+    assert!(read_kept(&d.join("dangling"), k).unwrap_err().to_string().contains(": a symbolic link: "));
+    assert_eq!(
+        read_kept(&d, k).unwrap_err().to_string(),
+        format!("{}: not a regular file (a directory): the durations library must be a regular file", d.display())
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -4,7 +4,8 @@
 //! - `measured`: CUPTI activity records (`gpu` lines): busy and idle time
 //!   are known;
 //! - `calibrated`: a simulation with kernel durations from a calibration
-//!   (`--durations FILE`, `tracer calibrate` or replay's isolated mode): busy
+//!   (`--durations FILE`, `tracer calibrate` or replay's isolated mode, the
+//!   durations library line of the trace: docs/durations-library.md): busy
 //!   and idle time are inferred, labelled "inferred (calibrated from FILE)";
 //! - `lower_bound`: neither. Only certain idle time is known (after a
 //!   synchronization returned, before the next submission); the busy time

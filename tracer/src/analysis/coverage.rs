@@ -32,6 +32,31 @@ pub struct CalibrationCoverage {
     pub fallback_ns: u64,
     /// Per missing kernel, most launches first.
     pub missing_kernels: Vec<MissingKernel>,
+    /// Launches timed from the durations that supplement the calibration
+    /// (those of the durations library beside a run's measured windows:
+    /// sampled.rs), apart from the fallback ones above; their time; and the
+    /// supplement's name ("the durations library (M entries)").
+    #[serde(skip_serializing_if = "is_zero")]
+    pub library_launches: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub library_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How the inference timed a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// From the calibration (or measured).
+    Calibrated,
+    /// From the durations supplementing the calibration (the library).
+    Library,
+    /// With the fallback: the calibration does not know the kernel.
+    Fallback,
 }
 
 impl CalibrationCoverage {
@@ -44,6 +69,18 @@ impl CalibrationCoverage {
 
     /// One line for reports.
     pub fn sentence(&self) -> String {
+        let library = match (self.library_launches, &self.library) {
+            (0, _) => String::new(),
+            (n, name) => format!(
+                "; from {}: {n} launches ({})",
+                name.as_deref().unwrap_or("the durations library"),
+                fmt_ns(self.library_ns)
+            ),
+        };
+        format!("{}{library}", self.missing_sentence())
+    }
+
+    fn missing_sentence(&self) -> String {
         if self.missing_launches == 0 {
             return format!(
                 "calibration coverage: all {} kernel launches have a calibrated duration",
@@ -80,14 +117,19 @@ pub struct Tally {
     ns: u64,
     missing: HashMap<String, (u64, u64)>,
     fallback_ns: u64,
+    library: (u64, u64),
 }
 
 impl Tally {
-    /// A kernel or graph launch timed at `ns`; `missing` when the calibration did not know it.
-    pub fn add(&mut self, name: &str, ns: u64, missing: bool) {
+    /// A kernel or graph launch timed at `ns`, as `how` says.
+    pub fn add(&mut self, name: &str, ns: u64, how: Timed) {
         self.launches += 1;
         self.ns += ns;
-        if missing {
+        if how == Timed::Library {
+            self.library.0 += 1;
+            self.library.1 += ns;
+        }
+        if how == Timed::Fallback {
             let e = self.missing.entry(name.to_string()).or_default();
             e.0 += 1;
             e.1 += ns;
@@ -109,6 +151,9 @@ impl Tally {
             missing_ns: missing_kernels.iter().map(|k| k.estimated_ns).sum(),
             fallback_ns: self.fallback_ns,
             missing_kernels,
+            library_launches: self.library.0,
+            library_ns: self.library.1,
+            library: None,
         }
     }
 }
@@ -146,6 +191,7 @@ mod tests {
                 missing_ns: 20_000,
                 fallback_ns: 20_000,
                 missing_kernels: vec![MissingKernel { kernel: "kB".into(), launches: 1, estimated_ns: 20_000 }],
+                ..Default::default()
             }
         );
         assert_eq!((c.missing_launch_share(), c.missing_time_share()), (0.25, 0.4));

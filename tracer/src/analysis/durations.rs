@@ -1,58 +1,18 @@
 //! Kernel duration calibration files (`tracer calibrate`, lines.md #5) and
 //! the duration model the timeline inference uses.
 //!
-//! File: `{"format":"tracer-kernel-durations","version":1,"source":"cupti",
-//! "gpu":..., "kernels":[{"kernel","grid","block","shared_mem","count",
-//! "median_ns","p10_ns","p90_ns"}], "copies":[{"kind":"h2d"|"d2h"|"d2d"|
-//! "memset"|…,"count","base_ns","ns_per_byte"}]}`. `copies` is optional
-//! (an addition of ours; producers that only know kernels leave it out).
+//! The file's form is durations_file.rs' ([`DurationsFile`]).
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
 
 use super::model::{Dir, Geom, GpuOpKind, Trace};
 use super::stats::nearest_rank;
 
-pub const FORMAT: &str = "tracer-kernel-durations";
+pub use super::durations_file::{CopyEntry, DurationsFile, FORMAT, KernelEntry};
 
 /// How a calibration is named where none was given ("calibrated from …").
 pub const UNNAMED_CALIBRATION: &str = "an unnamed calibration";
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct KernelEntry {
-    pub kernel: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    #[serde(default)]
-    pub shared_mem: u32,
-    pub count: u64,
-    pub median_ns: u64,
-    pub p10_ns: u64,
-    pub p90_ns: u64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct CopyEntry {
-    /// Direction (`h2d`, `d2h`, `d2d`, …) or `memset`.
-    pub kind: String,
-    pub count: u64,
-    /// Median duration of small transfers (≤ 64 KiB).
-    pub base_ns: u64,
-    /// Median extra time per byte of transfers over 1 MiB.
-    pub ns_per_byte: f64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct DurationsFile {
-    pub format: String,
-    pub version: u32,
-    pub source: String,
-    pub gpu: Option<String>,
-    pub kernels: Vec<KernelEntry>,
-    #[serde(default)]
-    pub copies: Vec<CopyEntry>,
-}
 
 /// Copy model used when a calibration gives none: 2 µs + size / bandwidth
 /// (h2d/d2h 20 GB/s, d2d 1.3 TB/s, memset 2.5 TB/s: H100-class figures).
@@ -74,6 +34,8 @@ pub struct Durations {
     pub origin: Option<String>,
     by_name: HashMap<String, (Vec<(Geom, u64)>, u64)>,
     copies: HashMap<String, CopyEntry>,
+    /// Durations for what these do not know ([`Durations::with_supplement`]).
+    pub supplement: Option<Box<Durations>>,
 }
 
 /// How a duration was found.
@@ -87,6 +49,25 @@ pub enum Found {
     CopyModel,
     /// Built-in copy model (no calibration for it).
     Default,
+    /// From the supplement ([`Durations::with_supplement`]): same kernel
+    /// and geometry, same kernel name, copy model.
+    SupplementExact,
+    SupplementByName,
+    SupplementCopyModel,
+}
+
+impl Found {
+    /// The kernel's own geometry was calibrated.
+    pub fn exact(self) -> bool {
+        matches!(self, Found::Exact | Found::SupplementExact)
+    }
+    /// Another geometry of the kernel was.
+    pub fn by_name(self) -> bool {
+        matches!(self, Found::ByName | Found::SupplementByName)
+    }
+    pub fn from_supplement(self) -> bool {
+        matches!(self, Found::SupplementExact | Found::SupplementByName | Found::SupplementCopyModel)
+    }
 }
 
 impl Durations {
@@ -114,7 +95,16 @@ impl Durations {
             by_name.get_mut(&name).unwrap().1 = med;
         }
         let copies = f.copies.iter().map(|c| (c.kind.clone(), c.clone())).collect();
-        Durations { file: Some(f), origin: None, by_name, copies }
+        Durations { file: Some(f), origin: None, by_name, copies, supplement: None }
+    }
+
+    /// These durations, and `other` for the kernels and copy kinds these do
+    /// not know: a kernel is looked up by geometry in both, then by name in
+    /// both (durations measured elsewhere for its geometry beat this run's
+    /// for another geometry).
+    pub fn with_supplement(mut self, other: Durations) -> Self {
+        self.supplement = Some(Box::new(other));
+        self
     }
 
     /// The same durations, named `origin` in labels.
@@ -140,21 +130,35 @@ impl Durations {
     }
 
     pub fn kernel(&self, name: &str, g: Option<&Geom>) -> Option<(u64, Found)> {
-        let (geoms, med) = self.by_name.get(name)?;
-        if let Some(g) = g
-            && let Some((_, d)) = geoms.iter().find(|(x, _)| x == g)
-        {
-            return Some((*d, Found::Exact));
+        let sup = self.supplement.as_deref();
+        if let Some(d) = self.exact(name, g) {
+            return Some((d, Found::Exact));
         }
-        Some((*med, Found::ByName))
+        if let Some(d) = sup.and_then(|s| s.exact(name, g)) {
+            return Some((d, Found::SupplementExact));
+        }
+        if let Some((_, med)) = self.by_name.get(name) {
+            return Some((*med, Found::ByName));
+        }
+        let (_, med) = sup?.by_name.get(name)?;
+        Some((*med, Found::SupplementByName))
+    }
+
+    /// The duration calibrated for `name` at geometry `g` (not by name, not the supplement's).
+    pub fn exact(&self, name: &str, g: Option<&Geom>) -> Option<u64> {
+        let (geoms, _) = self.by_name.get(name)?;
+        let g = g?;
+        geoms.iter().find(|(x, _)| x == g).map(|(_, d)| *d)
     }
 
     /// Duration of a copy (`dir`) or set (`None`) of `size` bytes.
     pub fn copy(&self, dir: Option<Dir>, size: u64) -> (u64, Found) {
         let kind = dir.map_or("memset", Dir::as_str);
-        let (c, found) = match self.copies.get(kind) {
-            Some(c) => (c.clone(), Found::CopyModel),
-            None => (default_copy(kind), Found::Default),
+        let sup = self.supplement.as_deref().and_then(|s| s.copies.get(kind));
+        let (c, found) = match (self.copies.get(kind), sup) {
+            (Some(c), _) => (c.clone(), Found::CopyModel),
+            (None, Some(c)) => (c.clone(), Found::SupplementCopyModel),
+            (None, None) => (default_copy(kind), Found::Default),
         };
         (c.base_ns + (c.ns_per_byte * size as f64).round() as u64, found)
     }

@@ -44,7 +44,7 @@ pub fn dur_ns(duration_us: Option<f64>) -> u64 {
 /// `stack` lines are where other lines were taken;
 /// an interval still open at the end reaches the last record's time).
 pub const NOT_IN_SPAN: &[&str] =
-    &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count", "sched", "stack"];
+    &["header", "footer", "gpu_window", "copy_data", "count", "kernel_count", "sched", "stack", "durations"];
 
 /// The trace span of a parsed trace (`None` when it has no record).
 pub fn trace_span(t: &super::model::Trace) -> Option<(u64, u64)> {

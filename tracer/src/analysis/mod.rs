@@ -21,6 +21,8 @@
 //!   [`energy::energy_between`] → energy of an interval;
 //! - [`report::build`] → per-phase / per-iteration time, counts and energy;
 //! - [`durations::calibrate`], [`compare::compare`];
+//! - [`durations_library::merge`], [`durations_library::select`] (the
+//!   durations library of a machine; its file: `crate::collect::durations_library`);
 //! - [`filter::apply`] (`--pid`, `--from`/`--to`), [`filter::window_ns`];
 //! - [`summary::Summary`] (the end-of-run summary, live and from a file),
 //!   [`ioctl_report::IoctlReport`] (`tracer ioctls`).
@@ -34,6 +36,8 @@ mod bound_check_tests;
 pub mod compare;
 pub mod coverage;
 pub mod durations;
+pub mod durations_file;
+pub mod durations_library;
 pub mod energy;
 mod fasthash;
 pub mod figures;

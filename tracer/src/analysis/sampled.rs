@@ -6,9 +6,23 @@
 //! The timeline keeps the measured intervals where they are and infers the
 //! rest with the queue simulation of [`timeline::inferred`], its durations
 //! calibrated from the measured intervals themselves (per kernel name, grid,
-//! block and shared memory: [`durations::calibrate`]); a kernel never seen in
-//! a window gets the median of the calibrated ones and is counted in the
-//! calibration coverage.
+//! block and shared memory: [`durations::calibrate`]); a kernel or copy kind
+//! never seen in a window gets the durations of the machine's durations
+//! library the trace carries (its `durations` line), or `--durations FILE`,
+//! and else the median of the calibrated kernels (counted in the
+//! calibration coverage, apart from those the library timed).
+//!
+//! The expected error of the calibrated busy time
+//! ([`timeline::Diagnostics::expected_busy_error_pct`]): over the launches
+//! measured in windows, Σ|measured − model| / Σ measured, the model being
+//! the library's duration for the launch's kernel and geometry where it has
+//! one (measured in other runs: an out-of-sample figure), else this run's
+//! own calibration for it (a median of these very launches: their
+//! dispersion only).
+//!
+//! A trace without windows and without `gpu` lines but with a durations
+//! line gets the inferred timeline with those durations; an explicit
+//! `--durations FILE` wins over them.
 //!
 //! Measured work is linked to its call window by window: per process and
 //! window, the calls made inside it and the measured work that started
@@ -20,7 +34,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::durations::{self, Durations};
-use super::model::{Call, Dir, GpuOpKind, Kind, Trace};
+use super::model::{Call, Dir, GpuOpKind, Kind, NO_STR, Trace};
 use super::timeline::{self, Source, SubmitAt, Timeline, WorkKind};
 
 /// The measured windows per process, sorted by start (a process's windows do not overlap).
@@ -106,23 +120,100 @@ fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64,
 }
 
 /// The best timeline of a trace: sampled if it has measured windows
-/// (`--gpu-sample`), else [`timeline::gpu_intervals`] (measured, inferred
-/// with `durations`, or bound).
+/// (`--gpu-sample`; the kernels they never saw timed with `durations`, else
+/// with the trace's durations library line), else [`timeline::gpu_intervals`]
+/// (measured, inferred with `durations` or else the library line, or bound).
 pub fn gpu_intervals(t: &Trace, durations: Option<&Durations>) -> Timeline {
-    if t.gpu_windows.is_empty() { timeline::gpu_intervals(t, durations) } else { sampled(t) }
+    if !t.gpu_windows.is_empty() {
+        let supplement = match durations {
+            Some(d) => Some(d.clone().with_origin(format!("{} ({} entries)", d.origin(), entries(d)))),
+            None => library(t).map(|d| {
+                let n = entries(&d);
+                d.with_origin(format!("the durations library ({n} entries)"))
+            }),
+        };
+        return sampled_with(t, supplement);
+    }
+    if t.gpu.is_empty()
+        && durations.is_none()
+        && let Some(d) = library(t)
+    {
+        return timeline::inferred(t, &d);
+    }
+    timeline::gpu_intervals(t, durations)
 }
 
-/// The sampled timeline (see the module header).
+/// The durations library's entries the trace carries (its `durations`
+/// line), named by the line's `origin`.
+pub fn library(t: &Trace) -> Option<Durations> {
+    let (origin, f) = t.library_durations.as_ref()?;
+    Some(Durations::new(f.clone()).with_origin(origin.clone()))
+}
+
+/// Kernel entries of a calibration.
+fn entries(d: &Durations) -> usize {
+    d.file.as_ref().map_or(0, |f| f.kernels.len())
+}
+
+/// The sampled timeline (see the module header), the kernels no window saw
+/// timed with the trace's durations library line if it has one.
 pub fn sampled(t: &Trace) -> Timeline {
+    let supplement = library(t).map(|d| {
+        let n = entries(&d);
+        d.with_origin(format!("the durations library ({n} entries)"))
+    });
+    sampled_with(t, supplement)
+}
+
+/// The sampled timeline, `supplement` timing what the windows never saw
+/// (named in the label as its origin says).
+pub fn sampled_with(t: &Trace, supplement: Option<Durations>) -> Timeline {
     let measured = timeline::measured(t);
     let placed = link(t, &measured, &Windows::of(t));
-    let d = durations::calibrate(t).map(Durations::new).unwrap_or_default().with_origin(origin(t));
+    let own = durations::calibrate(t).map(Durations::new).unwrap_or_default();
+    let error = expected_busy_error_pct(t, &placed, &own, supplement.as_ref());
+    let mut d = own.with_origin(origin(t));
+    if let Some(s) = supplement {
+        d = d.with_supplement(s);
+    }
     let mut tl = timeline::inferred_around(t, &d, placed, SubmitAt::Return);
+    if let Some(c) = &tl.diag.coverage
+        && let Some(lib) = c.library.as_deref().filter(|_| c.library_launches > 0)
+    {
+        tl.calibrated_from = Some(format!("{} and {lib}", origin(t)));
+    }
+    tl.diag.expected_busy_error_pct = error;
     tl.source = Source::Sampled;
     for s in &mut tl.streams {
         s.source = Source::Sampled;
     }
     tl
+}
+
+/// The expected error of the calibrated busy time (see the module header):
+/// over the measured launches (`placed`), the model `supplement`'s duration
+/// for the kernel's geometry, else `own`'s.
+fn expected_busy_error_pct(
+    t: &Trace,
+    placed: &HashMap<u32, (u64, u64)>,
+    own: &Durations,
+    supplement: Option<&Durations>,
+) -> Option<f64> {
+    let (mut measured, mut error) = (0u128, 0u128);
+    for (&ci, &(start, end)) in placed {
+        let c = &t.calls[ci as usize];
+        if c.kind != Kind::Launch || c.kernel == NO_STR {
+            continue;
+        }
+        let (name, g) = (t.name(c.kernel), t.geom(c.geom));
+        let model = supplement.and_then(|s| s.exact(name, g)).or_else(|| own.kernel(name, g).map(|x| x.0));
+        if let Some(model) = model {
+            let m = end - start;
+            measured += m as u128;
+            error += m.abs_diff(model) as u128;
+        }
+    }
+    (measured > 0).then(|| error as f64 * 100.0 / measured as f64)
 }
 
 /// "N measured windows of this run (X of Y ms)".
@@ -154,7 +245,7 @@ pub(crate) mod tests {
     /// A run whose true GPU timeline is known: every kernel starts when its
     /// launch returns or when the one before it ends, kA runs 10 µs, kB 30 µs.
     /// Returns (calls, true intervals).
-    fn truth() -> (Vec<String>, Vec<(u64, u64, &'static str)>) {
+    pub(crate) fn truth() -> (Vec<String>, Vec<(u64, u64, &'static str)>) {
         let mut calls = vec![];
         let mut truth = vec![];
         let mut free = 0u64;
@@ -269,3 +360,7 @@ pub(crate) mod tests {
         assert_eq!(e.to_string(), "w: line 1: a `gpu_window` line needs `end_ts`");
     }
 }
+
+#[cfg(test)]
+#[path = "sampled_library_tests.rs"]
+mod library_tests;

@@ -109,7 +109,8 @@ impl Summary {
             }
             // Scheduler events of the traced threads are not calls (and not
             // in the span); stack lines are where lines were taken.
-            Some(LineType::Sched | LineType::Stack | LineType::Sample) => return,
+            // The durations library's entries are not records either.
+            Some(LineType::Sched | LineType::Stack | LineType::Sample | LineType::Durations) => return,
             _ => {}
         }
         if let Some(p) = v["pid"].as_u64() {

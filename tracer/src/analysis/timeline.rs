@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Serialize;
 
+use super::coverage::Timed;
 use super::durations::{Durations, Found};
 use super::model::{Call, Dir, GpuOpKind, Kind, NO_STR, NONE, Trace};
 
@@ -188,6 +189,12 @@ pub struct Diagnostics {
     /// as a share of the launches and of the estimated kernel time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<super::coverage::CalibrationCoverage>,
+    /// `sampled`: the expected error of the inferred busy time, in % of the
+    /// measured: over the launches measured in windows, Σ|measured − model|
+    /// / Σ measured, the model being the duration the inference would have
+    /// given each (sampled.rs); None where no window measured a kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_busy_error_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -394,11 +401,15 @@ pub fn inferred_with(t: &Trace, d: &Durations, at: SubmitAt) -> Timeline {
 /// start and end) are placed where they were measured, and the queue
 /// simulation goes on from there.
 pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u64)>, at: SubmitAt) -> Timeline {
-    let all_median = d.file.as_ref().and_then(|f| {
-        let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
-        v.sort_unstable();
-        (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
-    });
+    let median = |d: &Durations| {
+        d.file.as_ref().and_then(|f| {
+            let mut v: Vec<u64> = f.kernels.iter().map(|k| k.median_ns).collect();
+            v.sort_unstable();
+            (!v.is_empty()).then(|| super::stats::nearest_rank(&v, 50.0))
+        })
+    };
+    // the median of these durations' kernels, else of the supplement's
+    let all_median = median(d).or_else(|| d.supplement.as_deref().and_then(median));
     let mut sim = Sim {
         t,
         d,
@@ -425,7 +436,11 @@ pub fn inferred_around(t: &Trace, d: &Durations, measured: HashMap<u32, (u64, u6
             _ => {}
         }
     }
-    sim.diag.coverage = Some(std::mem::take(&mut sim.tally).finish());
+    let mut coverage = std::mem::take(&mut sim.tally).finish();
+    if coverage.library_launches > 0 {
+        coverage.library = d.supplement.as_deref().map(|s| s.origin().to_string());
+    }
+    sim.diag.coverage = Some(coverage);
     let streams = sim
         .streams
         .into_iter()
@@ -493,7 +508,7 @@ impl Sim<'_> {
     fn place_measured(&mut self, i: usize, c: &Call, key: StreamKey, start: u64, end: u64) {
         if matches!(c.kind, Kind::Launch | Kind::GraphLaunch) {
             let name = if c.kernel == NO_STR { "(unnamed handle)" } else { self.t.name(c.kernel) };
-            self.tally.add(name, end - start, false);
+            self.tally.add(name, end - start, Timed::Calibrated);
         }
         let diag = &mut self.diag;
         let s = self.streams.entry(key).or_default();
@@ -534,22 +549,22 @@ impl Sim<'_> {
                 let name = if c.kernel == NO_STR { "(unnamed handle)" } else { t.name(c.kernel) };
                 match (c.kernel != NO_STR).then(|| d.kernel(name, t.geom(c.geom))).flatten() {
                     Some((ns, f)) => {
-                        if f == Found::ByName {
+                        if f.by_name() {
                             diag.by_name_only += 1;
                         }
-                        self.tally.add(name, ns, false);
-                        (ns, f != Found::Exact)
+                        self.tally.add(name, ns, if f.from_supplement() { Timed::Library } else { Timed::Calibrated });
+                        (ns, !f.exact())
                     }
                     None => {
                         diag.unknown_kernels += 1;
-                        self.tally.add(name, fallback, true);
+                        self.tally.add(name, fallback, Timed::Fallback);
                         (fallback, true)
                     }
                 }
             }
             Kind::GraphLaunch => {
                 diag.unknown_kernels += 1;
-                self.tally.add("(graph launch)", fallback, true);
+                self.tally.add("(graph launch)", fallback, Timed::Fallback);
                 (fallback, true)
             }
             Kind::Copy | Kind::CopyAsync => {

@@ -317,6 +317,16 @@ pub fn timeline_for(t: &crate::analysis::model::Trace, o: &TimelineOpts) -> anyh
             p.display()
         );
     }
+    if let (None, None, TimelineArg::Auto, Some((origin, _))) =
+        (&o.durations, &from_replay, o.timeline, &t.library_durations)
+        && t.gpu.is_empty()
+        && t.gpu_windows.is_empty()
+    {
+        eprintln!(
+            "tracer: GPU timeline inferred with the trace's {origin} (docs/durations-library.md); --timeline bound to \
+             ignore it, --durations FILE to use another"
+        );
+    }
     let d = match (&o.durations, &from_replay) {
         (Some(p), _) => Some(load_durations(p)?),
         (None, Some(p)) => Some(load_recording_durations(p)?),

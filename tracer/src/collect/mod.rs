@@ -13,7 +13,8 @@
 //! ([`side`]: NVML [`power`] samples and phase [`markers`];
 //! [`gpu_timestamps`]: CUPTI through an injection library); replayable
 //! recordings ([`replayable`]); kernel-side counts (`--counts`, [`counts`]); facts about the machine ([`sysinfo`]) and
-//! other processes' memory ([`procmem`]).
+//! other processes' memory ([`procmem`]); the machine's durations library
+//! between runs ([`durations_library`]).
 //!
 //! Which processes are recorded ([`selection`]: the command's tree,
 //! `--system`, `--cgroup`), the libcuda files they use, probed per inode
@@ -29,6 +30,7 @@ pub mod cgroups;
 pub mod collector;
 pub mod counts;
 pub mod coverage;
+pub mod durations_library;
 pub mod entry_points;
 pub mod footer;
 pub mod gpu_durations;

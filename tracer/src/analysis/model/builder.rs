@@ -158,6 +158,12 @@ impl TraceBuilder {
                 self.t.stacks.note_sample(at.ts, at.tid, id);
                 Ok(())
             }
+            // The durations library's entries for this run's GPU (durations_file.rs).
+            LineType::Durations => {
+                let d = crate::analysis::durations_file::parse_durations_line(bytes).map_err(|e| self.err(e))?;
+                self.t.library_durations = Some(d);
+                Ok(())
+            }
             LineType::Graph => {
                 let v: Value = serde_json::from_slice(bytes).map_err(|e| self.err(e))?;
                 self.graph_lines.push(GraphLine { ts: at.ts, pid: at.pid, tid: at.tid, v });

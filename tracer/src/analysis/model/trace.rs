@@ -8,6 +8,7 @@ use super::graph_records::{ExecNode, GraphStats};
 use super::records::{Call, Geom, GpuOp, GpuWindow, Ioctl, LossScan, Marker, PowerSample, ProcEvent, ProcOp, Strings};
 use super::sched::Sched;
 use super::stacks::Stacks;
+use crate::analysis::durations_file::DurationsFile;
 
 /// A parsed trace.
 #[derive(Default, Debug)]
@@ -45,6 +46,9 @@ pub struct Trace {
     /// The user stacks (`stack` lines) and which calls name them; `off_cpu`
     /// intervals keep theirs in [`Sched`].
     pub stacks: Stacks,
+    /// The durations library's entries for the run's GPU (a `durations`
+    /// line: its `origin` and durations; of two such lines, the last).
+    pub library_durations: Option<(String, DurationsFile)>,
 }
 
 impl Trace {
