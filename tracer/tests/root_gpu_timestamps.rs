@@ -59,6 +59,7 @@ fn run_with(tag: &str, cupti_lib: &Path, env: &[(&str, &str)], opts: &[&str], ar
     c.arg("-o").arg(&out).arg("--libcuda").arg(&common::fake().lib);
     c.arg("--gpu-timestamps").arg("--cupti-injection").arg(&b.injection).arg("--cupti-lib").arg(cupti_lib);
     c.args(opts).arg("--").arg(&b.driver).args(args);
+    c.env("TRACER_DURATIONS_LIBRARY", out.with_extension("durations.json"));
     c.envs(env.iter().copied()).env_remove("CUDA_INJECTION64_PATH");
     c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
@@ -133,7 +134,8 @@ fn fake_cupti_records_become_gpu_lines() {
         json!({"kernels":2,"memcpys":1,"memsets":1,"dropped_by_cupti":3,"dropped_by_injection":0,"no_timestamp":0,
                "unknown_stream":0,"undecodable":0,"incomplete_bytes":0,
                "processes":[{"pid":pid,"cupti":b.fake_cupti.canonicalize().unwrap().display().to_string(),
-                             "cupti_version":99,"clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[]}]})
+                             "cupti_version":99,"clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[],
+                             "notes":["hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"]}]})
     );
     assert!(
         t.stderr.contains("gpu (CUPTI, 1 process(es)): 2 kernels, 1 copies, 1 sets measured; 3 records lost (3 by CUPTI, 0 by the pipe)"),
@@ -258,4 +260,108 @@ fn sampled_measurement_writes_its_windows() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("recorded with --gpu-sample"), "{err}");
+}
+
+/// The default recording (no --gpu-timestamps): adaptive windows with the
+/// fake libcupti, the durations library at `library`.
+fn run_default(tag: &str, library: &Path, opts: &[&str], args: &[&str]) -> common::Traced {
+    let b = built();
+    let out = common::fresh_output(tag);
+    let mut c = Command::new(common::tracer_bin());
+    c.arg("-o").arg(&out).arg("--libcuda").arg(&common::fake().lib);
+    if !opts.contains(&"--no-gpu") {
+        c.arg("--cupti-injection").arg(&b.injection).arg("--cupti-lib").arg(&b.fake_cupti);
+    }
+    c.args(opts).arg("--").arg(&b.driver).args(args);
+    // this machine's /proc/driver/nvidia names no GPU: the key is given
+    c.env("TRACER_DURATIONS_LIBRARY", library)
+        .env("TRACER_GPU_KEY", "Fake GPU;1.0")
+        .env_remove("CUDA_INJECTION64_PATH");
+    c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
+    c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
+    c.stdin(Stdio::null());
+    let t0 = Instant::now();
+    let mut child = c.spawn().unwrap();
+    let st = common::wait_with_timeout(&mut child, Duration::from_secs(120), false, "tracer (default GPU side)");
+    common::finish(out, st, t0.elapsed())
+}
+
+fn windows_of(t: &common::Traced) -> Vec<&Value> {
+    t.lines.iter().filter(|l| l["type"] == "gpu_window").collect()
+}
+
+#[test]
+fn the_default_recording_measures_in_adaptive_windows_and_fills_the_library() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let dir = common::fresh_output("durations-lib").with_extension("d");
+    let _ = std::fs::remove_dir_all(&dir);
+    let library = dir.join("durations.json");
+    let windows = ["--gpu-windows", "20/100/200"];
+    // 500 launches ≥ 1 ms apart
+    let t = run_default("gpu-default-1", &library, &windows, &["launch", "500", "1000"]);
+    assert_eq!(t.code(), 0, "{}", t.describe());
+    let h = &t.header()["gpu_timestamps"];
+    assert_eq!((&h["enabled"], &h["mode"], &h["implicit"]), (&json!(true), &json!("adaptive"), &json!(true)));
+    assert_eq!(h["adaptive"], json!({"window_ms": 20, "max_window_ms": 100, "max_gap_ms": 200}));
+    let w = windows_of(&t);
+    assert!(w.len() >= 3, "{w:?}");
+    // the fake's one kernel configuration is new in the first window only
+    assert_eq!(w[0]["new_keys"], 1, "{w:?}");
+    assert!(w[1..].iter().all(|x| x["new_keys"] == 0), "{w:?}");
+    let f = &t.footer()["gpu_timestamps"];
+    assert_eq!(f["windows"].as_u64(), Some(w.len() as u64));
+    assert!(f["windows_detached"].as_u64().unwrap() >= w.len() as u64 - 1, "{f}");
+    assert!(f["attach_ns"].as_u64().unwrap() > 0 && f["detach_ns"].as_u64().unwrap() > 0, "{f}");
+    assert_eq!(
+        f["processes"][0]["notes"][0],
+        "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"
+    );
+    let kernels = t.lines.iter().filter(|l| l["type"] == "gpu" && l["op"] == "kernel").count() as u64;
+    assert_eq!(f["window_records"].as_u64(), Some(kernels));
+    // the library now holds the fake's kernel, counted once per record
+    let lib: Value = serde_json::from_str(&std::fs::read_to_string(&library).unwrap()).unwrap();
+    assert_eq!(lib["format"], "tracer-durations-library");
+    let gpus = lib["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1);
+    let k = &gpus[0]["kernels"][0];
+    assert_eq!((&k["kernel"], &k["grid"], &k["count"]), (&json!("_Z3fooPf"), &json!([2, 3, 4]), &json!(kernels)));
+    assert_eq!((k["median_ns"].as_u64(), gpus[0]["runs"].as_u64()), (Some(4500), Some(1)));
+    assert_eq!(t.footer()["durations_library"]["path"], library.display().to_string());
+    assert!(t.stderr.contains("durations library "), "{}", t.stderr);
+
+    // a second run starts from what the library knows: nothing is new, the first window is not extended
+    let t2 = run_default("gpu-default-2", &library, &windows, &["launch", "150", "1000"]);
+    assert_eq!(t2.code(), 0, "{}", t2.describe());
+    let w2 = windows_of(&t2);
+    assert!(w2.iter().all(|x| x["new_keys"] == 0), "{w2:?}");
+    let first = w2[0]["end_ts"].as_u64().unwrap() - w2[0]["ts"].as_u64().unwrap();
+    assert!(first < 40_000_000, "{w2:?}");
+    let lib: Value = serde_json::from_str(&std::fs::read_to_string(&library).unwrap()).unwrap();
+    assert_eq!(lib["gpus"][0]["runs"], 2);
+
+    // a corrupt library is moved aside, said in one line, and the run records
+    std::fs::write(&library, "{ not json").unwrap();
+    let t3 = run_default("gpu-default-3", &library, &windows, &["launch", "50", "1000"]);
+    assert_eq!(t3.code(), 0, "{}", t3.describe());
+    assert!(t3.stderr.contains("moved aside to "), "{}", t3.stderr);
+    let aside: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("durations.json.corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1);
+    let lib: Value = serde_json::from_str(&std::fs::read_to_string(&library).unwrap()).unwrap();
+    assert_eq!(lib["gpus"][0]["runs"], 1);
+    assert_eq!(t3.footer()["type"], "footer");
+
+    // --no-gpu: the pure-uprobe mode, nothing injected
+    let t4 = run_default("gpu-default-off", &library, &["--no-gpu"], &["launch", "5", "1000"]);
+    assert_eq!(t4.code(), 2, "no injection: the driver finds no InitializeInjection: {}", t4.describe());
+    assert!(t4.stderr.contains("inject_driver: no InitializeInjection"), "{}", t4.stderr);
+    let h = &t4.header()["gpu_timestamps"];
+    assert_eq!((&h["enabled"], &h["reason"]), (&json!(false), &json!("off (--no-gpu)")));
+    assert!(!t4.lines.iter().any(|l| l["type"] == "gpu_window"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -448,14 +448,19 @@ mod tests {
         let err = |a: &[&str]| parse(a).unwrap_err().kind();
         // Injection goes through the environment: not with -p.
         assert_eq!(err(&["tracer", "--gpu-timestamps", "-p", "1"]), clap::error::ErrorKind::ArgumentConflict);
+        // the default recording's GPU side takes them too, --no-gpu not
+        assert!(parse(&["tracer", "--cupti-lib", "/x", "--", "true"]).is_ok());
         assert_eq!(
-            err(&["tracer", "--cupti-lib", "/x", "--", "true"]),
-            clap::error::ErrorKind::MissingRequiredArgument
+            err(&["tracer", "--no-gpu", "--cupti-lib", "/x", "--", "true"]),
+            clap::error::ErrorKind::ArgumentConflict
         );
         assert_eq!(
-            err(&["tracer", "--cupti-injection", "/x", "--", "true"]),
-            clap::error::ErrorKind::MissingRequiredArgument
+            err(&["tracer", "--no-gpu", "--gpu-timestamps", "--", "true"]),
+            clap::error::ErrorKind::ArgumentConflict
         );
+        let r = parse(&["tracer", "--gpu-windows", "50/500/5000", "--", "true"]).unwrap();
+        assert_eq!(r.gpu_windows.map(|a| a.env_value()).as_deref(), Some("adaptive:50/500/5000"));
+        assert!(parse(&["tracer", "--cupti-injection", "/x", "--", "true"]).is_ok());
         assert_eq!(
             err(&["tracer", "--gpu-sample", "20/200", "--", "true"]),
             clap::error::ErrorKind::MissingRequiredArgument

@@ -117,7 +117,9 @@ fn options(args: RecordArgs) -> RecordOptions {
 fn gpu_options(args: &RecordArgs) -> Option<GpuOptions> {
     use tracer_cupti::sample::{DEFAULT_ADAPTIVE, Plan};
     let explicit = args.gpu_timestamps;
-    if args.no_gpu || (!explicit && (args.pid.is_some() || args.command.is_empty())) {
+    // --replayable: replay paces by the recording's host gaps; its own CUPTI runs
+    // time the kernels (ask with --gpu-timestamps)
+    if args.no_gpu || (!explicit && (args.pid.is_some() || args.command.is_empty() || args.replayable)) {
         return None;
     }
     Some(GpuOptions {
@@ -128,6 +130,11 @@ fn gpu_options(args: &RecordArgs) -> Option<GpuOptions> {
             false => Some(Plan::Adaptive(args.gpu_windows.unwrap_or(DEFAULT_ADAPTIVE))),
         },
         implicit: !explicit,
+        library: match &args.durations_library {
+            Some(p) if p.as_os_str().is_empty() => None,
+            Some(p) => Some(p.clone()),
+            None => crate::collect::durations_library::default_path(),
+        },
         check_coverage: args.check_coverage,
     })
 }

@@ -67,13 +67,27 @@ pub fn path_from(
     Some(home.join(".local/state/tracer/durations.json"))
 }
 
+/// The variable that names the GPU key ("MODEL;DRIVER") where
+/// /proc/driver/nvidia does not (a container without it, the tests' fake driver).
+pub const KEY_ENV: &str = "TRACER_GPU_KEY";
+
 /// The GPU key of this machine's GPU `ordinal` (PCI bus order), from
-/// /proc/driver/nvidia.
+/// /proc/driver/nvidia, else from `$TRACER_GPU_KEY`.
 pub fn machine_key(ordinal: usize) -> Option<GpuKey> {
-    let driver = super::sysinfo::driver_version()?;
-    let gpus = super::sysinfo::gpus();
-    let model = gpus.get(ordinal)?["model"].as_str()?.to_string();
-    Some(GpuKey::new(model, driver))
+    let from_proc = || {
+        let driver = super::sysinfo::driver_version()?;
+        let gpus = super::sysinfo::gpus();
+        let model = gpus.get(ordinal)?["model"].as_str()?.to_string();
+        Some(GpuKey::new(model, driver))
+    };
+    from_proc().or_else(|| key_from_env(std::env::var(KEY_ENV).ok().as_deref()))
+}
+
+/// "MODEL;DRIVER" (both non-empty) as a key.
+pub fn key_from_env(v: Option<&str>) -> Option<GpuKey> {
+    let (model, driver) = v?.split_once(';')?;
+    let (model, driver) = (model.trim(), driver.trim());
+    (!model.is_empty() && !driver.is_empty()).then(|| GpuKey::new(model, driver))
 }
 
 /// What went wrong with the library, in one line (it names the file, what

@@ -375,16 +375,72 @@ mod tests {
         assert_eq!(
             g.footer()["processes"],
             json!([{"pid":100,"cupti":"/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcupti.so.13","cupti_version":26,
-                    "clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[]}])
+                    "clock":"timestamp_callback","offset_ns":0,"flushed_at_exit":true,"errors":[],"notes":[]}])
         );
         assert_eq!(g.summary_line(), "gpu (CUPTI, 1 process(es)): 1 kernels, 1 copies, 1 sets measured");
     }
 
     #[test]
+    fn adaptive_windows_carry_their_cost_to_the_line_and_the_footer() {
+        let w = |start, end, attach_ns, detach_ns, records, new_keys| {
+            (7, Msg::Window { start, end, attach_ns, detach_ns, records, new_keys })
+        };
+        let (g, lines) = run(&[
+            (7, Msg::Note { text: "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps".into() }),
+            w(1_000, 101_000, 0, 2_500_000, 40, 12),
+            w(300_000, 400_000, 1_500_000, 1_000_000, 20, 0),
+            w(900_000, 950_000, 1_000_000, 0, 5, 0),
+        ]);
+        assert_eq!(
+            lines[0],
+            r#"{"attach_us":0.0,"detach_us":2500.0,"end_ts":101000,"name":"cupti","new_keys":12,"op":"measured","pid":7,"records":40,"tid":0,"ts":1000,"type":"gpu_window"}"#
+        );
+        let f = g.footer_with_windows();
+        assert_eq!(
+            (
+                &f["windows"],
+                &f["windows_detached"],
+                &f["attach_ns"],
+                &f["detach_ns"],
+                &f["window_records"],
+                &f["new_keys"]
+            ),
+            (&json!(3), &json!(2), &json!(2_500_000), &json!(3_500_000), &json!(65), &json!(12))
+        );
+        assert_eq!(
+            f["processes"][0]["notes"][0],
+            "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"
+        );
+        assert!(g.summary_line().contains(
+            "in 3 adaptive windows (0.2 ms; 12 new kernels or copy sizes; CUPTI detached 2 times, attaching took 2.5 ms, detaching 3.5 ms;"
+        ), "{}", g.summary_line());
+    }
+
+    #[test]
     fn sampling_windows_become_gpu_window_lines() {
         let (g, lines) = run(&[
-            (100, Msg::Window { start: 5_000_000_000, end: 5_020_000_000, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
-            (100, Msg::Window { start: 5_200_000_000, end: 5_200_000_000, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
+            (
+                100,
+                Msg::Window {
+                    start: 5_000_000_000,
+                    end: 5_020_000_000,
+                    attach_ns: 0,
+                    detach_ns: 0,
+                    records: 0,
+                    new_keys: 0,
+                },
+            ),
+            (
+                100,
+                Msg::Window {
+                    start: 5_200_000_000,
+                    end: 5_200_000_000,
+                    attach_ns: 0,
+                    detach_ns: 0,
+                    records: 0,
+                    new_keys: 0,
+                },
+            ),
             (100, Msg::Window { start: 7, end: 6, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
         ]);
         assert_eq!(

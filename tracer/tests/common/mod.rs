@@ -201,6 +201,8 @@ pub fn tracer_cmd(out: &Path, tracer_args: &[&str], driver_args: &[&str]) -> Com
     // records and lines exactly, and the samples' number depends on how
     // long the threads ran (tests/root_stacks.rs tests them).
     c.arg("-o").arg(out).arg("--libcuda").arg(&f.lib).args(["--stack-sample-hz", "0"]);
+    // the tests' own durations library, never the machine's
+    c.env("TRACER_DURATIONS_LIBRARY", out.with_extension("durations.json"));
     c.args(tracer_args).arg("--").arg(&f.driver).args(driver_args);
     c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
@@ -298,6 +300,7 @@ pub fn record_program(
 ) -> (ExitStatus, String) {
     let mut c = Command::new(tracer_bin());
     c.arg("record")
+        .env("TRACER_DURATIONS_LIBRARY", out.with_extension("durations.json"))
         .args(tracer_args)
         .envs(env.iter().copied())
         .arg("-o")

@@ -74,6 +74,7 @@ pub fn finish_trace(
     exit: Option<&spawn::ExitInfo>,
     elapsed: Duration,
     gpu: Option<&mut GpuSession>,
+    library: Option<&crate::collect::record::durations::LibraryUse>,
     quiet: bool,
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);
@@ -85,6 +86,9 @@ pub fn finish_trace(
     footer["markers"] = side_footer["markers"].take();
     if let Some(g) = gpu {
         footer["gpu_timestamps"] = g.finish(col);
+        if let Some(l) = library {
+            footer["durations_library"] = crate::collect::record::durations::finish(col, g, l, quiet);
+        }
     }
     if let Some(r) = &col.replay {
         footer["replay"] = r.footer();

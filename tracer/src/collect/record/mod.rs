@@ -5,6 +5,7 @@
 //! mark and the collector with its [`header`] ([`start`]), the collection
 //! loop, then the footer and the manifest ([`finish`]). What is printed at
 //! the end is left to the caller, from the returned [`options::Outcome`].
+pub mod durations;
 pub mod finish;
 pub mod header;
 pub mod options;
@@ -49,6 +50,8 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     };
     let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
     let (mut gpu, gpu_off) = start_gpu_timestamps(o, run_as.as_ref(), &out_path)?;
+    let library =
+        durations::start(o.gpu.as_ref().and_then(|g| g.library.clone()), gpu.as_ref(), run_as.as_ref(), o.quiet);
     make_private(o, &file, &out_path)?;
     let suspended = spawn_command(o, run_as.as_ref(), &side)?;
     // Until the header is written, a failure removes the (empty) file we
@@ -145,7 +148,16 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     if let Some(g) = gpu.as_ref().filter(|_| o.check_coverage()) {
         entry_lines.extend(coverage_footer(&mut col, &g.driver_counts_path(), &undecoded, all_functions));
     }
-    let write_err = finish_trace(&mut col, &mut side, &counters, exit.as_ref(), t0.elapsed(), gpu.as_mut(), o.quiet);
+    let write_err = finish_trace(
+        &mut col,
+        &mut side,
+        &counters,
+        exit.as_ref(),
+        t0.elapsed(),
+        gpu.as_mut(),
+        library.as_ref(),
+        o.quiet,
+    );
     // The manifest last: it describes the finished recording.
     let manifest = write_manifest(&col, header_copy.as_ref());
     Ok(Outcome {

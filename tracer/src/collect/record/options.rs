@@ -60,6 +60,8 @@ pub struct GpuOptions {
     /// (no injection library, another injection, attached), the run goes on
     /// without it and says why.
     pub implicit: bool,
+    /// The durations library (None: none, `--durations-library ""`).
+    pub library: Option<PathBuf>,
     /// `--check-coverage`: CUPTI's per-function counts against the trace's.
     pub check_coverage: bool,
 }

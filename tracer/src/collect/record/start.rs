@@ -32,9 +32,12 @@ pub fn start_gpu_timestamps(
     out_path: &Path,
 ) -> anyhow::Result<(Option<GpuSession>, String)> {
     let Some(g) = &o.gpu else {
-        let why = match o.attached() {
-            true => "attached to running processes: nothing can be injected (GPU durations need a command tracer starts)",
-            false => "off (--no-gpu, or not requested)",
+        let why = if o.attached() {
+            "attached to running processes: nothing can be injected (GPU durations need a command tracer starts)"
+        } else if o.replayable() {
+            "off with --replayable unless asked for (--gpu-timestamps)"
+        } else {
+            "off (--no-gpu)"
         };
         return Ok((None, why.into()));
     };
