@@ -345,6 +345,8 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     let Some(st) = STATE.get() else { return };
     let ms = 1_000_000u64;
     let mut prev_gap = 0;
+    let demand = std::env::var_os(sample::DEMAND_ENV).and_then(|p| std::fs::File::open(p).ok());
+    let mut asked = read_demand(demand.as_ref());
     loop {
         let mut open_for = a.window_ms;
         let mut checked = 0u64;
@@ -390,7 +392,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let records = st.win_records.load(Ordering::Acquire);
         let gap = a.next_gap(prev_gap, records, new_in_last);
         prev_gap = gap;
-        sleep_until(monotonic_ns() + gap * ms);
+        if sleep_gap(demand.as_ref(), &mut asked, monotonic_ns() + gap * ms) {
+            prev_gap = 0; // asked for: something new is running
+        }
         let stopped = gate(st);
         if *stopped || st.pid != pid() {
             return;
@@ -421,6 +425,38 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         st.win_attach_ns.store(opened - t0, Ordering::Release);
         *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
         drop(stopped);
+    }
+}
+
+/// The demand file's counter (0 without one).
+fn read_demand(f: Option<&std::fs::File>) -> u64 {
+    use std::os::unix::fs::FileExt as _;
+    let mut b = [0u8; 8];
+    match f.map(|f| f.read_exact_at(&mut b, 0)) {
+        Some(Ok(())) => u64::from_le_bytes(b),
+        _ => 0,
+    }
+}
+
+/// Sleeps until `until` (CLOCK_MONOTONIC ns), or until the tracer asks for a
+/// window (the demand counter moved past `asked`, which is updated): true then.
+fn sleep_gap(f: Option<&std::fs::File>, asked: &mut u64, until: u64) -> bool {
+    let step = sample::DEMAND_POLL_MS * 1_000_000;
+    loop {
+        let now = monotonic_ns();
+        if now >= until {
+            return false;
+        }
+        if f.is_none() {
+            sleep_until(until);
+            return false;
+        }
+        sleep_until((now + step).min(until));
+        let d = read_demand(f);
+        if d != *asked {
+            *asked = d;
+            return true;
+        }
     }
 }
 

@@ -152,6 +152,14 @@ pub const SIZE_CLASSES: std::ops::RangeInclusive<u8> = 0..=16;
 /// The variable naming the file of keys already known (one hex key per line).
 pub const KNOWN_ENV: &str = "TRACER_CUPTI_KNOWN";
 
+/// The variable naming the demand file: one u64 (little-endian) that the
+/// tracer increments when the program launched a kernel nobody knew; a
+/// change ends the gap between adaptive windows at once.
+pub const DEMAND_ENV: &str = "TRACER_CUPTI_DEMAND";
+
+/// How often the gap between windows looks at the demand file (ms).
+pub const DEMAND_POLL_MS: u64 = 10;
+
 /// Keys of a known-keys file's text (bad lines are skipped).
 pub fn parse_known(text: &str) -> std::collections::HashSet<u64> {
     text.lines().filter_map(|l| u64::from_str_radix(l.trim(), 16).ok()).collect()

@@ -401,3 +401,40 @@ fn adaptive_windows_start_from_the_known_keys() {
     assert!(w[0].1 - w[0].0 < 40_000_000, "{w:?}");
     assert!(w[0].4 > 0, "{w:?}");
 }
+
+#[test]
+fn a_demanded_window_opens_at_once_instead_of_after_its_gap() {
+    let (lib, _) = built();
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (known, demand) =
+        (tmp.join(format!("known-d-{}", std::process::id())), tmp.join(format!("demand-{}", std::process::id())));
+    let k = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256);
+    std::fs::write(&known, format!("{k:x}\n")).unwrap();
+    std::fs::write(&demand, 0u64.to_le_bytes()).unwrap();
+    // windows of 20 ms, gaps 40, 80, 160, 320 ms, …: the one after ~340 ms opens near 680 ms
+    let env = [
+        ("TRACER_CUPTI_SAMPLE", "adaptive:20/20/2000"),
+        ("TRACER_CUPTI_FLUSH_MS", "10"),
+        ("TRACER_CUPTI_KNOWN", known.to_str().unwrap()),
+        ("TRACER_CUPTI_DEMAND", demand.to_str().unwrap()),
+    ];
+    let d = demand.clone();
+    let asker = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(450));
+        let t = monotonic_ns();
+        std::fs::write(&d, 1u64.to_le_bytes()).unwrap();
+        t
+    });
+    let r = run("demand", lib.to_str().unwrap(), &env, &["launch", "800", "1000"]);
+    let asked = asker.join().unwrap();
+    let _ = (std::fs::remove_file(&known), std::fs::remove_file(&demand));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let w = windows_of(&r);
+    // a window opened within two polls (10 ms each) and the attach of the demand
+    let after: Vec<u64> = w.iter().map(|x| x.0).filter(|&s| s >= asked).collect();
+    assert!(!after.is_empty(), "{w:?}");
+    assert!(after[0] - asked < 100_000_000, "asked at {asked}: {w:?}");
+    // without the demand the gap before it would have been longer than 100 ms
+    let before = w.iter().filter(|x| x.1 <= asked).last().expect("a window before the demand");
+    assert!(after[0] - before.1 < 200_000_000, "{w:?}");
+}

@@ -34,6 +34,13 @@ pub struct GpuSession {
     pub implicit: bool,
     /// Measured durations of this run, for the durations library.
     pub measured: crate::collect::gpu_durations::Measured,
+    /// Adaptive windows on demand: kernel names known (the library's, then
+    /// every one this run launched), the demand file and its counter.
+    known_names: std::collections::HashSet<String>,
+    names_seen: usize,
+    demand: Option<(std::fs::File, u64)>,
+    /// Windows asked for because a kernel nobody knew was launched.
+    pub demanded: u64,
     dir: PathBuf,
     fd: i32,
     decoder: StreamDecoder,
@@ -137,17 +144,69 @@ impl GpuSession {
                 None => std::env::remove_var(sample::ENV),
             }
             std::env::remove_var(sample::KNOWN_ENV);
+            std::env::remove_var(sample::DEMAND_ENV);
         }
         Ok(GpuSession {
             library,
             plan,
             implicit,
             measured: Default::default(),
+            known_names: Default::default(),
+            names_seen: 0,
+            demand: None,
+            demanded: 0,
             dir,
             fd,
             decoder: StreamDecoder::default(),
             lines: GpuLines::default(),
         })
+    }
+
+    /// Adaptive windows on demand: a file of one counter (u64, little-endian)
+    /// that the injection library's window thread reads while CUPTI is
+    /// detached; [`GpuSession::demand_windows`] adds one when the program
+    /// launched a kernel whose name neither the library (`known`) nor this
+    /// run knew, and the next window opens then instead of after its gap.
+    /// Call before spawning the command.
+    pub fn set_demand(
+        &mut self,
+        known: impl IntoIterator<Item = String>,
+        run_as: Option<&RunAs>,
+    ) -> anyhow::Result<()> {
+        if !matches!(self.plan, Some(Plan::Adaptive(_))) {
+            return Ok(());
+        }
+        self.known_names = known.into_iter().collect();
+        let path = self.dir.join("demand");
+        std::fs::write(&path, 0u64.to_le_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        spawn::chown_to(&path, run_as).context("giving the window demand file to the invoking user")?;
+        let f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        self.demand = Some((f, 0));
+        // SAFETY: still single-threaded, as in start.
+        unsafe { std::env::set_var(sample::DEMAND_ENV, &path) };
+        Ok(())
+    }
+
+    /// Asks for a window when a kernel name new to the library and the run
+    /// appeared among `kernels` (the summary's launches by name) since the last call.
+    pub fn demand_windows(&mut self, kernels: &std::collections::HashMap<String, u64>) {
+        if self.demand.is_none() || kernels.len() == self.names_seen {
+            return;
+        }
+        self.names_seen = kernels.len();
+        let mut new = false;
+        for k in kernels.keys() {
+            if !self.known_names.contains(k) {
+                self.known_names.insert(k.clone());
+                new = true;
+            }
+        }
+        if let (true, Some((f, n))) = (new, self.demand.as_mut()) {
+            use std::os::unix::fs::FileExt as _;
+            *n += 1;
+            self.demanded += 1;
+            let _ = f.write_all_at(&n.to_le_bytes(), 0);
+        }
     }
 
     /// Adaptive windows: the keys of the work the durations library already
@@ -236,6 +295,9 @@ impl GpuSession {
             );
         }
         let mut v = self.lines.footer_with_windows();
+        if self.demand.is_some() {
+            v["windows_demanded"] = json!(self.demanded);
+        }
         v["incomplete_bytes"] = json!(self.decoder.pending());
         v
     }

@@ -50,28 +50,41 @@ pub fn known_keys(lib: &Library, key: &GpuKey) -> Vec<u64> {
 /// in /proc, or no GPU session.
 pub fn start(
     path: Option<PathBuf>,
-    gpu: Option<&GpuSession>,
+    gpu: Option<&mut GpuSession>,
     run_as: Option<&RunAs>,
     quiet: bool,
 ) -> Option<LibraryUse> {
-    let (path, gpu) = (path?, gpu?);
-    let key = file::machine_key(0)?;
+    let gpu = gpu?;
+    let key = path.as_ref().and(file::machine_key(0));
     let mut notes = Vec::new();
-    match file::load(&path) {
-        Ok(Some(lib)) => {
-            if let Err(e) = gpu.set_known(&known_keys(&lib, &key), run_as) {
-                notes.push(format!("the known kernels were not handed to the windows: {e:#}"));
-            }
+    let lib = match (&path, &key) {
+        (Some(p), Some(_)) => file::load(p).unwrap_or_else(|e| {
+            notes.push(e.message.clone());
+            None
+        }),
+        _ => None,
+    };
+    let names: Vec<String> = match (&lib, &key) {
+        (Some(l), Some(k)) => {
+            l.gpu(k).map(|g| g.kernels.iter().map(|e| e.kernel.clone()).collect()).unwrap_or_default()
         }
-        Ok(None) => {}
-        Err(e) => notes.push(e.message.clone()),
+        _ => Vec::new(),
+    };
+    // windows on demand also without a library: every kernel name is new once
+    if let Err(e) = gpu.set_demand(names, run_as) {
+        notes.push(format!("windows on demand are off: {e:#}"));
+    }
+    if let (Some(l), Some(k)) = (&lib, &key)
+        && let Err(e) = gpu.set_known(&known_keys(l, k), run_as)
+    {
+        notes.push(format!("the known kernels were not handed to the windows: {e:#}"));
     }
     for n in &notes {
         if !quiet {
             eprintln!("tracer: note: {n}");
         }
     }
-    Some(LibraryUse { path, key, notes })
+    Some(LibraryUse { path: path?, key: key?, notes })
 }
 
 /// After the command: adds the run's measured durations to the library and

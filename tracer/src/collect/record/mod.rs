@@ -51,7 +51,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     let mut side = crate::collect::side::Side::new(&side_opts, run_as.as_ref());
     let (mut gpu, gpu_off) = start_gpu_timestamps(o, run_as.as_ref(), &out_path)?;
     let library =
-        durations::start(o.gpu.as_ref().and_then(|g| g.library.clone()), gpu.as_ref(), run_as.as_ref(), o.quiet);
+        durations::start(o.gpu.as_ref().and_then(|g| g.library.clone()), gpu.as_mut(), run_as.as_ref(), o.quiet);
     make_private(o, &file, &out_path)?;
     let suspended = spawn_command(o, run_as.as_ref(), &side)?;
     // Until the header is written, a failure removes the (empty) file we
