@@ -29,6 +29,8 @@
 # mode (its parent exists, the path itself not), so that full runs do not fill
 # the library the default runs read; LIB_SHARED=1: one for all modes.
 #
+# FULL_AT_END=1 (with MODES not holding full): one full run per program after the
+# rounds only, for the accuracy tables.
 # Steps: per program one warm-up `default` run that fills the library
 # (round 0, mode first_default, its trace kept); then ROUNDS rounds, each
 # running every program in every mode once, the modes' order rotated per
@@ -217,6 +219,14 @@ for r in $(seq 1 "$ROUNDS"); do
     say "round $r done (${est}s)"
 done
 say "$done_rounds rounds of $ROUNDS"
+# FULL_AT_END=1: MODES without full, one full run per program after the rounds (the
+# accuracy tables' truth), so that the rounds fit more repetitions of the other modes
+if [ "${FULL_AT_END:-0}" = 1 ]; then
+    for p in "${progs[@]}"; do
+        say "$p: one full run after the rounds"
+        run_one "$p" $((done_rounds + 1)) full 1
+    done
+fi
 
 # --- analysis of the kept traces
 for p in "${progs[@]}"; do
