@@ -292,12 +292,28 @@ fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<S
         }
         _ => warnings.push("stream handles unknown: this CUPTI lacks cuptiSubscribe/cuptiGetStreamIdEx".into()),
     }
+    for (k, name) in KINDS {
+        // SAFETY: plain CUPTI call.
+        let r = unsafe { (api.activity_enable)(k) };
+        if r != 0 {
+            let text = format!("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{name}) failed: {}", api.err(r));
+            if k == kind::CONCURRENT_KERNEL {
+                return Err(text);
+            }
+            warnings.push(text);
+        }
+    }
+    // Hardware timestamps: asked for once CUPTI is initialised (asked before the
+    // kinds, CUPTI 13.0 on an H200 answered CUPTI_ERROR_NOT_INITIALIZED); the kinds
+    // are switched off and on again so that the mode applies to their records
     if first {
         notes.push(match api.enable_hw_trace {
             // SAFETY: plain CUPTI call.
             Some(f) => match unsafe { f(1) } {
                 0 => {
                     st.hw_trace.store(true, Ordering::Relaxed);
+                    switch_kinds(st, false);
+                    switch_kinds(st, true);
                     "hw_trace: on (hardware kernel timestamps)".to_string()
                 }
                 r => format!("hw_trace: refused ({}): software timestamps", api.err(r)),
@@ -309,17 +325,6 @@ fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<S
     {
         // SAFETY: plain CUPTI call.
         unsafe { f(1) };
-    }
-    for (k, name) in KINDS {
-        // SAFETY: plain CUPTI call.
-        let r = unsafe { (api.activity_enable)(k) };
-        if r != 0 {
-            let text = format!("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{name}) failed: {}", api.err(r));
-            if k == kind::CONCURRENT_KERNEL {
-                return Err(text);
-            }
-            warnings.push(text);
-        }
     }
     st.attached.store(true, Ordering::Release);
     Ok(())
