@@ -435,6 +435,6 @@ fn a_demanded_window_opens_at_once_instead_of_after_its_gap() {
     assert!(!after.is_empty(), "{w:?}");
     assert!(after[0] - asked < 100_000_000, "asked at {asked}: {w:?}");
     // without the demand the gap before it would have been longer than 100 ms
-    let before = w.iter().filter(|x| x.1 <= asked).last().expect("a window before the demand");
+    let before = w.iter().rfind(|x| x.1 <= asked).expect("a window before the demand");
     assert!(after[0] - before.1 < 200_000_000, "{w:?}");
 }

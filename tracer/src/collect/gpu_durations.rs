@@ -24,7 +24,7 @@ impl<T: Copy> Samples<T> {
         if self.stride == 0 {
             self.stride = 1;
         }
-        if self.seen % self.stride == 0 {
+        if self.seen.is_multiple_of(self.stride) {
             self.kept.push(x);
             if self.kept.len() == CAP {
                 let half: Vec<T> = self.kept.iter().copied().step_by(2).collect();

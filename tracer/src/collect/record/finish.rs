@@ -65,16 +65,16 @@ pub fn entry_points_footer(col: &mut Collector, loaded: &loader::Loaded, calls: 
     lines
 }
 
-/// Writes the footer line (counters, exit, power, markers, GPU timestamps,
-/// replay coverage) and finishes the trace file; returns its write error.
+/// Writes the footer line (counters, exit, power, markers, GPU timestamps and
+/// the durations library, replay coverage) and finishes the trace file;
+/// returns its write error.
 pub fn finish_trace(
     col: &mut Collector,
     side: &mut crate::collect::side::Side,
     counters: &KernelCounters,
     exit: Option<&spawn::ExitInfo>,
     elapsed: Duration,
-    gpu: Option<&mut GpuSession>,
-    library: Option<&crate::collect::record::durations::LibraryUse>,
+    (gpu, library): (Option<&mut GpuSession>, Option<&crate::collect::record::durations::LibraryUse>),
     quiet: bool,
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);

@@ -154,8 +154,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         &counters,
         exit.as_ref(),
         t0.elapsed(),
-        gpu.as_mut(),
-        library.as_ref(),
+        (gpu.as_mut(), library.as_ref()),
         o.quiet,
     );
     // The manifest last: it describes the finished recording.
