@@ -161,7 +161,10 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     let manifest = write_manifest(&col, header_copy.as_ref());
     Ok(Outcome {
         summary: std::mem::take(&mut col.summary),
-        gpu_summary: gpu.as_ref().map(|g| g.lines.summary_line()),
+        gpu_summary: gpu.as_ref().map(|g| g.lines.summary_line()).or_else(|| {
+            // the default's GPU side asked for but not had
+            o.gpu.as_ref().map(|_| format!("gpu: no GPU durations (the idle figures are lower bounds): {gpu_off}"))
+        }),
         trace_path: out_path.clone(),
         lines: col.writer.lines,
         dropped: col.writer.dropped,

@@ -24,8 +24,8 @@ use crate::error::UsageError;
 /// windows): the FIFO and the command's environment, before the command
 /// exists (the trace file removed if an asked-for one fails). Returns the
 /// session, or why there is none (the header's `reason`): the default's
-/// failures (no injection library, another injection) are one line on
-/// stderr, and the recording goes on without GPU durations.
+/// failures (no injection library, another injection) are one line of the
+/// end-of-run summary, and the recording goes on without GPU durations.
 pub fn start_gpu_timestamps(
     o: &RecordOptions,
     run_as: Option<&spawn::RunAs>,
@@ -44,10 +44,8 @@ pub fn start_gpu_timestamps(
     let s = match GpuSession::start(g.cupti_injection.as_deref(), g.cupti_lib.as_deref(), g.plan, g.implicit, run_as) {
         Ok(s) => s,
         Err(e) if g.implicit => {
+            // said in the end-of-run summary (a start that fails for another reason says only that)
             let why = format!("{e:#}").replace("--gpu-timestamps: ", "").replace("--gpu-timestamps", "GPU durations");
-            if !o.quiet {
-                eprintln!("tracer: note: no GPU durations: {why}");
-            }
             return Ok((None, why));
         }
         Err(e) => {
