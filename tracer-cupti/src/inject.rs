@@ -408,7 +408,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         st.win_records.store(0, Ordering::Release);
         st.win_new.store(0, Ordering::Release);
         let (mut warnings, mut notes) = (vec![], vec![]);
-        let ok = if st.api.finalize.is_some() && st.subscriber.load(Ordering::Acquire) != 0 {
+        let ok = if can_detach(st) {
             st.subscriber.store(0, Ordering::Release);
             attach(st, false, &mut warnings, &mut notes)
         } else {
@@ -534,7 +534,7 @@ fn sample_loop(spec: Spec, mut opened: u64) {
     loop {
         sleep_until(opened + this_window);
         {
-            let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+            let stopped = gate(st);
             if *stopped || st.pid != pid() {
                 return;
             }
@@ -549,7 +549,7 @@ fn sample_loop(spec: Spec, mut opened: u64) {
         }
         sleep_until(opened + this_window + (period - window));
         this_window = window;
-        let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+        let stopped = gate(st);
         if *stopped || st.pid != pid() {
             return;
         }
@@ -593,7 +593,7 @@ fn flush_loop(period_ms: u64) {
     let Some(st) = STATE.get() else { return };
     loop {
         std::thread::sleep(std::time::Duration::from_millis(period_ms));
-        let stopped = st.flush_gate.lock().unwrap_or_else(|e| e.into_inner());
+        let stopped = gate(st);
         if *stopped || st.pid != pid() {
             return;
         }
@@ -615,7 +615,7 @@ extern "C" fn at_exit() {
             return;
         }
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
-        *st.flush_gate.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *gate(st) = true;
         close_window(st, monotonic_ns(), 0);
         if st.attached.load(Ordering::Acquire) {
             // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.

@@ -169,10 +169,23 @@ pub fn durations_line_for<S: AsRef<str>, C: AsRef<str>>(
     ts: u64,
 ) -> Result<(Option<Value>, Option<Selection>), LibraryError> {
     let Some(library) = load(path)? else { return Ok((None, None)) };
-    let s = lib::select(&library, key, kernels, copy_kinds);
+    let (line, s) = durations_line_of(&library, path, key, kernels, copy_kinds, ts);
+    Ok((line, Some(s)))
+}
+
+/// [`durations_line_for`] of a library already read (`path` names it in the line's origin).
+pub fn durations_line_of<S: AsRef<str>, C: AsRef<str>>(
+    library: &Library,
+    path: &Path,
+    key: &GpuKey,
+    kernels: impl IntoIterator<Item = (S, Geom)>,
+    copy_kinds: impl IntoIterator<Item = C>,
+    ts: u64,
+) -> (Option<Value>, Selection) {
+    let s = lib::select(library, key, kernels, copy_kinds);
     let line =
         s.durations.as_ref().map(|f| durations_line(ts, &lib::origin(&path.display().to_string(), key, s.runs), f));
-    Ok((line, Some(s)))
+    (line, s)
 }
 
 /// What [`update`] did.
@@ -185,6 +198,8 @@ pub struct UpdateReport {
     pub moved_aside: Option<(PathBuf, String)>,
     /// What was removed to keep the file within its 64 MiB.
     pub fit: lib::Fit,
+    /// The library as written.
+    pub library: Library,
 }
 
 impl UpdateReport {
@@ -241,7 +256,7 @@ pub fn update_at(
     let merge = merge(&mut library, key, measured, now_unix);
     let fit = fit_within(&mut library, key, Kind::DurationsLibrary.cap() as usize);
     write_replacing(path, library.to_json().as_bytes())?;
-    Ok(UpdateReport { path: path.to_owned(), key: key.clone(), merge, moved_aside, fit })
+    Ok(UpdateReport { path: path.to_owned(), key: key.clone(), merge, moved_aside, fit, library })
 }
 
 /// `path` with `suffix` appended to its name.

@@ -93,6 +93,8 @@ pub fn finish(col: &mut Collector, gpu: &GpuSession, lib: &LibraryUse, quiet: bo
     let mut notes = lib.notes.clone();
     let measured = gpu.measured.file(Some(lib.key.model.clone()));
     let mut merged = Value::Null;
+    // the library as this run left it: merged (read under the lock), else read
+    let mut library = None;
     if let Some(m) = &measured {
         match file::update(&lib.path, &lib.key, m) {
             Ok(r) => {
@@ -102,9 +104,16 @@ pub fn finish(col: &mut Collector, gpu: &GpuSession, lib: &LibraryUse, quiet: bo
                         eprintln!("tracer: {l}");
                     }
                 }
+                library = Some(r.library);
             }
             Err(e) => notes.push(e.message.clone()),
         }
+    }
+    if library.is_none() {
+        library = file::load(&lib.path).unwrap_or_else(|e| {
+            notes.push(e.message.clone());
+            None
+        });
     }
     // the run's kernels by name (all their geometries in the library: the by-name fallback)
     let names: Vec<String> = col.summary.kernels.keys().cloned().collect();
@@ -112,16 +121,12 @@ pub fn finish(col: &mut Collector, gpu: &GpuSession, lib: &LibraryUse, quiet: bo
     let copy_kinds = ["h2d", "d2h", "d2d", "h2h", "peer", "default", "memset"];
     let ts = crate::collect::sysinfo::clock_ns(libc::CLOCK_MONOTONIC);
     let mut selected = Value::Null;
-    match file::durations_line_for(&lib.path, &lib.key, kernels, copy_kinds, ts) {
-        Ok((line, sel)) => {
-            if let Some(s) = &sel {
-                selected = json!({ "kernels": s.kernels, "kernels_known": s.kernels_known, "note": s.note });
-            }
-            if let Some(l) = line {
-                col.writer.write(&l);
-            }
+    if let Some(l) = &library {
+        let (line, s) = file::durations_line_of(l, &lib.path, &lib.key, kernels, copy_kinds, ts);
+        selected = json!({ "kernels": s.kernels, "kernels_known": s.kernels_known, "note": s.note });
+        if let Some(line) = line {
+            col.writer.write(&line);
         }
-        Err(e) => notes.push(e.message.clone()),
     }
     for n in &notes[lib.notes.len()..] {
         eprintln!("tracer: warning: durations library: {n}");
