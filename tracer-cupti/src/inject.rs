@@ -77,10 +77,16 @@ struct State {
     subscriber: AtomicUsize,
     /// Hardware kernel timestamps were accepted at the first attach.
     hw_trace: AtomicBool,
-    /// The open window's records, new keys and attach time.
+    /// The open window's records, new keys and attach time; how often it
+    /// was extended, whether it was demanded, the gap planned before it;
+    /// the last window's detach time.
     win_records: AtomicU64,
     win_new: AtomicU64,
     win_attach_ns: AtomicU64,
+    win_extensions: AtomicU64,
+    win_demanded: AtomicBool,
+    win_planned_gap_ns: AtomicU64,
+    win_detach_ns: AtomicU64,
 }
 
 /// The activity kinds measured, in the order they are enabled.
@@ -191,6 +197,10 @@ fn init() -> c_int {
         win_records: AtomicU64::new(0),
         win_new: AtomicU64::new(0),
         win_attach_ns: AtomicU64::new(0),
+        win_extensions: AtomicU64::new(0),
+        win_demanded: AtomicBool::new(false),
+        win_planned_gap_ns: AtomicU64::new(0),
+        win_detach_ns: AtomicU64::new(0),
     });
     let Some(st) = STATE.get() else { return 0 };
     let mut notes = vec![];
@@ -352,6 +362,8 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     let mut prev_gap = 0;
     let demand = std::env::var_os(sample::DEMAND_ENV).and_then(|p| std::fs::File::open(p).ok());
     let mut asked = read_demand(demand.as_ref());
+    // the budget: the windows' cost so far, since the first window opened (cuInit)
+    let (since, mut spent) = (opened, 0u64);
     loop {
         let mut open_for = a.window_ms;
         let mut checked = 0u64;
@@ -369,10 +381,16 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             let new = st.win_new.load(Ordering::Acquire);
             let in_last = new - checked;
             checked = new;
-            if !a.extend(open_for, in_last) {
+            // a demanded window waits for the work it was demanded for (the kernel
+            // may be named, in a graph or a module, before it runs), up to its longest
+            let waiting = st.win_demanded.load(Ordering::Acquire)
+                && st.win_records.load(Ordering::Acquire) == 0
+                && open_for + a.window_ms <= a.max_window_ms;
+            if !a.extend(open_for, in_last) && !waiting {
                 break in_last;
             }
             open_for += a.window_ms;
+            st.win_extensions.fetch_add(1, Ordering::AcqRel);
         };
         if can_detach(st) {
             st.detach_wanted.store(true, Ordering::Release);
@@ -395,10 +413,23 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             close_window(st, end, 0);
         }
         let records = st.win_records.load(Ordering::Acquire);
+        spent = spent.saturating_add(sample::window_cost_ns(
+            st.win_attach_ns.load(Ordering::Acquire),
+            st.win_detach_ns.load(Ordering::Acquire),
+            records,
+        ));
         let gap = a.next_gap(prev_gap, records, new_in_last);
         prev_gap = gap;
-        if sleep_gap(demand.as_ref(), &mut asked, monotonic_ns() + gap * ms) {
+        let now = monotonic_ns();
+        // learning (the window met new work) may use more of the budget
+        let share = if st.win_new.load(Ordering::Acquire) > 0 { sample::LEARNING_SHARE } else { 1 };
+        let planned = (gap * ms).max(a.budget_wait_ns(spent, now - since, share));
+        let demanded = sleep_gap(demand.as_ref(), &mut asked, now + planned);
+        if demanded {
             prev_gap = 0; // asked for: something new is running
+            // a demanded window is for new work: it may use the learning share, no more
+            let t = monotonic_ns();
+            sleep_until(t + a.budget_wait_ns(spent, t - since, sample::LEARNING_SHARE));
         }
         let stopped = gate(st);
         if *stopped || st.pid != pid() {
@@ -407,6 +438,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let t0 = monotonic_ns();
         st.win_records.store(0, Ordering::Release);
         st.win_new.store(0, Ordering::Release);
+        st.win_extensions.store(0, Ordering::Release);
+        st.win_demanded.store(demanded, Ordering::Release);
+        st.win_planned_gap_ns.store(planned, Ordering::Release);
         let (mut warnings, mut notes) = (vec![], vec![]);
         let ok = if can_detach(st) {
             st.subscriber.store(0, Ordering::Release);
@@ -574,7 +608,11 @@ fn close_window(st: &State, end: u64, detach_ns: u64) {
             detach_ns,
             records: if adaptive { st.win_records.load(Ordering::Acquire) } else { 0 },
             new_keys: if adaptive { st.win_new.load(Ordering::Acquire) } else { 0 },
+            extensions: st.win_extensions.load(Ordering::Acquire),
+            demanded: st.win_demanded.load(Ordering::Acquire),
+            planned_gap_ns: st.win_planned_gap_ns.load(Ordering::Acquire),
         };
+        st.win_detach_ns.store(detach_ns, Ordering::Release);
         st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(w);
     }
 }

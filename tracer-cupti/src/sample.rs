@@ -53,11 +53,23 @@ impl Plan {
 /// window long while there is still something new, doubling while nothing
 /// is, up to `max_gap_ms` (up to [`IDLE_GAP_MS`] after a window that saw no
 /// GPU work at all).
+///
+/// The windows' cost is held to `budget_bp` basis points of the process's
+/// time since cuInit ([`Adaptive::budget_wait_ns`]): a gap also lasts until
+/// the cost so far (attach and detach times as measured, plus
+/// [`RECORD_COST_NS`] per record) is within that share, so that a program
+/// whose work is all known is measured again only rarely. Learning goes
+/// first: after a window that met new work, and for a window the tracer
+/// demands for a kernel nobody knew ([`DEMAND_ENV`]), the share is
+/// [`LEARNING_SHARE`] times larger; a demanded window also stays open while
+/// it has no records yet (the kernel may be named in a graph or module
+/// before it runs), up to `max_window_ms`. 0 basis points: no budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Adaptive {
     pub window_ms: u64,
     pub max_window_ms: u64,
     pub max_gap_ms: u64,
+    pub budget_bp: u32,
 }
 
 /// The longest gap after a window that saw no GPU work (the program had not
@@ -65,24 +77,43 @@ pub struct Adaptive {
 /// is met within about this long.
 pub const IDLE_GAP_MS: u64 = 1_000;
 
-/// The default recording's windows.
-pub const DEFAULT_ADAPTIVE: Adaptive = Adaptive { window_ms: 100, max_window_ms: 2_000, max_gap_ms: 20_000 };
+/// How many times the budget's share the windows may use while they still
+/// meet new work (after a window that held new keys, and for a demanded one).
+pub const LEARNING_SHARE: u32 = 5;
+
+/// What one activity record is taken to cost the program while CUPTI is
+/// attached, for the budget: CUPTI's work per launch (its activity record,
+/// correlation and driver callbacks), an estimate on the high side so that
+/// the budget errs towards measuring less (docs/gpu-timestamps.md has the
+/// measured figure).
+pub const RECORD_COST_NS: u64 = 5_000;
+
+/// The default recording's windows: 2 % of the run's time at most.
+pub const DEFAULT_ADAPTIVE: Adaptive =
+    Adaptive { window_ms: 100, max_window_ms: 2_000, max_gap_ms: 20_000, budget_bp: 200 };
 
 impl Adaptive {
-    /// "WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS", 0 < WINDOW ≤ MAX_WINDOW ≤ 1 hour, WINDOW ≤ MAX_GAP ≤ 1 hour.
+    /// "WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT]", 0 < WINDOW ≤ MAX_WINDOW ≤ 1 hour,
+    /// WINDOW ≤ MAX_GAP ≤ 1 hour, 0 ≤ BUDGET_PCT ≤ 100 with at most two decimals
+    /// (default 2; 0: no budget).
     pub fn parse(s: &str) -> Result<Adaptive, String> {
         let bad = || {
             format!(
-                "`adaptive:{s}`: expected adaptive:WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS with 0 < WINDOW_MS ≤ \
-                 MAX_WINDOW_MS ≤ 3600000 and WINDOW_MS ≤ MAX_GAP_MS ≤ 3600000, e.g. adaptive:100/2000/20000"
+                "`adaptive:{s}`: expected adaptive:WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT] with 0 < \
+                 WINDOW_MS ≤ MAX_WINDOW_MS ≤ 3600000, WINDOW_MS ≤ MAX_GAP_MS ≤ 3600000 and 0 ≤ BUDGET_PCT ≤ 100 \
+                 (two decimals at most), e.g. adaptive:100/2000/20000/2"
             )
         };
         let v: Vec<&str> = s.trim().split('/').collect();
-        if v.len() != 3 {
+        if !(3..=4).contains(&v.len()) {
             return Err(bad());
         }
         let n = |x: &str| x.trim().parse::<u64>().map_err(|_| bad());
-        let a = Adaptive { window_ms: n(v[0])?, max_window_ms: n(v[1])?, max_gap_ms: n(v[2])? };
+        let budget_bp = match v.get(3) {
+            Some(b) => percent_bp(b).ok_or_else(bad)?,
+            None => DEFAULT_ADAPTIVE.budget_bp,
+        };
+        let a = Adaptive { window_ms: n(v[0])?, max_window_ms: n(v[1])?, max_gap_ms: n(v[2])?, budget_bp };
         if a.window_ms == 0
             || a.window_ms > a.max_window_ms
             || a.max_window_ms > 3_600_000
@@ -95,7 +126,9 @@ impl Adaptive {
     }
 
     pub fn env_value(&self) -> String {
-        format!("adaptive:{}/{}/{}", self.window_ms, self.max_window_ms, self.max_gap_ms)
+        let b = self.budget_bp;
+        let pct = if b.is_multiple_of(100) { format!("{}", b / 100) } else { format!("{}.{:02}", b / 100, b % 100) };
+        format!("adaptive:{}/{}/{}/{pct}", self.window_ms, self.max_window_ms, self.max_gap_ms)
     }
 
     /// Whether a window open for `open_ms` goes on for another `window_ms`:
@@ -106,17 +139,54 @@ impl Adaptive {
 
     /// The gap (ms) before the next window, after one that held `records`
     /// records of which `new_in_last` were new in its last `window_ms`, the
-    /// gap before it having been `prev_gap_ms` (0 before the first).
+    /// gap before it having been `prev_gap_ms` (0 before the first): one
+    /// window while still learning; while nothing is new, 10 windows and
+    /// then four times the gap before, up to `max_gap_ms` (only re-measuring
+    /// known work, and a kernel name nobody knew is demanded at once); after
+    /// a window without GPU work, doubling up to [`IDLE_GAP_MS`].
     pub fn next_gap(&self, prev_gap_ms: u64, records: u64, new_in_last: u64) -> u64 {
         let w = self.window_ms;
+        let max = self.max_gap_ms.max(w);
         if new_in_last > 0 {
             w // still learning (the window reached its longest): back soon
         } else if records == 0 {
             (prev_gap_ms * 2).clamp(w, IDLE_GAP_MS.max(w)).max(prev_gap_ms.min(self.max_gap_ms))
         } else {
-            (prev_gap_ms * 2).clamp(2 * w, self.max_gap_ms.max(w))
+            (prev_gap_ms.saturating_mul(4)).clamp((10 * w).min(max), max)
         }
     }
+
+    /// How long (ns) the next window must still wait for the budget, `spent_ns`
+    /// of cost having been paid in the `elapsed_ns` since cuInit: until
+    /// `spent_ns` is `share` times `budget_bp` of the time since cuInit (1
+    /// normally, 2 for a demanded window, [`LEARNING_SHARE`] after new work).
+    /// 0 without a budget.
+    pub fn budget_wait_ns(&self, spent_ns: u64, elapsed_ns: u64, share: u32) -> u64 {
+        if self.budget_bp == 0 {
+            return 0;
+        }
+        let bp = self.budget_bp as u128 * share.max(1) as u128;
+        let due = (spent_ns as u128 * 10_000).div_ceil(bp);
+        (due.min(u64::MAX as u128) as u64).saturating_sub(elapsed_ns)
+    }
+}
+
+/// A window's cost for the budget: its attach and detach times and [`RECORD_COST_NS`] per record.
+pub fn window_cost_ns(attach_ns: u64, detach_ns: u64, records: u64) -> u64 {
+    attach_ns.saturating_add(detach_ns).saturating_add(records.saturating_mul(RECORD_COST_NS))
+}
+
+/// "2" → 200, "0.5" → 50, "12.25" → 1225 (basis points); None past 100 % or more than two decimals.
+fn percent_bp(s: &str) -> Option<u32> {
+    let s = s.trim();
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if whole.is_empty() || frac.len() > 2 || !whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let w: u32 = whole.parse().ok()?;
+    let f: u32 = if frac.is_empty() { 0 } else { format!("{frac:0<2}").parse().ok()? };
+    let bp = w.checked_mul(100)?.checked_add(f)?;
+    (bp <= 10_000).then_some(bp)
 }
 
 /// What a record is known by for "new" in adaptive windows: a kernel by its
@@ -243,7 +313,24 @@ mod tests {
         let a = Plan::parse("adaptive:100/2000/20000").unwrap();
         assert_eq!(a, Plan::Adaptive(DEFAULT_ADAPTIVE));
         assert_eq!(Plan::parse(&a.env_value()), Ok(a));
-        for bad in ["adaptive:", "adaptive:0/1/1", "adaptive:200/100/1000", "adaptive:100/200/50", "adaptive:1/2"] {
+        assert_eq!(a.env_value(), "adaptive:100/2000/20000/2");
+        for (spec, bp, back) in [("0", 0, "0"), ("0.5", 50, "0.50"), ("12.25", 1225, "12.25"), ("100", 10_000, "100")] {
+            let p = Adaptive::parse(&format!("10/20/30/{spec}")).unwrap();
+            assert_eq!((p.budget_bp, p.env_value()), (bp, format!("adaptive:10/20/30/{back}")), "{spec}");
+            assert_eq!(Plan::parse(&p.env_value()), Ok(Plan::Adaptive(p)));
+        }
+        for bad in [
+            "adaptive:",
+            "adaptive:0/1/1",
+            "adaptive:200/100/1000",
+            "adaptive:100/200/50",
+            "adaptive:1/2",
+            "adaptive:1/2/3/100.01",
+            "adaptive:1/2/3/0.125",
+            "adaptive:1/2/3/-1",
+            "adaptive:1/2/3/.5",
+            "adaptive:1/2/3/4/5",
+        ] {
             assert!(Plan::parse(bad).unwrap_err().contains("expected adaptive:WINDOW_MS"), "{bad}");
         }
         for bad in ["", "20", "0/100", "200/20", "a/b", "1/3600001", "-1/5", "20/200/x", "20/200/3600001", "1/2/3/4"] {
@@ -260,17 +347,37 @@ mod tests {
         assert!(a.extend(1_900, 1));
         assert!(!a.extend(2_000, 1));
         assert!(!a.extend(100, 0));
-        // gaps: one window while learning, doubling from 200 ms up to 20 s otherwise
+        // gaps: one window while learning; otherwise 1 s, then four times longer up to 20 s
         assert_eq!(a.next_gap(0, 50, 4), 100);
-        assert_eq!(a.next_gap(0, 50, 0), 200);
-        assert_eq!(a.next_gap(200, 50, 0), 400);
-        assert_eq!(a.next_gap(12_800, 50, 0), 20_000);
+        assert_eq!(a.next_gap(0, 50, 0), 1_000);
+        assert_eq!(a.next_gap(100, 50, 0), 1_000);
+        assert_eq!(a.next_gap(1_000, 50, 0), 4_000);
+        assert_eq!(a.next_gap(4_000, 50, 0), 16_000);
+        assert_eq!(a.next_gap(16_000, 50, 0), 20_000);
         assert_eq!(a.next_gap(20_000, 50, 0), 20_000);
+        let small = Adaptive::parse("20/100/150").unwrap(); // 10 windows past the longest gap
+        assert_eq!((small.next_gap(0, 5, 0), small.next_gap(150, 5, 0)), (150, 150));
         // no GPU work in the window: doubling up to 1 s, never shorter than the gap before
         assert_eq!(a.next_gap(0, 0, 0), 100);
         assert_eq!(a.next_gap(400, 0, 0), 800);
         assert_eq!(a.next_gap(800, 0, 0), 1_000);
         assert_eq!(a.next_gap(20_000, 0, 0), 20_000);
+    }
+
+    #[test]
+    fn the_budget_holds_the_windows_cost_to_its_share_of_the_run() {
+        let a = DEFAULT_ADAPTIVE; // 2 %
+        // 40 ms of cost after 1 s: the next window waits until 2 s have passed (1 s more)
+        assert_eq!(a.budget_wait_ns(40_000_000, 1_000_000_000, 1), 1_000_000_000);
+        // demanded: twice the share, due at 1 s; learning: five times, due at 0.4 s
+        assert_eq!(a.budget_wait_ns(40_000_000, 1_000_000_000, 2), 0);
+        assert_eq!(a.budget_wait_ns(40_000_000, 100_000_000, LEARNING_SHARE), 300_000_000);
+        assert_eq!(a.budget_wait_ns(40_000_000, 3_000_000_000, 1), 0);
+        assert_eq!(Adaptive { budget_bp: 0, ..a }.budget_wait_ns(u64::MAX, 0, 1), 0);
+        // a window of 20 ms attach, 5 ms detach and 3000 records costs 40 ms
+        assert_eq!(window_cost_ns(20_000_000, 5_000_000, 3_000), 40_000_000);
+        assert_eq!(window_cost_ns(u64::MAX, 1, u64::MAX), u64::MAX);
+        assert_eq!(Adaptive { budget_bp: 1, ..a }.budget_wait_ns(u64::MAX, 0, 1), u64::MAX);
     }
 
     #[test]

@@ -126,8 +126,12 @@ pub enum Msg {
     /// `cuptiFinalize`, on the thread whose driver call returned first after
     /// the window's end), and what it held: `records`, and `new_keys`, those
     /// of kernels (name and geometry) and copy sizes neither this process
-    /// nor the durations library knew. 0 for duty-cycle windows (and from
-    /// libraries built before these fields).
+    /// nor the durations library knew; how it came about: `extensions`
+    /// (how often it was extended for new work), `demanded` (it opened
+    /// because the tracer asked, before its gap ended) and `planned_gap_ns`
+    /// (the gap planned before it: the windows' policy and their budget; 0
+    /// before the first). 0 for duty-cycle windows (and from libraries built
+    /// before these fields).
     Window {
         start: u64,
         end: u64,
@@ -135,6 +139,9 @@ pub enum Msg {
         detach_ns: u64,
         records: u64,
         new_keys: u64,
+        extensions: u64,
+        demanded: bool,
+        planned_gap_ns: u64,
     },
     /// A fact about this process's CUPTI that is not a problem (e.g. whether
     /// hardware kernel timestamps are available), for the footer.
@@ -233,8 +240,19 @@ impl Msg {
                 }
                 ty::BYE
             }
-            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
-                for v in [start, end, attach_ns, detach_ns, records, new_keys] {
+            Msg::Window {
+                start,
+                end,
+                attach_ns,
+                detach_ns,
+                records,
+                new_keys,
+                extensions,
+                demanded,
+                planned_gap_ns,
+            } => {
+                let demanded = *demanded as u64;
+                for v in [start, end, attach_ns, detach_ns, records, new_keys, extensions, &demanded, planned_gap_ns] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 ty::WINDOW
@@ -356,7 +374,18 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
             // the costs: absent from duty-cycle windows of libraries built before them
             let mut more = || r.u64().unwrap_or(0);
             let (attach_ns, detach_ns, records, new_keys) = (more(), more(), more(), more());
-            Some(Msg::Window { start, end, attach_ns, detach_ns, records, new_keys })
+            let (extensions, demanded, planned_gap_ns) = (more(), more() != 0, more());
+            Some(Msg::Window {
+                start,
+                end,
+                attach_ns,
+                detach_ns,
+                records,
+                new_keys,
+                extensions,
+                demanded,
+                planned_gap_ns,
+            })
         })(),
         ty::NOTE => Some(Msg::Note { text: r.rest() }),
         _ => return Err(format!("unknown message type {t}")),
@@ -466,7 +495,17 @@ mod tests {
             },
             Msg::Error { text: "libcupti not found".into() },
             Msg::Bye { records: 10, buffers: 2, dropped_cupti: 9, dropped_sink: 0 },
-            Msg::Window { start: 1_000, end: 21_000_000, attach_ns: 3, detach_ns: 4, records: 5, new_keys: 6 },
+            Msg::Window {
+                start: 1_000,
+                end: 21_000_000,
+                attach_ns: 3,
+                detach_ns: 4,
+                records: 5,
+                new_keys: 6,
+                extensions: 2,
+                demanded: true,
+                planned_gap_ns: 7,
+            },
             Msg::Note { text: "hw_trace: CUPTI_ERROR_NOT_SUPPORTED (27)".into() },
         ]
     }
@@ -487,13 +526,53 @@ mod tests {
     #[test]
     fn a_window_without_its_costs_reads_them_as_zero() {
         let mut o = vec![];
-        Msg::Window { start: 5, end: 9, attach_ns: 1, detach_ns: 2, records: 3, new_keys: 4 }.encode(7, &mut o);
-        assert_eq!(o.len(), HEADER + 48);
+        let w = Msg::Window {
+            start: 5,
+            end: 9,
+            attach_ns: 1,
+            detach_ns: 2,
+            records: 3,
+            new_keys: 4,
+            extensions: 1,
+            demanded: true,
+            planned_gap_ns: 6,
+        };
+        w.encode(7, &mut o);
+        assert_eq!(o.len(), HEADER + 72);
+        // a library built before the window's history reads it as none
+        let mut old = o.clone();
+        old.truncate(HEADER + 48);
+        old[2] = (HEADER + 48) as u8;
+        let mut got = vec![];
+        StreamDecoder::default().feed(&old, &mut |_, m| got.push(m.unwrap()));
+        let before = Msg::Window {
+            start: 5,
+            end: 9,
+            attach_ns: 1,
+            detach_ns: 2,
+            records: 3,
+            new_keys: 4,
+            extensions: 0,
+            demanded: false,
+            planned_gap_ns: 0,
+        };
+        assert_eq!(got, [before]);
         o.truncate(HEADER + 16); // a duty-cycle window of a library built before the costs
         o[2] = (HEADER + 16) as u8;
         let mut got = vec![];
         StreamDecoder::default().feed(&o, &mut |_, m| got.push(m.unwrap()));
-        assert_eq!(got, [Msg::Window { start: 5, end: 9, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }]);
+        let bare = Msg::Window {
+            start: 5,
+            end: 9,
+            attach_ns: 0,
+            detach_ns: 0,
+            records: 0,
+            new_keys: 0,
+            extensions: 0,
+            demanded: false,
+            planned_gap_ns: 0,
+        };
+        assert_eq!(got, [bare]);
     }
 
     #[test]

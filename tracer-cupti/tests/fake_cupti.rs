@@ -309,9 +309,20 @@ fn windows_of(r: &Run) -> Vec<(u64, u64, u64, u64, u64, u64)> {
     r.msgs
         .iter()
         .filter_map(|(_, m)| match m {
-            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
+            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys, .. } => {
                 Some((*start, *end, *attach_ns, *detach_ns, *records, *new_keys))
             }
+            _ => None,
+        })
+        .collect()
+}
+
+/// How the windows of a run came about: (extensions, demanded, planned_gap_ns).
+fn history_of(r: &Run) -> Vec<(u64, bool, u64)> {
+    r.msgs
+        .iter()
+        .filter_map(|(_, m)| match m {
+            Msg::Window { extensions, demanded, planned_gap_ns, .. } => Some((*extensions, *demanded, *planned_gap_ns)),
             _ => None,
         })
         .collect()
@@ -327,19 +338,23 @@ fn finalize_counts(stderr: &str) -> (u64, u64) {
 #[test]
 fn adaptive_windows_detach_cupti_between_them_and_back_off() {
     let (lib, _) = built();
-    // 700 launches ≥ 1 ms apart; windows of 20 ms, extended while new (up to 100 ms),
-    // gaps up to 200 ms
-    let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200"), ("TRACER_CUPTI_FLUSH_MS", "10")];
-    let r = run("adaptive", lib.to_str().unwrap(), &env, &["launch", "700", "1000"]);
+    // 2200 launches ≥ 1 ms apart; windows of 20 ms, extended while new (up to 100 ms),
+    // gaps up to 1 s, no budget
+    let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/100/1000/0"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    let r = run("adaptive", lib.to_str().unwrap(), &env, &["launch", "2200", "1000"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();
     let w = windows_of(&r);
+    let h = history_of(&r);
     assert!(w.len() >= 4, "{w:?}");
     // the one kernel (one name and geometry) is new in the first window only, which
-    // was extended once for it (40 ms, the last extension finding nothing new)
+    // was extended once for it (40 ms, the last extension finding nothing new); the
+    // others were not extended, and none was demanded
     assert_eq!(w[0].5, 1, "{w:?}");
     assert!(w[1..].iter().all(|x| x.5 == 0), "{w:?}");
     assert!(w[0].1 - w[0].0 >= 40_000_000, "{w:?}");
+    assert_eq!(h[0], (1, false, 0), "{h:?}");
+    assert!(h[1..].iter().all(|&(ext, demanded, _)| ext == 0 && !demanded), "{h:?}");
     // every window but one still open at exit was detached by a launch's return (its
     // detach time is stamped): CUPTI finalized once per such window, never called while
     // detached (no flush, no query)
@@ -349,15 +364,19 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
     assert!(detached >= w.len() - 1, "detach time: {w:?}");
     assert_eq!(bad, 0);
     assert!(w[1..].iter().all(|x| x.2 > 0), "attach time: {w:?}");
-    // gaps double (40, 80, 160 ms, then 200 at most); windows last 20 ms without anything new
-    let gaps: Vec<u64> = w.windows(2).map(|p| p[1].0 - p[0].1).collect();
-    for (i, g) in gaps.iter().enumerate() {
-        let want = (40_000_000u64 << i).min(200_000_000);
-        assert!(*g >= want, "gap {i}: {gaps:?}");
+    // the gaps planned: 10 windows, then four times longer up to 1 s (200, 800, 1000 ms), as
+    // the windows' policy has it for windows that held records and nothing new; they
+    // lasted at least that
+    let a = tracer_cupti::sample::Adaptive::parse("20/100/1000/0").unwrap();
+    let mut prev = 0;
+    for i in 1..w.len() {
+        let want = a.next_gap(prev, w[i - 1].4, 0);
+        assert_eq!(h[i].2, want * 1_000_000, "window {i}: {h:?} {w:?}");
+        assert!(w[i].0 - w[i - 1].1 >= want * 1_000_000, "gap {i}: {w:?}");
+        prev = want;
     }
-    for x in &w[1..w.len() - 1] {
-        assert!(x.1 - x.0 >= 20_000_000 && x.1 - x.0 < 40_000_000, "{w:?}");
-    }
+    let planned: Vec<u64> = h[1..4].iter().map(|x| x.2 / 1_000_000).collect();
+    assert_eq!(planned, [200, 800, 1000], "{h:?}");
     // every launch inside a window has its record, counted in its window
     let kernels: std::collections::BTreeSet<u64> = r
         .msgs
@@ -387,19 +406,54 @@ fn adaptive_windows_start_from_the_known_keys() {
     let k = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256);
     std::fs::write(&known, format!("{k:x}\n")).unwrap();
     let env = [
-        ("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200"),
+        ("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200/0"),
         ("TRACER_CUPTI_FLUSH_MS", "10"),
         ("TRACER_CUPTI_KNOWN", known.to_str().unwrap()),
     ];
-    let r = run("known", lib.to_str().unwrap(), &env, &["launch", "150", "1000"]);
+    let r = run("known", lib.to_str().unwrap(), &env, &["launch", "300", "1000"]);
     let _ = std::fs::remove_file(&known);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let w = windows_of(&r);
-    // nothing new: the first window closes after its 20 ms, the next opens 40 ms later
+    let h = history_of(&r);
+    // nothing new: the first window is not extended, the next one is planned 200 ms later
     assert!(w.len() >= 2, "{w:?}");
     assert!(w.iter().all(|x| x.5 == 0), "{w:?}");
-    assert!(w[0].1 - w[0].0 < 40_000_000, "{w:?}");
+    assert_eq!((h[0].0, h[1].2), (0, 200_000_000), "{h:?}");
     assert!(w[0].4 > 0, "{w:?}");
+}
+
+#[test]
+fn the_budget_holds_the_windows_cost_to_its_share_of_the_run() {
+    let (lib, _) = built();
+    // windows of 20 ms with gaps of 40 ms, but their cost held to 0.01 % of the run:
+    // each window opens only once the cost of those before it (attach, detach, 5 µs a
+    // record) is 0.01 % of the time since the first one opened (0.05 % after a window
+    // that met new work)
+    let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/20/40/0.01"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    let r = run("budget", lib.to_str().unwrap(), &env, &["launch", "1500", "1000"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let (w, h) = (windows_of(&r), history_of(&r));
+    assert!(w.len() >= 2, "{w:?}");
+    let (since, ms) = (w[0].0, 1_000_000u64);
+    let mut spent = 0u64;
+    for i in 1..w.len() {
+        spent += tracer_cupti::sample::window_cost_ns(w[i - 1].2, w[i - 1].3, w[i - 1].4);
+        let share = if w[i - 1].5 > 0 { tracer_cupti::sample::LEARNING_SHARE as u64 } else { 1 };
+        let due = spent * 10_000 / share;
+        assert!(
+            w[i].0 - since >= due,
+            "window {i} opened {} ms in, due at {} ms: {w:?}",
+            (w[i].0 - since) / ms,
+            due / ms
+        );
+        // planned: the policy's 40 ms, or the budget's wait, decided after the window before ended
+        let budget_at_most = due.saturating_sub(w[i - 1].1 - since);
+        assert!(h[i].2 >= 40 * ms && h[i].2 <= budget_at_most.max(40 * ms), "window {i}: {h:?} {w:?}");
+    }
+    // the first window's records alone (≥ 5: 10 ms of learning budget each) push the second past the policy's gap
+    if w[0].4 >= 5 {
+        assert!(h[1].2 > 40 * ms, "{h:?} {w:?}");
+    }
 }
 
 #[test]
@@ -411,30 +465,31 @@ fn a_demanded_window_opens_at_once_instead_of_after_its_gap() {
     let k = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256);
     std::fs::write(&known, format!("{k:x}\n")).unwrap();
     std::fs::write(&demand, 0u64.to_le_bytes()).unwrap();
-    // windows of 20 ms, gaps 40, 80, 160, 320 ms, …: the one after ~340 ms opens near 680 ms
+    // windows of 20 ms, gaps 200, 800, 3200 ms: windows open near 0, 220 and 1040 ms,
+    // the next near 4260 ms; the demand comes at 1.5 s
     let env = [
-        ("TRACER_CUPTI_SAMPLE", "adaptive:20/20/2000"),
+        ("TRACER_CUPTI_SAMPLE", "adaptive:20/20/5000/0"),
         ("TRACER_CUPTI_FLUSH_MS", "10"),
         ("TRACER_CUPTI_KNOWN", known.to_str().unwrap()),
         ("TRACER_CUPTI_DEMAND", demand.to_str().unwrap()),
     ];
     let d = demand.clone();
     let asker = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(450));
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
         let t = monotonic_ns();
         std::fs::write(&d, 1u64.to_le_bytes()).unwrap();
         t
     });
-    let r = run("demand", lib.to_str().unwrap(), &env, &["launch", "800", "1000"]);
+    let r = run("demand", lib.to_str().unwrap(), &env, &["launch", "3000", "1000"]);
     let asked = asker.join().unwrap();
     let _ = (std::fs::remove_file(&known), std::fs::remove_file(&demand));
     assert_eq!(r.status, 0, "{}", r.stderr);
     let w = windows_of(&r);
-    // a window opened within two polls (10 ms each) and the attach of the demand
-    let after: Vec<u64> = w.iter().map(|x| x.0).filter(|&s| s >= asked).collect();
-    assert!(!after.is_empty(), "{w:?}");
-    assert!(after[0] - asked < 100_000_000, "asked at {asked}: {w:?}");
-    // without the demand the gap before it would have been longer than 100 ms
-    let before = w.iter().rfind(|x| x.1 <= asked).expect("a window before the demand");
-    assert!(after[0] - before.1 < 200_000_000, "{w:?}");
+    let h = history_of(&r);
+    // the first window after the demand opened on it, cutting its planned gap short;
+    // none before it was demanded
+    let first = w.iter().position(|x| x.0 >= asked).expect("a window after the demand");
+    assert!(first >= 1, "{w:?}");
+    assert!(h[first].1, "asked at {asked}: {h:?} {w:?}");
+    assert!(h[..first].iter().all(|x| !x.1), "{h:?}");
 }

@@ -188,14 +188,20 @@ impl GpuSession {
     }
 
     /// Asks for a window when a kernel name new to the library and the run
-    /// appeared among `kernels` (the summary's launches by name) since the last call.
-    pub fn demand_windows(&mut self, kernels: &std::collections::HashMap<String, u64>) {
-        if self.demand.is_none() || kernels.len() == self.names_seen {
+    /// appeared among `kernels` (the summary's launches by name) or
+    /// `graph_kernels` (the kernels its graph lines name) since the last call.
+    pub fn demand_windows(
+        &mut self,
+        kernels: &std::collections::HashMap<String, u64>,
+        graph_kernels: &std::collections::HashMap<String, u64>,
+    ) {
+        let seen = kernels.len() + graph_kernels.len();
+        if self.demand.is_none() || seen == self.names_seen {
             return;
         }
-        self.names_seen = kernels.len();
+        self.names_seen = seen;
         let mut new = false;
-        for k in kernels.keys() {
+        for k in kernels.keys().chain(graph_kernels.keys()) {
             if !self.known_names.contains(k) {
                 self.known_names.insert(k.clone());
                 new = true;
@@ -244,7 +250,8 @@ impl GpuSession {
             },
             "adaptive": match self.plan {
                 Some(Plan::Adaptive(a)) => {
-                    json!({"window_ms": a.window_ms, "max_window_ms": a.max_window_ms, "max_gap_ms": a.max_gap_ms})
+                    json!({"window_ms": a.window_ms, "max_window_ms": a.max_window_ms, "max_gap_ms": a.max_gap_ms,
+                        "budget_pct": a.budget_bp as f64 / 100.0})
                 }
                 _ => Value::Null,
             },

@@ -40,6 +40,12 @@ pub struct GpuLines {
     pub window_records: u64,
     pub new_keys: u64,
     pub detached: u64,
+    /// Adaptive windows: extensions for new work, windows opened on the
+    /// tracer's demand, and their cost as the windows' budget counts it
+    /// (attach, detach, and an estimate per record: tracer_cupti::sample::window_cost_ns).
+    pub extensions: u64,
+    pub opened_on_demand: u64,
+    pub cost_ns: u64,
     /// Records without a usable timestamp (0, or end before start): not written.
     pub no_timestamp: u64,
     /// Lines whose stream handle was not known.
@@ -134,7 +140,17 @@ impl GpuLines {
                 self.procs.entry(pid).or_default().errors.push(text);
                 None
             }
-            Msg::Window { start, end, attach_ns, detach_ns, records, new_keys } => {
+            Msg::Window {
+                start,
+                end,
+                attach_ns,
+                detach_ns,
+                records,
+                new_keys,
+                extensions,
+                demanded,
+                planned_gap_ns,
+            } => {
                 if end < start {
                     self.no_timestamp += 1;
                     return None;
@@ -146,15 +162,25 @@ impl GpuLines {
                 self.window_records += records;
                 self.new_keys += new_keys;
                 self.detached += (detach_ns > 0) as u64;
+                self.extensions += extensions;
+                self.opened_on_demand += demanded as u64;
+                let adaptive =
+                    attach_ns | detach_ns | records | new_keys | extensions | planned_gap_ns != 0 || demanded;
+                if adaptive {
+                    self.cost_ns += tracer_cupti::sample::window_cost_ns(attach_ns, detach_ns, records);
+                }
                 // the same fields as a gpu line's, in that order (docs/trace-format.md)
                 let mut v = json!({"ts": start, "end_ts": end, "pid": pid, "tid": 0, "type": "gpu_window",
                     "op": "measured", "name": "cupti"});
-                if attach_ns | detach_ns | records | new_keys != 0 {
-                    // adaptive windows: their cost and what they held
+                if adaptive {
+                    // adaptive windows: their cost, what they held and how they came about
                     v["attach_us"] = json!(attach_ns as f64 / 1000.0);
                     v["detach_us"] = json!(detach_ns as f64 / 1000.0);
                     v["records"] = json!(records);
                     v["new_keys"] = json!(new_keys);
+                    v["extensions"] = json!(extensions);
+                    v["demanded"] = json!(demanded);
+                    v["planned_gap_us"] = json!(planned_gap_ns as f64 / 1000.0);
                 }
                 Some(v)
             }
@@ -245,6 +271,9 @@ impl GpuLines {
             v["detach_ns"] = json!(self.detach_ns);
             v["window_records"] = json!(self.window_records);
             v["new_keys"] = json!(self.new_keys);
+            v["window_extensions"] = json!(self.extensions);
+            v["windows_opened_on_demand"] = json!(self.opened_on_demand);
+            v["window_cost_ns"] = json!(self.cost_ns);
         }
         v
     }
@@ -259,14 +288,15 @@ impl GpuLines {
         if self.attach_ns | self.detach_ns | self.window_records != 0 {
             s.push_str(&format!(
                 " in {} adaptive windows ({:.1} ms; {} new kernels or copy sizes; CUPTI detached {} times, \
-                 attaching took {:.1} ms, detaching {:.1} ms; the rest is inferred from the windows and the \
-                 durations library)",
+                 attaching took {:.1} ms, detaching {:.1} ms, about {:.1} ms of cost in all; the rest is inferred \
+                 from the windows and the durations library)",
                 self.windows,
                 self.window_ns as f64 / 1e6,
                 self.new_keys,
                 self.detached,
                 self.attach_ns as f64 / 1e6,
-                self.detach_ns as f64 / 1e6
+                self.detach_ns as f64 / 1e6,
+                self.cost_ns as f64 / 1e6
             ));
         } else if self.windows > 0 {
             s.push_str(&format!(
@@ -383,7 +413,19 @@ mod tests {
     #[test]
     fn adaptive_windows_carry_their_cost_to_the_line_and_the_footer() {
         let w = |start, end, attach_ns, detach_ns, records, new_keys| {
-            (7, Msg::Window { start, end, attach_ns, detach_ns, records, new_keys })
+            let (extensions, demanded, planned_gap_ns) = (new_keys / 6, start == 900_000, start / 2);
+            let m = Msg::Window {
+                start,
+                end,
+                attach_ns,
+                detach_ns,
+                records,
+                new_keys,
+                extensions,
+                demanded,
+                planned_gap_ns,
+            };
+            (7, m)
         };
         let (g, lines) = run(&[
             (7, Msg::Note { text: "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps".into() }),
@@ -393,8 +435,9 @@ mod tests {
         ]);
         assert_eq!(
             lines[0],
-            r#"{"attach_us":0.0,"detach_us":2500.0,"end_ts":101000,"name":"cupti","new_keys":12,"op":"measured","pid":7,"records":40,"tid":0,"ts":1000,"type":"gpu_window"}"#
+            r#"{"attach_us":0.0,"demanded":false,"detach_us":2500.0,"end_ts":101000,"extensions":2,"name":"cupti","new_keys":12,"op":"measured","pid":7,"planned_gap_us":0.5,"records":40,"tid":0,"ts":1000,"type":"gpu_window"}"#
         );
+        assert!(lines[2].contains(r#""demanded":true"#), "{}", lines[2]);
         let f = g.footer_with_windows();
         assert_eq!(
             (
@@ -407,12 +450,17 @@ mod tests {
             ),
             (&json!(3), &json!(2), &json!(2_500_000), &json!(3_500_000), &json!(65), &json!(12))
         );
+        // cost: attach and detach times, 5 µs a record
+        assert_eq!(
+            (&f["window_extensions"], &f["windows_opened_on_demand"], &f["window_cost_ns"]),
+            (&json!(2), &json!(1), &json!(2_500_000 + 3_500_000 + 65 * 5_000))
+        );
         assert_eq!(
             f["processes"][0]["notes"][0],
             "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"
         );
         assert!(g.summary_line().contains(
-            "in 3 adaptive windows (0.2 ms; 12 new kernels or copy sizes; CUPTI detached 2 times, attaching took 2.5 ms, detaching 3.5 ms;"
+            "in 3 adaptive windows (0.2 ms; 12 new kernels or copy sizes; CUPTI detached 2 times, attaching took 2.5 ms, detaching 3.5 ms, about 6.3 ms of cost in all;"
         ), "{}", g.summary_line());
     }
 
@@ -428,6 +476,9 @@ mod tests {
                     detach_ns: 0,
                     records: 0,
                     new_keys: 0,
+                    extensions: 0,
+                    demanded: false,
+                    planned_gap_ns: 0,
                 },
             ),
             (
@@ -439,9 +490,25 @@ mod tests {
                     detach_ns: 0,
                     records: 0,
                     new_keys: 0,
+                    extensions: 0,
+                    demanded: false,
+                    planned_gap_ns: 0,
                 },
             ),
-            (100, Msg::Window { start: 7, end: 6, attach_ns: 0, detach_ns: 0, records: 0, new_keys: 0 }),
+            (
+                100,
+                Msg::Window {
+                    start: 7,
+                    end: 6,
+                    attach_ns: 0,
+                    detach_ns: 0,
+                    records: 0,
+                    new_keys: 0,
+                    extensions: 0,
+                    demanded: false,
+                    planned_gap_ns: 0,
+                },
+            ),
         ]);
         assert_eq!(
             lines,
