@@ -54,6 +54,9 @@ pub struct Summary {
     /// Graph lines and captured calls, kept (rare) for the graph expansion
     /// at the end (analysis/graphs.rs).
     pub graph_lines: crate::analysis::model::graph_lines::GraphLines,
+    /// Kernel names that graph lines name (nodes added, instantiated or
+    /// updated), by count of such lines: what graph launches may run.
+    pub graph_kernels: HashMap<String, u64>,
 }
 
 /// A line the summary reads as a driver call: any type but the format's
@@ -141,6 +144,11 @@ impl Summary {
         if ty == "graph" || v.get("capture").is_some() {
             self.graph_lines.push_value(v);
         }
+        if ty == "graph"
+            && let Some(k) = v["kernel"].as_str()
+        {
+            *self.graph_kernels.entry(k.to_string()).or_default() += 1;
+        }
         let s = |k: &str| v[k].as_str().map(Cow::Borrowed);
         self.add_call(&CallView {
             ty: Some(Cow::Borrowed(ty)),
@@ -179,6 +187,11 @@ impl Summary {
             if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
                 self.graph_lines.push_bytes(bytes);
             }
+            if raw.ty.as_deref() == Some("graph")
+                && let Some(k) = raw.kernel.as_deref()
+            {
+                *self.graph_kernels.entry(k.to_string()).or_default() += 1;
+            }
             self.add_call(&CallView {
                 ty: b(&raw.ty),
                 op: b(&raw.op),
@@ -216,6 +229,11 @@ impl Summary {
             }
             if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
                 self.graph_lines.push_bytes(bytes);
+            }
+            if raw.ty.as_deref() == Some("graph")
+                && let Some(k) = raw.kernel.as_deref()
+            {
+                *self.graph_kernels.entry(k.to_string()).or_default() += 1;
             }
             self.add_call(&CallView {
                 ty: raw.ty,

@@ -134,7 +134,7 @@ pub async fn collect(
                 col.drain(afd.get_mut());
                 if let Some(g) = gpu.as_deref_mut() {
                     g.drain(col);
-                    g.demand_windows(&col.summary.kernels);
+                    g.demand_windows(&col.summary.kernels, &col.summary.graph_kernels);
                 }
                 periodic(col, loaded, &mut last_flush);
             }

@@ -115,8 +115,11 @@ pub fn finish(col: &mut Collector, gpu: &GpuSession, lib: &LibraryUse, quiet: bo
             None
         });
     }
-    // the run's kernels by name (all their geometries in the library: the by-name fallback)
-    let names: Vec<String> = col.summary.kernels.keys().cloned().collect();
+    // the run's kernels by name, launched or in its graphs (all their geometries in the
+    // library: the by-name fallback)
+    let mut names: Vec<String> = col.summary.kernels.keys().chain(col.summary.graph_kernels.keys()).cloned().collect();
+    names.sort_unstable();
+    names.dedup();
     let kernels = names.iter().map(|n| (n.as_str(), Geom::default()));
     let copy_kinds = ["h2d", "d2h", "d2d", "h2h", "peer", "default", "memset"];
     let ts = crate::collect::sysinfo::clock_ns(libc::CLOCK_MONOTONIC);
