@@ -200,6 +200,72 @@ fn python_310_312_313_launches_and_reads() {
     }
 }
 
+/// What tests/fakecuda/pyembed.c runs once it has started the interpreter
+/// (`{lib}`: the fake libcuda): three launches right after loading libcuda.
+const PY_EMBEDDED: &str = r#"import ctypes, time
+lib = ctypes.CDLL("{lib}")
+f = ctypes.c_void_p()
+lib.cuInit(0)
+lib.cuModuleGetFunction(ctypes.byref(f), ctypes.c_void_p(0x30001), b"step_kernel")
+def launch_step(f):
+    lib.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, None, None, None)
+for _ in range(3):
+    launch_step(f)
+time.sleep(0.5)
+"#;
+
+/// A program that loads libpython 20 ms after it starts, then libcuda, and
+/// launches at once (tests/fakecuda/pyembed.c): its stacks made tracer look
+/// for an interpreter before there was one, and not again within 100 ms.
+/// The process is stopped at its open of libcuda until its probes are in
+/// place, and its layout is looked at before it is continued: its first
+/// launch has its Python frames, as every one after it.
+#[test]
+fn python_loaded_just_before_libcuda_has_frames_from_the_first_launch() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let Some(python) = pyenv_python(12) else {
+        println!("no pyenv Python 3.12: not checked");
+        return;
+    };
+    let home = python.parent().unwrap().parent().unwrap();
+    let libpython = home.join("lib/libpython3.12.so.1.0");
+    let f = common::fake();
+    let prog = f.dir.join("pyembed");
+    let tmp = f.dir.join("pyembed.tmp");
+    let st = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&tmp)
+        .arg(common::src_dir().join("pyembed.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::rename(&tmp, &prog).unwrap();
+    let code = PY_EMBEDDED.replace("{lib}", f.lib.to_str().unwrap());
+    let out = common::fresh_output("stacks-pyembed");
+    let (status, stderr) = common::record_program(
+        &out,
+        &["--all-launch-stacks"],
+        &[prog.as_os_str(), libpython.as_os_str(), "20".as_ref(), code.as_ref()],
+        &[("PYTHONHOME", home.to_str().unwrap())],
+        Duration::from_secs(120),
+        "stacks-pyembed",
+    );
+    assert!(status.success(), "tracer on pyembed: {status}\n{stderr}");
+    let lines = common::read_trace(&out).unwrap();
+    let s = stacks(&lines);
+    let launches: Vec<&Value> = lines.iter().filter(|l| l["name"] == "cuLaunchKernel").collect();
+    assert_eq!(launches.len(), 3);
+    for (i, l) in launches.iter().enumerate() {
+        let f = frames_of(l, &s);
+        let py: Vec<String> = python_frames(f).into_iter().map(|f| f.0).collect();
+        assert_eq!(py, ["launch_step", "<module>"], "launch {i}: {f:?}; footer stacks: {}", footer(&lines)["stacks"]);
+    }
+    let foot = footer(&lines);
+    assert_eq!(foot["python_layouts"]["found"], serde_json::json!({ "3.12": 1 }), "{}", foot["python_layouts"]);
+}
+
 /// A Python whose layout tracer does not know (3.9): no Python frames, the
 /// process counted with its reason, its launches still recorded with their
 /// native frames.

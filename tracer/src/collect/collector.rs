@@ -95,6 +95,14 @@ impl Collector {
         self.writer.write(&v);
     }
 
+    /// A process stopped at its open of libcuda is about to be continued:
+    /// its Python layout, if it has one, goes to the kernel first.
+    pub fn before_resume(&mut self, pid: u32) {
+        if let Some(p) = self.python.as_mut() {
+            p.before_resume(pid);
+        }
+    }
+
     /// Reads every record available now. Returns how many were read.
     pub fn drain(&mut self, ring: &mut RingBuf<MapData>) -> usize {
         let mut n = 0;

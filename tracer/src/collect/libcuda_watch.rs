@@ -193,8 +193,9 @@ impl<'a> Watch<'a> {
     }
 
     /// One open reported by the kernel side: probe the file, then continue
-    /// the process the kernel side stopped.
-    pub fn opened(&mut self, loaded: &mut Loaded, rec: &LibOpen) {
+    /// the process the kernel side stopped, after `before_resume` (the
+    /// Python layout's look, python_procs.rs).
+    pub fn opened(&mut self, loaded: &mut Loaded, rec: &LibOpen, before_resume: &mut dyn FnMut(u32)) {
         self.opens += 1;
         let via = PathBuf::from(format!("/proc/{}/fd/{}", rec.pid, rec.fd));
         match std::fs::read_link(&via) {
@@ -208,6 +209,7 @@ impl<'a> Watch<'a> {
             }
         }
         if rec.stopped != 0 {
+            before_resume(rec.pid);
             self.resume(rec.pid);
         }
     }
@@ -221,12 +223,13 @@ impl<'a> Watch<'a> {
     }
 
     /// Reads every pending open; with `attach` false (detaching) the
-    /// processes are only continued.
+    /// processes are only continued. `before_resume`: as for [`Self::opened`].
     pub fn drain(
         &mut self,
         loaded: &mut Loaded,
         ring: &mut aya::maps::RingBuf<aya::maps::MapData>,
         attach: bool,
+        before_resume: &mut dyn FnMut(u32),
     ) -> usize {
         let mut recs = Vec::new();
         while let Some(item) = ring.next() {
@@ -236,7 +239,7 @@ impl<'a> Watch<'a> {
         }
         for r in &recs {
             if attach {
-                self.opened(loaded, r);
+                self.opened(loaded, r, before_resume);
             } else if r.stopped != 0 {
                 self.resume(r.pid);
             }

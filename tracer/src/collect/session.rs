@@ -119,7 +119,7 @@ pub async fn collect(
             g = readable(libopens.as_mut()) => {
                 let mut g = g?;
                 match watch.as_deref_mut() {
-                    Some(w) => w.drain(loaded, g.get_inner_mut(), true),
+                    Some(w) => w.drain(loaded, g.get_inner_mut(), true, &mut |pid| col.before_resume(pid)),
                     // No watch: the processes are only continued.
                     None => crate::collect::libcuda_watch::continue_all(g.get_inner_mut()),
                 };
@@ -143,7 +143,7 @@ pub async fn collect(
     drop(stop);
     // Opens still pending: their processes are continued (not probed).
     if let (Some(a), Some(w)) = (libopens.as_mut(), watch.as_deref_mut()) {
-        w.drain(loaded, a.get_mut(), true);
+        w.drain(loaded, a.get_mut(), true, &mut |pid| col.before_resume(pid));
     }
     let programs = loader::program_stats(loaded);
     // Detach every program, then take what is still in the buffer: after
@@ -156,7 +156,7 @@ pub async fn collect(
     }
     if let Some(a) = libopens.as_mut() {
         match watch {
-            Some(w) => w.drain(loaded, a.get_mut(), false),
+            Some(w) => w.drain(loaded, a.get_mut(), false, &mut |_| {}),
             None => crate::collect::libcuda_watch::continue_all(a.get_mut()),
         };
     }

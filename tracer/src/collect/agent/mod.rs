@@ -324,7 +324,7 @@ impl Loop<'_> {
                 }
                 g = crate::collect::session::readable(libopens.as_mut()) => {
                     let mut g = g?;
-                    self.watch.drain(self.loaded, g.get_inner_mut(), true);
+                    self.watch.drain(self.loaded, g.get_inner_mut(), true, &mut |_| {});
                     g.clear_ready();
                 }
                 g = afd.readable_mut() => {
@@ -355,11 +355,11 @@ impl Loop<'_> {
         // Opens still pending, then those made while detaching: their
         // processes are continued (not probed).
         if let Some(a) = libopens.as_mut() {
-            self.watch.drain(self.loaded, a.get_mut(), true);
+            self.watch.drain(self.loaded, a.get_mut(), true, &mut |_| {});
         }
         loader::detach_all(std::mem::take(&mut self.loaded.links));
         if let Some(a) = libopens.as_mut() {
-            self.watch.drain(self.loaded, a.get_mut(), false);
+            self.watch.drain(self.loaded, a.get_mut(), false, &mut |_| {});
         }
         drop(self.loaded.ebpf.take());
         let mut ring = afd.into_inner();

@@ -116,6 +116,12 @@ pub fn find(pid: u32) -> Result<Option<PyProcess>, LayoutError> {
     Ok(None)
 }
 
+/// Whether process `pid` maps a file named like an interpreter
+/// (`libpython*`, `python*`): one read of its maps, no file parsed.
+pub fn maps_interpreter(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| !candidates(&m, None).is_empty())
+}
+
 /// Mapped files that may hold the interpreter, libpython first, each with
 /// the start and file offset of its lowest mapping.
 fn candidates(maps: &str, exe: Option<&Path>) -> Vec<(PathBuf, u64, u64)> {

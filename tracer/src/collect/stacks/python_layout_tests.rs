@@ -269,6 +269,7 @@ fn read_u64(mem: &std::fs::File, addr: u64) -> u64 {
 fn follows_to_its_thread_state(python: &Path, minor: u32, interpreter: &str) {
     let s = sleeper(python);
     let pid = s.0.id();
+    assert!(maps_interpreter(pid));
     let p = find(pid).unwrap().unwrap();
     assert_eq!(p.version(), (3, minor as u8));
     assert!(p.path.to_str().unwrap().ends_with(interpreter), "{}", p.path.display());
@@ -330,4 +331,6 @@ fn no_interpreter_no_layout() {
     let _ = c.wait();
     assert_eq!(r, Ok(None));
     assert_eq!(find(u32::MAX - 1), Ok(None));
+    assert!(!maps_interpreter(std::process::id()));
+    assert!(!maps_interpreter(u32::MAX - 1));
 }

@@ -5,6 +5,14 @@
 //! not have loaded libpython yet), at most [`MAX_TRIES`] times; again after
 //! an exec; its entry is removed when it exits.
 //!
+//! Those looks come after the stacks that ask for them, and a look takes
+//! tens of ms: a program's first driver calls could come before its layout
+//! is in the map, and have no Python frames. So a process that opens
+//! libcuda, stopped by the kernel side until its probes are in place
+//! (libcuda_watch.rs), is also looked at before it is continued
+//! ([`PythonProcs::before_resume`]) when it maps an interpreter: none of
+//! its calls runs before its layout is in the map.
+//!
 //! The looks run on a thread of their own: one reads and parses the
 //! interpreter's file (~60 ms for libpython3.11 in a debug build), which on
 //! the collector's thread would hold back the drain, and with it the
@@ -26,6 +34,9 @@ use crate::collect::stacks::python_layout::{self, PyProcess};
 pub const RETRY: Duration = Duration::from_millis(100);
 /// Looks at a process before it is taken for one without Python.
 pub const MAX_TRIES: u32 = 20;
+/// Longest wait for the look at a stopped process ([`PythonProcs::before_resume`]):
+/// past it, the process is continued all the same.
+pub const RESUME_WAIT: Duration = Duration::from_secs(2);
 
 enum State {
     /// Not found yet: tries so far, and when the last was (None: look at
@@ -60,6 +71,9 @@ enum Msg {
     Forget(u32),
     /// The process exec'd: another program.
     Exec(u32),
+    /// The process is stopped until its layout is looked at: the look is
+    /// made now (whatever [`RETRY`] says), then the sender told.
+    BeforeResume(u32, Sender<()>),
 }
 
 /// The collector's handle: records go in, the looks happen on the worker.
@@ -94,6 +108,18 @@ impl PythonProcs {
         };
         if let Some(tx) = &self.tx {
             let _ = tx.send(msg);
+        }
+    }
+
+    /// Called with a process stopped at its open of libcuda, before it is
+    /// continued: if it maps an interpreter and its layout is not in the
+    /// map yet, waits (at most [`RESUME_WAIT`]) for the look that puts it
+    /// there, so that its driver calls have their Python frames.
+    pub fn before_resume(&mut self, pid: u32) {
+        let Some(tx) = &self.tx else { return };
+        let (done_tx, done_rx) = channel();
+        if tx.send(Msg::BeforeResume(pid, done_tx)).is_ok() && done_rx.recv_timeout(RESUME_WAIT).is_err() {
+            log::warn!("process {pid}: continued before its Python layout was looked at (more than {RESUME_WAIT:?})");
         }
     }
 
@@ -140,6 +166,10 @@ impl Worker {
                     }
                 }
                 Msg::Exec(pid) => self.exec(pid),
+                Msg::BeforeResume(pid, done) => {
+                    self.before_resume(pid);
+                    let _ = done.send(());
+                }
             }
         }
     }
@@ -175,6 +205,19 @@ impl Worker {
         }
     }
 
+    /// A process stopped before its first instruction of libcuda: looked
+    /// at now, unless its layout is known, it was given up on, or it maps
+    /// no file that may be an interpreter (the look of a process without
+    /// Python, which reads its executable, is left to its stacks).
+    fn before_resume(&mut self, pid: u32) {
+        match self.procs.get(&pid) {
+            Some(State::Known | State::Done) => {}
+            Some(State::Looking { tries, .. }) if python_layout::maps_interpreter(pid) => self.look_now(pid, *tries),
+            None if python_layout::maps_interpreter(pid) => self.look_now(pid, 0),
+            _ => {}
+        }
+    }
+
     fn look(&mut self, pid: u32) {
         let now = Instant::now();
         let tries = match self.procs.get(&pid) {
@@ -182,6 +225,12 @@ impl Worker {
             Some(State::Looking { tries, last }) if last.is_none_or(|l| now.duration_since(l) >= RETRY) => *tries,
             Some(_) => return,
         };
+        self.look_now(pid, tries);
+    }
+
+    /// Looks at `pid`, its `tries`-th look.
+    fn look_now(&mut self, pid: u32, tries: u32) {
+        let now = Instant::now();
         let state = match python_layout::find(pid) {
             Ok(Some(p)) if python_layout::walkable(&p.layout) => self.known(pid, &p),
             Ok(Some(p)) => {
