@@ -48,8 +48,9 @@ struct Out {
     buffers: u64,
     dropped_cupti: u64,
     /// Adaptive windows: keys of the work already known (the durations
-    /// library's, then every record's of this process).
+    /// library's, then every record's of this process), and the library's alone.
     known: HashSet<u64>,
+    library: HashSet<u64>,
 }
 
 struct State {
@@ -82,6 +83,8 @@ struct State {
     /// the last window's detach time.
     win_records: AtomicU64,
     win_new: AtomicU64,
+    /// Records of the open window whose work the durations library already had.
+    win_library: AtomicU64,
     win_attach_ns: AtomicU64,
     win_extensions: AtomicU64,
     win_demanded: AtomicBool,
@@ -179,7 +182,8 @@ fn init() -> c_int {
             .unwrap_or_default(),
         _ => HashSet::new(),
     };
-    let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0, known };
+    let library = known.clone();
+    let out = Out { sink, names: HashMap::new(), records: 0, buffers: 0, dropped_cupti: 0, known, library };
     let _ = STATE.set(State {
         api,
         pid: me,
@@ -196,6 +200,7 @@ fn init() -> c_int {
         hw_trace: AtomicBool::new(false),
         win_records: AtomicU64::new(0),
         win_new: AtomicU64::new(0),
+        win_library: AtomicU64::new(0),
         win_attach_ns: AtomicU64::new(0),
         win_extensions: AtomicU64::new(0),
         win_demanded: AtomicBool::new(false),
@@ -418,7 +423,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             st.win_detach_ns.load(Ordering::Acquire),
             records,
         ));
-        let gap = a.next_gap(prev_gap, records, new_in_last);
+        // every record of work the library had: this run confirms it, the gaps can be long
+        let confirmed = records > 0 && st.win_library.load(Ordering::Acquire) == records;
+        let gap = a.next_gap(prev_gap, records, new_in_last, confirmed);
         prev_gap = gap;
         let now = monotonic_ns();
         // learning (the window met new work) may use more of the budget
@@ -438,6 +445,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let t0 = monotonic_ns();
         st.win_records.store(0, Ordering::Release);
         st.win_new.store(0, Ordering::Release);
+        st.win_library.store(0, Ordering::Release);
         st.win_extensions.store(0, Ordering::Release);
         st.win_demanded.store(demanded, Ordering::Release);
         st.win_planned_gap_ns.store(planned, Ordering::Release);
@@ -699,10 +707,13 @@ fn drain(st: &State, ctx: *mut c_void, stream: u32, buffer: *mut u8, valid: usiz
         }
         if adaptive {
             st.win_records.fetch_add(1, Ordering::AcqRel);
-            if let Some(k) = key(&msg, d.name_ptr)
-                && o.known.insert(k)
-            {
-                st.win_new.fetch_add(1, Ordering::AcqRel);
+            if let Some(k) = key(&msg, d.name_ptr) {
+                if o.library.contains(&k) {
+                    st.win_library.fetch_add(1, Ordering::AcqRel);
+                }
+                if o.known.insert(k) {
+                    st.win_new.fetch_add(1, Ordering::AcqRel);
+                }
             }
         }
         o.records += 1;

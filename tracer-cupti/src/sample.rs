@@ -142,9 +142,11 @@ impl Adaptive {
     /// gap before it having been `prev_gap_ms` (0 before the first): one
     /// window while still learning; while nothing is new, 10 windows and
     /// then four times the gap before, up to `max_gap_ms` (only re-measuring
-    /// known work, and a kernel name nobody knew is demanded at once); after
-    /// a window without GPU work, doubling up to [`IDLE_GAP_MS`].
-    pub fn next_gap(&self, prev_gap_ms: u64, records: u64, new_in_last: u64) -> u64 {
+    /// known work, and a kernel name nobody knew is demanded at once), at
+    /// least a quarter of `max_gap_ms` when every record was of work the
+    /// durations library had (`confirmed`); after a window without GPU work,
+    /// doubling up to [`IDLE_GAP_MS`].
+    pub fn next_gap(&self, prev_gap_ms: u64, records: u64, new_in_last: u64, confirmed: bool) -> u64 {
         let w = self.window_ms;
         let max = self.max_gap_ms.max(w);
         if new_in_last > 0 {
@@ -152,7 +154,9 @@ impl Adaptive {
         } else if records == 0 {
             (prev_gap_ms * 2).clamp(w, IDLE_GAP_MS.max(w)).max(prev_gap_ms.min(self.max_gap_ms))
         } else {
-            (prev_gap_ms.saturating_mul(4)).clamp((10 * w).min(max), max)
+            let least = (10 * w).min(max);
+            let least = if confirmed { least.max(max / 4) } else { least };
+            (prev_gap_ms.saturating_mul(4)).clamp(least, max)
         }
     }
 
@@ -348,20 +352,25 @@ mod tests {
         assert!(!a.extend(2_000, 1));
         assert!(!a.extend(100, 0));
         // gaps: one window while learning; otherwise 1 s, then four times longer up to 20 s
-        assert_eq!(a.next_gap(0, 50, 4), 100);
-        assert_eq!(a.next_gap(0, 50, 0), 1_000);
-        assert_eq!(a.next_gap(100, 50, 0), 1_000);
-        assert_eq!(a.next_gap(1_000, 50, 0), 4_000);
-        assert_eq!(a.next_gap(4_000, 50, 0), 16_000);
-        assert_eq!(a.next_gap(16_000, 50, 0), 20_000);
-        assert_eq!(a.next_gap(20_000, 50, 0), 20_000);
+        assert_eq!(a.next_gap(0, 50, 4, false), 100);
+        assert_eq!(a.next_gap(0, 50, 0, false), 1_000);
+        assert_eq!(a.next_gap(100, 50, 0, false), 1_000);
+        assert_eq!(a.next_gap(1_000, 50, 0, false), 4_000);
+        assert_eq!(a.next_gap(4_000, 50, 0, false), 16_000);
+        assert_eq!(a.next_gap(16_000, 50, 0, false), 20_000);
+        assert_eq!(a.next_gap(20_000, 50, 0, false), 20_000);
+        // every record of work the library had: a quarter of the longest gap at once
+        assert_eq!(a.next_gap(0, 50, 0, true), 5_000);
+        assert_eq!(a.next_gap(5_000, 50, 0, true), 20_000);
+        assert_eq!(a.next_gap(0, 0, 0, true), 100);
+        assert_eq!(a.next_gap(0, 50, 3, true), 100);
         let small = Adaptive::parse("20/100/150").unwrap(); // 10 windows past the longest gap
-        assert_eq!((small.next_gap(0, 5, 0), small.next_gap(150, 5, 0)), (150, 150));
+        assert_eq!((small.next_gap(0, 5, 0, false), small.next_gap(150, 5, 0, false)), (150, 150));
         // no GPU work in the window: doubling up to 1 s, never shorter than the gap before
-        assert_eq!(a.next_gap(0, 0, 0), 100);
-        assert_eq!(a.next_gap(400, 0, 0), 800);
-        assert_eq!(a.next_gap(800, 0, 0), 1_000);
-        assert_eq!(a.next_gap(20_000, 0, 0), 20_000);
+        assert_eq!(a.next_gap(0, 0, 0, false), 100);
+        assert_eq!(a.next_gap(400, 0, 0, false), 800);
+        assert_eq!(a.next_gap(800, 0, 0, false), 1_000);
+        assert_eq!(a.next_gap(20_000, 0, 0, false), 20_000);
     }
 
     #[test]

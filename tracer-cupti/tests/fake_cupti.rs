@@ -370,7 +370,7 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
     let a = tracer_cupti::sample::Adaptive::parse("20/100/1000/0").unwrap();
     let mut prev = 0;
     for i in 1..w.len() {
-        let want = a.next_gap(prev, w[i - 1].4, 0);
+        let want = a.next_gap(prev, w[i - 1].4, 0, false);
         assert_eq!(h[i].2, want * 1_000_000, "window {i}: {h:?} {w:?}");
         assert!(w[i].0 - w[i - 1].1 >= want * 1_000_000, "gap {i}: {w:?}");
         prev = want;
@@ -406,19 +406,21 @@ fn adaptive_windows_start_from_the_known_keys() {
     let k = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256);
     std::fs::write(&known, format!("{k:x}\n")).unwrap();
     let env = [
-        ("TRACER_CUPTI_SAMPLE", "adaptive:20/100/200/0"),
+        ("TRACER_CUPTI_SAMPLE", "adaptive:20/100/4000/0"),
         ("TRACER_CUPTI_FLUSH_MS", "10"),
         ("TRACER_CUPTI_KNOWN", known.to_str().unwrap()),
     ];
-    let r = run("known", lib.to_str().unwrap(), &env, &["launch", "300", "1000"]);
+    let r = run("known", lib.to_str().unwrap(), &env, &["launch", "1300", "1000"]);
     let _ = std::fs::remove_file(&known);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let w = windows_of(&r);
     let h = history_of(&r);
-    // nothing new: the first window is not extended, the next one is planned 200 ms later
+    // nothing new, and every record of work the library had: the first window is not
+    // extended, and the next one is planned a quarter of the longest gap later (1 s,
+    // not the 10 windows of work this run alone knew)
     assert!(w.len() >= 2, "{w:?}");
     assert!(w.iter().all(|x| x.5 == 0), "{w:?}");
-    assert_eq!((h[0].0, h[1].2), (0, 200_000_000), "{h:?}");
+    assert_eq!((h[0].0, h[1].2), (0, 1_000_000_000), "{h:?}");
     assert!(w[0].4 > 0, "{w:?}");
 }
 
