@@ -61,11 +61,26 @@ pub fn label(tl: &Timeline) -> String {
     }
 }
 
+/// "; expected error of the busy time about X % (…)" for a calibrated
+/// timeline whose windows measured some of the launches it times (the
+/// diagnostics' `expected_busy_error_pct`), else "".
+pub fn expected_error(pct: Option<f64>) -> String {
+    match pct {
+        Some(p) => format!(
+            "; expected error of the busy time about {p:.1} % (this run's measured kernels against the durations the \
+             rest was timed with)"
+        ),
+        None => String::new(),
+    }
+}
+
 /// One sentence for a report's header: what the busy/idle figures below are.
 pub fn sentence(tl: &Timeline) -> String {
     match IdleBasis::of(tl) {
         IdleBasis::Measured => "GPU busy/idle: measured (CUPTI activity records)".into(),
-        IdleBasis::Calibrated => format!("GPU busy/idle: {}", label(tl)),
+        IdleBasis::Calibrated => {
+            format!("GPU busy/idle: {}{}", label(tl), expected_error(tl.diag.expected_busy_error_pct))
+        }
         IdleBasis::LowerBound => "GPU busy/idle share: unknown (no measured or calibrated kernel durations: record \
                                   with --gpu-timestamps, or pass --durations FILE); idle ≥ X is certain idle time, a \
                                   lower bound"

@@ -570,8 +570,9 @@ pub fn render(r: &GapReport) -> String {
         match r.idle_basis {
             IdleBasis::Measured => "measured".to_string(),
             IdleBasis::Calibrated => format!(
-                "inferred (calibrated from {})",
-                r.calibrated_from.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION)
+                "inferred (calibrated from {}){}",
+                r.calibrated_from.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION),
+                super::basis::expected_error(r.diagnostics.expected_busy_error_pct)
             ),
             IdleBasis::LowerBound => "idle share unknown; idle ≥ X is a lower bound (record with --gpu-timestamps, \
                                       or pass --durations FILE, for the idle share)"

@@ -92,6 +92,18 @@ fn a_kernel_no_window_saw_gets_its_library_duration() {
     );
     // the two measured kA (10 µs each) against the library's 12 µs: 4 of 20 µs
     assert_eq!(tl.diag.expected_busy_error_pct, Some(20.0));
+    // and the report's header and `tracer gaps` say it
+    assert!(
+        crate::analysis::basis::sentence(&tl).ends_with(
+            "; expected error of the busy time about 20.0 % (this run's measured kernels against the durations the \
+             rest was timed with)"
+        ),
+        "{}",
+        crate::analysis::basis::sentence(&tl)
+    );
+    let r = crate::analysis::gaps::analyze(&t, &tl, &crate::analysis::phases::phases(&t), &Default::default());
+    let text = crate::analysis::gaps::render(&r);
+    assert!(text.contains("entries)); expected error of the busy time about 20.0 % ("), "{text}");
     // the same run without the library line: kB at the median of the calibration (10 µs)
     let without: Vec<String> = lines[..lines.len() - 1].to_vec();
     let t = parse_str("s", &without.join("\n")).unwrap();
