@@ -90,6 +90,61 @@ pub fn key_from_env(v: Option<&str>) -> Option<GpuKey> {
     (!model.is_empty() && !driver.is_empty()).then(|| GpuKey::new(model, driver))
 }
 
+/// Every entry the library at `path` has for `key`, as durations (the
+/// agent times the launches of processes without CUPTI with them), and one
+/// line saying what was taken or why nothing.
+pub fn entries_for(
+    path: Option<&Path>,
+    key: Option<&GpuKey>,
+) -> (Option<crate::analysis::durations::Durations>, String) {
+    let (Some(path), Some(key)) = (path, key) else {
+        let why = if path.is_none() {
+            "no durations library ($TRACER_DURATIONS_LIBRARY is empty)"
+        } else {
+            "no GPU key (no NVIDIA GPU in /proc/driver/nvidia, no $TRACER_GPU_KEY)"
+        };
+        return (None, format!("{why}: GPU busy/idle of processes without CUPTI are bounds"));
+    };
+    let lib = match load(path) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            return (
+                None,
+                format!(
+                    "no durations library at {}: GPU busy/idle of processes without CUPTI are bounds",
+                    path.display()
+                ),
+            );
+        }
+        Err(e) => return (None, format!("{}: GPU busy/idle of processes without CUPTI are bounds", e.message)),
+    };
+    match lib.gpu(key).filter(|g| !g.kernels.is_empty()) {
+        Some(g) => {
+            let f = DurationsFile {
+                format: crate::analysis::durations_file::FORMAT.into(),
+                version: 1,
+                source: "durations library".into(),
+                gpu: Some(key.model.clone()),
+                kernels: g.kernels.clone(),
+                copies: g.copies.clone(),
+            };
+            let origin = crate::analysis::durations_library::origin(&path.display().to_string(), key, g.runs);
+            let line = format!(
+                "GPU busy/idle of processes without CUPTI inferred from the {origin}: {} kernel entries",
+                g.kernels.len()
+            );
+            (Some(crate::analysis::durations::Durations::new(f).with_origin(origin)), line)
+        }
+        None => (
+            None,
+            format!(
+                "the durations library {} has no kernels for {key}: GPU busy/idle of processes without CUPTI are bounds",
+                path.display()
+            ),
+        ),
+    }
+}
+
 /// What went wrong with the library, in one line (it names the file, what
 /// is wrong and what to do).
 #[derive(Debug, Clone, PartialEq, Eq)]

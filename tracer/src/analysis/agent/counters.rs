@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use tracer_format::line::{CallOp, LineType};
 
 use super::busy::{Busy, Measured};
+use super::inferred::Work;
 use crate::analysis::model::{Dir, Kind};
 
 /// One call line, reduced to what the agent counts.
@@ -33,6 +34,8 @@ pub struct Obs<'a> {
     pub end_ts: Option<u64>,
     /// cuStreamCreate*: the stream created and whether with CU_STREAM_NON_BLOCKING.
     pub created_stream: Option<(u64, bool)>,
+    /// A launch's geometry.
+    pub geom: Option<crate::analysis::model::Geom>,
 }
 
 /// Caps that keep memory flat whatever the traced program does.
@@ -70,6 +73,8 @@ pub struct Counters {
     /// From `gpu` lines, when CUPTI is on: then the busy/idle figures are these.
     pub measured: Measured,
     pub measured_ops: u64,
+    /// From the durations library (Options::durations), when it times most launches.
+    pub inferred: super::inferred::Inferred,
 }
 
 /// What the busy/idle figures of a process on a GPU rest on.
@@ -77,6 +82,8 @@ pub struct Counters {
 pub enum BusyBasis {
     /// `gpu` lines: measured.
     Measured,
+    /// Inferred from the durations library's kernel durations (inferred.rs).
+    Calibrated,
     /// The bound timeline: busy possibly (an upper bound), idle certain (a lower bound).
     LowerBound,
 }
@@ -85,6 +92,7 @@ impl BusyBasis {
     pub fn as_str(self) -> &'static str {
         match self {
             BusyBasis::Measured => "measured",
+            BusyBasis::Calibrated => "calibrated",
             BusyBasis::LowerBound => "lower_bound",
         }
     }
@@ -106,12 +114,15 @@ impl Counters {
         if self.measured_ops > 0 {
             let (b, i, g) = self.measured.totals();
             (b, i, g, BusyBasis::Measured)
+        } else if self.inferred.covers() {
+            let m = &self.inferred;
+            (m.busy_ns, m.idle_ns, m.gap_counts, BusyBasis::Calibrated)
         } else {
             (self.busy.busy_total_ns(), self.busy.idle_ns, self.busy.gap_counts, BusyBasis::LowerBound)
         }
     }
 
-    pub fn add(&mut self, o: &Obs, caps: Caps) {
+    pub fn add(&mut self, o: &Obs, caps: Caps, durations: Option<&crate::analysis::durations::Durations>) {
         let ty = LineType::parse(o.ty);
         if ty == Some(LineType::Gpu) {
             // measured GPU work (CUPTI), not a call
@@ -136,6 +147,10 @@ impl Counters {
                     self.kernels_by_family[tracer_common::family::index(tracer_common::family::family(k))] += 1;
                     self.kernel_name(o.kernel, caps);
                     self.busy.work(o.ts, o.stream.unwrap_or(0));
+                    if let (Some(d), Some(name)) = (durations, o.kernel) {
+                        let w = Work::Kernel(name, o.geom.as_ref());
+                        self.inferred.work(d, exit.unwrap_or(o.ts), o.stream.unwrap_or(0), w);
+                    }
                 }
             }
             (Some(LineType::Memcpy), _) if ok => {
@@ -147,6 +162,10 @@ impl Counters {
                     }
                 }
                 self.busy.work(o.ts, o.stream.unwrap_or(0));
+                if let Some(d) = durations {
+                    let w = Work::Copy(Some(Dir::parse(dir)), o.size.unwrap_or(0));
+                    self.inferred.work(d, exit.unwrap_or(o.ts), o.stream.unwrap_or(0), w);
+                }
                 // A device-to-host copy (not Async) returns when it and the
                 // legacy stream's earlier work are done (a host-to-device one
                 // may return before its copy ran: it proves nothing here).
@@ -155,9 +174,16 @@ impl Counters {
                     && let Some(e) = exit
                 {
                     self.busy.sync(e, Some(0));
+                    self.inferred.sync(e, Some(0));
                 }
             }
-            (Some(LineType::Memset), _) if ok => self.busy.work(o.ts, o.stream.unwrap_or(0)),
+            (Some(LineType::Memset), _) if ok => {
+                self.busy.work(o.ts, o.stream.unwrap_or(0));
+                if let Some(d) = durations {
+                    let w = Work::Copy(None, o.size.unwrap_or(0));
+                    self.inferred.work(d, exit.unwrap_or(o.ts), o.stream.unwrap_or(0), w);
+                }
+            }
             (Some(LineType::Memory), Some(CallOp::Alloc)) if ok => self.alloc(o, caps),
             (Some(LineType::Memory), Some(CallOp::Free)) if ok => self.free(o.ptr),
             (_, Some(CallOp::StreamCreate | CallOp::StreamCreateWithPriority)) if ok => {
@@ -175,9 +201,13 @@ impl Counters {
                 let e = exit;
                 match (op, e) {
                     (Some(CallOp::StreamSynchronize | CallOp::StreamQuery), Some(e)) => {
-                        self.busy.sync(e, Some(o.stream.unwrap_or(0)))
+                        self.busy.sync(e, Some(o.stream.unwrap_or(0)));
+                        self.inferred.sync(e, Some(o.stream.unwrap_or(0)));
                     }
-                    (Some(CallOp::CtxSynchronize), Some(e)) => self.busy.sync(e, None),
+                    (Some(CallOp::CtxSynchronize), Some(e)) => {
+                        self.busy.sync(e, None);
+                        self.inferred.sync(e, None);
+                    }
                     (Some(CallOp::EventSynchronize | CallOp::EventQuery), Some(e)) => {
                         if let Some(ev) = o.event {
                             self.busy.event_done(e, ev);
@@ -256,9 +286,9 @@ mod tests {
     fn launches_by_api_family_and_capped_names() {
         let mut c = Counters::default();
         for k in ["sm90_xmma_gemm", "flash_fwd", "sm90_xmma_gemm", "elementwise_kernel"] {
-            c.add(&Obs { kernel: Some(k), ..obs("kernel", "launch", "cuLaunchKernel") }, CAPS);
+            c.add(&Obs { kernel: Some(k), ..obs("kernel", "launch", "cuLaunchKernel") }, CAPS, None);
         }
-        c.add(&Obs { kernel: Some("x"), ..obs("kernel", "launch", "cuLaunchKernelEx") }, CAPS);
+        c.add(&Obs { kernel: Some("x"), ..obs("kernel", "launch", "cuLaunchKernelEx") }, CAPS, None);
         assert_eq!(c.launches["cuLaunchKernel"], 4);
         assert_eq!(c.launches["cuLaunchKernelEx"], 1);
         assert_eq!(c.calls["cuLaunchKernel"], 4);
@@ -272,11 +302,11 @@ mod tests {
     fn live_bytes_follow_allocations_and_frees_within_the_cap() {
         let mut c = Counters::default();
         for (p, s) in [(0x10, 100), (0x20, 50), (0x30, 7)] {
-            c.add(&Obs { ptr: Some(p), size: Some(s), ..obs("memory", "alloc", "cuMemAlloc_v2") }, CAPS);
+            c.add(&Obs { ptr: Some(p), size: Some(s), ..obs("memory", "alloc", "cuMemAlloc_v2") }, CAPS, None);
         }
         assert_eq!((c.allocations, c.allocated_bytes, c.live_bytes, c.untracked_allocations), (3, 157, 150, 1));
-        c.add(&Obs { ptr: Some(0x10), ..obs("memory", "free", "cuMemFree_v2") }, CAPS);
-        c.add(&Obs { ptr: Some(0x99), ..obs("memory", "free", "cuMemFree_v2") }, CAPS);
+        c.add(&Obs { ptr: Some(0x10), ..obs("memory", "free", "cuMemFree_v2") }, CAPS, None);
+        c.add(&Obs { ptr: Some(0x99), ..obs("memory", "free", "cuMemFree_v2") }, CAPS, None);
         assert_eq!((c.frees, c.live_bytes, c.live.len()), (2, 50, 1));
     }
 
@@ -284,16 +314,16 @@ mod tests {
     fn copies_errors_and_synchronization() {
         let mut c = Counters::default();
         let cp = |d, s| Obs { direction: Some(d), size: Some(s), ..obs("memcpy", "copy", "cuMemcpyHtoDAsync_v2") };
-        c.add(&cp("h2d", 4096), CAPS);
-        c.add(&cp("h2d", 4), CAPS);
-        c.add(&cp("d2h", 8), CAPS);
-        c.add(&Obs { error: Some("CUDA_ERROR_INVALID_VALUE"), ..cp("d2h", 8) }, CAPS);
+        c.add(&cp("h2d", 4096), CAPS, None);
+        c.add(&cp("h2d", 4), CAPS, None);
+        c.add(&cp("d2h", 8), CAPS, None);
+        c.add(&Obs { error: Some("CUDA_ERROR_INVALID_VALUE"), ..cp("d2h", 8) }, CAPS, None);
         assert_eq!(c.copies["h2d"], (2, 4100));
         assert_eq!(c.copies["d2h"], (1, 8));
         assert_eq!(c.errors["CUDA_ERROR_INVALID_VALUE"], 1);
-        c.add(&Obs { dur_ns: Some(5_000), ..obs("sync", "ctx_synchronize", "cuCtxSynchronize") }, CAPS);
+        c.add(&Obs { dur_ns: Some(5_000), ..obs("sync", "ctx_synchronize", "cuCtxSynchronize") }, CAPS, None);
         // A query that failed (not ready) is neither a synchronization nor a bound.
-        c.add(&Obs { error: Some("CUDA_ERROR_NOT_READY"), ..obs("sync", "stream_query", "cuStreamQuery") }, CAPS);
+        c.add(&Obs { error: Some("CUDA_ERROR_NOT_READY"), ..obs("sync", "stream_query", "cuStreamQuery") }, CAPS, None);
         assert_eq!((c.syncs, c.sync_ns), (1, 5_000));
         assert_eq!(c.busy.busy_ns, 5_000, "copies from ts 1000 to the sync's return at 6000");
         assert_eq!(c.calls.values().sum::<u64>(), 6);

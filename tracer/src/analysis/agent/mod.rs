@@ -10,6 +10,7 @@
 //! processes that exited are dropped after a grace period.
 pub mod busy;
 pub mod counters;
+pub mod inferred;
 pub mod metric;
 pub mod off_cpu;
 pub mod snapshot;
@@ -21,9 +22,13 @@ use serde_json::Value;
 use crate::decode::fastline::Line;
 use counters::{Caps, Counters, Obs};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     pub caps: Caps,
+    /// The machine's durations library's entries for its GPU: the busy/idle
+    /// figures of processes without CUPTI are inferred from them
+    /// ([`inferred`]) where they time most launches.
+    pub durations: Option<std::sync::Arc<crate::analysis::durations::Durations>>,
     /// Kernels by name in the metrics (0: none; bounded cardinality).
     pub top_kernels: usize,
     pub max_processes: usize,
@@ -35,6 +40,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             caps: Caps { kernel_names: 0, live_allocations: 1 << 20 },
+            durations: None,
             top_kernels: 0,
             max_processes: 4096,
             grace_ns: 60_000_000_000,
@@ -288,6 +294,11 @@ impl AgentMetrics {
                     dur_ns: l.returned.map(|r| r.exit_ts.saturating_sub(l.hdr.ts)),
                     kernel: l.kernel,
                     stream: Some(l.args[8]),
+                    geom: Some(crate::analysis::model::Geom {
+                        grid: [l.args[1] as u32, l.args[2] as u32, l.args[3] as u32],
+                        block: [l.args[4] as u32, l.args[5] as u32, l.args[6] as u32],
+                        shared_mem: l.args[7] as u32,
+                    }),
                     ..Default::default()
                 };
                 self.observe(&o);
@@ -396,6 +407,7 @@ impl AgentMetrics {
                     event: addr("event"),
                     end_ts: n("end_ts"),
                     created_stream: created_stream(v),
+                    geom: geom_of(v),
                 };
                 self.observe(&o);
             }
@@ -404,16 +416,29 @@ impl AgentMetrics {
 
     fn observe(&mut self, o: &Obs) {
         let caps = self.opts.caps;
+        let durations = self.opts.durations.clone();
+        let d = durations.as_deref();
         let Some(p) = self.process(o.pid) else { return };
         match p.gpus.get_mut(o.gpu) {
-            Some(c) => c.add(o, caps),
+            Some(c) => c.add(o, caps, d),
             None => {
                 let mut c = Counters::default();
-                c.add(o, caps);
+                c.add(o, caps, d);
                 p.gpus.insert(o.gpu.to_string(), c);
             }
         }
     }
+}
+
+/// A launch line's geometry (`grid`, `block`, `shared_mem`), as the trace model reads it.
+fn geom_of(v: &Value) -> Option<crate::analysis::model::Geom> {
+    let dims = |k: &str| -> Option<[u32; 3]> {
+        let a = v.get(k)?.as_array()?;
+        let d = |i: usize| a.get(i).and_then(Value::as_u64).map(|x| x as u32);
+        Some([d(0)?, d(1)?, d(2)?])
+    };
+    let shared_mem = v.get("shared_mem").and_then(Value::as_u64).unwrap_or(0) as u32;
+    Some(crate::analysis::model::Geom { grid: dims("grid")?, block: dims("block")?, shared_mem })
 }
 
 /// A cuStreamCreate* line's stream (`args.phStream`) and whether it was
@@ -488,6 +513,49 @@ mod tests {
             );
         }
         assert_eq!(busy_of(&m, 7), (2_000_000.0 / 1e9, 999.0 * 18_000.0 / 1e9, 999.0, "measured".into()));
+    }
+
+    /// The same process without CUPTI on a machine whose durations library
+    /// has its kernel (2 µs at its geometry): busy and idle inferred, labelled calibrated.
+    #[test]
+    fn busy_and_idle_from_the_durations_library() {
+        use crate::analysis::durations::Durations;
+        use crate::analysis::durations_file::{DurationsFile, FORMAT, KernelEntry};
+        let k = KernelEntry {
+            kernel: "k".into(),
+            grid: [4, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+            count: 9,
+            median_ns: 2_000,
+            p10_ns: 2_000,
+            p90_ns: 2_000,
+        };
+        let f = DurationsFile {
+            format: FORMAT.into(),
+            version: 1,
+            source: "durations library".into(),
+            gpu: None,
+            kernels: vec![k],
+            copies: vec![],
+        };
+        let opts = Options { durations: Some(std::sync::Arc::new(Durations::new(f))), ..Default::default() };
+        let mut m = AgentMetrics::new(opts);
+        for i in 0..1000u64 {
+            let ts = 1_000_000 + i * 20_000;
+            m.add_value(&line(&format!(r#"{{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"device":0,"ts":{ts},"duration_us":5.0,"kernel":"k","stream":"0x0","grid":[4,1,1],"block":[32,1,1],"shared_mem":0}}"#)), 0);
+        }
+        // each kernel from its launch's return for 2 µs, 18 µs apart
+        assert_eq!(busy_of(&m, 7), (2_000_000.0 / 1e9, 999.0 * 18_000.0 / 1e9, 999.0, "calibrated".into()));
+        // a kernel the library lacks in 1 of 5 launches: too few timed, the bound again
+        let f2 = m.opts.durations.clone();
+        let mut m = AgentMetrics::new(Options { durations: f2, ..Default::default() });
+        for i in 0..1000u64 {
+            let ts = 1_000_000 + i * 20_000;
+            let k = if i % 5 == 0 { "other" } else { "k" };
+            m.add_value(&line(&format!(r#"{{"type":"kernel","op":"launch","name":"cuLaunchKernel","pid":7,"device":0,"ts":{ts},"duration_us":5.0,"kernel":"{k}","stream":"0x0","grid":[4,1,1],"block":[32,1,1],"shared_mem":0}}"#)), 0);
+        }
+        assert_eq!(busy_of(&m, 7).3, "lower_bound");
     }
 
     /// cuBLAS's memsets on a stream it created non-blocking: a

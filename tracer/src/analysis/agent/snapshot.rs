@@ -66,21 +66,23 @@ pub fn families(m: &AgentMetrics) -> Vec<Family> {
     let mut busy = Family::new(
         "tracer_gpu_busy_seconds",
         Counter,
-        "GPU busy time: measured (CUPTI) where tracer_gpu_busy_basis{basis=\"measured\"}, else possibly busy time \
-         (bound timeline: from a launch/copy to the call that proves it complete, or to the latest instant seen; an \
-         upper bound).",
+        "GPU busy time: measured (CUPTI) where tracer_gpu_busy_basis{basis=\"measured\"}; inferred from the \
+         machine's durations library where basis=\"calibrated\"; else possibly busy time (bound timeline: from a \
+         launch/copy to the call that proves it complete, or to the latest instant seen; an upper bound).",
     );
     let mut idle = Family::new(
         "tracer_gpu_idle_seconds",
         Counter,
         "GPU idle time between busy stretches: measured (CUPTI) where tracer_gpu_busy_basis{basis=\"measured\"}, \
-         else certain idle time (bound timeline: a lower bound).",
+         inferred from the durations library where basis=\"calibrated\", else certain idle time (bound timeline: a \
+         lower bound).",
     );
     let mut basis = Family::new(
         "tracer_gpu_busy_basis",
         Gauge,
-        "What tracer_gpu_busy_seconds and tracer_gpu_idle_seconds rest on (1 for the basis): measured, or \
-         lower_bound (busy an upper bound, idle a lower bound).",
+        "What tracer_gpu_busy_seconds and tracer_gpu_idle_seconds rest on (1 for the basis): measured (CUPTI), \
+         calibrated (the launches placed on their streams with the durations library's kernel durations, 9 in 10 \
+         of them timed from it), or lower_bound (busy an upper bound, idle a lower bound).",
     );
     let mut gaps = Family::new("tracer_gpu_idle_gap_seconds", Kind::Histogram, "Idle gaps between busy stretches.");
     let mut off_cpu = Family::new(

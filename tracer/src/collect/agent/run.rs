@@ -99,8 +99,14 @@ pub fn run(a: &AgentOptions) -> anyhow::Result<i32> {
         suspended.as_ref().map(|s| s.pid),
         &libcuda_path,
     )?;
+    // the machine's durations library: busy/idle inferred where it times the launches
+    let lib_path = crate::collect::durations_library::default_path();
+    let key = crate::collect::durations_library::machine_key(0);
+    let (durations, note) = crate::collect::durations_library::entries_for(lib_path.as_deref(), key.as_ref());
+    eprintln!("tracer agent: {note}");
     let mut metrics = AgentMetrics::new(Options {
         caps: Caps { kernel_names: if a.top_kernels > 0 { 10_000 } else { 0 }, live_allocations: 1 << 20 },
+        durations: durations.map(Arc::new),
         top_kernels: a.top_kernels,
         max_processes: a.max_processes,
         grace_ns: a.grace.as_nanos() as u64,
