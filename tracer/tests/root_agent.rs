@@ -408,6 +408,53 @@ fn a_counted_c_not_reported(agent: Agent, a: Load, c: Load) {
     agent.stop();
 }
 
+/// With a durations library that has the program's kernel (gemm_kernel at
+/// grid 1, block 32: 100 ns) and its copies (1 ns each), the agent infers
+/// the process's busy time from it: basis calibrated, and busy exactly its
+/// 7 kernels and 3 copies (launches arrive µs apart: nothing queues).
+#[test]
+fn busy_time_is_inferred_from_the_durations_library() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let dir = common::fresh_output("agent-durations").with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let library = dir.join("durations.json");
+    std::fs::write(
+        &library,
+        r#"{"format":"tracer-durations-library","version":1,"gpus":[{"model":"Fake GPU","driver":"1.0","runs":1,"updated_unix":1,
+            "kernels":[{"kernel":"gemm_kernel","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"count":5,"median_ns":100,"p10_ns":100,"p90_ns":100}],
+            "copies":[{"kind":"h2d","count":3,"base_ns":1,"ns_per_byte":0.0}]}]}"#,
+    )
+    .unwrap();
+    let cg = common::cgroups::TestCgroup::create("tracer-agent-durations");
+    let a = Load::start("agent-dur-a", &[7]);
+    cg.add(a.pid());
+    let env = [("TRACER_DURATIONS_LIBRARY", library.to_str().unwrap()), ("TRACER_GPU_KEY", "Fake GPU;1.0")];
+    let agent = Agent::start_env("agent-dur", free_port(), &["--cgroup", &cg.arg()], &env);
+    assert!(
+        agent.stderr_text().contains("inferred from the durations library ")
+            && agent.stderr_text().contains("1 kernel entries"),
+        "{}",
+        agent.stderr_text()
+    );
+    run_phase(&agent, &a, "go", "done");
+    wait_until("the agent to count A's 7 launches", LIMIT, || {
+        (agent.value("tracer_kernel_launches_total", a.pid()) == Some(7.0)).then_some(())
+    });
+    let text = agent.metrics();
+    let basis: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("tracer_gpu_busy_basis{") && l.contains(&format!("pid=\"{}\"", a.pid())))
+        .collect();
+    assert_eq!(basis.len(), 1, "{text}");
+    assert!(basis[0].contains("basis=\"calibrated\""), "{}", basis[0]);
+    let busy = agent.value("tracer_gpu_busy_seconds_total", a.pid()).expect("busy seconds");
+    assert!((busy - 703e-9).abs() < 1e-12, "busy {busy}: {text}");
+    a.finish();
+    agent.stop();
+}
+
 /// A tmpfs of `kib` KiB mounted at a fresh directory (unmounted on drop).
 struct SmallFs(PathBuf);
 
