@@ -36,8 +36,7 @@ pub struct GpuSession {
     pub measured: crate::collect::gpu_durations::Measured,
     /// Adaptive windows on demand: kernel names known (the library's, then
     /// every one this run launched), the demand file and its counter.
-    known_names: std::collections::HashSet<String>,
-    names_seen: usize,
+    window_demand: crate::collect::window_demand::WindowDemand,
     demand: Option<(std::fs::File, u64)>,
     /// Windows asked for because a kernel nobody knew was launched.
     pub demanded: u64,
@@ -151,8 +150,7 @@ impl GpuSession {
             plan,
             implicit,
             measured: Default::default(),
-            known_names: Default::default(),
-            names_seen: 0,
+            window_demand: Default::default(),
             demand: None,
             demanded: 0,
             dir,
@@ -176,7 +174,7 @@ impl GpuSession {
         if !matches!(self.plan, Some(Plan::Adaptive(_))) {
             return Ok(());
         }
-        self.known_names = known.into_iter().collect();
+        self.window_demand = crate::collect::window_demand::WindowDemand::new(known);
         let path = self.dir.join("demand");
         std::fs::write(&path, 0u64.to_le_bytes()).with_context(|| format!("writing {}", path.display()))?;
         spawn::chown_to(&path, run_as).context("giving the window demand file to the invoking user")?;
@@ -187,27 +185,19 @@ impl GpuSession {
         Ok(())
     }
 
-    /// Asks for a window when a kernel name new to the library and the run
-    /// appeared among `kernels` (the summary's launches by name) or
-    /// `graph_kernels` (the kernels its graph lines name) since the last call.
+    /// Asks for a window when a kernel new to the library and the run is
+    /// launched a second time, or named by a graph line
+    /// ([`crate::collect::window_demand`]): `kernels` are the summary's
+    /// launches by name, `graph_kernels` the kernels its graph lines name.
     pub fn demand_windows(
         &mut self,
         kernels: &std::collections::HashMap<String, u64>,
         graph_kernels: &std::collections::HashMap<String, u64>,
     ) {
-        let seen = kernels.len() + graph_kernels.len();
-        if self.demand.is_none() || seen == self.names_seen {
+        if self.demand.is_none() || !self.window_demand.check(kernels, graph_kernels) {
             return;
         }
-        self.names_seen = seen;
-        let mut new = false;
-        for k in kernels.keys().chain(graph_kernels.keys()) {
-            if !self.known_names.contains(k) {
-                self.known_names.insert(k.clone());
-                new = true;
-            }
-        }
-        if let (true, Some((f, n))) = (new, self.demand.as_mut()) {
+        if let Some((f, n)) = self.demand.as_mut() {
             use std::os::unix::fs::FileExt as _;
             *n += 1;
             self.demanded += 1;

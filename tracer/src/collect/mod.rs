@@ -56,5 +56,6 @@ pub mod spawn;
 pub mod stacks;
 pub mod sysinfo;
 pub mod uprobe_multi;
+pub mod window_demand;
 pub mod writer;
 pub mod zstd_out;
