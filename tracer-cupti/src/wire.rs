@@ -127,7 +127,8 @@ pub enum Msg {
     /// the window's end), and what it held: `records`, and `new_keys`, those
     /// of kernels (name and geometry) and copy sizes neither this process
     /// nor the durations library knew; how it came about: `extensions`
-    /// (how often it was extended for new work), `demanded` (it opened
+    /// (how often it was extended: for new work, or, demanded, waiting for
+    /// its first records), `demanded` (it opened
     /// because the tracer asked, before its gap ended) and `planned_gap_ns`
     /// (the gap planned before it: the windows' policy and their budget; 0
     /// before the first). 0 for duty-cycle windows (and from libraries built
