@@ -84,10 +84,13 @@ pub trait StackResolver {
     /// stale. (Not called at its exit: records of a process may follow its
     /// exit record, and native frames still resolve from its files.)
     fn forget_process(&mut self, _pid: u32) {}
-    /// Whether a raw stack resolved before no longer resolves to the same
-    /// frames (a code object replaced at its address): resolved again.
-    fn stale(&mut self, _s: &Stack) -> bool {
-        false
+    /// The version of what the frames of raw stack `s` are read from (the
+    /// Python code objects at its addresses), checked against the process
+    /// when due. A raw stack seen before whose version differs from the one
+    /// taken when it was resolved (a code object replaced at its address
+    /// since) is resolved again.
+    fn version(&mut self, _s: &Stack) -> u64 {
+        0
     }
     /// What it could not do, by reason (the footer's `stacks.resolver_errors`).
     fn errors(&self) -> BTreeMap<String, u64> {
@@ -228,6 +231,14 @@ struct Waiting {
     id: u64,
 }
 
+/// A raw stack resolved: its interned id and the resolver's version of it
+/// then ([`StackResolver::version`]).
+#[derive(Clone, Copy)]
+struct Resolved {
+    id: u64,
+    version: u64,
+}
+
 /// An interned stack.
 struct Interned {
     pid: u32,
@@ -244,9 +255,10 @@ pub struct Stacks {
     waiting: HashMap<(u32, u32), Waiting>,
     /// (pid, frames) → id.
     ids: HashMap<(u32, Arc<[Frame]>), u64>,
-    /// (pid, the record's native addresses and Python frames) → id: a
-    /// stack seen before is not resolved again (until its process execs).
-    raw: HashMap<(u32, Box<[u64]>), u64>,
+    /// (pid, the record's native addresses and Python frames) → id and the
+    /// resolver's version of it when resolved: a stack seen before is not
+    /// resolved again while its version stands (until its process execs).
+    raw: HashMap<(u32, Box<[u64]>), Resolved>,
     /// id → the interned stack.
     by_id: Vec<Interned>,
     pub stats: StackStats,
@@ -270,16 +282,16 @@ impl Stacks {
             s.native().chain(s.py().flat_map(|f| [f.code, f.instr])).chain([s.native_len() as u64]).collect();
         let key = (s.hdr.pid, raw);
         let seen = self.raw.get(&key).copied();
-        let seen = seen.filter(|_| !self.resolver.as_mut().is_some_and(|r| r.stale(s)));
         let id = match seen {
-            Some(id) => id,
-            None => {
+            Some(r) if self.resolver.as_mut().map_or(0, |x| x.version(s)) == r.version => r.id,
+            _ => {
                 let frames = match self.resolver.as_mut() {
                     Some(r) => r.resolve(s),
                     None => unresolved(s),
                 };
                 let id = self.intern(s.hdr.pid, frames);
-                self.raw.insert(key, id);
+                let version = self.resolver.as_mut().map_or(0, |r| r.version(s));
+                self.raw.insert(key, Resolved { id, version });
                 id
             }
         };

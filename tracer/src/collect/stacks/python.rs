@@ -10,8 +10,12 @@
 //! checked against the process again (its name, file and line-table
 //! pointers and first line, one read) whenever a new raw stack holds it,
 //! and when a raw stack seen before holds it and its last check is more
-//! than [`RECHECK`] old; a changed one is read again, and that raw stack
-//! resolved again ([`PythonResolver::stale`], decode/stacks.rs).
+//! than [`RECHECK`] old; a changed one is read again. Each address counts
+//! the replacements found there (its generation, whichever stack's check
+//! found it); a raw stack seen before is resolved again when a code it holds
+//! moved on to a later generation since it was resolved
+//! ([`PythonResolver::version`], decode/stacks.rs): a replacement found by
+//! another stack's check counts for it too.
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
@@ -128,6 +132,9 @@ pub struct PythonResolver {
     codes: HashMap<(u32, u64), Cached>,
     /// Cached codes found changed (another code object at the address).
     pub changed: u64,
+    /// (pid, code address) → its generation: how many times the code cached
+    /// there was found replaced (absent: never).
+    generations: HashMap<(u32, u64), u64>,
     /// (pid, type address) → whether it is the code type (`tp_name` "code").
     types: HashMap<(u32, u64), bool>,
     pub errors: BTreeMap<String, u64>,
@@ -140,6 +147,7 @@ impl PythonResolver {
             mem: HashMap::new(),
             codes: HashMap::new(),
             changed: 0,
+            generations: HashMap::new(),
             types: HashMap::new(),
             errors: BTreeMap::new(),
         }
@@ -178,10 +186,11 @@ impl PythonResolver {
     }
 
     /// Whether the code cached at `code` of `pid` was replaced by another
-    /// code object (then dropped from the cache, to be read again): checked
-    /// when its last check is older than `max_age`. A code unreadable when
-    /// first read stays so (counted once); when the process is gone (stacks
-    /// resolved after its exit) the cached code stands.
+    /// code object (then dropped from the cache, to be read again, and the
+    /// address's generation bumped): checked when its last check is older
+    /// than `max_age`. A code unreadable when first read stays so (counted
+    /// once); when the process is gone (stacks resolved after its exit) the
+    /// cached code stands.
     fn recheck(&mut self, pid: u32, code: u64, layout: &CodeLayout, max_age: Duration) -> bool {
         let now = Instant::now();
         let c = match self.codes.get(&(pid, code)) {
@@ -192,6 +201,7 @@ impl PythonResolver {
         match self.read(pid, code + off, len) {
             Some(b) if b != c.identity => {
                 self.codes.remove(&(pid, code));
+                *self.generations.entry((pid, code)).or_default() += 1;
                 self.changed += 1;
                 true
             }
@@ -203,15 +213,21 @@ impl PythonResolver {
         }
     }
 
-    /// Whether a raw stack resolved before holds a code object replaced
-    /// since (its frames must be resolved again).
-    pub fn stale(&mut self, pid: u32, frames: impl Iterator<Item = PyFrame>) -> bool {
-        let Some(layout) = (self.version_of)(pid).and_then(code_layout) else { return false };
-        let mut stale = false;
+    /// The version of the codes `frames` of `pid` hold: the sum of their
+    /// addresses' generations, each code checked first when its last check
+    /// is older than [`RECHECK`]. Generations only grow, so for one raw
+    /// stack (its addresses fixed) a different version means a code it holds
+    /// was replaced since: found by this check or by any other since the
+    /// stack was resolved (a new raw stack's, which checks every code).
+    pub fn version(&mut self, pid: u32, frames: impl Iterator<Item = PyFrame>) -> u64 {
+        let Some(layout) = (self.version_of)(pid).and_then(code_layout) else { return 0 };
+        let mut version = 0u64;
         for f in frames {
-            stale |= self.recheck(pid, f.code & !PY_ENTRY, &layout, RECHECK);
+            let code = f.code & !PY_ENTRY;
+            self.recheck(pid, code, &layout, RECHECK);
+            version = version.wrapping_add(self.generations.get(&(pid, code)).copied().unwrap_or(0));
         }
-        stale
+        version
     }
 
     fn read(&mut self, pid: u32, addr: u64, len: u64) -> Option<Vec<u8>> {
@@ -278,6 +294,7 @@ impl PythonResolver {
     pub fn forget(&mut self, pid: u32) {
         self.mem.remove(&pid);
         self.codes.retain(|(p, _), _| *p != pid);
+        self.generations.retain(|(p, _), _| *p != pid);
         self.types.retain(|(p, _), _| *p != pid);
     }
 }

@@ -32,8 +32,8 @@ impl StackResolver for Resolver {
         merge(native, python)
     }
 
-    fn stale(&mut self, s: &Stack) -> bool {
-        self.python.stale(s.hdr.pid, s.py())
+    fn version(&mut self, s: &Stack) -> u64 {
+        self.python.version(s.hdr.pid, s.py())
     }
 
     fn forget_process(&mut self, pid: u32) {

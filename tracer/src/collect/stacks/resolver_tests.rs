@@ -423,3 +423,106 @@ fn resolve_cost() {
     stop(child);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A compact ASCII str object of 3.11 (`PyASCIIObject`, its characters at 48).
+fn fake_str(s: &str) -> Vec<u8> {
+    let mut b = vec![0u8; 48 + s.len() + 1];
+    b[16..24].copy_from_slice(&(s.len() as u64).to_le_bytes());
+    // kind 1, compact, ascii.
+    b[32..36].copy_from_slice(&(1u32 << 2 | 1 << 5 | 1 << 6).to_le_bytes());
+    b[48..48 + s.len()].copy_from_slice(s.as_bytes());
+    b
+}
+
+fn put(b: &mut [u8], at: u64, v: u64) {
+    let at = at as usize;
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// A code object freed and another allocated at its address, in this
+/// process's memory (3.11's layout): a raw stack resolved with the first is
+/// named by the second when it comes again, also when another raw stack's
+/// check found the replacement moments before (so its own 5 ms recheck is
+/// not due). A launch in gamma was named bravo so: a sample in gamma 25 µs
+/// before the launch had read gamma at the address, and the launch's raw
+/// stack, the same as bravo's launch, kept bravo's frames.
+#[test]
+fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
+    use crate::collect::stacks::python::RECHECK;
+    use crate::collect::stacks::resolver::Resolver;
+    use crate::decode::stacks::Stacks;
+    use tracer_common::event::{EventKind, Header};
+    use tracer_common::stack::{NATIVE_CAP, PY_CAP, StackRec, py_status, site, stack_rec_len};
+    let layout = code_layout(0x030b).unwrap();
+    let type_name = b"code\0".to_vec();
+    let mut ty = vec![0u8; 64];
+    put(&mut ty, 24, type_name.as_ptr() as u64);
+    let table = vec![0u8; 40];
+    let strings: Vec<(Vec<u8>, Vec<u8>)> =
+        ["bravo", "gamma", "delta"].iter().map(|n| (fake_str(n), fake_str(&format!("{n}.py")))).collect();
+    let mut code = vec![0u8; 256];
+    put(&mut code, 8, ty.as_ptr() as u64);
+    code[72..76].copy_from_slice(&1i32.to_le_bytes());
+    put(&mut code, layout.linetable, table.as_ptr() as u64);
+    // The code object at the address becomes function `i`.
+    let become_fn = |code: &mut Vec<u8>, i: usize| {
+        let (name, file) = (strings[i].0.as_ptr() as u64, strings[i].1.as_ptr() as u64);
+        put(code, layout.name, name);
+        put(code, layout.qualname.unwrap(), name);
+        put(code, layout.filename, file);
+        std::hint::black_box(&*code);
+    };
+    become_fn(&mut code, 0);
+    let addr = code.as_ptr() as u64;
+    let pid = std::process::id();
+
+    let rec = |instr_off: u64| {
+        let mut r = StackRec {
+            hdr: Header { kind: EventKind::Stack as u16, func: 0, cpu: 0, seq: 0, ts: 1, pid, tid: pid },
+            site: site::SAMPLE,
+            native_n: 0,
+            native_err: 0,
+            py_status: py_status::OK,
+            py_n: 1,
+            _pad: 0,
+            native: [0; NATIVE_CAP],
+            py: [PyFrame::default(); PY_CAP],
+        };
+        r.py[0] = PyFrame { code: addr | PY_ENTRY, instr: addr + layout.code_adaptive.unwrap() + instr_off };
+        r
+    };
+    let mut stacks = Stacks::with_resolver(Box::new(Resolver::new(Box::new(move |p| (p == pid).then_some(0x030b)))));
+    let mut lines: Vec<serde_json::Value> = Vec::new();
+    // The function (file) the stack of the last sample line names.
+    let mut named = |r: &StackRec, lines: &mut Vec<serde_json::Value>| {
+        // SAFETY: a repr(C) record of plain integers, read as its bytes.
+        let b = unsafe { std::slice::from_raw_parts(r as *const StackRec as *const u8, stack_rec_len(1)) };
+        let tracer_common::decode::Record::Stack(s) = tracer_common::decode::parse(b).unwrap() else { panic!() };
+        stacks.record(&s, &mut |l| lines.push(l));
+        let id = &lines.last().unwrap()["stack"];
+        let def = lines.iter().find(|l| l["type"] == "stack" && &l["id"] == id).unwrap();
+        format!("{} ({})", def["frames"][0]["fn"].as_str().unwrap(), def["frames"][0]["file"].as_str().unwrap())
+    };
+    let (launch, sample) = (rec(10), rec(4));
+    assert_eq!(named(&launch, &mut lines), "bravo (bravo.py)");
+    assert_eq!(named(&launch, &mut lines), "bravo (bravo.py)");
+    // Gamma at the address: a sample in it (a new raw stack, checked at
+    // once), then the launch's raw stack again, at once.
+    become_fn(&mut code, 1);
+    assert_eq!(named(&sample, &mut lines), "gamma (gamma.py)");
+    assert_eq!(named(&launch, &mut lines), "gamma (gamma.py)");
+    assert_eq!(named(&sample, &mut lines), "gamma (gamma.py)");
+    // Delta: no other stack checks it; the launch's own recheck, once due.
+    become_fn(&mut code, 2);
+    std::thread::sleep(RECHECK * 2);
+    assert_eq!(named(&launch, &mut lines), "delta (delta.py)");
+    assert_eq!(named(&sample, &mut lines), "delta (delta.py)");
+    assert_eq!(named(&launch, &mut lines), "delta (delta.py)");
+    let errors = stacks.resolver_errors();
+    assert_eq!(errors.get("python code object replaced at its address (read again)"), Some(&2), "{errors:?}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    // One stack line per function (the line table is empty: no lines, the
+    // two instructions' frames are the same).
+    assert_eq!(stacks.stats.distinct, 3);
+    std::hint::black_box((&code, &ty, &type_name, &table, &strings));
+}
