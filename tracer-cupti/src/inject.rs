@@ -367,8 +367,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     let mut prev_gap = 0;
     let demand = std::env::var_os(sample::DEMAND_ENV).and_then(|p| std::fs::File::open(p).ok());
     let mut asked = read_demand(demand.as_ref());
-    // the budget: the windows' cost so far, since the first window opened (cuInit)
-    let (since, mut spent) = (opened, 0u64);
+    // the budget: the windows' cost so far, since the first window opened (cuInit);
+    // and the records so far (none yet: nothing learned, the learning share)
+    let (since, mut spent, mut seen) = (opened, 0u64, 0u64);
     loop {
         let mut open_for = a.window_ms;
         let mut checked = 0u64;
@@ -418,6 +419,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             close_window(st, end, 0);
         }
         let records = st.win_records.load(Ordering::Acquire);
+        seen += records;
         spent = spent.saturating_add(sample::window_cost_ns(
             st.win_attach_ns.load(Ordering::Acquire),
             st.win_detach_ns.load(Ordering::Acquire),
@@ -428,8 +430,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let gap = a.next_gap(prev_gap, records, new_in_last, confirmed);
         prev_gap = gap;
         let now = monotonic_ns();
-        // learning (the window met new work) may use more of the budget
-        let share = if st.win_new.load(Ordering::Acquire) > 0 { sample::LEARNING_SHARE } else { 1 };
+        // learning (the window met new work, or no window has seen GPU work yet) may use more of the budget
+        let learning = st.win_new.load(Ordering::Acquire) > 0 || seen == 0;
+        let share = if learning { sample::LEARNING_SHARE } else { 1 };
         let planned = (gap * ms).max(a.budget_wait_ns(spent, now - since, share));
         let demanded = sleep_gap(demand.as_ref(), &mut asked, now + planned);
         if demanded {

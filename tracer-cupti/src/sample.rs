@@ -59,7 +59,9 @@ impl Plan {
 /// the cost so far (attach and detach times as measured, plus
 /// [`RECORD_COST_NS`] per record) is within that share, so that a program
 /// whose work is all known is measured again only rarely. Learning goes
-/// first: after a window that met new work, and for a window the tracer
+/// first: after a window that met new work, while no window has seen GPU
+/// work yet (a slow attach before the program's first kernel must not use
+/// up the run's budget), and for a window the tracer
 /// demands for a kernel nobody knew ([`DEMAND_ENV`]), the share is
 /// [`LEARNING_SHARE`] times larger; a demanded window also stays open while
 /// it has no records yet (the kernel may be named in a graph or module

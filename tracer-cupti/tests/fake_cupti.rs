@@ -430,7 +430,7 @@ fn the_budget_holds_the_windows_cost_to_its_share_of_the_run() {
     // windows of 20 ms with gaps of 40 ms, but their cost held to 0.01 % of the run:
     // each window opens only once the cost of those before it (attach, detach, 5 µs a
     // record) is 0.01 % of the time since the first one opened (0.05 % after a window
-    // that met new work)
+    // that met new work, or while none had records)
     let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/20/40/0.01"), ("TRACER_CUPTI_FLUSH_MS", "10")];
     let r = run("budget", lib.to_str().unwrap(), &env, &["launch", "1500", "1000"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
@@ -440,7 +440,9 @@ fn the_budget_holds_the_windows_cost_to_its_share_of_the_run() {
     let mut spent = 0u64;
     for i in 1..w.len() {
         spent += tracer_cupti::sample::window_cost_ns(w[i - 1].2, w[i - 1].3, w[i - 1].4);
-        let share = if w[i - 1].5 > 0 { tracer_cupti::sample::LEARNING_SHARE as u64 } else { 1 };
+        // the learning share after new work, or while no window had records yet
+        let learning = w[i - 1].5 > 0 || w[..i].iter().all(|x| x.4 == 0);
+        let share = if learning { tracer_cupti::sample::LEARNING_SHARE as u64 } else { 1 };
         let due = spent * 10_000 / share;
         assert!(
             w[i].0 - since >= due,
