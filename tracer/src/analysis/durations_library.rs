@@ -393,14 +393,19 @@ pub fn select<S: AsRef<str>, C: AsRef<str>>(
         .filter(|k| run.get(&k.kernel).is_some_and(|gs| gs.contains(&(k.grid, k.block, k.shared_mem))))
         .count();
     let copies: Vec<CopyEntry> = g.copies.iter().filter(|c| kinds.contains(&c.kind)).cloned().collect();
+    // names alone (the zero geometry, no launch has it): no claim about geometries
+    let unknown: KernelGeom = ([0; 3], [0; 3], 0);
+    let geometries_known = run.values().any(|gs| gs.iter().any(|g| *g != unknown));
+    let exactly = if geometries_known {
+        format!(" ({} of {} launch geometries exactly)", s.geometries_exact, s.geometries)
+    } else {
+        String::new()
+    };
     s.note = format!(
-        "the durations library ({key}, {}) has {} of this run's {} kernels ({} of {} launch geometries exactly) and \
-         {} of its {} copy kinds",
+        "the durations library ({key}, {}) has {} of this run's {} kernels{exactly} and {} of its {} copy kinds",
         plural(g.runs, "run"),
         s.kernels_known,
         s.kernels,
-        s.geometries_exact,
-        s.geometries,
         copies.len(),
         kinds.len()
     );

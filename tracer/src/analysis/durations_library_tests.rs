@@ -170,6 +170,13 @@ fn select_takes_what_the_run_needs() {
         "the durations library (NVIDIA H200, driver 580.159.04, 2 runs) has 2 of this run's 3 kernels (1 of 4 \
          launch geometries exactly) and 1 of its 2 copy kinds"
     );
+    // the run's kernels by name only (a recording passes names): no claim about geometries
+    let names = [("kA", Geom::default()), ("kB", Geom::default()), ("kD", Geom::default())];
+    assert_eq!(
+        select(&lib, &key, names, ["h2d", "memset"]).note,
+        "the durations library (NVIDIA H200, driver 580.159.04, 2 runs) has 2 of this run's 3 kernels and 1 of its 2 \
+         copy kinds"
+    );
     assert_eq!(
         origin("/var/lib/tracer/durations.json", &key, s.runs),
         "durations library /var/lib/tracer/durations.json (NVIDIA H200, driver 580.159.04, 2 runs)"
