@@ -118,20 +118,19 @@ pub fn entries_for(
         }
         Err(e) => return (None, format!("{}: GPU busy/idle of processes without CUPTI are bounds", e.message)),
     };
-    match lib.gpu(key).filter(|g| !g.kernels.is_empty()) {
-        Some(g) => {
-            let f = DurationsFile {
-                format: crate::analysis::durations_file::FORMAT.into(),
-                version: 1,
-                source: "durations library".into(),
-                gpu: Some(key.model.clone()),
-                kernels: g.kernels.clone(),
-                copies: g.copies.clone(),
-            };
-            let origin = crate::analysis::durations_library::origin(&path.display().to_string(), key, g.runs);
+    // every entry of the key: the selection of all its kernel names and copy kinds
+    let selected = lib.gpu(key).and_then(|g| {
+        let names = g.kernels.iter().map(|k| (k.kernel.as_str(), Geom::default()));
+        let kinds = g.copies.iter().map(|c| c.kind.as_str());
+        let f = crate::analysis::durations_library::select(&lib, key, names, kinds).durations?;
+        (!f.kernels.is_empty()).then_some((f, g.runs))
+    });
+    match selected {
+        Some((f, runs)) => {
+            let origin = crate::analysis::durations_library::origin(&path.display().to_string(), key, runs);
             let line = format!(
                 "GPU busy/idle of processes without CUPTI inferred from the {origin}: {} kernel entries",
-                g.kernels.len()
+                f.kernels.len()
             );
             (Some(crate::analysis::durations::Durations::new(f).with_origin(origin)), line)
         }

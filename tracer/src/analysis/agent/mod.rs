@@ -416,17 +416,21 @@ impl AgentMetrics {
 
     fn observe(&mut self, o: &Obs) {
         let caps = self.opts.caps;
-        let durations = self.opts.durations.clone();
+        // out of the options while the process is borrowed, put back after:
+        // no reference count taken per line
+        let durations = self.opts.durations.take();
         let d = durations.as_deref();
-        let Some(p) = self.process(o.pid) else { return };
-        match p.gpus.get_mut(o.gpu) {
-            Some(c) => c.add(o, caps, d),
-            None => {
-                let mut c = Counters::default();
-                c.add(o, caps, d);
-                p.gpus.insert(o.gpu.to_string(), c);
+        if let Some(p) = self.process(o.pid) {
+            match p.gpus.get_mut(o.gpu) {
+                Some(c) => c.add(o, caps, d),
+                None => {
+                    let mut c = Counters::default();
+                    c.add(o, caps, d);
+                    p.gpus.insert(o.gpu.to_string(), c);
+                }
             }
         }
+        self.opts.durations = durations;
     }
 }
 
