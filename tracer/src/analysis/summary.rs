@@ -144,11 +144,7 @@ impl Summary {
         if ty == "graph" || v.get("capture").is_some() {
             self.graph_lines.push_value(v);
         }
-        if ty == "graph"
-            && let Some(k) = v["kernel"].as_str()
-        {
-            *self.graph_kernels.entry(k.to_string()).or_default() += 1;
-        }
+        self.note_graph_kernel(Some(ty), v["kernel"].as_str());
         let s = |k: &str| v[k].as_str().map(Cow::Borrowed);
         self.add_call(&CallView {
             ty: Some(Cow::Borrowed(ty)),
@@ -165,6 +161,16 @@ impl Summary {
             ret: v["ret"].as_u64(),
             capture: v["capture"].as_u64(),
         });
+    }
+
+    /// A graph line naming a kernel (node added, updated or instantiated):
+    /// counted in `graph_kernels`.
+    fn note_graph_kernel(&mut self, ty: Option<&str>, kernel: Option<&str>) {
+        if ty == Some("graph")
+            && let Some(k) = kernel
+        {
+            *self.graph_kernels.entry(k.to_string()).or_default() += 1;
+        }
     }
 
     /// [`Summary::add_json`] for a line the reader already read into `raw`
@@ -187,11 +193,7 @@ impl Summary {
             if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
                 self.graph_lines.push_bytes(bytes);
             }
-            if raw.ty.as_deref() == Some("graph")
-                && let Some(k) = raw.kernel.as_deref()
-            {
-                *self.graph_kernels.entry(k.to_string()).or_default() += 1;
-            }
+            self.note_graph_kernel(raw.ty.as_deref(), raw.kernel.as_deref());
             self.add_call(&CallView {
                 ty: b(&raw.ty),
                 op: b(&raw.op),
@@ -230,11 +232,7 @@ impl Summary {
             if raw.ty.as_deref() == Some("graph") || raw.capture.is_some() {
                 self.graph_lines.push_bytes(bytes);
             }
-            if raw.ty.as_deref() == Some("graph")
-                && let Some(k) = raw.kernel.as_deref()
-            {
-                *self.graph_kernels.entry(k.to_string()).or_default() += 1;
-            }
+            self.note_graph_kernel(raw.ty.as_deref(), raw.kernel.as_deref());
             self.add_call(&CallView {
                 ty: raw.ty,
                 op: raw.op,
