@@ -26,15 +26,7 @@ mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/ker
 log=$OUT/diag.txt
 SECONDS=0
 say() { echo "[+${SECONDS}s] $*" | tee -a "$log"; }
-cmd_of() {
-    case $1 in
-    gpt2) echo "python3 $D/torch_workloads.py gpt2 ${GPT2_ARGS:-}" ;;
-    launch) echo "python3 $D/launch_bound.py ${LAUNCH_ARGS:-}" ;;
-    jax) echo "python3 $D/jax_loop.py ${JAX_ARGS:-}" ;;
-    mlp) echo "python3 $D/torch_workloads.py mlp ${MLP_ARGS:-}" ;;
-    train) echo "python3 $D/torch_workloads.py train ${TRAIN_ARGS:-}" ;;
-    esac
-}
+. "$D/programs.sh"
 one() { # prog tag lib extra-env flags...
     local p=$1 tag=$2 lib=$3 extra=$4
     shift 4

@@ -112,16 +112,7 @@ echo "$rec_help" | grep -iE -- "--no-gpu|--gpu|durations|library|cupti" >>"$log"
 say "PROGS=$PROGS MODES=$MODES ROUNDS=$ROUNDS BUDGET_S=$BUDGET_S RUN_TIMEOUT_S=$RUN_TIMEOUT_S ANALYSIS_TIMEOUT_S=$ANALYSIS_TIMEOUT_S LIB_SHARED=$LIB_SHARED work=$WORK"
 
 # --- programs and modes
-cmd_of() { # prog -> the command line (words)
-    case $1 in
-    gpt2) echo "python3 $D/torch_workloads.py gpt2 ${GPT2_ARGS:-}" ;;
-    launch) echo "python3 $D/launch_bound.py ${LAUNCH_ARGS:-}" ;;
-    jax) echo "python3 $D/jax_loop.py ${JAX_ARGS:-}" ;;
-    mlp) echo "python3 $D/torch_workloads.py mlp ${MLP_ARGS:-}" ;;
-    train) echo "python3 $D/torch_workloads.py train ${TRAIN_ARGS:-}" ;;
-    *) echo "" ;;
-    esac
-}
+. "$D/programs.sh"
 lib_of() { # mode -> the durations library path (none for untraced runs)
     local m=$1
     [ "$m" = untraced ] && return
