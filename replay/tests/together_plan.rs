@@ -305,8 +305,9 @@ fn host_alone_ms_finds_the_host_scale() {
 
 /// Compensated pacing, the default: each host gap of B loses what tracing cost its thread there,
 /// from its footer's bpf_stats (cu_launch 1,000 ns a run, cu_enter 300) and the trap per probe
-/// hit (700 ns, the default), and the 5 µs the recorder held its CPU while it waited (a sched
-/// line's held_by); the prediction paces it so.
+/// hit (700 ns, the default), the 5 µs the recorder held its CPU while it waited (a sched
+/// line's held_by) and an on-CPU sample (the sample program's 8,000 ns over the footer's 2
+/// samples: 4,000 ns); the prediction paces it so.
 #[test]
 fn compensated_pacing_removes_what_tracing_cost() {
     let a = heavy();
@@ -319,11 +320,18 @@ fn compensated_pacing_removes_what_tracing_cost() {
     b.lines.push(json!({"type": "sched", "op": "off_cpu", "name": "runnable", "pid": 7, "tid": 7,
                         "ts": 2_150_000, "end_ts": 2_155_000, "state": "runnable", "preempted": true,
                         "held_by": [{"pid": 99, "tid": 99, "comm": "tracer", "ns": 5_000}], "runnable_ns": 5_000}));
+    // Samples of B's thread: one in its second gap, one before its first op (in no gap).
+    for ts in [2_100_000u64, 1_000] {
+        b.lines
+            .push(json!({"type": "sample", "op": "cpu", "name": "sample", "ts": ts, "pid": 7, "tid": 7, "stack": 1}));
+    }
     let stats = json!({"cu_launch": {"runs": 4, "run_time_ns": 4_000, "ns_per_run": 1000.0},
-                       "cu_enter": {"runs": 10, "run_time_ns": 3_000, "ns_per_run": 300.0}});
+                       "cu_enter": {"runs": 10, "run_time_ns": 3_000, "ns_per_run": 300.0},
+                       "stack_sample": {"runs": 40, "run_time_ns": 8_000, "ns_per_run": 200.0}});
     let db = b.write_with(|text| {
         let last = text.len() - 1;
-        text[last] = json!({"type": "footer", "calls": 13, "bpf_stats": stats}).to_string();
+        text[last] = json!({"type": "footer", "calls": 13, "bpf_stats": stats, "stacks": {"by_site": {"sample": 2}}})
+            .to_string();
     });
     let db = common::together::set_manifest(&db, "580.159.04");
     let da = finish(&a, "580.159.04");
@@ -332,14 +340,15 @@ fn compensated_pacing_removes_what_tracing_cost() {
     let (code, out, err) = replay(&args);
     assert_eq!(code, 0, "{err}");
     // Gap 1: launch 2's entry (700 + 1,000) and 9 calls (700 + 300 each): 10,700 ns; gap 2:
-    // 1,700 + 5,000 held by the recorder; gap 3: 1,700. B's kernels at 0, 89.3, 182.6, 280.9 µs.
+    // 1,700 + 5,000 held by the recorder + 4,000 of a sample; gap 3: 1,700. B's kernels at 0,
+    // 89.3, 178.6, 276.9 µs.
     assert!(
         out.contains(
-            "  pacing: compensated: 0.019 ms of tracing removed from 3 host gaps (1592 ns per probed call, 12 calls), 0 gaps clamped at 0\n"
+            "  pacing: compensated: 0.023 ms of tracing removed from 3 host gaps (1925 ns per probed call, 12 calls), 0 gaps clamped at 0\n"
         ),
         "{out}"
     );
-    assert!(out.contains("  tenant 2: alone 0.291 ms (GPU busy 0.040 ms in a 0.291 ms span)"), "{out}");
+    assert!(out.contains("  tenant 2: alone 0.287 ms (GPU busy 0.040 ms in a 0.287 ms span)"), "{out}");
     // A has neither statistics nor scheduler lines: the trap only, and both named.
     assert_eq!(out.matches("  pacing: not corrected: no bpf_stats in the footer").count(), 1, "{out}");
     assert_eq!(out.matches("  pacing: not corrected: no scheduler lines").count(), 1, "{out}");
@@ -349,16 +358,16 @@ fn compensated_pacing_removes_what_tracing_cost() {
     let p = &v["tenants"][1]["pacing"];
     assert_eq!(
         (p["pacing"].clone(), p["removed_ns"].clone(), p["gaps"].clone(), p["clamped"].clone(), p["calls"].clone()),
-        (json!("compensated"), json!(19_100), json!(3), json!(0), json!(12))
+        (json!("compensated"), json!(23_100), json!(3), json!(0), json!(12))
     );
     assert_eq!(p["missing"], json!([]));
-    assert_eq!(p["costs"]["launch_ns"], 1000.0);
-    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 290_900);
-    // --host-speed 2 halves the compensated gaps: kernels at 0, 44.65, 91.3, 140.45 µs.
+    assert_eq!((p["costs"]["launch_ns"].clone(), p["costs"]["sample_ns"].clone()), (json!(1000.0), json!(4000.0)));
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 286_900);
+    // --host-speed 2 halves the compensated gaps: kernels at 0, 44.65, 89.3, 138.45 µs.
     let (code, out, err) = replay(&[&args[..], &["--json", "--host-speed", "2"]].concat());
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 150_450);
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 148_450);
     assert_eq!(v["tenants"][1]["pacing"]["host_speed"], 2.0);
     // Bad values: one line naming the option.
     for (flag, val, want) in [

@@ -40,6 +40,8 @@ pub const ENTRY_PROGRAMS: [&str; 3] = ["cu_enter", "cu_enter_str", "cu_enter_blo
 pub const LAUNCH_PROGRAM: &str = "cu_launch";
 /// The return program.
 pub const EXIT_PROGRAM: &str = "cu_exit";
+/// The on-CPU sample program (a perf event of the CPU clock, `--stack-sample-hz`).
+pub const SAMPLE_PROGRAM: &str = "stack_sample";
 /// The scheduler's switch programs (raw tracepoint, or the classic one).
 pub const SWITCH_PROGRAMS: [&str; 2] = ["sched_switch_raw", "sched_switch"];
 /// The `comm` of the recorder's threads in `held_by`.
@@ -100,6 +102,10 @@ pub struct Costs {
     pub exit_ns: f64,
     /// The scheduler's switch program, per switch of a traced thread (two per off-CPU interval).
     pub switch_ns: f64,
+    /// The on-CPU sample program, per sample taken of a traced thread (a `sample` line): its
+    /// run time over all its runs (the runs on other tasks return at once) divided by the
+    /// samples it took (the footer's `stacks.by_site.sample`); 0 without samples or statistics.
+    pub sample_ns: f64,
     /// CUPTI's record keeping per GPU work call (0 without `--gpu-timestamps`).
     pub cupti_ns: f64,
     pub cupti_from: Source,
@@ -148,13 +154,23 @@ impl Costs {
             (None, None) => (TRAP_NS_DEFAULT as f64, Source::Default),
         };
         let stats = footer.and_then(|f| f.get("bpf_stats")).and_then(Value::as_object);
-        let (mut entry_ns, mut launch_ns, mut exit_ns, mut switch_ns) = (0.0, 0.0, 0.0, 0.0);
+        let (mut entry_ns, mut launch_ns, mut exit_ns, mut switch_ns, mut sample_ns) = (0.0, 0.0, 0.0, 0.0, 0.0);
         match stats {
             Some(s) => {
                 entry_ns = ns_per_run(s, &ENTRY_PROGRAMS).unwrap_or(0.0);
                 launch_ns = ns_per_run(s, &[LAUNCH_PROGRAM]).unwrap_or(entry_ns);
                 exit_ns = ns_per_run(s, &[EXIT_PROGRAM]).unwrap_or(0.0);
                 switch_ns = ns_per_run(s, &SWITCH_PROGRAMS).unwrap_or(0.0);
+                let taken = footer
+                    .and_then(|f| f.pointer("/stacks/by_site/sample"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                if let (Some(per_run), Some(p)) = (ns_per_run(s, &[SAMPLE_PROGRAM]), s.get(SAMPLE_PROGRAM))
+                    && taken > 0
+                {
+                    let runs = p.get("runs").and_then(Value::as_u64).unwrap_or(0);
+                    sample_ns = per_run * runs as f64 / taken as f64;
+                }
             }
             None => missing.push(
                 "no bpf_stats in the footer (record with --bpf-stats): the eBPF programs' run time is not removed, only the trap per probe hit"
@@ -193,6 +209,7 @@ impl Costs {
             launch_ns,
             exit_ns,
             switch_ns,
+            sample_ns,
             cupti_ns,
             cupti_from,
             bpf_stats: stats.is_some(),
@@ -253,6 +270,13 @@ impl OffCpu {
     }
 }
 
+/// An on-CPU sample of a traced thread (a `sample` line): the sample program interrupted it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    pub tid: u32,
+    pub ts: u64,
+}
+
 /// The costs of each thread in time order: `(time, cumulative ns up to and including it)`.
 #[derive(Debug, Clone, Default)]
 pub struct Compensation {
@@ -268,8 +292,9 @@ impl Compensation {
 
     /// The cost points of `calls` and `off_cpu` under `costs`: a call's entry cost at its entry,
     /// its return cost at its return; two switch programs per off-CPU interval, at its start and
-    /// end; the recorder's hold of the CPU at the interval's end.
-    pub fn new(costs: Costs, calls: &[Probed], off_cpu: &[OffCpu]) -> Compensation {
+    /// end; the recorder's hold of the CPU at the interval's end; the sample program at each
+    /// on-CPU sample.
+    pub fn new(costs: Costs, calls: &[Probed], off_cpu: &[OffCpu], samples: &[Sample]) -> Compensation {
         let mut pts: HashMap<u32, Vec<(u64, f64)>> = HashMap::new();
         for c in calls {
             let v = pts.entry(c.tid).or_default();
@@ -283,6 +308,11 @@ impl Compensation {
                 let v = pts.entry(o.tid).or_default();
                 v.push((o.ts, costs.switch_ns));
                 v.push((o.end_ts, costs.switch_ns + o.recorder_ns as f64));
+            }
+        }
+        if costs.sample_ns > 0.0 {
+            for p in samples {
+                pts.entry(p.tid).or_default().push((p.ts, costs.sample_ns));
             }
         }
         let per_tid = pts
@@ -571,8 +601,9 @@ mod tests {
             "cu_enter_str": {"runs": 100, "run_time_ns": 70_000, "ns_per_run": 700.0},
             "cu_launch": {"runs": 50, "run_time_ns": 50_000, "ns_per_run": 1000.0},
             "cu_exit": {"runs": 200, "run_time_ns": 40_000, "ns_per_run": 200.0},
-            "sched_switch_raw": {"runs": 10, "run_time_ns": 5_000, "ns_per_run": 500.0}
-        }})
+            "sched_switch_raw": {"runs": 10, "run_time_ns": 5_000, "ns_per_run": 500.0},
+            "stack_sample": {"runs": 40, "run_time_ns": 24_000, "ns_per_run": 600.0}
+        }, "stacks": {"by_site": {"sample": 8}}})
     }
 
     fn header(cupti: bool) -> Value {
@@ -584,6 +615,8 @@ mod tests {
         let c = Costs::of_recording(Some(&header(true)), Some(&footer()), true, Overrides::default());
         // (90,000 + 70,000) / 400 runs
         assert_eq!((c.trap_ns, c.entry_ns, c.launch_ns, c.exit_ns, c.switch_ns), (700.0, 400.0, 1000.0, 200.0, 500.0));
+        // the sample program's 24,000 ns over the 8 samples it took (its other 32 runs were on other tasks)
+        assert_eq!(c.sample_ns, 3000.0);
         assert_eq!((c.cupti_ns, c.cupti_from, c.trap_from), (2200.0, Source::Default, Source::Default));
         assert!(c.missing.is_empty());
         let o = Overrides { trap_ns: Some(900.0), cupti_ns: Some(3000.0) };
@@ -630,13 +663,15 @@ mod tests {
             call(2, 2_100, None, false),        // another thread
         ];
         let off = [OffCpu { tid: 1, ts: 3_000, end_ts: 4_000, recorder_ns: 300 }]; // 500 at 3000, 800 at 4000
-        let c = Compensation::new(costs, &calls, &off);
+        let samples = [Sample { tid: 2, ts: 5_000 }]; // 3000 at 5000 on thread 2
+        let c = Compensation::new(costs, &calls, &off, &samples);
         assert_eq!(c.within(1, 0, 1_000), 3_900);
         assert_eq!(c.within(1, 1_000, 2_000), 1_100);
         assert_eq!(c.within(1, 1_000, 2_500), 2_000);
         assert_eq!(c.within(1, 2_500, 4_000), 1_300);
         assert_eq!(c.within(1, 0, 10_000), 3_900 + 1_100 + 900 + 500 + 800);
-        assert_eq!(c.within(2, 0, 10_000), 1_100);
+        assert_eq!(c.within(2, 0, 10_000), 1_100 + 3_000);
+        assert_eq!(c.within(2, 4_999, 5_000), 3_000);
         assert_eq!(c.within(3, 0, 10_000), 0);
         assert_eq!(c.within(1, 4_000, 1_000), 0);
     }
@@ -651,6 +686,7 @@ mod tests {
         let c = Compensation::new(
             Costs::of_recording(None, None, false, Overrides::default()),
             &[call(1, 10, None, false)],
+            &[],
             &[],
         );
         let r = PacingReport::new(&c, s, 4, &HostSpeed::default());

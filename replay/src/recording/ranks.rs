@@ -197,6 +197,7 @@ pub fn select(trace: &Trace, sel: Selection) -> Result<(Trace, Selected)> {
         // per thread: another process's threads never pace this one's gaps
         probed: trace.probed.clone(),
         off_cpu: trace.off_cpu.clone(),
+        samples: trace.samples.clone(),
         has_sched: trace.has_sched,
         execs: trace.execs.iter().filter(|e| e.2 == p.pid).copied().collect(),
         ranks: trace.ranks.iter().filter(|r| r.pid == p.pid).cloned().collect(),

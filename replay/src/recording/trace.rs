@@ -164,6 +164,8 @@ pub struct Trace {
     /// Every `off_cpu` interval of the scheduler lines (the recorder's hold of the CPU, the
     /// switch programs).
     pub off_cpu: Vec<tracer_format::pacing::OffCpu>,
+    /// Every on-CPU sample of a traced thread (`sample` lines: the sample program's cost).
+    pub samples: Vec<tracer_format::pacing::Sample>,
     /// The trace has scheduler lines (or its header says they were recorded).
     pub has_sched: bool,
     /// `(line, ts, pid)` of `process`/`exec` lines: the pid's handles are forgotten there.
@@ -197,7 +199,12 @@ impl Trace {
         let footer = self.footer.as_ref().and_then(|f| serde_json::to_value(f).ok());
         let sched =
             self.has_sched || header.as_ref().and_then(|h| h.get("sched")).and_then(Value::as_bool) == Some(true);
-        Compensation::new(Costs::of_recording(header.as_ref(), footer.as_ref(), sched, o), &self.probed, &self.off_cpu)
+        Compensation::new(
+            Costs::of_recording(header.as_ref(), footer.as_ref(), sched, o),
+            &self.probed,
+            &self.off_cpu,
+            &self.samples,
+        )
     }
 
     /// The header's `host_calibration` (recorded since `tracer calibrate-host` exists).
@@ -357,6 +364,10 @@ impl Trace {
                     let recorder_ns = tracer_format::pacing::OffCpu::recorder_ns_of(obj.get("held_by"));
                     self.off_cpu.push(tracer_format::pacing::OffCpu { tid, ts, end_ts: end, recorder_ns });
                 }
+            }
+            LineType::Sample => {
+                let tid = obj.get("tid").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+                self.samples.push(tracer_format::pacing::Sample { tid, ts });
             }
             LineType::Power => self.power.push(PowerSample {
                 ts,

@@ -254,7 +254,7 @@ mod tests {
         calls.extend([probed(2_000, None), probed(3_000, None), probed(4_000, None)]);
         calls.push(probed(15_000, Some(15_100)));
         calls.extend([probed(20_100, None), probed(20_200, None), probed(20_300, None), probed(20_400, None)]);
-        let comp = Compensation::new(costs(100.0), &calls, &[]);
+        let comp = Compensation::new(costs(100.0), &calls, &[], &[]);
         let g = host_gaps(&ops, &Stops::default(), &comp);
         // gap 2: 9,000 less 3 calls and the sync's entry (400); gap 3 (from the return at 12,000):
         // 8,000 less 2 hits at 15,000/15,100 and the launch's entry (300); gap 4: 500 less 5 hits

@@ -13,7 +13,7 @@
 //! first call.
 use std::collections::HashMap;
 
-use tracer_format::pacing::{Compensation, Costs, GapStats, HostSpeed, OffCpu, Overrides, Pacing, Probed};
+use tracer_format::pacing::{Compensation, Costs, GapStats, HostSpeed, OffCpu, Overrides, Pacing, Probed, Sample};
 
 use super::model::Trace;
 use super::model::sched::OffState;
@@ -50,8 +50,8 @@ impl Host {
     }
 }
 
-/// The costs `t`'s header and footer give, and every probed call and off-CPU interval keyed by
-/// pid (one host clock per process).
+/// The costs `t`'s header and footer give, and every probed call, off-CPU interval and on-CPU
+/// sample keyed by pid (one host clock per process).
 fn compensation(t: &Trace, o: Overrides) -> Compensation {
     let sched = t.sched.recorded;
     let costs = Costs::of_recording(t.header.as_ref(), t.footer.as_ref(), sched, o);
@@ -81,7 +81,8 @@ fn compensation(t: &Trace, o: Overrides) -> Compensation {
             recorder_ns: o.held_by.iter().filter(|h| h.0 == tracer_format::pacing::RECORDER_COMM).map(|h| h.1).sum(),
         })
         .collect();
-    Compensation::new(costs, &calls, &off)
+    let samples: Vec<Sample> = t.stacks.all_samples().map(|(pid, _, ts)| Sample { tid: pid, ts }).collect();
+    Compensation::new(costs, &calls, &off, &samples)
 }
 
 /// Each pid's stopped intervals (`stopped` off-CPU lines of any of its threads), merged.
@@ -255,5 +256,22 @@ mod tests {
         let c = HostClock::new(&trace(false), &Host { pacing: Pacing::Compensated, ..Host::default() });
         assert_eq!(c.at(1, 20_000), 20_000 - 3 * 700 - 700);
         assert!(c.compensation.as_ref().unwrap().missing[0].starts_with("no bpf_stats"));
+    }
+
+    /// An on-CPU sample of the process's other thread (tid 2) at 15,000: the sample program's
+    /// 9,000 ns over the footer's 3 samples, 3,000 ns, out of the 12,000-20,000 gap.
+    #[test]
+    fn samples_cost_their_process_the_sample_program() {
+        let l = [
+            call(12_000, "cuLaunchKernel", "kernel", "launch", None),
+            r#"{"type":"sample","op":"cpu","name":"sample","ts":15000,"pid":1,"tid":2,"stack":4}"#.into(),
+            call(20_000, "cuLaunchKernel", "kernel", "launch", None),
+            r#"{"type":"footer","bpf_stats":{"cu_enter":{"runs":10,"run_time_ns":3000},"stack_sample":{"runs":30,"run_time_ns":9000}},"stacks":{"by_site":{"sample":3}}}"#.into(),
+        ];
+        let t = parse_str("t", &l.join("\n")).unwrap();
+        let c = HostClock::new(&t, &Host { pacing: Pacing::Compensated, ..Host::default() });
+        // 8,000 less the second launch's entry (700 + 300) and the sample's 3,000
+        assert_eq!(c.at(1, 20_000) - c.at(1, 12_000), 4_000);
+        assert_eq!(c.compensation.as_ref().unwrap().sample_ns, 3_000.0);
     }
 }

@@ -155,7 +155,7 @@ impl TraceBuilder {
             // An on-CPU sample: its thread's stack at `ts` (gap_stacks.rs).
             LineType::Sample => {
                 let id = raw.stack.ok_or_else(|| self.err("a `sample` line needs `stack`"))?;
-                self.t.stacks.note_sample(at.ts, at.tid, id);
+                self.t.stacks.note_sample(at.ts, at.pid, at.tid, id);
                 Ok(())
             }
             // The durations library's entries for this run's GPU (durations_file.rs).

@@ -197,6 +197,8 @@ pub struct Stacks {
     /// Per thread: its on-CPU samples (`sample` lines) as (ts, stack), by
     /// ts after [`Stacks::finish`].
     samples: FxHashMap<u32, Vec<(u64, StackId)>>,
+    /// Each sampled thread's process.
+    sample_pid: FxHashMap<u32, u32>,
 }
 
 impl Stacks {
@@ -239,8 +241,16 @@ impl Stacks {
     }
 
     /// Notes a `sample` line: thread `tid` ran in stack `id` at `ts`.
-    pub fn note_sample(&mut self, ts: u64, tid: u32, id: StackId) {
+    pub fn note_sample(&mut self, ts: u64, pid: u32, tid: u32, id: StackId) {
         self.samples.entry(tid).or_default().push((ts, id));
+        self.sample_pid.insert(tid, pid);
+    }
+
+    /// Every sample as (pid, tid, ts), in no particular order.
+    pub fn all_samples(&self) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
+        self.samples.iter().flat_map(move |(&tid, v)| {
+            v.iter().map(move |&(ts, _)| (self.sample_pid.get(&tid).copied().unwrap_or(0), tid, ts))
+        })
     }
 
     /// Thread `tid`'s samples as (ts, stack), by ts.
