@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""One process of the recorder-cost diagnosis (experiments/replay/gpu_recorder_cost.sh).
+
+Builds a workload of experiments/colocation/colocation_workloads.py, runs its
+warm-up, then its measured step REPS times in the same process, and prints
+{"kind": K, "seconds": [s1, s2, ...], "cpus": [c1, c2, ...]} (the CPU
+the main thread was on at the end of each rep). The first rep is marked as phase
+`generate` (what `replay --together` measures), the others as `more`: the
+reps show how much a process varies from run to run, apart from how much
+processes vary between each other.
+
+    python3 recorder_cost_reps.py mlp --reps 5 [workload options]
+"""
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "colocation"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import colocation_workloads as cw  # noqa: E402
+from tracer_markers import mark  # noqa: E402
+
+
+def main():
+    argv = sys.argv[1:]
+    reps = 5
+    if "--reps" in argv:
+        i = argv.index("--reps")
+        reps = int(argv[i + 1])
+        del argv[i : i + 2]
+    a = cw.parse(argv)
+    mark("phase", "setup")
+    step = cw.build(a)
+    mark("phase", "warmup")
+    step()
+    out, cpus = [], []
+    for r in range(reps):
+        mark("phase", "generate" if r == 0 else "more")
+        t = time.perf_counter()
+        step()
+        out.append(time.perf_counter() - t)
+        cpus.append(current_cpu())
+    mark("phase", "end")
+    print(json.dumps({"kind": a.kind, "seconds": out, "cpus": cpus}), flush=True)
+
+
+def current_cpu():
+    """The CPU this thread last ran on (/proc/thread-self/stat field 39), or -1."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+if __name__ == "__main__":
+    main()
