@@ -10,7 +10,9 @@
  *
  * Prints one JSON object on stdout. FUNC: launch (cuLaunchKernel, 11
  * arguments, 5 on the stack), memcpy (cuMemcpyHtoDAsync_v2), sync
- * (cuStreamSynchronize), ctx (cuCtxSetCurrent).
+ * (cuStreamSynchronize), ctx (cuCtxSetCurrent), params (cuLaunchKernel of
+ * k_scalars, 7 parameters through kernelParams, from the image of
+ * $BENCH_IMAGE loaded with cuModuleLoadData: what `--replayable` captures).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -40,7 +42,22 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-enum func { LAUNCH, MEMCPY, SYNC, CTX };
+enum func { LAUNCH, MEMCPY, SYNC, CTX, PARAMS };
+
+/* PARAMS: the loaded kernel and its 7 arguments (k_scalars: char, short, int,
+ * long, float, double, pointer; kernels.cu), one set per thread. */
+static CUfunction scalars;
+struct scalar_args {
+    char c;
+    short s;
+    int i;
+    long l;
+    float f;
+    double d;
+    void *p;
+    void *ptrs[7];
+};
+static struct scalar_args sargs[64];
 
 struct worker {
     enum func f;
@@ -62,6 +79,12 @@ static void call(enum func f, long i, long index) {
     case CTX:
         cuCtxSetCurrent(H(0x100000 * (index + 1) + i));
         break;
+    case PARAMS: {
+        struct scalar_args *a = &sargs[index];
+        a->i = (int)i;
+        cuLaunchKernel(scalars, 64, 1, 1, 128, 1, 1, 0, H(0x5000), a->ptrs, 0);
+        break;
+    }
     }
 }
 
@@ -77,6 +100,33 @@ static void *worker_main(void *p) {
     return 0;
 }
 
+/* PARAMS: loads $BENCH_IMAGE (a cubin or fatbin holding k_scalars) and sets
+ * each thread's kernelParams. */
+static int load_scalars(long nthreads) {
+    const char *path = getenv("BENCH_IMAGE");
+    FILE *fp = path ? fopen(path, "rb") : 0;
+    if (!fp) {
+        fprintf(stderr, "bench: params needs BENCH_IMAGE, an image holding k_scalars (%s)\n", path ? path : "unset");
+        return 1;
+    }
+    static unsigned char image[1 << 20];
+    size_t len = fread(image, 1, sizeof image, fp);
+    fclose(fp);
+    CUmodule mod;
+    if (len == 0 || cuModuleLoadData(&mod, image) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&scalars, mod, "k_scalars") != CUDA_SUCCESS) {
+        fprintf(stderr, "bench: %s: k_scalars not loaded\n", path);
+        return 1;
+    }
+    for (long t = 0; t < nthreads; t++) {
+        struct scalar_args *a = &sargs[t];
+        *a = (struct scalar_args){(char)t, 2, 3, 4, 5.0f, 6.0, H(0x7f0000000000 + t), {0}};
+        void *p[7] = {&a->c, &a->s, &a->i, &a->l, &a->f, &a->d, &a->p};
+        memcpy(a->ptrs, p, sizeof p);
+    }
+    return 0;
+}
+
 static int calls(const char *fname, long n, long nthreads) {
     enum func f;
     if (!strcmp(fname, "launch"))
@@ -87,12 +137,16 @@ static int calls(const char *fname, long n, long nthreads) {
         f = SYNC;
     else if (!strcmp(fname, "ctx"))
         f = CTX;
+    else if (!strcmp(fname, "params"))
+        f = PARAMS;
     else {
-        fprintf(stderr, "bench: unknown function %s (launch|memcpy|sync|ctx)\n", fname);
+        fprintf(stderr, "bench: unknown function %s (launch|memcpy|sync|ctx|params)\n", fname);
         return 2;
     }
     if (nthreads < 1 || nthreads > 64 || n < 1)
         return 2;
+    if (f == PARAMS && load_scalars(nthreads) != 0)
+        return 1;
     pthread_t th[64];
     struct worker w[64];
     long long t0 = now_ns();
@@ -140,6 +194,6 @@ int main(int argc, char **argv) {
         return calls(argv[2], atol(argv[3]), atol(argv[4]));
     if (argc == 4 && !strcmp(argv[1], "getppid"))
         return getppid_loop(atol(argv[2]), atof(argv[3]));
-    fprintf(stderr, "usage: bench calls launch|memcpy|sync|ctx N THREADS | bench getppid RATE SECONDS\n");
+    fprintf(stderr, "usage: bench calls launch|memcpy|sync|ctx|params N THREADS | bench getppid RATE SECONDS\n");
     return 2;
 }
