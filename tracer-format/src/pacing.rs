@@ -91,9 +91,12 @@ pub enum Source {
 /// The costs per probe hit, program run and work call, ns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Costs {
-    /// The uprobe trap, per probe hit (entry or return).
+    /// The uprobe trap, per entry probe hit: the header's `probe_trap_ns` (measured at the
+    /// recording's start, collect/trap_cost.rs), else the default.
     pub trap_ns: f64,
     pub trap_from: Source,
+    /// The return probe's trap, per return: the header's `return_trap_ns`, else `trap_ns`.
+    pub return_trap_ns: f64,
     /// The plain entry programs' mean run (their runs and run times summed).
     pub entry_ns: f64,
     /// The launch program's run (`--replayable`); the plain entry's when it did not run.
@@ -153,6 +156,10 @@ impl Costs {
             (None, Some(t)) => (t, Source::Recording),
             (None, None) => (TRAP_NS_DEFAULT as f64, Source::Default),
         };
+        let return_trap_ns = match (o.trap_ns, header_f64("return_trap_ns")) {
+            (None, Some(t)) if trap_from == Source::Recording => t,
+            _ => trap_ns,
+        };
         let stats = footer.and_then(|f| f.get("bpf_stats")).and_then(Value::as_object);
         let (mut entry_ns, mut launch_ns, mut exit_ns, mut switch_ns, mut sample_ns) = (0.0, 0.0, 0.0, 0.0, 0.0);
         match stats {
@@ -205,6 +212,7 @@ impl Costs {
         Costs {
             trap_ns,
             trap_from,
+            return_trap_ns,
             entry_ns,
             launch_ns,
             exit_ns,
@@ -227,7 +235,7 @@ impl Costs {
 
     /// What a call costs at its return (none without a return probe), ns.
     pub fn return_cost(&self) -> f64 {
-        self.trap_ns + self.exit_ns
+        self.return_trap_ns + self.exit_ns
     }
 }
 
@@ -631,6 +639,23 @@ mod tests {
         assert!(
             c.missing.iter().any(|m| m.starts_with("CUPTI's cost inside the default recording's adaptive windows"))
         );
+    }
+
+    #[test]
+    fn measured_traps_from_the_header() {
+        let h = json!({"type": "header", "sched": true, "probe_trap_ns": 900.0, "return_trap_ns": 1300.0});
+        let c = Costs::of_recording(Some(&h), Some(&footer()), true, Overrides::default());
+        assert_eq!((c.trap_ns, c.return_trap_ns, c.trap_from), (900.0, 1300.0, Source::Recording));
+        // a sync's return: its trap and cu_exit's 200
+        assert_eq!(c.return_cost(), 1500.0);
+        // --probe-trap-ns is both
+        let c =
+            Costs::of_recording(Some(&h), Some(&footer()), true, Overrides { trap_ns: Some(500.0), cupti_ns: None });
+        assert_eq!((c.trap_ns, c.return_trap_ns, c.trap_from), (500.0, 500.0, Source::Option));
+        // an older recording: the entry's for both
+        let h = json!({"type": "header", "sched": true, "probe_trap_ns": 900.0});
+        let c = Costs::of_recording(Some(&h), Some(&footer()), true, Overrides::default());
+        assert_eq!(c.return_trap_ns, 900.0);
     }
 
     #[test]

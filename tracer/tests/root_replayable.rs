@@ -234,6 +234,22 @@ fn check_images(rec: &Recording) {
 }
 
 /// Where a line's `params` differs from the wanted hex, briefly.
+/// --replayable turns BPF statistics on, and with them the trap's cost measured at the start
+/// (collect/trap_cost.rs): the header's per-hit figures are the differences of its loops'
+/// medians, and an entry or return probe costs something on every machine.
+fn check_trap_cost(rec: &Recording) {
+    let h = &rec.lines[0];
+    let t = &h["probe_trap"];
+    let (u, e, b) =
+        (t["unprobed_ns_per_call"].as_f64(), t["entry_ns_per_call"].as_f64(), t["entry_return_ns_per_call"].as_f64());
+    let (Some(u), Some(e), Some(b)) = (u, e, b) else { panic!("header probe_trap: {t}\n{}", rec.ctx) };
+    assert!(u < e && e < b, "probe_trap {t}: probes cost nothing?\n{}", rec.ctx);
+    // (the per-call figures are rounded to 0.01 ns, the traps to 1 ns)
+    let near = |k: &str, want: f64| h[k].as_f64().is_some_and(|x| x.fract() == 0.0 && (x - want).abs() <= 1.0);
+    assert!(near("probe_trap_ns", e - u), "{}: {t}", h["probe_trap_ns"]);
+    assert!(near("return_trap_ns", b - e), "{}: {t}", h["return_trap_ns"]);
+}
+
 fn hex_difference(got: &Value, want: &str) -> String {
     let Some(got) = got.as_str() else { return format!("{got} (want {} bytes)", want.len() / 2) };
     if got == want {
@@ -480,6 +496,7 @@ fn replayable_recording_holds_images_layouts_and_exact_parameters() {
     }
     let rec = record_program("replayable", &[]);
     check_manifest_head(&rec, false);
+    check_trap_cost(&rec);
     check_images(&rec);
     check_launches(&rec);
     check_copies(&rec, false);

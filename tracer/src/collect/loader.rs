@@ -429,6 +429,14 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
 /// probed already: uprobes are per inode, a second attach would double
 /// every call). `opts.libcuda` may be any path to it, `/proc/PID/fd/FD`
 /// or `/proc/PID/root/...` included.
+/// The uprobe trap's cost on this machine ([`crate::collect::trap_cost`]), with the bench's
+/// empty programs loaded for uprobe_multi beside the recording's.
+pub fn trap_cost(loaded: &Loaded) -> anyhow::Result<crate::collect::trap_cost::TrapCost> {
+    let ebpf = loaded.ebpf.as_ref().context("eBPF object gone")?;
+    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_empty", "cu_empty_ret"])?;
+    crate::collect::trap_cost::measure(&progs)
+}
+
 pub fn attach_libcuda(loaded: &mut Loaded, opts: &Options) -> anyhow::Result<ProbeReport> {
     let ebpf = loaded.ebpf.as_mut().context("eBPF object gone")?;
     let mut links = Links::default();

@@ -55,6 +55,7 @@ pub mod side;
 pub mod spawn;
 pub mod stacks;
 pub mod sysinfo;
+pub mod trap_cost;
 pub mod uprobe_multi;
 pub mod window_demand;
 pub mod writer;

@@ -29,6 +29,14 @@ pub fn trace_header(
     // The host's CPU speed (a fixed single-thread workload, ~10-30 ms; the command is still
     // suspended): `--host-speed FILE` in replay and whatif divides it by the target's.
     header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));
+    // The trap per probe hit on this machine (collect/trap_cost.rs, some 30 ms) where compensated
+    // pacing will need it: recordings with BPF statistics (--replayable turns them on).
+    if o.bpf_stats {
+        match loader::trap_cost(loaded) {
+            Ok(t) => t.header_fields(&mut header),
+            Err(e) => header["probe_trap"] = json!({ "error": format!("{e:#}") }),
+        }
+    }
     side.header(&mut header);
     header["gpu_timestamps"] = gpu.map_or_else(|| crate::collect::gpu_timestamps::header_off(gpu_off), |g| g.header());
     if o.replayable() {
