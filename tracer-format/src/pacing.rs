@@ -103,8 +103,13 @@ pub struct Costs {
     pub launch_ns: f64,
     /// The return program's run.
     pub exit_ns: f64,
-    /// The scheduler's switch program, per switch of a traced thread (two per off-CPU interval).
+    /// The scheduler's switch program, per switch of a traced thread (two per off-CPU interval),
+    /// without the stack walks of switch-outs.
     pub switch_ns: f64,
+    /// The stack walk of a switch-out that took a stack (an `off_cpu` line with `stack`): the
+    /// sample program's cost per sample (the same walk), taken out of the switch program's
+    /// mean, which spreads those walks over every switch of the machine.
+    pub switch_out_stack_ns: f64,
     /// The on-CPU sample program, per sample taken of a traced thread (a `sample` line): its
     /// run time over all its runs (the runs on other tasks return at once) divided by the
     /// samples it took (the footer's `stacks.by_site.sample`); 0 without samples or statistics.
@@ -162,6 +167,7 @@ impl Costs {
         };
         let stats = footer.and_then(|f| f.get("bpf_stats")).and_then(Value::as_object);
         let (mut entry_ns, mut launch_ns, mut exit_ns, mut switch_ns, mut sample_ns) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let mut switch_out_stack_ns = 0.0;
         match stats {
             Some(s) => {
                 entry_ns = ns_per_run(s, &ENTRY_PROGRAMS).unwrap_or(0.0);
@@ -177,6 +183,19 @@ impl Costs {
                 {
                     let runs = p.get("runs").and_then(Value::as_u64).unwrap_or(0);
                     sample_ns = per_run * runs as f64 / taken as f64;
+                }
+                // The switch program's time: every run's base plus the walks of the switch-outs
+                // that took a stack (a walk costs what a sample's does, at most the whole time).
+                let walks =
+                    footer.and_then(|f| f.pointer("/stacks/by_site/switch_out")).and_then(Value::as_u64).unwrap_or(0);
+                let runs: u64 = SWITCH_PROGRAMS
+                    .iter()
+                    .filter_map(|n| s.get(*n)?.get("runs")?.as_u64())
+                    .sum();
+                if walks > 0 && runs > 0 && sample_ns > 0.0 {
+                    let total = switch_ns * runs as f64;
+                    switch_out_stack_ns = sample_ns.min(total / walks as f64);
+                    switch_ns = ((total - switch_out_stack_ns * walks as f64) / runs as f64).max(0.0);
                 }
             }
             None => missing.push(
@@ -217,6 +236,7 @@ impl Costs {
             launch_ns,
             exit_ns,
             switch_ns,
+            switch_out_stack_ns,
             sample_ns,
             cupti_ns,
             cupti_from,
@@ -261,6 +281,8 @@ pub struct OffCpu {
     pub end_ts: u64,
     /// Of its runnable wait, the ns the recorder's threads held the CPU (`held_by`, comm `tracer`).
     pub recorder_ns: u64,
+    /// A stack was taken at the switch-out (the line has `stack`).
+    pub stack: bool,
 }
 
 impl OffCpu {
@@ -314,7 +336,7 @@ impl Compensation {
         if costs.sched {
             for o in off_cpu {
                 let v = pts.entry(o.tid).or_default();
-                v.push((o.ts, costs.switch_ns));
+                v.push((o.ts, costs.switch_ns + if o.stack { costs.switch_out_stack_ns } else { 0.0 }));
                 v.push((o.end_ts, costs.switch_ns + o.recorder_ns as f64));
             }
         }
@@ -641,6 +663,29 @@ mod tests {
         );
     }
 
+    /// 10 switches at 500 ns a run (5,000 ns), 1 of them a switch-out that took a stack: its walk
+    /// costs what a sample does (3,000 ns), the other runs share the rest (200 ns each).
+    #[test]
+    fn switch_out_walks_are_taken_out_of_the_switch_mean() {
+        let mut f = footer();
+        f["stacks"]["by_site"]["switch_out"] = json!(1);
+        let c = Costs::of_recording(Some(&header(false)), Some(&f), true, Overrides::default());
+        assert_eq!((c.switch_ns, c.switch_out_stack_ns, c.sample_ns), (200.0, 3000.0, 3000.0));
+        let off = [
+            OffCpu { tid: 1, ts: 1_000, end_ts: 2_000, recorder_ns: 0, stack: true },
+            OffCpu { tid: 1, ts: 5_000, end_ts: 6_000, recorder_ns: 0, stack: false },
+        ];
+        let comp = Compensation::new(c, &[], &off, &[]);
+        assert_eq!(
+            (comp.within(1, 0, 1_000), comp.within(1, 1_000, 2_000), comp.within(1, 2_000, 6_000)),
+            (3_200, 200, 400)
+        );
+        // more walks than the program's time allows: the walks get it all
+        f["stacks"]["by_site"]["switch_out"] = json!(4);
+        let c = Costs::of_recording(Some(&header(false)), Some(&f), true, Overrides::default());
+        assert_eq!((c.switch_ns, c.switch_out_stack_ns), (0.0, 1250.0));
+    }
+
     #[test]
     fn measured_traps_from_the_header() {
         let h = json!({"type": "header", "sched": true, "probe_trap_ns": 900.0, "return_trap_ns": 1300.0});
@@ -687,7 +732,7 @@ mod tests {
             call(1, 2_000, Some(2_500), false), // 700 + 400 at 2000, 700 + 200 at 2500
             call(2, 2_100, None, false),        // another thread
         ];
-        let off = [OffCpu { tid: 1, ts: 3_000, end_ts: 4_000, recorder_ns: 300 }]; // 500 at 3000, 800 at 4000
+        let off = [OffCpu { tid: 1, ts: 3_000, end_ts: 4_000, recorder_ns: 300, stack: false }]; // 500 at 3000, 800 at 4000
         let samples = [Sample { tid: 2, ts: 5_000 }]; // 3000 at 5000 on thread 2
         let c = Compensation::new(costs, &calls, &off, &samples);
         assert_eq!(c.within(1, 0, 1_000), 3_900);

@@ -362,7 +362,8 @@ impl Trace {
                         self.stops.push((tid, ts, end));
                     }
                     let recorder_ns = tracer_format::pacing::OffCpu::recorder_ns_of(obj.get("held_by"));
-                    self.off_cpu.push(tracer_format::pacing::OffCpu { tid, ts, end_ts: end, recorder_ns });
+                    let stack = obj.get("stack").is_some_and(|s| !s.is_null());
+                    self.off_cpu.push(tracer_format::pacing::OffCpu { tid, ts, end_ts: end, recorder_ns, stack });
                 }
             }
             LineType::Sample => {

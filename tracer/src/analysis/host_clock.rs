@@ -79,6 +79,7 @@ fn compensation(t: &Trace, o: Overrides) -> Compensation {
             ts: o.start,
             end_ts: o.end,
             recorder_ns: o.held_by.iter().filter(|h| h.0 == tracer_format::pacing::RECORDER_COMM).map(|h| h.1).sum(),
+            stack: o.stack.is_some(),
         })
         .collect();
     let samples: Vec<Sample> = t.stacks.all_samples().map(|(pid, _, ts)| Sample { tid: pid, ts }).collect();
