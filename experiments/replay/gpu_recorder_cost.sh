@@ -13,7 +13,8 @@
 # step), the spread over processes and within them, and the footer's bpf_stats per
 # program (runs per step, ns per run). With REPLAY=1 the last round's --replayable
 # recordings are replayed alone (the same recording as both tenants of
-# `replay --together --rounds 3`, compensated pacing) beside the untraced phase.
+# `replay --together --rounds 3`, compensated pacing) beside the untraced phase;
+# REPLAY=all: every round's (the replays' median against the untraced processes').
 # Files in $OUT: cost_log.txt, cost_table.txt, results.tgz (runs.jsonl, footers).
 # Environment: KIND (mlp), ARGS (--steps 600), REPS (5), ROUNDS (5), CALLS (9, the MLP's
 # probed calls per step: 8 launches and a synchronization), BUDGET_S (480).
@@ -76,15 +77,18 @@ n=${#M[@]}
             echo "round $r $name: ${res:-failed: $(tail -2 "$f.err" | tr '\n' ' ')}"
         done
     done
-    if [ "$REPLAY" = 1 ]; then
+    if [ "$REPLAY" = 1 ] || [ "$REPLAY" = all ]; then
         for e in "${M[@]}"; do
             name=${e%%|*}
-            last=$(ls -d "$WORK/$name".*.rec 2>/dev/null | sort -t. -k2 -n | tail -1)
-            [ -n "$last" ] || continue
-            [ $(($(date +%s) - t0)) -ge $((BUDGET_S + 60)) ] && { echo "replay of $name: skipped (budget)"; continue; }
-            echo "### replay alone $name: $last"
-            timeout 120 "$R" "$last" "$last" --together --rounds 3 --report "$WORK/replay_$name.json" 2>&1 \
-                | grep -E "pacing:|alone ms|^1 |^2 |error|refus" | head -12
+            recs=$(ls -d "$WORK/$name".*.rec 2>/dev/null | sort -t. -k2 -n)
+            [ "$REPLAY" = 1 ] && recs=$(echo "$recs" | tail -1)
+            for rec in $recs; do
+                [ $(($(date +%s) - t0)) -ge $((BUDGET_S + 120)) ] && { echo "replay of $rec: skipped (budget)"; continue; }
+                tag=$(basename "$rec" .rec)
+                echo "### replay alone $tag: $rec"
+                timeout 120 "$R" "$rec" "$rec" --together --rounds 3 --report "$WORK/replay_$tag.json" 2>&1 \
+                    | grep -E "pacing:|alone ms|^1 |^2 |error|refus" | head -12
+            done
         done
     fi
     python3 - "$WORK" "$REPS" "$CALLS" "$ARGS" <<'PY' | tee "$WORK/cost_table.txt"
@@ -131,6 +135,7 @@ r1 = [r["result"]["seconds"][0] for r in runs if r["mode"] == "untraced" and r["
 if r1:
     print()
     print(f"untraced first rep (the recordings' phase generate): median {st.median(r1)*1e3:.2f} ms over {len(r1)} processes ({min(r1)*1e3:.2f}-{max(r1)*1e3:.2f})")
+    replayed = []
     for f in sorted(glob.glob(os.path.join(work, "replay_*.json"))):
         try:
             t = json.load(open(f))["tenants"][0]
@@ -139,7 +144,10 @@ if r1:
         al = (t.get("measured") or {}).get("alone_median_ms")
         pc = (t.get("plan") or {}).get("pacing") or {}
         if al:
+            replayed.append(al)
             print(f"replayed alone {os.path.basename(f)[7:-5]}: {al:.2f} ms ({(al / (st.median(r1)*1e3) - 1)*100:+.1f} % against the untraced first rep); removed {pc.get('removed_ns')} ns, {pc.get('removed_ns_per_call')} ns per call, missing {pc.get('missing')}")
+    if len(replayed) > 1:
+        print(f"replayed alone, median of {len(replayed)} recordings: {st.median(replayed):.2f} ms ({(st.median(replayed) / (st.median(r1)*1e3) - 1)*100:+.1f} % against the untraced first reps' median)")
 PY
 } > "$WORK/cost_log.txt" 2>&1
 cp "$WORK/cost_log.txt" "$WORK/cost_table.txt" "$OUT/" 2>/dev/null
