@@ -2,7 +2,7 @@
 # Co-location: replayed-together slowdowns against the real ones (issue 34)
 # (docs/colocation.md). One device call (kind nvidia-h100-x1, as root, from
 # the repo root, with .device-bin/{tracer,replay,libtracer_cupti.so} carried:
-# `cargo xtask build --release` here, then copy them), under 9 minutes:
+# `cargo xtask build --release` and `cargo build --release -p replay` (the xtask builds no replay) here, then copy them), under 9 minutes:
 #
 #   bash experiments/colocation/gpu_colocation.sh
 #

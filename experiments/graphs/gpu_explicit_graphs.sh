@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Explicit CUDA graphs under --replayable: recorded and replayed (issue 17). One
 # device call (kind nvidia-h100-x1, as root, from the repo root, with
-# .device-bin/{tracer,replay} carried: `cargo xtask build --release` here,
+# .device-bin/{tracer,replay} carried: `cargo xtask build --release` and `cargo build --release -p replay` (the xtask builds no replay) here,
 # then copy target/release/{tracer,replay} to .device-bin/):
 #
 #   bash experiments/graphs/gpu_explicit_graphs.sh

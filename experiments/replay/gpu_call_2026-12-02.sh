@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second device call of 2026-12-02 (docs/replay.md, *Host speed varies by process*):
+# The second device call of 2026-12-02 (docs/replay.md, *Where the rest goes*):
 # where a host-bound program's speed comes from (gpu_host_placement.sh, one pinned pass),
 # the latency-sensitive loop's --replayable recordings replayed alone against untraced
 # processes (gpu_recorder_cost.sh, REPLAY=all), and GPT-2 generation's cost per mode.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does a host-bound GPU program's speed depend on the CPU it runs on? (issue 44,
-# docs/replay.md *Host speed varies by process*). One device call (as root, from the
+# docs/replay.md *Where the rest goes*). One device call (as root, from the
 # repo root; .device-bin/bins.tar.xz holding tracer):
 #
 #   OUT=$OUT bash experiments/replay/gpu_host_placement.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the probes cost a host-bound program, measured inside one process (issue 44,
-# docs/replay.md *What the model misses*): the process-to-process spread of the GPU
+# docs/replay.md *Where the rest goes*): the process-to-process spread of the GPU
 # machine (a vCPU's placement on the host: 73-138 ms for the same loop,
 # docs/replay/recorder_cost_2026-12-02_H200/) cancels out when the same served process
 # runs its step untraced and with tracer attached (`tracer record --pid`) in turn.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What-if on another GPU: the prediction against the measured run (docs/what-if.md). Two device
 # calls, each ≤ 8 min, as root from the repo root, with .device-bin/{tracer,
-# replay,libtracer_cupti.so} carried (`cargo xtask build --release`, then
+# replay,libtracer_cupti.so} carried (`cargo xtask build --release` and `cargo build --release -p replay` (the xtask builds no replay), then
 # copied there):
 #
 #   part h100 (kind nvidia-h100-x1):  OUT=$OUT bash experiments/what-if/gpu_whatif.sh h100
