@@ -429,12 +429,15 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
 /// probed already: uprobes are per inode, a second attach would double
 /// every call). `opts.libcuda` may be any path to it, `/proc/PID/fd/FD`
 /// or `/proc/PID/root/...` included.
-/// The uprobe trap's cost on this machine ([`crate::collect::trap_cost`]), with the bench's
-/// empty programs loaded for uprobe_multi beside the recording's.
+/// The uprobe trap's cost on this machine ([`crate::collect::trap_cost`]), with the empty
+/// programs loaded for uprobe_multi with the recording's ([`multi_programs`]: the object is
+/// relocated once, against the maps as loaded).
 pub fn trap_cost(loaded: &Loaded) -> anyhow::Result<crate::collect::trap_cost::TrapCost> {
-    let ebpf = loaded.ebpf.as_ref().context("eBPF object gone")?;
-    let progs = uprobe_multi::load(EBPF_OBJECT, ebpf, &["cu_empty", "cu_empty_ret"])?;
-    crate::collect::trap_cost::measure(&progs)
+    let progs = loaded
+        .multi_progs
+        .as_ref()
+        .context("the probes are attached one by one (no uprobe_multi): the trap is not measured")?;
+    crate::collect::trap_cost::measure(progs)
 }
 
 pub fn attach_libcuda(loaded: &mut Loaded, opts: &Options) -> anyhow::Result<ProbeReport> {
@@ -782,6 +785,8 @@ fn multi_programs(ebpf: &Ebpf, opts: &Options) -> anyhow::Result<uprobe_multi::M
     }
     // --counts, and the exported functions outside the table (attach_unrecorded_counts).
     names.push("cu_count");
+    // The trap's measurement at the recording's start (trap_cost).
+    names.extend(["cu_empty", "cu_empty_ret"]);
     uprobe_multi::load(EBPF_OBJECT, ebpf, &names)
 }
 
