@@ -30,8 +30,9 @@ pub fn trace_header(
     // suspended): `--host-speed FILE` in replay and whatif divides it by the target's.
     header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));
     // The trap per probe hit on this machine (collect/trap_cost.rs, some 30 ms) where compensated
-    // pacing will need it: recordings with BPF statistics (--replayable turns them on).
-    if o.bpf_stats {
+    // pacing will need it: recordings with BPF statistics (--replayable turns them on); not under
+    // the benchmark's empty programs, whose own runs the benchmark counts.
+    if o.bpf_stats && o.probes.bench_probe.is_none() {
         match loader::trap_cost(loaded) {
             Ok(t) => t.header_fields(&mut header),
             Err(e) => header["probe_trap"] = json!({ "error": format!("{e:#}") }),
