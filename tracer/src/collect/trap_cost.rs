@@ -77,24 +77,14 @@ fn round2(x: f64) -> f64 {
 /// The stand-in's file and file offset (a uprobe's location).
 #[cfg(target_arch = "x86_64")]
 fn standin_location() -> anyhow::Result<(PathBuf, u64)> {
+    use crate::collect::stacks::maps;
     use anyhow::Context;
     let addr = tracer_trap_standin as *const () as usize as u64;
-    let maps = std::fs::read_to_string("/proc/self/maps").context("reading /proc/self/maps")?;
-    for l in maps.lines() {
-        // start-end perms offset dev inode path
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let (Some(range), Some(off), Some(path)) = (f.first(), f.get(2), f.get(5)) else { continue };
-        let Some((s, e)) = range.split_once('-') else { continue };
-        let (Ok(s), Ok(e), Ok(off)) =
-            (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16), u64::from_str_radix(off, 16))
-        else {
-            continue;
-        };
-        if (s..e).contains(&addr) && path.starts_with('/') {
-            return Ok((PathBuf::from(path), addr - s + off));
-        }
-    }
-    anyhow::bail!("the stand-in's address {addr:#x} is in no file mapping")
+    let text = std::fs::read_to_string("/proc/self/maps").context("reading /proc/self/maps")?;
+    let all = maps::parse(&text);
+    let m = maps::find(&all, addr).with_context(|| format!("the stand-in's address {addr:#x} is in no mapping"))?;
+    let file = m.file().with_context(|| format!("the stand-in's address {addr:#x} is in no file mapping"))?;
+    Ok((PathBuf::from(file), m.file_offset(addr)))
 }
 
 #[cfg(target_arch = "x86_64")]
