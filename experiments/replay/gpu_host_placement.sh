@@ -15,10 +15,7 @@
 # Environment: KIND (mlp), ARGS (--steps 600), REPS (3), PASSES (2), UNPINNED (6), BUDGET_S (300).
 set -u
 ROOT=$(pwd)
-if [ ! -x .device-bin/tracer ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C .device-bin -xJf .device-bin/bins.tar.xz
-fi
-T=$(realpath .device-bin/tracer)
+. "$ROOT/experiments/replay/device_bins.sh"
 OUT=${OUT:-/tmp/placement-out}
 KIND=${KIND:-mlp}
 ARGS=${ARGS:---steps 600}

@@ -17,10 +17,7 @@
 # Environment: KIND (mlp), STEPS (600), CALLS (9), ROUNDS (5), REPS (2), BUDGET_S (200).
 set -u
 ROOT=$(pwd)
-if [ ! -x .device-bin/tracer ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C .device-bin -xJf .device-bin/bins.tar.xz
-fi
-T=$(realpath .device-bin/tracer)
+. "$ROOT/experiments/replay/device_bins.sh"
 OUT=${OUT:-/tmp/inproc-out}
 KIND=${KIND:-mlp}
 STEPS=${STEPS:-600}

@@ -33,13 +33,7 @@
 # BUDGET_S (450: no new step starts after it).
 set -u
 ROOT=$(pwd)
-# The binaries may come as one archive (.device-bin/bins.tar.xz: the tree and the three
-# binaries together exceed what travels uncompressed).
-if [ ! -x .device-bin/tracer ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C .device-bin -xJf .device-bin/bins.tar.xz
-fi
-T=$(realpath .device-bin/tracer)
-R=$(realpath .device-bin/replay)
+. "$ROOT/experiments/replay/device_bins.sh"
 OUT=${OUT:-/tmp/pacing-out}
 ROUNDS=${ROUNDS:-8}
 read -r A B <<< "${PAIR:-mlp cnn}"

@@ -21,11 +21,7 @@
 # probed calls per step: 8 launches and a synchronization), BUDGET_S (480).
 set -u
 ROOT=$(pwd)
-if [ ! -x .device-bin/tracer ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C .device-bin -xJf .device-bin/bins.tar.xz
-fi
-T=$(realpath .device-bin/tracer)
-R=$(realpath .device-bin/replay)
+. "$ROOT/experiments/replay/device_bins.sh"
 OUT=${OUT:-/tmp/cost-out}
 KIND=${KIND:-mlp}
 ARGS=${ARGS:---steps 600}
