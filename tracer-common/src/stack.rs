@@ -53,6 +53,26 @@ pub mod py_status {
     pub const IDLE: u32 = 5;
 }
 
+/// Indices of the kernel side's per-CPU stack counters (`STACK_COUNTS`).
+pub mod count {
+    /// Sampled calls (launches) that took no stack.
+    pub const SAMPLED_OUT: u32 = 0;
+    /// Sampled calls that took one.
+    pub const SAMPLED_IN: u32 = 1;
+    /// Walks at `site` ([`super::site`], 1..=3): [`walks`], their time in ns ([`walk_ns`]) and the
+    /// Python part of it ([`walk_py_ns`]), measured around the walk in the program that took it.
+    pub const fn walks(site: u32) -> u32 {
+        2 + 3 * (site - 1)
+    }
+    pub const fn walk_ns(site: u32) -> u32 {
+        walks(site) + 1
+    }
+    pub const fn walk_py_ns(site: u32) -> u32 {
+        walks(site) + 2
+    }
+    pub const N: u32 = walks(super::site::SAMPLE) + 3;
+}
+
 /// What the stack was taken for: [`StackRec::site`].
 pub mod site {
     /// A driver call's entry (launch, copy, set, synchronization).

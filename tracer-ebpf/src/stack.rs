@@ -14,7 +14,7 @@ use aya_ebpf::{
 };
 use tracer_common::{
     event::{EventKind, Header, counter},
-    stack::{NATIVE_CAP, PY_CAP, StackRec},
+    stack::{NATIVE_CAP, PY_CAP, StackRec, count},
 };
 
 use crate::maps::{EVENTS, bump, header, submit_flags};
@@ -58,20 +58,16 @@ static STACK_LAST: LruHashMap<u32, [u64; 2]> = LruHashMap::with_max_entries(6553
 #[map]
 pub static STACK_COUNTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(count::N, 0);
 
-/// Indices of [`STACK_COUNTS`].
-pub mod count {
-    /// Sampled calls that took no stack.
-    pub const SAMPLED_OUT: u32 = 0;
-    /// Sampled calls that took one.
-    pub const SAMPLED_IN: u32 = 1;
-    pub const N: u32 = 2;
+#[inline(always)]
+fn add(i: u32, v: u64) {
+    if let Some(p) = STACK_COUNTS.get_ptr_mut(i) {
+        unsafe { *p += v };
+    }
 }
 
 #[inline(always)]
 fn count(i: u32) {
-    if let Some(p) = STACK_COUNTS.get_ptr_mut(i) {
-        unsafe { *p += 1 };
-    }
+    add(i, 1);
 }
 
 #[inline(always)]
@@ -94,6 +90,19 @@ fn sample(tid: u32) -> bool {
     unsafe { *p = [now, if take { now } else { last_stack }] };
     count(if take { count::SAMPLED_IN } else { count::SAMPLED_OUT });
     take
+}
+
+/// After a sampled call's stack walk: its "last call" becomes the walk's end, so that the next
+/// call's gap is the thread's own time, without the walk's. Otherwise a walk (several µs) would
+/// make the next gap look longer than the idle threshold, take another stack, and so on.
+#[inline(always)]
+fn walked(func: u16, tid: u32, end: u64) {
+    if STACK_FUNCS.get(func as u32).copied() != Some(SAMPLED) {
+        return;
+    }
+    if let Some(p) = STACK_LAST.get_ptr_mut(&tid) {
+        unsafe { (*p)[0] = end };
+    }
 }
 
 /// A traced thread switched out: its next sampled call takes a stack.
@@ -215,6 +224,7 @@ fn insert_caller(rec: &mut StackRec, ra: u64) {
 #[inline(always)]
 pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
     let (func, pid, tid) = (of.func, of.pid, of.tid);
+    let t0 = unsafe { bpf_ktime_get_ns() };
     // Built in its own ring-buffer slot, not a per-CPU scratch: a uprobe
     // program runs preemptible (migrate-disabled only), so another program
     // on this CPU (the switch-out it is preempted by, another thread's
@@ -244,13 +254,23 @@ pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
             }
         }
     }
+    let t1 = unsafe { bpf_ktime_get_ns() };
     let (status, n) = if on & PYTHON != 0 {
         pystack::walk(pid, tid, &mut rec.py)
     } else {
         (tracer_common::stack::py_status::NONE, 0)
     };
+    let t2 = unsafe { bpf_ktime_get_ns() };
     rec.py_status = status;
     let n = if n as usize > PY_CAP { PY_CAP } else { n as usize };
     rec.py_n = n as u32;
     slot.submit(submit_flags());
+    if (tracer_common::stack::site::CALL..=tracer_common::stack::site::SAMPLE).contains(&site) {
+        count(count::walks(site));
+        add(count::walk_ns(site), t2.wrapping_sub(t0));
+        add(count::walk_py_ns(site), t2.wrapping_sub(t1));
+    }
+    if site == tracer_common::stack::site::CALL {
+        walked(func, tid, t2);
+    }
 }

@@ -178,23 +178,42 @@ impl Costs {
                     .and_then(|f| f.pointer("/stacks/by_site/sample"))
                     .and_then(Value::as_u64)
                     .unwrap_or(0);
-                if let (Some(per_run), Some(p)) = (ns_per_run(s, &[SAMPLE_PROGRAM]), s.get(SAMPLE_PROGRAM))
+                // The walks' own time where the kernel side measured it (footer `stack_walks`),
+                // per site: (walks, ns per walk).
+                let measured = |site: &str| {
+                    let w = footer?.get("stack_walks")?.get(site)?;
+                    let n = w.get("walks")?.as_u64().filter(|&n| n > 0)?;
+                    Some((n, w.get("ns")?.as_u64()? as f64 / n as f64))
+                };
+                if let Some((_, per_walk)) = measured("sample") {
+                    sample_ns = per_walk;
+                } else if let (Some(per_run), Some(p)) = (ns_per_run(s, &[SAMPLE_PROGRAM]), s.get(SAMPLE_PROGRAM))
                     && taken > 0
                 {
+                    // Older recordings: the program's run time over the samples it took (its
+                    // runs on other tasks' ticks included).
                     let runs = p.get("runs").and_then(Value::as_u64).unwrap_or(0);
                     sample_ns = per_run * runs as f64 / taken as f64;
                 }
                 // The switch program's time: every run's base plus the walks of the switch-outs
-                // that took a stack (a walk costs what a sample's does, at most the whole time).
-                let walks =
-                    footer.and_then(|f| f.pointer("/stacks/by_site/switch_out")).and_then(Value::as_u64).unwrap_or(0);
+                // that took a stack (measured, or costing what a sample does), at most the whole time.
+                let (walks, per_walk) = match measured("switch_out") {
+                    Some(m) => m,
+                    None => (
+                        footer
+                            .and_then(|f| f.pointer("/stacks/by_site/switch_out"))
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0),
+                        sample_ns,
+                    ),
+                };
                 let runs: u64 = SWITCH_PROGRAMS
                     .iter()
                     .filter_map(|n| s.get(*n)?.get("runs")?.as_u64())
                     .sum();
-                if walks > 0 && runs > 0 && sample_ns > 0.0 {
+                if walks > 0 && runs > 0 && per_walk > 0.0 {
                     let total = switch_ns * runs as f64;
-                    switch_out_stack_ns = sample_ns.min(total / walks as f64);
+                    switch_out_stack_ns = per_walk.min(total / walks as f64);
                     switch_ns = ((total - switch_out_stack_ns * walks as f64) / runs as f64).max(0.0);
                 }
             }
@@ -661,6 +680,24 @@ mod tests {
         assert!(
             c.missing.iter().any(|m| m.starts_with("CUPTI's cost inside the default recording's adaptive windows"))
         );
+    }
+
+    /// The walks' own times (footer `stack_walks`) replace the sample program's run time over its
+    /// samples (40 runs, 8 samples: 3,000 ns) and the switch-out walk's estimate.
+    #[test]
+    fn measured_walks_are_the_sample_and_switch_out_costs() {
+        let mut f = footer();
+        f["stacks"]["by_site"]["switch_out"] = json!(1);
+        f["stack_walks"] = json!({"call": {"walks": 3, "ns": 9_000, "python_ns": 6_000},
+            "switch_out": {"walks": 2, "ns": 1_600, "python_ns": 1_000},
+            "sample": {"walks": 8, "ns": 12_000, "python_ns": 8_000}});
+        let c = Costs::of_recording(Some(&header(false)), Some(&f), true, Overrides::default());
+        // 12,000 ns / 8 samples; 1,600 / 2 walks, the switch program's other 3,400 ns over 10 runs
+        assert_eq!((c.sample_ns, c.switch_out_stack_ns, c.switch_ns), (1500.0, 800.0, 340.0));
+        // no sample walks measured: the program's figure, as before
+        f["stack_walks"]["sample"] = json!({"walks": 0, "ns": 0, "python_ns": 0});
+        let c = Costs::of_recording(Some(&header(false)), Some(&f), true, Overrides::default());
+        assert_eq!((c.sample_ns, c.switch_out_stack_ns), (3000.0, 800.0));
     }
 
     /// 10 switches at 500 ns a run (5,000 ns), 1 of them a switch-out that took a stack: its walk

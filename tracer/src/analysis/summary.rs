@@ -608,6 +608,9 @@ fn stacks_line(header: Option<&Value>, f: &Value) -> Option<String> {
             n(&h["sampling"]["interval_ms"])
         );
     }
+    if let Some(w) = f.get("stack_walks").filter(|w| w.is_object()) {
+        out += &walks_phrase(w);
+    }
     let fr = &st["frames"];
     out += &format!("; frames: {} of {} [unknown], {} [jit]", n(&fr["unknown"]), n(&fr["total"]), n(&fr["jit"]));
     let py = &st["py_status"];
@@ -625,6 +628,30 @@ fn stacks_line(header: Option<&Value>, f: &Value) -> Option<String> {
         out += &format!("; {} stacks whose record never came", n(&st["orphans"]));
     }
     Some(out)
+}
+
+/// What the kernel side's stack walks cost (footer `stack_walks`): their time in all, and per
+/// walk at each site that took any.
+fn walks_phrase(w: &Value) -> String {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let sites = [("call", "at calls"), ("switch_out", "at switch-outs"), ("sample", "per sample")];
+    let total: u64 = sites.iter().map(|(k, _)| n(&w[*k]["ns"])).sum();
+    let each: Vec<String> = sites
+        .iter()
+        .filter(|(k, _)| n(&w[*k]["walks"]) > 0)
+        .map(|(k, label)| {
+            let (walks, ns, py) = (n(&w[*k]["walks"]), n(&w[*k]["ns"]), n(&w[*k]["python_ns"]));
+            format!(
+                "{:.1} µs {label} ({:.1} of it Python)",
+                ns as f64 / walks as f64 / 1e3,
+                py as f64 / walks as f64 / 1e3
+            )
+        })
+        .collect();
+    if each.is_empty() {
+        return String::new();
+    }
+    format!("; the walks took {:.1} ms: {}", total as f64 / 1e6, each.join(", "))
 }
 
 fn bytes(b: u64) -> String {
@@ -692,6 +719,18 @@ mod tests {
             stacks_line(Some(&h), &f).unwrap(),
             "stacks: 30 taken (5 at calls, 10 at switch-outs, 15 on-CPU samples: refused, EACCES), 12 distinct; \
              frames: 7 of 90 [unknown], 1 [jit], no Python frames: the verifier; 1 stacks whose record never came"
+        );
+        // The walks' cost, per site that took any.
+        let mut fw = f.clone();
+        fw["stack_walks"] = json!({"call": {"walks": 4, "ns": 20_000, "python_ns": 12_000},
+            "switch_out": {"walks": 0, "ns": 0, "python_ns": 0},
+            "sample": {"walks": 15, "ns": 45_000, "python_ns": 30_000}});
+        let line = stacks_line(Some(&h), &fw).unwrap();
+        assert!(
+            line.contains(
+                "12 distinct; the walks took 0.1 ms: 5.0 µs at calls (3.0 of it Python), 3.0 µs per sample (2.0 of it Python); frames:"
+            ),
+            "{line}"
         );
         // --no-stacks (header null) and traces before stacks: no line.
         assert_eq!(stacks_line(Some(&json!({"stacks":null})), &f), None);

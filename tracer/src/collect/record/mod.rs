@@ -135,8 +135,12 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         // with --all-launch-stacks: every one took one).
         col.footer_extra.insert(
             "stack_sampling".into(),
-            serde_json::json!({ "launches_sampled_in": sum(1), "launches_sampled_out": sum(0) }),
+            serde_json::json!({
+                "launches_sampled_in": sum(tracer_common::stack::count::SAMPLED_IN),
+                "launches_sampled_out": sum(tracer_common::stack::count::SAMPLED_OUT),
+            }),
         );
+        col.footer_extra.insert("stack_walks".into(), crate::collect::stacks::sites::stack_walks_footer(sum));
     }
     if let Some(c) = &col.cgroups {
         let v = c.footer();

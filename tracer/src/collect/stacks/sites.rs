@@ -164,3 +164,38 @@ mod tests {
         assert_eq!(StackOptions { native: false, python: false, ..StackOptions::ALL }.bits(), 0);
     }
 }
+
+/// The footer's `stack_walks`: per site, the walks the kernel side took, their time (ns, measured
+/// around each walk by the program that took it) and the Python frames' part of it, from the
+/// summed per-CPU counters `sum` (tracer_common::stack::count's indices).
+pub fn stack_walks_footer(sum: impl Fn(u32) -> u64) -> serde_json::Value {
+    use tracer_common::stack::{count, site};
+    let one = |s: u32| {
+        serde_json::json!({
+            "walks": sum(count::walks(s)),
+            "ns": sum(count::walk_ns(s)),
+            "python_ns": sum(count::walk_py_ns(s)),
+        })
+    };
+    serde_json::json!({ "call": one(site::CALL), "switch_out": one(site::SWITCH_OUT), "sample": one(site::SAMPLE) })
+}
+
+#[cfg(test)]
+mod walk_tests {
+    use super::*;
+
+    #[test]
+    fn the_walk_counters_go_to_their_sites() {
+        // counter i holds 100 + i: each site reads its own three
+        let f = stack_walks_footer(|i| 100 + i as u64);
+        assert_eq!(
+            f,
+            serde_json::json!({
+                "call": {"walks": 102, "ns": 103, "python_ns": 104},
+                "switch_out": {"walks": 105, "ns": 106, "python_ns": 107},
+                "sample": {"walks": 108, "ns": 109, "python_ns": 110},
+            })
+        );
+        assert_eq!(tracer_common::stack::count::N, 11);
+    }
+}
