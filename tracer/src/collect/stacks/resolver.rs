@@ -28,7 +28,9 @@ impl StackResolver for Resolver {
     fn resolve(&mut self, s: &Stack) -> Vec<Frame> {
         let pid = s.hdr.pid;
         let native: Vec<Frame> = s.native().enumerate().map(|(i, a)| self.native.frame(pid, a, i == 0)).collect();
-        let python: Vec<(Frame, bool)> = s.py().map(|f| (self.python.frame(pid, &f), f.code & PY_ENTRY != 0)).collect();
+        let py: Vec<_> = s.py().collect();
+        let python: Vec<(Frame, bool)> =
+            self.python.frames(pid, &py).into_iter().zip(&py).map(|(fr, f)| (fr, f.code & PY_ENTRY != 0)).collect();
         merge(native, python)
     }
 
@@ -48,6 +50,13 @@ impl StackResolver for Resolver {
         }
         if self.native.maps.read_errors > 0 {
             e.insert("native: /proc/PID/maps unreadable".into(), self.native.maps.read_errors);
+        }
+        if self.native.maps.unmapped_lookups > 0 {
+            // Not an error either: frame chains through code without frame pointers end so.
+            e.insert(
+                "native: frames at addresses the process has not mapped ([unknown])".into(),
+                self.native.maps.unmapped_lookups,
+            );
         }
         for (k, v) in &self.python.errors {
             e.insert(k.clone(), *v);

@@ -526,3 +526,72 @@ fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
     assert_eq!(stacks.stats.distinct, 3);
     std::hint::black_box((&code, &ty, &type_name, &table, &strings));
 }
+
+/// The batched check of a new raw stack's codes (one process_vm_readv for all of them): of two
+/// cached codes, the one replaced at its address is read again and the other kept, in a stack of
+/// both; a stack of codes of which one is no longer readable checks the others one by one.
+#[test]
+fn a_new_raw_stack_checks_all_its_codes_in_one_read() {
+    use crate::collect::stacks::python::PythonResolver;
+    let layout = code_layout(0x030b).unwrap();
+    let type_name = b"code\0".to_vec();
+    let mut ty = vec![0u8; 64];
+    put(&mut ty, 24, type_name.as_ptr() as u64);
+    let table = vec![0u8; 40];
+    let strings: Vec<(Vec<u8>, Vec<u8>)> =
+        ["outer", "inner", "other"].iter().map(|n| (fake_str(n), fake_str(&format!("{n}.py")))).collect();
+    let make = |i: usize| {
+        let mut code = vec![0u8; 256];
+        put(&mut code, 8, ty.as_ptr() as u64);
+        code[72..76].copy_from_slice(&1i32.to_le_bytes());
+        put(&mut code, layout.linetable, table.as_ptr() as u64);
+        let (name, file) = (strings[i].0.as_ptr() as u64, strings[i].1.as_ptr() as u64);
+        put(&mut code, layout.name, name);
+        put(&mut code, layout.qualname.unwrap(), name);
+        put(&mut code, layout.filename, file);
+        code
+    };
+    let (outer, mut inner) = (make(0), make(1));
+    let pid = std::process::id();
+    let mut r = PythonResolver::new(Box::new(move |p| (p == pid).then_some(0x030b)));
+    let frame = |code: &Vec<u8>, off: u64| PyFrame {
+        code: code.as_ptr() as u64,
+        instr: code.as_ptr() as u64 + layout.code_adaptive.unwrap() + off,
+    };
+    let names = |fs: Vec<Frame>| fs.iter().map(|f| f.func.to_string()).collect::<Vec<_>>();
+    assert_eq!(names(r.frames(pid, &[frame(&inner, 2), frame(&outer, 4)])), ["inner", "outer"]);
+    // "other" at inner's address: the next new raw stack names it, outer's code stands.
+    let (name, file) = (strings[2].0.as_ptr() as u64, strings[2].1.as_ptr() as u64);
+    put(&mut inner, layout.name, name);
+    put(&mut inner, layout.qualname.unwrap(), name);
+    put(&mut inner, layout.filename, file);
+    std::hint::black_box(&inner);
+    assert_eq!(
+        names(r.frames(pid, &[frame(&inner, 6), frame(&outer, 8), frame(&inner, 6)])),
+        ["other", "outer", "other"]
+    );
+    assert_eq!(r.changed, 1);
+    // A cached code whose memory is gone (a stack of an address no longer mapped): the batched
+    // read comes back short, each code is checked alone; the readable one stands.
+    let gone = {
+        let m = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        let c = make(0);
+        unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), m as *mut u8, c.len()) };
+        m as u64
+    };
+    let gone_frame = PyFrame { code: gone, instr: gone + layout.code_adaptive.unwrap() };
+    assert_eq!(names(r.frames(pid, &[gone_frame, frame(&outer, 10)])), ["outer", "outer"]);
+    unsafe { libc::munmap(gone as *mut libc::c_void, 4096) };
+    assert_eq!(names(r.frames(pid, &[gone_frame, frame(&outer, 12)])), ["outer", "outer"]);
+    assert_eq!(r.changed, 1);
+    std::hint::black_box((&outer, &inner, &ty, &type_name, &table, &strings));
+}
