@@ -74,6 +74,8 @@ struct State {
     attached: AtomicBool,
     /// Adaptive windows: the next driver call's return detaches CUPTI.
     detach_wanted: AtomicBool,
+    /// TRACER_CUPTI_DETACH_AT=any: detach at the return of any driver call ([`detach_point`]).
+    detach_anywhere: bool,
     /// The callback subscriber (0: none), whose driver-API callbacks detach CUPTI.
     subscriber: AtomicUsize,
     /// Hardware kernel timestamps were accepted at the first attach.
@@ -196,6 +198,7 @@ fn init() -> c_int {
         plan,
         attached: AtomicBool::new(false),
         detach_wanted: AtomicBool::new(false),
+        detach_anywhere: std::env::var("TRACER_CUPTI_DETACH_AT").is_ok_and(|v| v == "any"),
         subscriber: AtomicUsize::new(0),
         hw_trace: AtomicBool::new(false),
         win_records: AtomicU64::new(0),
@@ -525,6 +528,31 @@ fn switch_kinds(st: &State, on: bool) {
     }
 }
 
+/// The driver function of a driver-API callback (`CUpti_CallbackData.functionName`), if named.
+///
+/// # Safety
+/// `data` is CUPTI's CUpti_CallbackData for the driver-API domain.
+unsafe fn callback_function<'a>(data: *const c_void) -> Option<&'a [u8]> {
+    #[repr(C)]
+    struct CallbackData {
+        site: u32,
+        function_name: *const std::ffi::c_char,
+    }
+    // SAFETY: the caller passes CUPTI's callback data; its names are static C strings.
+    let p = unsafe { (*(data as *const CallbackData)).function_name };
+    (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes())
+}
+
+/// Whether the return of `function` may detach CUPTI: the return of a kernel or graph launch, by
+/// which the program's runtime has set itself up (its contexts, modules, export tables), not
+/// any driver call. Detaching at an arbitrary return during that set-up (the default recording's
+/// first window ends about 100 ms after cuInit when the durations library already knows the
+/// program) was followed by a crash of the traced program on the H200 (GPT-2, CUDA 13.0).
+/// `anywhere` (TRACER_CUPTI_DETACH_AT=any, for that experiment): every return, as before.
+fn detach_point(function: Option<&[u8]>, anywhere: bool) -> bool {
+    anywhere || function.is_some_and(|f| f.starts_with(b"cuLaunch") || f.starts_with(b"cuGraphLaunch"))
+}
+
 /// At the return of a driver call (CUPTI's driver-API callback, on the
 /// program's thread), after an adaptive window's end: its end is stamped,
 /// the records switched off, every buffer flushed and CUPTI finalized, so
@@ -823,7 +851,11 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
         // SAFETY: CUpti_CallbackData starts with its u32 site.
         if !data.is_null() && unsafe { *(data as *const u32) } == cupti::API_EXIT {
             let _ = std::panic::catch_unwind(|| {
-                if let Some(st) = STATE.get() {
+                if let Some(st) = STATE.get()
+                    && st.detach_wanted.load(Ordering::Acquire)
+                    // SAFETY: the driver-API domain's CUpti_CallbackData.
+                    && detach_point(unsafe { callback_function(data) }, st.detach_anywhere)
+                {
                     try_detach(st);
                 }
             });
@@ -858,6 +890,19 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cupti_detaches_at_the_return_of_launches_only() {
+        use super::detach_point;
+        for f in ["cuLaunchKernel", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel", "cuGraphLaunch"] {
+            assert!(detach_point(Some(f.as_bytes()), false), "{f}");
+        }
+        for f in ["cuGetExportTable", "cuGetProcAddress_v2", "cuModuleLoadData", "cuStreamSynchronize", "cuInit"] {
+            assert!(!detach_point(Some(f.as_bytes()), false), "{f}");
+            assert!(detach_point(Some(f.as_bytes()), true), "{f}");
+        }
+        assert!(!detach_point(None, false));
+    }
+
     #[test]
     fn flush_period_from_the_environment() {
         assert_eq!(super::flush_period_ms(None), 100);
