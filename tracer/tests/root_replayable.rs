@@ -233,7 +233,6 @@ fn check_images(rec: &Recording) {
     }
 }
 
-/// Where a line's `params` differs from the wanted hex, briefly.
 /// --replayable turns BPF statistics on, and with them the trap's cost measured at the start
 /// (collect/trap_cost.rs): the header's per-hit figures are the differences of its loops'
 /// medians, and an entry or return probe costs something on every machine.
@@ -250,6 +249,22 @@ fn check_trap_cost(rec: &Recording) {
     assert!(near("return_trap_ns", b - e), "{}: {t}", h["return_trap_ns"]);
 }
 
+/// Every program the recording ran was accepted with room to spare under the verifier's
+/// 1,000,000-instruction limit (footer `bpf_stats.*.verified_insns`, reported by kernels from
+/// 5.16). The launch program is the largest; a change that doubles its explored states passes
+/// here well before it is refused on another kernel (one was: 1,000,001 on the H200's 6.18.44).
+fn check_verifier_headroom(rec: &Recording) {
+    let footer = rec.lines.last().unwrap();
+    let stats = footer["bpf_stats"].as_object().unwrap_or_else(|| panic!("no bpf_stats\n{}", rec.ctx));
+    let launch = stats.get("cu_launch").and_then(|p| p["verified_insns"].as_u64());
+    assert!(launch.is_some_and(|n| n > 0), "cu_launch ran without verified_insns: {stats:?}");
+    for (name, p) in stats {
+        let n = p["verified_insns"].as_u64().unwrap_or(0);
+        assert!(n < 850_000, "{name}: {n} instructions verified, too near the limit of 1,000,000\n{}", rec.ctx);
+    }
+}
+
+/// Where a line's `params` differs from the wanted hex, briefly.
 fn hex_difference(got: &Value, want: &str) -> String {
     let Some(got) = got.as_str() else { return format!("{got} (want {} bytes)", want.len() / 2) };
     if got == want {
@@ -497,6 +512,7 @@ fn replayable_recording_holds_images_layouts_and_exact_parameters() {
     let rec = record_program("replayable", &[]);
     check_manifest_head(&rec, false);
     check_trap_cost(&rec);
+    check_verifier_headroom(&rec);
     check_images(&rec);
     check_launches(&rec);
     check_copies(&rec, false);

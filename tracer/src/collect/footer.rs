@@ -85,6 +85,7 @@ pub fn bpf_stats(p: &std::collections::BTreeMap<String, crate::collect::uprobe_m
                     "runs": s.run_cnt,
                     "run_time_ns": s.run_time_ns,
                     "ns_per_run": s.run_time_ns as f64 / s.run_cnt as f64,
+                    "verified_insns": s.verified_insns,
                 }),
             )
         })

@@ -946,6 +946,7 @@ pub fn program_stats(loaded: &Loaded) -> std::collections::BTreeMap<String, crat
         let e = m.entry(name).or_default();
         e.run_cnt += st.run_cnt;
         e.run_time_ns += st.run_time_ns;
+        e.verified_insns = e.verified_insns.max(st.verified_insns);
     }
     if let Some(ebpf) = &loaded.ebpf {
         for (name, p) in ebpf.programs() {
@@ -953,6 +954,7 @@ pub fn program_stats(loaded: &Loaded) -> std::collections::BTreeMap<String, crat
                 let e = m.entry(name.to_string()).or_default();
                 e.run_cnt += info.run_count();
                 e.run_time_ns += info.run_time().as_nanos() as u64;
+                e.verified_insns = e.verified_insns.max(info.verified_instruction_count().unwrap_or(0));
             }
         }
     }

@@ -194,6 +194,9 @@ impl MultiLink {
 pub struct ProgStats {
     pub run_cnt: u64,
     pub run_time_ns: u64,
+    /// Instructions the verifier processed to accept the program (of its 1,000,000 limit): how
+    /// close a change brings it to refusal. 0: not reported (kernels before 5.16).
+    pub verified_insns: u32,
 }
 
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
@@ -212,7 +215,7 @@ fn prog_stats(fd: RawFd) -> Option<ProgStats> {
     let mut attr =
         InfoAttr { bpf_fd: fd as u32, info_len: std::mem::size_of_val(&info) as u32, info: &mut info as *mut _ as u64 };
     sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr).ok()?;
-    Some(ProgStats { run_cnt: info.run_cnt, run_time_ns: info.run_time_ns })
+    Some(ProgStats { run_cnt: info.run_cnt, run_time_ns: info.run_time_ns, verified_insns: info.verified_insns })
 }
 
 #[cfg(test)]
