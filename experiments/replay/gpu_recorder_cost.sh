@@ -128,6 +128,11 @@ for m in modes:
         continue
     bs = foot.get("bpf_stats") or {}
     print(f"{m}: " + ", ".join(f"{k} {v.get('runs')}/{round(v.get('ns_per_run', 0))}" for k, v in sorted(bs.items())))
+    sw, ss = foot.get("stack_walks") or {}, foot.get("stack_sampling") or {}
+    if sw:
+        print(f"{m}: stack walks (walks, µs each, Python µs each): " + ", ".join(
+            f"{k} {w['walks']}, {w['ns'] / max(w['walks'], 1) / 1e3:.2f}, {w['python_ns'] / max(w['walks'], 1) / 1e3:.2f}"
+            for k, w in sw.items()) + f"; launches sampled in {ss.get('launches_sampled_in')}, out {ss.get('launches_sampled_out')}")
 r1 = [r["result"]["seconds"][0] for r in runs if r["mode"] == "untraced" and r["result"]]
 if r1:
     print()
