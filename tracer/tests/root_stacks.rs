@@ -113,6 +113,16 @@ fn c_launches_syncs_and_reads_name_their_functions() {
     assert_eq!(foot["stack_sampling"]["launches_sampled_out"], 0);
     assert_eq!(foot["stack_sampling"]["launches_sampled_in"], 3);
     assert_eq!(foot["stacks"]["orphans"].as_u64(), Some(0), "{}", foot["stacks"]);
+    // The kernel side timed each walk it took: 3 launches and 3 synchronizations at calls, and
+    // as many switch-outs as stacks came from them (nothing was lost).
+    let w = &foot["stack_walks"];
+    assert_eq!(foot["lost"]["total"], 0, "{foot}");
+    assert_eq!(w["call"]["walks"], 6, "{w}");
+    assert_eq!(w["switch_out"]["walks"], foot["stacks"]["by_site"]["switch_out"], "{w}");
+    for site in ["call", "switch_out"] {
+        let (n, ns, py) = (w[site]["walks"].as_u64(), w[site]["ns"].as_u64(), w[site]["python_ns"].as_u64());
+        assert!(n > Some(0) && ns > Some(0) && py <= ns, "{site}: {w}");
+    }
     assert!(lines[0]["stacks"]["calls"].as_array().unwrap().iter().any(|c| c == "cuLaunchKernel"));
 }
 
@@ -401,6 +411,7 @@ fn on_cpu_gap_time_goes_to_the_sampled_function() {
     let foot = footer(&lines);
     assert_eq!(foot["stacks"]["by_site"]["sample"].as_u64(), Some(samples.len() as u64), "{}", foot["stacks"]);
     assert_eq!(foot["lost"]["total"], 0, "{foot}");
+    assert_eq!(foot["stack_walks"]["sample"]["walks"].as_u64(), Some(samples.len() as u64), "{}", foot["stack_walks"]);
     // Each sample's stack line comes before it.
     for (i, l) in lines.iter().enumerate().filter(|(_, l)| l["type"] == "sample") {
         assert_eq!((l["op"].as_str(), l["name"].as_str()), (Some("cpu"), Some("sample")), "{l}");
