@@ -2,7 +2,7 @@
 # Compensated pacing against untraced runs (issue 44; docs/replay.md,
 # *Compensated pacing*). One device call (kind nvidia-h200, one GPU, as root,
 # from the repo root, .device-bin/{tracer,replay,libtracer_cupti.so} carried:
-# `cargo xtask build --release` and `cargo build --release -p replay` (the xtask builds no replay) here, then copy them; python3 with torch on
+# `cargo xtask build --release` (it builds replay too) here, then copy them; python3 with torch on
 # the machine; or .device-bin/bins.tar.xz holding the three, extracted first),
 # ~5-7 minutes:
 #

@@ -2,7 +2,7 @@
 # What the recorder costs a host-bound program, mode by mode (issue 44, docs/replay.md
 # *Where the rest goes*). One device call (kind nvidia-h200, as root, from the
 # repo root; .device-bin/bins.tar.xz holding tracer, replay and libtracer_cupti.so: `cargo xtask
-# build --release` and `cargo build --release -p replay`, then tar -C target/release -cJf …):
+# build --release`, then tar -C target/release -cJf …):
 #
 #   OUT=$OUT bash experiments/replay/gpu_recorder_cost.sh
 #

@@ -1,5 +1,5 @@
-//! `cargo xtask build [--release]`: setup, then build the tracer and the
-//! CUPTI injection library of `tracer --gpu-timestamps`.
+//! `cargo xtask build [--release]`: setup, then build the tracer, the CUPTI
+//! injection library of `tracer --gpu-timestamps`, and `replay`.
 
 use std::time::Instant;
 
@@ -10,6 +10,21 @@ use crate::{setup, util};
 /// The injection library's file name; tracer looks for it next to itself.
 pub const INJECTION_LIB: &str = "libtracer_cupti.so";
 
+/// `cargo xtask build`: [`run`], then `replay` (which the other tasks that build do not need).
+pub fn run_all(release: bool) -> Result<()> {
+    run(release)?;
+    let start = Instant::now();
+    let mut c = util::cargo();
+    c.args(["build", "-p", "replay"]);
+    if release {
+        c.arg("--release");
+    }
+    util::run(&mut c)?;
+    println!("build: replay done in {}", util::secs(start.elapsed()));
+    Ok(())
+}
+
+/// The tracer and the injection library.
 pub fn run(release: bool) -> Result<()> {
     setup::run()?;
     let start = Instant::now();

@@ -29,7 +29,7 @@ enum Command {
     Setup,
     /// Setup, then only the lints of `test`: cargo fmt --check, clippy -D warnings (also the eBPF crate)
     Lints,
-    /// Setup, then build the tracer (its build.rs builds the eBPF crate)
+    /// Setup, then build the tracer (its build.rs builds the eBPF crate), the injection library and replay
     Build {
         /// Build with the release profile
         #[arg(long)]
@@ -153,7 +153,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Setup => setup::run(),
         Command::Lints => setup::run().and_then(|()| lints::run()),
-        Command::Build { release } => build::run(release),
+        Command::Build { release } => build::run_all(release),
         Command::Install { prefix } => install::run(&prefix),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),

@@ -40,6 +40,9 @@ fn check_args(args: &RecordArgs) -> anyhow::Result<()> {
 
 /// The recording's options from the arguments.
 fn options(args: RecordArgs) -> RecordOptions {
+    // --replayable: the probes' cost per program for replay's compensated pacing
+    // (docs/replay.md), ~20-50 ns a program run (docs/overhead.md)
+    let bpf_stats = args.bpf_stats || (args.replayable && !args.no_bpf_stats);
     let probes = ProbeOptions {
         sched: !args.no_sched,
         ebpf_log: args.ebpf_log,
@@ -82,6 +85,8 @@ fn options(args: RecordArgs) -> RecordOptions {
                 ..StackOptions::ALL
             },
         },
+        // the trap is measured where compensated pacing will need it (collect/record/header.rs)
+        trap_programs: bpf_stats && args.bench_probe.is_none(),
     };
     RecordOptions {
         selection: selection(&args),
@@ -98,9 +103,7 @@ fn options(args: RecordArgs) -> RecordOptions {
         command: args.command,
         libcuda: args.libcuda,
         as_root: args.as_root,
-        // --replayable: the probes' cost per program for replay's compensated pacing
-        // (docs/replay.md), ~20-50 ns a program run (docs/overhead.md)
-        bpf_stats: args.bpf_stats || (args.replayable && !args.no_bpf_stats),
+        bpf_stats,
         bpf_stats_implied: !args.bpf_stats && args.replayable && !args.no_bpf_stats,
         data_cap_mib: args.data_cap_mib,
         no_markers: args.no_markers,

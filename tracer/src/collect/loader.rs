@@ -167,6 +167,8 @@ pub struct Options<'a> {
     pub sched: bool,
     /// Stacks (tracer-ebpf/src/stack.rs).
     pub stacks: crate::collect::stacks::sites::StackOptions,
+    /// Load the trap measurement's empty programs (`cu_empty`, `cu_empty_ret`) too.
+    pub trap_programs: bool,
 }
 
 /// The programs attached to the probed functions.
@@ -786,7 +788,9 @@ fn multi_programs(ebpf: &Ebpf, opts: &Options) -> anyhow::Result<uprobe_multi::M
     // --counts, and the exported functions outside the table (attach_unrecorded_counts).
     names.push("cu_count");
     // The trap's measurement at the recording's start (trap_cost).
-    names.extend(["cu_empty", "cu_empty_ret"]);
+    if opts.trap_programs {
+        names.extend(["cu_empty", "cu_empty_ret"]);
+    }
     uprobe_multi::load(EBPF_OBJECT, ebpf, &names)
 }
 

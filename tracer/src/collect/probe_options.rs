@@ -83,6 +83,9 @@ pub struct ProbeOptions {
     pub replay: probes::Mode,
     /// Stacks (not `--no-stacks`; `tracer agent` takes none).
     pub stacks: StackOptions,
+    /// The empty programs of the trap's measurement (collect/trap_cost.rs) are loaded with the
+    /// probes' programs: recordings with BPF statistics and no benchmark probe measure the trap.
+    pub trap_programs: bool,
 }
 
 impl ProbeOptions {
@@ -131,6 +134,7 @@ impl ProbeOptions {
             ring_bytes: self.buffer_size_mib * 1024 * 1024,
             replay: self.replay,
             stacks: self.stacks,
+            trap_programs: self.trap_programs,
         })
     }
 

@@ -31,8 +31,9 @@ pub fn trace_header(
     header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));
     // The trap per probe hit on this machine (collect/trap_cost.rs, some 30 ms) where compensated
     // pacing will need it: recordings with BPF statistics (--replayable turns them on); not under
-    // the benchmark's empty programs, whose own runs the benchmark counts.
-    if o.bpf_stats && o.probes.bench_probe.is_none() {
+    // the benchmark's empty programs, whose own runs the benchmark counts. Only those load the
+    // empty programs it attaches (ProbeOptions::trap_programs).
+    if o.probes.trap_programs {
         match loader::trap_cost(loaded) {
             Ok(t) => t.header_fields(&mut header),
             Err(e) => header["probe_trap"] = json!({ "error": format!("{e:#}") }),
