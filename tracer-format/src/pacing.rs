@@ -107,12 +107,14 @@ pub struct Costs {
     /// without the stack walks of switch-outs.
     pub switch_ns: f64,
     /// The stack walk of a switch-out that took a stack (an `off_cpu` line with `stack`): the
-    /// sample program's cost per sample (the same walk), taken out of the switch program's
-    /// mean, which spreads those walks over every switch of the machine.
+    /// footer's `stack_walks.switch_out` per walk (older recordings: the sample's cost, the same
+    /// walk), taken out of the switch program's mean, which spreads those walks over every
+    /// switch of the machine.
     pub switch_out_stack_ns: f64,
-    /// The on-CPU sample program, per sample taken of a traced thread (a `sample` line): its
-    /// run time over all its runs (the runs on other tasks return at once) divided by the
-    /// samples it took (the footer's `stacks.by_site.sample`); 0 without samples or statistics.
+    /// An on-CPU sample of a traced thread (a `sample` line): the footer's `stack_walks.sample`
+    /// per walk; older recordings: the sample program's run time over all its runs (the runs on
+    /// other tasks return at once) divided by the samples it took (`stacks.by_site.sample`). 0
+    /// without samples or statistics.
     pub sample_ns: f64,
     /// CUPTI's record keeping per GPU work call (0 without `--gpu-timestamps`).
     pub cupti_ns: f64,
