@@ -366,12 +366,19 @@ fn on_cpu_part(code: &Value) -> &Value {
     on_cpu.max_by_key(|p| p["ns"].as_u64().unwrap()).unwrap_or_else(|| panic!("no on-CPU part: {code}"))
 }
 
-/// At least 80 % of a gap's code split (on CPU, or preempted there) is at
-/// frames `at` accepts: decode_spin.
+/// At least 80 % of a gap's code split that has a stack (on CPU, or preempted
+/// there) is at frames `at` accepts: decode_spin; and stacks cover at least
+/// half of the gap. The part no sample or switch covers (`unknown`, no frames:
+/// on a loaded 2-core machine a run of 12.8 ms of a 50 ms gap once had no
+/// sample) is not attributed to any function, rightly or wrongly, so it is not
+/// held against the attribution.
 fn assert_share_at(code: &Value, at: impl Fn(&[&str]) -> bool) {
     let parts = code["parts"].as_array().unwrap();
     let ns = |p: &Value| p["ns"].as_u64().unwrap();
-    let total: u64 = parts.iter().map(ns).sum();
+    let gap: u64 = parts.iter().map(ns).sum();
+    let with_stack = |p: &&Value| !p["frames"].as_array().unwrap().is_empty();
+    let total: u64 = parts.iter().filter(with_stack).map(ns).sum();
+    assert!(total * 2 >= gap, "stacks cover {total} of {gap} ns: {code}");
     let there: u64 = parts
         .iter()
         .filter(|p| {
