@@ -43,6 +43,20 @@ impl Memory for ProcMem {
     }
 }
 
+/// Reads the spans `(address, length)` of process `pid`, one after the other, into `buf` (as
+/// long as their lengths together) with one `process_vm_readv`: the bytes read, which stop at
+/// the first span the process has not mapped (`EFAULT` when that is the first).
+pub fn read_spans(pid: u32, spans: &[(u64, usize)], buf: &mut [u8]) -> std::io::Result<usize> {
+    assert_eq!(spans.iter().map(|s| s.1).sum::<usize>(), buf.len(), "the spans fill the buffer");
+    let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let remote: Vec<libc::iovec> =
+        spans.iter().map(|&(a, n)| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: n }).collect();
+    // SAFETY: the local iovec is `buf`, alive for the call; the remote ones are only read by the
+    // kernel, from process `pid`.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, remote.as_ptr(), remote.len() as _, 0) };
+    if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n as usize) }
+}
+
 /// Reads up to STR_CAP bytes of a C string from /proc/PID/mem.
 pub fn read_proc_string(pid: u32, addr: u64) -> Option<String> {
     use std::os::unix::fs::FileExt as _;

@@ -116,12 +116,10 @@ impl MapsCache {
 /// Whether process `pid` has `addr` mapped: one byte read from it. A refusal other than "not
 /// mapped" (EFAULT), or a process gone, counts as mapped, so that the maps are read.
 fn mapped(pid: u32, addr: u64) -> bool {
-    let mut b = 0u8;
-    let local = libc::iovec { iov_base: &mut b as *mut u8 as *mut libc::c_void, iov_len: 1 };
-    let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: 1 };
-    // SAFETY: one byte into a local; the kernel only reads the other process's memory.
-    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-    n == 1 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EFAULT)
+    match crate::collect::procmem::read_spans(pid, &[(addr, 1)], &mut [0u8]) {
+        Ok(n) => n == 1,
+        Err(e) => e.raw_os_error() != Some(libc::EFAULT),
+    }
 }
 
 #[cfg(test)]

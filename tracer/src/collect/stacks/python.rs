@@ -215,8 +215,16 @@ impl PythonResolver {
             _ => return false,
         };
         let (off, len) = layout.identity();
-        match self.read(pid, code + off, len) {
-            Some(b) if b != c.identity => {
+        let read = self.read(pid, code + off, len);
+        self.checked(pid, code, c, read.as_deref(), now)
+    }
+
+    /// The check of the code cached at `code` against `read`, its identity span as read now
+    /// (None: unreadable, the cached code stands): replaced (dropped, its generation bumped:
+    /// true) or confirmed at `now`.
+    fn checked(&mut self, pid: u32, code: u64, c: Arc<Code>, read: Option<&[u8]>, now: Instant) -> bool {
+        match read {
+            Some(b) if b != c.identity.as_slice() => {
                 self.codes.remove(&(pid, code));
                 *self.generations.entry((pid, code)).or_default() += 1;
                 self.changed += 1;
@@ -247,48 +255,20 @@ impl PythonResolver {
                 due.push((code, c.clone()));
             }
         }
-        if due.len() < 2 {
-            for (code, _) in &due {
-                self.recheck(pid, *code, layout, max_age);
-            }
-            return;
-        }
         let (off, len) = layout.identity();
-        let mut buf = vec![0u8; due.len() * len as usize];
-        let local: Vec<libc::iovec> = buf
-            .chunks_mut(len as usize)
-            .map(|c| libc::iovec { iov_base: c.as_mut_ptr() as *mut libc::c_void, iov_len: c.len() })
-            .collect();
-        let remote: Vec<libc::iovec> = due
-            .iter()
-            .map(|(code, _)| libc::iovec { iov_base: (code + off) as *mut libc::c_void, iov_len: len as usize })
-            .collect();
-        // SAFETY: every local iovec points into `buf`, alive for the call; the remote ones are
-        // only read by the kernel from process `pid`.
-        let n = unsafe {
-            libc::process_vm_readv(
-                pid as libc::pid_t,
-                local.as_ptr(),
-                local.len() as _,
-                remote.as_ptr(),
-                remote.len() as _,
-                0,
-            )
-        };
-        if n != buf.len() as isize {
+        let len = len as usize;
+        let mut buf = vec![0u8; due.len() * len];
+        let spans: Vec<(u64, usize)> = due.iter().map(|(code, _)| (code + off, len)).collect();
+        let whole =
+            due.len() > 1 && crate::collect::procmem::read_spans(pid, &spans, &mut buf).is_ok_and(|n| n == buf.len());
+        if !whole {
             for (code, _) in &due {
                 self.recheck(pid, *code, layout, max_age);
             }
             return;
         }
-        for ((code, c), b) in due.iter().zip(buf.chunks(len as usize)) {
-            if b != c.identity.as_slice() {
-                self.codes.remove(&(pid, *code));
-                *self.generations.entry((pid, *code)).or_default() += 1;
-                self.changed += 1;
-            } else {
-                self.codes.insert((pid, *code), (Some(c.clone()), now));
-            }
+        for ((code, c), b) in due.into_iter().zip(buf.chunks(len)) {
+            self.checked(pid, code, c, Some(b), now);
         }
     }
 
