@@ -439,6 +439,46 @@ fn put(b: &mut [u8], at: u64, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Code objects of Python 3.11's layout in this process's memory: a type named `code`, an
+/// empty line table, and per function `names[i]` its name and file `NAME.py`.
+struct FakeCodes {
+    layout: crate::collect::stacks::python::CodeLayout,
+    ty: Vec<u8>,
+    type_name: Vec<u8>,
+    table: Vec<u8>,
+    strings: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl FakeCodes {
+    fn new(names: &[&str]) -> FakeCodes {
+        let type_name = b"code\0".to_vec();
+        let mut ty = vec![0u8; 64];
+        put(&mut ty, 24, type_name.as_ptr() as u64);
+        let strings = names.iter().map(|n| (fake_str(n), fake_str(&format!("{n}.py")))).collect();
+        FakeCodes { layout: code_layout(0x030b).unwrap(), ty, type_name, table: vec![0u8; 40], strings }
+    }
+
+    /// A code object of function `i`.
+    fn code(&self, i: usize) -> Vec<u8> {
+        let mut code = vec![0u8; 256];
+        put(&mut code, 8, self.ty.as_ptr() as u64);
+        code[72..76].copy_from_slice(&1i32.to_le_bytes());
+        put(&mut code, self.layout.linetable, self.table.as_ptr() as u64);
+        self.become_fn(&mut code, i);
+        code
+    }
+
+    /// `code` becomes function `i` (another code object at its address).
+    fn become_fn(&self, code: &mut [u8], i: usize) {
+        let (name, file) = (self.strings[i].0.as_ptr() as u64, self.strings[i].1.as_ptr() as u64);
+        put(code, self.layout.name, name);
+        put(code, self.layout.qualname.unwrap(), name);
+        put(code, self.layout.filename, file);
+        std::hint::black_box(&*code);
+        std::hint::black_box((&self.type_name, &self.table));
+    }
+}
+
 /// A code object freed and another allocated at its address, in this
 /// process's memory (3.11's layout): a raw stack resolved with the first is
 /// named by the second when it comes again, also when another raw stack's
@@ -453,26 +493,9 @@ fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
     use crate::decode::stacks::Stacks;
     use tracer_common::event::{EventKind, Header};
     use tracer_common::stack::{NATIVE_CAP, PY_CAP, StackRec, py_status, site, stack_rec_len};
-    let layout = code_layout(0x030b).unwrap();
-    let type_name = b"code\0".to_vec();
-    let mut ty = vec![0u8; 64];
-    put(&mut ty, 24, type_name.as_ptr() as u64);
-    let table = vec![0u8; 40];
-    let strings: Vec<(Vec<u8>, Vec<u8>)> =
-        ["bravo", "gamma", "delta"].iter().map(|n| (fake_str(n), fake_str(&format!("{n}.py")))).collect();
-    let mut code = vec![0u8; 256];
-    put(&mut code, 8, ty.as_ptr() as u64);
-    code[72..76].copy_from_slice(&1i32.to_le_bytes());
-    put(&mut code, layout.linetable, table.as_ptr() as u64);
-    // The code object at the address becomes function `i`.
-    let become_fn = |code: &mut Vec<u8>, i: usize| {
-        let (name, file) = (strings[i].0.as_ptr() as u64, strings[i].1.as_ptr() as u64);
-        put(code, layout.name, name);
-        put(code, layout.qualname.unwrap(), name);
-        put(code, layout.filename, file);
-        std::hint::black_box(&*code);
-    };
-    become_fn(&mut code, 0);
+    let fake = FakeCodes::new(&["bravo", "gamma", "delta"]);
+    let layout = fake.layout;
+    let mut code = fake.code(0);
     let addr = code.as_ptr() as u64;
     let pid = std::process::id();
 
@@ -508,12 +531,12 @@ fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
     assert_eq!(named(&launch, &mut lines), "bravo (bravo.py)");
     // Gamma at the address: a sample in it (a new raw stack, checked at
     // once), then the launch's raw stack again, at once.
-    become_fn(&mut code, 1);
+    fake.become_fn(&mut code, 1);
     assert_eq!(named(&sample, &mut lines), "gamma (gamma.py)");
     assert_eq!(named(&launch, &mut lines), "gamma (gamma.py)");
     assert_eq!(named(&sample, &mut lines), "gamma (gamma.py)");
     // Delta: no other stack checks it; the launch's own recheck, once due.
-    become_fn(&mut code, 2);
+    fake.become_fn(&mut code, 2);
     std::thread::sleep(RECHECK * 2);
     assert_eq!(named(&launch, &mut lines), "delta (delta.py)");
     assert_eq!(named(&sample, &mut lines), "delta (delta.py)");
@@ -524,7 +547,7 @@ fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
     // One stack line per function (the line table is empty: no lines, the
     // two instructions' frames are the same).
     assert_eq!(stacks.stats.distinct, 3);
-    std::hint::black_box((&code, &ty, &type_name, &table, &strings));
+    std::hint::black_box((&code, &fake));
 }
 
 /// The batched check of a new raw stack's codes (one process_vm_readv for all of them): of two
@@ -533,25 +556,9 @@ fn a_code_object_replaced_at_its_address_renames_a_raw_stack_seen_before() {
 #[test]
 fn a_new_raw_stack_checks_all_its_codes_in_one_read() {
     use crate::collect::stacks::python::PythonResolver;
-    let layout = code_layout(0x030b).unwrap();
-    let type_name = b"code\0".to_vec();
-    let mut ty = vec![0u8; 64];
-    put(&mut ty, 24, type_name.as_ptr() as u64);
-    let table = vec![0u8; 40];
-    let strings: Vec<(Vec<u8>, Vec<u8>)> =
-        ["outer", "inner", "other"].iter().map(|n| (fake_str(n), fake_str(&format!("{n}.py")))).collect();
-    let make = |i: usize| {
-        let mut code = vec![0u8; 256];
-        put(&mut code, 8, ty.as_ptr() as u64);
-        code[72..76].copy_from_slice(&1i32.to_le_bytes());
-        put(&mut code, layout.linetable, table.as_ptr() as u64);
-        let (name, file) = (strings[i].0.as_ptr() as u64, strings[i].1.as_ptr() as u64);
-        put(&mut code, layout.name, name);
-        put(&mut code, layout.qualname.unwrap(), name);
-        put(&mut code, layout.filename, file);
-        code
-    };
-    let (outer, mut inner) = (make(0), make(1));
+    let fake = FakeCodes::new(&["outer", "inner", "other"]);
+    let layout = fake.layout;
+    let (outer, mut inner) = (fake.code(0), fake.code(1));
     let pid = std::process::id();
     let mut r = PythonResolver::new(Box::new(move |p| (p == pid).then_some(0x030b)));
     let frame = |code: &Vec<u8>, off: u64| PyFrame {
@@ -561,11 +568,7 @@ fn a_new_raw_stack_checks_all_its_codes_in_one_read() {
     let names = |fs: Vec<Frame>| fs.iter().map(|f| f.func.to_string()).collect::<Vec<_>>();
     assert_eq!(names(r.frames(pid, &[frame(&inner, 2), frame(&outer, 4)])), ["inner", "outer"]);
     // "other" at inner's address: the next new raw stack names it, outer's code stands.
-    let (name, file) = (strings[2].0.as_ptr() as u64, strings[2].1.as_ptr() as u64);
-    put(&mut inner, layout.name, name);
-    put(&mut inner, layout.qualname.unwrap(), name);
-    put(&mut inner, layout.filename, file);
-    std::hint::black_box(&inner);
+    fake.become_fn(&mut inner, 2);
     assert_eq!(
         names(r.frames(pid, &[frame(&inner, 6), frame(&outer, 8), frame(&inner, 6)])),
         ["other", "outer", "other"]
@@ -584,7 +587,7 @@ fn a_new_raw_stack_checks_all_its_codes_in_one_read() {
                 0,
             )
         };
-        let c = make(0);
+        let c = fake.code(0);
         unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), m as *mut u8, c.len()) };
         m as u64
     };
@@ -593,5 +596,5 @@ fn a_new_raw_stack_checks_all_its_codes_in_one_read() {
     unsafe { libc::munmap(gone as *mut libc::c_void, 4096) };
     assert_eq!(names(r.frames(pid, &[gone_frame, frame(&outer, 12)])), ["outer", "outer"]);
     assert_eq!(r.changed, 1);
-    std::hint::black_box((&outer, &inner, &ty, &type_name, &table, &strings));
+    std::hint::black_box((&outer, &inner, &fake));
 }
