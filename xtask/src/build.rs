@@ -14,12 +14,7 @@ pub const INJECTION_LIB: &str = "libtracer_cupti.so";
 pub fn run_all(release: bool) -> Result<()> {
     run(release)?;
     let start = Instant::now();
-    let mut c = util::cargo();
-    c.args(["build", "-p", "replay"]);
-    if release {
-        c.arg("--release");
-    }
-    util::run(&mut c)?;
+    build_package("replay", release)?;
     println!("build: replay done in {}", util::secs(start.elapsed()));
     Ok(())
 }
@@ -28,16 +23,11 @@ pub fn run_all(release: bool) -> Result<()> {
 pub fn run(release: bool) -> Result<()> {
     setup::run()?;
     let start = Instant::now();
-    let mut c = util::cargo();
-    c.args(["build", "-p", "tracer"]);
-    if release {
-        c.arg("--release");
-    }
-    util::run(&mut c)?;
+    build_package("tracer", release)?;
     // The injection library runs inside the traced program, on CUPTI's
     // buffer thread: always optimised (target/release/libtracer_cupti.so),
     // and copied next to a debug tracer too.
-    util::run(util::cargo().args(["build", "-p", "tracer-cupti", "--release"]))?;
+    build_package("tracer-cupti", true)?;
     if !release {
         let from = util::target_dir().join("release").join(INJECTION_LIB);
         let to = util::target_dir().join("debug").join(INJECTION_LIB);
@@ -45,4 +35,14 @@ pub fn run(release: bool) -> Result<()> {
     }
     println!("build: done in {}", util::secs(start.elapsed()));
     Ok(())
+}
+
+/// `cargo build -p PACKAGE [--release]`.
+fn build_package(package: &str, release: bool) -> Result<()> {
+    let mut c = util::cargo();
+    c.args(["build", "-p", package]);
+    if release {
+        c.arg("--release");
+    }
+    util::run(&mut c)
 }
