@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "colocation"))
 import colocation_workloads as cw  # noqa: E402
-from recorder_cost_reps import current_cpu  # noqa: E402
+from recorder_cost_reps import current_cpu, pop_int  # noqa: E402
 
 
 class Obj:
@@ -49,11 +49,7 @@ def py_loop(n=20000):
 
 def main():
     so, argv = sys.argv[1], sys.argv[2:]
-    rounds = 6
-    if "--rounds" in argv:
-        i = argv.index("--rounds")
-        rounds = int(argv[i + 1])
-        del argv[i : i + 2]
+    rounds = pop_int(argv, "--rounds", 6)
     lib = ctypes.CDLL(so)
     for f in ("chase", "stream", "spin"):
         getattr(lib, f).restype = ctypes.c_double

@@ -25,11 +25,7 @@ from tracer_markers import mark  # noqa: E402
 
 def main():
     argv = sys.argv[1:]
-    reps = 5
-    if "--reps" in argv:
-        i = argv.index("--reps")
-        reps = int(argv[i + 1])
-        del argv[i : i + 2]
+    reps = pop_int(argv, "--reps", 5)
     a = cw.parse(argv)
     mark("phase", "setup")
     step = cw.build(a)
@@ -44,6 +40,16 @@ def main():
         cpus.append(current_cpu())
     mark("phase", "end")
     print(json.dumps({"kind": a.kind, "seconds": out, "cpus": cpus}), flush=True)
+
+
+def pop_int(argv, name, default):
+    """The value of option NAME (an int), taken out of argv, or default."""
+    if name not in argv:
+        return default
+    i = argv.index(name)
+    v = int(argv[i + 1])
+    del argv[i : i + 2]
+    return v
 
 
 def current_cpu():
