@@ -70,7 +70,9 @@ pub mod count {
     pub const fn walk_py_ns(site: u32) -> u32 {
         walks(site) + 2
     }
-    pub const N: u32 = walks(super::site::SAMPLE) + 3;
+    /// Switch-outs of the injection library's own threads (tracer-cupti's), which take no stack.
+    pub const OWN_SWITCH_OUTS: u32 = walks(super::site::SAMPLE) + 3;
+    pub const N: u32 = OWN_SWITCH_OUTS + 1;
 }
 
 /// What the stack was taken for: [`StackRec::site`].

@@ -6,7 +6,8 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::{
-        bpf_get_current_task_btf, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
+        bpf_get_current_comm, bpf_get_current_task_btf, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
+        bpf_task_pt_regs,
         generated::{bpf_get_stack, bpf_probe_read_user as read_user_raw},
     },
     macros::map,
@@ -133,10 +134,29 @@ pub fn at_call(func: u16, tid: u32) -> bool {
     }
 }
 
-/// Whether a traced thread's switch-out takes a stack.
+/// Whether a traced thread's switch-out (the current task's) takes a stack: not one of the
+/// injection library's own threads (tracer-cupti's flush and window threads, named
+/// `tracer-cupti…`), whose switch-outs are the tracer's own sleeps, not the program's
+/// (counted, [`count::OWN_SWITCH_OUTS`]).
 #[inline(always)]
 pub fn at_switch() -> bool {
-    stacks() & AT_SWITCHES != 0
+    if stacks() & AT_SWITCHES == 0 {
+        return false;
+    }
+    if own_thread() {
+        count(count::OWN_SWITCH_OUTS);
+        return false;
+    }
+    true
+}
+
+/// Whether the current task is one of tracer-cupti's threads (its name starts with `tracer-cupti`).
+#[inline(always)]
+fn own_thread() -> bool {
+    let Ok(c) = bpf_get_current_comm() else { return false };
+    let head = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    let tail = u32::from_le_bytes([c[8], c[9], c[10], c[11]]);
+    head == u64::from_le_bytes(*b"tracer-c") && tail == u32::from_le_bytes(*b"upti")
 }
 
 /// Whether on-CPU samples take stacks.

@@ -606,3 +606,45 @@ fn no_stacks_takes_none() {
     assert_eq!(lines.iter().filter(|l| l["type"] == "stack" || !l["stack"].is_null()).count(), 0);
     assert_eq!(lines.iter().filter(|l| l["name"] == "cuLaunchKernel").count(), 2);
 }
+
+/// The injection library's own threads (named `tracer-cupti…`) take no stack at their
+/// switch-outs, counted in the footer; a thread of the program that sleeps the same way takes
+/// one at every switch-out.
+#[test]
+fn own_threads_switch_outs_take_no_stack() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let prog = c_program_of("ownthreads");
+    let lines = record("stacks-own-threads", &[prog.as_os_str(), "20".as_ref()]);
+    let naps = |l: &&&Value| l["op"] == "off_cpu" && l["syscall"] == "clock_nanosleep";
+    let mut by_tid: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for l in lines.iter().filter(|l| l["type"] == "sched" && l["op"] == "off_cpu") {
+        by_tid.entry(l["tid"].as_u64().unwrap()).or_default().push(l);
+    }
+    let nappers: Vec<u64> =
+        by_tid.iter().filter(|(_, v)| v.iter().filter(naps).count() >= 20).map(|(t, _)| *t).collect();
+    assert_eq!(nappers.len(), 2, "two threads nap 20 times: {by_tid:?}");
+    // the own-named thread naps first (the program joins it before it starts the worker)
+    let first_nap = |t: &u64| by_tid[t].iter().filter(naps).map(|l| l["ts"].as_u64().unwrap()).min().unwrap();
+    let (own, worker) = match first_nap(&nappers[0]) < first_nap(&nappers[1]) {
+        true => (nappers[0], nappers[1]),
+        false => (nappers[1], nappers[0]),
+    };
+    let s = stacks(&lines);
+    // the worker: every switch-out has a stack at its nanosleep
+    for l in by_tid[&worker].iter().filter(naps) {
+        let f = frames_of(l, &s);
+        assert!(names(f).contains(&"sleeper"), "{f:?}");
+    }
+    // its own thread: no stack at any switch-out, each counted
+    assert!(by_tid[&own].iter().all(|l| l.get("stack").is_none()), "{:?}", by_tid[&own]);
+    let foot = footer(&lines);
+    assert_eq!(
+        foot["stack_sampling"]["own_switch_outs"].as_u64(),
+        Some(by_tid[&own].len() as u64),
+        "{}",
+        foot["stack_sampling"]
+    );
+    assert_eq!(foot["lost"]["total"], 0);
+}

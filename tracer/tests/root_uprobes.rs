@@ -1076,6 +1076,14 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize, returns_all: bool) {
     assert_eq!(footer["incomplete_calls"], 0, "footer: {footer}");
     assert_eq!(footer["entry_lost_calls"], 0, "footer: {footer}");
     assert_eq!(footer["exit"], json!({"code": 0, "signal": null}), "footer: {footer}");
+    // tracer's own CPU: the part spent before the command ran (loading, verifying) within the whole
+    let c = &footer["collector"];
+    for k in ["cpu_user_s", "cpu_system_s"] {
+        let (before, all) = (c["before_command"][k].as_f64().unwrap(), c[k].as_f64().unwrap());
+        assert!(before >= 0.0 && before <= all, "collector {k}: {c}");
+    }
+    // the kernel verified the programs in tracer's system time, before the command
+    assert!(c["before_command"]["cpu_system_s"].as_f64().unwrap() > 0.0, "{c}");
 
     // Exactly the calls made, in order, each once.
     let got = calls_by_ts(t);

@@ -35,6 +35,9 @@ pub struct Collector {
     pub coverage: Option<crate::collect::coverage::CallCounts>,
     /// Stacks: the Python layouts given to the kernel (collect/stacks/).
     pub python: Option<crate::collect::stacks::python_procs::PythonProcs>,
+    /// tracer's own CPU time (user, system; s) when the command was let go: loading and
+    /// verifying the programs, before the program ran ([`crate::collect::footer::cpu_times`]).
+    pub cpu_before_command: Option<(f64, f64)>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -54,6 +57,7 @@ impl Collector {
             entry_points: None,
             coverage: None,
             python: None,
+            cpu_before_command: None,
         }
     }
 

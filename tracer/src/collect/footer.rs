@@ -66,7 +66,7 @@ pub fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo
         "kernel_counts_without_room": k.kernel_counts_full,
         "duration_s": elapsed.as_secs_f64(),
         "exit": exit.map(|e| json!({ "code": e.code, "signal": e.signal })),
-        "collector": collector_usage(),
+        "collector": collector_usage(col.cpu_before_command),
         "bpf_stats": bpf_stats(&k.programs),
     })
 }
@@ -93,27 +93,39 @@ pub fn bpf_stats(p: &std::collections::BTreeMap<String, crate::collect::uprobe_m
     Value::Object(m)
 }
 
-/// CPU time and peak memory of tracer itself (the collector), for the
-/// footer: what tracing cost besides the probes in the traced threads.
-pub fn collector_usage() -> Value {
+/// tracer's own CPU time so far (user, system; s).
+pub fn cpu_times() -> Option<(f64, f64)> {
     // SAFETY: getrusage writes the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return Value::Null;
+        return None;
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((secs(ru.ru_utime), secs(ru.ru_stime)))
+}
+
+/// CPU time and peak memory of tracer itself (the collector), for the
+/// footer: what tracing cost besides the probes in the traced threads;
+/// with `before_command` (the CPU time when the command was let go), the part
+/// of it spent before the program ran (loading and verifying the programs).
+pub fn collector_usage(before_command: Option<(f64, f64)>) -> Value {
+    let Some((user, system)) = cpu_times() else { return Value::Null };
     // VmHWM, not ru_maxrss: the latter survives execve, so it would report
     // the peak of whatever process started tracer.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib = |key: &str| {
         status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
     };
-    json!({
-        "cpu_user_s": secs(ru.ru_utime),
-        "cpu_system_s": secs(ru.ru_stime),
+    let mut v = json!({
+        "cpu_user_s": user,
+        "cpu_system_s": system,
         "max_rss_kib": kib("VmHWM:"),
         "rss_anon_kib": kib("RssAnon:"),
-    })
+    });
+    if let Some((u, s)) = before_command {
+        v["before_command"] = json!({ "cpu_user_s": u, "cpu_system_s": s });
+    }
+    v
 }
 
 #[cfg(test)]

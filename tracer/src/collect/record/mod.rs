@@ -108,6 +108,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     announce(o, &loaded, libcuda_path.as_deref(), &scope, &out_path);
 
     let t0 = Instant::now();
+    col.cpu_before_command = crate::collect::footer::cpu_times();
     let (exit, counters) = rt.block_on(session::collect(
         &mut loaded,
         &mut col,
@@ -138,6 +139,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
             serde_json::json!({
                 "launches_sampled_in": sum(tracer_common::stack::count::SAMPLED_IN),
                 "launches_sampled_out": sum(tracer_common::stack::count::SAMPLED_OUT),
+                "own_switch_outs": sum(tracer_common::stack::count::OWN_SWITCH_OUTS),
             }),
         );
         col.footer_extra.insert("stack_walks".into(), crate::collect::stacks::sites::stack_walks_footer(sum));
