@@ -58,6 +58,7 @@ n=${#M[@]}
             name=${e%%|*}
             opts=${e#*|}
             f=$WORK/$name.$r
+            w0=$(date +%s.%N)
             # shellcheck disable=SC2086
             if [ "$opts" = "-" ]; then
                 res=$(timeout 120 python3 "$P" $KIND $ARGS --reps "$REPS" 2> "$f.err" | tail -1)
@@ -71,7 +72,7 @@ n=${#M[@]}
                 [ "$r" -lt "$ROUNDS" ] && [ ! -d "$o" ] && rm -f "$o"
             fi
             echo "{\"mode\": \"$name\", \"round\": $r, \"result\": ${res:-null}}" >> "$WORK/runs.jsonl"
-            echo "round $r $name: ${res:-failed: $(tail -2 "$f.err" | tr '\n' ' ')}"
+            echo "round $r $name ($(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $w0}") s): ${res:-failed: $(tail -2 "$f.err" | tr '\n' ' ')}"
         done
     done
     if [ "$REPLAY" = 1 ] || [ "$REPLAY" = all ]; then
@@ -115,6 +116,42 @@ for m in modes:
     md = st.median(v)
     extra = (md - um) / (steps * calls) * 1e6
     print(f"| {m} | {len(v)} | {md*1e3:.2f} | {md/um:.3f}× | {extra:+.2f} | {(max(v)-min(v))/md*100:.1f} % | {within(m)*100:.1f} % |")
+# paired: per round, each mode's process against the untraced process of the same round
+rounds = sorted({r["round"] for r in runs})
+def by_round(m):
+    return {r["round"]: st.median(r["result"]["seconds"]) for r in runs if r["mode"] == m and r["result"]}
+ur = by_round("untraced")
+if ur and len(ur) > 1:
+    print()
+    print(f"Paired per round (mode / untraced of the same round; untraced spread over rounds {(max(ur.values()) - min(ur.values())) / st.median(ur.values()) * 100:.1f} % of its median)")
+    print("| mode | rounds | median ratio | range | median points over default | range |")
+    print("|---|---|---|---|---|---|")
+    dr = by_round("default")
+    for m in modes:
+        mr = by_round(m)
+        q = [mr[k] / ur[k] for k in rounds if k in mr and k in ur]
+        if not q:
+            continue
+        d = [(mr[k] - dr[k]) / ur[k] * 100 for k in rounds if k in mr and k in ur and k in dr]
+        pts = f"{st.median(d):+.1f} | {min(d):+.1f} … {max(d):+.1f}" if d and m not in ("default", "untraced") else " | "
+        print(f"| {m} | {len(q)} | {st.median(q):.3f}× | {min(q):.3f}–{max(q):.3f} | {pts} |")
+print()
+print("The collector's CPU (s; per mode the median over its processes): before the command (loading, verifying), in all; own-thread switch-outs")
+for m in modes:
+    c = []
+    for f in sorted(glob.glob(os.path.join(work, f"{m}.*.footer.json"))):
+        try:
+            foot = json.loads(open(f).read())
+        except ValueError:
+            continue
+        col = foot.get("collector") or {}
+        b = col.get("before_command") or {}
+        c.append((b.get("cpu_user_s", float("nan")), b.get("cpu_system_s", float("nan")), col.get("cpu_user_s", float("nan")),
+                  col.get("cpu_system_s", float("nan")), foot.get("duration_s", float("nan")),
+                  (foot.get("stack_sampling") or {}).get("own_switch_outs", float("nan"))))
+    if c:
+        med = [st.median(x[i] for x in c) for i in range(6)]
+        print(f"{m}: {len(c)} processes: before user {med[0]:.2f} system {med[1]:.2f}; all user {med[2]:.2f} system {med[3]:.2f}; duration {med[4]:.1f}; own switch-outs {med[5]}")
 print()
 print("bpf_stats (last footer of each mode): program runs / ns per run")
 for m in modes:

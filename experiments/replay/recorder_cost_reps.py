@@ -3,18 +3,22 @@
 
 Builds a workload of experiments/colocation/colocation_workloads.py, runs its
 warm-up, then its measured step REPS times in the same process, and prints
-{"kind": K, "seconds": [s1, s2, ...], "cpus": [c1, c2, ...]} (the CPU
-the main thread was on at the end of each rep). The first rep is marked as phase
+{"kind": K, "seconds": [s1, s2, ...], "cpus": [c1, c2, ...], "setup_s": S} (the CPU
+the main thread was on at the end of each rep; S: from before the imports to the
+workload built). The first rep is marked as phase
 `generate` (what `replay --together` measures), the others as `more`: the
 reps show how much a process varies from run to run, apart from how much
 processes vary between each other.
 
     python3 recorder_cost_reps.py mlp --reps 5 [workload options]
 """
-import json
-import os
-import sys
 import time
+
+STARTED = time.perf_counter()  # before the imports: setup_s includes them
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "colocation"))
@@ -29,6 +33,7 @@ def main():
     a = cw.parse(argv)
     mark("phase", "setup")
     step = cw.build(a)
+    setup_s = time.perf_counter() - STARTED
     mark("phase", "warmup")
     step()
     out, cpus = [], []
@@ -39,7 +44,7 @@ def main():
         out.append(time.perf_counter() - t)
         cpus.append(current_cpu())
     mark("phase", "end")
-    print(json.dumps({"kind": a.kind, "seconds": out, "cpus": cpus}), flush=True)
+    print(json.dumps({"kind": a.kind, "seconds": out, "cpus": cpus, "setup_s": setup_s}), flush=True)
 
 
 def pop_int(argv, name, default):

@@ -107,3 +107,41 @@ fn summary_counts_markers_and_energy_apart_from_calls() {
     assert!(s.contains("\nmarkers: 3 iteration, 5 phase\n"), "{s}");
     assert!(s.contains("\npower: GPU 0: 2232 samples, 2064.1 J over 22.58 s (91.4 W mean), peak 323.9 W\n"), "{s}");
 }
+
+/// The sampler reads the energy counter only around its expected updates
+/// (collect/power/energy_pacing.rs). On the H100 recording, whose every power line
+/// carries the counter, the lines a paced sampler would have read give each phase the
+/// same energy as all of them, at a fraction of the reads.
+#[test]
+fn paced_energy_reads_give_every_phase_the_same_energy() {
+    use tracer::analysis::energy::{energy_between, series};
+    use tracer::collect::power::energy_pacing::EnergyPacer;
+    let all = lines("transformer_inference_markers.jsonl.gz");
+    let power: Vec<usize> = (0..all.len()).filter(|&i| all[i]["type"] == "power").collect();
+    let mut paced = all.clone();
+    let mut pacer = EnergyPacer::default();
+    let mut reads = 0;
+    for (n, &i) in power.iter().enumerate() {
+        let ts = all[i]["ts"].as_u64().unwrap();
+        if n == 0 || n == power.len() - 1 || pacer.due(ts, 10_000_000) {
+            reads += 1;
+            pacer.saw(ts, all[i]["energy_mj"].as_u64());
+        } else {
+            paced[i]["energy_mj"] = Value::Null;
+        }
+    }
+    // 474 of its 2,232 lines
+    assert!(reads * 4 < power.len(), "{reads} reads of {}", power.len());
+    let text = |v: &[Value]| v.iter().map(|l| l.to_string() + "\n").collect::<String>();
+    let (t_all, t_paced) = (
+        tracer::analysis::model::parse_str("all", &text(&all)).unwrap(),
+        tracer::analysis::model::parse_str("paced", &text(&paced)).unwrap(),
+    );
+    let (s_all, s_paced) = (&series(&t_all)[0], &series(&t_paced)[0]);
+    assert_eq!(s_all.points, s_paced.points, "the same update points");
+    let marks: Vec<u64> = all.iter().filter(|x| x["type"] == "marker").map(|x| x["ts"].as_u64().unwrap()).collect();
+    for w in marks.windows(2) {
+        let (a, b) = (energy_between(s_all, w[0], w[1]).unwrap(), energy_between(s_paced, w[0], w[1]).unwrap());
+        assert_eq!(a, b, "phase {}..{}", w[0], w[1]);
+    }
+}

@@ -5,6 +5,7 @@
 //! blocks the sampler or the collector. The footer lists the GPUs the traced
 //! processes held open (see [`usage`]). docs/power.md has the details and
 //! the measured update periods of the counters.
+pub mod energy_pacing;
 pub mod nvml;
 pub mod sampler;
 pub mod source;

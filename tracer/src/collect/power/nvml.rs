@@ -91,11 +91,13 @@ impl GpuSource for NvmlSource {
         &self.gpus
     }
 
-    fn read(&mut self, slot: usize) -> Reading {
+    fn read(&mut self, slot: usize, energy: bool) -> Reading {
         let mut r = Reading::default();
         let d = &self.devices[slot];
         let e = &mut r.errors;
-        r.energy_mj = keep(e, "energy_mj", d.total_energy_consumption());
+        if energy {
+            r.energy_mj = keep(e, "energy_mj", d.total_energy_consumption());
+        }
         r.power_mw = keep(e, "power_mw", d.power_usage());
         r.sm_clock_mhz = keep(e, "sm_clock_mhz", d.clock_info(Clock::SM));
         r.mem_clock_mhz = keep(e, "mem_clock_mhz", d.clock_info(Clock::Memory));

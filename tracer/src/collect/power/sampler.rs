@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::energy_pacing::EnergyPacer;
 use super::source::{GpuInfo, GpuSource, Reading};
 
 /// Time and waiting, behind a trait for tests.
@@ -43,6 +44,9 @@ pub struct SamplerStats {
     /// shows up here and as null in every line).
     pub field_errors: BTreeMap<&'static str, String>,
     pub field_error_count: u64,
+    /// Readings that read the energy counter (the others leave it out:
+    /// [`super::energy_pacing`]).
+    pub energy_reads: u64,
 }
 
 impl SamplerStats {
@@ -56,6 +60,7 @@ impl SamplerStats {
             "round_us_max": (self.round_ns_max as f64 / 1e2).round() / 10.0,
             "field_errors": self.field_errors,
             "field_error_count": self.field_error_count,
+            "energy_reads": self.energy_reads,
         })
     }
 }
@@ -81,21 +86,30 @@ pub fn sample_line(ts: u64, gpu: &GpuInfo, r: &Reading) -> Value {
     })
 }
 
-/// Reads every GPU once and sends the lines. False when the writer is gone.
+/// Reads every GPU once and sends the lines; the energy counter where its
+/// pacer says it is due (`every`: all of them), at rounds `interval_ns`
+/// apart. False when the writer is gone.
 fn round<S: GpuSource + ?Sized, T: Ticker + ?Sized>(
     src: &mut S,
     ticker: &mut T,
     send: &mut dyn FnMut(Value) -> Sent,
     stats: &mut SamplerStats,
+    (pacers, interval_ns, every): (&mut Vec<EnergyPacer>, u64, bool),
 ) -> bool {
     let start = ticker.now_ns();
     let mut open = true;
-    for slot in 0..src.gpus().len() {
+    pacers.resize_with(src.gpus().len(), Default::default);
+    for (slot, pacer) in pacers.iter_mut().enumerate() {
         // The line's time is the middle of the reading: on an H100 the
         // energy query alone takes ~3 ms (docs/power.md), the others µs.
         let t0 = ticker.now_ns();
-        let r = src.read(slot);
+        let energy = every || pacer.due(t0, interval_ns);
+        let r = src.read(slot, energy);
         let ts = t0 + ticker.now_ns().saturating_sub(t0) / 2;
+        if energy {
+            stats.energy_reads += 1;
+            pacer.saw(ts, r.energy_mj);
+        }
         for (field, e) in &r.errors {
             stats.field_error_count += 1;
             stats.field_errors.entry(field).or_insert_with(|| e.clone());
@@ -132,10 +146,14 @@ pub fn run<S: GpuSource + ?Sized, T: Ticker + ?Sized>(
 ) {
     let interval_ns = interval_ns.max(1);
     let mut next = ticker.now_ns();
+    let mut pacers = Vec::new();
+    // the first and the last rounds read every counter: they bracket the recording
+    let mut first = true;
     loop {
-        if !round(src, ticker, send, stats) {
+        if !round(src, ticker, send, stats, (&mut pacers, interval_ns, first)) {
             return;
         }
+        first = false;
         let now = ticker.now_ns();
         between(now);
         next += interval_ns;
@@ -146,7 +164,7 @@ pub fn run<S: GpuSource + ?Sized, T: Ticker + ?Sized>(
             next += missed * interval_ns;
         }
         if !ticker.wait_until(next) {
-            round(src, ticker, send, stats);
+            round(src, ticker, send, stats, (&mut pacers, interval_ns, true));
             return;
         }
     }
@@ -163,6 +181,8 @@ mod tests {
         clock: std::rc::Rc<std::cell::Cell<u64>>,
         read_ns: Vec<u64>,
         reads: usize,
+        /// The energy counter goes up once per this many reads.
+        energy_every: usize,
     }
     // The fake is only used on one thread.
     unsafe impl Send for Fake {}
@@ -171,13 +191,13 @@ mod tests {
         fn gpus(&self) -> &[GpuInfo] {
             &self.gpus
         }
-        fn read(&mut self, slot: usize) -> Reading {
+        fn read(&mut self, slot: usize, energy: bool) -> Reading {
             let n = self.reads;
             self.reads += 1;
             let cost = self.read_ns.get(n).copied().unwrap_or(100);
             self.clock.set(self.clock.get() + cost);
             Reading {
-                energy_mj: Some(1000 + n as u64),
+                energy_mj: energy.then_some(1000 + (n / self.energy_every) as u64),
                 power_mw: Some(70_000 + slot as u32),
                 sm_clock_mhz: Some(1980),
                 mem_clock_mhz: Some(2619),
@@ -223,7 +243,7 @@ mod tests {
     fn setup(ngpu: u32, read_ns: Vec<u64>, start: u64, stop_at: u64) -> (Fake, FakeTicker) {
         let clock = std::rc::Rc::new(std::cell::Cell::new(start));
         (
-            Fake { gpus: (0..ngpu).map(gpu).collect(), clock: clock.clone(), read_ns, reads: 0 },
+            Fake { gpus: (0..ngpu).map(gpu).collect(), clock: clock.clone(), read_ns, reads: 0, energy_every: 1 },
             FakeTicker { clock, stop_at, waits: vec![] },
         )
     }
@@ -288,6 +308,42 @@ mod tests {
         assert_eq!(stats.field_errors.get("temp_c").map(String::as_str), Some("NotSupported"));
         assert_eq!(stats.field_error_count, 5);
         assert_eq!((stats.round_ns_total, stats.round_ns_max), (1000, 200));
+    }
+
+    #[test]
+    fn the_energy_counter_is_read_around_its_updates_and_in_the_first_and_last_rounds() {
+        // one GPU, 10 ms rounds from 0 for 1 s; the counter goes up every 10 reads
+        let (mut src, mut t) = setup(1, vec![], 0, 1_000_000_000);
+        src.energy_every = 10;
+        let mut lines = vec![];
+        let mut stats = SamplerStats::default();
+        run(
+            &mut src,
+            &mut t,
+            10_000_000,
+            &mut |v| {
+                lines.push(v);
+                Sent::Ok
+            },
+            &mut |_| {},
+            &mut stats,
+        );
+        assert_eq!(stats.rounds, 101);
+        let read: Vec<u64> = lines
+            .iter()
+            .filter(|l| !l["energy_mj"].is_null())
+            .map(|l| l["ts"].as_u64().unwrap() / 10_000_000)
+            .collect();
+        // every round until three changes were seen (rounds 10, 20, 30), then from the round
+        // before each change is due until it shows: 2 reads a period instead of 10; the
+        // last round (100) is one of them
+        assert_eq!(stats.energy_reads, read.len() as u64);
+        let mut want: Vec<u64> = (0..=30).collect();
+        want.extend((4..=10).flat_map(|k| [k * 10 - 1, k * 10]));
+        assert_eq!(read, want);
+        assert_eq!(read.last(), Some(&100), "the last round reads it");
+        // the lines without it still carry everything else
+        assert!(lines.iter().all(|l| l["power_mw"] == json!(70_000)));
     }
 
     #[test]

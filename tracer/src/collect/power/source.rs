@@ -34,8 +34,8 @@ pub struct Reading {
 pub trait GpuSource: Send {
     fn gpus(&self) -> &[GpuInfo];
     /// Reads GPU number `slot` of [`gpus`](GpuSource::gpus), the energy
-    /// counter first. The sample's timestamp is the middle of this call,
-    /// whose time the energy query dominates (~3 ms on an H100, the other
-    /// queries a few µs).
-    fn read(&mut self, slot: usize) -> Reading;
+    /// counter first when `energy` (else `energy_mj` stays None). The
+    /// sample's timestamp is the middle of this call, whose time the energy
+    /// query dominates (~3 ms on an H100, the other queries a few µs).
+    fn read(&mut self, slot: usize, energy: bool) -> Reading;
 }
