@@ -17,6 +17,8 @@
 # `replay --together --rounds 3`, compensated pacing) beside the untraced phase;
 # REPLAY=all: every round's (the replays' median against the untraced processes').
 # Files in $OUT: cost_log.txt, cost_table.txt, results.tgz (runs.jsonl, footers).
+# A mode's options may start with @PATH: that mode runs the tracer binary at PATH (an older
+# build beside the new one).
 # Environment: KIND (mlp), ARGS (--steps 600), REPS (5), ROUNDS (5), CALLS (9, the MLP's
 # probed calls per step: 8 launches and a synchronization), BUDGET_S (480).
 set -u
@@ -63,8 +65,11 @@ n=${#M[@]}
             if [ "$opts" = "-" ]; then
                 res=$(timeout 120 python3 "$P" $KIND $ARGS --reps "$REPS" 2> "$f.err" | tail -1)
             else
+                # "@PATH opts": this mode runs the tracer binary at PATH (another build)
+                tb=$T
+                case "$opts" in @*) tb=${opts%% *}; tb=${tb#@}; opts=${opts#* } ; [ "$opts" = "@$tb" ] && opts= ;; esac
                 case " $opts " in *" --replayable "*) o="$f.rec" ;; *) o="$f.jsonl" ;; esac
-                res=$(timeout 150 "$T" record $opts --bpf-stats -q --force -o "$o" -- python3 "$P" $KIND $ARGS --reps "$REPS" 2> "$f.err" | tail -1)
+                res=$(timeout 150 "$tb" record $opts --bpf-stats -q --force -o "$o" -- python3 "$P" $KIND $ARGS --reps "$REPS" 2> "$f.err" | tail -1)
                 tr=$o
                 [ -d "$o" ] && tr=$o/trace.jsonl
                 tail -1 "$tr" > "$f.footer.json" 2>/dev/null
@@ -148,10 +153,13 @@ for m in modes:
         b = col.get("before_command") or {}
         c.append((b.get("cpu_user_s", float("nan")), b.get("cpu_system_s", float("nan")), col.get("cpu_user_s", float("nan")),
                   col.get("cpu_system_s", float("nan")), foot.get("duration_s", float("nan")),
-                  (foot.get("stack_sampling") or {}).get("own_switch_outs", float("nan"))))
+                  (foot.get("stack_sampling") or {}).get("own_switch_outs", float("nan")),
+                  (foot.get("power") or {}).get("rounds", float("nan")),
+                  (foot.get("power") or {}).get("energy_reads", float("nan")),
+                  (foot.get("power") or {}).get("round_us_mean", float("nan"))))
     if c:
-        med = [st.median(x[i] for x in c) for i in range(6)]
-        print(f"{m}: {len(c)} processes: before user {med[0]:.2f} system {med[1]:.2f}; all user {med[2]:.2f} system {med[3]:.2f}; duration {med[4]:.1f}; own switch-outs {med[5]}")
+        med = [st.median(x[i] for x in c) for i in range(9)]
+        print(f"{m}: {len(c)} processes: before user {med[0]:.2f} system {med[1]:.2f}; all user {med[2]:.2f} system {med[3]:.2f}; duration {med[4]:.1f}; own switch-outs {med[5]}; power rounds {med[6]}, energy reads {med[7]}, µs a round {med[8]}")
 print()
 print("bpf_stats (last footer of each mode): program runs / ns per run")
 for m in modes:

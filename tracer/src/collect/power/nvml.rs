@@ -82,6 +82,14 @@ impl NvmlSource {
     }
 }
 
+/// `f()`, its time (ns) noted under `field`.
+fn timed<T>(ns: &mut Vec<(&'static str, u64)>, field: &'static str, f: impl FnOnce() -> T) -> T {
+    let t = std::time::Instant::now();
+    let v = f();
+    ns.push((field, t.elapsed().as_nanos() as u64));
+    v
+}
+
 fn keep<T>(errors: &mut Vec<(&'static str, String)>, field: &'static str, r: Result<T, impl ToString>) -> Option<T> {
     r.map_err(|e| errors.push((field, e.to_string()))).ok()
 }
@@ -94,18 +102,18 @@ impl GpuSource for NvmlSource {
     fn read(&mut self, slot: usize, energy: bool) -> Reading {
         let mut r = Reading::default();
         let d = &self.devices[slot];
-        let e = &mut r.errors;
+        let (e, ns) = (&mut r.errors, &mut r.query_ns);
         if energy {
-            r.energy_mj = keep(e, "energy_mj", d.total_energy_consumption());
+            r.energy_mj = keep(e, "energy_mj", timed(ns, "energy_mj", || d.total_energy_consumption()));
         }
-        r.power_mw = keep(e, "power_mw", d.power_usage());
-        r.sm_clock_mhz = keep(e, "sm_clock_mhz", d.clock_info(Clock::SM));
-        r.mem_clock_mhz = keep(e, "mem_clock_mhz", d.clock_info(Clock::Memory));
-        if let Some(u) = keep(e, "util_gpu_pct", d.utilization_rates()) {
+        r.power_mw = keep(e, "power_mw", timed(ns, "power_mw", || d.power_usage()));
+        r.sm_clock_mhz = keep(e, "sm_clock_mhz", timed(ns, "sm_clock_mhz", || d.clock_info(Clock::SM)));
+        r.mem_clock_mhz = keep(e, "mem_clock_mhz", timed(ns, "mem_clock_mhz", || d.clock_info(Clock::Memory)));
+        if let Some(u) = keep(e, "util_gpu_pct", timed(ns, "util_gpu_pct", || d.utilization_rates())) {
             r.util_gpu_pct = Some(u.gpu);
             r.util_mem_pct = Some(u.memory);
         }
-        r.temp_c = keep(e, "temp_c", d.temperature(TemperatureSensor::Gpu));
+        r.temp_c = keep(e, "temp_c", timed(ns, "temp_c", || d.temperature(TemperatureSensor::Gpu)));
         r
     }
 }

@@ -47,6 +47,8 @@ pub struct SamplerStats {
     /// Readings that read the energy counter (the others leave it out:
     /// [`super::energy_pacing`]).
     pub energy_reads: u64,
+    /// Per field: the NVML queries made and their time (ns).
+    pub queries: BTreeMap<&'static str, (u64, u64)>,
 }
 
 impl SamplerStats {
@@ -61,6 +63,10 @@ impl SamplerStats {
             "field_errors": self.field_errors,
             "field_error_count": self.field_error_count,
             "energy_reads": self.energy_reads,
+            // per field: the queries and their mean time, µs
+            "queries": self.queries.iter().map(|(f, &(n, ns))| {
+                (f.to_string(), json!({ "count": n, "us_mean": (ns as f64 / n.max(1) as f64 / 1e2).round() / 10.0 }))
+            }).collect::<serde_json::Map<String, Value>>(),
         })
     }
 }
@@ -109,6 +115,10 @@ fn round<S: GpuSource + ?Sized, T: Ticker + ?Sized>(
         if energy {
             stats.energy_reads += 1;
             pacer.saw(ts, r.energy_mj);
+        }
+        for &(field, ns) in &r.query_ns {
+            let q = stats.queries.entry(field).or_default();
+            *q = (q.0 + 1, q.1 + ns);
         }
         for (field, e) in &r.errors {
             stats.field_error_count += 1;
@@ -205,6 +215,7 @@ mod tests {
                 util_mem_pct: Some(12),
                 temp_c: if slot == 1 { None } else { Some(41) },
                 errors: if slot == 1 { vec![("temp_c", "NotSupported".into())] } else { vec![] },
+                query_ns: [("energy_mj", 3000), ("power_mw", 10)].into_iter().filter(|q| energy || q.0 != "energy_mj").collect(),
             }
         }
     }
@@ -259,6 +270,7 @@ mod tests {
             util_mem_pct: None,
             temp_c: Some(41),
             errors: vec![],
+            query_ns: vec![],
         };
         assert_eq!(
             sample_line(5_000, &gpu(0), &r),
@@ -344,6 +356,12 @@ mod tests {
         assert_eq!(read.last(), Some(&100), "the last round reads it");
         // the lines without it still carry everything else
         assert!(lines.iter().all(|l| l["power_mw"] == json!(70_000)));
+        // the queries made, and their time
+        let q = stats.to_json()["queries"].clone();
+        assert_eq!(
+            q,
+            json!({"energy_mj": {"count": want.len(), "us_mean": 3.0}, "power_mw": {"count": 101, "us_mean": 0.0}})
+        );
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Reading {
     pub temp_c: Option<u32>,
     /// (field, error) for each value NVML refused.
     pub errors: Vec<(&'static str, String)>,
+    /// (field, ns) for each query made: how long NVML took for it.
+    pub query_ns: Vec<(&'static str, u64)>,
 }
 
 /// A source of GPU readings. Calls may block (NVML talks to the driver), so
