@@ -215,7 +215,10 @@ mod tests {
                 util_mem_pct: Some(12),
                 temp_c: if slot == 1 { None } else { Some(41) },
                 errors: if slot == 1 { vec![("temp_c", "NotSupported".into())] } else { vec![] },
-                query_ns: [("energy_mj", 3000), ("power_mw", 10)].into_iter().filter(|q| energy || q.0 != "energy_mj").collect(),
+                query_ns: [("energy_mj", 3000), ("power_mw", 10)]
+                    .into_iter()
+                    .filter(|q| energy || q.0 != "energy_mj")
+                    .collect(),
             }
         }
     }
