@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Mutex, OnceLock, TryLockError};
 
 use crate::cupti::{self, Api, measure_offset, monotonic_ns};
+use crate::demand::Demand;
 use crate::driver_counts;
 use crate::records::{self, kind};
 use crate::sample::{self, Adaptive, Plan, Spec};
@@ -368,8 +369,12 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     let Some(st) = STATE.get() else { return };
     let ms = 1_000_000u64;
     let mut prev_gap = 0;
-    let demand = std::env::var_os(sample::DEMAND_ENV).and_then(|p| std::fs::File::open(p).ok());
-    let mut asked = read_demand(demand.as_ref());
+    let demand = std::env::var_os(sample::DEMAND_ENV).and_then(|p| Demand::open(std::path::Path::new(&p)));
+    let mut asked = demand.as_ref().map_or(0, Demand::counter);
+    if demand.as_ref().is_some_and(|d| !d.watched()) {
+        let text = format!("inotify refused: the window demand file is read every {} ms", sample::DEMAND_POLL_MS);
+        st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
+    }
     // the budget: the windows' cost so far, since the first window opened (cuInit);
     // and the records so far (none yet: nothing learned, the learning share)
     let (since, mut spent, mut seen) = (opened, 0u64, 0u64);
@@ -437,7 +442,13 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let learning = st.win_new.load(Ordering::Acquire) > 0 || seen == 0;
         let share = if learning { sample::LEARNING_SHARE } else { 1 };
         let planned = (gap * ms).max(a.budget_wait_ns(spent, now - since, share));
-        let demanded = sleep_gap(demand.as_ref(), &mut asked, now + planned);
+        let demanded = match &demand {
+            Some(d) => d.wait(&mut asked, now + planned),
+            None => {
+                sleep_until(now + planned);
+                false
+            }
+        };
         if demanded {
             prev_gap = 0; // asked for: something new is running
             // a demanded window is for new work: it may use the learning share, no more
@@ -478,38 +489,6 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         st.win_attach_ns.store(opened - t0, Ordering::Release);
         *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
         drop(stopped);
-    }
-}
-
-/// The demand file's counter (0 without one).
-fn read_demand(f: Option<&std::fs::File>) -> u64 {
-    use std::os::unix::fs::FileExt as _;
-    let mut b = [0u8; 8];
-    match f.map(|f| f.read_exact_at(&mut b, 0)) {
-        Some(Ok(())) => u64::from_le_bytes(b),
-        _ => 0,
-    }
-}
-
-/// Sleeps until `until` (CLOCK_MONOTONIC ns), or until the tracer asks for a
-/// window (the demand counter moved past `asked`, which is updated): true then.
-fn sleep_gap(f: Option<&std::fs::File>, asked: &mut u64, until: u64) -> bool {
-    let step = sample::DEMAND_POLL_MS * 1_000_000;
-    loop {
-        let now = monotonic_ns();
-        if now >= until {
-            return false;
-        }
-        if f.is_none() {
-            sleep_until(until);
-            return false;
-        }
-        sleep_until((now + step).min(until));
-        let d = read_demand(f);
-        if d != *asked {
-            *asked = d;
-            return true;
-        }
     }
 }
 

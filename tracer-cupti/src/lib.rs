@@ -18,6 +18,8 @@ pub mod collect;
 #[cfg(any(feature = "injection", feature = "collect"))]
 pub mod cupti;
 #[cfg(feature = "injection")]
+mod demand;
+#[cfg(feature = "injection")]
 mod inject;
 #[cfg(feature = "injection")]
 mod sink;

@@ -233,7 +233,8 @@ pub const KNOWN_ENV: &str = "TRACER_CUPTI_KNOWN";
 /// change ends the gap between adaptive windows at once.
 pub const DEMAND_ENV: &str = "TRACER_CUPTI_DEMAND";
 
-/// How often the gap between windows looks at the demand file (ms).
+/// How often the gap between windows looks at the demand file where inotify is refused (ms;
+/// otherwise it sleeps until the file is written, crate::demand).
 pub const DEMAND_POLL_MS: u64 = 10;
 
 /// Keys of a known-keys file's text (bad lines are skipped).
