@@ -79,7 +79,12 @@ pub fn sentence(tl: &Timeline) -> String {
     match IdleBasis::of(tl) {
         IdleBasis::Measured => "GPU busy/idle: measured (CUPTI activity records)".into(),
         IdleBasis::Calibrated => {
-            format!("GPU busy/idle: {}{}", label(tl), expected_error(tl.diag.expected_busy_error_pct))
+            format!(
+                "GPU busy/idle: {}{}{}",
+                label(tl),
+                expected_error(tl.diag.expected_busy_error_pct),
+                super::window_check::phrase(tl.diag.window_check.as_ref())
+            )
         }
         IdleBasis::LowerBound => "GPU busy/idle share: unknown (no measured or calibrated kernel durations: record \
                                   with --gpu-timestamps, or pass --durations FILE); idle ≥ X is certain idle time, a \

@@ -570,9 +570,10 @@ pub fn render(r: &GapReport) -> String {
         match r.idle_basis {
             IdleBasis::Measured => "measured".to_string(),
             IdleBasis::Calibrated => format!(
-                "inferred (calibrated from {}){}",
+                "inferred (calibrated from {}){}{}",
                 r.calibrated_from.as_deref().unwrap_or(super::basis::UNNAMED_CALIBRATION),
-                super::basis::expected_error(r.diagnostics.expected_busy_error_pct)
+                super::basis::expected_error(r.diagnostics.expected_busy_error_pct),
+                super::window_check::phrase(r.diagnostics.window_check.as_ref())
             ),
             IdleBasis::LowerBound => "idle share unknown; idle ≥ X is a lower bound (record with --gpu-timestamps, \
                                       or pass --durations FILE, for the idle share)"

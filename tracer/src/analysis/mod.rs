@@ -71,6 +71,7 @@ pub mod thread_states;
 pub mod timeline;
 pub mod verdict;
 pub mod whatif;
+pub mod window_check;
 
 /// One CPU slice: a driver call on a thread.
 #[derive(Clone, Debug, PartialEq)]

@@ -172,6 +172,7 @@ pub fn sampled_with(t: &Trace, supplement: Option<Durations>) -> Timeline {
     let placed = link(t, &measured, &Windows::of(t));
     let own = durations::calibrate(t).map(Durations::new).unwrap_or_default();
     let error = expected_busy_error_pct(t, &placed, &own, supplement.as_ref());
+    let check = super::window_check::check(t, &measured, &own, supplement.as_ref());
     let mut d = own.with_origin(origin(t));
     if let Some(s) = supplement {
         d = d.with_supplement(s);
@@ -183,6 +184,7 @@ pub fn sampled_with(t: &Trace, supplement: Option<Durations>) -> Timeline {
         tl.calibrated_from = Some(format!("{} and {lib}", origin(t)));
     }
     tl.diag.expected_busy_error_pct = error;
+    tl.diag.window_check = check;
     tl.source = Source::Sampled;
     for s in &mut tl.streams {
         s.source = Source::Sampled;
@@ -304,6 +306,79 @@ pub(crate) mod tests {
         assert_eq!(a.scopes[0].overall, b.scopes[0].overall);
         // window: first start 1 µs to last end 1.961 ms
         assert_eq!(a.scopes[0].overall.idle_ns, 1_961_000 - 1_000 - (10 * 30_000 + 30 * 10_000));
+    }
+
+    /// The trace of `windows_calibrate_the_rest_of_the_run_exactly`: windows over launches
+    /// 0-5 and 24-25, their records.
+    fn two_windows() -> Trace {
+        let (calls, truth) = truth();
+        let windows = [(0u64, 300_000u64), (1_200_000, 1_300_000)];
+        let mut lines = calls.clone();
+        lines.extend(windows.iter().map(|&(w0, w1)| window(w0, w1)));
+        for i in [0, 1, 2, 3, 4, 5, 24, 25] {
+            let (s, e, k) = truth[i];
+            lines.push(gpu(s, e, k));
+        }
+        parse_str("two windows", &lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn the_windows_check_the_model_that_leaves_them_out() {
+        use crate::analysis::durations_file::{DurationsFile, KernelEntry};
+        use crate::analysis::window_check::{WindowCheck, check};
+        let t = two_windows();
+        // this run's own calibration is exact: the model without the windows is the truth.
+        // Window 1 from the first start (1 µs) to the last end (241 µs): 100 µs busy; window 2
+        // from 1,201 to 1,241 µs: all busy. 140 of 280 µs.
+        let want = WindowCheck {
+            windows: 2,
+            span_ns: 280_000,
+            measured_idle_pct: 50.0,
+            model_idle_pct: 50.0,
+            points: 0.0,
+            median_abs_points: 0.0,
+            model: "this run's own calibration",
+        };
+        assert_eq!(sampled(&t).diag.window_check, Some(want.clone()));
+        // a library that has kA at 20 µs instead of 10: window 1's three kA and the one
+        // queued behind the first kB run 10 µs longer each (the last one cut at the window's
+        // measured end): 130 µs busy; window 2 unchanged. 170 of 280 µs.
+        let k = |kernel: &str, ns| KernelEntry {
+            kernel: kernel.into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+            count: 1,
+            median_ns: ns,
+            p10_ns: ns,
+            p90_ns: ns,
+        };
+        let lib = Durations::new(DurationsFile {
+            format: crate::analysis::durations_file::FORMAT.into(),
+            version: 1,
+            source: "library".into(),
+            gpu: None,
+            kernels: vec![k("kA", 20_000)],
+            copies: vec![],
+        });
+        let own = Durations::new(durations::calibrate(&t).unwrap());
+        let c = check(&t, &timeline::measured(&t), &own, Some(&lib)).unwrap();
+        let model_idle = 100.0 - 170_000.0 * 100.0 / 280_000.0;
+        assert_eq!(
+            c,
+            WindowCheck {
+                model_idle_pct: model_idle,
+                points: model_idle - 50.0,
+                // |Δ| per window: 30 of 240 µs (12.5 points) and 0; the lower median
+                median_abs_points: 0.0,
+                model: "durations library",
+                ..want
+            }
+        );
+        // a trace without windows has no check
+        let (calls, _) = truth();
+        let plain = parse_str("plain", &calls.join("\n")).unwrap();
+        assert_eq!(check(&plain, &timeline::measured(&plain), &own, None), None);
     }
 
     #[test]

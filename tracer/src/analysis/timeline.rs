@@ -195,6 +195,10 @@ pub struct Diagnostics {
     /// given each (sampled.rs); None where no window measured a kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_busy_error_pct: Option<f64>,
+    /// `sampled`: the model's idle share in the measured windows, against the measured one
+    /// (window_check.rs); None where no window measured work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_check: Option<super::window_check::WindowCheck>,
 }
 
 #[derive(Clone, Debug)]
