@@ -198,7 +198,25 @@ pub struct Diagnostics {
     /// `sampled`: the model's idle share in the measured windows, against the measured one
     /// (window_check.rs); None where no window measured work.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub window_check: Option<super::window_check::WindowCheck>,
+    pub window_check: Option<WindowCheck>,
+}
+
+/// A sampled recording's check of its model in its own windows (computed in window_check.rs).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowCheck {
+    /// Windows with measured work, and the time compared in them (ns).
+    pub windows: u64,
+    pub span_ns: u64,
+    /// Idle share over that time: measured, and the model's.
+    pub measured_idle_pct: f64,
+    pub model_idle_pct: f64,
+    /// model − measured, in points of the time compared.
+    pub points: f64,
+    /// The median over windows of |model − measured| (points of each window's time).
+    pub median_abs_points: f64,
+    /// "durations library" (out of sample where it knew the kernels) or "this run's own
+    /// calibration" (in sample: the queue model only is checked).
+    pub model: &'static str,
 }
 
 #[derive(Clone, Debug)]

@@ -10,29 +10,11 @@
 //! these very launches: in sample), as [`WindowCheck::model`] says. Per window it is compared
 //! over the part the measurement covers: from the first measured start to the last measured
 //! end inside it (work launched before CUPTI attached has no record).
-use serde::Serialize;
-
 use super::durations::Durations;
 use super::model::Trace;
 use super::stats::union;
+pub use super::timeline::WindowCheck;
 use super::timeline::{self, Timeline};
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WindowCheck {
-    /// Windows with measured work, and the time compared in them (ns).
-    pub windows: u64,
-    pub span_ns: u64,
-    /// Idle share over that time: measured, and the model's.
-    pub measured_idle_pct: f64,
-    pub model_idle_pct: f64,
-    /// model − measured, in points of the time compared.
-    pub points: f64,
-    /// The median over windows of |model − measured| (points of each window's time).
-    pub median_abs_points: f64,
-    /// "durations library" (out of sample where it knew the kernels) or "this run's own
-    /// calibration" (in sample: the queue model only is checked).
-    pub model: &'static str,
-}
 
 /// The check of `t`'s sampled model (`measured`: its measured timeline; `own`: its own
 /// calibration; `library`: the durations library's entries, if any). None without a window
