@@ -324,7 +324,6 @@ pub(crate) mod tests {
 
     #[test]
     fn the_windows_check_the_model_that_leaves_them_out() {
-        use crate::analysis::durations_file::{DurationsFile, KernelEntry};
         use crate::analysis::window_check::{WindowCheck, check};
         let t = two_windows();
         // this run's own calibration is exact: the model without the windows is the truth.
@@ -343,24 +342,7 @@ pub(crate) mod tests {
         // a library that has kA at 20 µs instead of 10: window 1's three kA and the one
         // queued behind the first kB run 10 µs longer each (the last one cut at the window's
         // measured end): 130 µs busy; window 2 unchanged. 170 of 280 µs.
-        let k = |kernel: &str, ns| KernelEntry {
-            kernel: kernel.into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            shared_mem: 0,
-            count: 1,
-            median_ns: ns,
-            p10_ns: ns,
-            p90_ns: ns,
-        };
-        let lib = Durations::new(DurationsFile {
-            format: crate::analysis::durations_file::FORMAT.into(),
-            version: 1,
-            source: "library".into(),
-            gpu: None,
-            kernels: vec![k("kA", 20_000)],
-            copies: vec![],
-        });
+        let lib = crate::analysis::timeline::tests::durs(&[("kA", 20_000)]);
         let own = Durations::new(durations::calibrate(&t).unwrap());
         let c = check(&t, &timeline::measured(&t), &own, Some(&lib)).unwrap();
         let model_idle = 100.0 - 170_000.0 * 100.0 / 280_000.0;

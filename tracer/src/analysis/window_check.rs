@@ -36,15 +36,14 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
                 .map(|i| (i.start.max(w.start), i.end.min(w.end)))
                 .collect()
         };
+        // unions are sorted and disjoint: the last one ends last
         let m = union(of(measured));
-        let (Some(first), Some(last)) = (m.first().map(|x| x.0), m.iter().map(|x| x.1).max()) else { continue };
+        let (Some(&(first, _)), Some(&(_, last))) = (m.first(), m.last()) else { continue };
         if last <= first {
             continue;
         }
-        let clip = |v: Vec<(u64, u64)>| -> u64 {
-            union(v).iter().map(|&(a, b)| b.min(last).saturating_sub(a.max(first))).sum()
-        };
-        let (bm, bi) = (clip(m.clone()), clip(of(&inferred)));
+        let busy = |u: &[(u64, u64)]| -> u64 { u.iter().map(|&(a, b)| b.min(last).saturating_sub(a.max(first))).sum() };
+        let (bm, bi) = (busy(&m), busy(&union(of(&inferred))));
         let len = last - first;
         span += len;
         busy_m += bm;
