@@ -262,6 +262,17 @@ mod tests {
         )
     }
 
+    /// Runs the sampler on a 10 ms grid: its lines, its stats and the times `between` ran.
+    fn every_10_ms(src: &mut Fake, t: &mut FakeTicker) -> (Vec<Value>, SamplerStats, Vec<u64>) {
+        let (mut lines, mut stats, mut betweens) = (vec![], SamplerStats::default(), vec![]);
+        let mut send = |v| {
+            lines.push(v);
+            Sent::Ok
+        };
+        run(src, t, 10_000_000, &mut send, &mut |now| betweens.push(now), &mut stats);
+        (lines, stats, betweens)
+    }
+
     #[test]
     fn exact_line() {
         let r = Reading {
@@ -288,20 +299,7 @@ mod tests {
         // 10 ms grid from t=1,000,000; reads take 100 ns; stop requested for
         // the wait at 41 ms: rounds at 1, 11, 21, 31 ms, then the final one.
         let (mut src, mut t) = setup(2, vec![], 1_000_000, 41_000_000);
-        let mut lines = vec![];
-        let mut stats = SamplerStats::default();
-        let mut betweens = vec![];
-        run(
-            &mut src,
-            &mut t,
-            10_000_000,
-            &mut |v| {
-                lines.push(v);
-                Sent::Ok
-            },
-            &mut |now| betweens.push(now),
-            &mut stats,
-        );
+        let (lines, stats, betweens) = every_10_ms(&mut src, &mut t);
         assert_eq!(t.waits, vec![11_000_000, 21_000_000, 31_000_000, 41_000_000]);
         assert_eq!(stats.rounds, 5);
         assert_eq!(stats.samples, 10);
@@ -330,19 +328,7 @@ mod tests {
         // one GPU, 10 ms rounds from 0 for 1 s; the counter goes up every 10 reads
         let (mut src, mut t) = setup(1, vec![], 0, 1_000_000_000);
         src.energy_every = 10;
-        let mut lines = vec![];
-        let mut stats = SamplerStats::default();
-        run(
-            &mut src,
-            &mut t,
-            10_000_000,
-            &mut |v| {
-                lines.push(v);
-                Sent::Ok
-            },
-            &mut |_| {},
-            &mut stats,
-        );
+        let (lines, stats, _) = every_10_ms(&mut src, &mut t);
         assert_eq!(stats.rounds, 101);
         let read: Vec<u64> = lines
             .iter()
