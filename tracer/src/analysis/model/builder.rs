@@ -422,44 +422,76 @@ impl TraceBuilder {
         let TraceBuilder { t: n, geom_ids: _, seqs, line: _, reference: _, graph_lines, captured } = next;
         self.graph_lines.extend(graph_lines);
         self.captured.extend(captured);
+        // Every field is named, so that a new one cannot be left out (a big trace read in
+        // parts lost its `sched` and `durations` lines before).
+        let Trace {
+            path: _,
+            header,
+            footer,
+            calls,
+            procs,
+            ioctls,
+            markers,
+            power,
+            gpu,
+            gpu_windows,
+            strings,
+            geoms,
+            nonblocking_streams,
+            // the sequence numbers' scan and the graphs' expansion: `finish`, over the joined lines
+            loss: _,
+            lines,
+            unknown_types,
+            truncated,
+            graphs: _,
+            graph_node_params: _,
+            sched,
+            stacks,
+            library_durations,
+        } = n;
         let t = &mut self.t;
-        let names: Vec<u32> = n.strings.names().iter().map(|s| t.strings.intern(s)).collect();
+        let names: Vec<u32> = strings.names().iter().map(|s| t.strings.intern(s)).collect();
         let name = |i: u32| if i == NO_STR { NO_STR } else { names[i as usize] };
-        let geoms: Vec<u32> = n.geoms.iter().map(|g| self.geom(*g)).collect();
+        let geoms: Vec<u32> = geoms.iter().map(|g| self.geom(*g)).collect();
         let geom = |i: u32| geoms.get(i as usize).copied().unwrap_or(u32::MAX);
         let t = &mut self.t;
-        t.calls.extend(n.calls.into_iter().map(|mut c| {
+        t.calls.extend(calls.into_iter().map(|mut c| {
             c.func = name(c.func);
             c.kernel = name(c.kernel);
             c.geom = geom(c.geom);
             c
         }));
-        t.procs.extend(n.procs);
-        t.ioctls.extend(n.ioctls.into_iter().map(|mut i| {
+        t.procs.extend(procs);
+        t.ioctls.extend(ioctls.into_iter().map(|mut i| {
             i.name = name(i.name);
             i.cuda_call = name(i.cuda_call);
             i
         }));
-        t.markers.extend(n.markers);
-        t.power.extend(n.power);
-        t.gpu.extend(n.gpu.into_iter().map(|mut g| {
+        t.markers.extend(markers);
+        t.power.extend(power);
+        t.gpu.extend(gpu.into_iter().map(|mut g| {
             g.name = name(g.name);
             g.geom = geom(g.geom);
             g
         }));
-        t.gpu_windows.extend(n.gpu_windows);
-        t.stacks.absorb(n.stacks);
-        t.nonblocking_streams.extend(n.nonblocking_streams);
-        t.lines += n.lines;
-        for (k, v) in n.unknown_types {
+        t.gpu_windows.extend(gpu_windows);
+        t.sched.absorb(sched);
+        t.stacks.absorb(stacks);
+        t.nonblocking_streams.extend(nonblocking_streams);
+        t.lines += lines;
+        for (k, v) in unknown_types {
             *t.unknown_types.entry(k).or_default() += v;
         }
-        t.truncated |= n.truncated;
-        if n.header.is_some() {
-            t.header = n.header;
+        t.truncated |= truncated;
+        if header.is_some() {
+            t.header = header;
         }
-        if n.footer.is_some() {
-            t.footer = n.footer;
+        if footer.is_some() {
+            t.footer = footer;
+        }
+        // of two `durations` lines, the last (as one pass reads them)
+        if library_durations.is_some() {
+            t.library_durations = library_durations;
         }
         for (cpu, v) in seqs {
             self.seqs.entry(cpu).or_default().extend(v);

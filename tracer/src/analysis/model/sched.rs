@@ -161,6 +161,22 @@ impl Sched {
         Ok(())
     }
 
+    /// Takes in the scheduler events another builder read from the lines after this one's
+    /// (the parallel loader); every field is named, so that a new one cannot be left out.
+    pub fn absorb(&mut self, n: Sched) {
+        let Sched { recorded, off, seen, lost, lost_lines } = n;
+        self.recorded |= recorded;
+        for (tid, v) in off {
+            self.off.entry(tid).or_default().extend(v);
+        }
+        // a thread's first sighting is the earliest line's: this builder's lines come first
+        for (tid, s) in seen {
+            self.seen.entry(tid).or_insert(s);
+        }
+        self.lost.extend(lost);
+        self.lost_lines.extend(lost_lines);
+    }
+
     pub fn finish(&mut self) {
         for v in self.off.values_mut() {
             v.sort_by_key(|o| o.start);

@@ -269,15 +269,31 @@ impl Stacks {
     }
 
     /// Takes in the stacks another builder read (the parallel loader).
+    /// Every field is named, so that a new one cannot be left out.
     pub fn absorb(&mut self, n: Stacks) {
-        for s in n.by_id.into_values() {
+        // unknown_refs: counted by finish, over the joined stacks
+        let Stacks { by_id, of_call, unknown_refs: _, redefined, samples, sample_pid } = n;
+        for s in by_id.into_values() {
             self.define(s);
         }
-        self.redefined += n.redefined;
-        self.of_call.extend(n.of_call);
-        for (tid, v) in n.samples {
+        self.redefined += redefined;
+        self.of_call.extend(of_call);
+        for (tid, v) in samples {
             self.samples.entry(tid).or_default().extend(v);
         }
+        self.sample_pid.extend(sample_pid);
+    }
+
+    /// Everything, in a fixed order (tests: two ways of reading a trace give the same stacks).
+    #[cfg(test)]
+    pub(crate) fn digest(&self) -> String {
+        let mut calls: Vec<_> = self.of_call.iter().collect();
+        calls.sort();
+        let mut samples: Vec<_> = self.samples.iter().collect();
+        samples.sort();
+        let mut pids: Vec<_> = self.sample_pid.iter().collect();
+        pids.sort();
+        format!("{:?} {calls:?} {samples:?} {pids:?} {} {}", self.by_id, self.unknown_refs, self.redefined)
     }
 
     /// Counts the references to undefined ids: the calls' and `others`
