@@ -12,7 +12,9 @@
  * arguments, 5 on the stack), memcpy (cuMemcpyHtoDAsync_v2), sync
  * (cuStreamSynchronize), ctx (cuCtxSetCurrent), params (cuLaunchKernel of
  * k_scalars, 7 parameters through kernelParams, from the image of
- * $BENCH_IMAGE loaded with cuModuleLoadData: what `--replayable` captures).
+ * $BENCH_IMAGE loaded with cuModuleLoadData: what `--replayable` captures),
+ * params_big (cuLaunchKernel of k_big: a 1 KiB struct and a pointer, like the
+ * large argument structs of cuBLAS's and PyTorch's kernels).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -42,7 +44,7 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-enum func { LAUNCH, MEMCPY, SYNC, CTX, PARAMS };
+enum func { LAUNCH, MEMCPY, SYNC, CTX, PARAMS, PARAMS_BIG };
 
 /* PARAMS: the loaded kernel and its 7 arguments (k_scalars: char, short, int,
  * long, float, double, pointer; kernels.cu), one set per thread. */
@@ -58,6 +60,14 @@ struct scalar_args {
     void *ptrs[7];
 };
 static struct scalar_args sargs[64];
+/* PARAMS_BIG: k_big(Big b, float *out), Big being 256 floats (kernels.cu). */
+static CUfunction big;
+struct big_args {
+    float v[256];
+    float *out;
+    void *ptrs[2];
+};
+static struct big_args bargs[64];
 
 struct worker {
     enum func f;
@@ -83,6 +93,12 @@ static void call(enum func f, long i, long index) {
         struct scalar_args *a = &sargs[index];
         a->i = (int)i;
         cuLaunchKernel(scalars, 64, 1, 1, 128, 1, 1, 0, H(0x5000), a->ptrs, 0);
+        break;
+    }
+    case PARAMS_BIG: {
+        struct big_args *a = &bargs[index];
+        a->v[0] = (float)i;
+        cuLaunchKernel(big, 64, 1, 1, 256, 1, 1, 0, H(0x5000), a->ptrs, 0);
         break;
     }
     }
@@ -114,8 +130,9 @@ static int load_scalars(long nthreads) {
     fclose(fp);
     CUmodule mod;
     if (len == 0 || cuModuleLoadData(&mod, image) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&scalars, mod, "k_scalars") != CUDA_SUCCESS) {
-        fprintf(stderr, "bench: %s: k_scalars not loaded\n", path);
+        cuModuleGetFunction(&scalars, mod, "k_scalars") != CUDA_SUCCESS ||
+        cuModuleGetFunction(&big, mod, "k_big") != CUDA_SUCCESS) {
+        fprintf(stderr, "bench: %s: k_scalars or k_big not loaded\n", path);
         return 1;
     }
     for (long t = 0; t < nthreads; t++) {
@@ -123,6 +140,12 @@ static int load_scalars(long nthreads) {
         *a = (struct scalar_args){(char)t, 2, 3, 4, 5.0f, 6.0, H(0x7f0000000000 + t), {0}};
         void *p[7] = {&a->c, &a->s, &a->i, &a->l, &a->f, &a->d, &a->p};
         memcpy(a->ptrs, p, sizeof p);
+        struct big_args *b = &bargs[t];
+        for (int k = 0; k < 256; k++)
+            b->v[k] = (float)(k + t);
+        b->out = (float *)H(0x7f0000100000 + t);
+        b->ptrs[0] = b->v;
+        b->ptrs[1] = &b->out;
     }
     return 0;
 }
@@ -139,13 +162,15 @@ static int calls(const char *fname, long n, long nthreads) {
         f = CTX;
     else if (!strcmp(fname, "params"))
         f = PARAMS;
+    else if (!strcmp(fname, "params_big"))
+        f = PARAMS_BIG;
     else {
-        fprintf(stderr, "bench: unknown function %s (launch|memcpy|sync|ctx|params)\n", fname);
+        fprintf(stderr, "bench: unknown function %s (launch|memcpy|sync|ctx|params|params_big)\n", fname);
         return 2;
     }
     if (nthreads < 1 || nthreads > 64 || n < 1)
         return 2;
-    if (f == PARAMS && load_scalars(nthreads) != 0)
+    if ((f == PARAMS || f == PARAMS_BIG) && load_scalars(nthreads) != 0)
         return 1;
     pthread_t th[64];
     struct worker w[64];
