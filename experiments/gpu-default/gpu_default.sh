@@ -29,6 +29,11 @@
 # mode (its parent exists, the path itself not), so that full runs do not fill
 # the library the default runs read; LIB_SHARED=1: one for all modes.
 #
+# ANALYZE_EACH=1: every traced run (not nogpu) analysed as it ends (`tracer gaps --json`, under
+# ANALYSIS_TIMEOUT_S), its whole window's and steady phase's idle share and busy time and its
+# window check a line of idle.csv (idle_of_run.py), so that modes compare by their medians over
+# the rounds rather than one trace each; idle_table.py makes the table.
+#
 # FULL_AT_END=1 (with MODES not holding full): one full run per program after the
 # rounds only, for the accuracy tables.
 # Steps: per program one warm-up `default` run that fills the library
@@ -44,8 +49,9 @@
 # run in flight and writes the tables of the runs so far (without the traces'
 # analysis).
 #
-# Files in $OUT (at most 6):
+# Files in $OUT (at most 7):
 #   runs.csv      every run as it ends: prog,round,mode,steady_s,wall_s,rc,pos
+#   idle.csv      ANALYZE_EACH=1: every traced run's idle and busy figures (idle_of_run.py)
 #   log.txt       the log (versions, each run's line, failures' stderr tails, the table)
 #   table.md      the tables (markdown); table.json the same figures
 #   analysis.tgz  analysis/ (PROG.KIND.{gaps,report,header,footer}.json and
@@ -65,6 +71,7 @@ BUDGET_S=${BUDGET_S:-480}
 RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-120}
 ANALYSIS_TIMEOUT_S=${ANALYSIS_TIMEOUT_S:-60}
 LIB_SHARED=${LIB_SHARED:-0}
+ANALYZE_EACH=${ANALYZE_EACH:-0}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/gpu-default.XXXXXX)
 A=$WORK/analysis
@@ -75,6 +82,7 @@ SECONDS=0
 say() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$log"; }
 : > "$log"
 echo "prog,round,mode,steady_s,wall_s,rc,pos" > "$csv"
+[ "$ANALYZE_EACH" = 1 ] && echo "prog,round,mode,steady_s,whole_idle_pct,whole_busy_ms,steady_idle_pct,steady_busy_ms,window_check_points,window_check_windows" >"$OUT/idle.csv"
 export PYTHONUNBUFFERED=1
 
 # --- binaries
@@ -150,6 +158,11 @@ run_one() { # prog round mode pos: one run, its CSV line, its trace kept or dele
     echo "  $prog r$r $m: steady ${steady:-none} s, wall $wall s, rc $rc" >>"$log"
     if [ "$rc" != 0 ] || [ -z "$steady" ]; then
         { echo "  --- $tag stderr (tail):"; tail -n 8 "$se" | cut -c1-400; } >>"$log"
+    fi
+    # ANALYZE_EACH=1: every traced run's idle share and busy time (idle.csv), before its trace goes
+    if [ "$ANALYZE_EACH" = 1 ] && [ "$rc" = 0 ] && [ -s "$tr" ] && [ "$m" != nogpu ]; then
+        timeout "$ANALYSIS_TIMEOUT_S" "$T" gaps "$tr" --json >"$WORK/each.gaps.json" 2>/dev/null
+        python3 "$D/idle_of_run.py" "$WORK/each.gaps.json" "$prog" "$r" "$m" "$steady" >>"$OUT/idle.csv" 2>>"$log"
     fi
     case $m in
     default | full | first_default)
@@ -272,4 +285,5 @@ for k in default full first_default; do
 done
 tar -C "$WORK/pack" -czf "$OUT/traces.tgz" . 2>>"$log"
 say "done: $(ls "$OUT" | tr '\n' ' ')"
+[ "$ANALYZE_EACH" = 1 ] && python3 "$D/idle_table.py" "$OUT/idle.csv" >>"$log" 2>&1
 tail -n 60 "$OUT/table.md" 2>/dev/null
