@@ -324,7 +324,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_windows_check_the_model_that_leaves_them_out() {
-        use crate::analysis::window_check::{WindowCheck, check};
+        use crate::analysis::window_check::{WindowCheck, check, phrase};
         let t = two_windows();
         // this run's own calibration is exact: the model without the windows is the truth.
         // Window 1 from the first start (1 µs) to the last end (241 µs): 100 µs busy; window 2
@@ -332,6 +332,7 @@ pub(crate) mod tests {
         let want = WindowCheck {
             windows: 2,
             span_ns: 280_000,
+            windows_too_few_records: 0,
             measured_idle_pct: 50.0,
             model_idle_pct: 50.0,
             points: 0.0,
@@ -357,8 +358,29 @@ pub(crate) mod tests {
                 ..want
             }
         );
+        // a third window that measured one kernel is not checked, and says so
+        let (calls, runs) = truth();
+        let mut lines = calls.clone();
+        lines.extend([(0u64, 300_000u64), (1_200_000, 1_300_000), (1_500_000, 1_520_000)].map(|(a, b)| window(a, b)));
+        for i in [0, 1, 2, 3, 4, 5, 24, 25, 30] {
+            let (s, e, k) = runs[i];
+            lines.push(gpu(s, e, k));
+        }
+        let t3 = parse_str("three windows", &lines.join("\n")).unwrap();
+        assert!(t3.calls.iter().filter(|c| c.ts >= 1_500_000 && c.ts < 1_520_000).count() == 1);
+        let c3 = check(&t3, &timeline::measured(&t3), &own, None).unwrap();
+        assert_eq!(c3, WindowCheck { windows_too_few_records: 1, ..want.clone() });
+        assert!(phrase(Some(&c3)).ends_with("; 1 measured window(s) with fewer than 2 records not checked"));
+        // only such a window: no figures, the count said
+        let mut one = calls.clone();
+        one.push(window(1_500_000, 1_520_000));
+        let (s, e, k) = runs[30];
+        one.push(gpu(s, e, k));
+        let t1 = parse_str("one record", &one.join("\n")).unwrap();
+        let c1 = check(&t1, &timeline::measured(&t1), &own, None).unwrap();
+        assert_eq!((c1.windows, c1.windows_too_few_records, c1.span_ns), (0, 1, 0));
+        assert_eq!(phrase(Some(&c1)), "; 1 measured window(s) with fewer than 2 records not checked");
         // a trace without windows has no check
-        let (calls, _) = truth();
         let plain = parse_str("plain", &calls.join("\n")).unwrap();
         assert_eq!(check(&plain, &timeline::measured(&plain), &own, None), None);
     }

@@ -207,6 +207,9 @@ pub struct WindowCheck {
     /// Windows with measured work, and the time compared in them (ns).
     pub windows: u64,
     pub span_ns: u64,
+    /// Windows with fewer than `window_check::MIN_RECORDS` measured records, not checked (a
+    /// window of one record is that record: 0 % idle by construction).
+    pub windows_too_few_records: u64,
     /// Idle share over that time: measured, and the model's.
     pub measured_idle_pct: f64,
     pub model_idle_pct: f64,

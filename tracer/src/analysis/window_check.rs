@@ -16,6 +16,10 @@ use super::stats::union;
 pub use super::timeline::WindowCheck;
 use super::timeline::{self, Timeline};
 
+/// Measured records a window needs to be checked: a window that met one kernel or copy spans
+/// that record only, 0 % idle by construction (the default's window at cuInit often does).
+pub const MIN_RECORDS: usize = 2;
+
 /// The check of `t`'s sampled model (`measured`: its measured timeline; `own`: its own
 /// calibration; `library`: the durations library's entries, if any). None without a window
 /// that measured work.
@@ -25,7 +29,7 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
         None => (own.clone(), "this run's own calibration"),
     };
     let inferred = timeline::inferred(t, &d);
-    let (mut span, mut busy_m, mut busy_i, mut per) = (0u64, 0u64, 0u64, Vec::new());
+    let (mut span, mut busy_m, mut busy_i, mut per, mut too_few) = (0u64, 0u64, 0u64, Vec::new(), 0u64);
     for w in &t.gpu_windows {
         let of = |tl: &Timeline| -> Vec<(u64, u64)> {
             tl.streams
@@ -36,8 +40,16 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
                 .map(|i| (i.start.max(w.start), i.end.min(w.end)))
                 .collect()
         };
+        let records = of(measured);
+        if records.is_empty() {
+            continue;
+        }
+        if records.len() < MIN_RECORDS {
+            too_few += 1;
+            continue;
+        }
         // unions are sorted and disjoint: the last one ends last
-        let m = union(of(measured));
+        let m = union(records);
         let (Some(&(first, _)), Some(&(_, last))) = (m.first(), m.last()) else { continue };
         if last <= first {
             continue;
@@ -51,7 +63,16 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
         per.push((bm as f64 - bi as f64).abs() * 100.0 / len as f64);
     }
     if span == 0 {
-        return None;
+        return (too_few > 0).then_some(WindowCheck {
+            windows: 0,
+            span_ns: 0,
+            windows_too_few_records: too_few,
+            measured_idle_pct: f64::NAN,
+            model_idle_pct: f64::NAN,
+            points: f64::NAN,
+            median_abs_points: f64::NAN,
+            model,
+        });
     }
     per.sort_by(f64::total_cmp);
     let idle = |b: u64| 100.0 - b as f64 * 100.0 / span as f64;
@@ -59,6 +80,7 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
     Some(WindowCheck {
         windows: per.len() as u64,
         span_ns: span,
+        windows_too_few_records: too_few,
         measured_idle_pct: mi,
         model_idle_pct: ii,
         points: ii - mi,
@@ -71,9 +93,16 @@ pub fn check(t: &Trace, measured: &Timeline, own: &Durations, library: Option<&D
 /// B % was measured (±p points; q per window, median)", or "".
 pub fn phrase(c: Option<&WindowCheck>) -> String {
     let Some(c) = c else { return String::new() };
+    let few = match c.windows_too_few_records {
+        0 => String::new(),
+        n => format!("; {n} measured window(s) with fewer than {MIN_RECORDS} records not checked"),
+    };
+    if c.windows == 0 {
+        return few;
+    }
     format!(
         "; checked in its {} measured windows ({}): the model without them (the {}) gives idle {:.1} % where {:.1} % \
-         was measured ({:+.1} points; {:.1} per window, median)",
+         was measured ({:+.1} points; {:.1} per window, median){few}",
         c.windows,
         super::stats::fmt_ns(c.span_ns),
         c.model,
