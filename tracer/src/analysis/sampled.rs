@@ -77,6 +77,10 @@ enum LinkKey {
     Set,
 }
 
+/// How far a measured start may precede its call's entry and still be its work: the two
+/// clocks are one (CUPTI's timestamp callback) or an offset measured to a few µs.
+const LINK_SKEW_NS: u64 = 2_000;
+
 /// Call index → measured (start, end), window by window (see the module header).
 fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64, u64)> {
     let mut queues: HashMap<(u32, usize, LinkKey), VecDeque<u32>> = HashMap::new();
@@ -112,7 +116,15 @@ fn link(t: &Trace, measured: &Timeline, windows: &Windows) -> HashMap<u32, (u64,
             _ => continue,
         };
         let Some(w) = windows.last_started(s.key.pid, start) else { continue };
-        if let Some(ci) = queues.get_mut(&(s.key.pid, w, key)).and_then(|q| q.pop_front()) {
+        let Some(q) = queues.get_mut(&(s.key.pid, w, key)) else { continue };
+        // work cannot start before its call was entered: a record that starts before the
+        // next call of its queue is of a call made before the window opened (a launch held in
+        // the driver while CUPTI attached, recorded once it went through), and pairing it
+        // would pair every later record of its kind with the call before its own
+        if q.front().is_some_and(|&ci| t.calls[ci as usize].ts > iv.start.saturating_add(LINK_SKEW_NS)) {
+            continue;
+        }
+        if let Some(ci) = q.pop_front() {
             out.insert(ci, (iv.start, iv.end));
         }
     }
@@ -417,6 +429,41 @@ pub(crate) mod tests {
             .map(|&(_, _, ci)| ci)
             .collect();
         assert_ne!(paired_with_25, [25]);
+    }
+
+    #[test]
+    fn a_record_of_a_call_made_before_the_window_pairs_with_no_call_of_it() {
+        let (calls, truth) = truth();
+        // a window from 1,210 µs: launch 25 (a kA at 1,205 µs, queued behind launch 24's kB)
+        // was made before it, but its kernel ran from 1,231 µs, inside it, and was recorded
+        let mut lines = calls.clone();
+        lines.push(window(1_210_000, 1_420_000));
+        for i in 25..=28 {
+            let (s, e, k) = truth[i];
+            lines.push(gpu(s, e, k));
+        }
+        let t = parse_str("held", &lines.join("\n")).unwrap();
+        let at = |ts: u64| t.calls.iter().position(|c| c.ts == ts).unwrap() as u32;
+        let placed = link(&t, &timeline::measured(&t), &Windows::of(&t));
+        // launches 26-28 with their own records; launch 25's record with none (it was
+        // paired with launch 26, and 26's with 27, before)
+        let mut got: Vec<(u32, (u64, u64))> = placed.into_iter().collect();
+        got.sort_unstable();
+        let want: Vec<(u32, (u64, u64))> = [26usize, 27, 28]
+            .iter()
+            .map(|&i| {
+                (
+                    at(if i % 4 == 1 { (i as u64 - 1) * 50_000 + 5_000 } else { i as u64 * 50_000 }),
+                    (truth[i].0, truth[i].1),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+        // and the timeline is the truth, nothing cut
+        let tl = sampled(&t);
+        let all: Vec<(u64, u64)> = tl.streams[0].intervals.iter().map(|i| (i.start, i.end)).collect();
+        assert_eq!(all, truth.iter().map(|&(s, e, _)| (s, e)).collect::<Vec<_>>());
+        assert_eq!(tl.diag.clamped, 0);
     }
 
     #[test]
