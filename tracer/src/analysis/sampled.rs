@@ -438,8 +438,7 @@ pub(crate) mod tests {
         // was made before it, but its kernel ran from 1,231 µs, inside it, and was recorded
         let mut lines = calls.clone();
         lines.push(window(1_210_000, 1_420_000));
-        for i in 25..=28 {
-            let (s, e, k) = truth[i];
+        for &(s, e, k) in &truth[25..=28] {
             lines.push(gpu(s, e, k));
         }
         let t = parse_str("held", &lines.join("\n")).unwrap();
