@@ -86,19 +86,9 @@ echo "prog,round,mode,steady_s,wall_s,rc,pos" > "$csv"
 export PYTHONUNBUFFERED=1
 
 # --- binaries
-T=${TRACER:-}
-if [ -z "$T" ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C "$WORK/bin" -xJf .device-bin/bins.tar.xz 2>>"$log"
-    T=$(find "$WORK/bin" -type f -name tracer | head -1)
-fi
-[ -z "$T" ] && [ -x .device-bin/tracer ] && T=$here/.device-bin/tracer
-if [ -z "$T" ] || [ ! -f "$T" ]; then
-    say "no tracer binary (.device-bin/bins.tar.xz, TRACER, .device-bin/tracer)"
-    exit 3
-fi
-chmod +x "$T" 2>/dev/null
+. "$D/tracer_bin.sh"
+find_tracer
 [ -f "$(dirname "$T")/libtracer_cupti.so" ] || say "WARNING: no libtracer_cupti.so beside $T: default and full modes need it"
-mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 
 # --- the machine and the versions
 say "tracer: $T ($("$T" --version 2>&1 | head -1))"

@@ -48,14 +48,8 @@ say() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$log"; }
 : >"$log"
 echo "mode,round,launch_ns,launch_p10_ns,sync_step_ns,sync_step_p10_ns,steady_s,wall_s,rc,pos" >"$csv"
 
-T=${TRACER:-}
-if [ -z "$T" ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C "$WORK/bin" -xJf .device-bin/bins.tar.xz 2>>"$log"
-    T=$(find "$WORK/bin" -type f -name tracer | head -1)
-fi
-[ -n "$T" ] && [ -f "$T" ] || { say "no tracer binary"; exit 3; }
-chmod +x "$T"
-mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+. "$D/tracer_bin.sh"
+find_tracer
 
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$NVCC" -O2 -o "$WORK/launch_cost" "$D/launch_cost.cu" >>"$log" 2>&1 || { say "nvcc failed"; exit 4; }

@@ -25,13 +25,8 @@ log=$OUT/log.txt
 : >"$log"
 SECONDS=0
 say() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$log"; }
-T=${TRACER:-}
-if [ -z "$T" ] && [ -f .device-bin/bins.tar.xz ]; then
-    tar -C "$WORK/bin" -xJf .device-bin/bins.tar.xz 2>>"$log"
-    T=$(find "$WORK/bin" -type f -name tracer | head -1)
-fi
-[ -n "$T" ] && [ -f "$T" ] || { say "no tracer binary"; exit 3; }
-mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+. "$here/experiments/gpu-default/tracer_bin.sh"
+find_tracer
 "$T" --version >>"$log" 2>&1
 read -r -a gargs <<<"$GPT2_ARGS"
 cmd=(python3 experiments/gpu-default/torch_workloads.py gpt2 "${gargs[@]}")
