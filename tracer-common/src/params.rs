@@ -11,7 +11,11 @@
 //! 2. the load's return keys the returned CUmodule/CUlibrary by that image id;
 //! 3. the return of cuModuleGetFunction / cuLibraryGetKernel hashes the name
 //!    with the module's image id and keys the returned handle by the layout;
-//! 4. a launch copies `kernelParams[i]` to each parameter's offset.
+//! 4. a launch reads `kernelParams[0..n]` and, when the parameters lie
+//!    within [`SPAN_CAP`] bytes of each other, the memory they span in one
+//!    piece ([`status::SPAN`]; userspace cuts each parameter out to its
+//!    offset with [`pack_span`]); further apart, it copies each to its
+//!    offset itself ([`status::LAYOUT`]).
 use crate::event::{BLOB_CAP, Header, MAX_ARGS};
 
 /// Parameters per kernel the eBPF side copies one by one (the most seen in
@@ -58,6 +62,55 @@ pub mod status {
     /// Neither `kernelParams` nor `extra` given although the kernel has
     /// parameters.
     pub const NONE_GIVEN: u32 = 7;
+    /// `kernelParams[0..n]` (8 bytes each), then the memory from the lowest
+    /// parameter address to the end of the highest (at most [`SPAN_CAP`]
+    /// bytes): the parameters lie close together, and userspace cuts them
+    /// out with the kernel's layout ([`pack_span`]) into a [`LAYOUT`]
+    /// buffer. Never written to a trace.
+    pub const SPAN: u32 = 8;
+}
+
+/// Parameters within this many bytes of each other are read by the launch
+/// probe in one piece and sent as [`status::SPAN`].
+pub const SPAN_CAP: usize = 4096;
+
+/// A parameter's offset and size from its [`Layout::params`] word, as the
+/// launch probe reads them.
+#[inline(always)]
+pub const fn param_at(word: u32) -> (usize, usize) {
+    ((word & 0x7fff) as usize, ((word >> 16) & 0x7fff) as usize)
+}
+
+/// The parameter buffer of a [`status::SPAN`] record: `data` is the `n`
+/// pointers of `kernelParams`, then the bytes from the lowest of them to the
+/// end of the highest parameter. Each parameter is copied to its offset of
+/// `out` (`lay.size` bytes, zeroed by the caller: padding stays 0), exactly
+/// the buffer the probe would have built with [`status::LAYOUT`]. False
+/// when `data` does not hold the pointers and a span that covers every
+/// parameter, or `out` is not `lay.size` bytes.
+pub fn pack_span(lay: &Layout, data: &[u8], out: &mut [u8]) -> bool {
+    let n = lay.n as usize;
+    if n == 0 || n > MAX_PARAMS || out.len() != lay.size as usize || data.len() < 8 * n {
+        return false;
+    }
+    let (ptrs, span) = data.split_at(8 * n);
+    let ptr = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&ptrs[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let lo = (0..n).map(ptr).min().unwrap_or(0);
+    for i in 0..n {
+        let (off, size) = param_at(lay.params[i]);
+        let at = ptr(i) - lo;
+        let (Some(src), Some(dst)) =
+            (span.get(at as usize..(at as usize).saturating_add(size)), out.get_mut(off..off + size))
+        else {
+            return false;
+        };
+        dst.copy_from_slice(src);
+    }
+    true
 }
 
 /// A launch with its parameter bytes ([`crate::event::EventKind::LaunchParams`]).
@@ -132,6 +185,63 @@ const _: () = assert!(core::mem::size_of::<Layout>() == 12 + 4 * MAX_PARAMS);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn layout(size: u32, params: &[(u32, u32)]) -> Layout {
+        let mut l = Layout { n: params.len() as u32, size, padded: 1, params: [0; MAX_PARAMS] };
+        for (slot, &(off, sz)) in l.params.iter_mut().zip(params) {
+            *slot = off | sz << 16;
+        }
+        l
+    }
+
+    /// `n` pointers, then the span from the lowest one.
+    fn span_record(ptrs: &[u64], span: &[u8]) -> [u8; 256] {
+        let mut d = [0u8; 256];
+        for (i, p) in ptrs.iter().enumerate() {
+            d[8 * i..8 * i + 8].copy_from_slice(&p.to_le_bytes());
+        }
+        d[8 * ptrs.len()..8 * ptrs.len() + span.len()].copy_from_slice(span);
+        d
+    }
+
+    #[test]
+    fn span_cut_into_the_layout_buffer_with_zero_padding() {
+        // A launch stub's locals: an int at 0x1008, a pointer at 0x1010 and
+        // a char at 0x1000, passed in that order; the kernel's buffer is
+        // int @0, pointer @8, char @16 (24 bytes: 4 + 7 bytes of padding).
+        let lay = layout(24, &[(0, 4), (8, 8), (16, 1)]);
+        let mut span = [0xeeu8; 24];
+        span[8..12].copy_from_slice(&7u32.to_le_bytes());
+        span[16..24].copy_from_slice(&0xdead_beef_0000_0001u64.to_le_bytes());
+        span[0] = 0x5a;
+        let rec = span_record(&[0x1008, 0x1010, 0x1000], &span);
+        let mut out = [0u8; 24];
+        assert!(pack_span(&lay, &rec[..3 * 8 + 24], &mut out));
+        let mut want = [0u8; 24];
+        want[0..4].copy_from_slice(&7u32.to_le_bytes());
+        want[8..16].copy_from_slice(&0xdead_beef_0000_0001u64.to_le_bytes());
+        want[16] = 0x5a;
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn span_that_misses_a_parameter_is_refused() {
+        let lay = layout(16, &[(0, 8), (8, 8)]);
+        let rec = span_record(&[0x2000, 0x2008], &[1; 16]);
+        let mut out = [0u8; 16];
+        assert!(pack_span(&lay, &rec[..16 + 16], &mut out));
+        // One byte short of the second parameter's end.
+        assert!(!pack_span(&lay, &rec[..16 + 15], &mut out));
+        // Not even the pointers.
+        assert!(!pack_span(&lay, &rec[..15], &mut out));
+        // A buffer of another size than the layout's.
+        assert!(!pack_span(&lay, &rec[..32], &mut [0u8; 17]));
+        // A parameter past the buffer's end.
+        let bad = layout(12, &[(0, 8), (8, 8)]);
+        assert!(!pack_span(&bad, &rec[..32], &mut [0u8; 12]));
+        // No parameters: nothing to cut (the probe sends LAYOUT with 0 bytes).
+        assert!(!pack_span(&layout(0, &[]), &rec, &mut []));
+    }
 
     #[test]
     fn key_depends_on_every_byte_the_image_and_the_length() {

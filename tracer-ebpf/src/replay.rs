@@ -58,14 +58,9 @@ pub(crate) static SCRATCH: Array<LaunchParams> = Array::with_max_entries(1, 0);
 /// `kernelParams[0..n]` of the launch in progress.
 #[map]
 static PTRS: PerCpuArray<[u64; MAX_PARAMS]> = PerCpuArray::with_max_entries(1, 0);
-/// The bytes from the lowest parameter address to the end of the highest
-/// parameter of the launch in progress, when they span at most SPAN_CAP
-/// bytes (read once instead of once per parameter: [`capture`]). Twice
-/// SPAN_CAP so that a masked offset plus a parameter's size stays inside.
-#[map]
-static SPAN: PerCpuArray<[u8; 2 * SPAN_CAP]> = PerCpuArray::with_max_entries(1, 0);
-/// Parameters within this many bytes of each other are read in one piece.
-const SPAN_CAP: usize = 1024;
+/// Parameters within this many bytes of each other are read in one piece
+/// ([`span_into`]).
+const SPAN_CAP: usize = tracer_common::params::SPAN_CAP;
 /// A kernel name being hashed.
 #[map]
 static NAME: PerCpuArray<[u64; NAME_CAP / 8]> = PerCpuArray::with_max_entries(1, 0);
@@ -251,19 +246,27 @@ pub(crate) fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 *
     if kp == 0 {
         return (status::NONE_GIVEN, 0, lid);
     }
+    // `kernelParams[0..n]`, straight into the record: when the parameters
+    // lie close together (the usual case), the record is these pointers and
+    // the span of memory they point into, and userspace cuts the parameters
+    // out of it (tracer_common::params::pack_span), which spares a copy and
+    // a zeroing per launch here.
+    if unsafe { bpf_probe_read_user(data.as_mut_ptr() as *mut _, ((n * 8) & 511) as u32, kp as *const _) } != 0 {
+        return (status::READ_FAILED, 0, lid);
+    }
+    if let Some(len) = span_into(n, &lay.params, data) {
+        return (status::SPAN, ((n * 8) + len) as u32, lid);
+    }
     let Some(zeros) = ZEROS.get_ptr(0) else { return (status::READ_FAILED, 0, lid) };
     let Some(ptrs) = PTRS.get_ptr_mut(0) else { return (status::READ_FAILED, 0, lid) };
     let ptrs = unsafe { &mut *ptrs };
     unsafe {
+        if bpf_probe_read_kernel(ptrs.as_mut_ptr() as *mut _, ((n * 8) & 511) as u32, data.as_ptr() as *const _) != 0 {
+            return (status::READ_FAILED, 0, lid);
+        }
         if lay.padded != 0 {
             bpf_probe_read_kernel(data.as_mut_ptr() as *mut _, (size & (PARAMS_CAP - 1)) as u32, zeros as *const _);
         }
-        if bpf_probe_read_user(ptrs.as_mut_ptr() as *mut _, (n * 8) as u32, kp as *const _) != 0 {
-            return (status::READ_FAILED, 0, lid);
-        }
-    }
-    if from_span(n, &lay.params, ptrs, data) {
-        return (status::LAYOUT, size as u32, lid);
     }
     let mut i = 0;
     while i < MAX_PARAMS {
@@ -282,55 +285,40 @@ pub(crate) fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 *
     (status::LAYOUT, size as u32, lid)
 }
 
-/// The parameters of a launch whose arguments lie within SPAN_CAP bytes of
-/// each other (the usual case: a launch stub's arguments are its own locals)
-/// with one user-memory read of the whole span, each then copied out of it
-/// (a kernel-memory copy, cheaper than a user-memory read). False when they
-/// are further apart or the span cannot be read: the caller reads them one by
-/// one.
+/// When the parameters of a launch lie within SPAN_CAP bytes of each other
+/// (a launch stub's arguments are its own locals), reads that span in one
+/// piece after the `n` pointers at the start of `data`, and returns its
+/// length. None when they are further apart or the span cannot be read: the
+/// caller then copies them one by one.
 #[inline(always)]
-fn from_span(n: usize, params: &[u32; MAX_PARAMS], ptrs: &[u64; MAX_PARAMS], data: &mut [u8; 2 * PARAMS_CAP]) -> bool {
+fn span_into(n: usize, params: &[u32; MAX_PARAMS], data: &mut [u8; 2 * PARAMS_CAP]) -> Option<usize> {
     let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let words = data.as_ptr() as *const u64;
     let mut i = 0;
     while i < MAX_PARAMS {
         if i >= n {
             break;
         }
-        let (Some(&os), Some(&p)) = (params.get(i), ptrs.get(i)) else { return false };
+        let os = *params.get(i)?;
+        let p = unsafe { words.add(i).read() };
         let end = p.wrapping_add(((os >> 16) & 0x7fff) as u64);
         if end < p {
-            return false;
+            return None;
         }
         lo = lo.min(p);
         hi = hi.max(end);
         i += 1;
     }
     if hi <= lo || hi - lo > SPAN_CAP as u64 {
-        return false;
+        return None;
     }
-    let Some(span) = SPAN.get_ptr_mut(0) else { return false };
-    let span = unsafe { &mut *span };
-    let len = ((hi - lo) as usize & (2 * SPAN_CAP - 1)) as u32;
-    if unsafe { bpf_probe_read_user(span.as_mut_ptr() as *mut _, len, lo as *const _) } != 0 {
-        return false;
+    let len = (hi - lo) as usize & (2 * SPAN_CAP - 1);
+    let at = (n * 8) & 511;
+    let dst = unsafe { data.as_mut_ptr().add(at) };
+    if unsafe { bpf_probe_read_user(dst as *mut _, len as u32, lo as *const _) } != 0 {
+        return None;
     }
-    let mut i = 0;
-    while i < MAX_PARAMS {
-        if i >= n {
-            break;
-        }
-        let (Some(&os), Some(&p)) = (params.get(i), ptrs.get(i)) else { return false };
-        let off = (os & 0x7fff) as usize;
-        let sz = (os >> 16) & 0x7fff;
-        let at = (p - lo) as usize & (SPAN_CAP - 1);
-        let dst = unsafe { data.as_mut_ptr().add(off) };
-        let src = unsafe { span.as_ptr().add(at) };
-        if unsafe { bpf_probe_read_kernel(dst as *mut _, sz, src as *const _) } != 0 {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    Some(len)
 }
 
 const CU_LAUNCH_PARAM_END: u64 = 0;

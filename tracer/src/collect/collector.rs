@@ -110,10 +110,16 @@ impl Collector {
     /// Reads every record available now. Returns how many were read.
     pub fn drain(&mut self, ring: &mut RingBuf<MapData>) -> usize {
         let mut n = 0;
+        // A launch's parameter buffer cut out of its span (Recorder::unpack).
+        let mut params = Vec::new();
         while let Some(item) = ring.next() {
             n += 1;
             match decode::parse(&item) {
                 Ok(rec) => {
+                    let rec = match self.replay.as_ref() {
+                        Some(r) => r.unpack(rec, &mut params),
+                        None => rec,
+                    };
                     self.track_fds(&rec);
                     if let Some(p) = self.python.as_mut() {
                         p.saw(&rec);

@@ -21,6 +21,8 @@ pub enum Outcome<'a> {
     Error(&'static str),
 }
 
+pub const SPAN_SHORT: &str =
+    "the parameters were read as one span of memory that does not hold every parameter of the kernel's layout";
 pub const NO_LAYOUT: &str = "no parameter layout known for this function handle (its image load or GetFunction/GetKernel call was not captured)";
 
 impl CapturedParams {
@@ -37,6 +39,7 @@ impl CapturedParams {
             status::NONE_GIVEN => {
                 Outcome::Error("neither kernelParams nor extra was given to a kernel with parameters")
             }
+            status::SPAN => Outcome::Error(SPAN_SHORT),
             _ => Outcome::Error("unknown capture status"),
         }
     }
@@ -83,6 +86,7 @@ pub fn reason_key(status: u32) -> Option<&'static str> {
         status::TOO_MANY => "more than 64 parameters",
         status::TOO_BIG => "larger than 32764 bytes or incomplete extra",
         status::NONE_GIVEN => "neither kernelParams nor extra",
+        status::SPAN => "span short of the layout",
         _ => "unknown status",
     })
 }

@@ -128,6 +128,16 @@ impl Recorder {
         }
     }
 
+    /// A launch record whose parameters came as a span (`status::SPAN`:
+    /// the pointers and the memory they point into) gets its parameter
+    /// buffer cut out with the layout the probe used, in `buf`, as the probe
+    /// would have built it (`status::LAYOUT`). A span that does not cover
+    /// the layout keeps `status::SPAN`, which the line reports as an error.
+    /// Every other record is returned as it is.
+    pub fn unpack<'a>(&self, rec: Record<'a>, buf: &'a mut Vec<u8>) -> Record<'a> {
+        self.reg.unpack(rec, buf)
+    }
+
     /// Called for every record before it is assembled into lines.
     pub fn before(&mut self, rec: &Record) {
         if let Record::Exit { x, .. } = rec {
