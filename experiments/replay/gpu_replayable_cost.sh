@@ -12,6 +12,15 @@
 # ... (UNTRACED untraced runs in all, spread between the traced ones).
 # GPT2_ARGS (default "--new-tokens 64 --iterations 3") sets the workload.
 # Files in $OUT: log.txt (every run, the table), cost.md (the table), footers.jsonl.
+#
+# ROUNDS=N (N > 1) instead: N rounds of one process per mode of ROUND_MODES
+# (default "untraced default replayable"; also nogpu, and replayable_old with
+# TRACER_OLD=/path/to/another/tracer: its --replayable, e.g. the previous
+# launch program), the order rotated per round; every traced run's cost by the
+# model against the median of the untraced runs, each mode's median of points
+# and the paired differences to the default per round (cost.md, via
+# replayable_cost_model.py --rounds). BUDGET_S: no round starts that would end
+# after it (by the previous round's length).
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here" || exit 2
@@ -33,21 +42,56 @@ cmd=(python3 experiments/gpu-default/torch_workloads.py gpt2 "${gargs[@]}")
 say "workload: ${cmd[*]}"
 export PYTHONUNBUFFERED=1 TRACER_DURATIONS_LIBRARY=$WORK/lib/durations
 steadies=()
-run() { # mode
-    local m=$1 pre=() tr=$WORK/$1.jsonl
+run() { # mode [tag]
+    local m=$1 tag=${2:-$1} pre=() tr=$WORK/${2:-$1}.jsonl
     case $m in
     untraced) pre=() ;;
     default) pre=("$T" record -q --force --bpf-stats -o "$tr" --) ;;
     nogpu) pre=("$T" record -q --force --no-gpu --bpf-stats -o "$tr" --) ;;
-    replayable) tr=$WORK/$m.rec; pre=("$T" record -q --force --replayable -o "$tr" --) ;;
+    replayable) tr=$WORK/$tag.rec; pre=("$T" record -q --force --replayable -o "$tr" --) ;;
+    replayable_old) tr=$WORK/$tag.rec; pre=("$TRACER_OLD" record -q --force --replayable -o "$tr" --) ;;
     esac
-    timeout -k 5 240 ${pre[@]+"${pre[@]}"} "${cmd[@]}" >"$WORK/$m.out" 2>"$WORK/$m.err" </dev/null
+    timeout -k 5 240 ${pre[@]+"${pre[@]}"} "${cmd[@]}" >"$WORK/$tag.out" 2>"$WORK/$tag.err" </dev/null
     local rc=$? s
-    s=$(awk '$1 == "STEADY_S" { print $2 }' "$WORK/$m.out")
-    say "$m: rc $rc, steady ${s:-none} s"
-    [ "$rc" != 0 ] && tail -n 5 "$WORK/$m.err" | cut -c1-300 >>"$log"
+    s=$(awk '$1 == "STEADY_S" { print $2 }' "$WORK/$tag.out")
+    say "$tag: rc $rc, steady ${s:-none} s"
+    [ "$rc" != 0 ] && tail -n 5 "$WORK/$tag.err" | cut -c1-300 >>"$log"
     [ "$m" = untraced ] && [ -n "$s" ] && steadies+=("$s")
+    # the traces of a round are analysed as they end, and deleted
+    if [ "${ROUNDS:-1}" -gt 1 ] && [ "$m" != untraced ] && [ "$rc" = 0 ]; then
+        local f=$tr
+        python3 experiments/replay/replayable_cost_model.py --scan-only "$tag=$f" >>"$WORK/scans.jsonl" 2>>"$log"
+        local tf=$f
+        [ -d "$f" ] && tf=$(find "$f" -maxdepth 1 -name 'trace.jsonl*' | head -1)
+        case $tf in *.zst) zstd -dc "$tf" | tail -n 1 ;; *) tail -n 1 "$tf" ;; esac | sed "s/^{/{\"run\":\"$tag\",/" >>"$OUT/footers.jsonl"
+        rm -rf "$f"
+    fi
 }
+if [ "${ROUNDS:-1}" -gt 1 ]; then
+    read -r -a modes <<<"${ROUND_MODES:-untraced default replayable}"
+    : >"$OUT/footers.jsonl"
+    last=0
+    for r in $(seq 1 "$ROUNDS"); do
+        # no round that would end past BUDGET_S (by the previous round's length)
+        if [ $((SECONDS + last)) -gt "${BUDGET_S:-100000}" ]; then
+            say "round $r not started: ${SECONDS} s used, the last round took ${last} s, BUDGET_S=${BUDGET_S}"
+            break
+        fi
+        r0=$SECONDS
+        k=${#modes[@]}
+        for i in $(seq 0 $((k - 1))); do
+            m=${modes[$(((i + r - 1) % k))]}
+            run "$m" "$m#$r"
+        done
+        last=$((SECONDS - r0))
+    done
+    med=$(printf '%s\n' "${steadies[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+    say "untraced steady times: ${steadies[*]} (median $med)"
+    python3 experiments/replay/replayable_cost_model.py --untraced-s "$med" --rounds "$WORK/scans.jsonl" >"$OUT/cost.md" 2>>"$log"
+    cat "$OUT/cost.md" >>"$log"
+    say "done"
+    exit 0
+fi
 run untraced
 run default
 run nogpu

@@ -9,6 +9,12 @@ the program's `steady` and `end` phase markers), against the untraced run's
 steady time.
 
     python3 replayable_cost_model.py --untraced-s 0.41 MODE=TRACE [MODE=TRACE ...]
+    python3 replayable_cost_model.py --scan-only MODE#ROUND=TRACE      # one JSON line, no points
+    python3 replayable_cost_model.py --untraced-s 0.41 --rounds SCANS.jsonl
+
+--rounds: the --scan-only lines of several rounds (MODE#ROUND); per run its
+points, per mode the median (and range) of points over the rounds, and per
+mode the paired differences to the default of the same round (median, range).
 
 TRACE: a .jsonl(.gz|.zst) trace or a NAME.rec directory. Prints a table:
 per mode, the steady phase's probed calls (entries; returns), the programs'
@@ -88,11 +94,61 @@ def per_run(stats, names):
     return (ns / runs if runs else None), runs
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if n == 0 else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+
+
+def rounds_table(rows, untraced_s):
+    """Per run, per mode and paired to the default of the same round."""
+    for r in rows:
+        r["points"] = r["cost_ms"] / 1e3 / untraced_s * 100
+    print(f"steady phase; untraced steady time (median of the untraced runs) {untraced_s} s; "
+          "points = probes' time / untraced steady time x 100\n")
+    print("| run | calls (returns) | entry prog ns | launch prog ns (runs) | return prog ns | trap ns (return) | probes ms | points | recorded steady s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    f = lambda x, d=0: "–" if x is None else f"{x:,.{d}f}"
+    for r in rows:
+        print(f"| {r['mode']} | {r['calls']:,} ({r['returns']:,}) | {f(r['entry_prog_ns'])} | {f(r.get('launch_prog_ns'))} "
+              f"({f(r.get('launch_runs'))}) | {f(r['return_prog_ns'])} | {f(r['trap_ns'])} ({f(r['return_trap_ns'])}) | "
+              f"{r['cost_ms']:.1f} | {r['points']:.2f} | {r['recorded_steady_s']:.3f} |")
+    by_mode, by_round = {}, {}
+    for r in rows:
+        m, _, k = r["mode"].partition("#")
+        by_mode.setdefault(m, []).append(r)
+        by_round.setdefault(k, {})[m] = r
+    print("\n| mode | runs | points: median (range) | − default, paired by round: median (range) | launch prog ns: median (range) |")
+    print("|---|---|---|---|---|")
+    summary = {}
+    for m, rs in by_mode.items():
+        pts = [r["points"] for r in rs]
+        diffs = [rr[m]["points"] - rr["default"]["points"] for rr in by_round.values() if m in rr and "default" in rr]
+        lp = [r["launch_prog_ns"] for r in rs if r.get("launch_prog_ns")]
+        summary[m] = {"runs": len(rs), "points_median": median(pts), "points_min": min(pts), "points_max": max(pts),
+                      "paired_vs_default_median": median(diffs) if m != "default" else None,
+                      "paired_vs_default": diffs if m != "default" else None, "launch_prog_ns_median": median(lp)}
+        d = "" if m == "default" or not diffs else f"{median(diffs):+.2f} ({min(diffs):+.2f} … {max(diffs):+.2f})"
+        lps = "" if not lp else f"{median(lp):,.0f} ({min(lp):,.0f}-{max(lp):,.0f})"
+        print(f"| {m} | {len(rs)} | {median(pts):.2f} ({min(pts):.2f}-{max(pts):.2f}) | {d} | {lps} |")
+    print("\n" + json.dumps({"untraced_s": untraced_s, "modes": summary, "runs": rows}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--untraced-s", type=float, required=True, help="the untraced run's steady time (s; a median)")
-    ap.add_argument("traces", nargs="+", help="MODE=TRACE")
+    ap.add_argument("--untraced-s", type=float, help="the untraced run's steady time (s; a median)")
+    ap.add_argument("--scan-only", action="store_true", help="print each trace's row as one JSON line, without points")
+    ap.add_argument("--rounds", help="a file of --scan-only lines: the rounds' table")
+    ap.add_argument("traces", nargs="*", help="MODE=TRACE")
     a = ap.parse_args()
+    if a.rounds:
+        if a.untraced_s is None:
+            sys.exit("--rounds needs --untraced-s")
+        with open(a.rounds) as fh:
+            rounds_table([json.loads(l) for l in fh if l.strip()], a.untraced_s)
+        return
+    if a.untraced_s is None and not a.scan_only:
+        sys.exit("--untraced-s is needed (or --scan-only)")
     rows = []
     for mt in a.traces:
         mode, _, path = mt.partition("=")
@@ -103,6 +159,7 @@ def main():
         if not stats:
             sys.exit(f"{path}: no bpf_stats in the footer (record with --bpf-stats)")
         entry_ns, entry_runs = per_run(stats, ENTRY_PROGS)
+        launch_ns, launch_runs = per_run(stats, ("cu_launch",))
         ret_ns, ret_runs = per_run(stats, RETURN_PROGS)
         trap = (header or {}).get("probe_trap_ns") or 700.0
         rtrap = (header or {}).get("return_trap_ns") or trap
@@ -115,9 +172,14 @@ def main():
         rows.append({
             "mode": mode, "calls": n_entry, "returns": n_ret, "entry_prog_ns": entry_ns, "return_prog_ns": ret_ns,
             "trap_ns": trap, "return_trap_ns": rtrap, "cost_ms": ns / 1e6,
-            "points": ns / 1e9 / a.untraced_s * 100, "stops_ms": stop_ns / 1e6,
+            "points": ns / 1e9 / a.untraced_s * 100 if a.untraced_s else None, "stops_ms": stop_ns / 1e6,
+            "launch_prog_ns": launch_ns, "launch_runs": launch_runs,
             "window_cost_ms": (gt.get("window_cost_ns") or 0) / 1e6, "recorded_steady_s": (end - steady) / 1e9,
         })
+    if a.scan_only:
+        for r in rows:
+            print(json.dumps(r))
+        return
     print(f"steady phase; untraced steady time {a.untraced_s} s; points = probes' time / untraced steady time x 100\n")
     print("| mode | calls (returns) | entry prog ns | return prog ns | trap ns (return) | probes ms | points | − base | stops in phase ms | CUPTI windows ms (run) | recorded steady s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
