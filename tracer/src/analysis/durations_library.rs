@@ -21,6 +21,10 @@ pub const FORMAT: &str = "tracer-durations-library";
 pub const VERSION: u32 = 1;
 /// The most kernel entries one GPU key keeps (the least counted go first).
 pub const MAX_KERNELS: usize = 200_000;
+/// Samples below which an entry is not yet a steady median (measured in a window or two of
+/// earlier runs, often in their warm-up): the default recording keeps measuring it
+/// (collect/window_demand.rs, collect/record/durations.rs). Its duration is used meanwhile.
+pub const MIN_SAMPLES: u64 = 16;
 /// An entry's weight in a merge is its count, at most this much for the
 /// library's side, so that new measurements can still move it.
 pub const OLD_WEIGHT_CAP: u64 = 1_000;

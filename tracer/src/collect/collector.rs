@@ -38,6 +38,8 @@ pub struct Collector {
     /// tracer's own CPU time (user, system; s) when the command was let go: loading and
     /// verifying the programs, before the program ran ([`crate::collect::footer::cpu_times`]).
     pub cpu_before_command: Option<(f64, f64)>,
+    /// Windows on demand: the run's kernel configurations (launch_configs.rs).
+    pub launch_configs: Option<crate::collect::launch_configs::LaunchConfigs>,
 }
 
 const O_CLOEXEC: u64 = 0o2000000;
@@ -58,6 +60,7 @@ impl Collector {
             coverage: None,
             python: None,
             cpu_before_command: None,
+            launch_configs: None,
         }
     }
 
@@ -167,9 +170,10 @@ impl Collector {
 
     /// The assembler, and the chain its lines go through.
     fn chain(&mut self) -> (&mut Assembler, Chain<'_>) {
-        let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, .. } = self;
+        let Collector { asm, summary, writer, replay, cgroups, entry_points, coverage, launch_configs, .. } = self;
         let chain = Chain {
             replay: replay.as_mut(),
+            configs: launch_configs.as_mut(),
             entry_points: entry_points.as_mut(),
             coverage: coverage.as_mut(),
             summary,
@@ -189,6 +193,7 @@ pub struct Chain<'a> {
     pub replay: Option<&'a mut crate::collect::replayable::recorder::Recorder>,
     pub entry_points: Option<&'a mut crate::collect::entry_points::EntryPoints>,
     pub coverage: Option<&'a mut crate::collect::coverage::CallCounts>,
+    pub configs: Option<&'a mut crate::collect::launch_configs::LaunchConfigs>,
     pub summary: &'a mut Summary,
     pub cgroups: Option<&'a mut crate::collect::cgroups::CgroupTable>,
     pub writer: &'a mut TraceWriter,
@@ -204,6 +209,9 @@ impl Chain<'_> {
             e.observe(&l);
         }
         if let Some(c) = self.coverage.as_mut() {
+            c.observe(&l);
+        }
+        if let Some(c) = self.configs.as_mut() {
             c.observe(&l);
         }
         if let Line::Value(v) = &mut l {
@@ -250,6 +258,7 @@ mod tests {
             replay: None,
             entry_points: None,
             coverage: None,
+            configs: None,
             summary: &mut summary,
             cgroups: None,
             writer: &mut writer,

@@ -163,18 +163,21 @@ impl GpuSession {
     /// Adaptive windows on demand: a file of one counter (u64, little-endian)
     /// that the injection library's window thread reads while CUPTI is
     /// detached; [`GpuSession::demand_windows`] adds one when the program
-    /// launched a kernel whose name neither the library (`known`) nor this
-    /// run knew, and the next window opens then instead of after its gap.
-    /// Call before spawning the command.
+    /// launched a kernel configuration that neither the library (`known`,
+    /// configuration keys) nor this run knew, or one the library has too few
+    /// samples of (`under_measured`) often, and the next window opens then
+    /// instead of after its gap (crate::collect::window_demand). Call before
+    /// spawning the command.
     pub fn set_demand(
         &mut self,
-        known: impl IntoIterator<Item = String>,
+        known: impl IntoIterator<Item = u64>,
+        under_measured: impl IntoIterator<Item = u64>,
         run_as: Option<&RunAs>,
     ) -> anyhow::Result<()> {
         if !matches!(self.plan, Some(Plan::Adaptive(_))) {
             return Ok(());
         }
-        self.window_demand = crate::collect::window_demand::WindowDemand::new(known);
+        self.window_demand = crate::collect::window_demand::WindowDemand::new(known, under_measured);
         let path = self.dir.join("demand");
         std::fs::write(&path, 0u64.to_le_bytes()).with_context(|| format!("writing {}", path.display()))?;
         spawn::chown_to(&path, run_as).context("giving the window demand file to the invoking user")?;
@@ -185,16 +188,18 @@ impl GpuSession {
         Ok(())
     }
 
-    /// Asks for a window when a kernel new to the library and the run is
-    /// launched a second time, or named by a graph line
-    /// ([`crate::collect::window_demand`]): `kernels` are the summary's
-    /// launches by name, `graph_kernels` the kernels its graph lines name.
-    pub fn demand_windows(
-        &mut self,
-        kernels: &std::collections::HashMap<String, u64>,
-        graph_kernels: &std::collections::HashMap<String, u64>,
-    ) {
-        if self.demand.is_none() || !self.window_demand.check(kernels, graph_kernels) {
+    /// Whether windows are asked for on demand (then the collector counts
+    /// the run's kernel configurations for [`GpuSession::demand_windows`]).
+    pub fn on_demand(&self) -> bool {
+        self.demand.is_some()
+    }
+
+    /// Asks for a window when a kernel configuration new to the library and
+    /// the run is launched a second time, or named by a graph line, or one
+    /// the library has too few samples of is launched often
+    /// ([`crate::collect::window_demand`]).
+    pub fn demand_windows(&mut self, run: &crate::collect::launch_configs::LaunchConfigs) {
+        if self.demand.is_none() || !self.window_demand.check(run) {
             return;
         }
         if let Some((f, n)) = self.demand.as_mut() {

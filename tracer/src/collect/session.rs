@@ -134,7 +134,9 @@ pub async fn collect(
                 col.drain(afd.get_mut());
                 if let Some(g) = gpu.as_deref_mut() {
                     g.drain(col);
-                    g.demand_windows(&col.summary.kernels, &col.summary.graph_kernels);
+                    if let Some(c) = col.launch_configs.as_ref() {
+                        g.demand_windows(c);
+                    }
                 }
                 periodic(col, loaded, &mut last_flush);
             }

@@ -1,60 +1,70 @@
 //! When the default recording asks the injection library for a window
-//! (tracer_cupti::sample::DEMAND_ENV): a kernel whose name neither the
-//! durations library nor this run knew, once it is launched a second time,
-//! or as soon as a graph line names it (a graph runs its kernels at every
-//! launch). A kernel launched only once (a fill at start-up) is over before
-//! any window could open: asking for it would open a window in every run
-//! and never measure it.
-use std::collections::{HashMap, HashSet};
+//! (tracer_cupti::sample::DEMAND_ENV), by kernel configuration (name, grid,
+//! block, dynamic shared memory: the durations library's key,
+//! launch_configs.rs):
+//! - a configuration neither the durations library nor this run knew, once it
+//!   is launched a second time, or as soon as a graph line names it (a graph
+//!   runs its kernels at every launch). A kernel launched only once (a fill at
+//!   start-up) is over before any window could open: asking for it would
+//!   open a window in every run and never measure it.
+//! - a configuration the library has with fewer than
+//!   `crate::analysis::durations_library::MIN_SAMPLES` samples (measured in a
+//!   window or two of earlier runs, often in their warm-up): once the run has
+//!   launched it [`UNDER_MEASURED_LAUNCHES`] times, or a graph line names it.
+//!   A configuration the program runs that often is measured by one window;
+//!   one launched less often does not cost a window in every run.
+//!
+//! So a new geometry of a kernel the library knows by name is new work (a
+//! JAX graph node whose grid the library never saw was timed by the median
+//! of its name's other geometries, +25 %).
+use std::collections::HashSet;
+
+use crate::collect::launch_configs::LaunchConfigs;
+
+/// Launches in this run after which a configuration the library has too few samples of is asked for.
+pub const UNDER_MEASURED_LAUNCHES: u64 = 16;
 
 #[derive(Debug, Default)]
 pub struct WindowDemand {
-    /// Names known: the library's, then every one asked for.
-    known: HashSet<String>,
-    /// Unknown names launched once so far.
-    pending: HashSet<String>,
-    /// The sizes of the two maps at the last look.
-    seen: (usize, usize),
+    /// Configurations known: the library's well-measured ones, then every one asked for.
+    known: HashSet<u64>,
+    /// The library's configurations with too few samples, not asked for yet.
+    under_measured: HashSet<u64>,
+    /// Configurations of the run not settled yet (index into `LaunchConfigs::configs`).
+    open: Vec<usize>,
+    /// How many of the run's configurations were looked at.
+    seen: usize,
 }
 
 impl WindowDemand {
-    pub fn new(known: impl IntoIterator<Item = String>) -> Self {
-        WindowDemand { known: known.into_iter().collect(), ..Default::default() }
+    /// `known`: the library's configurations with enough samples; `under_measured`: those with
+    /// too few (asked for as the module header says).
+    pub fn new(known: impl IntoIterator<Item = u64>, under_measured: impl IntoIterator<Item = u64>) -> Self {
+        let known: HashSet<u64> = known.into_iter().collect();
+        let under_measured = under_measured.into_iter().filter(|k| !known.contains(k)).collect();
+        WindowDemand { known, under_measured, ..Default::default() }
     }
 
-    /// Whether to ask for a window now, given the run's launches by kernel
-    /// name and the kernel names its graph lines named (with their counts).
-    pub fn check(&mut self, kernels: &HashMap<String, u64>, graph_kernels: &HashMap<String, u64>) -> bool {
+    /// Whether to ask for a window now, given the run's configurations so far.
+    pub fn check(&mut self, run: &LaunchConfigs) -> bool {
+        let configs = run.configs();
+        self.open.extend(self.seen..configs.len());
+        self.seen = configs.len();
         let mut ask = false;
-        if (kernels.len(), graph_kernels.len()) != self.seen {
-            self.seen = (kernels.len(), graph_kernels.len());
-            for (k, &n) in kernels {
-                if self.known.contains(k) || self.pending.contains(k) {
-                    continue;
-                }
-                if n >= 2 {
-                    self.known.insert(k.clone());
-                    ask = true;
-                } else {
-                    self.pending.insert(k.clone());
-                }
+        let (known, under) = (&mut self.known, &mut self.under_measured);
+        self.open.retain(|&i| {
+            let c = &configs[i];
+            if known.contains(&c.key) {
+                return false;
             }
-            for k in graph_kernels.keys() {
-                if !self.known.contains(k) {
-                    self.pending.remove(k);
-                    self.known.insert(k.clone());
-                    ask = true;
-                }
-            }
-        }
-        let known = &mut self.known;
-        self.pending.retain(|k| {
-            let again = kernels.get(k).is_some_and(|&n| n >= 2);
-            if again {
-                known.insert(k.clone());
+            let need = if under.contains(&c.key) { UNDER_MEASURED_LAUNCHES } else { 2 };
+            if c.in_graph || c.launches >= need {
+                known.insert(c.key);
+                under.remove(&c.key);
                 ask = true;
+                return false;
             }
-            !again
+            true
         });
         ask
     }
@@ -64,31 +74,71 @@ impl WindowDemand {
 mod tests {
     use super::*;
 
-    fn m(v: &[(&str, u64)]) -> HashMap<String, u64> {
-        v.iter().map(|&(k, n)| (k.to_string(), n)).collect()
+    const G: [u32; 7] = [1, 1, 1, 32, 1, 1, 0];
+
+    fn key(name: &str, g: [u32; 7]) -> u64 {
+        tracer_cupti::sample::kernel_key(name.as_bytes(), [g[0], g[1], g[2]], [g[3], g[4], g[5]], g[6])
+    }
+
+    fn launches(c: &mut LaunchConfigs, name: &str, g: [u32; 7], n: u64) {
+        for _ in 0..n {
+            c.launch(1, 0x10 + name.len() as u64 + g[0] as u64, name, g);
+        }
     }
 
     #[test]
-    fn a_new_kernel_is_asked_for_at_its_second_launch_a_graph_kernel_at_once() {
-        let mut d = WindowDemand::new(["known".to_string()]);
-        let none = HashMap::new();
-        // the library's kernel: never; a new one launched once: not yet
-        assert!(!d.check(&m(&[("known", 50)]), &none));
-        assert!(!d.check(&m(&[("known", 50), ("fill", 1)]), &none));
-        assert!(!d.check(&m(&[("known", 60), ("fill", 1)]), &none));
+    fn a_new_configuration_is_asked_for_at_its_second_launch_a_graph_node_at_once() {
+        let mut d = WindowDemand::new([key("known", G)], []);
+        let mut c = LaunchConfigs::default();
+        // the library's configuration: never; a new one launched once: not yet
+        launches(&mut c, "known", G, 50);
+        assert!(!d.check(&c));
+        launches(&mut c, "fill", G, 1);
+        assert!(!d.check(&c));
+        launches(&mut c, "known", G, 10);
+        assert!(!d.check(&c));
         // launched again: asked for, once
-        assert!(d.check(&m(&[("known", 60), ("fill", 2)]), &none));
-        assert!(!d.check(&m(&[("known", 60), ("fill", 9)]), &none));
-        // a kernel first seen with two launches already: at once
-        assert!(d.check(&m(&[("known", 60), ("fill", 9), ("loop", 2)]), &none));
-        // a graph's kernel: at once, and not again when launched
-        let g = m(&[("fusion_1", 1)]);
-        assert!(d.check(&m(&[("known", 60), ("fill", 9), ("loop", 2)]), &g));
-        assert!(!d.check(&m(&[("known", 60), ("fill", 9), ("loop", 2), ("fusion_1", 3)]), &g));
-        // a name pending (launched once) then named by a graph line: asked for once
-        let mut d = WindowDemand::new([]);
-        assert!(!d.check(&m(&[("k", 1)]), &none));
-        assert!(d.check(&m(&[("k", 1)]), &m(&[("k", 1)])));
-        assert!(!d.check(&m(&[("k", 2)]), &m(&[("k", 1)])));
+        launches(&mut c, "fill", G, 1);
+        assert!(d.check(&c));
+        launches(&mut c, "fill", G, 7);
+        assert!(!d.check(&c));
+        // a known kernel in a geometry the library never measured: new work
+        let other = [8, 1, 1, 32, 1, 1, 0];
+        launches(&mut c, "known", other, 1);
+        assert!(!d.check(&c));
+        launches(&mut c, "known", other, 1);
+        assert!(d.check(&c));
+        // a graph's node: at once, and not again when it is launched
+        c.observe(&Line::Value(serde_json::json!({"type": "graph", "kernel": "fusion_1",
+            "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0})));
+        assert!(d.check(&c));
+        launches(&mut c, "fusion_1", G, 3);
+        assert!(!d.check(&c));
     }
+
+    #[test]
+    fn a_configuration_the_library_has_few_samples_of_is_asked_for_once_when_launched_often() {
+        let mut d = WindowDemand::new([key("known", G)], [key("few", G), key("rare", G), key("known", G)]);
+        let mut c = LaunchConfigs::default();
+        // launched fewer than UNDER_MEASURED_LAUNCHES times: not asked for
+        launches(&mut c, "known", G, 50);
+        launches(&mut c, "few", G, 15);
+        launches(&mut c, "rare", G, 3);
+        assert!(!d.check(&c));
+        assert!(!d.check(&c));
+        // the 16th launch: asked for, once
+        launches(&mut c, "few", G, 1);
+        assert!(d.check(&c));
+        launches(&mut c, "few", G, 400);
+        assert!(!d.check(&c));
+        // one a graph line names: at once, once
+        c.observe(&Line::Value(serde_json::json!({"type": "graph", "kernel": "rare",
+            "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0})));
+        assert!(d.check(&c));
+        launches(&mut c, "rare", G, 30);
+        assert!(!d.check(&c));
+        // one both well measured and under-measured counts as known (asked above for "known": never)
+    }
+
+    use crate::decode::fastline::Line;
 }

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::analysis::durations_library::{GpuKey, Library};
+use crate::analysis::durations_file::KernelEntry;
+use crate::analysis::durations_library::{GpuKey, Library, MIN_SAMPLES};
 use crate::analysis::model::Geom;
 use crate::collect::collector::Collector;
 use crate::collect::durations_library as file;
@@ -26,14 +27,12 @@ pub struct LibraryUse {
 }
 
 /// Keys ([`tracer_cupti::sample`]) of everything `lib` knows for `key`:
-/// each kernel configuration, every size class of each copy kind.
+/// each kernel configuration with at least [`MIN_SAMPLES`] samples (one with
+/// fewer is new work to the windows, which then extend for it), every size
+/// class of each copy kind.
 pub fn known_keys(lib: &Library, key: &GpuKey) -> Vec<u64> {
     let Some(g) = lib.gpu(key) else { return Vec::new() };
-    let mut keys: Vec<u64> = g
-        .kernels
-        .iter()
-        .map(|k| tracer_cupti::sample::kernel_key(k.kernel.as_bytes(), k.grid, k.block, k.shared_mem))
-        .collect();
+    let mut keys: Vec<u64> = demand_keys(&g.kernels).0;
     for c in &g.copies {
         for class in tracer_cupti::sample::SIZE_CLASSES {
             let bytes = if class == 0 { 1 } else { 1u64.checked_shl(4 * class as u32).unwrap_or(u64::MAX) };
@@ -43,6 +42,15 @@ pub fn known_keys(lib: &Library, key: &GpuKey) -> Vec<u64> {
     keys.sort_unstable();
     keys.dedup();
     keys
+}
+
+/// The library's kernel configurations as windows on demand see them
+/// (collect/window_demand.rs): the keys of those with at least
+/// [`MIN_SAMPLES`] samples, and of those with fewer.
+pub fn demand_keys(kernels: &[KernelEntry]) -> (Vec<u64>, Vec<u64>) {
+    let (known, under): (Vec<&KernelEntry>, Vec<&KernelEntry>) = kernels.iter().partition(|k| k.count >= MIN_SAMPLES);
+    let key = |k: &&KernelEntry| tracer_cupti::sample::kernel_key(k.kernel.as_bytes(), k.grid, k.block, k.shared_mem);
+    (known.iter().map(key).collect(), under.iter().map(key).collect())
 }
 
 /// Before the command: finds the library and this GPU's key, and hands the
@@ -64,14 +72,12 @@ pub fn start(
         }),
         _ => None,
     };
-    let names: Vec<String> = match (&lib, &key) {
-        (Some(l), Some(k)) => {
-            l.gpu(k).map(|g| g.kernels.iter().map(|e| e.kernel.clone()).collect()).unwrap_or_default()
-        }
-        _ => Vec::new(),
+    let (known, under) = match (&lib, &key) {
+        (Some(l), Some(k)) => l.gpu(k).map(|g| demand_keys(&g.kernels)).unwrap_or_default(),
+        _ => Default::default(),
     };
-    // windows on demand also without a library: every kernel name is new once
-    if let Err(e) = gpu.set_demand(names, run_as) {
+    // windows on demand also without a library: every kernel configuration is new once
+    if let Err(e) = gpu.set_demand(known, under, run_as) {
         notes.push(format!("windows on demand are off: {e:#}"));
     }
     if let (Some(l), Some(k)) = (&lib, &key)
@@ -157,23 +163,30 @@ mod tests {
             grid: [2, 3, 4],
             block: [128, 1, 1],
             shared_mem: 256,
-            count: 3,
+            count: MIN_SAMPLES,
             median_ns: 4500,
             p10_ns: 4500,
             p90_ns: 4500,
         };
+        // another configuration with too few samples: new work to the windows
+        let few = KernelEntry { grid: [9, 1, 1], count: MIN_SAMPLES - 1, ..k.clone() };
         let c = CopyEntry { kind: "h2d".into(), count: 2, base_ns: 2000, ns_per_byte: 0.025 };
         let f = DurationsFile {
             format: FORMAT.into(),
             version: 1,
             source: "cupti".into(),
             gpu: None,
-            kernels: vec![k],
+            kernels: vec![k, few],
             copies: vec![c],
         };
         let mut lib = Library::default();
         merge(&mut lib, &key, &f, 1);
         let keys = known_keys(&lib, &key);
+        let few_key = tracer_cupti::sample::kernel_key(b"_Z3fooPf", [9, 1, 1], [128, 1, 1], 256);
+        assert!(!keys.contains(&few_key));
+        let (known, under) = demand_keys(&lib.gpu(&key).unwrap().kernels);
+        assert_eq!(known, vec![tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256)]);
+        assert_eq!(under, vec![few_key]);
         // the fake libcupti's kernel, as tracer-cupti's adaptive windows key it
         assert!(keys.contains(&tracer_cupti::sample::kernel_key(b"_Z3fooPf", [2, 3, 4], [128, 1, 1], 256)));
         // every size of a known copy kind

@@ -94,6 +94,9 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
     if o.check_coverage() {
         col.coverage = Some(Default::default());
     }
+    if gpu.as_ref().is_some_and(|g| g.on_demand()) {
+        col.launch_configs = Some(Default::default());
+    }
     if probes.stacks.python && probes.stacks.any() {
         col.python = loaded.py_procs.take().map(crate::collect::stacks::python_procs::PythonProcs::new);
     }

@@ -1,0 +1,194 @@
+//! The run's kernel configurations (name, grid, block, dynamic shared
+//! memory), counted from the lines as they are written, under the key the
+//! durations library and the injection library's windows use
+//! (`tracer_cupti::sample::kernel_key`): what windows on demand
+//! (window_demand.rs) compare with what the library has measured. A launch
+//! counts once per line; a graph line that names a kernel node (added,
+//! updated, captured) marks its configuration as one a graph runs at every
+//! launch.
+//!
+//! Hot path: launch lines are looked up by (process, function handle,
+//! geometry) without hashing the name; the key, whose hash runs over the
+//! kernel's name, is computed once per new entry (and again when a handle
+//! is reused for a kernel of another name).
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::decode::fastcall::Norm;
+use crate::decode::fastline::Line;
+
+/// grid x, y, z, block x, y, z, dynamic shared memory.
+pub type Geometry = [u32; 7];
+
+/// One configuration of the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `tracer_cupti::sample::kernel_key`.
+    pub key: u64,
+    /// Launch lines of it.
+    pub launches: u64,
+    /// Named by a graph line (a node or a captured launch): runs at every launch of its graph.
+    pub in_graph: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct LaunchConfigs {
+    /// (pid, function handle, geometry) -> (index into `configs`, the kernel's name).
+    by_call: HashMap<(u32, u64, Geometry), (usize, String)>,
+    by_key: HashMap<u64, usize>,
+    configs: Vec<Config>,
+}
+
+fn key_of(name: &str, g: &Geometry) -> u64 {
+    tracer_cupti::sample::kernel_key(name.as_bytes(), [g[0], g[1], g[2]], [g[3], g[4], g[5]], g[6])
+}
+
+impl LaunchConfigs {
+    /// Every configuration so far, in the order first seen.
+    pub fn configs(&self) -> &[Config] {
+        &self.configs
+    }
+
+    fn entry(&mut self, key: u64) -> usize {
+        let n = self.configs.len();
+        *self.by_key.entry(key).or_insert_with(|| {
+            self.configs.push(Config { key, launches: 0, in_graph: false });
+            n
+        })
+    }
+
+    /// A launch of kernel `name` (function handle `f` in process `pid`).
+    pub fn launch(&mut self, pid: u32, f: u64, name: &str, g: Geometry) {
+        let i = match self.by_call.get(&(pid, f, g)) {
+            Some((i, n)) if n == name => *i,
+            _ => {
+                let i = self.entry(key_of(name, &g));
+                self.by_call.insert((pid, f, g), (i, name.to_string()));
+                i
+            }
+        };
+        self.configs[i].launches += 1;
+    }
+
+    /// A line the recording writes.
+    pub fn observe(&mut self, l: &Line) {
+        match l {
+            Line::Launch(l) => {
+                if let Some(k) = l.kernel {
+                    let a = &l.args;
+                    let d = |i: usize| a[i] as u32;
+                    self.launch(l.hdr.pid, a[0], k, [d(1), d(2), d(3), d(4), d(5), d(6), d(7)]);
+                }
+            }
+            Line::Call(c) => {
+                if let Norm::LaunchEx { f, kernel: Some(k), cfg: Some(cfg), .. } = &c.norm {
+                    let (gr, b) = (cfg.grid, cfg.block);
+                    self.launch(c.hdr.pid, *f, k, [gr[0], gr[1], gr[2], b[0], b[1], b[2], cfg.shared_mem]);
+                }
+            }
+            Line::Value(v) => self.observe_value(v),
+        }
+    }
+
+    /// Launch lines of the general path and graph lines: each key hashed (these lines are rare).
+    fn observe_value(&mut self, v: &Value) {
+        let (Some(name), Some(grid), Some(block)) = (v["kernel"].as_str(), dim3(&v["grid"]), dim3(&v["block"])) else {
+            return;
+        };
+        let smem = v["shared_mem"].as_u64().unwrap_or(0) as u32;
+        let graph = v["type"] == "graph" || v.get("capture").is_some();
+        let launch = v["op"] == "launch" && v.get("capture").is_none();
+        if !graph && !launch {
+            return;
+        }
+        let g = [grid[0], grid[1], grid[2], block[0], block[1], block[2], smem];
+        let i = self.entry(key_of(name, &g));
+        let c = &mut self.configs[i];
+        c.in_graph |= graph;
+        c.launches += launch as u64;
+    }
+}
+
+fn dim3(v: &Value) -> Option<[u32; 3]> {
+    let a = v.as_array()?;
+    let n = |i: usize| a.get(i)?.as_u64().map(|x| x as u32);
+    Some([n(0)?, n(1)?, n(2)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn launches_count_per_configuration_across_handles_and_processes() {
+        let mut c = LaunchConfigs::default();
+        let g = [4, 1, 1, 128, 1, 1, 0];
+        c.launch(1, 0x10, "relu", g);
+        c.launch(1, 0x10, "relu", g);
+        // the same kernel and geometry in another process, under another handle: one configuration
+        c.launch(2, 0x99, "relu", g);
+        // another geometry: another configuration
+        c.launch(1, 0x10, "relu", [8, 1, 1, 128, 1, 1, 0]);
+        // a handle reused for another kernel
+        c.launch(1, 0x10, "gelu", g);
+        let want = |name: &str, g: Geometry, launches| Config { key: key_of(name, &g), launches, in_graph: false };
+        assert_eq!(c.configs(), &[want("relu", g, 3), want("relu", [8, 1, 1, 128, 1, 1, 0], 1), want("gelu", g, 1)]);
+        assert_eq!(
+            c.configs()[0].key,
+            tracer_cupti::sample::kernel_key(b"relu", [4, 1, 1], [128, 1, 1], 0),
+            "the injection library's key"
+        );
+    }
+
+    #[test]
+    fn fast_launch_lines_count_by_their_arguments() {
+        let mut c = LaunchConfigs::default();
+        let hdr = tracer_common::event::Header { kind: 0, func: 0, cpu: 0, seq: 0, ts: 1, pid: 7, tid: 7 };
+        // f, grid 3x2x1, block 64x1x1, 512 bytes of shared memory, stream, kernelParams, extra
+        let args = [0xf0, 3, 2, 1, 64, 1, 1, 512, 0x5, 0x6, 0];
+        let line = |kernel| crate::decode::fastline::LaunchLine {
+            hdr,
+            name: "cuLaunchKernel",
+            args,
+            kernel,
+            returned: None,
+            params: None,
+            device: Some(0),
+            stack: None,
+        };
+        c.observe(&Line::Launch(line(Some("k"))));
+        c.observe(&Line::Launch(line(Some("k"))));
+        // a launch of a handle without a name has no configuration
+        c.observe(&Line::Launch(line(None)));
+        let key = tracer_cupti::sample::kernel_key(b"k", [3, 2, 1], [64, 1, 1], 512);
+        assert_eq!(c.configs(), &[Config { key, launches: 2, in_graph: false }]);
+    }
+
+    #[test]
+    fn graph_lines_mark_their_nodes_and_general_launch_lines_count() {
+        let mut c = LaunchConfigs::default();
+        let node = json!({"type": "graph", "op": "graph_exec_kernel_node_set_params", "kernel": "gemm_fusion_dot_4",
+            "grid": [128, 1, 1], "block": [64, 1, 1], "shared_mem": 32768});
+        c.observe(&Line::Value(node));
+        let coop = json!({"type": "kernel", "op": "launch", "name": "cuLaunchCooperativeKernel", "kernel": "k",
+            "grid": [2, 1, 1], "block": [32, 1, 1], "shared_mem": 0});
+        c.observe(&Line::Value(coop.clone()));
+        c.observe(&Line::Value(coop));
+        // a launch recorded by stream capture runs with its graph
+        let captured = json!({"type": "kernel", "op": "launch", "kernel": "k", "capture": 7,
+            "grid": [2, 1, 1], "block": [32, 1, 1], "shared_mem": 0});
+        c.observe(&Line::Value(captured));
+        // a graph line without a geometry (a launch of the graph) names no configuration
+        c.observe(&Line::Value(json!({"type": "graph", "op": "graph_launch", "kernel": "x"})));
+        let key = |n: &str, g: [u32; 3], b: [u32; 3], s| tracer_cupti::sample::kernel_key(n.as_bytes(), g, b, s);
+        assert_eq!(
+            c.configs(),
+            &[
+                Config { key: key("gemm_fusion_dot_4", [128, 1, 1], [64, 1, 1], 32768), launches: 0, in_graph: true },
+                Config { key: key("k", [2, 1, 1], [32, 1, 1], 0), launches: 2, in_graph: true },
+            ]
+        );
+    }
+}
