@@ -5,7 +5,9 @@
 //! (window_demand.rs) compare with what the library has measured. A launch
 //! counts once per line; a graph line that names a kernel node (added,
 //! updated, captured) marks its configuration as one a graph runs at every
-//! launch.
+//! launch, with the number of graph launches the run had made then, so that
+//! the graph launches since can be told (a graph is built and updated in a
+//! program's warm-up, and runs its kernels only when launched).
 //!
 //! Hot path: launch lines are looked up by (process, function handle,
 //! geometry) without hashing the name; the key, whose hash runs over the
@@ -29,7 +31,8 @@ pub struct Config {
     /// Launch lines of it.
     pub launches: u64,
     /// Named by a graph line (a node or a captured launch): runs at every launch of its graph.
-    pub in_graph: bool,
+    /// The run's graph launches when it was first named.
+    pub named_at: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +41,8 @@ pub struct LaunchConfigs {
     by_call: HashMap<(u32, u64, Geometry), (usize, String)>,
     by_key: HashMap<u64, usize>,
     configs: Vec<Config>,
+    /// Graph launch lines so far.
+    graph_launches: u64,
 }
 
 fn key_of(name: &str, g: &Geometry) -> u64 {
@@ -50,10 +55,15 @@ impl LaunchConfigs {
         &self.configs
     }
 
+    /// Graph launch lines so far.
+    pub fn graph_launches(&self) -> u64 {
+        self.graph_launches
+    }
+
     fn entry(&mut self, key: u64) -> usize {
         let n = self.configs.len();
         *self.by_key.entry(key).or_insert_with(|| {
-            self.configs.push(Config { key, launches: 0, in_graph: false });
+            self.configs.push(Config { key, launches: 0, named_at: None });
             n
         })
     }
@@ -93,6 +103,10 @@ impl LaunchConfigs {
 
     /// Launch lines of the general path and graph lines: each key hashed (these lines are rare).
     fn observe_value(&mut self, v: &Value) {
+        if v["op"] == "graph_launch" {
+            self.graph_launches += 1;
+            return;
+        }
         let (Some(name), Some(grid), Some(block)) = (v["kernel"].as_str(), dim3(&v["grid"]), dim3(&v["block"])) else {
             return;
         };
@@ -105,7 +119,9 @@ impl LaunchConfigs {
         let g = [grid[0], grid[1], grid[2], block[0], block[1], block[2], smem];
         let i = self.entry(key_of(name, &g));
         let c = &mut self.configs[i];
-        c.in_graph |= graph;
+        if graph && c.named_at.is_none() {
+            c.named_at = Some(self.graph_launches);
+        }
         c.launches += launch as u64;
     }
 }
@@ -133,7 +149,7 @@ mod tests {
         c.launch(1, 0x10, "relu", [8, 1, 1, 128, 1, 1, 0]);
         // a handle reused for another kernel
         c.launch(1, 0x10, "gelu", g);
-        let want = |name: &str, g: Geometry, launches| Config { key: key_of(name, &g), launches, in_graph: false };
+        let want = |name: &str, g: Geometry, launches| Config { key: key_of(name, &g), launches, named_at: None };
         assert_eq!(c.configs(), &[want("relu", g, 3), want("relu", [8, 1, 1, 128, 1, 1, 0], 1), want("gelu", g, 1)]);
         assert_eq!(
             c.configs()[0].key,
@@ -163,12 +179,13 @@ mod tests {
         // a launch of a handle without a name has no configuration
         c.observe(&Line::Launch(line(None)));
         let key = tracer_cupti::sample::kernel_key(b"k", [3, 2, 1], [64, 1, 1], 512);
-        assert_eq!(c.configs(), &[Config { key, launches: 2, in_graph: false }]);
+        assert_eq!(c.configs(), &[Config { key, launches: 2, named_at: None }]);
     }
 
     #[test]
     fn graph_lines_mark_their_nodes_and_general_launch_lines_count() {
         let mut c = LaunchConfigs::default();
+        c.observe(&Line::Value(json!({"type": "graph", "op": "graph_launch", "name": "cuGraphLaunch"})));
         let node = json!({"type": "graph", "op": "graph_exec_kernel_node_set_params", "kernel": "gemm_fusion_dot_4",
             "grid": [128, 1, 1], "block": [64, 1, 1], "shared_mem": 32768});
         c.observe(&Line::Value(node));
@@ -180,14 +197,20 @@ mod tests {
         let captured = json!({"type": "kernel", "op": "launch", "kernel": "k", "capture": 7,
             "grid": [2, 1, 1], "block": [32, 1, 1], "shared_mem": 0});
         c.observe(&Line::Value(captured));
-        // a graph line without a geometry (a launch of the graph) names no configuration
-        c.observe(&Line::Value(json!({"type": "graph", "op": "graph_launch", "kernel": "x"})));
+        // a graph line without a geometry names no configuration; graph launches are counted
+        c.observe(&Line::Value(json!({"type": "graph", "op": "graph_instantiate", "kernel": "x"})));
+        c.observe(&Line::Value(json!({"type": "graph", "op": "graph_launch", "name": "cuGraphLaunch"})));
+        assert_eq!(c.graph_launches(), 2);
         let key = |n: &str, g: [u32; 3], b: [u32; 3], s| tracer_cupti::sample::kernel_key(n.as_bytes(), g, b, s);
         assert_eq!(
             c.configs(),
             &[
-                Config { key: key("gemm_fusion_dot_4", [128, 1, 1], [64, 1, 1], 32768), launches: 0, in_graph: true },
-                Config { key: key("k", [2, 1, 1], [32, 1, 1], 0), launches: 2, in_graph: true },
+                Config {
+                    key: key("gemm_fusion_dot_4", [128, 1, 1], [64, 1, 1], 32768),
+                    launches: 0,
+                    named_at: Some(1)
+                },
+                Config { key: key("k", [2, 1, 1], [32, 1, 1], 0), launches: 2, named_at: Some(1) },
             ]
         );
     }

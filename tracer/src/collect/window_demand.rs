@@ -3,16 +3,19 @@
 //! block, dynamic shared memory: the durations library's key,
 //! launch_configs.rs):
 //! - a configuration neither the durations library nor this run knew, once it
-//!   is launched a second time, or as soon as a graph line names it (a graph
-//!   runs its kernels at every launch). A kernel launched only once (a fill at
-//!   start-up) is over before any window could open: asking for it would
-//!   open a window in every run and never measure it.
+//!   is launched a second time, or, named by a graph line (a graph runs its
+//!   kernels at every launch), at the first graph launch after that. A kernel
+//!   launched only once (a fill at start-up) is over before any window could
+//!   open: asking for it would open a window in every run and never measure
+//!   it.
 //! - a configuration the library has with fewer than
 //!   `crate::analysis::durations_library::MIN_SAMPLES` samples (measured in a
 //!   window or two of earlier runs, often in their warm-up): once the run has
-//!   launched it [`UNDER_MEASURED_LAUNCHES`] times, or a graph line names it.
-//!   A configuration the program runs that often is measured by one window;
-//!   one launched less often does not cost a window in every run.
+//!   launched it [`UNDER_MEASURED_LAUNCHES`] times, or made that many graph
+//!   launches since a graph line named it. A configuration the program runs
+//!   that often is measured by one window; one launched less often does not
+//!   cost a window in every run. (Asked for when its graph was only built,
+//!   in a warm-up, the window would close before the loop that runs it.)
 //!
 //! So a new geometry of a kernel the library knows by name is new work (a
 //! JAX graph node whose grid the library never saw was timed by the median
@@ -51,14 +54,17 @@ impl WindowDemand {
         self.open.extend(self.seen..configs.len());
         self.seen = configs.len();
         let mut ask = false;
+        let graph_launches = run.graph_launches();
         let (known, under) = (&mut self.known, &mut self.under_measured);
         self.open.retain(|&i| {
             let c = &configs[i];
             if known.contains(&c.key) {
                 return false;
             }
-            let need = if under.contains(&c.key) { UNDER_MEASURED_LAUNCHES } else { 2 };
-            if c.in_graph || c.launches >= need {
+            let few = under.contains(&c.key);
+            let (need, need_graph) = if few { (UNDER_MEASURED_LAUNCHES, UNDER_MEASURED_LAUNCHES) } else { (2, 1) };
+            let graph_runs = c.named_at.map(|at| graph_launches - at);
+            if c.launches >= need || graph_runs.is_some_and(|n| n >= need_graph) {
                 known.insert(c.key);
                 under.remove(&c.key);
                 ask = true;
@@ -87,7 +93,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_configuration_is_asked_for_at_its_second_launch_a_graph_node_at_once() {
+    fn a_new_configuration_is_asked_for_at_its_second_launch_a_graph_node_at_its_graphs_launch() {
         let mut d = WindowDemand::new([key("known", G)], []);
         let mut c = LaunchConfigs::default();
         // the library's configuration: never; a new one launched once: not yet
@@ -108,11 +114,13 @@ mod tests {
         assert!(!d.check(&c));
         launches(&mut c, "known", other, 1);
         assert!(d.check(&c));
-        // a graph's node: at once, and not again when it is launched
-        c.observe(&Line::Value(serde_json::json!({"type": "graph", "kernel": "fusion_1",
-            "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0})));
+        // a graph's node: at the first graph launch after it was named, and not again
+        node(&mut c, "fusion_1");
+        assert!(!d.check(&c));
+        graph_launch(&mut c);
         assert!(d.check(&c));
         launches(&mut c, "fusion_1", G, 3);
+        graph_launch(&mut c);
         assert!(!d.check(&c));
     }
 
@@ -131,13 +139,30 @@ mod tests {
         assert!(d.check(&c));
         launches(&mut c, "few", G, 400);
         assert!(!d.check(&c));
-        // one a graph line names: at once, once
-        c.observe(&Line::Value(serde_json::json!({"type": "graph", "kernel": "rare",
-            "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0})));
+        // one a graph line names: after 16 graph launches since, once (graph launches
+        // before it was named do not count)
+        graph_launch(&mut c);
+        node(&mut c, "rare");
+        for _ in 0..15 {
+            graph_launch(&mut c);
+            node(&mut c, "rare");
+        }
+        assert!(!d.check(&c));
+        graph_launch(&mut c);
         assert!(d.check(&c));
         launches(&mut c, "rare", G, 30);
+        graph_launch(&mut c);
         assert!(!d.check(&c));
-        // one both well measured and under-measured counts as known (asked above for "known": never)
+        // "known", in both lists, counts as known: its 50 launches above never asked for a window
+    }
+
+    fn node(c: &mut LaunchConfigs, name: &str) {
+        c.observe(&Line::Value(serde_json::json!({"type": "graph", "op": "graph_exec_kernel_node_set_params",
+            "kernel": name, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_mem": 0})));
+    }
+
+    fn graph_launch(c: &mut LaunchConfigs) {
+        c.observe(&Line::Value(serde_json::json!({"type": "graph", "op": "graph_launch", "name": "cuGraphLaunch"})));
     }
 
     use crate::decode::fastline::Line;
