@@ -251,7 +251,7 @@ pub(crate) fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 *
     // the span of memory they point into, and userspace cuts the parameters
     // out of it (tracer_common::params::pack_span), which spares a copy and
     // a zeroing per launch here.
-    if unsafe { bpf_probe_read_user(data.as_mut_ptr() as *mut _, ((n * 8) & 511) as u32, kp as *const _) } != 0 {
+    if unsafe { bpf_probe_read_user(data.as_mut_ptr() as *mut _, ((n * 8) & 1023) as u32, kp as *const _) } != 0 {
         return (status::READ_FAILED, 0, lid);
     }
     if let Some(len) = span_into(n, &lay.params, data) {
@@ -261,7 +261,7 @@ pub(crate) fn capture(pid: u32, f: u64, kp: u64, extra: u64, data: &mut [u8; 2 *
     let Some(ptrs) = PTRS.get_ptr_mut(0) else { return (status::READ_FAILED, 0, lid) };
     let ptrs = unsafe { &mut *ptrs };
     unsafe {
-        if bpf_probe_read_kernel(ptrs.as_mut_ptr() as *mut _, ((n * 8) & 511) as u32, data.as_ptr() as *const _) != 0 {
+        if bpf_probe_read_kernel(ptrs.as_mut_ptr() as *mut _, (n * 8) as u32, data.as_ptr() as *const _) != 0 {
             return (status::READ_FAILED, 0, lid);
         }
         if lay.padded != 0 {
@@ -313,7 +313,7 @@ fn span_into(n: usize, params: &[u32; MAX_PARAMS], data: &mut [u8; 2 * PARAMS_CA
         return None;
     }
     let len = (hi - lo) as usize & (2 * SPAN_CAP - 1);
-    let at = (n * 8) & 511;
+    let at = (n * 8) & 1023;
     let dst = unsafe { data.as_mut_ptr().add(at) };
     if unsafe { bpf_probe_read_user(dst as *mut _, len as u32, lo as *const _) } != 0 {
         return None;
