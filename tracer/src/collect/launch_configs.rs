@@ -183,6 +183,41 @@ mod tests {
     }
 
     #[test]
+    fn launch_ex_lines_count_by_their_config() {
+        use crate::decode::args::LaunchConfig;
+        use crate::decode::fastcall::{CallLine, ConfigArg};
+        let mut c = LaunchConfigs::default();
+        let hdr = tracer_common::event::Header { kind: 0, func: 0, cpu: 0, seq: 0, ts: 1, pid: 7, tid: 7 };
+        let spec = tracer_common::funcs::lookup("cuLaunchKernelEx").and_then(|id| id.spec()).unwrap();
+        let line = |cfg: Option<LaunchConfig>| {
+            Line::Call(CallLine {
+                hdr,
+                spec,
+                variant: 0,
+                args: [0; tracer_common::event::MAX_ARGS],
+                returned: None,
+                norm: Norm::LaunchEx { f: 0x77, kernel: Some("kex"), cfg, config_arg: ConfigArg::Parsed },
+                device: Default::default(),
+                stack: None,
+            })
+        };
+        let cfg = LaunchConfig {
+            grid: [5, 1, 1],
+            block: [256, 1, 1],
+            shared_mem: 1024,
+            stream: 0,
+            num_attrs: 0,
+            attrs: vec![],
+        };
+        c.observe(&line(Some(cfg.clone())));
+        c.observe(&line(Some(cfg)));
+        // a config that could not be read: no geometry, no configuration
+        c.observe(&line(None));
+        let key = tracer_cupti::sample::kernel_key(b"kex", [5, 1, 1], [256, 1, 1], 1024);
+        assert_eq!(c.configs(), &[Config { key, launches: 2, named_at: None }]);
+    }
+
+    #[test]
     fn graph_lines_mark_their_nodes_and_general_launch_lines_count() {
         let mut c = LaunchConfigs::default();
         c.observe(&Line::Value(json!({"type": "graph", "op": "graph_launch", "name": "cuGraphLaunch"})));
