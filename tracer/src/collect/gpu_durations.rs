@@ -44,7 +44,8 @@ pub struct Measured {
     pub records: u64,
 }
 
-fn u32x3(v: &Value) -> Option<[u32; 3]> {
+/// A JSON `[x, y, z]` of grid or block dimensions.
+pub(crate) fn u32x3(v: &Value) -> Option<[u32; 3]> {
     let a = v.as_array()?;
     let n = |i: usize| a.get(i).and_then(Value::as_u64).map(|x| x as u32);
     Some([n(0)?, n(1)?, n(2)?])

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::collect::gpu_durations::u32x3;
 use crate::decode::fastcall::Norm;
 use crate::decode::fastline::Line;
 
@@ -107,7 +108,8 @@ impl LaunchConfigs {
             self.graph_launches += 1;
             return;
         }
-        let (Some(name), Some(grid), Some(block)) = (v["kernel"].as_str(), dim3(&v["grid"]), dim3(&v["block"])) else {
+        let (Some(name), Some(grid), Some(block)) = (v["kernel"].as_str(), u32x3(&v["grid"]), u32x3(&v["block"]))
+        else {
             return;
         };
         let smem = v["shared_mem"].as_u64().unwrap_or(0) as u32;
@@ -124,12 +126,6 @@ impl LaunchConfigs {
         }
         c.launches += launch as u64;
     }
-}
-
-fn dim3(v: &Value) -> Option<[u32; 3]> {
-    let a = v.as_array()?;
-    let n = |i: usize| a.get(i)?.as_u64().map(|x| x as u32);
-    Some([n(0)?, n(1)?, n(2)?])
 }
 
 #[cfg(test)]
