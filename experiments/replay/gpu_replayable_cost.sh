@@ -42,6 +42,9 @@ cmd=(python3 experiments/gpu-default/torch_workloads.py gpt2 "${gargs[@]}")
 say "workload: ${cmd[*]}"
 export PYTHONUNBUFFERED=1 TRACER_DURATIONS_LIBRARY=$WORK/lib/durations
 steadies=()
+median_steady() { # the median of the untraced runs' steady times
+    printf '%s\n' "${steadies[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 run() { # mode [tag]
     local m=$1 tag=${2:-$1} pre=() tr=$WORK/${2:-$1}.jsonl
     case $m in
@@ -85,7 +88,7 @@ if [ "${ROUNDS:-1}" -gt 1 ]; then
         done
         last=$((SECONDS - r0))
     done
-    med=$(printf '%s\n' "${steadies[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+    med=$(median_steady)
     say "untraced steady times: ${steadies[*]} (median $med)"
     python3 experiments/replay/replayable_cost_model.py --untraced-s "$med" --rounds "$WORK/scans.jsonl" >"$OUT/cost.md" 2>>"$log"
     cat "$OUT/cost.md" >>"$log"
@@ -98,7 +101,7 @@ run nogpu
 [ "$UNTRACED" -ge 2 ] && run untraced
 run replayable
 for _ in $(seq 3 "$UNTRACED"); do run untraced; done
-med=$(printf '%s\n' "${steadies[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+med=$(median_steady)
 say "untraced steady times: ${steadies[*]} (median $med)"
 python3 experiments/replay/replayable_cost_model.py --untraced-s "$med" default="$WORK/default.jsonl" \
     nogpu="$WORK/nogpu.jsonl" replayable="$WORK/replayable.rec" >"$OUT/cost.md" 2>>"$log"
