@@ -93,6 +93,39 @@ struct State {
     win_demanded: AtomicBool,
     win_planned_gap_ns: AtomicU64,
     win_detach_ns: AtomicU64,
+    /// Adaptive windows: what the window thread is doing ([`phase`]) and since when; the
+    /// tracer's demands it saw and when the last one was seen (said at exit, so that a demand
+    /// that opened no window shows where it waited).
+    win_phase: AtomicU64,
+    win_phase_since: AtomicU64,
+    demands_seen: AtomicU64,
+    last_demand_ns: AtomicU64,
+}
+
+/// What the adaptive window thread is doing (`State::win_phase`).
+mod phase {
+    pub const WINDOW: u64 = 0;
+    pub const DETACH_WAIT: u64 = 1;
+    pub const GAP: u64 = 2;
+    pub const BUDGET_WAIT: u64 = 3;
+    pub const ATTACHING: u64 = 4;
+    pub const ENDED: u64 = 5;
+
+    pub fn name(p: u64) -> &'static str {
+        match p {
+            WINDOW => "in a window",
+            DETACH_WAIT => "waiting for a driver call's return to detach",
+            GAP => "in the gap between windows (waiting for its end or a demand)",
+            BUDGET_WAIT => "waiting for the budget after a demand",
+            ATTACHING => "attaching CUPTI",
+            _ => "ended",
+        }
+    }
+}
+
+fn set_phase(st: &State, p: u64) {
+    st.win_phase_since.store(monotonic_ns(), Ordering::Release);
+    st.win_phase.store(p, Ordering::Release);
 }
 
 /// The activity kinds measured, in the order they are enabled.
@@ -210,6 +243,10 @@ fn init() -> c_int {
         win_demanded: AtomicBool::new(false),
         win_planned_gap_ns: AtomicU64::new(0),
         win_detach_ns: AtomicU64::new(0),
+        win_phase: AtomicU64::new(phase::WINDOW),
+        win_phase_since: AtomicU64::new(monotonic_ns()),
+        demands_seen: AtomicU64::new(0),
+        last_demand_ns: AtomicU64::new(0),
     });
     let Some(st) = STATE.get() else { return 0 };
     let mut notes = vec![];
@@ -406,6 +443,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             open_for += a.window_ms;
             st.win_extensions.fetch_add(1, Ordering::AcqRel);
         };
+        set_phase(st, phase::DETACH_WAIT);
         if can_detach(st) {
             st.detach_wanted.store(true, Ordering::Release);
             while st.attached.load(Ordering::Acquire) {
@@ -442,6 +480,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let learning = st.win_new.load(Ordering::Acquire) > 0 || seen == 0;
         let share = if learning { sample::LEARNING_SHARE } else { 1 };
         let planned = (gap * ms).max(a.budget_wait_ns(spent, now - since, share));
+        set_phase(st, phase::GAP);
         let demanded = match &demand {
             Some(d) => d.wait(&mut asked, now + planned),
             None => {
@@ -450,6 +489,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             }
         };
         if demanded {
+            st.demands_seen.fetch_add(1, Ordering::AcqRel);
+            st.last_demand_ns.store(monotonic_ns(), Ordering::Release);
+            set_phase(st, phase::BUDGET_WAIT);
             prev_gap = 0; // asked for: something new is running
             // a demanded window is for new work: it may use the learning share, no more
             let t = monotonic_ns();
@@ -467,6 +509,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         st.win_demanded.store(demanded, Ordering::Release);
         st.win_planned_gap_ns.store(planned, Ordering::Release);
         let (mut warnings, mut notes) = (vec![], vec![]);
+        set_phase(st, phase::ATTACHING);
         let ok = if can_detach(st) {
             st.subscriber.store(0, Ordering::Release);
             attach(st, false, &mut warnings, &mut notes)
@@ -483,8 +526,10 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             q.extend(warnings.into_iter().map(|w| Msg::Error { text: format!("warning: {w}") }));
         }
         if !st.attached.load(Ordering::Acquire) {
+            set_phase(st, phase::ENDED);
             return;
         }
+        set_phase(st, phase::WINDOW);
         opened = monotonic_ns();
         st.win_attach_ns.store(opened - t0, Ordering::Release);
         *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
@@ -664,6 +709,22 @@ fn flush_loop(period_ms: u64) {
     }
 }
 
+/// Adaptive windows at exit: where the window thread was and since when, and the demands it saw.
+fn exit_note(st: &State, now: u64) -> String {
+    let ago = |t: u64| format!("{:.1} ms before exit", now.saturating_sub(t) as f64 / 1e6);
+    let p = st.win_phase.load(Ordering::Acquire);
+    let mut text = format!(
+        "windows at exit: {} since {}; demands seen: {}",
+        phase::name(p),
+        ago(st.win_phase_since.load(Ordering::Acquire)),
+        st.demands_seen.load(Ordering::Acquire)
+    );
+    if st.demands_seen.load(Ordering::Acquire) > 0 {
+        text += &format!(", the last {}", ago(st.last_demand_ns.load(Ordering::Acquire)));
+    }
+    text
+}
+
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         let Some(st) = STATE.get() else { return };
@@ -672,7 +733,12 @@ extern "C" fn at_exit() {
         }
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *gate(st) = true;
-        close_window(st, monotonic_ns(), 0);
+        let now = monotonic_ns();
+        if matches!(st.plan, Some(Plan::Adaptive(_))) {
+            let text = exit_note(st, now);
+            st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
+        }
+        close_window(st, now, 0);
         if st.attached.load(Ordering::Acquire) {
             // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
             unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };

@@ -394,7 +394,15 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
         .iter()
         .filter_map(|(_, m)| if let Msg::Note { text } = m { Some(text.as_str()) } else { None })
         .collect();
-    assert_eq!(notes, ["hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps"]);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[0], "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps");
+    // at exit: where the window thread was (the program ends in a gap: its windows back off) and
+    // the demands it saw (none: no demand file)
+    assert!(
+        notes[1].starts_with("windows at exit: in the gap between windows (waiting for its end or a demand) since ")
+            && notes[1].ends_with(" ms before exit; demands seen: 0"),
+        "{notes:?}"
+    );
     assert_eq!(kinds(&r.msgs).last(), Some(&"bye"));
 }
 
@@ -496,4 +504,15 @@ fn a_demanded_window_opens_at_once_instead_of_after_its_gap() {
     assert!(first >= 1, "{w:?}");
     assert!(h[first].1, "asked at {asked}: {h:?} {w:?}");
     assert!(h[..first].iter().all(|x| !x.1), "{h:?}");
+    // the exit note counts the one demand
+    let exit: Vec<&str> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| match m {
+            Msg::Note { text } if text.starts_with("windows at exit: ") => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exit.len(), 1, "{exit:?}");
+    assert!(exit[0].contains("; demands seen: 1, the last ") && exit[0].ends_with(" ms before exit"), "{exit:?}");
 }

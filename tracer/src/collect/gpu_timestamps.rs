@@ -12,6 +12,7 @@ use tracer_cupti::wire::StreamDecoder;
 
 use crate::collect::collector::Collector;
 use crate::collect::spawn::{self, RunAs};
+use crate::collect::sysinfo;
 use crate::decode::gpu_lines::GpuLines;
 use crate::error::UsageError;
 
@@ -26,6 +27,8 @@ const INJECTION_ENV: &str = "CUDA_INJECTION64_PATH";
 const PIPE_BYTES: i32 = 1 << 20;
 /// Most bytes read per drain, so the eBPF ring buffer is not starved.
 const DRAIN_MAX: usize = 16 << 20;
+/// Demands the footer lists (`window_demands`); `windows_demanded` counts them all.
+const DEMANDS_LISTED: usize = 32;
 
 pub struct GpuSession {
     library: PathBuf,
@@ -40,6 +43,8 @@ pub struct GpuSession {
     demand: Option<(std::fs::File, u64)>,
     /// Windows asked for because a kernel nobody knew was launched.
     pub demanded: u64,
+    /// The first [`DEMANDS_LISTED`] demands, for the footer's `window_demands`.
+    demands: Vec<Value>,
     dir: PathBuf,
     fd: i32,
     decoder: StreamDecoder,
@@ -153,6 +158,7 @@ impl GpuSession {
             window_demand: Default::default(),
             demand: None,
             demanded: 0,
+            demands: Vec::new(),
             dir,
             fd,
             decoder: StreamDecoder::default(),
@@ -199,14 +205,31 @@ impl GpuSession {
     /// the library has too few samples of is launched often
     /// ([`crate::collect::window_demand`]).
     pub fn demand_windows(&mut self, run: &crate::collect::launch_configs::LaunchConfigs) {
-        if self.demand.is_none() || !self.window_demand.check(run) {
+        if self.demand.is_none() {
             return;
         }
+        let Some(asked) = self.window_demand.check(run) else { return };
         if let Some((f, n)) = self.demand.as_mut() {
             use std::os::unix::fs::FileExt as _;
             *n += 1;
             self.demanded += 1;
-            let _ = f.write_all_at(&n.to_le_bytes(), 0);
+            let written = f.write_all_at(&n.to_le_bytes(), 0);
+            if self.demands.len() < DEMANDS_LISTED {
+                // the footer's list: when (the trace's clock), for what, and whether the file took it
+                let now = sysinfo::clock_ns(libc::CLOCK_MONOTONIC);
+                let mut d = json!({
+                    "ts": now,
+                    // how far behind the program the collector was: now less the last line's time
+                    "behind_ns": now.saturating_sub(run.last_ts()),
+                    "configs": asked.configs,
+                    "under_measured": asked.under_measured,
+                    "kernel": run.name(asked.first),
+                });
+                if let Err(e) = written {
+                    d["error"] = json!(e.to_string());
+                }
+                self.demands.push(d);
+            }
         }
     }
 
@@ -299,6 +322,7 @@ impl GpuSession {
         let mut v = self.lines.footer_with_windows();
         if self.demand.is_some() {
             v["windows_demanded"] = json!(self.demanded);
+            v["window_demands"] = json!(self.demands);
         }
         v["incomplete_bytes"] = json!(self.decoder.pending());
         v

@@ -42,6 +42,10 @@ pub struct LaunchConfigs {
     by_call: HashMap<(u32, u64, Geometry), (usize, String)>,
     by_key: HashMap<u64, usize>,
     configs: Vec<Config>,
+    /// The kernel's name of each configuration, as `configs`.
+    names: Vec<String>,
+    /// The time (`ts`) of the last launch or graph line looked at.
+    last_ts: u64,
     /// Graph launch lines so far.
     graph_launches: u64,
 }
@@ -61,10 +65,22 @@ impl LaunchConfigs {
         self.graph_launches
     }
 
-    fn entry(&mut self, key: u64) -> usize {
+    /// The time of the last launch or graph line looked at (0: none yet): how far behind the
+    /// program a demand made now is.
+    pub fn last_ts(&self) -> u64 {
+        self.last_ts
+    }
+
+    /// The kernel's name of configuration `i` (an index into [`LaunchConfigs::configs`]).
+    pub fn name(&self, i: usize) -> &str {
+        self.names.get(i).map_or("", String::as_str)
+    }
+
+    fn entry(&mut self, key: u64, name: &str) -> usize {
         let n = self.configs.len();
         *self.by_key.entry(key).or_insert_with(|| {
             self.configs.push(Config { key, launches: 0, named_at: None });
+            self.names.push(name.to_string());
             n
         })
     }
@@ -74,7 +90,7 @@ impl LaunchConfigs {
         let i = match self.by_call.get(&(pid, f, g)) {
             Some((i, n)) if n == name => *i,
             _ => {
-                let i = self.entry(key_of(name, &g));
+                let i = self.entry(key_of(name, &g), name);
                 self.by_call.insert((pid, f, g), (i, name.to_string()));
                 i
             }
@@ -86,6 +102,7 @@ impl LaunchConfigs {
     pub fn observe(&mut self, l: &Line) {
         match l {
             Line::Launch(l) => {
+                self.last_ts = l.hdr.ts;
                 if let Some(k) = l.kernel {
                     let a = &l.args;
                     let d = |i: usize| a[i] as u32;
@@ -94,6 +111,7 @@ impl LaunchConfigs {
             }
             Line::Call(c) => {
                 if let Norm::LaunchEx { f, kernel: Some(k), cfg: Some(cfg), .. } = &c.norm {
+                    self.last_ts = c.hdr.ts;
                     let (gr, b) = (cfg.grid, cfg.block);
                     self.launch(c.hdr.pid, *f, k, [gr[0], gr[1], gr[2], b[0], b[1], b[2], cfg.shared_mem]);
                 }
@@ -104,6 +122,9 @@ impl LaunchConfigs {
 
     /// Launch lines of the general path and graph lines: each key hashed (these lines are rare).
     fn observe_value(&mut self, v: &Value) {
+        if let Some(ts) = v["ts"].as_u64().filter(|_| v["type"] == "graph" || v["op"] == "launch") {
+            self.last_ts = ts;
+        }
         if v["op"] == "graph_launch" {
             self.graph_launches += 1;
             return;
@@ -119,7 +140,7 @@ impl LaunchConfigs {
             return;
         }
         let g = [grid[0], grid[1], grid[2], block[0], block[1], block[2], smem];
-        let i = self.entry(key_of(name, &g));
+        let i = self.entry(key_of(name, &g), name);
         let c = &mut self.configs[i];
         if graph && c.named_at.is_none() {
             c.named_at = Some(self.graph_launches);

@@ -27,6 +27,15 @@ use crate::collect::launch_configs::LaunchConfigs;
 /// Launches in this run after which a configuration the library has too few samples of is asked for.
 pub const UNDER_MEASURED_LAUNCHES: u64 = 16;
 
+/// What a window was asked for: how many configurations (of them, how many the library had
+/// too few samples of), and the first (an index into `LaunchConfigs::configs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked {
+    pub configs: u32,
+    pub under_measured: u32,
+    pub first: usize,
+}
+
 #[derive(Debug, Default)]
 pub struct WindowDemand {
     /// Configurations known: the library's well-measured ones, then every one asked for.
@@ -48,12 +57,12 @@ impl WindowDemand {
         WindowDemand { known, under_measured, ..Default::default() }
     }
 
-    /// Whether to ask for a window now, given the run's configurations so far.
-    pub fn check(&mut self, run: &LaunchConfigs) -> bool {
+    /// Whether to ask for a window now, given the run's configurations so far: what it is asked for.
+    pub fn check(&mut self, run: &LaunchConfigs) -> Option<Asked> {
         let configs = run.configs();
         self.open.extend(self.seen..configs.len());
         self.seen = configs.len();
-        let mut ask = false;
+        let mut ask: Option<Asked> = None;
         let graph_launches = run.graph_launches();
         let (known, under) = (&mut self.known, &mut self.under_measured);
         self.open.retain(|&i| {
@@ -67,7 +76,9 @@ impl WindowDemand {
             if c.launches >= need || graph_runs.is_some_and(|n| n >= need_graph) {
                 known.insert(c.key);
                 under.remove(&c.key);
-                ask = true;
+                let a = ask.get_or_insert(Asked { configs: 0, under_measured: 0, first: i });
+                a.configs += 1;
+                a.under_measured += few as u32;
                 return false;
             }
             true
@@ -98,30 +109,30 @@ mod tests {
         let mut c = LaunchConfigs::default();
         // the library's configuration: never; a new one launched once: not yet
         launches(&mut c, "known", G, 50);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         launches(&mut c, "fill", G, 1);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         launches(&mut c, "known", G, 10);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         // launched again: asked for, once
         launches(&mut c, "fill", G, 1);
-        assert!(d.check(&c));
+        assert_eq!(d.check(&c), Some(Asked { configs: 1, under_measured: 0, first: 1 }));
         launches(&mut c, "fill", G, 7);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         // a known kernel in a geometry the library never measured: new work
         let other = [8, 1, 1, 32, 1, 1, 0];
         launches(&mut c, "known", other, 1);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         launches(&mut c, "known", other, 1);
-        assert!(d.check(&c));
+        assert_eq!(d.check(&c), Some(Asked { configs: 1, under_measured: 0, first: 2 }));
         // a graph's node: at the first graph launch after it was named, and not again
         node(&mut c, "fusion_1");
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         graph_launch(&mut c);
-        assert!(d.check(&c));
+        assert_eq!(d.check(&c), Some(Asked { configs: 1, under_measured: 0, first: 3 }));
         launches(&mut c, "fusion_1", G, 3);
         graph_launch(&mut c);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
     }
 
     #[test]
@@ -132,13 +143,13 @@ mod tests {
         launches(&mut c, "known", G, 50);
         launches(&mut c, "few", G, 15);
         launches(&mut c, "rare", G, 3);
-        assert!(!d.check(&c));
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
+        assert_eq!(d.check(&c), None);
         // the 16th launch: asked for, once
         launches(&mut c, "few", G, 1);
-        assert!(d.check(&c));
+        assert_eq!(d.check(&c), Some(Asked { configs: 1, under_measured: 1, first: 1 }));
         launches(&mut c, "few", G, 400);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         // one a graph line names: after 16 graph launches since, once (graph launches
         // before it was named do not count)
         graph_launch(&mut c);
@@ -147,13 +158,32 @@ mod tests {
             graph_launch(&mut c);
             node(&mut c, "rare");
         }
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         graph_launch(&mut c);
-        assert!(d.check(&c));
+        assert_eq!(d.check(&c), Some(Asked { configs: 1, under_measured: 1, first: 2 }));
         launches(&mut c, "rare", G, 30);
         graph_launch(&mut c);
-        assert!(!d.check(&c));
+        assert_eq!(d.check(&c), None);
         // "known", in both lists, counts as known: its 50 launches above never asked for a window
+    }
+
+    /// Configurations settled in one look are one demand: counted, the first named.
+    #[test]
+    fn configurations_asked_for_together_are_one_demand() {
+        let mut d = WindowDemand::new([], [key("few", G)]);
+        let mut c = LaunchConfigs::default();
+        launches(&mut c, "a", G, 1);
+        launches(&mut c, "b", G, 1);
+        launches(&mut c, "few", G, 15);
+        assert_eq!(d.check(&c), None);
+        launches(&mut c, "a", G, 1);
+        launches(&mut c, "b", G, 1);
+        launches(&mut c, "few", G, 1);
+        assert_eq!(d.check(&c), Some(Asked { configs: 3, under_measured: 1, first: 0 }));
+        assert_eq!(c.name(0), "a");
+        assert_eq!(c.name(2), "few");
+        assert_eq!(c.name(3), "");
+        assert_eq!(d.check(&c), None);
     }
 
     fn node(c: &mut LaunchConfigs, name: &str) {
