@@ -44,7 +44,15 @@ pub const EXIT_PROGRAM: &str = "cu_exit";
 pub const SAMPLE_PROGRAM: &str = "stack_sample";
 /// The scheduler's switch programs (raw tracepoint, or the classic one).
 pub const SWITCH_PROGRAMS: [&str; 2] = ["sched_switch_raw", "sched_switch"];
-/// The `comm` of the recorder's threads in `held_by`.
+/// Whether a `held_by` entry's thread name is one of the recorder's threads (recordings
+/// before the entries were marked `"recorder"`): its main thread ([`RECORDER_COMM`]), the
+/// power sampler (`tracer-nvml`), the marker reader (`tracer-markers`), the Python layout
+/// reader (`python-layouts`).
+pub fn is_recorder_comm(comm: &str) -> bool {
+    comm == RECORDER_COMM || comm.starts_with("tracer-") || comm == "python-layouts"
+}
+
+/// The `comm` of the recorder's main thread in `held_by`.
 pub const RECORDER_COMM: &str = "tracer";
 
 /// How replays and what-if pace the recorded host program.
@@ -300,24 +308,26 @@ pub struct OffCpu {
     pub tid: u32,
     pub ts: u64,
     pub end_ts: u64,
-    /// Of its runnable wait, the ns the recorder's threads held the CPU (`held_by`, comm `tracer`).
+    /// Of its runnable wait, the ns the recorder's threads held the CPU ([`OffCpu::recorder_ns_of`]).
     pub recorder_ns: u64,
     /// A stack was taken at the switch-out (the line has `stack`).
     pub stack: bool,
 }
 
 impl OffCpu {
-    /// The recorder's share of a `held_by` list (`[{comm, ns}]`).
+    /// The recorder's share of a `held_by` list (`[{comm, ns, recorder}]`): its entries marked
+    /// `"recorder": true` (the recorder's own process, since 2026-12-03); in a recording
+    /// without the mark, its threads by name ([`is_recorder_comm`]).
     pub fn recorder_ns_of(held_by: Option<&Value>) -> u64 {
-        held_by
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter(|h| h.get("comm").and_then(Value::as_str) == Some(RECORDER_COMM))
-                    .filter_map(|h| h.get("ns").and_then(Value::as_u64))
-                    .sum()
+        let Some(v) = held_by.and_then(Value::as_array) else { return 0 };
+        let marked = v.iter().any(|h| h.get("recorder").is_some());
+        v.iter()
+            .filter(|h| match marked {
+                true => h.get("recorder").and_then(Value::as_bool) == Some(true),
+                false => h.get("comm").and_then(Value::as_str).is_some_and(is_recorder_comm),
             })
-            .unwrap_or(0)
+            .filter_map(|h| h.get("ns").and_then(Value::as_u64))
+            .sum()
     }
 }
 

@@ -159,3 +159,76 @@ fn without_scheduler_events_the_gaps_say_so() {
     let text = tracer(&["gaps", run.trace.to_str().unwrap()]);
     assert!(text.contains("why the launching threads were not launching: not recorded"), "{text}");
 }
+
+/// The recorder's own threads in `held_by` are marked, and the footer sums them: the tracer
+/// and a launch loop share one CPU (the test thread's affinity, which both inherit), so the
+/// collector, draining the loop's records, takes that CPU from the loop's thread now and then.
+#[test]
+fn the_recorders_own_threads_are_marked_where_they_held_a_traced_threads_cpu() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    // SAFETY: plain affinity calls on this (the test's) thread; the old mask is put back.
+    let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) };
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let cpu = (0..libc::CPU_SETSIZE as usize).find(|&c| unsafe { libc::CPU_ISSET(c, &old) }).unwrap();
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    assert_eq!(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) }, 0);
+    let out = common::fresh_output("recorder-held");
+    let bench = common::fake_program("bench");
+    let (status, stderr) = common::record_program(
+        &out,
+        &["--no-power", "--no-gpu"],
+        &[bench.as_os_str(), "calls".as_ref(), "launch".as_ref(), "300000".as_ref(), "1".as_ref()],
+        &[],
+        Duration::from_secs(120),
+        "bench launch",
+    );
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
+    assert!(status.success(), "tracer on bench: {status}\n{stderr}");
+    let lines = common::read_trace(&out).unwrap();
+    let header = lines.iter().find(|l| l["type"] == "header").unwrap();
+    let footer = lines.iter().find(|l| l["type"] == "footer").unwrap();
+    let (mut marked, mut by_name) = (0u64, std::collections::BTreeMap::<String, u64>::new());
+    let mut held_lines = 0;
+    for l in lines.iter().filter(|l| l["type"] == "sched" && l["op"] == "off_cpu") {
+        for h in l["held_by"].as_array().into_iter().flatten() {
+            held_lines += 1;
+            let is_recorder = h["recorder"] == true;
+            // marked exactly when the holder is the tracer's own process (its pid is the header's)
+            let recorder_pid = header["recorder_pid"].as_u64();
+            if let (Some(p), Some(r)) = (h["pid"].as_u64(), recorder_pid) {
+                assert_eq!(is_recorder, p == r, "{h}");
+            }
+            if is_recorder {
+                marked += h["ns"].as_u64().unwrap();
+                *by_name.entry(h["comm"].as_str().unwrap().to_string()).or_default() += h["ns"].as_u64().unwrap();
+            }
+        }
+    }
+    assert!(held_lines > 0 && marked > 0, "the collector never held the loop's CPU: {}", footer["sched"]);
+    let want: serde_json::Map<String, Value> = by_name.into_iter().map(|(k, v)| (k, v.into())).collect();
+    assert_eq!(footer["sched"]["held_by_recorder"], Value::Object(want), "footer against the lines");
+    assert_eq!(footer["collector"]["sched"]["tracer"], "batch");
+}
+
+/// The command runs under the normal scheduling policy, not the recorder's (collect/own_sched.rs).
+#[test]
+fn the_command_runs_under_the_normal_policy() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let out = common::fresh_output("command-policy");
+    let (status, stderr) = common::record_program(
+        &out,
+        &["--no-power", "--no-gpu"],
+        &["/bin/sh".as_ref(), "-c".as_ref(), "chrt -p $$".as_ref()],
+        &[],
+        Duration::from_secs(60),
+        "chrt",
+    );
+    assert!(status.success(), "tracer on chrt: {status}\n{stderr}");
+    let stdout = std::fs::read_to_string(out.with_extension("stdout")).unwrap();
+    assert!(stdout.contains("scheduling policy: SCHED_OTHER"), "{stdout}");
+}

@@ -1084,6 +1084,8 @@ fn check_all_trace(t: &Traced, exp: &[Exp], probed: usize, returns_all: bool) {
     }
     // the kernel verified the programs in tracer's system time, before the command
     assert!(c["before_command"]["cpu_system_s"].as_f64().unwrap() > 0.0, "{c}");
+    // the collector's thread gives way to the command on a CPU (collect/own_sched.rs)
+    assert_eq!(c["sched"]["tracer"], "batch", "{c}");
 
     // Exactly the calls made, in order, each once.
     let got = calls_by_ts(t);

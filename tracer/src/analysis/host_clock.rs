@@ -78,7 +78,7 @@ fn compensation(t: &Trace, o: Overrides) -> Compensation {
             tid: o.pid,
             ts: o.start,
             end_ts: o.end,
-            recorder_ns: o.held_by.iter().filter(|h| h.0 == tracer_format::pacing::RECORDER_COMM).map(|h| h.1).sum(),
+            recorder_ns: o.recorder_ns,
             stack: o.stack.is_some(),
         })
         .collect();

@@ -57,6 +57,9 @@ pub fn footer(col: &Collector, k: &KernelCounters, exit: Option<&spawn::ExitInfo
             "off_cpu_lines": col.asm.sched.off_cpu_lines,
             "unknown_lines": col.asm.sched.unknown_lines,
             "lost_windows": col.asm.sched.lost_windows,
+            // the traced threads' runnable time while the recorder's own threads held
+            // their CPU, ns by the recorder's thread name (its cost in CPU time taken)
+            "held_by_recorder": col.asm.sched.held_by_recorder,
         },
         // Stack records (they become `stack` lines, one per distinct stack,
         // and `stack` fields): received, attached, orphans, what resolved.
@@ -121,6 +124,8 @@ pub fn collector_usage(before_command: Option<(f64, f64)>) -> Value {
         "cpu_system_s": system,
         "max_rss_kib": kib("VmHWM:"),
         "rss_anon_kib": kib("RssAnon:"),
+        // the scheduling policy of each of the recorder's threads (collect/own_sched.rs)
+        "sched": crate::collect::own_sched::summary(),
     });
     if let Some((u, s)) = before_command {
         v["before_command"] = json!({ "cpu_user_s": u, "cpu_system_s": s });

@@ -42,6 +42,7 @@ pub mod loader;
 pub mod markers;
 pub mod output;
 pub mod overlay;
+pub mod own_sched;
 pub mod power;
 pub mod privileges;
 pub mod probe_options;

@@ -209,6 +209,7 @@ pub fn assembler(probes: &ProbeOptions, loaded: &loader::Loaded, fd_kinds: bool)
             }
             false => asm.sched.enabled = true,
         }
+        asm.sched.recorder_pid = Some(std::process::id());
     }
     asm
 }

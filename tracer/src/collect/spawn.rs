@@ -625,6 +625,10 @@ unsafe fn child_after_fork(plan: &ChildPlan<'_>) -> ! {
         libc::close(plan.release_wr);
         libc::close(plan.status_rd);
         reset_signals();
+        // the command runs under the normal policy, whatever the recorder's thread had
+        // (collect/own_sched.rs: SCHED_BATCH and SCHED_IDLE are inherited)
+        let normal = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
         if let Some(fd) = plan.stdout
             && libc::dup2(fd, libc::STDOUT_FILENO) < 0
         {

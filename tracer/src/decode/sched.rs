@@ -110,6 +110,11 @@ pub struct SchedTracker {
     pub unknown_lines: u64,
     pub lost_windows: u64,
     last_ts: u64,
+    /// The recorder's own process (its threads in `held_by` are marked `"recorder": true`).
+    pub recorder_pid: Option<u32>,
+    /// Runnable time of traced threads while the recorder's threads held their CPU, ns, by
+    /// the holding thread's name (the footer's `sched.held_by_recorder`).
+    pub held_by_recorder: BTreeMap<String, u64>,
 }
 
 /// System calls whose first argument is a file descriptor worth naming.
@@ -481,9 +486,17 @@ impl SchedTracker {
                     .map(|((p, t, c), ns)| {
                         let mut t = Task { pid: *p, tid: *t, comm: c.clone() }.json();
                         t["ns"] = json!(ns);
+                        if self.recorder_pid.is_some_and(|r| r == *p) {
+                            t["recorder"] = json!(true);
+                        }
                         t
                     })
                     .collect();
+                if let Some(r) = self.recorder_pid {
+                    for ((_, _, c), ns) in o.held.iter().filter(|((p, _, _), _)| *p == r) {
+                        *self.held_by_recorder.entry(c.clone()).or_default() += ns;
+                    }
+                }
                 let rest: u64 = h.iter().skip(8).map(|x| *x.1).sum();
                 if rest > 0 {
                     v.push(json!({"comm": "other", "ns": rest}));

@@ -34,6 +34,8 @@ pub struct OffCpu {
     pub preempted: bool,
     /// Preempted: who held the CPU it waited for, with their ns.
     pub held_by: Vec<(String, u64)>,
+    /// Of that, the recorder's own threads' ns (tracer_format::pacing::OffCpu::recorder_ns_of).
+    pub recorder_ns: u64,
     /// The system call it blocked in (`syscall` of the line).
     pub syscall: Option<String>,
     /// Still off its CPU when the recording ended (`end` is the last record's time).
@@ -149,6 +151,7 @@ impl Sched {
                         .as_array()
                         .map(|a| a.iter().filter_map(|h| Some((task(h)?, h["ns"].as_u64()?))).collect())
                         .unwrap_or_default(),
+                    recorder_ns: tracer_format::pacing::OffCpu::recorder_ns_of(v.get("held_by")),
                     syscall: v["syscall"].as_str().map(str::to_owned),
                     open: v["open"] == true,
                     behind_task: TaskId::of(&v["behind"]),

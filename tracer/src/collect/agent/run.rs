@@ -29,6 +29,7 @@ pub fn run(a: &AgentOptions) -> anyhow::Result<i32> {
         None => None,
     };
     privileges::check_privileges()?;
+    crate::collect::own_sched::apply(crate::collect::own_sched::Role::Keeps);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (mut signals, mut usr1) = rt
         .block_on(async {

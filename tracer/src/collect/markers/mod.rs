@@ -236,6 +236,7 @@ impl MarkerReader {
         let thread = std::thread::Builder::new()
             .name("tracer-markers".into())
             .spawn(move || {
+                crate::collect::own_sched::apply(crate::collect::own_sched::Role::Keeps);
                 let mut dec = MarkerDecoder::new(default_pid);
                 let mut send = |v: Value| match tx.try_send(v) {
                     Ok(()) => true,

@@ -107,6 +107,7 @@ impl Power {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let (done_tx, done_rx) = mpsc::channel::<Done>();
         let spawned = std::thread::Builder::new().name("tracer-nvml".into()).spawn(move || {
+            crate::collect::own_sched::apply(crate::collect::own_sched::Role::Background);
             let mut src = match nvml::NvmlSource::open(&candidates) {
                 Ok(s) => s,
                 Err(e) => {

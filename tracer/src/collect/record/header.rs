@@ -26,6 +26,8 @@ pub fn trace_header(
     gpu_off: &str,
 ) -> Value {
     let mut header = header(o, &loaded.report, root_pid, started);
+    // the recorder's own process: its threads are marked in `held_by` ("recorder": true)
+    header["recorder_pid"] = json!(std::process::id());
     // The host's CPU speed (a fixed single-thread workload, ~10-30 ms; the command is still
     // suspended): `--host-speed FILE` in replay and whatif divides it by the target's.
     header["host_calibration"] = json!(tracer_format::pacing::HostCalibration::measure(None));

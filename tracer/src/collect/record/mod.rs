@@ -54,6 +54,8 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         durations::start(o.gpu.as_ref().and_then(|g| g.library.clone()), gpu.as_mut(), run_as.as_ref(), o.quiet);
     make_private(o, &file, &out_path)?;
     let suspended = spawn_command(o, run_as.as_ref(), &side)?;
+    // the command exists: from here on this thread gives way to it on a CPU
+    crate::collect::own_sched::apply(crate::collect::own_sched::Role::Keeps);
     // Until the header is written, a failure removes the (empty) file we
     // created, so no trace that is not one is left behind.
     let cleanup = |e: anyhow::Error| {

@@ -90,7 +90,10 @@ impl PythonProcs {
         let mut w = Worker { map, procs: HashMap::new(), counts: counts.clone(), counted: Default::default() };
         let worker = std::thread::Builder::new()
             .name("python-layouts".into())
-            .spawn(move || w.run(rx))
+            .spawn(move || {
+                crate::collect::own_sched::apply(crate::collect::own_sched::Role::Keeps);
+                w.run(rx)
+            })
             .map_err(|e| log::warn!("no Python layouts: starting their thread failed: {e}"))
             .ok();
         PythonProcs { tx: worker.as_ref().map(|_| tx), worker, counts }
