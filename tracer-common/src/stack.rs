@@ -72,7 +72,12 @@ pub mod count {
     }
     /// Switch-outs of the injection library's own threads (tracer-cupti's), which take no stack.
     pub const OWN_SWITCH_OUTS: u32 = walks(super::site::SAMPLE) + 3;
-    pub const N: u32 = OWN_SWITCH_OUTS + 1;
+    /// Stacks of switch-outs and on-CPU samples not taken because the ring buffer held more
+    /// unread data than `SHED_BYTES` (the collector behind): shed so that the records every
+    /// line needs keep their room.
+    pub const SHED_SWITCH_OUTS: u32 = OWN_SWITCH_OUTS + 1;
+    pub const SHED_SAMPLES: u32 = OWN_SWITCH_OUTS + 2;
+    pub const N: u32 = OWN_SWITCH_OUTS + 3;
 }
 
 /// What the stack was taken for: [`StackRec::site`].

@@ -159,6 +159,30 @@ fn own_thread() -> bool {
     head == u64::from_le_bytes(*b"tracer-c") && tail == u32::from_le_bytes(*b"upti")
 }
 
+/// Unread bytes in the ring buffer above which switch-out and sample stacks are not taken
+/// (0: always taken). Set by userspace (collect/loader.rs `SHED_BYTES_MAX`): a collector that falls
+/// behind (a stack-heavy program) then sheds these large, optional records first, and the
+/// call, scheduler and graph records keep their room instead of being lost to a full ring.
+#[unsafe(no_mangle)]
+static SHED_BYTES: u64 = 0;
+
+const BPF_RB_AVAIL_DATA: u64 = 0;
+
+/// Whether a stack at `site` is shed (counted): a switch-out's or a sample's while the ring
+/// holds more than `SHED_BYTES` unread. Call stacks are never shed (each belongs to its call).
+#[inline(always)]
+fn shed(site: u32) -> bool {
+    let limit = global(&SHED_BYTES);
+    if limit == 0 || site == tracer_common::stack::site::CALL {
+        return false;
+    }
+    if EVENTS.query(BPF_RB_AVAIL_DATA) <= limit {
+        return false;
+    }
+    count(if site == tracer_common::stack::site::SAMPLE { count::SHED_SAMPLES } else { count::SHED_SWITCH_OUTS });
+    true
+}
+
 /// Whether on-CPU samples take stacks.
 #[inline(always)]
 pub fn at_sample() -> bool {
@@ -244,6 +268,9 @@ fn insert_caller(rec: &mut StackRec, ra: u64) {
 #[inline(always)]
 pub fn emit<C: EbpfContext>(ctx: &C, site: u32, of: &Header) {
     let (func, pid, tid) = (of.func, of.pid, of.tid);
+    if shed(site) {
+        return;
+    }
     let t0 = unsafe { bpf_ktime_get_ns() };
     // Built in its own ring-buffer slot, not a per-CPU scratch: a uprobe
     // program runs preemptible (migrate-disabled only), so another program

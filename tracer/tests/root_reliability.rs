@@ -904,3 +904,68 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
     );
     t.cleanup();
 }
+
+#[test]
+fn a_collector_behind_sheds_switch_out_stacks_and_loses_no_call() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    // A 1 MiB ring buffer and a collector stopped (SIGSTOP) while the command makes 1,000
+    // iterations, each a call and a sleep (a switch-out, whose stack takes some 1.6 KB: 1.6 MB
+    // in all, more than the ring). The calls and scheduler records of those iterations take
+    // some 0.5 MB: once a quarter of the ring is unread the switch-out stacks are shed (tracer-ebpf
+    // stack.rs), so every call of the iterations is recorded and nothing is lost.
+    let out = common::fresh_output("shed");
+    let progress = Progress::new(out.with_extension("progress"));
+    let f = common::fake();
+    let mut tracer = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(NO_SAMPLES)
+        .args(["--buffer-size", "1", "--", "taskset", "-c", "0"])
+        .arg(relia::program())
+        .arg("paced")
+        .env("RELIABILITY_PROGRESS", &progress.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let have = common::wait_for_lines(&out, 20, Duration::from_secs(60));
+    assert!(have >= 20);
+    let pid = tracer.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped_at = progress.iterations();
+    let made = progress.wait_for(stopped_at + 1000, Duration::from_secs(120));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(made, "hung: the command made {} of 1000 iterations in 120 s", progress.iterations() - stopped_at);
+    let resumed_at = progress.iterations();
+    let caught_up = eventually(Duration::from_secs(120), || recorded_iteration(&out, resumed_at + 100));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    assert!(caught_up, "hung: no record of iteration {} in 120 s after the resume", resumed_at + 100);
+    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
+    let t = common::finish(out, st, Duration::ZERO);
+    let ctx = t.describe();
+    let footer = t.footer().clone();
+    assert_eq!(footer["lost"]["total"], 0, "{ctx}");
+    let shed = footer["stack_sampling"]["shed_under_load"]["switch_outs"].as_u64().unwrap();
+    assert!(shed > 0, "no switch-out stack shed: {}", footer["stack_sampling"]);
+    assert_eq!(
+        footer["stack_sampling"]["shed_under_load"]["samples"], 0,
+        "no samples taken: {}",
+        footer["stack_sampling"]
+    );
+    // every iteration's call, once, in order: cuCtxSetCurrent(0x1000 + i)
+    let ctxs: Vec<u64> =
+        t.calls().filter(|l| l["name"] == "cuCtxSetCurrent").filter_map(|l| hex::field(&l["args"], "ctx")).collect();
+    let n = ctxs.len() as u64;
+    assert!(n >= resumed_at, "{n} calls for {resumed_at} iterations");
+    assert_eq!(ctxs, (0..n).map(|i| 0x1000 + i).collect::<Vec<_>>(), "the calls, each once");
+    // each switch-out of the command's thread has its stack or was shed: the stacks taken and
+    // shed add up to the off-CPU intervals that began with a switch-out of that thread
+    let taken = footer["stacks"]["by_site"]["switch_out"].as_u64().unwrap();
+    assert!(taken > 0 && taken + shed >= 1000, "taken {taken}, shed {shed}");
+    t.cleanup();
+}

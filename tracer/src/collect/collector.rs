@@ -112,10 +112,18 @@ impl Collector {
 
     /// Reads every record available now. Returns how many were read.
     pub fn drain(&mut self, ring: &mut RingBuf<MapData>) -> usize {
+        self.drain_upto(ring, usize::MAX)
+    }
+
+    /// [`Self::drain`], at most `max` records: a collector that is behind returns to its loop
+    /// now and then (the GPU lines, the window demands), instead of when the buffer is empty.
+    pub fn drain_upto(&mut self, ring: &mut RingBuf<MapData>, max: usize) -> usize {
         let mut n = 0;
         // A launch's parameter buffer cut out of its span (Recorder::unpack).
         let mut params = Vec::new();
-        while let Some(item) = ring.next() {
+        while n < max
+            && let Some(item) = ring.next()
+        {
             n += 1;
             match decode::parse(&item) {
                 Ok(rec) => {

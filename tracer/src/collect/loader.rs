@@ -27,6 +27,13 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// The eBPF object built by build.rs from tracer-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 
+/// The most unread ring-buffer bytes above which switch-out and sample stacks are shed
+/// (tracer-ebpf stack.rs `SHED_BYTES`; a quarter of a smaller ring): 4 MiB, a few thousand
+/// stack records, some 0.1-0.2 s of a collector that resolves stacks slower than they come.
+/// A larger backlog delays what the collector does on time (window demands, the agent's
+/// scrapes) and, further, fills the ring, losing records every line needs.
+pub const SHED_BYTES_MAX: u64 = 4 << 20;
+
 /// What got attached, for the header and the summary.
 #[derive(Debug, Default, Clone)]
 pub struct ProbeReport {
@@ -251,6 +258,9 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         }),
         false => 0,
     };
+    // optional stacks are shed above a quarter of the ring unread, at most SHED_BYTES_MAX
+    // (tracer-ebpf stack.rs)
+    let shed_bytes = (opts.ring_bytes as u64 / 4).min(SHED_BYTES_MAX);
     let mut loader = EbpfLoader::new();
     loader
         .override_global("FORK_CHILD_PID_OFF", &fork_child, true)
@@ -259,6 +269,7 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
         .override_global("EXIT_GROUP_DEAD_OFF", &exit_group_dead, true)
         .override_global("LOG_ENABLED", &log_enabled, true)
         .override_global("WAKEUP_BYTES", &opts.wakeup_bytes, true)
+        .override_global("SHED_BYTES", &shed_bytes, true)
         .override_global("BENCH_FUNC", &bench_func, true)
         .override_global("SELECT_MODE", &opts.scope.mode, true)
         .override_global("SELECT_CGROUP_ID", &opts.scope.cgroup_id, true)

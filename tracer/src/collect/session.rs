@@ -52,6 +52,32 @@ pub fn periodic(col: &mut Collector, loaded: &mut loader::Loaded, last_flush: &m
 /// side's final counters.
 pub type Collected = (Option<spawn::ExitInfo>, KernelCounters);
 
+/// Records drained between two looks at the GPU side (its lines, the window demands).
+const DRAIN_CHUNK: usize = 8192;
+
+/// Drains the ring buffer until it is empty, in chunks of [`DRAIN_CHUNK`] records: after each,
+/// the GPU side's lines are taken and window demands checked, so that a collector that is
+/// behind (a program whose stacks it resolves slower than they come) still asks for a window
+/// while the work it is for runs, not once the buffer has emptied.
+fn drain_in_chunks(
+    col: &mut Collector,
+    ring: &mut aya::maps::RingBuf<aya::maps::MapData>,
+    mut gpu: Option<&mut GpuSession>,
+) {
+    loop {
+        let n = col.drain_upto(ring, DRAIN_CHUNK);
+        if let Some(g) = gpu.as_deref_mut() {
+            g.drain(col);
+            if let Some(c) = col.launch_configs.as_ref() {
+                g.demand_windows(c);
+            }
+        }
+        if n < DRAIN_CHUNK {
+            break;
+        }
+    }
+}
+
 /// Runs the loop until the command ends, then detaches and drains what is left.
 pub async fn collect(
     loaded: &mut loader::Loaded,
@@ -127,17 +153,11 @@ pub async fn collect(
             }
             g = afd.readable_mut() => {
                 let mut g = g?;
-                col.drain(g.get_inner_mut());
+                drain_in_chunks(col, g.get_inner_mut(), gpu.as_deref_mut());
                 g.clear_ready();
             }
             _ = tick.tick() => {
-                col.drain(afd.get_mut());
-                if let Some(g) = gpu.as_deref_mut() {
-                    g.drain(col);
-                    if let Some(c) = col.launch_configs.as_ref() {
-                        g.demand_windows(c);
-                    }
-                }
+                drain_in_chunks(col, afd.get_mut(), gpu.as_deref_mut());
                 periodic(col, loaded, &mut last_flush);
             }
         }

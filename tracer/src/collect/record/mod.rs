@@ -145,6 +145,11 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
                 "launches_sampled_in": sum(tracer_common::stack::count::SAMPLED_IN),
                 "launches_sampled_out": sum(tracer_common::stack::count::SAMPLED_OUT),
                 "own_switch_outs": sum(tracer_common::stack::count::OWN_SWITCH_OUTS),
+                // stacks not taken while the collector was behind (tracer-ebpf stack.rs `shed`)
+                "shed_under_load": {
+                    "switch_outs": sum(tracer_common::stack::count::SHED_SWITCH_OUTS),
+                    "samples": sum(tracer_common::stack::count::SHED_SAMPLES),
+                },
             }),
         );
         col.footer_extra.insert("stack_walks".into(), crate::collect::stacks::sites::stack_walks_footer(sum));

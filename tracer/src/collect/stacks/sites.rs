@@ -196,7 +196,7 @@ mod walk_tests {
                 "sample": {"walks": 108, "ns": 109, "python_ns": 110},
             })
         );
-        assert_eq!(tracer_common::stack::count::N, 12);
+        assert_eq!(tracer_common::stack::count::N, 14);
         assert_eq!(tracer_common::stack::count::OWN_SWITCH_OUTS, 11);
     }
 }
