@@ -29,8 +29,10 @@
 # pacing_table.txt, results.tgz (real.json, together_*.json, timed_*.json,
 # plan_*.txt, host.json, the recordings' trace.jsonl.zst and manifest.json). A failed step is logged
 # and the others go on; the table is printed last.
-# Environment: ROUNDS (8), PAIR ("mlp cnn"), MLP_STEPS (600), CNN_STEPS (12),
-# BUDGET_S (450: no new step starts after it).
+# Environment: ROUNDS (8), PAIR ("mlp cnn"; any two of colocation_workloads.py's
+# kinds), MLP_STEPS (600), CNN_STEPS (12), BUDGET_S (450: no new step starts after it),
+# REC_FLAGS (the recordings' options, "--replayable --gpu-timestamps"), PACINGS
+# ("compensated recorded"), TIMED (1: step 5; 0 leaves it out).
 set -u
 ROOT=$(pwd)
 . "$ROOT/experiments/replay/device_bins.sh"
@@ -40,6 +42,9 @@ read -r A B <<< "${PAIR:-mlp cnn}"
 MLP_STEPS=${MLP_STEPS:-600}
 CNN_STEPS=${CNN_STEPS:-12}
 BUDGET_S=${BUDGET_S:-450}
+REC_FLAGS=${REC_FLAGS:---replayable --gpu-timestamps}
+PACINGS=${PACINGS:-compensated recorded}
+TIMED=${TIMED:-1}
 W=$ROOT/experiments/colocation/colocation_workloads.py
 WORK=/tmp/pacing-work
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
@@ -72,7 +77,8 @@ args_of() { # the workload's size options
     step calibrate "$T" calibrate-host -o "$WORK/host.json" && cat "$WORK/host.json"
     for k in $A $B; do
         # shellcheck disable=SC2046
-        step "record $k" timeout 150 "$T" record --replayable --gpu-timestamps -q --force -o "$WORK/$k.rec" -- \
+        # shellcheck disable=SC2086
+        step "record $k" timeout 150 "$T" record $REC_FLAGS -q --force -o "$WORK/$k.rec" -- \
             python3 "$W" "$k" $(args_of "$k")
         "$R" plan "$WORK/$k.rec" 2>&1 | grep -E "coverage|launches|not replayed" | head -5
         python3 - "$WORK/$k.rec" <<'PY'
@@ -97,13 +103,14 @@ runpy.run_path("$W", run_name="__main__")
 PY
     step real timeout 240 python3 "$ROOT/experiments/colocation/colocation_real.py" "$A" "$B" --rounds "$ROUNDS" \
         --out "$WORK/real.json" --workloads "$WORK/workloads.py"
-    for p in compensated recorded; do
+    for p in $PACINGS; do
         "$R" plan "$WORK/$A.rec" "$WORK/$B.rec" --together --rounds "$ROUNDS" --pacing "$p" > "$WORK/plan_$p.txt" 2>&1
         grep -E "^tenant|pacing:" "$WORK/plan_$p.txt"
         step "together $p" timeout 200 "$R" "$WORK/$A.rec" "$WORK/$B.rec" --together --rounds "$ROUNDS" \
             --pacing "$p" --report "$WORK/together_$p.json"
     done
-    for p in compensated recorded; do
+    for p in $PACINGS; do
+        [ "$TIMED" = 1 ] || break
         step "timed $p" timeout 90 "$R" "$WORK/$A.rec" --mode timed --iterations 5 --warmup 1 --no-cupti \
             --pacing "$p" --report "$WORK/timed_$p.json" 2>&1 | grep -E "pacing|timed" | head -8
     done
