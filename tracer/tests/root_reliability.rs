@@ -957,6 +957,12 @@ fn a_collector_behind_sheds_switch_out_stacks_and_loses_no_call() {
         "no samples taken: {}",
         footer["stack_sampling"]
     );
+    // the summary says so
+    assert!(
+        t.stderr.contains(&format!("not taken while tracer was behind: {shed} at switch-outs, 0 samples")),
+        "summary: {}",
+        t.stderr
+    );
     // every iteration's call, once, in order: cuCtxSetCurrent(0x1000 + i)
     let ctxs: Vec<u64> =
         t.calls().filter(|l| l["name"] == "cuCtxSetCurrent").filter_map(|l| hex::field(&l["args"], "ctx")).collect();

@@ -598,6 +598,15 @@ fn stacks_line(header: Option<&Value>, f: &Value) -> Option<String> {
         hz => out += &format!(" at {hz} Hz per CPU"),
     }
     out += &format!("), {} distinct", n(&st["distinct"]));
+    // shed while the collector was behind (tracer-ebpf stack.rs): those lines have no stack
+    let shed = &f["stack_sampling"]["shed_under_load"];
+    if n(&shed["switch_outs"]) + n(&shed["samples"]) > 0 {
+        out += &format!(
+            "; not taken while tracer was behind: {} at switch-outs, {} samples (their lines have no stack)",
+            n(&shed["switch_outs"]),
+            n(&shed["samples"])
+        );
+    }
     if h["sampling"]["launches"] == "sampled" {
         let c = &f["stack_sampling"];
         out += &format!(
@@ -731,6 +740,16 @@ mod tests {
                 "12 distinct; the walks took 0.1 ms: 5.0 µs at calls (3.0 of it Python), 3.0 µs per sample (2.0 of it Python); frames:"
             ),
             "{line}"
+        );
+        // stacks shed while the collector was behind
+        let mut fs = f.clone();
+        fs["stack_sampling"]["shed_under_load"] = json!({"switch_outs": 40, "samples": 2});
+        assert!(
+            stacks_line(Some(&h), &fs).unwrap().contains(
+                "12 distinct; not taken while tracer was behind: 40 at switch-outs, 2 samples (their lines have no stack); frames:"
+            ),
+            "{}",
+            stacks_line(Some(&h), &fs).unwrap()
         );
         // --no-stacks (header null) and traces before stacks: no line.
         assert_eq!(stacks_line(Some(&json!({"stacks":null})), &f), None);
