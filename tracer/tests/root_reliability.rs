@@ -801,6 +801,59 @@ impl Drop for Progress {
     }
 }
 
+/// `tracer --buffer-size 1 ARGS -- taskset -c 0 reliability paced` (a 1 MiB ring, the command
+/// on CPU 0 only), its collector stopped (SIGSTOP) while the command makes `iterations`
+/// iterations (its own count, read from the file it keeps it in), then continued until a call
+/// made `after` iterations after the resume is in the file, then SIGINT (forwarded: the
+/// command ends). Each wait is at most `limit`. The finished trace, and the command's
+/// iterations at the resume.
+fn paced_with_the_collector_stopped(
+    tag: &str,
+    tracer_args: &[&str],
+    iterations: u64,
+    after: u64,
+    limit: Duration,
+) -> (common::Traced, u64) {
+    let out = common::fresh_output(tag);
+    let progress = Progress::new(out.with_extension("progress"));
+    let f = common::fake();
+    let mut tracer = Command::new(common::tracer_bin())
+        .arg("-o")
+        .arg(&out)
+        .arg("--libcuda")
+        .arg(&f.lib)
+        .args(NO_SAMPLES)
+        .args(["--buffer-size", "1"])
+        .args(tracer_args)
+        .args(["--", "taskset", "-c", "0"])
+        .arg(relia::program())
+        .arg("paced")
+        .env("RELIABILITY_PROGRESS", &progress.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let have = common::wait_for_lines(&out, 20, Duration::from_secs(60));
+    assert!(have >= 20);
+    let pid = tracer.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped_at = progress.iterations();
+    let made = progress.wait_for(stopped_at + iterations, limit);
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(
+        made,
+        "hung: the command made {} of {iterations} iterations in {limit:?}",
+        progress.iterations() - stopped_at
+    );
+    let resumed_at = progress.iterations();
+    let caught_up = eventually(limit, || recorded_iteration(&out, resumed_at + after));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    assert!(caught_up, "hung: no record of iteration {} in {limit:?} after the resume", resumed_at + after);
+    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
+    (common::finish(out, st, Duration::ZERO), resumed_at)
+}
+
 /// Whether `out` holds a cuCtxSetCurrent line of paced iteration `i` or a
 /// later one (its `ctx` argument is `0x1000 + i`).
 fn recorded_iteration(out: &Path, i: u64) -> bool {
@@ -825,40 +878,15 @@ fn forced_loss_is_counted_exactly_and_located_by_sequence_numbers() {
     // after the collector resumed is in the file, so every loss lies
     // between records received on that CPU: each one is a hole in the
     // numbering.
-    let out = common::fresh_output("loss");
-    let progress = Progress::new(out.with_extension("progress"));
-    let f = common::fake();
-    let mut tracer = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let (t, _) = paced_with_the_collector_stopped(
+        "loss",
         // The calls' records, each in the file with its (cpu, seq): scheduler records
         // become off-CPU intervals, not one line each.
-        .args(["--buffer-size", "1", "--no-sched", "--", "taskset", "-c", "0"])
-        .arg(relia::program())
-        .arg("paced")
-        .env("RELIABILITY_PROGRESS", &progress.path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let have = common::wait_for_lines(&out, 20, Duration::from_secs(60));
-    assert!(have >= 20);
-    let pid = tracer.id() as i32;
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let stopped_at = progress.iterations();
-    let made = progress.wait_for(stopped_at + 6000, Duration::from_secs(180));
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    assert!(made, "hung: the command made {} of 6000 iterations in 180 s", progress.iterations() - stopped_at);
-    let resumed_at = progress.iterations();
-    let caught_up = eventually(Duration::from_secs(180), || recorded_iteration(&out, resumed_at + 1000));
-    unsafe { libc::kill(pid, libc::SIGINT) }; // forwarded: the command ends
-    assert!(caught_up, "hung: no record of iteration {} in 180 s after the resume", resumed_at + 1000);
-    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
-    let t = common::finish(out, st, Duration::ZERO);
+        &["--no-sched"],
+        6000,
+        1000,
+        Duration::from_secs(180),
+    );
     let ctx = t.describe();
     assert_eq!(t.code(), 130, "{ctx}");
     let footer = t.footer().clone();
@@ -915,38 +943,7 @@ fn a_collector_behind_sheds_switch_out_stacks_and_loses_no_call() {
     // in all, more than the ring). The calls and scheduler records of those iterations take
     // some 0.5 MB: once a quarter of the ring is unread the switch-out stacks are shed (tracer-ebpf
     // stack.rs), so every call of the iterations is recorded and nothing is lost.
-    let out = common::fresh_output("shed");
-    let progress = Progress::new(out.with_extension("progress"));
-    let f = common::fake();
-    let mut tracer = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
-        .args(["--buffer-size", "1", "--", "taskset", "-c", "0"])
-        .arg(relia::program())
-        .arg("paced")
-        .env("RELIABILITY_PROGRESS", &progress.path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let have = common::wait_for_lines(&out, 20, Duration::from_secs(60));
-    assert!(have >= 20);
-    let pid = tracer.id() as i32;
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let stopped_at = progress.iterations();
-    let made = progress.wait_for(stopped_at + 1000, Duration::from_secs(120));
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    assert!(made, "hung: the command made {} of 1000 iterations in 120 s", progress.iterations() - stopped_at);
-    let resumed_at = progress.iterations();
-    let caught_up = eventually(Duration::from_secs(120), || recorded_iteration(&out, resumed_at + 100));
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    assert!(caught_up, "hung: no record of iteration {} in 120 s after the resume", resumed_at + 100);
-    let st = common::wait_with_timeout(&mut tracer, Duration::from_secs(60), false, "tracer after SIGINT");
-    let t = common::finish(out, st, Duration::ZERO);
+    let (t, resumed_at) = paced_with_the_collector_stopped("shed", &[], 1000, 100, Duration::from_secs(120));
     let ctx = t.describe();
     let footer = t.footer().clone();
     assert_eq!(footer["lost"]["total"], 0, "{ctx}");

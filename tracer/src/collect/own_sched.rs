@@ -98,7 +98,7 @@ mod tests {
 
     /// Each role's policy on the thread itself (inherited by the threads it starts); the summary names it.
     #[test]
-    fn roles_set_their_policy_and_children_start_normal() {
+    fn roles_set_their_policy_which_the_threads_they_start_inherit() {
         let t = std::thread::Builder::new()
             .name("own-sched-test".into())
             .spawn(|| {
