@@ -16,15 +16,13 @@
 //! version's library, a link or a file that is not regular is left alone
 //! and refused.
 use std::ffi::OsString;
-use std::io::Write as _;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracer_format::open::Kind;
+
+pub use crate::collect::kept_file::ErrorKind;
+use crate::collect::kept_file::{self, Kept, KeptError, suffixed};
 
 use crate::analysis::durations_file::{DurationsFile, durations_line};
 use crate::analysis::durations_library::{
@@ -35,15 +33,10 @@ use crate::analysis::model::Geom;
 /// The variable naming the library's file (empty: no library).
 pub const ENV: &str = "TRACER_DURATIONS_LIBRARY";
 
-/// How long [`update`] waits for another tracer's lock.
-const LOCK_WAIT: Duration = Duration::from_secs(30);
-
 /// The library's path, or None when `$TRACER_DURATIONS_LIBRARY` is empty
 /// (or no home is known).
 pub fn default_path() -> Option<PathBuf> {
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    path_from(std::env::var_os(ENV), euid, std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+    kept_file::default_path("durations.json", ENV)
 }
 
 /// [`default_path`] from the variables and the effective uid.
@@ -53,18 +46,7 @@ pub fn path_from(
     xdg_state: Option<OsString>,
     home: Option<OsString>,
 ) -> Option<PathBuf> {
-    if let Some(p) = env {
-        return (!p.is_empty()).then(|| PathBuf::from(p));
-    }
-    if euid == 0 {
-        return Some(PathBuf::from("/var/lib/tracer/durations.json"));
-    }
-    // XDG: a relative (or empty) XDG_STATE_HOME is ignored
-    if let Some(x) = xdg_state.map(PathBuf::from).filter(|x| x.is_absolute()) {
-        return Some(x.join("tracer/durations.json"));
-    }
-    let home = home.map(PathBuf::from).filter(|h| h.is_absolute())?;
-    Some(home.join(".local/state/tracer/durations.json"))
+    kept_file::path_from("durations.json", env, euid, xdg_state, home)
 }
 
 /// The variable that names the GPU key ("MODEL;DRIVER") where
@@ -146,35 +128,10 @@ pub fn entries_for(
 
 /// What went wrong with the library, in one line (it names the file, what
 /// is wrong and what to do).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LibraryError {
-    pub kind: ErrorKind,
-    pub message: String,
-}
+pub type LibraryError = KeptError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// Not JSON, not a library's fields, not UTF-8, or another file's `format`.
-    Corrupt,
-    /// A newer version's library.
-    Newer,
-    /// A link, not a regular file, or over its size cap: left alone.
-    Refused,
-    /// Reading, writing, the directory or the lock failed.
-    Io,
-}
-
-impl std::fmt::Display for LibraryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for LibraryError {}
-
-fn io(message: String) -> LibraryError {
-    LibraryError { kind: ErrorKind::Io, message }
-}
+/// The durations library as a kept file.
+pub const KEPT: Kept = Kept { kind: Kind::DurationsLibrary, name: "durations library", elsewhere: ELSEWHERE };
 
 const ELSEWHERE: &str = "or set TRACER_DURATIONS_LIBRARY to another file (empty: no library)";
 
@@ -198,13 +155,7 @@ pub fn load(path: &Path) -> Result<Option<Library>, LibraryError> {
 
 /// The file at `path` (None: no such file), parsed.
 fn read(path: &Path) -> Result<Option<Result<Library, ParseError>>, LibraryError> {
-    let bytes = tracer_format::open::read_kept(path, Kind::DurationsLibrary).map_err(|e| {
-        let message = format!("{e}");
-        // links, other file kinds and oversized files are refused as tracer_format says
-        let kind = if message.starts_with("cannot open") { ErrorKind::Io } else { ErrorKind::Refused };
-        LibraryError { kind, message: format!("{message}; {ELSEWHERE}") }
-    })?;
-    Ok(bytes.map(|b| match String::from_utf8(b) {
+    Ok(KEPT.read(path)?.map(|b| match String::from_utf8(b) {
         Ok(text) => Library::parse(&text),
         Err(_) => Err(ParseError::Corrupt("not UTF-8 text".into())),
     }))
@@ -298,126 +249,19 @@ pub fn update_at(
     now_unix: u64,
 ) -> Result<UpdateReport, LibraryError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dirs(dir)?;
+        KEPT.create_dirs(dir)?;
     }
-    let _lock = lock(&suffixed(path, ".lock"))?;
+    let _lock = KEPT.lock(&suffixed(path, ".lock"))?;
     let (mut library, moved_aside) = match read(path)? {
         None => (Library::default(), None),
         Some(Ok(l)) => (l, None),
         Some(Err(e @ ParseError::Newer(_))) => return Err(parse_error(path, &e)),
-        Some(Err(e)) => (Library::default(), Some((move_aside(path, now_unix)?, e.to_string()))),
+        Some(Err(e)) => (Library::default(), Some((KEPT.move_aside(path, now_unix)?, e.to_string()))),
     };
     let merge = merge(&mut library, key, measured, now_unix);
     let fit = fit_within(&mut library, key, Kind::DurationsLibrary.cap() as usize);
-    write_replacing(path, library.to_json().as_bytes())?;
+    KEPT.write_replacing(path, library.to_json().as_bytes())?;
     Ok(UpdateReport { path: path.to_owned(), key: key.clone(), merge, moved_aside, fit, library })
-}
-
-/// `path` with `suffix` appended to its name.
-fn suffixed(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-/// Creates `dir` and its missing parents, each 0755.
-fn create_dirs(dir: &Path) -> Result<(), LibraryError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dirs(parent)?;
-    }
-    match std::fs::create_dir(dir) {
-        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| io(format!("{}: cannot set its mode ({e})", dir.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(io(format!(
-            "cannot create the directory {} for the durations library ({e}); {ELSEWHERE}",
-            dir.display()
-        ))),
-    }
-}
-
-fn c_path(p: &Path) -> Result<std::ffi::CString, LibraryError> {
-    std::ffi::CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| io(format!("{}: the path holds a NUL byte", p.display())))
-}
-
-/// Opens `p` with `flags` (O_CLOEXEC | O_NOFOLLOW added), mode 0644 if created.
-fn open_fd(p: &Path, flags: i32) -> std::io::Result<OwnedFd> {
-    let c = c_path(p).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: a valid NUL-terminated path.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o644 as libc::c_uint) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor just opened, owned from here.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// An exclusive `flock` on `p` (created 0644), held until the descriptor is dropped.
-fn lock(p: &Path) -> Result<OwnedFd, LibraryError> {
-    let fd = open_fd(p, libc::O_RDWR | libc::O_CREAT)
-        .map_err(|e| io(format!("cannot open the durations library's lock {} ({e}); {ELSEWHERE}", p.display())))?;
-    // 0644 whatever the umask (a lock of another user's stays as it is)
-    // SAFETY: fchmod on a descriptor this function owns.
-    unsafe { libc::fchmod(fd.as_raw_fd(), 0o644) };
-    let start = Instant::now();
-    loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(fd);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR) {
-            return Err(io(format!("cannot lock {} ({e})", p.display())));
-        }
-        if start.elapsed() > LOCK_WAIT {
-            return Err(io(format!(
-                "{}: another process has held the durations library's lock for {} s: not updated",
-                p.display(),
-                LOCK_WAIT.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Renames the corrupt library at `path` to `PATH.corrupt-UNIXSECS` (`.N` after it if taken).
-fn move_aside(path: &Path, now_unix: u64) -> Result<PathBuf, LibraryError> {
-    let base = suffixed(path, &format!(".corrupt-{now_unix}"));
-    let mut aside = base.clone();
-    let mut n = 0;
-    while aside.symlink_metadata().is_ok() {
-        n += 1;
-        aside = suffixed(&base, &format!(".{n}"));
-    }
-    std::fs::rename(path, &aside).map_err(|e| {
-        io(format!("{}: corrupt, and cannot be moved aside to {} ({e}); {ELSEWHERE}", path.display(), aside.display()))
-    })?;
-    Ok(aside)
-}
-
-/// Writes `bytes` to `PATH.tmp.PID` (0644, fsynced) and renames it over `path`, then fsyncs the directory.
-fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), LibraryError> {
-    let tmp = suffixed(path, &format!(".tmp.{}", std::process::id()));
-    let fail = |what: &str, e: std::io::Error| {
-        let _ = std::fs::remove_file(&tmp);
-        io(format!("cannot write the durations library {} ({what}: {e}); {ELSEWHERE}", path.display()))
-    };
-    // a file of a crashed run of the same pid (we hold the lock: nobody else writes it)
-    let _ = std::fs::remove_file(&tmp);
-    let fd = open_fd(&tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map_err(|e| fail("open", e))?;
-    let mut f = std::fs::File::from(fd);
-    f.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(|e| fail("chmod", e))?;
-    f.write_all(bytes).map_err(|e| fail("write", e))?;
-    f.sync_all().map_err(|e| fail("fsync", e))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| fail("rename", e))?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let d = std::fs::File::open(dir).map_err(|e| io(format!("{}: cannot open to fsync ({e})", dir.display())))?;
-    d.sync_all().map_err(|e| io(format!("{}: fsync ({e})", dir.display())))
 }
 
 #[cfg(test)]

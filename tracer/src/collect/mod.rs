@@ -35,6 +35,8 @@ pub mod entry_points;
 pub mod footer;
 pub mod gpu_durations;
 pub mod gpu_timestamps;
+
+pub mod kept_file;
 pub mod launch_configs;
 pub mod libcuda;
 pub mod libcuda_watch;
