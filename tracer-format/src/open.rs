@@ -41,6 +41,9 @@ pub enum Kind {
     /// The machine's durations library (kernel durations kept between runs),
     /// read with [`read_kept`]: never through a link.
     DurationsLibrary,
+    /// The machine's host speed history (the probes' speed gauge per recording), read
+    /// with [`read_kept`].
+    HostSpeedHistory,
 }
 
 impl Kind {
@@ -56,6 +59,8 @@ impl Kind {
             Kind::Data => 1024 * MIB,
             Kind::Sidecar => 16 * MIB,
             Kind::DurationsLibrary => 64 * MIB,
+            // 256 keys of 32 gauges each are some 200 KiB
+            Kind::HostSpeedHistory => 4 * MIB,
         }
     }
 
@@ -70,6 +75,7 @@ impl Kind {
             Kind::Data => "a copy's data file",
             Kind::Sidecar => "tracer's side file",
             Kind::DurationsLibrary => "the durations library",
+            Kind::HostSpeedHistory => "the host speed history",
         }
     }
 }

@@ -567,6 +567,66 @@ impl HostSpeed {
     }
 }
 
+/// The recording's process against the speed its machine usually runs that command at: the
+/// footer's `host_speed` (the probes' gauge against the median of the machine's host speed
+/// history for the command and probe set; docs/replay.md, *The machine's usual speed*).
+/// Compensated pacing divides the host gaps by `factor` as well, unless the reader keeps the
+/// recorded speed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsualSpeed {
+    /// gauge / reference (already within the recorder's bounds).
+    pub factor: f64,
+    pub gauge_ns: f64,
+    pub reference_ns: f64,
+    /// The history's recordings of the command the reference is the median of (this one included).
+    pub recordings: u64,
+}
+
+impl UsualSpeed {
+    /// The footer's `host_speed`; Err says why there is none, in a few words.
+    pub fn of_footer(footer: Option<&Value>) -> Result<UsualSpeed, String> {
+        let Some(h) = footer.and_then(|f| f.get("host_speed")).filter(|h| h.is_object()) else {
+            return Err(
+                "the machine's usual speed (no host_speed in the footer: recorded without BPF statistics, or before it was kept)"
+                    .into(),
+            );
+        };
+        let why = |w: &str| Err(format!("the machine's usual speed ({w})"));
+        let (Some(gauge_ns), Some(factor)) = (h["gauge_ns"].as_f64(), h["factor"].as_f64()) else {
+            return why(h["note"].as_str().unwrap_or("no gauge in the footer's host_speed"));
+        };
+        let Some(reference_ns) = h["reference_ns"].as_f64() else {
+            return why(h["note"].as_str().unwrap_or("no reference in the footer's host_speed"));
+        };
+        let recordings = h["recordings"].as_u64().unwrap_or(0);
+        if recordings < 2 {
+            return why("the first recording of its command and probe set on its machine: nothing to compare it with");
+        }
+        if !(factor.is_finite() && factor > 0.0 && gauge_ns > 0.0 && reference_ns > 0.0) {
+            return why(&format!(
+                "the footer's host_speed has factor {factor}, gauge {gauge_ns} ns, reference {reference_ns} ns"
+            ));
+        }
+        Ok(UsualSpeed { factor, gauge_ns, reference_ns, recordings })
+    }
+
+    /// "usual speed: probes at 1952 ns a run, the machine's median 1532 ns over 12 recordings of the command".
+    pub fn text(&self) -> String {
+        format!(
+            "usual speed: probes at {:.0} ns a run, the machine's median {:.0} ns over {} recordings of the command",
+            self.gauge_ns, self.reference_ns, self.recordings
+        )
+    }
+}
+
+impl HostSpeed {
+    /// This speed for a recording whose process ran `u.factor` times slower than usual.
+    pub fn with_usual(self, u: &UsualSpeed) -> HostSpeed {
+        let from = if self == HostSpeed::default() { u.text() } else { format!("{}; {}", u.text(), self.from) };
+        HostSpeed { factor: self.factor * u.factor, from }
+    }
+}
+
 /// The calibration workload's name and version: a fixed single-thread job (SHA-256 of 64 KiB, 16
 /// times, then a 64-bit integer hash loop of 2^18 steps), timed [`CALIBRATION_RUNS`] times.
 pub const CALIBRATION_WORKLOAD: &str = "sha256-64KiB-x16+mix-2^18 v1";
@@ -655,6 +715,39 @@ impl HostCalibration {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_usual_speed_comes_from_the_footer_and_says_why_not() {
+        let f = json!({"host_speed": {"gauge_ns": 1950.0, "reference_ns": 1500.0, "recordings": 3, "factor": 1.3}});
+        let u = UsualSpeed::of_footer(Some(&f)).unwrap();
+        assert_eq!((u.factor, u.recordings), (1.3, 3));
+        let s = HostSpeed::default().with_usual(&u);
+        assert_eq!(s.factor, 1.3);
+        assert_eq!(
+            s.from,
+            "usual speed: probes at 1950 ns a run, the machine's median 1500 ns over 3 recordings of the command"
+        );
+        // times --host-speed's
+        let s = HostSpeed { factor: 2.0, from: "--host-speed 2".into() }.with_usual(&u);
+        assert_eq!(s.factor, 2.6);
+        assert!(s.from.ends_with("of the command; --host-speed 2"), "{}", s.from);
+        assert_eq!(s.scale(2_600), 1_000);
+        let why = |f: Value| UsualSpeed::of_footer(Some(&f)).unwrap_err();
+        assert!(why(json!({})).contains("no host_speed in the footer"));
+        assert_eq!(
+            why(json!({"host_speed": {"gauge_ns": 1.0, "factor": 1.0, "reference_ns": 1.0, "recordings": 1}})),
+            "the machine's usual speed (the first recording of its command and probe set on its machine: nothing to compare it with)"
+        );
+        assert_eq!(
+            why(json!({"host_speed": {"gauge_ns": null, "note": "under 200 runs of the entry programs: no gauge"}})),
+            "the machine's usual speed (under 200 runs of the entry programs: no gauge)"
+        );
+        assert!(
+            why(json!({"host_speed": {"gauge_ns": 1.0, "factor": -1.0, "reference_ns": 1.0, "recordings": 4}}))
+                .contains("factor -1")
+        );
+        assert!(UsualSpeed::of_footer(None).is_err());
+    }
 
     fn footer() -> Value {
         json!({"type": "footer", "bpf_stats": {

@@ -747,6 +747,7 @@ fn default_recording_name_is_trace_utc_timestamp_rec() {
     let before = utc();
     let o = Command::new(common::tracer_bin())
         .args(["record", "--replayable", "-q", "--libcuda"])
+        .env("TRACER_HOST_SPEED_HISTORY", "")
         .arg(&common::fake().lib)
         .args(["--", "true"])
         .current_dir(&cwd)

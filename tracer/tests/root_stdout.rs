@@ -52,6 +52,7 @@ fn trace_to_stdout() {
 
     let o = Command::new(common::tracer_bin())
         .args(["record", "--replayable", "-o", "-", "--libcuda"])
+        .env("TRACER_HOST_SPEED_HISTORY", "")
         .arg(&f.lib)
         .arg("--")
         .arg(&f.driver)

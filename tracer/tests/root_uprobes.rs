@@ -1735,3 +1735,65 @@ fn long_strings_whole_or_marked_truncated() {
         t.cleanup();
     }
 }
+
+/// Every recording with BPF statistics adds its probes' gauge (the entry programs' ns per run)
+/// to the machine's host speed history and says in its footer how it compares with the
+/// command's earlier recordings there (collect/host_speed_history.rs): three recordings of one
+/// command meet the median of their three gauges; another probe set is another key.
+#[test]
+fn recordings_of_one_command_meet_their_machines_usual_speed() {
+    if !common::root_tests_enabled() {
+        return;
+    }
+    let history = common::fresh_output("host-speed").with_extension("history.json");
+    let env = [("TRACER_HOST_SPEED_HISTORY", history.to_str().unwrap())];
+    let gauge = |f: &Value| {
+        let s = &f["bpf_stats"];
+        let ns = s["cu_enter"]["run_time_ns"].as_u64().unwrap() + s["cu_launch"]["run_time_ns"].as_u64().unwrap_or(0);
+        let runs = s["cu_enter"]["runs"].as_u64().unwrap() + s["cu_launch"]["runs"].as_u64().unwrap_or(0);
+        (ns as f64 / runs as f64, runs)
+    };
+    let mut gauges = Vec::new();
+    for i in 1..=3u64 {
+        let t = common::trace_with("host-speed", &["--bpf-stats"], &["loop", "1000"], &env, Duration::from_secs(60));
+        assert!(t.status.success(), "{}", t.describe());
+        let f = t.lines.last().unwrap();
+        let h = &f["host_speed"];
+        let (g, runs) = gauge(f);
+        assert!(runs >= 1000, "{f}");
+        // (JSON's floats round-trip to within an ulp or so)
+        let near = |k: &str, want: f64| h[k].as_f64().is_some_and(|x| (x - want).abs() <= want.abs() * 1e-12);
+        assert!(near("gauge_ns", g) && h["runs"] == json!(runs), "{h}: want {g} over {runs} runs");
+        assert_eq!(h["recordings"], json!(i), "{h}");
+        assert_eq!(h["key"]["command"], json!([common::fake().driver.to_str().unwrap(), "loop", "1000"]), "{h}");
+        gauges.push(g);
+        if i == 3 {
+            let mut v = gauges.clone();
+            v.sort_by(f64::total_cmp);
+            assert!(near("reference_ns", v[1]), "{h}: want {}", v[1]);
+            assert!(near("factor", (g / v[1]).clamp(0.5, 2.0)), "{h}");
+        }
+        t.cleanup();
+    }
+    // the history holds the three, oldest first
+    let text = std::fs::read_to_string(&history).unwrap();
+    let hist: Value = serde_json::from_str(&text).unwrap();
+    let e = &hist["entries"].as_array().unwrap();
+    assert_eq!(e.len(), 1, "{text}");
+    let kept: Vec<f64> = e[0]["gauges"].as_array().unwrap().iter().map(|g| g["ns"].as_f64().unwrap()).collect();
+    assert_eq!(kept.len(), 3, "{text}");
+    assert!(kept.iter().zip(&gauges).all(|(a, b)| (a - b).abs() <= b * 1e-12), "{kept:?} {gauges:?}");
+    // another probe set: compared with nothing
+    let t = common::trace_with(
+        "host-speed",
+        &["--bpf-stats", "--no-sched"],
+        &["loop", "1000"],
+        &env,
+        Duration::from_secs(60),
+    );
+    let h = &t.lines.last().unwrap()["host_speed"];
+    assert_eq!((h["recordings"].clone(), h["factor"].clone()), (json!(1), json!(1.0)), "{h}");
+    t.cleanup();
+    let _ = std::fs::remove_file(&history);
+    let _ = std::fs::remove_file(history.with_extension("json.lock"));
+}

@@ -15,8 +15,16 @@ fn mkfifo(p: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
-const KINDS: [Kind; 7] =
-    [Kind::Manifest, Kind::Durations, Kind::WebConfig, Kind::Image, Kind::Data, Kind::Sidecar, Kind::DurationsLibrary];
+const KINDS: [Kind; 8] = [
+    Kind::Manifest,
+    Kind::Durations,
+    Kind::WebConfig,
+    Kind::Image,
+    Kind::Data,
+    Kind::Sidecar,
+    Kind::DurationsLibrary,
+    Kind::HostSpeedHistory,
+];
 
 #[test]
 fn devices_pipes_and_directories_are_refused_at_the_open() {

@@ -47,6 +47,7 @@ pub mod gap_causes;
 pub mod gap_stacks;
 pub mod gaps;
 pub mod host_clock;
+pub mod host_speed_history;
 pub mod inert;
 pub mod ioctl_report;
 pub mod kernel_names;

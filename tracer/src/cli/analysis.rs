@@ -220,6 +220,11 @@ pub struct WhatifArgs {
     /// trace's header
     #[arg(long, value_name = "F|FILE", value_parser = host_speed_arg)]
     pub host_speed: Option<String>,
+    /// Keep the speed the recorded process ran at. By default compensated pacing also scales
+    /// the host gaps to the speed the recording's machine usually runs the command at (the
+    /// footer's `host_speed`)
+    #[arg(long)]
+    pub recorded_speed: bool,
     /// The uprobe trap's cost per probe hit, ns (default: the trace's `probe_trap_ns`, else 700)
     #[arg(long, value_name = "NS", value_parser = ns_arg)]
     pub probe_trap_ns: Option<f64>,
@@ -601,11 +606,18 @@ pub fn whatif_cmd(a: &WhatifArgs) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|h| h.get("host_calibration"))
         .and_then(|v| tracer_format::pacing::HostCalibration::of_value(v).ok());
-    let speed = match &a.host_speed {
+    let mut speed = match &a.host_speed {
         None => tracer_format::pacing::HostSpeed::default(),
         Some(s) => tracer_format::pacing::HostSpeed::parse(s, recorded_cal.as_ref())
             .map_err(|e| crate::error::UsageError(format!("{}: {e}", a.trace.display())))?,
     };
+    // the recording's machine's usual speed for the command (footer host_speed), unless kept
+    if a.pacing == tracer_format::pacing::Pacing::Compensated
+        && !a.recorded_speed
+        && let Ok(u) = tracer_format::pacing::UsualSpeed::of_footer(t.footer.as_ref())
+    {
+        speed = speed.with_usual(&u);
+    }
     let host = crate::analysis::host_clock::Host {
         pacing: a.pacing,
         speed,

@@ -35,6 +35,7 @@ pub mod entry_points;
 pub mod footer;
 pub mod gpu_durations;
 pub mod gpu_timestamps;
+pub mod host_speed_history;
 
 pub mod kept_file;
 pub mod launch_configs;

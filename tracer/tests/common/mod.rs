@@ -201,8 +201,9 @@ pub fn tracer_cmd(out: &Path, tracer_args: &[&str], driver_args: &[&str]) -> Com
     // records and lines exactly, and the samples' number depends on how
     // long the threads ran (tests/root_stacks.rs tests them).
     c.arg("-o").arg(out).arg("--libcuda").arg(&f.lib).args(["--stack-sample-hz", "0"]);
-    // the tests' own durations library, never the machine's
+    // the tests' own durations library and host speed history, never the machine's
     c.env("TRACER_DURATIONS_LIBRARY", out.with_extension("durations.json"));
+    c.env("TRACER_HOST_SPEED_HISTORY", out.with_extension("host_speed.json"));
     c.args(tracer_args).arg("--").arg(&f.driver).args(driver_args);
     c.stdout(Stdio::from(File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(File::create(out.with_extension("stderr")).unwrap()));
@@ -301,6 +302,7 @@ pub fn record_program(
     let mut c = Command::new(tracer_bin());
     c.arg("record")
         .env("TRACER_DURATIONS_LIBRARY", out.with_extension("durations.json"))
+        .env("TRACER_HOST_SPEED_HISTORY", out.with_extension("host_speed.json"))
         .args(tracer_args)
         .envs(env.iter().copied())
         .arg("-o")

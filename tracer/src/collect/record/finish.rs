@@ -74,7 +74,12 @@ pub fn finish_trace(
     counters: &KernelCounters,
     exit: Option<&spawn::ExitInfo>,
     elapsed: Duration,
-    (gpu, library): (Option<&mut GpuSession>, Option<&crate::collect::record::durations::LibraryUse>),
+    // the GPU side, the durations library, the host speed history
+    (gpu, library, speed): (
+        Option<&mut GpuSession>,
+        Option<&crate::collect::record::durations::LibraryUse>,
+        Option<&crate::collect::record::host_speed::SpeedUse>,
+    ),
     quiet: bool,
 ) -> Option<String> {
     let mut side_footer = side.finish(col, quiet);
@@ -92,6 +97,12 @@ pub fn finish_trace(
     }
     if let Some(r) = &col.replay {
         footer["replay"] = r.footer();
+    }
+    // the probes' speed against this machine's usual for the command (with bpf_stats)
+    if let Some(s) = speed.filter(|_| !footer["bpf_stats"].is_null()) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        footer["host_speed"] =
+            crate::collect::host_speed_history::footer(&footer["bpf_stats"], s.path.as_deref(), &s.key, now, quiet);
     }
     // (The file already belongs to the invoking user: create_output_file.)
     col.emit(footer);

@@ -8,6 +8,7 @@
 pub mod durations;
 pub mod finish;
 pub mod header;
+pub mod host_speed;
 pub mod options;
 pub mod output;
 pub mod start;
@@ -170,7 +171,7 @@ pub fn record(o: &RecordOptions) -> anyhow::Result<Outcome> {
         &counters,
         exit.as_ref(),
         t0.elapsed(),
-        (gpu.as_mut(), library.as_ref()),
+        (gpu.as_mut(), library.as_ref(), host_speed::speed_use(o).as_ref()),
         o.quiet,
     );
     // The manifest last: it describes the finished recording.
