@@ -166,6 +166,12 @@ pub struct HostArgs {
     /// against the calibration in the recording's header
     #[arg(long, value_name = "F|FILE", value_parser = parse_host_speed)]
     pub host_speed: Option<String>,
+    /// Keep the speed the recorded process ran at. By default compensated pacing also scales
+    /// the host gaps to the speed the recording's machine usually runs the command at (the
+    /// footer's `host_speed`: the probes' cost per run against the median of the machine's
+    /// earlier recordings of the command)
+    #[arg(long)]
+    pub recorded_speed: bool,
     /// The uprobe trap's cost per probe hit, ns (default: the recording's `probe_trap_ns`, else
     /// 700, measured on the H100 machine)
     #[arg(long, value_name = "NS", value_parser = parse_ns)]
@@ -181,20 +187,31 @@ impl HostArgs {
     /// `--host-speed FILE`); a bad value is a misuse, one line naming the option.
     pub fn pacer(&self, trace: &replay::recording::Trace) -> anyhow::Result<replay::together::pacing::Pacer> {
         use tracer_format::pacing::{HostSpeed, Overrides};
-        let host_speed = match &self.host_speed {
+        use tracer_format::pacing::{Pacing, UsualSpeed};
+        let mut host_speed = match &self.host_speed {
             None => HostSpeed::default(),
             Some(s) => HostSpeed::parse(s, trace.host_calibration().as_ref()).map_err(replay::Misuse)?,
         };
+        let mut speed_note = None;
+        if self.pacing == Pacing::Compensated && !self.recorded_speed {
+            let footer = trace.footer.as_ref().and_then(|f| serde_json::to_value(f).ok());
+            match UsualSpeed::of_footer(footer.as_ref()) {
+                Ok(u) => host_speed = host_speed.with_usual(&u),
+                Err(why) => speed_note = Some(why),
+            }
+        }
         Ok(replay::together::pacing::Pacer {
             pacing: self.pacing,
             host_speed,
             overrides: Overrides { trap_ns: self.probe_trap_ns, cupti_ns: self.cupti_ns_per_call },
+            speed_note,
         })
     }
 
-    /// The same options for a tenant process, its host speed resolved to `factor`.
+    /// The same options for a tenant process, its host speed resolved to `factor` (the usual
+    /// speed included: the tenant keeps it as given).
     pub fn tenant_args(&self, factor: f64) -> Vec<String> {
-        let mut v = vec!["--pacing".to_string(), self.pacing.name().to_string()];
+        let mut v = vec!["--pacing".to_string(), self.pacing.name().to_string(), "--recorded-speed".to_string()];
         if factor != 1.0 {
             v.extend(["--host-speed".to_string(), factor.to_string()]);
         }

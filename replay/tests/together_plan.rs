@@ -360,7 +360,13 @@ fn compensated_pacing_removes_what_tracing_cost() {
         (p["pacing"].clone(), p["removed_ns"].clone(), p["gaps"].clone(), p["clamped"].clone(), p["calls"].clone()),
         (json!("compensated"), json!(23_100), json!(3), json!(0), json!(12))
     );
-    assert_eq!(p["missing"], json!([]));
+    // every cost was there; the machine's usual speed was not (the footer has no host_speed)
+    assert_eq!(
+        p["missing"],
+        json!([
+            "the machine's usual speed (no host_speed in the footer: recorded without BPF statistics, or before it was kept)"
+        ])
+    );
     assert_eq!((p["costs"]["launch_ns"].clone(), p["costs"]["sample_ns"].clone()), (json!(1000.0), json!(4000.0)));
     assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 286_900);
     // --host-speed 2 halves the compensated gaps: kernels at 0, 44.65, 89.3, 138.45 µs.
@@ -384,4 +390,42 @@ fn compensated_pacing_removes_what_tracing_cost() {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(want), "{flag} {val}: {err}");
     }
+    // B recorded at half the machine's usual speed (its footer's host_speed: the probes at
+    // 2,000 ns a run, the median of 5 recordings of the command 1,000 ns): compensated pacing
+    // halves its gaps as --host-speed 2 did; --recorded-speed keeps them; --host-speed 2 on
+    // top quarters them.
+    let db2 = b.write_with(|text| {
+        let last = text.len() - 1;
+        let speed = json!({"gauge_ns": 2000.0, "reference_ns": 1000.0, "recordings": 5, "factor": 2.0});
+        text[last] = json!({"type": "footer", "calls": 13, "bpf_stats": stats, "stacks": {"by_site": {"sample": 2}},
+                            "host_speed": speed})
+        .to_string();
+    });
+    let db2 = common::together::set_manifest(&db2, "580.159.04");
+    let args2 = ["plan", sa, db2.to_str().unwrap(), "--together", "--switch-us", "25", "--timeslice-us", "2000"];
+    let plan = |extra: &[&str]| {
+        let (code, out, err) = replay(&[&args2[..], &["--rounds", "1", "--json"], extra].concat());
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let v = plan(&[]);
+    assert_eq!(v["prediction"][1]["alone"]["wall_ns"], 148_450);
+    let p = &v["tenants"][1]["pacing"];
+    assert_eq!((p["host_speed"].clone(), p["missing"].clone()), (json!(2.0), json!([])));
+    assert_eq!(
+        p["host_speed_from"],
+        "usual speed: probes at 2000 ns a run, the machine's median 1000 ns over 5 recordings of the command"
+    );
+    assert_eq!(plan(&["--recorded-speed"])["prediction"][1]["alone"]["wall_ns"], 286_900);
+    let v = plan(&["--host-speed", "2"]);
+    assert_eq!(v["tenants"][1]["pacing"]["host_speed"], 4.0);
+    // recorded pacing keeps the recorded speed too
+    let v = plan(&["--pacing", "recorded"]);
+    assert_eq!(v["tenants"][1]["pacing"]["host_speed"], 1.0);
+    // the text says where the factor came from
+    let (_, out, _) = replay(&[&args2[..], &["--rounds", "1"]].concat());
+    assert!(
+        out.contains("; host speed 2 (usual speed: probes at 2000 ns a run, the machine's median 1000 ns over 5 recordings of the command): host gaps x 0.5000\n"),
+        "{out}"
+    );
 }

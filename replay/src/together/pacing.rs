@@ -92,8 +92,11 @@ pub fn host_gaps(ops: &[Op], stops: &Stops, comp: &Compensation) -> Gaps {
 #[derive(Debug, Clone, Default)]
 pub struct Pacer {
     pub pacing: Pacing,
+    /// `--host-speed`, times the recording's usual speed where compensated pacing has it.
     pub host_speed: HostSpeed,
     pub overrides: Overrides,
+    /// Why compensated pacing has no usual speed for the recording (the report's `missing`).
+    pub speed_note: Option<String>,
 }
 
 impl Pacer {
@@ -105,7 +108,10 @@ impl Pacer {
         for x in &mut g.gaps {
             x.ns = self.host_speed.scale(x.ns);
         }
-        let report = PacingReport::new(&comp, g.stats, calls_within(&trace.probed, ops), &self.host_speed);
+        let mut report = PacingReport::new(&comp, g.stats, calls_within(&trace.probed, ops), &self.host_speed);
+        if report.pacing == Pacing::Compensated {
+            report.missing.extend(self.speed_note.clone());
+        }
         (g, report)
     }
 }
@@ -279,6 +285,7 @@ mod tests {
             pacing,
             host_speed: HostSpeed { factor, from: "test".into() },
             overrides: Overrides { trap_ns: Some(1_000.0), cupti_ns: None },
+            speed_note: Some("the machine's usual speed (why)".into()),
         };
         // 8,000 less 2 hits of 1,000 ns, then / 2
         let (g, r) = pacer(Pacing::Compensated, 2.0).gaps(&t, &ops);
@@ -287,7 +294,9 @@ mod tests {
             (r.pacing, r.stats.removed_ns, r.calls, r.removed_ns_per_call),
             (Pacing::Compensated, 2_000, 2, 1_000.0)
         );
-        assert_eq!(r.missing.len(), 2);
+        // the costs' two, and the usual speed's
+        assert_eq!(r.missing.len(), 3);
+        assert_eq!(r.missing[2], "the machine's usual speed (why)");
         let (g, r) = pacer(Pacing::Recorded, 0.5).gaps(&t, &ops);
         assert_eq!(g.gaps[1].ns, 16_000);
         assert_eq!((r.pacing, r.stats.removed_ns, r.missing.len()), (Pacing::Recorded, 0, 0));
