@@ -32,7 +32,10 @@
 # Environment: ROUNDS (8), PAIR ("mlp cnn"; any two of colocation_workloads.py's
 # kinds), MLP_STEPS (600), CNN_STEPS (12), BUDGET_S (450: no new step starts after it),
 # REC_FLAGS (the recordings' options, "--replayable --gpu-timestamps"), PACINGS
-# ("compensated recorded"), TIMED (1: step 5; 0 leaves it out).
+# ("compensated recorded"), TIMED (1: step 5; 0 leaves it out), SEED (0: each tenant is
+# recorded SEED times more before its recording, to fill the host speed history
+# $WORK/host_speed.json that compensated pacing scales to the machine's usual speed by),
+# RECORDED_SPEED_TOO (1: compensated pacing again with --recorded-speed, together_recorded-speed.json).
 set -u
 ROOT=$(pwd)
 . "$ROOT/experiments/replay/device_bins.sh"
@@ -48,6 +51,8 @@ TIMED=${TIMED:-1}
 W=$ROOT/experiments/colocation/colocation_workloads.py
 WORK=/tmp/pacing-work
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+export TRACER_HOST_SPEED_HISTORY=$WORK/host_speed.json
+SEED=${SEED:-0}
 log=$OUT/pacing_log.txt
 t0=$(date +%s)
 left() { echo $((BUDGET_S - ($(date +%s) - t0))); }
@@ -76,6 +81,13 @@ args_of() { # the workload's size options
     nproc
     step calibrate "$T" calibrate-host -o "$WORK/host.json" && cat "$WORK/host.json"
     for k in $A $B; do
+        for ((i = 1; i <= SEED; i++)); do
+            # shellcheck disable=SC2046
+            # shellcheck disable=SC2086
+            step "seed $k $i" timeout 150 "$T" record $REC_FLAGS -q --force -o "$WORK/seed_$k.rec" -- \
+                python3 "$W" "$k" $(args_of "$k") > /dev/null
+        done
+        rm -rf "$WORK/seed_$k.rec"
         # shellcheck disable=SC2046
         # shellcheck disable=SC2086
         step "record $k" timeout 150 "$T" record $REC_FLAGS -q --force -o "$WORK/$k.rec" -- \
@@ -91,6 +103,7 @@ head = json.loads(open(path).readline())
 last = open(path).readlines()[-1]
 foot = json.loads(last) if last.startswith("{") else {}
 print("header host_calibration:", head.get("host_calibration", {}).get("ns"), "ns; sched:", head.get("sched"))
+print("footer host_speed:", {k: foot.get("host_speed", {}).get(k) for k in ("gauge_ns", "reference_ns", "recordings", "factor")})
 print("footer bpf_stats:", {k: (v.get("runs"), round(v.get("ns_per_run", 0))) for k, v in (foot.get("bpf_stats") or {}).items()})
 PY
     done
@@ -109,6 +122,10 @@ PY
         step "together $p" timeout 200 "$R" "$WORK/$A.rec" "$WORK/$B.rec" --together --rounds "$ROUNDS" \
             --pacing "$p" --report "$WORK/together_$p.json"
     done
+    if [ "${RECORDED_SPEED_TOO:-0}" = 1 ]; then
+        step "together compensated, recorded speed" timeout 200 "$R" "$WORK/$A.rec" "$WORK/$B.rec" --together \
+            --rounds "$ROUNDS" --recorded-speed --report "$WORK/together_recorded-speed.json"
+    fi
     for p in $PACINGS; do
         [ "$TIMED" = 1 ] || break
         step "timed $p" timeout 90 "$R" "$WORK/$A.rec" --mode timed --iterations 5 --warmup 1 --no-cupti \
@@ -131,7 +148,9 @@ print(f"untraced, {len(ra[a])} rounds: {a} alone median {med(ra[a])*1e3:.2f} ms 
 slow_real = {k: med(rt[k]) / med(ra[k]) for k in (a, b) if ra[k] and rt[k]}
 print("| pacing | tenant | alone: untraced ms | replayed ms | error | slowdown: real | replayed | error | predicted | error |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for p in ("compensated", "recorded"):
+for p in ("compensated", "recorded-speed", "recorded"):
+    if not os.path.exists(os.path.join(work, f"together_{p}.json")):
+        continue
     r = load(f"together_{p}.json")
     if not r:
         continue
@@ -147,7 +166,7 @@ for p in ("compensated", "recorded"):
         print(f"| {p} | {k} | {r3(rm)} | {r3(al)} | {err(al, rm)} | {r3(sr)} | {r3(sl)} | {err(sl, sr)} | {r3(ps)} | {err(ps, sr)} |")
         pc = (t.get("plan") or {}).get("pacing") or {}
         print(f"|   | {k} pacing | removed {pc.get('removed_ns')} ns over {pc.get('gaps')} gaps, "
-              f"{pc.get('removed_ns_per_call')} ns per call, {pc.get('clamped')} clamped; missing: {pc.get('missing')} | | | | | | | |")
+              f"{pc.get('removed_ns_per_call')} ns per call, {pc.get('clamped')} clamped; host speed {pc.get('host_speed')} ({pc.get('host_speed_from')}); missing: {pc.get('missing')} | | | | | | | |")
 for p in ("compensated", "recorded"):
     r = load(f"timed_{p}.json")
     if not r:

@@ -19,6 +19,9 @@
 # Files in $OUT: cost_log.txt, cost_table.txt, results.tgz (runs.jsonl, footers).
 # A mode's options may start with @PATH: that mode runs the tracer binary at PATH (an older
 # build beside the new one).
+# RECORDED_SPEED_TOO=1: each replay also with --recorded-speed (replay_TAG.recorded.json);
+# HISTORY=PATH: the recordings' host speed history (TRACER_HOST_SPEED_HISTORY; default: a
+# fresh one in the work directory, so that the rounds build it from empty).
 # Environment: KIND (mlp), ARGS (--steps 600), REPS (5), ROUNDS (5), CALLS (9, the MLP's
 # probed calls per step: 8 launches and a synchronization), BUDGET_S (480).
 set -u
@@ -35,6 +38,7 @@ REPLAY=${REPLAY:-1}
 P=$ROOT/experiments/replay/recorder_cost_reps.py
 WORK=/tmp/cost-work
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+export TRACER_HOST_SPEED_HISTORY=${HISTORY:-$WORK/host_speed.json}
 t0=$(date +%s)
 # name|tracer options ("-" = untraced)
 MODES=${MODES:-"untraced|-
@@ -91,6 +95,10 @@ n=${#M[@]}
                 echo "### replay alone $tag: $rec"
                 timeout 120 "$R" "$rec" "$rec" --together --rounds 3 --report "$WORK/replay_$tag.json" 2>&1 \
                     | grep -E "pacing:|alone ms|^1 |^2 |error|refus" | head -12
+                if [ "${RECORDED_SPEED_TOO:-0}" = 1 ]; then
+                    timeout 120 "$R" "$rec" "$rec" --together --rounds 3 --recorded-speed \
+                        --report "$WORK/replay_$tag.recorded.json" 2>&1 | grep -E "pacing:|error|refus" | head -4
+                fi
             done
         done
     fi
