@@ -21,7 +21,7 @@
 //! reference, within [`FACTOR_RANGE`].
 //!
 //! Form: `{"format":"tracer-host-speed-history","version":1,"entries":[{"key":
-//! {"command","probes","cpu","kernel"},"updated_unix","gauges":[{"ns","runs","unix"}…]}…]}`.
+//! {"command" (sha256 of the argv),"probes","cpu","kernel"},"updated_unix","gauges":[{"ns","runs","unix"}…]}…]}`.
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -44,8 +44,9 @@ pub const FACTOR_RANGE: (f64, f64) = (0.5, 2.0);
 /// What recordings are compared by.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SpeedKey {
-    /// The command's argv.
-    pub command: Vec<String>,
+    /// The command's argv as `sha256:HEX` of its arguments each followed by a NUL (the
+    /// history is readable by every user of the machine; arguments may hold secrets).
+    pub command: String,
     /// The probe set ("replayable capture_data=0 stacks=… …": what the entry programs do).
     pub probes: String,
     /// /proc/cpuinfo's model name.
@@ -178,6 +179,16 @@ impl History {
     }
 }
 
+/// The key's `command` of an argv: `sha256:HEX` of each argument followed by a NUL.
+pub fn command_digest<S: AsRef<str>>(argv: &[S]) -> String {
+    let mut b = Vec::new();
+    for a in argv {
+        b.extend_from_slice(a.as_ref().as_bytes());
+        b.push(0);
+    }
+    format!("sha256:{}", tracer_format::digest::sha256_hex(&b))
+}
+
 /// `gauge` against `gauges` (which hold it).
 pub fn reference(gauge: f64, runs: u64, gauges: &[Gauge]) -> Reference {
     let mut v: Vec<f64> = gauges.iter().map(|g| g.ns).collect();
@@ -213,7 +224,7 @@ mod tests {
     use serde_json::json;
 
     fn key(cmd: &str) -> SpeedKey {
-        SpeedKey { command: vec![cmd.into()], probes: "replayable".into(), cpu: "Xeon".into(), kernel: "6.18".into() }
+        SpeedKey { command: cmd.into(), probes: "replayable".into(), cpu: "Xeon".into(), kernel: "6.18".into() }
     }
 
     #[test]
@@ -248,7 +259,7 @@ mod tests {
         // the history round-trips, keys sorted
         let back = History::parse(&h.to_json()).unwrap();
         assert_eq!(back, h);
-        assert_eq!(back.entries.iter().map(|e| e.key.command[0].as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(back.entries.iter().map(|e| e.key.command.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(back.entry(&key("a")).unwrap().gauges.len(), 5);
     }
 
@@ -273,6 +284,14 @@ mod tests {
     }
 
     #[test]
+    fn the_command_is_kept_as_a_digest_of_its_arguments() {
+        let d = command_digest(&["python3", "a b"]);
+        assert_eq!(d, format!("sha256:{}", tracer_format::digest::sha256_hex(b"python3\0a b\0")));
+        // the arguments' boundaries count
+        assert_ne!(d, command_digest(&["python3 a", "b"]));
+    }
+
+    #[test]
     fn other_files_are_refused_by_name() {
         assert_eq!(History::parse("{}"), Err(ParseError::Foreign(None)));
         assert_eq!(
@@ -284,7 +303,7 @@ mod tests {
             Err(ParseError::Newer(7))
         );
         assert!(matches!(History::parse("not json"), Err(ParseError::Corrupt(_))));
-        let bad = r#"{"format":"tracer-host-speed-history","version":1,"entries":[{"key":{"command":["a"],"probes":"p","cpu":"c","kernel":"k"},"updated_unix":1,"gauges":[{"ns":-3.0,"runs":1,"unix":1}]}]}"#;
+        let bad = r#"{"format":"tracer-host-speed-history","version":1,"entries":[{"key":{"command":"a","probes":"p","cpu":"c","kernel":"k"},"updated_unix":1,"gauges":[{"ns":-3.0,"runs":1,"unix":1}]}]}"#;
         assert_eq!(History::parse(bad), Err(ParseError::Corrupt("a gauge of -3 ns".into())));
     }
 }

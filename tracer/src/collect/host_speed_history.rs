@@ -75,14 +75,14 @@ pub fn update(path: &Path, key: &SpeedKey, gauge: f64, runs: u64, now_unix: u64)
 }
 
 /// The key of a recording of `command` with the probe set `probes` on this machine.
-pub fn machine_key(command: Vec<String>, probes: String) -> SpeedKey {
+pub fn machine_key(argv: &[String], probes: String) -> SpeedKey {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
             t.lines().find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|x| x.1.trim().to_string()))
         })
         .unwrap_or_else(|| "unknown".into());
-    SpeedKey { command, probes, cpu, kernel: crate::collect::sysinfo::kernel_release() }
+    SpeedKey { command: hist::command_digest(argv), probes, cpu, kernel: crate::collect::sysinfo::kernel_release() }
 }
 
 /// The footer's `host_speed` of a recording whose footer has `bpf_stats`: its gauge, added
@@ -142,7 +142,7 @@ mod tests {
 
     fn key() -> SpeedKey {
         SpeedKey {
-            command: vec!["python3".into(), "loop.py".into()],
+            command: hist::command_digest(&["python3", "loop.py"]),
             probes: "p".into(),
             cpu: "c".into(),
             kernel: "k".into(),
@@ -169,7 +169,7 @@ mod tests {
             (f3["reference_ns"].as_f64(), f3["recordings"].as_u64(), f3["factor"].as_f64()),
             (Some(1500.0), Some(3), Some(1.3))
         );
-        assert_eq!(f3["key"]["command"], json!(["python3", "loop.py"]));
+        assert_eq!(f3["key"]["command"], json!(hist::command_digest(&["python3", "loop.py"])));
         assert_eq!(load(&path).unwrap().unwrap().entry(&key()).unwrap().gauges.len(), 3);
         // a corrupt file: moved aside, a new history started with this recording
         std::fs::write(&path, "{ nope").unwrap();

@@ -19,8 +19,8 @@ pub fn speed_use(o: &RecordOptions) -> Option<SpeedUse> {
     if !o.bpf_stats || o.command.is_empty() {
         return None;
     }
-    let command = o.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    Some(SpeedUse { path: history::default_path(), key: history::machine_key(command, probe_set(o)) })
+    let argv: Vec<String> = o.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    Some(SpeedUse { path: history::default_path(), key: history::machine_key(&argv, probe_set(o)) })
 }
 
 /// What the entry programs do in this recording, in one line: the gauges of recordings
