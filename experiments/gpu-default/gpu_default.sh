@@ -49,9 +49,11 @@
 # run in flight and writes the tables of the runs so far (without the traces'
 # analysis).
 #
-# Files in $OUT (at most 7):
+# Files in $OUT (at most 8):
 #   runs.csv      every run as it ends: prog,round,mode,steady_s,wall_s,rc,pos
 #   idle.csv      ANALYZE_EACH=1: every traced run's idle and busy figures (idle_of_run.py)
+#   footers.jsonl every traced run's footer gpu_timestamps, gpu_window lines and phase markers
+#                 (window_model.py: the windows' cost per run by the cost model)
 #   log.txt       the log (versions, each run's line, failures' stderr tails, the table)
 #   table.md      the tables (markdown); table.json the same figures
 #   analysis.tgz  analysis/ (PROG.KIND.{gaps,report,header,footer}.json and
@@ -153,6 +155,34 @@ run_one() { # prog round mode pos: one run, its CSV line, its trace kept or dele
     if [ "$ANALYZE_EACH" = 1 ] && [ "$rc" = 0 ] && [ -s "$tr" ] && [ "$m" != nogpu ]; then
         timeout "$ANALYSIS_TIMEOUT_S" "$T" gaps "$tr" --json >"$WORK/each.gaps.json" 2>/dev/null
         python3 "$D/idle_of_run.py" "$WORK/each.gaps.json" "$prog" "$r" "$m" "$steady" >>"$OUT/idle.csv" 2>>"$log"
+    fi
+    # every traced run's footer, gpu_window lines and phase markers (footers.jsonl): the
+    # windows' cost per run by the cost model (window_model.py)
+    if [ "$rc" = 0 ] && [ -s "$tr" ] && [ "$m" != untraced ]; then
+        grep -F -e '"type":"gpu_window"' -e '"type":"marker"' "$tr" >"$WORK/each.lines" 2>/dev/null
+        tail -n 1 "$tr" >"$WORK/each.footer" 2>/dev/null
+        python3 - "$prog" "$r" "$m" "$steady" "$wall" "$WORK/each.lines" "$WORK/each.footer" >>"$OUT/footers.jsonl" 2>>"$log" <<'PY'
+import json, sys
+prog, r, m, steady, wall, lines, footer = sys.argv[1:8]
+wins, marks = [], []
+for l in open(lines):
+    try:
+        x = json.loads(l)
+    except ValueError:
+        continue
+    if x.get("type") == "gpu_window":
+        wins.append([x.get("ts"), x.get("end_ts"), x.get("records"), x.get("demanded")])
+    elif x.get("type") == "marker" and x.get("op") == "phase":
+        marks.append([x.get("ts"), x.get("label")])
+try:
+    f = json.loads(open(footer).read())
+except ValueError:
+    f = {}
+g = dict(f.get("gpu_timestamps") or {})
+g.pop("window_demands", None)
+print(json.dumps({"prog": prog, "round": int(r), "mode": m, "steady_s": float(steady or "nan"), "wall_s": float(wall),
+                  "gpu_timestamps": g, "windows": wins, "phases": marks, "lost": f.get("lost")}))
+PY
     fi
     case $m in
     default | full | first_default)

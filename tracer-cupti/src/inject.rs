@@ -93,6 +93,15 @@ struct State {
     win_demanded: AtomicBool,
     win_planned_gap_ns: AtomicU64,
     win_detach_ns: AtomicU64,
+    /// The open window's launches ([`sample::launch_weight`], counted at their returns while
+    /// `win_counting`), and the cap that ends it early ([`sample::WINDOW_LAUNCHES`]; 0: none).
+    win_launches: AtomicU64,
+    win_counting: AtomicBool,
+    window_cap: u64,
+    /// The window's end as the window thread stamped it when it switched the records off,
+    /// and how long it then took to hand the window's records over (charged to the detach).
+    win_end_ns: AtomicU64,
+    win_handover_ns: AtomicU64,
     /// Adaptive windows: what the window thread is doing ([`phase`]) and since when; the
     /// tracer's demands it saw and when the last one was seen (said at exit, so that a demand
     /// that opened no window shows where it waited).
@@ -243,6 +252,11 @@ fn init() -> c_int {
         win_demanded: AtomicBool::new(false),
         win_planned_gap_ns: AtomicU64::new(0),
         win_detach_ns: AtomicU64::new(0),
+        win_launches: AtomicU64::new(0),
+        win_counting: AtomicBool::new(matches!(plan, Some(Plan::Adaptive(_)))),
+        window_cap: sample::window_launches(std::env::var(sample::WINDOW_LAUNCHES_ENV).ok().as_deref()),
+        win_end_ns: AtomicU64::new(0),
+        win_handover_ns: AtomicU64::new(0),
         win_phase: AtomicU64::new(phase::WINDOW),
         win_phase_since: AtomicU64::new(monotonic_ns()),
         demands_seen: AtomicU64::new(0),
@@ -415,11 +429,13 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     // the budget: the windows' cost so far, since the first window opened (cuInit);
     // and the records so far (none yet: nothing learned, the learning share)
     let (since, mut spent, mut seen) = (opened, 0u64, 0u64);
+    let _ = WINDOW_THREAD.set(std::thread::current());
     loop {
         let mut open_for = a.window_ms;
         let mut checked = 0u64;
+        let mut full;
         let new_in_last = loop {
-            sleep_until(opened + open_for * ms);
+            full = wait_window(st, opened + open_for * ms);
             {
                 let stopped = gate(st);
                 if *stopped || st.pid != pid() {
@@ -437,14 +453,31 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             let waiting = st.win_demanded.load(Ordering::Acquire)
                 && st.win_records.load(Ordering::Acquire) == 0
                 && open_for + a.window_ms <= a.max_window_ms;
-            if !a.extend(open_for, in_last) && !waiting {
+            // a window whose launches reached the cap ends now, extended or not
+            if full || (!a.extend(open_for, in_last) && !waiting) {
                 break in_last;
             }
             open_for += a.window_ms;
             st.win_extensions.fetch_add(1, Ordering::AcqRel);
         };
         set_phase(st, phase::DETACH_WAIT);
+        st.win_counting.store(false, Ordering::Release);
         if can_detach(st) {
+            // the window ends here: records off and handed over on this thread, so that the
+            // program's thread that detaches CUPTI at its next launch's return only finalizes it
+            {
+                let stopped = gate(st);
+                if *stopped || st.pid != pid() {
+                    return;
+                }
+                let end = monotonic_ns();
+                switch_kinds(st, false);
+                // SAFETY: plain CUPTI call while attached, under the gate; the buffers go to
+                // buffer_completed on this thread.
+                unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
+                st.win_end_ns.store(end, Ordering::Release);
+                st.win_handover_ns.store(monotonic_ns() - end, Ordering::Release);
+            }
             st.detach_wanted.store(true, Ordering::Release);
             while st.attached.load(Ordering::Acquire) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -462,7 +495,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             // SAFETY: plain CUPTI call (still attached), under the gate.
             unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
             st.attached.store(false, Ordering::Release);
-            close_window(st, end, 0);
+            close_window(st, end, 0, full);
         }
         let records = st.win_records.load(Ordering::Acquire);
         seen += records;
@@ -506,6 +539,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         st.win_new.store(0, Ordering::Release);
         st.win_library.store(0, Ordering::Release);
         st.win_extensions.store(0, Ordering::Release);
+        st.win_launches.store(0, Ordering::Release);
         st.win_demanded.store(demanded, Ordering::Release);
         st.win_planned_gap_ns.store(planned, Ordering::Release);
         let (mut warnings, mut notes) = (vec![], vec![]);
@@ -531,6 +565,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         }
         set_phase(st, phase::WINDOW);
         opened = monotonic_ns();
+        st.win_counting.store(true, Ordering::Release);
         st.win_attach_ns.store(opened - t0, Ordering::Release);
         *st.window.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened);
         drop(stopped);
@@ -594,10 +629,15 @@ fn try_detach(st: &State) {
     if *stopped || st.pid != pid() || !st.detach_wanted.swap(false, Ordering::AcqRel) {
         return;
     }
-    let end = monotonic_ns();
-    switch_kinds(st, false);
+    // the window thread ended the window (records off, handed over) before asking
+    let t = monotonic_ns();
+    let end = match st.win_end_ns.swap(0, Ordering::AcqRel) {
+        0 => t,
+        e => e,
+    };
     // SAFETY: plain CUPTI calls while attached, at an API exit as CUPTI's
-    // documentation asks for cuptiFinalize; the buffers are delivered to
+    // documentation asks for cuptiFinalize; what came in since the window
+    // thread's flush (kernels still running then) is delivered to
     // buffer_completed on this thread.
     unsafe {
         (st.api.flush_all)(cupti::FLUSH_FORCED);
@@ -606,8 +646,44 @@ fn try_detach(st: &State) {
         }
     }
     st.attached.store(false, Ordering::Release);
-    close_window(st, end, monotonic_ns() - end);
+    let handover = st.win_handover_ns.swap(0, Ordering::AcqRel);
+    let full = st.win_launches.load(Ordering::Acquire) >= st.window_cap && st.window_cap > 0;
+    close_window(st, end, handover + (monotonic_ns() - t), full);
     drop(stopped);
+}
+
+/// The adaptive window thread, woken early when a window's launches reach the cap.
+static WINDOW_THREAD: OnceLock<std::thread::Thread> = OnceLock::new();
+
+/// Sleeps until CLOCK_MONOTONIC reaches `until` (ns), or until the open window's launches
+/// reach the cap ([`sample::WINDOW_LAUNCHES`]): whether they did.
+fn wait_window(st: &State, until: u64) -> bool {
+    loop {
+        if st.window_cap > 0 && st.win_launches.load(Ordering::Acquire) >= st.window_cap {
+            return true;
+        }
+        let now = monotonic_ns();
+        if now >= until {
+            return false;
+        }
+        std::thread::park_timeout(std::time::Duration::from_nanos(until - now));
+    }
+}
+
+/// At the return of a driver call while a window is open: its launches counted, the window
+/// thread woken once they reach the cap.
+fn count_launch(st: &State, function: Option<&[u8]>) {
+    let w = function.map_or(0, sample::launch_weight);
+    if w == 0 || st.window_cap == 0 {
+        return;
+    }
+    let n = st.win_launches.fetch_add(w, Ordering::AcqRel) + w;
+    if n >= st.window_cap
+        && n - w < st.window_cap
+        && let Some(t) = WINDOW_THREAD.get()
+    {
+        t.unpark();
+    }
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `at` (ns).
@@ -642,7 +718,7 @@ fn sample_loop(spec: Spec, mut opened: u64) {
                     unsafe { disable(k) };
                 }
             }
-            close_window(st, end, 0);
+            close_window(st, end, 0, false);
         }
         sleep_until(opened + this_window + (period - window));
         this_window = window;
@@ -661,7 +737,7 @@ fn sample_loop(spec: Spec, mut opened: u64) {
 
 /// Queues the open window, if any, as ending at `end`, with what it cost
 /// and held (adaptive windows; zeros for duty-cycle ones).
-fn close_window(st: &State, end: u64, detach_ns: u64) {
+fn close_window(st: &State, end: u64, detach_ns: u64, full: bool) {
     if let Some(start) = st.window.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let adaptive = matches!(st.plan, Some(Plan::Adaptive(_)));
         let w = Msg::Window {
@@ -674,6 +750,8 @@ fn close_window(st: &State, end: u64, detach_ns: u64) {
             extensions: st.win_extensions.load(Ordering::Acquire),
             demanded: st.win_demanded.load(Ordering::Acquire),
             planned_gap_ns: st.win_planned_gap_ns.load(Ordering::Acquire),
+            launches: if adaptive { st.win_launches.load(Ordering::Acquire) } else { 0 },
+            full,
         };
         st.win_detach_ns.store(detach_ns, Ordering::Release);
         st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(w);
@@ -698,8 +776,10 @@ fn flush_loop(period_ms: u64) {
         if *stopped || st.pid != pid() {
             return;
         }
-        if !st.attached.load(Ordering::Acquire) {
-            continue; // between adaptive windows: a CUPTI call would attach it again
+        if !st.attached.load(Ordering::Acquire) || st.detach_wanted.load(Ordering::Acquire) {
+            // between adaptive windows a CUPTI call would attach it again; a window that
+            // ended had its records handed over by the window thread
+            continue;
         }
         // SAFETY: plain CUPTI call; completed buffers go to buffer_completed
         // on this thread. Exit waits for the gate, so CUDA is not torn down
@@ -738,7 +818,12 @@ extern "C" fn at_exit() {
             let text = exit_note(st, now);
             st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
         }
-        close_window(st, now, 0);
+        // a window that ended and waits for a launch's return to detach: its records went off at its end
+        let end = match st.win_end_ns.load(Ordering::Acquire) {
+            0 => now,
+            e => e,
+        };
+        close_window(st, end, 0, false);
         if st.attached.load(Ordering::Acquire) {
             // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
             unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
@@ -896,11 +981,16 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
         // SAFETY: CUpti_CallbackData starts with its u32 site.
         if !data.is_null() && unsafe { *(data as *const u32) } == cupti::API_EXIT {
             let _ = std::panic::catch_unwind(|| {
-                if let Some(st) = STATE.get()
-                    && st.detach_wanted.load(Ordering::Acquire)
-                    // SAFETY: the driver-API domain's CUpti_CallbackData.
-                    && detach_point(unsafe { callback_function(data) }, st.detach_anywhere)
-                {
+                let Some(st) = STATE.get() else { return };
+                let detach = st.detach_wanted.load(Ordering::Acquire);
+                if !detach && !st.win_counting.load(Ordering::Acquire) {
+                    return;
+                }
+                // SAFETY: the driver-API domain's CUpti_CallbackData.
+                let function = unsafe { callback_function(data) };
+                if !detach {
+                    count_launch(st, function);
+                } else if detach_point(function, st.detach_anywhere) {
                     try_detach(st);
                 }
             });

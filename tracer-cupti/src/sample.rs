@@ -90,6 +90,43 @@ pub const LEARNING_SHARE: u32 = 5;
 /// measured figure).
 pub const RECORD_COST_NS: u64 = 5_000;
 
+/// How many launches fill an adaptive window: it ends once the program's launches in it
+/// ([`launch_weight`], counted at their returns) reach this many, however long it was to
+/// last. A window's records are handed over on the injection's threads at some µs each, and
+/// CUPTI keeps every one while the program goes on at full speed: a graph of 20 empty
+/// kernels made 0.9 million records a second on the H200, the hand-over fell behind, and
+/// the window stayed open to the program's end (docs/gpu-timestamps/window_cost_2026-12-03_H200/).
+/// 4,096 launches (64 graph launches) hold every configuration that makes up ≥ 1 % of
+/// them some 40 times. [`WINDOW_LAUNCHES_ENV`] sets another cap (0: none).
+pub const WINDOW_LAUNCHES: u64 = 4_096;
+
+/// The variable that sets [`WINDOW_LAUNCHES`] (a number; 0: windows are not cut by launches).
+pub const WINDOW_LAUNCHES_ENV: &str = "TRACER_CUPTI_WINDOW_LAUNCHES";
+
+/// What a graph launch counts for [`WINDOW_LAUNCHES`]: a graph runs all its kernels, so 64
+/// graph launches fill a window (each of its kernel nodes measured 64 times).
+pub const GRAPH_LAUNCH_WEIGHT: u64 = 64;
+
+/// What the return of the driver function `function` counts towards a window's
+/// [`WINDOW_LAUNCHES`]: 1 for a kernel launch (`cuLaunchKernel`, `cuLaunchKernelEx`,
+/// `cuLaunchCooperativeKernel`, and their `_ptsz`, `_ptds` forms), [`GRAPH_LAUNCH_WEIGHT`]
+/// for a graph launch, 0 for anything else (`cuLaunchHostFunc` runs no kernel).
+pub fn launch_weight(function: &[u8]) -> u64 {
+    if function.starts_with(b"cuGraphLaunch") {
+        GRAPH_LAUNCH_WEIGHT
+    } else if function.starts_with(b"cuLaunch") && !function.starts_with(b"cuLaunchHostFunc") {
+        1
+    } else {
+        0
+    }
+}
+
+/// The cap of a window's launches from [`WINDOW_LAUNCHES_ENV`]'s value (unset or unreadable:
+/// [`WINDOW_LAUNCHES`]; 0: none).
+pub fn window_launches(v: Option<&str>) -> u64 {
+    v.and_then(|s| s.trim().parse().ok()).unwrap_or(WINDOW_LAUNCHES)
+}
+
 /// The default recording's windows: 2 % of the run's time at most.
 pub const DEFAULT_ADAPTIVE: Adaptive =
     Adaptive { window_ms: 100, max_window_ms: 2_000, max_gap_ms: 20_000, budget_bp: 200 };
@@ -374,6 +411,39 @@ mod tests {
         assert_eq!(a.next_gap(400, 0, 0, false), 800);
         assert_eq!(a.next_gap(800, 0, 0, false), 1_000);
         assert_eq!(a.next_gap(20_000, 0, 0, false), 20_000);
+    }
+
+    #[test]
+    fn launches_fill_a_window_graph_launches_by_their_weight() {
+        for f in [
+            "cuLaunchKernel",
+            "cuLaunchKernel_ptsz",
+            "cuLaunchKernelEx",
+            "cuLaunchKernelEx_ptsz",
+            "cuLaunchCooperativeKernel",
+        ] {
+            assert_eq!(launch_weight(f.as_bytes()), 1, "{f}");
+        }
+        for f in ["cuGraphLaunch", "cuGraphLaunch_ptsz"] {
+            assert_eq!(launch_weight(f.as_bytes()), GRAPH_LAUNCH_WEIGHT, "{f}");
+        }
+        for f in [
+            "cuStreamSynchronize",
+            "cuMemcpyHtoDAsync_v2",
+            "cuGraphInstantiateWithFlags",
+            "cuLibraryLoadData",
+            "cuLaunchHostFunc",
+            "cuLaunchHostFunc_ptsz",
+            "",
+        ] {
+            assert_eq!(launch_weight(f.as_bytes()), 0, "{f}");
+        }
+        // 64 graph launches fill a window, as 4,096 kernel launches do
+        assert_eq!(WINDOW_LAUNCHES / GRAPH_LAUNCH_WEIGHT, 64);
+        assert_eq!(window_launches(None), 4_096);
+        assert_eq!(window_launches(Some(" 20 ")), 20);
+        assert_eq!(window_launches(Some("0")), 0);
+        assert_eq!(window_launches(Some("many")), 4_096);
     }
 
     #[test]

@@ -131,8 +131,10 @@ pub enum Msg {
     /// its first records), `demanded` (it opened
     /// because the tracer asked, before its gap ended) and `planned_gap_ns`
     /// (the gap planned before it: the windows' policy and their budget; 0
-    /// before the first). 0 for duty-cycle windows (and from libraries built
-    /// before these fields).
+    /// before the first); `launches`, the program's launches in it (a graph
+    /// launch counting `sample::GRAPH_LAUNCH_WEIGHT`), and `full`: it ended
+    /// early because they reached `sample::WINDOW_LAUNCHES`. 0 for duty-cycle
+    /// windows (and from libraries built before these fields).
     Window {
         start: u64,
         end: u64,
@@ -143,6 +145,8 @@ pub enum Msg {
         extensions: u64,
         demanded: bool,
         planned_gap_ns: u64,
+        launches: u64,
+        full: bool,
     },
     /// A fact about this process's CUPTI that is not a problem (e.g. whether
     /// hardware kernel timestamps are available), for the footer.
@@ -251,9 +255,23 @@ impl Msg {
                 extensions,
                 demanded,
                 planned_gap_ns,
+                launches,
+                full,
             } => {
-                let demanded = *demanded as u64;
-                for v in [start, end, attach_ns, detach_ns, records, new_keys, extensions, &demanded, planned_gap_ns] {
+                let (demanded, full) = (*demanded as u64, *full as u64);
+                for v in [
+                    start,
+                    end,
+                    attach_ns,
+                    detach_ns,
+                    records,
+                    new_keys,
+                    extensions,
+                    &demanded,
+                    planned_gap_ns,
+                    launches,
+                    &full,
+                ] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 ty::WINDOW
@@ -376,6 +394,7 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
             let mut more = || r.u64().unwrap_or(0);
             let (attach_ns, detach_ns, records, new_keys) = (more(), more(), more(), more());
             let (extensions, demanded, planned_gap_ns) = (more(), more() != 0, more());
+            let (launches, full) = (more(), more() != 0);
             Some(Msg::Window {
                 start,
                 end,
@@ -386,6 +405,8 @@ fn decode_body(t: u8, body: &[u8]) -> Result<Msg, String> {
                 extensions,
                 demanded,
                 planned_gap_ns,
+                launches,
+                full,
             })
         })(),
         ty::NOTE => Some(Msg::Note { text: r.rest() }),
@@ -506,6 +527,8 @@ mod tests {
                 extensions: 2,
                 demanded: true,
                 planned_gap_ns: 7,
+                launches: 4_096,
+                full: true,
             },
             Msg::Note { text: "hw_trace: CUPTI_ERROR_NOT_SUPPORTED (27)".into() },
         ]
@@ -537,9 +560,19 @@ mod tests {
             extensions: 1,
             demanded: true,
             planned_gap_ns: 6,
+            launches: 9,
+            full: true,
         };
         w.encode(7, &mut o);
-        assert_eq!(o.len(), HEADER + 72);
+        assert_eq!(o.len(), HEADER + 88);
+        // a library built before the window's launches reads them as none
+        let mut old = o.clone();
+        old.truncate(HEADER + 72);
+        old[2] = (HEADER + 72) as u8;
+        let mut got = vec![];
+        StreamDecoder::default().feed(&old, &mut |_, m| got.push(m.unwrap()));
+        let Msg::Window { launches, full, planned_gap_ns, .. } = got[0] else { panic!("{got:?}") };
+        assert_eq!((launches, full, planned_gap_ns), (0, false, 6));
         // a library built before the window's history reads it as none
         let mut old = o.clone();
         old.truncate(HEADER + 48);
@@ -556,6 +589,8 @@ mod tests {
             extensions: 0,
             demanded: false,
             planned_gap_ns: 0,
+            launches: 0,
+            full: false,
         };
         assert_eq!(got, [before]);
         o.truncate(HEADER + 16); // a duty-cycle window of a library built before the costs
@@ -572,6 +607,8 @@ mod tests {
             extensions: 0,
             demanded: false,
             planned_gap_ns: 0,
+            launches: 0,
+            full: false,
         };
         assert_eq!(got, [bare]);
     }

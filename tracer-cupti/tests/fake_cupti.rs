@@ -328,11 +328,22 @@ fn history_of(r: &Run) -> Vec<(u64, bool, u64)> {
         .collect()
 }
 
-/// "finalizes N calls_while_detached M" from the driver's stderr.
-fn finalize_counts(stderr: &str) -> (u64, u64) {
+/// "finalizes N calls_while_detached M records_at_returns K" from the driver's stderr.
+fn finalize_counts(stderr: &str) -> (u64, u64, u64) {
     let l = stderr.lines().find(|l| l.starts_with("finalizes ")).expect("the driver's counts");
     let v: Vec<u64> = l.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-    (v[0], v[1])
+    (v[0], v[1], v[2])
+}
+
+/// The windows' launches and whether they ended full, from their messages.
+fn launches_of(r: &Run) -> Vec<(u64, bool)> {
+    r.msgs
+        .iter()
+        .filter_map(|(_, m)| match m {
+            Msg::Window { launches, full, .. } => Some((*launches, *full)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
@@ -358,11 +369,19 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
     // every window but one still open at exit was detached by a launch's return (its
     // detach time is stamped): CUPTI finalized once per such window, never called while
     // detached (no flush, no query)
-    let (finalizes, bad) = finalize_counts(&r.stderr);
+    let (finalizes, bad, at_returns) = finalize_counts(&r.stderr);
     let detached = w.iter().filter(|x| x.3 > 0).count();
     assert_eq!(finalizes as usize, detached, "{w:?}");
     assert!(detached >= w.len() - 1, "detach time: {w:?}");
     assert_eq!(bad, 0);
+    // each window's records were handed over by the window thread when it ended: none at a
+    // launch's return on the program's thread, where only cuptiFinalize runs
+    assert_eq!(at_returns, 0);
+    // ~1 launch a ms: no window held the 4,096 launches that end one early; each counted
+    // its launches (one per record)
+    let l = launches_of(&r);
+    assert!(l.iter().all(|&(_, full)| !full), "{l:?}");
+    assert!(w.iter().zip(&l).all(|(x, &(n, _))| n == x.4), "{w:?} {l:?}");
     assert!(w[1..].iter().all(|x| x.2 > 0), "attach time: {w:?}");
     // the gaps planned: 10 windows, then four times longer up to 1 s (200, 800, 1000 ms), as
     // the windows' policy has it for windows that held records and nothing new; they
@@ -404,6 +423,38 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
         "{notes:?}"
     );
     assert_eq!(kinds(&r.msgs).last(), Some(&"bye"));
+}
+
+#[test]
+fn a_window_ends_once_its_launches_reach_the_cap() {
+    let (lib, _) = built();
+    // windows of 300 ms every 300 ms at most, but full at 25 launches (one a ms or so):
+    // each ends after about 25 ms with its 25 launches, however long it was to last
+    let env = [
+        ("TRACER_CUPTI_SAMPLE", "adaptive:300/300/300/0"),
+        ("TRACER_CUPTI_FLUSH_MS", "10"),
+        (tracer_cupti::sample::WINDOW_LAUNCHES_ENV, "25"),
+    ];
+    let r = run("full", lib.to_str().unwrap(), &env, &["launch", "1500", "1000"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();
+    let (w, l) = (windows_of(&r), launches_of(&r));
+    assert!(w.len() >= 3, "{w:?}");
+    // every window but the one open at exit ended full, at 25 launches or a few more (those
+    // returning before the window thread switched the records off), long before 300 ms
+    let ended = &w[..w.len() - 1];
+    for (x, &(n, full)) in ended.iter().zip(&l) {
+        assert!(full, "{w:?} {l:?}");
+        assert!((25..=35).contains(&n), "{x:?}: {n} launches");
+        assert!(x.1 - x.0 < 150_000_000, "{x:?} lasted {} ms", (x.1 - x.0) / 1_000_000);
+        // its records are its launches, each launch inside it recorded
+        let inside = launches.iter().filter(|&&t| x.0 <= t && t < x.1).count() as u64;
+        assert_eq!((x.4, n), (inside, inside), "{x:?}");
+    }
+    let f = r.msgs.iter().filter(|(_, m)| matches!(m, Msg::Window { full: true, .. })).count();
+    assert_eq!(f, ended.len());
+    let (finalizes, bad, at_returns) = finalize_counts(&r.stderr);
+    assert_eq!((finalizes as usize, bad, at_returns), (ended.len(), 0, 0), "{w:?}");
 }
 
 #[test]

@@ -34,7 +34,10 @@
  *                           (fakecupti_finalizes()). A flush, dropped-records
  *                           query or disable while detached is counted as a
  *                           call that would have attached CUPTI again
- *                           (fakecupti_calls_while_detached())
+ *                           (fakecupti_calls_while_detached()); records
+ *                           delivered by a flush made at a launch's return
+ *                           (inside its driver-API callback, on the program's
+ *                           thread) are counted (fakecupti_records_at_returns())
  *   cuptiActivityEnableHWTrace  refused with 27 (CUPTI_ERROR_NOT_SUPPORTED), as on Hopper
  *
  * FAKECUPTI_NO_TS=1: refuse the timestamp callback; our clock is then
@@ -58,7 +61,8 @@ static done_fn completed;
 static ts_fn stamp;
 static cb_fn subscriber;
 static int enabled_mask, ever_enabled, dropped_once, delivered, completed_once, launched;
-static int driver_domain, detached, finalizes, calls_while_detached;
+static int driver_domain, detached, finalizes, calls_while_detached, records_at_returns;
+static __thread int in_return; /* inside the driver-API callback at a launch's return */
 static pthread_mutex_t mask_lock = PTHREAD_MUTEX_INITIALIZER;
 #define MAX_PENDING 65536
 static uint64_t pending[MAX_PENDING];
@@ -94,6 +98,7 @@ int cuptiFinalize(void) {
 }
 int cuptiActivityEnableHWTrace(uint8_t enable) { (void)enable; return 27; }
 int fakecupti_finalizes(void) { return __atomic_load_n(&finalizes, __ATOMIC_SEQ_CST); }
+int fakecupti_records_at_returns(void) { return __atomic_load_n(&records_at_returns, __ATOMIC_SEQ_CST); }
 int fakecupti_calls_while_detached(void) { return __atomic_load_n(&calls_while_detached, __ATOMIC_SEQ_CST); }
 static void note_call(void) {
     if (__atomic_load_n(&detached, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&calls_while_detached, 1, __ATOMIC_SEQ_CST);
@@ -116,7 +121,9 @@ struct callback_data { uint32_t site; const char *function_name; };
 static void driver_callback(uint32_t site) {
     cb_fn f = __atomic_load_n(&subscriber, __ATOMIC_SEQ_CST);
     struct callback_data d = { site, "cuLaunchKernel" };
+    in_return = site == 1;
     if (f && __atomic_load_n(&driver_domain, __ATOMIC_SEQ_CST)) f(0, 1, 307, &d);
+    in_return = 0;
 }
 uint64_t fakecupti_launch(void) {
     driver_callback(0);
@@ -197,6 +204,7 @@ static int flush_launches(void) {
     npending = 0;
     pthread_mutex_unlock(&mask_lock);
     if (n == 0) { free(starts); return 0; }
+    if (in_return) __atomic_add_fetch(&records_at_returns, (int)n, __ATOMIC_SEQ_CST);
     uint8_t *buf; size_t size, max;
     requested(&buf, &size, &max);
     if (!buf || size < n * 200) { free(starts); return 1; }

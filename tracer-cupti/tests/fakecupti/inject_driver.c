@@ -8,7 +8,8 @@
  * library's flush thread (exit 4 if that has not happened within 120 s);
  * `inject_driver launch N US` calls the fake's fakecupti_launch N times,
  * US µs apart, printing each launch's time (ns) on stdout, then on stderr
- * how often CUPTI was finalized and called while detached.
+ * how often CUPTI was finalized and called while detached, and how many records
+ * were handed over at a launch's return.
  * Build: cc -o inject_driver inject_driver.c -ldl
  */
 #include <dlfcn.h>
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
         int (*fin)(void) = (int (*)(void))dlsym(c, "fakecupti_finalizes");
         int (*bad)(void) = (int (*)(void))dlsym(c, "fakecupti_calls_while_detached");
-        fprintf(stderr, "finalizes %d calls_while_detached %d\n", fin(), bad());
+        int (*at_returns)(void) = (int (*)(void))dlsym(c, "fakecupti_records_at_returns");
+        fprintf(stderr, "finalizes %d calls_while_detached %d records_at_returns %d\n", fin(), bad(), at_returns());
     }
     if (argc > 1 && strstr(argv[1], "exec")) {
         execl("/bin/true", "true", (char *)0);

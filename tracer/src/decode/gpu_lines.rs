@@ -45,6 +45,8 @@ pub struct GpuLines {
     /// (attach, detach, and an estimate per record: tracer_cupti::sample::window_cost_ns).
     pub extensions: u64,
     pub opened_on_demand: u64,
+    /// Adaptive windows that ended early, their launches having reached tracer_cupti::sample::WINDOW_LAUNCHES.
+    pub full: u64,
     pub cost_ns: u64,
     /// Records without a usable timestamp (0, or end before start): not written.
     pub no_timestamp: u64,
@@ -150,6 +152,8 @@ impl GpuLines {
                 extensions,
                 demanded,
                 planned_gap_ns,
+                launches,
+                full,
             } => {
                 if end < start {
                     self.no_timestamp += 1;
@@ -164,8 +168,10 @@ impl GpuLines {
                 self.detached += (detach_ns > 0) as u64;
                 self.extensions += extensions;
                 self.opened_on_demand += demanded as u64;
-                let adaptive =
-                    attach_ns | detach_ns | records | new_keys | extensions | planned_gap_ns != 0 || demanded;
+                self.full += full as u64;
+                let adaptive = attach_ns | detach_ns | records | new_keys | extensions | planned_gap_ns | launches != 0
+                    || demanded
+                    || full;
                 if adaptive {
                     self.cost_ns += tracer_cupti::sample::window_cost_ns(attach_ns, detach_ns, records);
                 }
@@ -181,6 +187,8 @@ impl GpuLines {
                     v["extensions"] = json!(extensions);
                     v["demanded"] = json!(demanded);
                     v["planned_gap_us"] = json!(planned_gap_ns as f64 / 1000.0);
+                    v["launches"] = json!(launches);
+                    v["full"] = json!(full);
                 }
                 Some(v)
             }
@@ -273,6 +281,7 @@ impl GpuLines {
             v["new_keys"] = json!(self.new_keys);
             v["window_extensions"] = json!(self.extensions);
             v["windows_opened_on_demand"] = json!(self.opened_on_demand);
+            v["windows_full"] = json!(self.full);
             v["window_cost_ns"] = json!(self.cost_ns);
         }
         v
@@ -414,6 +423,7 @@ mod tests {
     fn adaptive_windows_carry_their_cost_to_the_line_and_the_footer() {
         let w = |start, end, attach_ns, detach_ns, records, new_keys| {
             let (extensions, demanded, planned_gap_ns) = (new_keys / 6, start == 900_000, start / 2);
+            let (launches, full) = (records * 2, records == 20);
             let m = Msg::Window {
                 start,
                 end,
@@ -424,6 +434,8 @@ mod tests {
                 extensions,
                 demanded,
                 planned_gap_ns,
+                launches,
+                full,
             };
             (7, m)
         };
@@ -435,9 +447,10 @@ mod tests {
         ]);
         assert_eq!(
             lines[0],
-            r#"{"attach_us":0.0,"demanded":false,"detach_us":2500.0,"end_ts":101000,"extensions":2,"name":"cupti","new_keys":12,"op":"measured","pid":7,"planned_gap_us":0.5,"records":40,"tid":0,"ts":1000,"type":"gpu_window"}"#
+            r#"{"attach_us":0.0,"demanded":false,"detach_us":2500.0,"end_ts":101000,"extensions":2,"full":false,"launches":80,"name":"cupti","new_keys":12,"op":"measured","pid":7,"planned_gap_us":0.5,"records":40,"tid":0,"ts":1000,"type":"gpu_window"}"#
         );
         assert!(lines[2].contains(r#""demanded":true"#), "{}", lines[2]);
+        assert!(lines[1].contains(r#""full":true,"launches":40,"#), "{}", lines[1]);
         let f = g.footer_with_windows();
         assert_eq!(
             (
@@ -452,8 +465,8 @@ mod tests {
         );
         // cost: attach and detach times, 5 µs a record
         assert_eq!(
-            (&f["window_extensions"], &f["windows_opened_on_demand"], &f["window_cost_ns"]),
-            (&json!(2), &json!(1), &json!(2_500_000 + 3_500_000 + 65 * 5_000))
+            (&f["window_extensions"], &f["windows_opened_on_demand"], &f["windows_full"], &f["window_cost_ns"]),
+            (&json!(2), &json!(1), &json!(1), &json!(2_500_000 + 3_500_000 + 65 * 5_000))
         );
         assert_eq!(
             f["processes"][0]["notes"][0],
@@ -479,6 +492,8 @@ mod tests {
                     extensions: 0,
                     demanded: false,
                     planned_gap_ns: 0,
+                    launches: 0,
+                    full: false,
                 },
             ),
             (
@@ -493,6 +508,8 @@ mod tests {
                     extensions: 0,
                     demanded: false,
                     planned_gap_ns: 0,
+                    launches: 0,
+                    full: false,
                 },
             ),
             (
@@ -507,6 +524,8 @@ mod tests {
                     extensions: 0,
                     demanded: false,
                     planned_gap_ns: 0,
+                    launches: 0,
+                    full: false,
                 },
             ),
         ]);
