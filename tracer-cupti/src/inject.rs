@@ -98,9 +98,8 @@ struct State {
     win_launches: AtomicU64,
     win_counting: AtomicBool,
     window_cap: u64,
-    /// The window's end as the window thread stamped it when it switched the records off,
-    /// and how long it then took to hand the window's records over (charged to the detach).
-    win_end_ns: AtomicU64,
+    /// How long the window thread took to hand the ended window's completed buffers over
+    /// (charged to its detach).
     win_handover_ns: AtomicU64,
     /// Adaptive windows: what the window thread is doing ([`phase`]) and since when; the
     /// tracer's demands it saw and when the last one was seen (said at exit, so that a demand
@@ -255,7 +254,6 @@ fn init() -> c_int {
         win_launches: AtomicU64::new(0),
         win_counting: AtomicBool::new(matches!(plan, Some(Plan::Adaptive(_)))),
         window_cap: sample::window_launches(std::env::var(sample::WINDOW_LAUNCHES_ENV).ok().as_deref()),
-        win_end_ns: AtomicU64::new(0),
         win_handover_ns: AtomicU64::new(0),
         win_phase: AtomicU64::new(phase::WINDOW),
         win_phase_since: AtomicU64::new(monotonic_ns()),
@@ -461,22 +459,22 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             st.win_extensions.fetch_add(1, Ordering::AcqRel);
         };
         set_phase(st, phase::DETACH_WAIT);
-        st.win_counting.store(false, Ordering::Release);
         if can_detach(st) {
-            // the window ends here: records off and handed over on this thread, so that the
-            // program's thread that detaches CUPTI at its next launch's return only finalizes it
+            // the window's completed buffers handed over on this thread (as the flush thread
+            // does), so that the program's thread that detaches CUPTI at its next launch's
+            // return has only the last, incomplete one left. The records are switched off
+            // there, not here: switched off on this thread while the program launched a
+            // graph, the graph's launch failed on the H200 (CUDA_ERROR_LAUNCH_FAILED).
             {
                 let stopped = gate(st);
                 if *stopped || st.pid != pid() {
                     return;
                 }
-                let end = monotonic_ns();
-                switch_kinds(st, false);
-                // SAFETY: plain CUPTI call while attached, under the gate; the buffers go to
-                // buffer_completed on this thread.
-                unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
-                st.win_end_ns.store(end, Ordering::Release);
-                st.win_handover_ns.store(monotonic_ns() - end, Ordering::Release);
+                let t = monotonic_ns();
+                // SAFETY: plain CUPTI call while attached, under the gate; completed
+                // buffers go to buffer_completed on this thread.
+                unsafe { (st.api.flush_all)(0) };
+                st.win_handover_ns.store(monotonic_ns() - t, Ordering::Release);
             }
             st.detach_wanted.store(true, Ordering::Release);
             while st.attached.load(Ordering::Acquire) {
@@ -491,6 +489,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
                 return;
             }
             let end = monotonic_ns();
+            st.win_counting.store(false, Ordering::Release);
             switch_kinds(st, false);
             // SAFETY: plain CUPTI call (still attached), under the gate.
             unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
@@ -629,16 +628,14 @@ fn try_detach(st: &State) {
     if *stopped || st.pid != pid() || !st.detach_wanted.swap(false, Ordering::AcqRel) {
         return;
     }
-    // the window thread ended the window (records off, handed over) before asking
-    let t = monotonic_ns();
-    let end = match st.win_end_ns.swap(0, Ordering::AcqRel) {
-        0 => t,
-        e => e,
-    };
+    let end = monotonic_ns();
+    let t = end;
+    st.win_counting.store(false, Ordering::Release);
+    switch_kinds(st, false);
     // SAFETY: plain CUPTI calls while attached, at an API exit as CUPTI's
-    // documentation asks for cuptiFinalize; what came in since the window
-    // thread's flush (kernels still running then) is delivered to
-    // buffer_completed on this thread.
+    // documentation asks for cuptiFinalize; what the window thread's flush
+    // left (the incomplete buffer) is delivered to buffer_completed on this
+    // thread.
     unsafe {
         (st.api.flush_all)(cupti::FLUSH_FORCED);
         if let Some(f) = st.api.finalize {
@@ -818,12 +815,7 @@ extern "C" fn at_exit() {
             let text = exit_note(st, now);
             st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
         }
-        // a window that ended and waits for a launch's return to detach: its records went off at its end
-        let end = match st.win_end_ns.load(Ordering::Acquire) {
-            0 => now,
-            e => e,
-        };
-        close_window(st, end, 0, false);
+        close_window(st, now, 0, false);
         if st.attached.load(Ordering::Acquire) {
             // SAFETY: plain CUPTI call; delivers the last buffers to buffer_completed.
             unsafe { (st.api.flush_all)(cupti::FLUSH_FORCED) };
@@ -982,15 +974,18 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
         if !data.is_null() && unsafe { *(data as *const u32) } == cupti::API_EXIT {
             let _ = std::panic::catch_unwind(|| {
                 let Some(st) = STATE.get() else { return };
-                let detach = st.detach_wanted.load(Ordering::Acquire);
-                if !detach && !st.win_counting.load(Ordering::Acquire) {
+                let (counting, detach) =
+                    (st.win_counting.load(Ordering::Acquire), st.detach_wanted.load(Ordering::Acquire));
+                if !counting && !detach {
                     return;
                 }
                 // SAFETY: the driver-API domain's CUpti_CallbackData.
                 let function = unsafe { callback_function(data) };
-                if !detach {
+                // a launch made while the records were on counts, the one whose return detaches too
+                if counting {
                     count_launch(st, function);
-                } else if detach_point(function, st.detach_anywhere) {
+                }
+                if detach && detach_point(function, st.detach_anywhere) {
                     try_detach(st);
                 }
             });

@@ -374,9 +374,10 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
     assert_eq!(finalizes as usize, detached, "{w:?}");
     assert!(detached >= w.len() - 1, "detach time: {w:?}");
     assert_eq!(bad, 0);
-    // each window's records were handed over by the window thread when it ended: none at a
-    // launch's return on the program's thread, where only cuptiFinalize runs
-    assert_eq!(at_returns, 0);
+    // each window's completed records were handed over by the window thread when it ended:
+    // at the launch's return that detached CUPTI, only the launches since (one a ms here: at
+    // most two a window), not the window's
+    assert!(at_returns <= 2 * finalizes, "{at_returns} records at returns, {finalizes} detaches");
     // ~1 launch a ms: no window held the 4,096 launches that end one early; each counted
     // its launches (one per record)
     let l = launches_of(&r);
@@ -454,7 +455,8 @@ fn a_window_ends_once_its_launches_reach_the_cap() {
     let f = r.msgs.iter().filter(|(_, m)| matches!(m, Msg::Window { full: true, .. })).count();
     assert_eq!(f, ended.len());
     let (finalizes, bad, at_returns) = finalize_counts(&r.stderr);
-    assert_eq!((finalizes as usize, bad, at_returns), (ended.len(), 0, 0), "{w:?}");
+    assert_eq!((finalizes as usize, bad), (ended.len(), 0), "{w:?}");
+    assert!(at_returns <= 2 * finalizes, "{at_returns} records at returns, {finalizes} detaches");
 }
 
 #[test]
