@@ -99,8 +99,9 @@ struct State {
     win_counting: AtomicBool,
     window_cap: u64,
     /// How long the window thread took to hand the ended window's completed buffers over
-    /// (charged to its detach).
+    /// (charged to its detach), and whether the window ended because it was full.
     win_handover_ns: AtomicU64,
+    win_full: AtomicBool,
     /// Adaptive windows: what the window thread is doing ([`phase`]) and since when; the
     /// tracer's demands it saw and when the last one was seen (said at exit, so that a demand
     /// that opened no window shows where it waited).
@@ -255,6 +256,7 @@ fn init() -> c_int {
         win_counting: AtomicBool::new(matches!(plan, Some(Plan::Adaptive(_)))),
         window_cap: sample::window_launches(std::env::var(sample::WINDOW_LAUNCHES_ENV).ok().as_deref()),
         win_handover_ns: AtomicU64::new(0),
+        win_full: AtomicBool::new(false),
         win_phase: AtomicU64::new(phase::WINDOW),
         win_phase_since: AtomicU64::new(monotonic_ns()),
         demands_seen: AtomicU64::new(0),
@@ -475,6 +477,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
                 // buffers go to buffer_completed on this thread.
                 unsafe { (st.api.flush_all)(0) };
                 st.win_handover_ns.store(monotonic_ns() - t, Ordering::Release);
+                st.win_full.store(full, Ordering::Release);
             }
             st.detach_wanted.store(true, Ordering::Release);
             while st.attached.load(Ordering::Acquire) {
@@ -644,7 +647,7 @@ fn try_detach(st: &State) {
     }
     st.attached.store(false, Ordering::Release);
     let handover = st.win_handover_ns.swap(0, Ordering::AcqRel);
-    let full = st.win_launches.load(Ordering::Acquire) >= st.window_cap && st.window_cap > 0;
+    let full = st.win_full.swap(false, Ordering::AcqRel);
     close_window(st, end, handover + (monotonic_ns() - t), full);
     drop(stopped);
 }
