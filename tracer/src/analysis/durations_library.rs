@@ -83,43 +83,16 @@ impl Default for Library {
     }
 }
 
-/// Why a text is not a library this version reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
-    /// Not JSON, or JSON without the library's fields.
-    Corrupt(String),
-    /// Another file's `format` (None: no `format` field).
-    Foreign(Option<String>),
-    /// A `version` newer than [`VERSION`].
-    Newer(u32),
-}
+/// Why a text is not a library this version reads (the kept files' form: [`FORM`]).
+pub type ParseError = crate::analysis::kept_form::FormError;
 
-/// What is wrong, in a few words ("not JSON (…)", "format \"x\", …").
-impl std::fmt::Display for ParseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParseError::Corrupt(e) => write!(f, "corrupt ({e})"),
-            ParseError::Foreign(Some(x)) => write!(f, "not a durations library (format {x:?}, expected {FORMAT:?})"),
-            ParseError::Foreign(None) => write!(f, "not a durations library (no \"format\" field)"),
-            ParseError::Newer(v) => write!(f, "version {v}, newer than this tracer reads ({VERSION})"),
-        }
-    }
-}
+/// The library's form: its `format`, `version` and name in messages.
+pub const FORM: crate::analysis::kept_form::Form =
+    crate::analysis::kept_form::Form { format: FORMAT, version: VERSION, what: "durations library" };
 
 impl Library {
     pub fn parse(text: &str) -> Result<Library, ParseError> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| ParseError::Corrupt(e.to_string()))?;
-        match v.get("format") {
-            Some(serde_json::Value::String(f)) if f == FORMAT => {}
-            Some(serde_json::Value::String(f)) => return Err(ParseError::Foreign(Some(f.clone()))),
-            _ => return Err(ParseError::Foreign(None)),
-        }
-        match v.get("version").and_then(serde_json::Value::as_u64) {
-            Some(n) if n == VERSION as u64 => {}
-            Some(n) if n > VERSION as u64 => return Err(ParseError::Newer(n.min(u32::MAX as u64) as u32)),
-            _ => return Err(ParseError::Corrupt(format!("\"version\" is {}, expected {VERSION}", v["version"]))),
-        }
-        serde_json::from_value(v).map_err(|e| ParseError::Corrupt(e.to_string()))
+        FORM.parse(text)
     }
 
     /// The library as its file holds it (one line).

@@ -217,19 +217,18 @@ fn entries_of_another_driver_are_not_used() {
 fn parse_names_what_is_wrong() {
     assert_eq!(Library::parse(&Library::default().to_json()).unwrap(), Library::default());
     assert!(matches!(Library::parse("{\"format\":"), Err(ParseError::Corrupt(_))));
+    let said = |text: &str| FORM.describe(&Library::parse(text).unwrap_err());
     assert_eq!(
-        Library::parse(r#"{"format":"tracer-kernel-durations","version":1}"#).unwrap_err().to_string(),
+        said(r#"{"format":"tracer-kernel-durations","version":1}"#),
         "not a durations library (format \"tracer-kernel-durations\", expected \"tracer-durations-library\")"
     );
     assert_eq!(Library::parse("[1]").unwrap_err(), ParseError::Foreign(None));
     assert_eq!(
-        Library::parse(r#"{"format":"tracer-durations-library","version":2,"gpus":[]}"#).unwrap_err().to_string(),
+        said(r#"{"format":"tracer-durations-library","version":2,"gpus":[]}"#),
         "version 2, newer than this tracer reads (1)"
     );
     assert_eq!(
-        Library::parse(r#"{"format":"tracer-durations-library","version":1,"gpus":[{"model":"x"}]}"#)
-            .unwrap_err()
-            .to_string(),
+        said(r#"{"format":"tracer-durations-library","version":1,"gpus":[{"model":"x"}]}"#),
         "corrupt (missing field `driver`)"
     );
 }

@@ -86,24 +86,12 @@ impl Default for History {
     }
 }
 
-/// Why a text is not a history this version reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
-    Corrupt(String),
-    Foreign(Option<String>),
-    Newer(u32),
-}
+/// Why a text is not a history this version reads (the kept files' form: [`FORM`]).
+pub type ParseError = crate::analysis::kept_form::FormError;
 
-impl std::fmt::Display for ParseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParseError::Corrupt(e) => write!(f, "corrupt ({e})"),
-            ParseError::Foreign(Some(x)) => write!(f, "not a host speed history (format {x:?}, expected {FORMAT:?})"),
-            ParseError::Foreign(None) => write!(f, "not a host speed history (no \"format\" field)"),
-            ParseError::Newer(v) => write!(f, "version {v}, newer than this tracer reads ({VERSION})"),
-        }
-    }
-}
+/// The history's form: its `format`, `version` and name in messages.
+pub const FORM: crate::analysis::kept_form::Form =
+    crate::analysis::kept_form::Form { format: FORMAT, version: VERSION, what: "host speed history" };
 
 /// This recording against its key's history.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,18 +111,7 @@ pub struct Reference {
 
 impl History {
     pub fn parse(text: &str) -> Result<History, ParseError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ParseError::Corrupt(e.to_string()))?;
-        match v.get("format") {
-            Some(Value::String(f)) if f == FORMAT => {}
-            Some(Value::String(f)) => return Err(ParseError::Foreign(Some(f.clone()))),
-            _ => return Err(ParseError::Foreign(None)),
-        }
-        match v.get("version").and_then(Value::as_u64) {
-            Some(n) if n == VERSION as u64 => {}
-            Some(n) if n > VERSION as u64 => return Err(ParseError::Newer(n.min(u32::MAX as u64) as u32)),
-            _ => return Err(ParseError::Corrupt(format!("\"version\" is {}, expected {VERSION}", v["version"]))),
-        }
-        let h: History = serde_json::from_value(v).map_err(|e| ParseError::Corrupt(e.to_string()))?;
+        let h: History = FORM.parse(text)?;
         if let Some(g) = h.entries.iter().flat_map(|e| &e.gauges).find(|g| !(g.ns.is_finite() && g.ns > 0.0)) {
             return Err(ParseError::Corrupt(format!("a gauge of {} ns", g.ns)));
         }

@@ -50,6 +50,7 @@ pub mod host_clock;
 pub mod host_speed_history;
 pub mod inert;
 pub mod ioctl_report;
+pub mod kept_form;
 pub mod kernel_names;
 pub mod model;
 pub mod per_gpu;

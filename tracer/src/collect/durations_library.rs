@@ -25,9 +25,7 @@ pub use crate::collect::kept_file::ErrorKind;
 use crate::collect::kept_file::{self, Kept, KeptError, suffixed};
 
 use crate::analysis::durations_file::{DurationsFile, durations_line};
-use crate::analysis::durations_library::{
-    self as lib, GpuKey, Library, MergeReport, ParseError, Selection, fit_within, merge,
-};
+use crate::analysis::durations_library::{self as lib, GpuKey, Library, MergeReport, Selection, fit_within, merge};
 use crate::analysis::model::Geom;
 
 /// The variable naming the library's file (empty: no library).
@@ -131,34 +129,14 @@ pub fn entries_for(
 pub type LibraryError = KeptError;
 
 /// The durations library as a kept file.
-pub const KEPT: Kept = Kept { kind: Kind::DurationsLibrary, name: "durations library", elsewhere: ELSEWHERE };
+pub const KEPT: Kept =
+    Kept { kind: Kind::DurationsLibrary, form: lib::FORM, replaced_by: "the next measured run", elsewhere: ELSEWHERE };
 
 const ELSEWHERE: &str = "or set TRACER_DURATIONS_LIBRARY to another file (empty: no library)";
 
-fn parse_error(path: &Path, e: &ParseError) -> LibraryError {
-    let (kind, todo) = match e {
-        ParseError::Newer(_) => (ErrorKind::Newer, format!("use a newer tracer, {ELSEWHERE}")),
-        _ => (
-            ErrorKind::Corrupt,
-            format!(
-                "move it away or delete it (the next measured run moves it aside and starts a new one), {ELSEWHERE}"
-            ),
-        ),
-    };
-    LibraryError { kind, message: format!("{}: the durations library is {e}: {todo}", path.display()) }
-}
-
 /// The library at `path`; `Ok(None)` when there is no such file.
 pub fn load(path: &Path) -> Result<Option<Library>, LibraryError> {
-    read(path)?.map(|r| r.map_err(|e| parse_error(path, &e))).transpose()
-}
-
-/// The file at `path` (None: no such file), parsed.
-fn read(path: &Path) -> Result<Option<Result<Library, ParseError>>, LibraryError> {
-    Ok(KEPT.read(path)?.map(|b| match String::from_utf8(b) {
-        Ok(text) => Library::parse(&text),
-        Err(_) => Err(ParseError::Corrupt("not UTF-8 text".into())),
-    }))
+    KEPT.load(path, Library::parse)
 }
 
 /// The durations line of a run on `key` (at `ts`, just before the footer)
@@ -252,12 +230,7 @@ pub fn update_at(
         KEPT.create_dirs(dir)?;
     }
     let _lock = KEPT.lock(&suffixed(path, ".lock"))?;
-    let (mut library, moved_aside) = match read(path)? {
-        None => (Library::default(), None),
-        Some(Ok(l)) => (l, None),
-        Some(Err(e @ ParseError::Newer(_))) => return Err(parse_error(path, &e)),
-        Some(Err(e)) => (Library::default(), Some((KEPT.move_aside(path, now_unix)?, e.to_string()))),
-    };
+    let (mut library, moved_aside) = KEPT.current_or_new(path, Library::parse, now_unix)?;
     let merge = merge(&mut library, key, measured, now_unix);
     let fit = fit_within(&mut library, key, Kind::DurationsLibrary.cap() as usize);
     KEPT.write_replacing(path, library.to_json().as_bytes())?;

@@ -12,41 +12,24 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tracer_format::open::Kind;
 
-use crate::analysis::host_speed_history::{self as hist, History, ParseError, Reference, SpeedKey};
-use crate::collect::kept_file::{self, ErrorKind, Kept, KeptError, suffixed};
+use crate::analysis::host_speed_history::{self as hist, History, Reference, SpeedKey};
+use crate::collect::kept_file::{self, Kept, KeptError, suffixed};
 
 /// The variable naming the history's file (empty: no history).
 pub const ENV: &str = "TRACER_HOST_SPEED_HISTORY";
 const FILE: &str = "host_speed.json";
 const ELSEWHERE: &str = "or set TRACER_HOST_SPEED_HISTORY to another file (empty: no history)";
-pub const KEPT: Kept = Kept { kind: Kind::HostSpeedHistory, name: "host speed history", elsewhere: ELSEWHERE };
+pub const KEPT: Kept =
+    Kept { kind: Kind::HostSpeedHistory, form: hist::FORM, replaced_by: "the next recording", elsewhere: ELSEWHERE };
 
 /// The history's path, or None when `$TRACER_HOST_SPEED_HISTORY` is empty (or no home is known).
 pub fn default_path() -> Option<PathBuf> {
     kept_file::default_path(FILE, ENV)
 }
 
-fn parse_error(path: &Path, e: &ParseError) -> KeptError {
-    let (kind, todo) = match e {
-        ParseError::Newer(_) => (ErrorKind::Newer, format!("use a newer tracer, {ELSEWHERE}")),
-        _ => (
-            ErrorKind::Corrupt,
-            format!("move it away or delete it (the next recording moves it aside and starts a new one), {ELSEWHERE}"),
-        ),
-    };
-    KeptError { kind, message: format!("{}: the host speed history is {e}: {todo}", path.display()) }
-}
-
 /// The history at `path`; `Ok(None)` when there is no such file.
 pub fn load(path: &Path) -> Result<Option<History>, KeptError> {
-    read(path)?.map(|r| r.map_err(|e| parse_error(path, &e))).transpose()
-}
-
-fn read(path: &Path) -> Result<Option<Result<History, ParseError>>, KeptError> {
-    Ok(KEPT.read(path)?.map(|b| match String::from_utf8(b) {
-        Ok(text) => History::parse(&text),
-        Err(_) => Err(ParseError::Corrupt("not UTF-8 text".into())),
-    }))
+    KEPT.load(path, History::parse)
 }
 
 /// What [`update`] did.
@@ -63,12 +46,7 @@ pub fn update(path: &Path, key: &SpeedKey, gauge: f64, runs: u64, now_unix: u64)
         KEPT.create_dirs(dir)?;
     }
     let _lock = KEPT.lock(&suffixed(path, ".lock"))?;
-    let (mut history, moved_aside) = match read(path)? {
-        None => (History::default(), None),
-        Some(Ok(h)) => (h, None),
-        Some(Err(e @ ParseError::Newer(_))) => return Err(parse_error(path, &e)),
-        Some(Err(e)) => (History::default(), Some((KEPT.move_aside(path, now_unix)?, e.to_string()))),
-    };
+    let (mut history, moved_aside) = KEPT.current_or_new(path, History::parse, now_unix)?;
     let reference = history.add(key, gauge, runs, now_unix);
     KEPT.write_replacing(path, history.to_json().as_bytes())?;
     Ok(UpdateReport { reference, moved_aside })

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use tracer_format::open::Kind;
 
+use crate::analysis::kept_form::{Form, FormError};
+
 /// How long [`Kept::lock`] waits for another tracer's lock.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 
@@ -28,8 +30,10 @@ const LOCK_WAIT: Duration = Duration::from_secs(30);
 pub struct Kept {
     /// Its kind for tracer_format's bounded reads (the cap).
     pub kind: Kind,
-    /// What the messages call it ("durations library").
-    pub name: &'static str,
+    /// Its text's form (`format`, `version`, and what the messages call it: "durations library").
+    pub form: Form,
+    /// What moves a corrupt or foreign file aside and starts a new one ("the next recording").
+    pub replaced_by: &'static str,
     /// What the user may do instead ("or set TRACER_X to another file (empty: none)").
     pub elsewhere: &'static str,
 }
@@ -97,6 +101,57 @@ pub fn default_path(name: &str, env: &str) -> Option<PathBuf> {
 }
 
 impl Kept {
+    /// The one-line error of the file at `path` that is not in its form: what is wrong and what to do.
+    pub fn form_error(&self, path: &Path, e: &FormError) -> KeptError {
+        let (kind, todo) = match e {
+            FormError::Newer(_) => (ErrorKind::Newer, format!("use a newer tracer, {}", self.elsewhere)),
+            _ => (
+                ErrorKind::Corrupt,
+                format!(
+                    "move it away or delete it ({} moves it aside and starts a new one), {}",
+                    self.replaced_by, self.elsewhere
+                ),
+            ),
+        };
+        let what = self.form.describe(e);
+        KeptError { kind, message: format!("{}: the {} is {what}: {todo}", path.display(), self.form.what) }
+    }
+
+    /// The file at `path` (None: no such file), parsed by `parse` (its form's check and the
+    /// file's own).
+    pub fn parsed<T>(
+        &self,
+        path: &Path,
+        parse: impl Fn(&str) -> Result<T, FormError>,
+    ) -> Result<Option<Result<T, FormError>>, KeptError> {
+        Ok(self.read(path)?.map(|b| match String::from_utf8(b) {
+            Ok(text) => parse(&text),
+            Err(_) => Err(FormError::Corrupt("not UTF-8 text".into())),
+        }))
+    }
+
+    /// The file at `path`; `Ok(None)` when there is no such file, an error when it is not in its form.
+    pub fn load<T>(&self, path: &Path, parse: impl Fn(&str) -> Result<T, FormError>) -> Result<Option<T>, KeptError> {
+        self.parsed(path, parse)?.map(|r| r.map_err(|e| self.form_error(path, &e))).transpose()
+    }
+
+    /// For an update, under the caller's lock: the file's content, or a new one where there is
+    /// none or where it is corrupt or foreign (moved aside first: where to, and why); a newer
+    /// version's file is an error and stays as it is.
+    pub fn current_or_new<T: Default>(
+        &self,
+        path: &Path,
+        parse: impl Fn(&str) -> Result<T, FormError>,
+        now_unix: u64,
+    ) -> Result<(T, Option<(PathBuf, String)>), KeptError> {
+        Ok(match self.parsed(path, parse)? {
+            None => (T::default(), None),
+            Some(Ok(t)) => (t, None),
+            Some(Err(e @ FormError::Newer(_))) => return Err(self.form_error(path, &e)),
+            Some(Err(e)) => (T::default(), Some((self.move_aside(path, now_unix)?, self.form.describe(&e)))),
+        })
+    }
+
     /// The file's bytes (None: no such file): links, other file kinds and
     /// oversized files are refused as tracer_format says.
     pub fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, KeptError> {
@@ -110,7 +165,7 @@ impl Kept {
     /// An exclusive `flock` on `p` (created 0644), held until the descriptor is dropped.
     pub fn lock(&self, p: &Path) -> Result<OwnedFd, KeptError> {
         let fd = open_fd(p, libc::O_RDWR | libc::O_CREAT).map_err(|e| {
-            io(format!("cannot open the {}'s lock {} ({e}); {}", self.name, p.display(), self.elsewhere))
+            io(format!("cannot open the {}'s lock {} ({e}); {}", self.form.what, p.display(), self.elsewhere))
         })?;
         // 0644 whatever the umask (a lock of another user's stays as it is)
         // SAFETY: fchmod on a descriptor this function owns.
@@ -129,7 +184,7 @@ impl Kept {
                 return Err(io(format!(
                     "{}: another process has held the {}'s lock for {} s: not updated",
                     p.display(),
-                    self.name,
+                    self.form.what,
                     LOCK_WAIT.as_secs()
                 )));
             }
@@ -162,7 +217,7 @@ impl Kept {
         let tmp = suffixed(path, &format!(".tmp.{}", std::process::id()));
         let fail = |what: &str, e: std::io::Error| {
             let _ = std::fs::remove_file(&tmp);
-            io(format!("cannot write the {} {} ({what}: {e}); {}", self.name, path.display(), self.elsewhere))
+            io(format!("cannot write the {} {} ({what}: {e}); {}", self.form.what, path.display(), self.elsewhere))
         };
         // a file of a crashed run of the same pid (we hold the lock: nobody else writes it)
         let _ = std::fs::remove_file(&tmp);
@@ -193,7 +248,7 @@ impl Kept {
             Err(e) => Err(io(format!(
                 "cannot create the directory {} for the {} ({e}); {}",
                 dir.display(),
-                self.name,
+                self.form.what,
                 self.elsewhere
             ))),
         }
