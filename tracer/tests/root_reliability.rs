@@ -22,20 +22,19 @@ use tracer_format::hex;
 /// whose number depends on the time the threads ran.
 const NO_SAMPLES: &[&str] = &["--stack-sample-hz", "0"];
 
+/// `tracer -o OUT --libcuda LIB --stack-sample-hz 0`: the start of every tracer command here.
+fn tracer_to(out: &Path, lib: &Path) -> Command {
+    let mut c = Command::new(common::tracer_bin());
+    c.arg("-o").arg(out).arg("--libcuda").arg(lib).args(NO_SAMPLES);
+    c
+}
+
 /// `tracer -o OUT --libcuda FAKE [ARGS] -- reliability SCENARIO...`.
 fn trace_reliability(tag: &str, tracer_args: &[&str], args: &[&str], limit: Duration) -> common::Traced {
     let out = common::fresh_output(tag);
     let f = common::fake();
-    let mut c = Command::new(common::tracer_bin());
-    c.arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
-        .args(tracer_args)
-        .arg("--")
-        .arg(relia::program())
-        .args(args);
+    let mut c = tracer_to(&out, &f.lib);
+    c.args(tracer_args).arg("--").arg(relia::program()).args(args);
     c.stdout(Stdio::from(std::fs::File::create(out.with_extension("stdout")).unwrap()));
     c.stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()));
     c.stdin(Stdio::null());
@@ -303,12 +302,7 @@ fn attach_with_p_records_only_the_window_and_detaches_cleanly() {
 
     let out = common::fresh_output("attach");
     let f = common::fake();
-    let mut tracer = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let mut tracer = tracer_to(&out, &f.lib)
         .args(["-p", &pid.to_string()])
         .stdout(Stdio::from(std::fs::File::create(out.with_extension("stdout")).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(out.with_extension("stderr")).unwrap()))
@@ -386,12 +380,7 @@ fn sigkill_of_attached_tracer_leaves_the_process_unharmed() {
     let set_addr = symbol_address(pid, "cuCtxSetCurrent");
     let out = common::fresh_output("attach-kill");
     let f = common::fake();
-    let mut tracer = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let mut tracer = tracer_to(&out, &f.lib)
         .args(["-p", &pid.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -461,12 +450,7 @@ fn disk_full_stops_cleanly_keeps_complete_lines_and_says_so() {
     let out = fs.0.join("full.jsonl");
     let f = common::fake();
     const N: u64 = 20_000;
-    let o = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let o = tracer_to(&out, &f.lib)
         .arg("--")
         .arg(&f.driver)
         .args(["loop", &N.to_string()])
@@ -666,12 +650,7 @@ fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
 
     // Under sudo: the command gets the invoking user's ids, the trace is theirs.
     let f = common::fake();
-    let o = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let o = tracer_to(&out, &f.lib)
         .args(["-q", "--", "sh", "-c", "id -u; id -g; id -G"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -701,12 +680,7 @@ fn missing_privileges_are_named_and_the_command_runs_as_the_sudo_user() {
     assert_eq!(md.mode() & 0o7022, 0, "mode {:o}: not writable by others", md.mode());
     std::fs::remove_file(&out).unwrap();
     // --as-root keeps root for the command (the file still goes to the user).
-    let o = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let o = tracer_to(&out, &f.lib)
         .args(["-q", "--as-root", "--", "id", "-u"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -728,12 +702,7 @@ fn private_output_is_mode_0600_also_when_overwritten() {
     std::fs::write(&out, "old\n").unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
     let f = common::fake();
-    let o = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let o = tracer_to(&out, &f.lib)
         .args(["-q", "--force", "--private", "--", "true"])
         .env("SUDO_UID", "65534")
         .env("SUDO_GID", "65534")
@@ -817,12 +786,7 @@ fn paced_with_the_collector_stopped(
     let out = common::fresh_output(tag);
     let progress = Progress::new(out.with_extension("progress"));
     let f = common::fake();
-    let mut tracer = Command::new(common::tracer_bin())
-        .arg("-o")
-        .arg(&out)
-        .arg("--libcuda")
-        .arg(&f.lib)
-        .args(NO_SAMPLES)
+    let mut tracer = tracer_to(&out, &f.lib)
         .args(["--buffer-size", "1"])
         .args(tracer_args)
         .args(["--", "taskset", "-c", "0"])
