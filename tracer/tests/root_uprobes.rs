@@ -1770,6 +1770,24 @@ fn recordings_of_one_command_meet_their_machines_usual_speed() {
         let digest = format!("sha256:{}", tracer_format::digest::sha256_hex(argv.as_bytes()));
         assert_eq!(h["key"]["command"], json!(digest), "{h}");
         gauges.push(g);
+        // the summary says it: the first has nothing to compare with, the later ones their factor
+        let said: Vec<&str> = t.stderr.lines().filter(|l| l.contains("host speed: ")).collect();
+        assert_eq!(said.len(), 1, "{}", t.stderr);
+        if i == 1 {
+            assert!(
+                said[0].contains("host speed: not compared with the machine's usual speed (the first recording"),
+                "{}",
+                said[0]
+            );
+        } else {
+            let f = h["factor"].as_f64().unwrap();
+            assert!(
+                said[0].starts_with(&format!("host speed: {f:.2}x the usual time"))
+                    && said[0].ends_with(&format!(" over {i} recordings of the command)")),
+                "{}",
+                said[0]
+            );
+        }
         if i == 3 {
             let mut v = gauges.clone();
             v.sort_by(f64::total_cmp);

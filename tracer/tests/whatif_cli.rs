@@ -193,11 +193,48 @@ fn host_speed_and_compensated_pacing() {
             serde_json::json!(0)
         )
     );
-    assert_eq!(p["missing"].as_array().unwrap().len(), 2);
+    assert_eq!(p["missing"].as_array().unwrap().len(), 3);
     let (rc, out, err) = tracer(&base[..4]);
     assert_eq!(rc, 0, "{err}");
     assert!(out.contains("  pacing: compensated: 0.006 ms of tracing removed from 9 host gaps (622 ns per probed call, 9 calls), 0 gaps clamped at 0\n"), "{out}");
     assert!(out.contains("  pacing: not corrected: no bpf_stats in the footer"), "{out}");
+    // the machine's usual speed: not in this footer, and said why, as replay says it; kept
+    // with --recorded-speed, which asks for the recorded speed, so nothing is missing then
+    assert!(
+        out.contains("  pacing: not corrected: the machine's usual speed (no host_speed in the footer: recorded without BPF statistics, or before it was kept)\n"),
+        "{out}"
+    );
+    let (rc, out, err) = tracer(&[&base[..], &["--recorded-speed"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["prediction"]["pacing"]["missing"].as_array().unwrap().len(), 2);
+    // A footer whose process ran twice as slow as its machine's usual speed: compensated pacing
+    // halves its host gaps, exactly as --host-speed 2 does with the recorded speed kept; with
+    // --recorded-speed the footer's factor is not applied
+    let slow = workload("NVIDIA H100 80GB HBM3", 100).replacen(
+        r#"{"type":"footer","lost":{"total":0}}"#,
+        r#"{"type":"footer","lost":{"total":0},"host_speed":{"gauge_ns":2000.0,"reference_ns":1000.0,"recordings":5,"factor":2.0,"runs":900}}"#,
+        1,
+    );
+    let src3 = tmp("hs-h100-slow.jsonl");
+    std::fs::write(&src3, slow).unwrap();
+    let slow_base = ["whatif", src3.to_str().unwrap(), "--durations", durs.to_str().unwrap(), "--json"];
+    let (rc, out, err) = tracer(&slow_base);
+    assert_eq!(rc, 0, "{err}");
+    let usual: Value = serde_json::from_str(&out).unwrap();
+    let (rc, out, err) = tracer(&[&base[..], &["--recorded-speed", "--host-speed", "2"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    let twice: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(iterations(&usual), iterations(&twice));
+    assert_eq!(usual["prediction"]["pacing"]["host_speed"], 2.0);
+    assert_eq!(usual["prediction"]["pacing"]["missing"].as_array().unwrap().len(), 2);
+    let (rc, out, err) = tracer(&[&slow_base[..], &["--recorded-speed"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    let kept: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(kept["prediction"]["pacing"]["host_speed"], 1.0);
+    let (rc, out, err) = tracer(&[&base[..], &["--recorded-speed"]].concat());
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(iterations(&kept), iterations(&serde_json::from_str(&out).unwrap()));
     // Bad values: one line naming the option; a calibration file against a trace without one.
     for (flag, val, want) in [
         ("--host-speed", "0", "invalid value '0' for '--host-speed <F|FILE>': 0: not a factor above 0"),

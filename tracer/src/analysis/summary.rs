@@ -542,6 +542,9 @@ impl Summary {
             if let Some(line) = stacks_line(self.header.as_ref(), f) {
                 let _ = writeln!(s, "{line}");
             }
+            if let Some(line) = host_speed_line(f) {
+                let _ = writeln!(s, "{line}");
+            }
             if let Some(r) = f.get("replay").filter(|r| r.is_object()) {
                 let n = |k: &str| r[k].as_u64().unwrap_or(0);
                 let _ = writeln!(
@@ -573,6 +576,29 @@ impl Summary {
         }
         crate::analysis::text_table::wrap(&s, crate::analysis::text_table::MAX_COLUMNS, 2)
     }
+}
+
+/// The footer's `host_speed` in words: how fast the process ran against the speed its machine
+/// usually runs the command at, which replay and what-if pace it to unless `--recorded-speed`
+/// (docs/replay.md, *The machine's usual speed*), or why it could not be compared; `None`
+/// without the field.
+fn host_speed_line(f: &Value) -> Option<String> {
+    f.get("host_speed").filter(|h| h.is_object())?;
+    Some(match tracer_format::pacing::UsualSpeed::of_footer(Some(f)) {
+        Ok(u) => format!(
+            "host speed: {:.2}x the usual time{} (probes at {:.0} ns a run, the machine's median {:.0} over {} recordings \
+             of the command)",
+            u.factor,
+            if f["host_speed"]["clamped"].as_bool() == Some(true) { ", clamped" } else { "" },
+            u.gauge_ns,
+            u.reference_ns,
+            u.recordings
+        ),
+        Err(why) => {
+            let why = why.strip_prefix("the machine's usual speed (").and_then(|w| w.strip_suffix(')')).unwrap_or(&why);
+            format!("host speed: not compared with the machine's usual speed ({})", crate::analysis::inert::name(why))
+        }
+    })
 }
 
 /// What stacks the recording took and how (header `stacks`, footer
@@ -705,6 +731,32 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn host_speed_line_says_how_fast_the_run_was_against_the_usual() {
+        let f = json!({"host_speed": {"gauge_ns": 2000.0, "reference_ns": 1000.0, "recordings": 5, "factor": 2.0, "runs": 900}});
+        assert_eq!(
+            host_speed_line(&f).unwrap(),
+            "host speed: 2.00x the usual time (probes at 2000 ns a run, the machine's median 1000 over 5 recordings of the \
+             command)"
+        );
+        let c = json!({"host_speed": {"gauge_ns": 900.0, "reference_ns": 2000.0, "recordings": 3, "factor": 0.5, "clamped": true}});
+        assert!(
+            host_speed_line(&c).unwrap().starts_with("host speed: 0.50x the usual time, clamped (probes at 900 ns"),
+            "{c}"
+        );
+        let first = json!({"host_speed": {"gauge_ns": 1500.0, "reference_ns": 1500.0, "recordings": 1, "factor": 1.0}});
+        assert_eq!(
+            host_speed_line(&first).unwrap(),
+            "host speed: not compared with the machine's usual speed (the first recording of its command and probe set on its machine: nothing to compare it with)"
+        );
+        let none = json!({"host_speed": {"gauge_ns": null, "note": "under 200 runs of the entry programs: no gauge"}});
+        assert_eq!(
+            host_speed_line(&none).unwrap(),
+            "host speed: not compared with the machine's usual speed (under 200 runs of the entry programs: no gauge)"
+        );
+        assert_eq!(host_speed_line(&json!({"records": 3})), None);
+    }
 
     #[test]
     fn stacks_line_says_what_was_sampled_and_unnamed() {

@@ -611,19 +611,22 @@ pub fn whatif_cmd(a: &WhatifArgs) -> anyhow::Result<()> {
         Some(s) => tracer_format::pacing::HostSpeed::parse(s, recorded_cal.as_ref())
             .map_err(|e| crate::error::UsageError(format!("{}: {e}", a.trace.display())))?,
     };
-    // the recording's machine's usual speed for the command (footer host_speed), unless kept
-    if a.pacing == tracer_format::pacing::Pacing::Compensated
-        && !a.recorded_speed
-        && let Ok(u) = tracer_format::pacing::UsualSpeed::of_footer(t.footer.as_ref())
-    {
-        speed = speed.with_usual(&u);
+    // the recording's machine's usual speed for the command (footer host_speed), unless kept;
+    // why it could not be applied is said as replay says it
+    let mut usual_missing = None;
+    if a.pacing == tracer_format::pacing::Pacing::Compensated && !a.recorded_speed {
+        match tracer_format::pacing::UsualSpeed::of_footer(t.footer.as_ref()) {
+            Ok(u) => speed = speed.with_usual(&u),
+            Err(why) => usual_missing = Some(why),
+        }
     }
     let host = crate::analysis::host_clock::Host {
         pacing: a.pacing,
         speed,
         overrides: tracer_format::pacing::Overrides { trap_ns: a.probe_trap_ns, cupti_ns: a.cupti_ns_per_call },
     };
-    let p = whatif::predict(&t, &d, whatif::Options { copy_model: a.copy_model, host });
+    let mut p = whatif::predict(&t, &d, whatif::Options { copy_model: a.copy_model, host });
+    p.pacing.missing.extend(usual_missing);
     let against = a.against.as_deref().map(|p| load_measured(p, "the --against trace")).transpose()?;
     let actual = against.as_ref().map(whatif::measured_figures);
     let c = actual.as_ref().map(|f| whatif::compare(&p, f));
