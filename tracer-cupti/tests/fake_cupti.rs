@@ -441,19 +441,20 @@ fn a_window_ends_once_its_launches_reach_the_cap() {
     let launches: Vec<u64> = r.stdout.lines().map(|l| l.parse().unwrap()).collect();
     let (w, l) = (windows_of(&r), launches_of(&r));
     assert!(w.len() >= 3, "{w:?}");
-    // every window but the one open at exit ended full, at 25 launches or a few more (those
-    // returning before the window thread switched the records off), long before 300 ms
-    let ended = &w[..w.len() - 1];
-    for (x, &(n, full)) in ended.iter().zip(&l) {
-        assert!(full, "{w:?} {l:?}");
-        assert!((25..=35).contains(&n), "{x:?}: {n} launches");
+    // every window ended full, at 25 launches or some more (those returning before the window
+    // thread, woken, asked for the detach: a loaded machine wakes it late), long before the
+    // 300 launches of 300 ms; the last one too, unless the program ended while it was open
+    assert!(l[..l.len() - 1].iter().all(|&(_, full)| full), "{w:?} {l:?}");
+    let ended: Vec<_> = w.iter().zip(&l).filter(|(_, x)| x.1).map(|(x, &(n, _))| (*x, n)).collect();
+    assert!(ended.len() >= w.len() - 1, "{w:?} {l:?}");
+    for &(x, n) in &ended {
+        assert!((25..=75).contains(&n), "{x:?}: {n} launches");
         assert!(x.1 - x.0 < 150_000_000, "{x:?} lasted {} ms", (x.1 - x.0) / 1_000_000);
-        // its records are its launches, each launch inside it recorded
+        // its records are its launches, each launch inside it recorded; it was detached
         let inside = launches.iter().filter(|&&t| x.0 <= t && t < x.1).count() as u64;
         assert_eq!((x.4, n), (inside, inside), "{x:?}");
+        assert!(x.3 > 0, "detach time: {x:?}");
     }
-    let f = r.msgs.iter().filter(|(_, m)| matches!(m, Msg::Window { full: true, .. })).count();
-    assert_eq!(f, ended.len());
     let (finalizes, bad, at_returns) = finalize_counts(&r.stderr);
     assert_eq!((finalizes as usize, bad), (ended.len(), 0), "{w:?}");
     assert!(at_returns <= 2 * finalizes, "{at_returns} records at returns, {finalizes} detaches");
