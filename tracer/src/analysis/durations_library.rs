@@ -97,9 +97,7 @@ impl Library {
 
     /// The library as its file holds it (one line).
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string(self).expect("a library serializes");
-        s.push('\n');
-        s
+        FORM.line(self)
     }
 
     pub fn gpu(&self, key: &GpuKey) -> Option<&GpuEntry> {

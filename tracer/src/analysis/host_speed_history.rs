@@ -119,9 +119,7 @@ impl History {
     }
 
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string(self).expect("a history serializes");
-        s.push('\n');
-        s
+        FORM.line(self)
     }
 
     pub fn entry(&self, key: &SpeedKey) -> Option<&Entry> {

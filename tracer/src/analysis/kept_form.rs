@@ -47,6 +47,13 @@ impl Form {
         serde_json::from_value(v).map_err(|e| FormError::Corrupt(e.to_string()))
     }
 
+    /// The file's text for `value` (which holds this form's `format` and `version`): one line of JSON.
+    pub fn line<T: serde::Serialize>(&self, value: &T) -> String {
+        let mut s = serde_json::to_string(value).unwrap_or_else(|e| panic!("a {} serializes: {e}", self.what));
+        s.push('\n');
+        s
+    }
+
     /// What is wrong, for a message "…: the durations library is {this}".
     pub fn describe(&self, e: &FormError) -> String {
         let (what, format, version) = (self.what, self.format, self.version);

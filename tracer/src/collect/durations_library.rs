@@ -22,7 +22,7 @@ use serde_json::Value;
 use tracer_format::open::Kind;
 
 pub use crate::collect::kept_file::ErrorKind;
-use crate::collect::kept_file::{self, Kept, KeptError, suffixed};
+use crate::collect::kept_file::{self, Kept, KeptError};
 
 use crate::analysis::durations_file::{DurationsFile, durations_line};
 use crate::analysis::durations_library::{self as lib, GpuKey, Library, MergeReport, Selection, fit_within, merge};
@@ -189,12 +189,8 @@ impl UpdateReport {
     /// One line each: the merge, then what was moved aside or removed.
     pub fn lines(&self) -> Vec<String> {
         let mut v = Vec::new();
-        if let Some((aside, what)) = &self.moved_aside {
-            v.push(format!(
-                "{}: the durations library was {what}: moved aside to {}; a new one started",
-                self.path.display(),
-                aside.display()
-            ));
+        if let Some(m) = &self.moved_aside {
+            v.push(KEPT.moved_aside_line(&self.path, m));
         }
         v.push(format!("durations library {} ({}): {}", self.path.display(), self.key, self.merge.sentence()));
         if !self.fit.keys_removed.is_empty() || self.fit.dropped > 0 {
@@ -226,14 +222,11 @@ pub fn update_at(
     measured: &DurationsFile,
     now_unix: u64,
 ) -> Result<UpdateReport, LibraryError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        KEPT.create_dirs(dir)?;
-    }
-    let _lock = KEPT.lock(&suffixed(path, ".lock"))?;
-    let (mut library, moved_aside) = KEPT.current_or_new(path, Library::parse, now_unix)?;
-    let merge = merge(&mut library, key, measured, now_unix);
-    let fit = fit_within(&mut library, key, Kind::DurationsLibrary.cap() as usize);
-    KEPT.write_replacing(path, library.to_json().as_bytes())?;
+    let (library, (merge, fit), moved_aside) =
+        KEPT.update(path, (Library::parse, Library::to_json), now_unix, |library| {
+            let merge = merge(library, key, measured, now_unix);
+            (merge, fit_within(library, key, Kind::DurationsLibrary.cap() as usize))
+        })?;
     Ok(UpdateReport { path: path.to_owned(), key: key.clone(), merge, moved_aside, fit, library })
 }
 

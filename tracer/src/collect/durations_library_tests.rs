@@ -2,6 +2,7 @@ use std::os::unix::fs::{MetadataExt as _, symlink};
 
 use super::*;
 use crate::analysis::durations_file::{FORMAT, KernelEntry};
+use crate::collect::kept_file::suffixed;
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tracer-durations-library-{name}-{}", std::process::id()));

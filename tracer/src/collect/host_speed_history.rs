@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tracer_format::open::Kind;
 
 use crate::analysis::host_speed_history::{self as hist, History, Reference, SpeedKey};
-use crate::collect::kept_file::{self, Kept, KeptError, suffixed};
+use crate::collect::kept_file::{self, Kept, KeptError};
 
 /// The variable naming the history's file (empty: no history).
 pub const ENV: &str = "TRACER_HOST_SPEED_HISTORY";
@@ -42,13 +42,8 @@ pub struct UpdateReport {
 
 /// Adds a recording's gauge to the history at `path` and returns it against its key's.
 pub fn update(path: &Path, key: &SpeedKey, gauge: f64, runs: u64, now_unix: u64) -> Result<UpdateReport, KeptError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        KEPT.create_dirs(dir)?;
-    }
-    let _lock = KEPT.lock(&suffixed(path, ".lock"))?;
-    let (mut history, moved_aside) = KEPT.current_or_new(path, History::parse, now_unix)?;
-    let reference = history.add(key, gauge, runs, now_unix);
-    KEPT.write_replacing(path, history.to_json().as_bytes())?;
+    let (_, reference, moved_aside) =
+        KEPT.update(path, (History::parse, History::to_json), now_unix, |h| h.add(key, gauge, runs, now_unix))?;
     Ok(UpdateReport { reference, moved_aside })
 }
 
@@ -83,14 +78,10 @@ pub fn footer(bpf_stats: &Value, path: Option<&Path>, key: &SpeedKey, now_unix: 
     let Some(path) = path else { return alone(format!("no host speed history (${ENV} is empty)")) };
     match update(path, key, gauge, runs, now_unix) {
         Ok(u) => {
-            if let Some((aside, why)) = &u.moved_aside
+            if let Some(m) = &u.moved_aside
                 && !quiet
             {
-                eprintln!(
-                    "tracer: {}: the host speed history was {why}: moved aside to {}; a new one started",
-                    path.display(),
-                    aside.display()
-                );
+                eprintln!("tracer: {}", KEPT.moved_aside_line(path, m));
             }
             let r = &u.reference;
             json!({

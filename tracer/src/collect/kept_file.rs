@@ -100,6 +100,9 @@ pub fn default_path(name: &str, env: &str) -> Option<PathBuf> {
     path_from(name, std::env::var_os(env), euid, std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
+/// Where [`Kept::update`] moved a corrupt or foreign file, and why.
+pub type MovedAside = (PathBuf, String);
+
 impl Kept {
     /// The one-line error of the file at `path` that is not in its form: what is wrong and what to do.
     pub fn form_error(&self, path: &Path, e: &FormError) -> KeptError {
@@ -135,21 +138,42 @@ impl Kept {
         self.parsed(path, parse)?.map(|r| r.map_err(|e| self.form_error(path, &e))).transpose()
     }
 
-    /// For an update, under the caller's lock: the file's content, or a new one where there is
-    /// none or where it is corrupt or foreign (moved aside first: where to, and why); a newer
-    /// version's file is an error and stays as it is.
-    pub fn current_or_new<T: Default>(
+    /// What [`Kept::update`] did with a corrupt or foreign file at `path`, in one line: why it was
+    /// moved, where to.
+    pub fn moved_aside_line(&self, path: &Path, (aside, why): &MovedAside) -> String {
+        format!(
+            "{}: the {} was {why}: moved aside to {}; a new one started",
+            path.display(),
+            self.form.what,
+            aside.display()
+        )
+    }
+
+    /// Reads, changes and replaces the file at `path` (its folder made first), under its lock
+    /// `PATH.lock`: its content, or a new one where there is none or where it is corrupt or
+    /// foreign (moved aside first: where to, and why, the third of what is returned), changed by
+    /// `change` (whose answer is the second) and written as `text` makes it (the first: the
+    /// file's new content). A newer version's file is an error and stays as it is.
+    pub fn update<T: Default, R>(
         &self,
         path: &Path,
-        parse: impl Fn(&str) -> Result<T, FormError>,
+        (parse, text): (impl Fn(&str) -> Result<T, FormError>, impl Fn(&T) -> String),
         now_unix: u64,
-    ) -> Result<(T, Option<(PathBuf, String)>), KeptError> {
-        Ok(match self.parsed(path, parse)? {
+        change: impl FnOnce(&mut T) -> R,
+    ) -> Result<(T, R, Option<MovedAside>), KeptError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            self.create_dirs(dir)?;
+        }
+        let _lock = self.lock(&suffixed(path, ".lock"))?;
+        let (mut t, moved_aside) = match self.parsed(path, parse)? {
             None => (T::default(), None),
             Some(Ok(t)) => (t, None),
             Some(Err(e @ FormError::Newer(_))) => return Err(self.form_error(path, &e)),
             Some(Err(e)) => (T::default(), Some((self.move_aside(path, now_unix)?, self.form.describe(&e)))),
-        })
+        };
+        let r = change(&mut t);
+        self.write_replacing(path, text(&t).as_bytes())?;
+        Ok((t, r, moved_aside))
     }
 
     /// The file's bytes (None: no such file): links, other file kinds and
