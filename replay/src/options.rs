@@ -187,19 +187,12 @@ impl HostArgs {
     /// `--host-speed FILE`); a bad value is a misuse, one line naming the option.
     pub fn pacer(&self, trace: &replay::recording::Trace) -> anyhow::Result<replay::together::pacing::Pacer> {
         use tracer_format::pacing::{HostSpeed, Overrides};
-        use tracer_format::pacing::{Pacing, UsualSpeed};
-        let mut host_speed = match &self.host_speed {
+        let given = match &self.host_speed {
             None => HostSpeed::default(),
             Some(s) => HostSpeed::parse(s, trace.host_calibration().as_ref()).map_err(replay::Misuse)?,
         };
-        let mut speed_note = None;
-        if self.pacing == Pacing::Compensated && !self.recorded_speed {
-            let footer = trace.footer.as_ref().and_then(|f| serde_json::to_value(f).ok());
-            match UsualSpeed::of_footer(footer.as_ref()) {
-                Ok(u) => host_speed = host_speed.with_usual(&u),
-                Err(why) => speed_note = Some(why),
-            }
-        }
+        let footer = trace.footer.as_ref().and_then(|f| serde_json::to_value(f).ok());
+        let (host_speed, speed_note) = given.for_recording(self.pacing, self.recorded_speed, footer.as_ref());
         Ok(replay::together::pacing::Pacer {
             pacing: self.pacing,
             host_speed,

@@ -625,6 +625,25 @@ impl HostSpeed {
         let from = if self == HostSpeed::default() { u.text() } else { format!("{}; {}", u.text(), self.from) };
         HostSpeed { factor: self.factor * u.factor, from }
     }
+
+    /// This speed for the recording whose footer is `footer`, paced by `pacing`: compensated
+    /// pacing scales it to the machine's usual speed ([`UsualSpeed::of_footer`]) unless
+    /// `recorded_speed` keeps the speed the process ran at; the second is why the usual speed
+    /// could not be had (for the pacing report's `missing`), as replay and what-if say it.
+    pub fn for_recording(
+        self,
+        pacing: Pacing,
+        recorded_speed: bool,
+        footer: Option<&Value>,
+    ) -> (HostSpeed, Option<String>) {
+        if pacing != Pacing::Compensated || recorded_speed {
+            return (self, None);
+        }
+        match UsualSpeed::of_footer(footer) {
+            Ok(u) => (self.with_usual(&u), None),
+            Err(why) => (self, Some(why)),
+        }
+    }
 }
 
 /// The calibration workload's name and version: a fixed single-thread job (SHA-256 of 64 KiB, 16
@@ -747,6 +766,16 @@ mod tests {
                 .contains("factor -1")
         );
         assert!(UsualSpeed::of_footer(None).is_err());
+        // for a recording: compensated pacing takes it (or says why not); recorded pacing and
+        // --recorded-speed keep the speed given, with nothing missing
+        let given = HostSpeed { factor: 2.0, from: "--host-speed 2".into() };
+        let (s, why) = given.clone().for_recording(Pacing::Compensated, false, Some(&f));
+        assert_eq!((s.factor, why), (2.6, None));
+        let (s, why) = given.clone().for_recording(Pacing::Compensated, false, Some(&json!({})));
+        assert_eq!(s, given);
+        assert!(why.unwrap().starts_with("the machine's usual speed (no host_speed in the footer"));
+        assert_eq!(given.clone().for_recording(Pacing::Compensated, true, Some(&f)), (given.clone(), None));
+        assert_eq!(given.clone().for_recording(Pacing::Recorded, false, Some(&f)), (given, None));
     }
 
     fn footer() -> Value {

@@ -606,20 +606,14 @@ pub fn whatif_cmd(a: &WhatifArgs) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|h| h.get("host_calibration"))
         .and_then(|v| tracer_format::pacing::HostCalibration::of_value(v).ok());
-    let mut speed = match &a.host_speed {
+    let given = match &a.host_speed {
         None => tracer_format::pacing::HostSpeed::default(),
         Some(s) => tracer_format::pacing::HostSpeed::parse(s, recorded_cal.as_ref())
             .map_err(|e| crate::error::UsageError(format!("{}: {e}", a.trace.display())))?,
     };
     // the recording's machine's usual speed for the command (footer host_speed), unless kept;
     // why it could not be applied is said as replay says it
-    let mut usual_missing = None;
-    if a.pacing == tracer_format::pacing::Pacing::Compensated && !a.recorded_speed {
-        match tracer_format::pacing::UsualSpeed::of_footer(t.footer.as_ref()) {
-            Ok(u) => speed = speed.with_usual(&u),
-            Err(why) => usual_missing = Some(why),
-        }
-    }
+    let (speed, usual_missing) = given.for_recording(a.pacing, a.recorded_speed, t.footer.as_ref());
     let host = crate::analysis::host_clock::Host {
         pacing: a.pacing,
         speed,
