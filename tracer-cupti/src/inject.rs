@@ -632,7 +632,6 @@ fn try_detach(st: &State) {
         return;
     }
     let end = monotonic_ns();
-    let t = end;
     st.win_counting.store(false, Ordering::Release);
     switch_kinds(st, false);
     // SAFETY: plain CUPTI calls while attached, at an API exit as CUPTI's
@@ -648,7 +647,7 @@ fn try_detach(st: &State) {
     st.attached.store(false, Ordering::Release);
     let handover = st.win_handover_ns.swap(0, Ordering::AcqRel);
     let full = st.win_full.swap(false, Ordering::AcqRel);
-    close_window(st, end, handover + (monotonic_ns() - t), full);
+    close_window(st, end, handover + (monotonic_ns() - end), full);
     drop(stopped);
 }
 
