@@ -438,10 +438,6 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     })
 }
 
-/// Attaches the probes to one more libcuda file (another inode than those
-/// probed already: uprobes are per inode, a second attach would double
-/// every call). `opts.libcuda` may be any path to it, `/proc/PID/fd/FD`
-/// or `/proc/PID/root/...` included.
 /// The uprobe trap's cost on this machine ([`crate::collect::trap_cost`]), with the empty
 /// programs loaded for uprobe_multi with the recording's ([`multi_programs`]: the object is
 /// relocated once, against the maps as loaded).
@@ -453,6 +449,16 @@ pub fn trap_cost(loaded: &Loaded) -> anyhow::Result<crate::collect::trap_cost::T
     crate::collect::trap_cost::measure(progs)
 }
 
+/// The trap with work between the calls ([`crate::collect::trap_cost::measure_cold`]).
+pub fn trap_cost_cold(loaded: &Loaded, sizes: &[usize]) -> anyhow::Result<Vec<crate::collect::trap_cost::ColdTrap>> {
+    let progs = loaded.multi_progs.as_ref().context("the probes are attached one by one (no uprobe_multi)")?;
+    crate::collect::trap_cost::measure_cold(progs, sizes)
+}
+
+/// Attaches the probes to one more libcuda file (another inode than those
+/// probed already: uprobes are per inode, a second attach would double
+/// every call). `opts.libcuda` may be any path to it, `/proc/PID/fd/FD`
+/// or `/proc/PID/root/...` included.
 pub fn attach_libcuda(loaded: &mut Loaded, opts: &Options) -> anyhow::Result<ProbeReport> {
     let ebpf = loaded.ebpf.as_mut().context("eBPF object gone")?;
     let mut links = Links::default();

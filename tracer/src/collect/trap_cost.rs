@@ -13,7 +13,8 @@
 //! `bpf_stats`). The command is still suspended: nothing else of the
 //! recording runs meanwhile. A machine where this cannot be done (no
 //! uprobe_multi, another architecture) gets no fields: pacing falls back to
-//! its default and says so.
+//! its default and says so. `TRACER_TRAP_COLD` (an experiment) adds the trap
+//! measured after a walk over a larger working set ([`measure_cold`]).
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -123,6 +124,130 @@ pub fn measure(progs: &crate::collect::uprobe_multi::MultiPrograms) -> anyhow::R
     Ok(TrapCost { unprobed_ns: median(base), entry_ns: median(entry), entry_return_ns: median(both) })
 }
 
+/// `TRACER_TRAP_COLD=KIB[,KIB...]` (an experiment, docs/replay.md): the trap again with
+/// work between the calls, a walk of [`COLD_STEPS`] dependent loads over a random cycle of
+/// the cache lines of KIB KiB, as a program's own work between two driver calls would
+/// evict the trap's code and data, and the trap the program's. Per size, the time per
+/// iteration (walk and call) unprobed and with the entry probe, interleaved; the
+/// difference is what a probe hit costs a program whose working set is that large,
+/// the trap's cold run and its after-effects on the work included.
+pub const COLD_STEPS: usize = 256;
+const COLD_ITERS: u32 = 300;
+
+/// One size's figures, ns per iteration: the walk and the call timed apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ColdTrap {
+    pub kib: usize,
+    /// The call alone (two clock reads around it), unprobed and probed.
+    pub call_unprobed_ns: f64,
+    pub call_entry_ns: f64,
+    /// The walk after the call, unprobed and probed: the trap's after-effects on the work.
+    pub walk_unprobed_ns: f64,
+    pub walk_entry_ns: f64,
+}
+
+/// The sizes asked for by `TRACER_TRAP_COLD`, none when unset or unreadable.
+pub fn cold_sizes() -> Vec<usize> {
+    std::env::var("TRACER_TRAP_COLD")
+        .map(|v| v.split(',').filter_map(|k| k.trim().parse().ok()).filter(|&k| k > 0).collect())
+        .unwrap_or_default()
+}
+
+/// A random cycle over the buffer's cache lines (16 u32 a line; the first of each holds
+/// the next line's index).
+fn cold_buffer(kib: usize) -> Vec<u32> {
+    let lines = (kib * 1024 / 64).max(2);
+    let mut order: Vec<u32> = (0..lines as u32).collect();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let mut buf = vec![0u32; lines * 16];
+    for w in 0..lines {
+        buf[order[w] as usize * 16] = order[(w + 1) % lines];
+    }
+    buf
+}
+
+/// One loop: per iteration the walk, then the call, each timed; (call, walk) ns per iteration.
+#[cfg(target_arch = "x86_64")]
+fn cold_loop(buf: &[u32], at: &mut u32) -> (f64, f64) {
+    let (mut call, mut walk) = (0u128, 0u128);
+    for _ in 0..COLD_ITERS {
+        let t0 = Instant::now();
+        let mut i = *at;
+        for _ in 0..COLD_STEPS {
+            i = buf[i as usize * 16];
+        }
+        *at = std::hint::black_box(i);
+        let t1 = Instant::now();
+        unsafe { tracer_trap_standin() };
+        let t2 = Instant::now();
+        walk += (t1 - t0).as_nanos();
+        call += (t2 - t1).as_nanos();
+    }
+    (call as f64 / COLD_ITERS as f64, walk as f64 / COLD_ITERS as f64)
+}
+
+/// The cold figures for `sizes` (KiB), [`COLD_STEPS`] loads between calls.
+#[cfg(target_arch = "x86_64")]
+pub fn measure_cold(
+    progs: &crate::collect::uprobe_multi::MultiPrograms,
+    sizes: &[usize],
+) -> anyhow::Result<Vec<ColdTrap>> {
+    let (path, off) = standin_location()?;
+    let mut out = Vec::new();
+    for &kib in sizes {
+        let buf = cold_buffer(kib);
+        let mut at = 0;
+        cold_loop(&buf, &mut at);
+        let (mut base, mut entry) = (Vec::new(), Vec::new());
+        for _ in 0..LOOPS {
+            base.push(cold_loop(&buf, &mut at));
+            let e = progs.attach("cu_empty", &path, &[off], &[0], false)?;
+            entry.push(cold_loop(&buf, &mut at));
+            drop(e);
+        }
+        let m = |v: &[(f64, f64)], walk: bool| median(v.iter().map(|&(c, w)| if walk { w } else { c }).collect());
+        out.push(ColdTrap {
+            kib,
+            call_unprobed_ns: m(&base, false),
+            call_entry_ns: m(&entry, false),
+            walk_unprobed_ns: m(&base, true),
+            walk_entry_ns: m(&entry, true),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn measure_cold(_: &crate::collect::uprobe_multi::MultiPrograms, _: &[usize]) -> anyhow::Result<Vec<ColdTrap>> {
+    anyhow::bail!("the trap measurement's stand-in is x86-64 only")
+}
+
+/// The header's `probe_trap.cold`: per size, the iteration's time both ways and their difference.
+pub fn cold_fields(cold: &[ColdTrap]) -> Value {
+    Value::Array(
+        cold.iter()
+            .map(|c| {
+                json!({
+                    "kib": c.kib,
+                    "steps": COLD_STEPS,
+                    "call_unprobed_ns": round2(c.call_unprobed_ns),
+                    "call_entry_ns": round2(c.call_entry_ns),
+                    "walk_unprobed_ns": round2(c.walk_unprobed_ns),
+                    "walk_entry_ns": round2(c.walk_entry_ns),
+                    "entry_trap_ns": round2(c.call_entry_ns - c.call_unprobed_ns),
+                    "after_effect_ns": round2(c.walk_entry_ns - c.walk_unprobed_ns),
+                })
+            })
+            .collect(),
+    )
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 pub fn measure(_: &crate::collect::uprobe_multi::MultiPrograms) -> anyhow::Result<TrapCost> {
     anyhow::bail!("the trap measurement's stand-in is x86-64 only")
@@ -142,6 +267,32 @@ mod tests {
         // noise never makes a negative cost
         let t = TrapCost { unprobed_ns: 10.0, entry_ns: 8.0, entry_return_ns: 7.0 };
         assert_eq!((t.entry_trap_ns(), t.return_trap_ns()), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_cold_buffer_is_one_cycle_over_every_line() {
+        for kib in [1, 4, 64] {
+            let buf = cold_buffer(kib);
+            let lines = kib * 1024 / 64;
+            let mut seen = vec![false; lines];
+            let mut i = 0u32;
+            for _ in 0..lines {
+                assert!(!seen[i as usize], "{kib} KiB: line {i} twice");
+                seen[i as usize] = true;
+                i = buf[i as usize * 16];
+            }
+            assert_eq!(i, 0, "{kib} KiB: the walk is back at its start after every line");
+        }
+        let c = ColdTrap {
+            kib: 64,
+            call_unprobed_ns: 30.0,
+            call_entry_ns: 1030.5,
+            walk_unprobed_ns: 900.0,
+            walk_entry_ns: 1150.0,
+        };
+        let f = cold_fields(&[c]);
+        assert_eq!((f[0]["entry_trap_ns"].clone(), f[0]["after_effect_ns"].clone()), (json!(1000.5), json!(250.0)));
+        assert_eq!(f[0]["steps"], COLD_STEPS);
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -40,6 +40,13 @@ pub fn trace_header(
             Ok(t) => t.header_fields(&mut header),
             Err(e) => header["probe_trap"] = json!({ "error": format!("{e:#}") }),
         }
+        let sizes = crate::collect::trap_cost::cold_sizes();
+        if !sizes.is_empty() && header["probe_trap"].is_object() {
+            header["probe_trap"]["cold"] = match loader::trap_cost_cold(loaded, &sizes) {
+                Ok(c) => crate::collect::trap_cost::cold_fields(&c),
+                Err(e) => json!({ "error": format!("{e:#}") }),
+            };
+        }
     }
     side.header(&mut header);
     header["gpu_timestamps"] = gpu.map_or_else(|| crate::collect::gpu_timestamps::header_off(gpu_off), |g| g.header());

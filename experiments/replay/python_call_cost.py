@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""What one probed driver call costs a Python program, inside one process (issue 44).
+
+Compensated pacing takes out of each host gap the trap per probe hit (measured warm at
+the recording's start, collect/trap_cost.rs) and the eBPF programs' runs (bpf_stats).
+Recordings of Python loops still ran 1.5-2.6 µs per probed call longer than that
+(docs/replay.md). This measures the per-call cost where a Python program pays it:
+
+per block, N iterations of (Python work; one ctypes call), the call either a probed
+driver function (cuGetErrorString: cheap, needs no cuInit, probed at entry and, for its
+out pointer, at return; cuDriverGetVersion is one of the query functions tracer leaves
+unprobed) or an unprobed function called the same way (libc's `abs`), the blocks alternated REPS times. The
+difference probed - unprobed, per call, is the probe's cost plus the two functions'
+own difference; the untraced process gives the latter, so
+
+    cost per probed call = (probed - unprobed) traced - (probed - unprobed) untraced
+
+for three kinds of work between the calls: none, `py` (attribute and dict work, as
+placement_probe.py's loop, ~1 µs) and `cold` (random reads over a 64 MiB list: the
+caches and TLB another program's work leaves behind). Prints one JSON line:
+
+    {"work": {"none": {"probed_ns": .., "unprobed_ns": .., "delta_ns": ..}, ...}, "calls": N}
+
+    python3 python_call_cost.py [--reps 15] [--n 2000] [--fn cuGetErrorString]
+"""
+import argparse
+import ctypes
+import json
+import random
+import statistics
+import time
+
+
+class Obj:
+    def __init__(self):
+        self.a, self.d = 1, {}
+
+    def f(self, i):
+        self.d[i & 63] = self.a + i
+        return self.d.get(i & 31, 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--libcuda", default="libcuda.so.1")
+    ap.add_argument("--fn", default="cuGetErrorString", help="the probed function, called (0, &out)")
+    a = ap.parse_args()
+    cuda = ctypes.CDLL(a.libcuda)
+    libc = ctypes.CDLL("libc.so.6")
+    v = ctypes.c_void_p()
+    ref = ctypes.byref(v)
+    probed, plain = getattr(cuda, a.fn), libc.abs
+    probed.argtypes = plain.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    o = Obj()
+    big = list(range(8 << 20))  # 8 Mi pointers: 64 MiB of list, the ints beside it
+    idx = [random.randrange(len(big)) for _ in range(4096)]
+
+    def block(fn, work, n):
+        s = 0
+        if work == "none":
+            t = time.perf_counter_ns()
+            for i in range(n):
+                fn(0, ref)
+        elif work == "py":
+            t = time.perf_counter_ns()
+            for i in range(n):
+                s += o.f(i) + o.f(i + 1) + o.f(i + 2)
+                fn(0, ref)
+        else:
+            t = time.perf_counter_ns()
+            for i in range(n):
+                j = i * 8 & 4095
+                s += big[idx[j]] + big[idx[j + 1]] + big[idx[j + 2]] + big[idx[j + 3]]
+                s += big[idx[j + 4]] + big[idx[j + 5]] + big[idx[j + 6]] + big[idx[j + 7]]
+                fn(0, ref)
+        return (time.perf_counter_ns() - t) / n
+
+    out = {}
+    for work in ("none", "py", "cold"):
+        block(probed, work, a.n)
+        block(plain, work, a.n)
+        p, u = [], []
+        for r in range(a.reps):
+            first, second = (probed, plain) if r % 2 == 0 else (plain, probed)
+            x = block(first, work, a.n)
+            y = block(second, work, a.n)
+            (p if first is probed else u).append(x)
+            (u if first is probed else p).append(y)
+        d = [pp - uu for pp, uu in zip(p, u)]
+        out[work] = {
+            "probed_ns": round(statistics.median(p), 1),
+            "unprobed_ns": round(statistics.median(u), 1),
+            "delta_ns": round(statistics.median(d), 1),
+            "delta_min_ns": round(min(d), 1),
+            "delta_max_ns": round(max(d), 1),
+        }
+    calls = 3 * (a.reps + 1) * a.n
+    print(json.dumps({"work": out, "probed_calls": calls}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
