@@ -9,7 +9,8 @@ record (default 960: the in-window cost per graph-node record window_cost.cu mea
 H200, the higher of its two figures; a plain launch costs 1,300-2,000 ns), in proportion to
 its overlap with the phase; in points of the untraced runs' median steady time. Beside it
 the paired difference default − nogpu of the same round (points of that round's untraced
-steady time), which the processes' spread dominates.
+steady time), which the processes' spread dominates. Without untraced runs (MODES="default
+full") the points are of the default runs' own median steady time, and the output says so.
 """
 import csv
 import json
@@ -30,6 +31,8 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for p in progs:
         unt = [v for (q, _, m), v in steady.items() if q == p and m == "untraced"]
+        if not unt:
+            unt = [v for (q, _, m), v in steady.items() if q == p and m == "default"]
         if not unt:
             continue
         base = st.median(unt)
@@ -69,9 +72,12 @@ def main():
     meds = []
     for p in progs:
         unt = [v for (q, _, m), v in steady.items() if q == p and m == "untraced"]
+        own = [v for (q, _, m), v in steady.items() if q == p and m == "default"]
         if unt:
-            meds.append(f"{p} {st.median(unt):.4f} s")
-    print("\nUntraced steady median: " + ", ".join(meds) + ".")
+            meds.append(f"{p} {st.median(unt):.4f} s (untraced)")
+        elif own:
+            meds.append(f"{p} {st.median(own):.4f} s (no untraced runs: the default runs' own)")
+    print("\nSteady median, the points' base: " + ", ".join(meds) + ".")
 
 
 if __name__ == "__main__":

@@ -7,21 +7,24 @@ Recordings of Python loops still ran 1.5-2.6 µs per probed call longer than tha
 (docs/replay.md). This measures the per-call cost where a Python program pays it:
 
 per block, N iterations of (Python work; one ctypes call), the call either a probed
-driver function (cuGetErrorString: cheap, needs no cuInit, probed at entry and, for its
-out pointer, at return; cuDriverGetVersion is one of the query functions tracer leaves
-unprobed) or an unprobed function called the same way (libc's `abs`), the blocks alternated REPS times. The
-difference probed - unprobed, per call, is the probe's cost plus the two functions'
-own difference; the untraced process gives the latter, so
+driver function or an unprobed one called the same way (libc's `abs`), the blocks
+alternated REPS times. The probed functions (`--fn`, a comma list; each one a block
+pair of its own): `cuGetErrorString` (cheap, needs no cuInit; tracer counts it,
+cu_count, and writes no record), `cuCtxSetCurrent` (returns NOT_INITIALIZED before
+cuInit; tracer records it: an entry program that writes a ring record the collector
+then reads). The difference probed - unprobed, per call, is the probe's cost plus the
+two functions' own difference; the untraced process gives the latter, so
 
     cost per probed call = (probed - unprobed) traced - (probed - unprobed) untraced
 
 for three kinds of work between the calls: none, `py` (attribute and dict work, as
 placement_probe.py's loop, ~1 µs) and `cold` (random reads over a 64 MiB list: the
-caches and TLB another program's work leaves behind). Prints one JSON line:
+caches and TLB another program's work leaves behind). A function the library lacks
+is left out. Prints one JSON line:
 
-    {"work": {"none": {"probed_ns": .., "unprobed_ns": .., "delta_ns": ..}, ...}, "calls": N}
+    {"fns": {"cuGetErrorString": {"none": {"probed_ns": .., "unprobed_ns": .., "delta_ns": ..}, ...}}, ...}
 
-    python3 python_call_cost.py [--reps 15] [--n 2000] [--fn cuGetErrorString]
+    python3 python_call_cost.py [--reps 15] [--n 2000] [--fn cuGetErrorString,cuCtxSetCurrent]
 """
 import argparse
 import ctypes
@@ -45,14 +48,21 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--libcuda", default="libcuda.so.1")
-    ap.add_argument("--fn", default="cuGetErrorString", help="the probed function, called (0, &out)")
+    ap.add_argument("--fn", default="cuGetErrorString,cuCtxSetCurrent", help="the probed functions, each called (0, &out)")
     a = ap.parse_args()
     cuda = ctypes.CDLL(a.libcuda)
     libc = ctypes.CDLL("libc.so.6")
     v = ctypes.c_void_p()
     ref = ctypes.byref(v)
-    probed, plain = getattr(cuda, a.fn), libc.abs
-    probed.argtypes = plain.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    plain = libc.abs
+    plain.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    fns = {}
+    for name in a.fn.split(","):
+        try:
+            fns[name] = getattr(cuda, name)
+        except AttributeError:
+            continue
+        fns[name].argtypes = [ctypes.c_int, ctypes.c_void_p]
     o = Obj()
     big = list(range(8 << 20))  # 8 Mi pointers: 64 MiB of list, the ints beside it
     idx = [random.randrange(len(big)) for _ in range(4096)]
@@ -77,8 +87,7 @@ def main():
                 fn(0, ref)
         return (time.perf_counter_ns() - t) / n
 
-    out = {}
-    for work in ("none", "py", "cold"):
+    def pair(probed, work):
         block(probed, work, a.n)
         block(plain, work, a.n)
         p, u = [], []
@@ -89,15 +98,17 @@ def main():
             (p if first is probed else u).append(x)
             (u if first is probed else p).append(y)
         d = [pp - uu for pp, uu in zip(p, u)]
-        out[work] = {
+        return {
             "probed_ns": round(statistics.median(p), 1),
             "unprobed_ns": round(statistics.median(u), 1),
             "delta_ns": round(statistics.median(d), 1),
             "delta_min_ns": round(min(d), 1),
             "delta_max_ns": round(max(d), 1),
         }
+
+    out = {name: {w: pair(fn, w) for w in ("none", "py", "cold")} for name, fn in fns.items()}
     calls = 3 * (a.reps + 1) * a.n
-    print(json.dumps({"work": out, "probed_calls": calls}), flush=True)
+    print(json.dumps({"fns": out, "probed_calls_per_fn": calls}), flush=True)
 
 
 if __name__ == "__main__":
