@@ -85,6 +85,7 @@ say() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$log"; }
 : > "$log"
 echo "prog,round,mode,steady_s,wall_s,rc,pos" > "$csv"
 [ "$ANALYZE_EACH" = 1 ] && echo "prog,round,mode,steady_s,whole_idle_pct,whole_busy_ms,steady_idle_pct,steady_busy_ms,window_check_points,window_check_windows" >"$OUT/idle.csv"
+[ "$ANALYZE_EACH" = 1 ] && echo "prog,round,mode,kernels,sum_ms,union_ms,overlap_pct,steady_kernels,steady_sum_ms,steady_union_ms,steady_overlap_pct,clock_windows_mhz,clock_steady_mhz,windows" >"$OUT/busy_diag.csv"
 export PYTHONUNBUFFERED=1
 
 # --- binaries
@@ -155,6 +156,9 @@ run_one() { # prog round mode pos: one run, its CSV line, its trace kept or dele
     if [ "$ANALYZE_EACH" = 1 ] && [ "$rc" = 0 ] && [ -s "$tr" ] && [ "$m" != nogpu ]; then
         timeout "$ANALYSIS_TIMEOUT_S" "$T" gaps "$tr" --json >"$WORK/each.gaps.json" 2>/dev/null
         python3 "$D/idle_of_run.py" "$WORK/each.gaps.json" "$prog" "$r" "$m" "$steady" >>"$OUT/idle.csv" 2>>"$log"
+        # the measured kernels' overlap and the SM clock in the windows against the steady phase's
+        grep -F -e '"type":"gpu"' -e '"type":"power"' -e '"type":"gpu_window"' -e '"type":"marker"' "$tr" 2>/dev/null \
+            | python3 "$D/busy_diag.py" "$prog" "$r" "$m" >>"$OUT/busy_diag.csv" 2>>"$log"
     fi
     # every traced run's footer, gpu_window lines and phase markers (footers.jsonl): the
     # windows' cost per run by the cost model (window_model.py)
