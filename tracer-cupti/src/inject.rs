@@ -428,7 +428,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
     }
     // the budget: the windows' cost so far, since the first window opened (cuInit);
     // and the records so far (none yet: nothing learned, the learning share)
-    let (since, mut spent, mut seen) = (opened, 0u64, 0u64);
+    let (since, mut spent, mut seen) = (opened, sample::Spent::default(), 0u64);
     let _ = WINDOW_THREAD.set(std::thread::current());
     loop {
         let mut open_for = a.window_ms;
@@ -501,11 +501,14 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         }
         let records = st.win_records.load(Ordering::Acquire);
         seen += records;
-        spent = spent.saturating_add(sample::window_cost_ns(
-            st.win_attach_ns.load(Ordering::Acquire),
-            st.win_detach_ns.load(Ordering::Acquire),
-            records,
-        ));
+        spent.add(
+            monotonic_ns(),
+            sample::window_cost_ns(
+                st.win_attach_ns.load(Ordering::Acquire),
+                st.win_detach_ns.load(Ordering::Acquire),
+                records,
+            ),
+        );
         // every record of work the library had: this run confirms it, the gaps can be long
         let confirmed = records > 0 && st.win_library.load(Ordering::Acquire) == records;
         let gap = a.next_gap(prev_gap, records, new_in_last, confirmed);
@@ -514,7 +517,8 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         // learning (the window met new work, or no window has seen GPU work yet) may use more of the budget
         let learning = st.win_new.load(Ordering::Acquire) > 0 || seen == 0;
         let share = if learning { sample::LEARNING_SHARE } else { 1 };
-        let planned = (gap * ms).max(a.budget_wait_ns(spent, now - since, share));
+        spent.forget_before(now.saturating_sub(a.horizon_ms.saturating_mul(ms)));
+        let planned = (gap * ms).max(a.budget_wait(&spent, since, now, share));
         set_phase(st, phase::GAP);
         let demanded = match &demand {
             Some(d) => d.wait(&mut asked, now + planned),
@@ -530,7 +534,7 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
             prev_gap = 0; // asked for: something new is running
             // a demanded window is for new work: it may use the learning share, no more
             let t = monotonic_ns();
-            sleep_until(t + a.budget_wait_ns(spent, t - since, sample::LEARNING_SHARE));
+            sleep_until(t + a.budget_wait(&spent, since, t, sample::LEARNING_SHARE));
         }
         let stopped = gate(st);
         if *stopped || st.pid != pid() {

@@ -72,6 +72,11 @@ pub struct Adaptive {
     pub max_window_ms: u64,
     pub max_gap_ms: u64,
     pub budget_bp: u32,
+    /// 0: the budget holds over the time since cuInit. Otherwise the windows' cost within
+    /// any stretch of this many ms is held to the share of it ([`Adaptive::budget_wait`]):
+    /// time without windows (a program's set-up) cannot be saved up and spent in one
+    /// short phase.
+    pub horizon_ms: u64,
 }
 
 /// The longest gap after a window that saw no GPU work (the program had not
@@ -129,22 +134,24 @@ pub fn window_launches(v: Option<&str>) -> u64 {
 
 /// The default recording's windows: 2 % of the run's time at most.
 pub const DEFAULT_ADAPTIVE: Adaptive =
-    Adaptive { window_ms: 100, max_window_ms: 2_000, max_gap_ms: 20_000, budget_bp: 200 };
+    Adaptive { window_ms: 100, max_window_ms: 2_000, max_gap_ms: 20_000, budget_bp: 200, horizon_ms: 0 };
 
 impl Adaptive {
-    /// "WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT]", 0 < WINDOW ≤ MAX_WINDOW ≤ 1 hour,
-    /// WINDOW ≤ MAX_GAP ≤ 1 hour, 0 ≤ BUDGET_PCT ≤ 100 with at most two decimals
-    /// (default 2; 0: no budget).
+    /// "WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT[/HORIZON_MS]]", 0 < WINDOW ≤ MAX_WINDOW ≤
+    /// 1 hour, WINDOW ≤ MAX_GAP ≤ 1 hour, 0 ≤ BUDGET_PCT ≤ 100 with at most two decimals
+    /// (default 2; 0: no budget), HORIZON_MS 0 (the default: since cuInit) or WINDOW ≤
+    /// HORIZON_MS ≤ 1 hour.
     pub fn parse(s: &str) -> Result<Adaptive, String> {
         let bad = || {
             format!(
-                "`adaptive:{s}`: expected adaptive:WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT] with 0 < \
-                 WINDOW_MS ≤ MAX_WINDOW_MS ≤ 3600000, WINDOW_MS ≤ MAX_GAP_MS ≤ 3600000 and 0 ≤ BUDGET_PCT ≤ 100 \
-                 (two decimals at most), e.g. adaptive:100/2000/20000/2"
+                "`adaptive:{s}`: expected adaptive:WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT[/HORIZON_MS]] \
+                 with 0 < WINDOW_MS ≤ MAX_WINDOW_MS ≤ 3600000, WINDOW_MS ≤ MAX_GAP_MS ≤ 3600000, 0 ≤ BUDGET_PCT ≤ 100 \
+                 (two decimals at most) and HORIZON_MS 0 or WINDOW_MS ≤ HORIZON_MS ≤ 3600000, e.g. \
+                 adaptive:100/2000/20000/2"
             )
         };
         let v: Vec<&str> = s.trim().split('/').collect();
-        if !(3..=4).contains(&v.len()) {
+        if !(3..=5).contains(&v.len()) {
             return Err(bad());
         }
         let n = |x: &str| x.trim().parse::<u64>().map_err(|_| bad());
@@ -152,12 +159,17 @@ impl Adaptive {
             Some(b) => percent_bp(b).ok_or_else(bad)?,
             None => DEFAULT_ADAPTIVE.budget_bp,
         };
-        let a = Adaptive { window_ms: n(v[0])?, max_window_ms: n(v[1])?, max_gap_ms: n(v[2])?, budget_bp };
+        let horizon_ms = match v.get(4) {
+            Some(h) => n(h)?,
+            None => 0,
+        };
+        let a = Adaptive { window_ms: n(v[0])?, max_window_ms: n(v[1])?, max_gap_ms: n(v[2])?, budget_bp, horizon_ms };
         if a.window_ms == 0
             || a.window_ms > a.max_window_ms
             || a.max_window_ms > 3_600_000
             || a.window_ms > a.max_gap_ms
             || a.max_gap_ms > 3_600_000
+            || (a.horizon_ms != 0 && (a.horizon_ms < a.window_ms || a.horizon_ms > 3_600_000))
         {
             return Err(bad());
         }
@@ -167,7 +179,8 @@ impl Adaptive {
     pub fn env_value(&self) -> String {
         let b = self.budget_bp;
         let pct = if b.is_multiple_of(100) { format!("{}", b / 100) } else { format!("{}.{:02}", b / 100, b % 100) };
-        format!("adaptive:{}/{}/{}/{pct}", self.window_ms, self.max_window_ms, self.max_gap_ms)
+        let horizon = if self.horizon_ms == 0 { String::new() } else { format!("/{}", self.horizon_ms) };
+        format!("adaptive:{}/{}/{}/{pct}{horizon}", self.window_ms, self.max_window_ms, self.max_gap_ms)
     }
 
     /// Whether a window open for `open_ms` goes on for another `window_ms`:
@@ -211,6 +224,72 @@ impl Adaptive {
         let bp = self.budget_bp as u128 * share.max(1) as u128;
         let due = (spent_ns as u128 * 10_000).div_ceil(bp);
         (due.min(u64::MAX as u128) as u64).saturating_sub(elapsed_ns)
+    }
+}
+
+/// The windows' cost so far, for the budget: in all, and per window (its end, its cost) for a
+/// horizon ([`Adaptive::horizon_ms`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spent {
+    pub total_ns: u64,
+    windows: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Spent {
+    /// A window that ended at `end_ns` (CLOCK_MONOTONIC) and cost `cost_ns`.
+    pub fn add(&mut self, end_ns: u64, cost_ns: u64) {
+        self.total_ns = self.total_ns.saturating_add(cost_ns);
+        self.windows.push_back((end_ns, cost_ns));
+    }
+
+    /// Forgets the windows that ended before `before_ns`: no later stretch of the horizon holds them.
+    pub fn forget_before(&mut self, before_ns: u64) {
+        while self.windows.front().is_some_and(|&(end, _)| end < before_ns) {
+            self.windows.pop_front();
+        }
+    }
+}
+
+impl Adaptive {
+    /// How long (ns) from `now_ns` the next window must still wait for the budget, the first
+    /// window having opened at `since_ns` (cuInit), at `share` times `budget_bp`
+    /// ([`Adaptive::budget_wait_ns`]'s shares). Without a horizon, the cost so far against the
+    /// time since cuInit. With one (H), the earliest time t from now at which the windows that
+    /// ended within [t − H, t] cost at most the share of min(t − since, H): a window that cost
+    /// more than the share of H waits until it is H old.
+    pub fn budget_wait(&self, spent: &Spent, since_ns: u64, now_ns: u64, share: u32) -> u64 {
+        if self.budget_bp == 0 {
+            return 0;
+        }
+        let now = now_ns.max(since_ns);
+        if self.horizon_ms == 0 {
+            return self.budget_wait_ns(spent.total_ns, now - since_ns, share);
+        }
+        let h = self.horizon_ms.saturating_mul(1_000_000);
+        let bp = self.budget_bp as u128 * share.max(1) as u128;
+        let w = &spent.windows;
+        let mut i = 0;
+        let mut t = now;
+        loop {
+            while i < w.len() && w[i].0.saturating_add(h) < t {
+                i += 1;
+            }
+            let sum: u128 = w.iter().skip(i).map(|&(_, c)| c as u128).sum();
+            // the time since cuInit the sum needs (at most H of it counts)
+            let need = (sum * 10_000).div_ceil(bp);
+            // the next window to drop out of the horizon, and when
+            let drop = w.get(i).map(|&(end, _)| end.saturating_add(h).saturating_add(1));
+            if need <= h as u128 {
+                let at = t.max(since_ns.saturating_add(need as u64));
+                if drop.is_none_or(|d| at <= d) {
+                    return at - now;
+                }
+            }
+            match drop {
+                Some(d) => t = d.max(t),
+                None => return u64::MAX,
+            }
+        }
     }
 }
 
@@ -363,6 +442,12 @@ mod tests {
             assert_eq!((p.budget_bp, p.env_value()), (bp, format!("adaptive:10/20/30/{back}")), "{spec}");
             assert_eq!(Plan::parse(&p.env_value()), Ok(Plan::Adaptive(p)));
         }
+        // a horizon: kept through the environment; 0 is since cuInit, the default
+        let p = Adaptive::parse("10/20/30/2/1000").unwrap();
+        assert_eq!((p.horizon_ms, p.env_value()), (1000, "adaptive:10/20/30/2/1000".to_string()));
+        assert_eq!(Plan::parse(&p.env_value()), Ok(Plan::Adaptive(p)));
+        assert_eq!(Adaptive::parse("10/20/30/2/0").map(|p| p.env_value()), Ok("adaptive:10/20/30/2".into()));
+        assert_eq!(Adaptive::parse("10/20/30/2/10").map(|p| p.horizon_ms), Ok(10));
         for bad in [
             "adaptive:",
             "adaptive:0/1/1",
@@ -373,7 +458,10 @@ mod tests {
             "adaptive:1/2/3/0.125",
             "adaptive:1/2/3/-1",
             "adaptive:1/2/3/.5",
-            "adaptive:1/2/3/4/5",
+            "adaptive:1/2/3/4/5/6",
+            "adaptive:10/20/30/2/5",
+            "adaptive:10/20/30/2/3600001",
+            "adaptive:10/20/30/2/x",
         ] {
             assert!(Plan::parse(bad).unwrap_err().contains("expected adaptive:WINDOW_MS"), "{bad}");
         }
@@ -460,6 +548,49 @@ mod tests {
         assert_eq!(window_cost_ns(20_000_000, 5_000_000, 3_000), 40_000_000);
         assert_eq!(window_cost_ns(u64::MAX, 1, u64::MAX), u64::MAX);
         assert_eq!(Adaptive { budget_bp: 1, ..a }.budget_wait_ns(u64::MAX, 0, 1), u64::MAX);
+    }
+
+    #[test]
+    fn a_horizon_keeps_the_budget_from_being_saved_up() {
+        const MS: u64 = 1_000_000;
+        let since = 1_000 * MS;
+        let at = |ms: u64| since + ms * MS;
+        let spent = |w: &[(u64, u64)]| {
+            let mut s = Spent::default();
+            for &(end, cost) in w {
+                s.add(at(end), cost * MS);
+            }
+            s
+        };
+        let a = DEFAULT_ADAPTIVE; // 2 %, since cuInit
+        let h = Adaptive { horizon_ms: 1_000, ..a }; // 2 % of any second: 20 ms
+        // since cuInit, 30 ms after 10 s is well within the budget; within one second it is not:
+        // the window waits until it is a second old
+        let one = spent(&[(10_000, 30)]);
+        assert_eq!(a.budget_wait(&one, since, at(10_000), 1), 0);
+        assert_eq!(a.budget_wait(&one, since, at(10_000), 1), a.budget_wait_ns(30 * MS, 10_000 * MS, 1));
+        assert_eq!(h.budget_wait(&one, since, at(10_000), 1), 1_000 * MS + 1);
+        // learning (five times the share: 100 ms a second) may go on at once
+        assert_eq!(h.budget_wait(&one, since, at(10_000), LEARNING_SHARE), 0);
+        // 10 ms in the last second: within it
+        assert_eq!(h.budget_wait(&spent(&[(10_000, 10)]), since, at(10_000), 1), 0);
+        // two of 15 ms half a second apart: until the first is a second old, then 15 ms is within
+        let two = spent(&[(9_500, 15), (10_000, 15)]);
+        assert_eq!(h.budget_wait(&two, since, at(10_000), 1), 500 * MS + 1);
+        // early in the run the share is of the time since cuInit, as without a horizon:
+        // 10 ms after 200 ms waits until 500 ms have passed
+        let early = spent(&[(200, 10)]);
+        assert_eq!(h.budget_wait(&early, since, at(200), 1), 300 * MS);
+        assert_eq!(a.budget_wait(&early, since, at(200), 1), 300 * MS);
+        // no budget, no wait; nothing spent, no wait
+        assert_eq!(Adaptive { budget_bp: 0, ..h }.budget_wait(&one, since, at(10_000), 1), 0);
+        assert_eq!(h.budget_wait(&Spent::default(), since, at(5), 1), 0);
+        // forgetting the windows older than the horizon changes nothing for later waits
+        let mut f = two.clone();
+        f.forget_before(at(10_000) - 1_000 * MS);
+        assert_eq!(h.budget_wait(&f, since, at(10_000), 1), 500 * MS + 1);
+        f.forget_before(at(9_600));
+        assert_eq!((h.budget_wait(&f, since, at(10_000), 1), f.total_ns), (0, 30 * MS));
     }
 
     #[test]

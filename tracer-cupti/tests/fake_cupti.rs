@@ -523,6 +523,35 @@ fn the_budget_holds_the_windows_cost_to_its_share_of_the_run() {
 }
 
 #[test]
+fn with_a_horizon_the_budget_holds_in_every_stretch_of_it() {
+    let (lib, _) = built();
+    // windows of 20 ms with gaps of 40 ms, their cost held to 0.5 % of any 200 ms (2.5 % while
+    // learning): a window opens only once the windows that ended in the 200 ms before it cost
+    // at most that share of the 200 ms (of the time since the first window, early on)
+    let env = [("TRACER_CUPTI_SAMPLE", "adaptive:20/20/40/0.5/200"), ("TRACER_CUPTI_FLUSH_MS", "10")];
+    let r = run("horizon", lib.to_str().unwrap(), &env, &["launch", "3000", "200"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let (w, h) = (windows_of(&r), history_of(&r));
+    assert!(w.len() >= 3, "{w:?}");
+    let (since, ms, horizon) = (w[0].0, 1_000_000u64, 200_000_000u64);
+    let cost = |x: &(u64, u64, u64, u64, u64, u64)| tracer_cupti::sample::window_cost_ns(x.2, x.3, x.4);
+    let mut waited = 0;
+    for i in 1..w.len() {
+        let learning = w[i - 1].5 > 0 || w[..i].iter().all(|x| x.4 == 0);
+        let share = if learning { tracer_cupti::sample::LEARNING_SHARE as u64 } else { 1 };
+        let open = w[i].0;
+        // the windows that ended in the horizon before this one opened (by their end stamps,
+        // which are no later than when the window thread counted them)
+        let recent: u64 = w[..i].iter().filter(|x| x.1 + horizon >= open).map(cost).sum();
+        let allowed = 50 * share * (open - since).min(horizon) / 10_000;
+        assert!(recent <= allowed, "window {i}: {recent} ns in the last 200 ms, {allowed} allowed: {w:?}");
+        waited += usize::from(h[i].2 > 40 * ms);
+    }
+    // the budget, not the policy's 40 ms, set some of the gaps
+    assert!(waited >= 1, "{h:?} {w:?}");
+}
+
+#[test]
 fn a_demanded_window_opens_at_once_instead_of_after_its_gap() {
     let (lib, _) = built();
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));

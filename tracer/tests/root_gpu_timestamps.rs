@@ -304,7 +304,10 @@ fn the_default_recording_measures_in_adaptive_windows_and_fills_the_library() {
     assert_eq!(t.code(), 0, "{}", t.describe());
     let h = &t.header()["gpu_timestamps"];
     assert_eq!((&h["enabled"], &h["mode"], &h["implicit"]), (&json!(true), &json!("adaptive"), &json!(true)));
-    assert_eq!(h["adaptive"], json!({"window_ms": 20, "max_window_ms": 100, "max_gap_ms": 200, "budget_pct": 0.0}));
+    assert_eq!(
+        h["adaptive"],
+        json!({"window_ms": 20, "max_window_ms": 100, "max_gap_ms": 200, "budget_pct": 0.0, "budget_horizon_ms": 0})
+    );
     let w = windows_of(&t);
     assert!(w.len() >= 3, "{w:?}");
     // the fake's one kernel configuration is new in the first window only

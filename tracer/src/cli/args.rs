@@ -345,13 +345,14 @@ pub struct RecordArgs {
     /// "The default: adaptive windows").
     #[arg(long, conflicts_with_all = ["gpu_timestamps", "gpu_windows"])]
     pub no_gpu: bool,
-    /// The default recording's windows: WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT]
+    /// The default recording's windows: WINDOW_MS/MAX_WINDOW_MS/MAX_GAP_MS[/BUDGET_PCT[/HORIZON_MS]]
     /// (default 100/2000/20000/2): a window lasts WINDOW_MS, is extended while
     /// it meets new work up to MAX_WINDOW_MS, and the gap before the next
     /// doubles while nothing is new, up to MAX_GAP_MS; and the windows' cost
     /// (attaching, detaching, CUPTI's work per record) stays within
-    /// BUDGET_PCT of the process's time (0: no budget).
-    #[arg(long, value_name = "W/MAX_W/MAX_GAP[/BUDGET_PCT]", value_parser = parse_windows, conflicts_with = "gpu_timestamps")]
+    /// BUDGET_PCT of the process's time since cuInit (0: no budget), or, with
+    /// HORIZON_MS, within BUDGET_PCT of any stretch of HORIZON_MS.
+    #[arg(long, value_name = "W/MAX_W/MAX_GAP[/BUDGET_PCT[/HORIZON_MS]]", value_parser = parse_windows, conflicts_with = "gpu_timestamps")]
     pub gpu_windows: Option<tracer_cupti::sample::Adaptive>,
     /// The durations library that measured runs add to and the default
     /// recording's analyses draw on (default: $TRACER_DURATIONS_LIBRARY, else
@@ -464,6 +465,8 @@ mod tests {
         assert_eq!(r.gpu_windows.map(|a| a.env_value()).as_deref(), Some("adaptive:50/500/5000/2"));
         let r = parse(&["tracer", "--gpu-windows", "50/500/5000/0.25", "--", "true"]).unwrap();
         assert_eq!(r.gpu_windows.map(|a| a.budget_bp), Some(25));
+        let r = parse(&["tracer", "--gpu-windows", "50/500/5000/2/1000", "--", "true"]).unwrap();
+        assert_eq!(r.gpu_windows.map(|a| a.env_value()).as_deref(), Some("adaptive:50/500/5000/2/1000"));
         assert!(parse(&["tracer", "--cupti-injection", "/x", "--", "true"]).is_ok());
         assert_eq!(
             err(&["tracer", "--gpu-sample", "20/200", "--", "true"]),

@@ -269,7 +269,7 @@ impl GpuSession {
             "adaptive": match self.plan {
                 Some(Plan::Adaptive(a)) => {
                     json!({"window_ms": a.window_ms, "max_window_ms": a.max_window_ms, "max_gap_ms": a.max_gap_ms,
-                        "budget_pct": a.budget_bp as f64 / 100.0})
+                        "budget_pct": a.budget_bp as f64 / 100.0, "budget_horizon_ms": a.horizon_ms})
                 }
                 _ => Value::Null,
             },
