@@ -127,10 +127,11 @@ pub fn measure(progs: &crate::collect::uprobe_multi::MultiPrograms) -> anyhow::R
 /// `TRACER_TRAP_COLD=KIB[,KIB...]` (an experiment, docs/replay.md): the trap again with
 /// work between the calls, a walk of [`COLD_STEPS`] dependent loads over a random cycle of
 /// the cache lines of KIB KiB, as a program's own work between two driver calls would
-/// evict the trap's code and data, and the trap the program's. Per size, the time per
-/// iteration (walk and call) unprobed and with the entry probe, interleaved; the
-/// difference is what a probe hit costs a program whose working set is that large,
-/// the trap's cold run and its after-effects on the work included.
+/// evict the trap's code and data, and the trap the program's. Per size, unprobed and
+/// with the entry probe, interleaved, the call and the walk timed apart: the calls'
+/// difference is the trap run after that much work, the walks' difference what the trap
+/// left the work (its after-effects; the walk's own spread hides them on the machines
+/// measured so far).
 pub const COLD_STEPS: usize = 256;
 const COLD_ITERS: u32 = 300;
 
