@@ -13,6 +13,8 @@ pub type CallbackFn = extern "C" fn(*mut c_void, u32, u32, *const c_void);
 pub const DOMAIN_RESOURCE: u32 = 3;
 pub const CBID_CONTEXT_CREATED: u32 = 1;
 pub const CBID_STREAM_CREATED: u32 = 3;
+/// The driver has finished initialising (CUPTI_CBID_RESOURCE_CU_INIT_FINISHED).
+pub const CBID_CU_INIT_FINISHED: u32 = 5;
 /// CUPTI_CB_DOMAIN_DRIVER_API and CUPTI_API_EXIT (cupti_callbacks.h).
 pub const DOMAIN_DRIVER_API: u32 = 1;
 pub const API_EXIT: u32 = 1;

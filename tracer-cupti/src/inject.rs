@@ -79,8 +79,9 @@ struct State {
     detach_anywhere: bool,
     /// The callback subscriber (0: none), whose driver-API callbacks detach CUPTI.
     subscriber: AtomicUsize,
-    /// Hardware kernel timestamps were accepted at the first attach.
-    hw_trace: AtomicBool,
+    /// Hardware timestamps are to be asked for when the driver has initialised
+    /// (CUPTI's CU_INIT_FINISHED resource callback).
+    hw_wanted: AtomicBool,
     /// The open window's records, new keys and attach time; how often it
     /// was extended, whether it was demanded, the gap planned before it;
     /// the last window's detach time.
@@ -243,7 +244,7 @@ fn init() -> c_int {
         detach_wanted: AtomicBool::new(false),
         detach_anywhere: std::env::var("TRACER_CUPTI_DETACH_AT").is_ok_and(|v| v == "any"),
         subscriber: AtomicUsize::new(0),
-        hw_trace: AtomicBool::new(false),
+        hw_wanted: AtomicBool::new(false),
         win_records: AtomicU64::new(0),
         win_new: AtomicU64::new(0),
         win_library: AtomicU64::new(0),
@@ -373,31 +374,45 @@ fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<S
             warnings.push(text);
         }
     }
-    // Hardware timestamps: asked for once CUPTI is initialised (asked before the
-    // kinds, CUPTI 13.0 on an H200 answered CUPTI_ERROR_NOT_INITIALIZED); the kinds
-    // are switched off and on again so that the mode applies to their records
+    // Hardware timestamps (CUPTI's HES, Blackwell on): CUPTI takes them after the driver's
+    // initialisation and before the first context, so they are asked for in the resource
+    // callback at CU_INIT_FINISHED ([`ask_hw_trace`]); asked here, inside cuInit, CUPTI 13.0 on
+    // an H200 answered CUPTI_ERROR_NOT_INITIALIZED, before the kinds and after them. They
+    // support no late attach and cannot be switched off, so adaptive windows, which attach
+    // CUPTI again after each detach, do not ask.
     if first {
-        notes.push(match api.enable_hw_trace {
-            // SAFETY: plain CUPTI call.
-            Some(f) => match unsafe { f(1) } {
-                0 => {
-                    st.hw_trace.store(true, Ordering::Relaxed);
-                    switch_kinds(st, false);
-                    switch_kinds(st, true);
-                    "hw_trace: on (hardware kernel timestamps)".to_string()
-                }
-                r => format!("hw_trace: refused ({}): software timestamps", api.err(r)),
-            },
-            None => "hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into(),
-        });
-    } else if st.hw_trace.load(Ordering::Relaxed)
-        && let Some(f) = api.enable_hw_trace
-    {
-        // SAFETY: plain CUPTI call.
-        unsafe { f(1) };
+        match (adaptive, api.enable_hw_trace) {
+            (true, _) => notes.push(
+                "hw_trace: not asked: adaptive windows attach CUPTI again after each detach, and hardware \
+                 timestamps allow no late attach: software timestamps"
+                    .into(),
+            ),
+            (false, None) => {
+                notes.push("hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into())
+            }
+            (false, Some(_)) => st.hw_wanted.store(true, Ordering::Release),
+        }
     }
     st.attached.store(true, Ordering::Release);
     Ok(())
+}
+
+/// Asks CUPTI for hardware kernel timestamps (at CU_INIT_FINISHED, before any context):
+/// the note that says what CUPTI answered. Taken, the kinds are switched off and on
+/// again so that their records use them.
+fn ask_hw_trace(st: &State) -> String {
+    let Some(f) = st.api.enable_hw_trace else {
+        return "hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into();
+    };
+    // SAFETY: plain CUPTI call, attached, in CUPTI's resource callback.
+    match unsafe { f(1) } {
+        0 => {
+            switch_kinds(st, false);
+            switch_kinds(st, true);
+            "hw_trace: on (hardware kernel timestamps)".to_string()
+        }
+        r => format!("hw_trace: refused ({}): software timestamps", st.api.err(r)),
+    }
 }
 
 /// Whether adaptive windows can detach CUPTI: cuptiFinalize exists and the
@@ -817,6 +832,12 @@ extern "C" fn at_exit() {
         // Stop the flush and sampling threads (waiting for a flush or switch in progress).
         *gate(st) = true;
         let now = monotonic_ns();
+        if st.hw_wanted.swap(false, Ordering::AcqRel) {
+            let text = "hw_trace: not asked: CUPTI made no callback when the driver had initialised (no \
+                        resource callbacks): software timestamps"
+                .to_string();
+            st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
+        }
         if matches!(st.plan, Some(Plan::Adaptive(_))) {
             let text = exit_note(st, now);
             st.streams.lock().unwrap_or_else(|e| e.into_inner()).push(Msg::Note { text });
@@ -1003,6 +1024,17 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
             return;
         }
         let Some(st) = STATE.get() else { return };
+        if cbid == cupti::CBID_CU_INIT_FINISHED {
+            if st.pid == pid() && st.hw_wanted.swap(false, Ordering::AcqRel) {
+                let text = ask_hw_trace(st);
+                // sent at once, as the notes of the first attach are (still inside cuInit)
+                if let Some(mut o) = lock() {
+                    o.sink.push(st.pid, &Msg::Note { text });
+                    o.sink.flush();
+                }
+            }
+            return;
+        }
         let Some(get_id) = st.api.get_stream_id_ex else { return };
         // SAFETY: for the resource domain, CUPTI passes a CUpti_ResourceData.
         let d = unsafe { &*(data as *const ResourceData) };

@@ -190,6 +190,25 @@ fn without_the_timestamp_callback_an_offset_is_measured_and_applied() {
 }
 
 #[test]
+fn hardware_timestamps_are_asked_for_once_the_driver_has_initialised() {
+    let (lib, _) = built();
+    // the fake answers CUPTI_ERROR_NOT_INITIALIZED (15) inside cuInit, as CUPTI 13.0 did on an
+    // H200, and takes them after its CU_INIT_FINISHED callback, as on Blackwell; the kinds are
+    // switched off and on again, and the records still arrive
+    let env = [("TRACER_CUPTI_FLUSH_MS", "0"), ("FAKECUPTI_HW_TRACE", "1")];
+    let r = run("hes", lib.to_str().unwrap(), &env, &[]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let notes: Vec<&str> = r
+        .msgs
+        .iter()
+        .filter_map(|(_, m)| if let Msg::Note { text } = m { Some(text.as_str()) } else { None })
+        .collect();
+    assert_eq!(notes, ["hw_trace: on (hardware kernel timestamps)"]);
+    let kernels = r.msgs.iter().filter(|(_, m)| matches!(m, Msg::Kernel { .. })).count();
+    assert_eq!(kernels, 2, "{:?}", r.msgs);
+}
+
+#[test]
 fn exec_skips_the_final_flush() {
     let (lib, _) = built();
     let r = run("exec", lib.to_str().unwrap(), &[("TRACER_CUPTI_FLUSH_MS", "0")], &["exec"]);
@@ -415,7 +434,12 @@ fn adaptive_windows_detach_cupti_between_them_and_back_off() {
         .filter_map(|(_, m)| if let Msg::Note { text } = m { Some(text.as_str()) } else { None })
         .collect();
     assert_eq!(notes.len(), 2, "{notes:?}");
-    assert_eq!(notes[0], "hw_trace: refused (CUPTI_ERROR_NOT_SUPPORTED (27)): software timestamps");
+    // adaptive windows attach CUPTI again after each detach: hardware timestamps are not asked for
+    assert_eq!(
+        notes[0],
+        "hw_trace: not asked: adaptive windows attach CUPTI again after each detach, and hardware timestamps \
+         allow no late attach: software timestamps"
+    );
     // at exit: where the window thread was (the program ends in a gap: its windows back off) and
     // the demands it saw (none: no demand file)
     assert!(

@@ -38,7 +38,13 @@
  *                           delivered by a flush made at a launch's return
  *                           (inside its driver-API callback, on the program's
  *                           thread) are counted (fakecupti_records_at_returns())
- *   cuptiActivityEnableHWTrace  refused with 27 (CUPTI_ERROR_NOT_SUPPORTED), as on Hopper
+ *   cuptiActivityEnableHWTrace  before fakecupti_init_finished: 15 (CUPTI_ERROR_NOT_INITIALIZED,
+ *                           as CUPTI 13.0 answers inside cuInit); after it: refused with 27
+ *                           (CUPTI_ERROR_NOT_SUPPORTED), as on Hopper, or taken (0) with
+ *                           FAKECUPTI_HW_TRACE=1, as on Blackwell; calls counted
+ *                           (fakecupti_hw_trace_calls())
+ *   fakecupti_init_finished()  the driver has initialised: fires the subscriber's
+ *                           CU_INIT_FINISHED resource callback (cbid 5)
  *
  * FAKECUPTI_NO_TS=1: refuse the timestamp callback; our clock is then
  * CLOCK_MONOTONIC + 1 s, so the library must measure and apply the offset.
@@ -76,7 +82,10 @@ static uint64_t own_clock(void) {
 static uint64_t now(void) { return stamp ? stamp() : own_clock(); }
 
 int cuptiGetVersion(uint32_t *v) { *v = 99; return 0; }
-int cuptiGetResultString(int r, const char **s) { *s = r == 1 ? "CUPTI_ERROR_INVALID_PARAMETER" : r == 27 ? "CUPTI_ERROR_NOT_SUPPORTED" : "CUPTI_ERROR_UNKNOWN"; return 0; }
+int cuptiGetResultString(int r, const char **s) {
+    *s = r == 1 ? "CUPTI_ERROR_INVALID_PARAMETER" : r == 15 ? "CUPTI_ERROR_NOT_INITIALIZED" : r == 27 ? "CUPTI_ERROR_NOT_SUPPORTED" : "CUPTI_ERROR_UNKNOWN";
+    return 0;
+}
 int cuptiActivityRegisterTimestampCallback(ts_fn f) {
     if (getenv("FAKECUPTI_NO_TS")) return 1;
     stamp = f;
@@ -96,7 +105,14 @@ int cuptiFinalize(void) {
     pthread_mutex_unlock(&mask_lock);
     return 0;
 }
-int cuptiActivityEnableHWTrace(uint8_t enable) { (void)enable; return 27; }
+static int init_finished, hw_trace_calls;
+int cuptiActivityEnableHWTrace(uint8_t enable) {
+    (void)enable;
+    __atomic_add_fetch(&hw_trace_calls, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&init_finished, __ATOMIC_SEQ_CST)) return 15;
+    return getenv("FAKECUPTI_HW_TRACE") ? 0 : 27;
+}
+int fakecupti_hw_trace_calls(void) { return __atomic_load_n(&hw_trace_calls, __ATOMIC_SEQ_CST); }
 int fakecupti_finalizes(void) { return __atomic_load_n(&finalizes, __ATOMIC_SEQ_CST); }
 int fakecupti_records_at_returns(void) { return __atomic_load_n(&records_at_returns, __ATOMIC_SEQ_CST); }
 int fakecupti_calls_while_detached(void) { return __atomic_load_n(&calls_while_detached, __ATOMIC_SEQ_CST); }
@@ -152,6 +168,11 @@ struct resource_data { void *context; void *stream; void *descriptor; };
 void fakecupti_context_created(void *ctx) {
     struct resource_data d = { ctx, 0, 0 };
     if (subscriber) subscriber(0, 3, 1, &d);
+}
+void fakecupti_init_finished(void) {
+    struct resource_data d = { 0, 0, 0 };
+    __atomic_store_n(&init_finished, 1, __ATOMIC_SEQ_CST);
+    if (subscriber) subscriber(0, 3, 5, &d);
 }
 void fakecupti_stream_created(void *ctx, void *stream) {
     struct resource_data d = { ctx, stream, 0 };

@@ -1,6 +1,7 @@
 /*
  * Plays the CUDA driver's part for libtracer_cupti.so: dlopen
- * $CUDA_INJECTION64_PATH, call InitializeInjection, then create a context and
+ * $CUDA_INJECTION64_PATH, call InitializeInjection, finish the driver's
+ * initialisation (CUPTI's CU_INIT_FINISHED callback), then create a context and
  * a stream (through the fake libcupti's hooks) and exit, so the library's
  * atexit handler flushes. `inject_driver exec` execs /bin/true instead of
  * exiting (no atexit: no final flush); `inject_driver wait-exec` first
@@ -27,6 +28,8 @@ int main(int argc, char **argv) {
     if (init() != 1) return 3;
     void *c = dlopen(getenv("TRACER_CUPTI_LIB"), RTLD_NOW | RTLD_NOLOAD);
     if (!c) { fprintf(stderr, "inject_driver: fake libcupti not loaded\n"); return 2; }
+    /* cuInit ends after InitializeInjection: then the first context */
+    ((void (*)(void))dlsym(c, "fakecupti_init_finished"))();
     ((void (*)(void *))dlsym(c, "fakecupti_context_created"))((void *)0x1);
     ((void (*)(void *, void *))dlsym(c, "fakecupti_stream_created"))((void *)0x1, (void *)0x5000);
     if (argc > 1 && strcmp(argv[1], "wait-exec") == 0) {
