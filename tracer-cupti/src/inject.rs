@@ -1020,10 +1020,11 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        if domain != cupti::DOMAIN_RESOURCE || data.is_null() {
+        if domain != cupti::DOMAIN_RESOURCE {
             return;
         }
         let Some(st) = STATE.get() else { return };
+        // (its resource data has no context yet: not needed)
         if cbid == cupti::CBID_CU_INIT_FINISHED {
             if st.pid == pid() && st.hw_wanted.swap(false, Ordering::AcqRel) {
                 let text = ask_hw_trace(st);
@@ -1033,6 +1034,9 @@ extern "C" fn resource_callback(_: *mut c_void, domain: u32, cbid: u32, data: *c
                     o.sink.flush();
                 }
             }
+            return;
+        }
+        if data.is_null() {
             return;
         }
         let Some(get_id) = st.api.get_stream_id_ex else { return };
