@@ -7,9 +7,11 @@
   inferred timeline runs a graph's nodes one after the other on the launch stream, so
   where measured kernels overlap (graph branches, several streams), it counts the sum
   where the GPU was busy for the union.
-- Clocks: the median SM clock of the power samples inside the run's measured windows
-  (`gpu_window` lines; a full run: its whole run) against the steady phase's. Kernels
-  measured while the clock still ramps up run longer than in the steady phase.
+- Clocks: per NVML GPU, the median SM clock of the power samples inside the run's measured
+  windows (`gpu_window` lines; a full run: its whole run) against the steady phase's
+  (`GPU:MHz|GPU:MHz`). Kernels measured while the clock still ramps up would run longer
+  than in the steady phase. (The H200 runs of 2026-11-27 in docs/graphs/ ran every kernel
+  at 1,980 MHz, the idle GPU beside it at 345.)
 
     grep -F -e '"type":"gpu"' -e '"type":"power"' -e '"type":"gpu_window"' -e '"type":"marker"' TRACE \\
         | python3 busy_diag.py PROG ROUND MODE
@@ -45,7 +47,7 @@ def main():
         if t == "gpu" and x.get("op") == "kernel" and x.get("ts") and x.get("end_ts"):
             kernels.append((x["ts"], x["end_ts"]))
         elif t == "power" and x.get("sm_clock_mhz") is not None:
-            power.append((x["ts"], x["sm_clock_mhz"]))
+            power.append((x["ts"], x["sm_clock_mhz"], x.get("gpu")))
         elif t == "gpu_window" and x.get("ts") and x.get("end_ts"):
             windows.append((x["ts"], x["end_ts"]))
         elif t == "marker" and x.get("op") == "phase":
@@ -63,8 +65,13 @@ def main():
         windows = [(min(s for s, _ in kernels), max(e for _, e in kernels))]
 
     def clock(spans):
-        v = [c for ts, c in power if any(s <= ts <= e for s, e in spans)]
-        return f"{statistics.median(v):.0f}" if v else ""
+        # per NVML GPU (the idle ones sit at their lowest clock): "GPU:MHz" joined by '|'
+        out = []
+        for g in sorted({p[2] for p in power}, key=str):
+            v = [c for ts, c, q in power if q == g and any(s <= ts <= e for s, e in spans)]
+            if v:
+                out.append(f"{g}:{statistics.median(v):.0f}")
+        return "|".join(out)
 
     steady_span = [(t0, t1)] if t0 and t1 else []
     print(",".join([prog, rnd, mode] + figs(kernels) + figs(steady) + [clock(windows), clock(steady_span), str(len(windows))]))
