@@ -74,6 +74,8 @@ RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-120}
 ANALYSIS_TIMEOUT_S=${ANALYSIS_TIMEOUT_S:-60}
 LIB_SHARED=${LIB_SHARED:-0}
 ANALYZE_EACH=${ANALYZE_EACH:-0}
+# mode default_h: the default with these record options (an A/B of the windows' policy)
+DEFAULT_H_ARGS=${DEFAULT_H_ARGS:---gpu-windows 100/2000/20000/2/1000}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/gpu-default.XXXXXX)
 A=$WORK/analysis
@@ -118,6 +120,7 @@ lib_of() { # mode -> the durations library path (none for untraced runs)
     local m=$1
     [ "$m" = untraced ] && return
     [ "$m" = first_default ] && m=default
+    [ "$m" = default_h ] && m=default # the same library as the default: an A/B of the windows' policy
     [ "$LIB_SHARED" = 1 ] && m=shared
     mkdir -p "$WORK/lib/$m"
     echo "$WORK/lib/$m/durations"
@@ -132,6 +135,7 @@ run_one() { # prog round mode pos: one run, its CSV line, its trace kept or dele
     untraced) pre=() ;;
     nogpu) pre=("$T" record -q --force $NOGPU_FLAG -o "$tr" --) ;;
     default | first_default) pre=("$T" record -q --force -o "$tr" --) ;;
+    default_h) read -r -a hargs <<<"$DEFAULT_H_ARGS"; pre=("$T" record -q --force "${hargs[@]}" -o "$tr" --) ;;
     full) pre=("$T" record -q --force --gpu-timestamps -o "$tr" --) ;;
     *) say "unknown mode $m"; return ;;
     esac
@@ -189,7 +193,7 @@ print(json.dumps({"prog": prog, "round": int(r), "mode": m, "steady_s": float(st
 PY
     fi
     case $m in
-    default | full | first_default)
+    default | default_h | full | first_default)
         if [ "$rc" = 0 ] && [ -s "$tr" ]; then mv -f "$tr" "$WORK/keep/$prog.$m.jsonl"; else rm -f "$tr"; fi ;;
     *) rm -f "$tr" ;;
     esac
@@ -258,7 +262,7 @@ fi
 
 # --- analysis of the kept traces
 for p in "${progs[@]}"; do
-    for k in first_default default full; do
+    for k in first_default default default_h full; do
         f=$WORK/keep/$p.$k.jsonl
         [ -f "$f" ] || { say "$p $k: no trace kept"; continue; }
         timeout "$ANALYSIS_TIMEOUT_S" "$T" gaps "$f" --json >"$A/$p.$k.gaps.json" 2>"$A/$p.$k.gaps.stderr"

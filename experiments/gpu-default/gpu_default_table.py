@@ -29,7 +29,7 @@ import re
 import statistics as st
 from collections import defaultdict
 
-MODE_ORDER = ["untraced", "nogpu", "default", "full"]
+MODE_ORDER = ["untraced", "nogpu", "default", "default_h", "full"]
 KINDS = ["default", "full", "first_default"]
 
 
@@ -287,7 +287,8 @@ def main():
                     f"{sp['range_pct']:.1f} %" if sp and sp["range_pct"] is not None else "",
                     f"{sp['iqr_pct']:.1f} %" if sp and sp["iqr_pct"] is not None else "",
                 ]) + " |")
-        for a_m, b_m in (("default", "nogpu"), ("full", "nogpu"), ("full", "default")):
+        for a_m, b_m in (("default", "nogpu"), ("full", "nogpu"), ("full", "default"), ("default_h", "nogpu"),
+                         ("default_h", "default")):
             ra, rb = per_round_ratio.get(a_m), per_round_ratio.get(b_m)
             if not ra or not rb:
                 continue
@@ -307,6 +308,18 @@ def main():
         rng = f"{dp['default-nogpu']['min']:+.1f} … {dp['default-nogpu']['max']:+.1f} ({dp['default-nogpu']['n']} rounds)" \
             if "default-nogpu" in dp else ""
         md.append(f"| {p} | {g('default-nogpu')} | {rng} | {g('full-nogpu')} | {g('full-default')} |")
+    if any("default_h-nogpu" in out["programs"][p]["differences_points"] for p in progs):
+        md.append("")
+        md.append("`default_h` (gpu_default.sh's DEFAULT_H_ARGS, a budget horizon):")
+        md.append("")
+        md.append("| program | default_h − nogpu | range | default_h − default | range |")
+        md.append("|---|---|---|---|---|")
+        for p in progs:
+            dp = out["programs"][p]["differences_points"]
+            f = lambda k: (f"{dp[k]['median']:+.1f}", f"{dp[k]['min']:+.1f} … {dp[k]['max']:+.1f} ({dp[k]['n']} rounds)") \
+                if k in dp else ("", "")  # noqa: E731
+            a, b = f("default_h-nogpu"), f("default_h-default")
+            md.append(f"| {p} | {a[0]} | {a[1]} | {b[0]} | {b[1]} |")
 
     md.append("")
     md.append("## Idle share and busy time per phase: default against full")

@@ -27,57 +27,60 @@ def main():
             steady[(r["prog"], int(r["round"]), r["mode"])] = float(r["steady_s"])
     progs = sorted({k[0] for k in steady})
     print(f"# The default's windows in the steady phase, by the cost model ({c:.0f} ns a record)\n")
-    print("| program | round | windows in steady | records there | model ms | model points | default − nogpu points (paired) |")
+    print("| program | round | windows in steady | records there | model ms | model points | mode − nogpu points (paired) |")
     print("|---|---|---|---|---|---|---|")
-    for p in progs:
-        unt = [v for (q, _, m), v in steady.items() if q == p and m == "untraced"]
-        if not unt:
-            unt = [v for (q, _, m), v in steady.items() if q == p and m == "default"]
-        if not unt:
-            continue
-        base = st.median(unt)
-        pts, paired = [], []
-        for line in open(foot):
-            x = json.loads(line)
-            if x["prog"] != p or x["mode"] != "default":
-                continue
-            ph = {label: ts for ts, label in x["phases"]}
-            t0, t1 = ph.get("steady"), ph.get("end")
-            if t0 is None or t1 is None:
-                continue
-            g = x["gpu_timestamps"]
-            n = max(g.get("windows") or 1, 1)
-            share = ((g.get("attach_ns") or 0) + (g.get("detach_ns") or 0)) / n
-            cost, k, rec = 0.0, 0, 0
-            for s, e, r, _ in x["windows"]:
-                if not e or e <= t0 or s >= t1:
-                    continue
-                f = (min(e, t1) - max(s, t0)) / max(e - s, 1)
-                cost += share + f * (r or 0) * c
-                k += 1
-                rec += round(f * (r or 0))
-            pt = 100 * cost / 1e9 / base
-            pts.append(pt)
-            rd = x["round"]
-            d = None
-            u = steady.get((p, rd, "untraced"))
-            dv, nv = steady.get((p, rd, "default")), steady.get((p, rd, "nogpu"))
-            if u and dv and nv:
-                d = 100 * (dv - nv) / u
-                paired.append(d)
-            print(f"| {p} | {rd} | {k} | {rec} | {cost / 1e6:.1f} | {pt:.1f} | {'' if d is None else f'{d:+.1f}'} |")
-        if pts:
-            print(f"| {p} | median | | | | **{st.median(pts):.1f}** (range {min(pts):.1f}-{max(pts):.1f}) | "
-                  f"{'' if not paired else f'{st.median(paired):+.1f} (range {min(paired):+.1f} … {max(paired):+.1f})'} |")
     meds = []
     for p in progs:
         unt = [v for (q, _, m), v in steady.items() if q == p and m == "untraced"]
-        own = [v for (q, _, m), v in steady.items() if q == p and m == "default"]
-        if unt:
-            meds.append(f"{p} {st.median(unt):.4f} s (untraced)")
-        elif own:
-            meds.append(f"{p} {st.median(own):.4f} s (no untraced runs: the default runs' own)")
+        what = "untraced"
+        if not unt:
+            unt = [v for (q, _, m), v in steady.items() if q == p and m == "default"]
+            what = "no untraced runs: the default runs' own"
+        if not unt:
+            continue
+        base = st.median(unt)
+        meds.append(f"{p} {base:.4f} s ({what})")
+        for mode in ("default", "default_h"):
+            model_mode(p, mode, foot, steady, base, c)
     print("\nSteady median, the points' base: " + ", ".join(meds) + ".")
+
+
+def model_mode(p, mode, foot, steady, base, c):
+    """The rows of one program's runs of one mode (default, or gpu_default.sh's default_h)."""
+    name = p if mode == "default" else f"{p} ({mode})"
+    pts, paired = [], []
+    for line in open(foot):
+        x = json.loads(line)
+        if x["prog"] != p or x["mode"] != mode:
+            continue
+        ph = {label: ts for ts, label in x["phases"]}
+        t0, t1 = ph.get("steady"), ph.get("end")
+        if t0 is None or t1 is None:
+            continue
+        g = x["gpu_timestamps"]
+        n = max(g.get("windows") or 1, 1)
+        share = ((g.get("attach_ns") or 0) + (g.get("detach_ns") or 0)) / n
+        cost, k, rec = 0.0, 0, 0
+        for s, e, r, _ in x["windows"]:
+            if not e or e <= t0 or s >= t1:
+                continue
+            f = (min(e, t1) - max(s, t0)) / max(e - s, 1)
+            cost += share + f * (r or 0) * c
+            k += 1
+            rec += round(f * (r or 0))
+        pt = 100 * cost / 1e9 / base
+        pts.append(pt)
+        rd = x["round"]
+        d = None
+        u = steady.get((p, rd, "untraced"))
+        dv, nv = steady.get((p, rd, mode)), steady.get((p, rd, "nogpu"))
+        if u and dv and nv:
+            d = 100 * (dv - nv) / u
+            paired.append(d)
+        print(f"| {name} | {rd} | {k} | {rec} | {cost / 1e6:.1f} | {pt:.1f} | {'' if d is None else f'{d:+.1f}'} |")
+    if pts:
+        print(f"| {name} | median | | | | **{st.median(pts):.1f}** (range {min(pts):.1f}-{max(pts):.1f}) | "
+              f"{'' if not paired else f'{st.median(paired):+.1f} (range {min(paired):+.1f} … {max(paired):+.1f})'} |")
 
 
 if __name__ == "__main__":
