@@ -352,7 +352,7 @@ pub struct RecordArgs {
     /// (attaching, detaching, CUPTI's work per record) stays within
     /// BUDGET_PCT of the process's time since cuInit (0: no budget), or, with
     /// HORIZON_MS, within BUDGET_PCT of any stretch of HORIZON_MS.
-    #[arg(long, value_name = "W/MAX_W/MAX_GAP[/BUDGET_PCT[/HORIZON_MS]]", value_parser = parse_windows, conflicts_with = "gpu_timestamps")]
+    #[arg(long, value_name = "W/MAX_W/MAX_GAP[/PCT[/HORIZON]]", value_parser = parse_windows, conflicts_with = "gpu_timestamps")]
     pub gpu_windows: Option<tracer_cupti::sample::Adaptive>,
     /// The durations library that measured runs add to and the default
     /// recording's analyses draw on (default: $TRACER_DURATIONS_LIBRARY, else
