@@ -387,9 +387,7 @@ fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<S
                  timestamps allow no late attach: software timestamps"
                     .into(),
             ),
-            (false, None) => {
-                notes.push("hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into())
-            }
+            (false, None) => notes.push(NO_HW_TRACE.into()),
             (false, Some(_)) => st.hw_wanted.store(true, Ordering::Release),
         }
     }
@@ -397,13 +395,14 @@ fn attach(st: &State, first: bool, warnings: &mut Vec<String>, notes: &mut Vec<S
     Ok(())
 }
 
+/// The note of a CUPTI without hardware timestamps.
+const NO_HW_TRACE: &str = "hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps";
+
 /// Asks CUPTI for hardware kernel timestamps (at CU_INIT_FINISHED, before any context):
 /// the note that says what CUPTI answered. Taken, the kinds are switched off and on
 /// again so that their records use them.
 fn ask_hw_trace(st: &State) -> String {
-    let Some(f) = st.api.enable_hw_trace else {
-        return "hw_trace: this CUPTI has no cuptiActivityEnableHWTrace: software timestamps".into();
-    };
+    let Some(f) = st.api.enable_hw_trace else { return NO_HW_TRACE.into() };
     // SAFETY: plain CUPTI call, attached, in CUPTI's resource callback.
     match unsafe { f(1) } {
         0 => {
@@ -516,8 +515,9 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         }
         let records = st.win_records.load(Ordering::Acquire);
         seen += records;
+        let now = monotonic_ns();
         spent.add(
-            monotonic_ns(),
+            now,
             sample::window_cost_ns(
                 st.win_attach_ns.load(Ordering::Acquire),
                 st.win_detach_ns.load(Ordering::Acquire),
@@ -528,7 +528,6 @@ fn adaptive_loop(a: Adaptive, mut opened: u64) {
         let confirmed = records > 0 && st.win_library.load(Ordering::Acquire) == records;
         let gap = a.next_gap(prev_gap, records, new_in_last, confirmed);
         prev_gap = gap;
-        let now = monotonic_ns();
         // learning (the window met new work, or no window has seen GPU work yet) may use more of the budget
         let learning = st.win_new.load(Ordering::Acquire) > 0 || seen == 0;
         let share = if learning { sample::LEARNING_SHARE } else { 1 };
