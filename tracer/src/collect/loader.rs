@@ -438,21 +438,14 @@ pub fn load(opts: &Options) -> anyhow::Result<Loaded> {
     })
 }
 
-/// The uprobe trap's cost on this machine ([`crate::collect::trap_cost`]), with the empty
-/// programs loaded for uprobe_multi with the recording's ([`multi_programs`]: the object is
-/// relocated once, against the maps as loaded).
-pub fn trap_cost(loaded: &Loaded) -> anyhow::Result<crate::collect::trap_cost::TrapCost> {
-    let progs = loaded
+/// The empty programs loaded for uprobe_multi with the recording's ([`multi_programs`]: the
+/// object is relocated once, against the maps as loaded), with which
+/// [`crate::collect::trap_cost`] measures the uprobe trap on this machine.
+pub fn trap_programs(loaded: &Loaded) -> anyhow::Result<&crate::collect::uprobe_multi::MultiPrograms> {
+    loaded
         .multi_progs
         .as_ref()
-        .context("the probes are attached one by one (no uprobe_multi): the trap is not measured")?;
-    crate::collect::trap_cost::measure(progs)
-}
-
-/// The trap with work between the calls ([`crate::collect::trap_cost::measure_cold`]).
-pub fn trap_cost_cold(loaded: &Loaded, sizes: &[usize]) -> anyhow::Result<Vec<crate::collect::trap_cost::ColdTrap>> {
-    let progs = loaded.multi_progs.as_ref().context("the probes are attached one by one (no uprobe_multi)")?;
-    crate::collect::trap_cost::measure_cold(progs, sizes)
+        .context("the probes are attached one by one (no uprobe_multi): the trap is not measured")
 }
 
 /// Attaches the probes to one more libcuda file (another inode than those

@@ -36,16 +36,18 @@ pub fn trace_header(
     // the benchmark's empty programs, whose own runs the benchmark counts. Only those load the
     // empty programs it attaches (ProbeOptions::trap_programs).
     if o.probes.trap_programs {
-        match loader::trap_cost(loaded) {
+        use crate::collect::trap_cost;
+        match loader::trap_programs(loaded).and_then(trap_cost::measure) {
             Ok(t) => t.header_fields(&mut header),
             Err(e) => header["probe_trap"] = json!({ "error": format!("{e:#}") }),
         }
-        let sizes = crate::collect::trap_cost::cold_sizes();
+        let sizes = trap_cost::cold_sizes();
         if !sizes.is_empty() && header["probe_trap"].is_object() {
-            header["probe_trap"]["cold"] = match loader::trap_cost_cold(loaded, &sizes) {
-                Ok(c) => crate::collect::trap_cost::cold_fields(&c),
-                Err(e) => json!({ "error": format!("{e:#}") }),
-            };
+            header["probe_trap"]["cold"] =
+                match loader::trap_programs(loaded).and_then(|p| trap_cost::measure_cold(p, &sizes)) {
+                    Ok(c) => trap_cost::cold_fields(&c),
+                    Err(e) => json!({ "error": format!("{e:#}") }),
+                };
         }
     }
     side.header(&mut header);
