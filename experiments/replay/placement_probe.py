@@ -26,16 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "colocation"))
 import colocation_workloads as cw  # noqa: E402
+from py_work import Obj  # noqa: E402
 from recorder_cost_reps import current_cpu, pop_int  # noqa: E402
-
-
-class Obj:
-    def __init__(self):
-        self.a, self.d = 1, {}
-
-    def f(self, i):
-        self.d[i & 63] = self.a + i
-        return self.d.get(i & 31, 0)
 
 
 def py_loop(n=20000):

@@ -33,14 +33,7 @@ import random
 import statistics
 import time
 
-
-class Obj:
-    def __init__(self):
-        self.a, self.d = 1, {}
-
-    def f(self, i):
-        self.d[i & 63] = self.a + i
-        return self.d.get(i & 31, 0)
+from py_work import Obj
 
 
 def main():
