@@ -7,8 +7,8 @@
  * exiting (no atexit: no final flush); `inject_driver wait-exec` first
  * waits until the fake libcupti has delivered its records through the
  * library's flush thread (exit 4 if that has not happened within 120 s);
- * `inject_driver launch N US` calls the fake's fakecupti_launch N times,
- * US µs apart, printing each launch's time (ns) on stdout, then on stderr
+ * `inject_driver launch N US [IDLE_MS]` calls the fake's fakecupti_launch N times,
+ * US µs apart (after IDLE_MS without a launch), printing each launch's time (ns) on stdout, then on stderr
  * how often CUPTI was finalized and called while detached, and how many records
  * were handed over at a launch's return.
  * Build: cc -o inject_driver inject_driver.c -ldl
@@ -42,6 +42,8 @@ int main(int argc, char **argv) {
     if (argc > 3 && strcmp(argv[1], "launch") == 0) {
         uint64_t (*launch)(void) = (uint64_t (*)(void))dlsym(c, "fakecupti_launch");
         int n = atoi(argv[2]), us = atoi(argv[3]);
+        /* a program's set-up first: IDLE_MS without a launch */
+        if (argc > 4) usleep(1000 * atoi(argv[4]));
         for (int i = 0; i < n; i++) {
             printf("%llu\n", (unsigned long long)launch());
             usleep(us);
