@@ -33,21 +33,33 @@ def main(path):
                 meds[(p, m)][f] = statistics.median(v)
                 cells.append(f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})")
             print(f"| {p} | {m} | {len(rows)} | " + " | ".join(cells) + " |")
-    print("\nmedians, default − full: idle in points, busy in % of full\n")
-    print("| program | Δ idle whole | Δ busy whole | Δ idle steady | Δ busy steady |")
-    print("|---|---|---|---|---|")
+    print("\nmedians, mode − full: idle in points, busy in % of full. \"at its own length\": the "
+          "mode's idle share against full CUPTI's busy time over the mode's own span "
+          "(busy / (1 − idle)), i.e. the busy time's error in points of that process's phase, "
+          "apart from how long each process took\n")
+    print("| program | mode | Δ idle whole | at its own length | Δ busy whole | Δ idle steady | "
+          "at its own length | Δ busy steady |")
+    print("|---|---|---|---|---|---|---|---|")
     for p in by:
-        d, f = meds.get((p, "default"), {}), meds.get((p, "full"), {})
-        if not d or not f:
-            continue
+        f = meds.get((p, "full"), {})
+        for m in ("default", "default_h"):
+            d = meds.get((p, m), {})
+            if not d or not f:
+                continue
 
-        def diff(k, pct=False):
-            if k not in d or k not in f:
-                return "–"
-            return f"{100 * (d[k] / f[k] - 1):+.1f} %" if pct else f"{d[k] - f[k]:+.2f}"
-        print(f"| {p} | {diff('whole_idle_pct')} | {diff('whole_busy_ms', True)} | {diff('steady_idle_pct')} | "
-              f"{diff('steady_busy_ms', True)} |")
+            def diff(k, pct=False):
+                if k not in d or k not in f:
+                    return "–"
+                return f"{100 * (d[k] / f[k] - 1):+.1f} %" if pct else f"{d[k] - f[k]:+.2f}"
 
+            def own(idle, busy):
+                if idle not in d or busy not in d or busy not in f or d[idle] >= 100:
+                    return "–"
+                span = d[busy] / (1 - d[idle] / 100)
+                return f"{100 * (f[busy] - d[busy]) / span:+.2f}"
+            print(f"| {p} | {m} | {diff('whole_idle_pct')} | {own('whole_idle_pct', 'whole_busy_ms')} | "
+                  f"{diff('whole_busy_ms', True)} | {diff('steady_idle_pct')} | "
+                  f"{own('steady_idle_pct', 'steady_busy_ms')} | {diff('steady_busy_ms', True)} |")
 
 if __name__ == "__main__":
     main(sys.argv[1])

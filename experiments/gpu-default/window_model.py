@@ -11,6 +11,11 @@ its overlap with the phase; in points of the untraced runs' median steady time. 
 the paired difference default − nogpu of the same round (points of that round's untraced
 steady time), which the processes' spread dominates. Without untraced runs (MODES="default
 full") the points are of the default runs' own median steady time, and the output says so.
+
+A second table gives the same for the whole run (the command's wall time, what a user
+times): every window by the model, and the footer's own estimate (`window_cost_ns`, what
+the budget charged), in points of the untraced runs' median wall time (else the default
+runs' own).
 """
 import csv
 import json
@@ -21,10 +26,12 @@ import sys
 def main():
     foot, runs = sys.argv[1], sys.argv[2]
     c = float(sys.argv[3]) if len(sys.argv) > 3 else 960.0
-    steady = {}
+    steady, wall = {}, {}
     for r in csv.DictReader(open(runs)):
         if r["rc"] == "0" and r["steady_s"]:
             steady[(r["prog"], int(r["round"]), r["mode"])] = float(r["steady_s"])
+        if r["rc"] == "0" and r.get("wall_s"):
+            wall[(r["prog"], int(r["round"]), r["mode"])] = float(r["wall_s"])
     progs = sorted({k[0] for k in steady})
     print(f"# The default's windows in the steady phase, by the cost model ({c:.0f} ns a record)\n")
     print("| program | round | windows in steady | records there | model ms | model points | mode − nogpu points (paired) |")
@@ -43,6 +50,45 @@ def main():
         for mode in ("default", "default_h"):
             model_mode(p, mode, foot, steady, base, c)
     print("\nSteady median, the points' base: " + ", ".join(meds) + ".")
+    print(f"\n# The default's windows over the whole run ({c:.0f} ns a record)\n")
+    print("| program | round | windows | records | model ms | model points | footer's estimate ms | its points |")
+    print("|---|---|---|---|---|---|---|---|")
+    bases = []
+    for p in progs:
+        unt = [v for (q, _, m), v in wall.items() if q == p and m == "untraced"]
+        what = "untraced"
+        if not unt:
+            unt = [v for (q, _, m), v in wall.items() if q == p and m in ("default", "first_default")]
+            what = "no untraced runs: the default runs' own"
+        if not unt:
+            continue
+        base = st.median(unt)
+        bases.append(f"{p} {base:.2f} s ({what})")
+        for mode in ("first_default", "default", "default_h"):
+            whole_mode(p, mode, foot, base, c)
+    print("\nWall median, the points' base: " + ", ".join(bases) + ".")
+
+
+def whole_mode(p, mode, foot, base, c):
+    """The whole-run rows of one program's runs of one mode."""
+    name = p if mode == "default" else f"{p} ({mode})"
+    pts, est = [], []
+    for line in open(foot):
+        x = json.loads(line)
+        if x["prog"] != p or x["mode"] != mode:
+            continue
+        g = x.get("gpu_timestamps") or {}
+        rec = sum((w[2] or 0) for w in x.get("windows") or [])
+        cost = (g.get("attach_ns") or 0) + (g.get("detach_ns") or 0) + rec * c
+        e = g.get("window_cost_ns")
+        pts.append(100 * cost / 1e9 / base)
+        if e is not None:
+            est.append(100 * e / 1e9 / base)
+        print(f"| {name} | {x['round']} | {g.get('windows', len(x.get('windows') or []))} | {rec} | {cost / 1e6:.1f} | "
+              f"{pts[-1]:.2f} | {'' if e is None else f'{e / 1e6:.1f}'} | {'' if e is None else f'{est[-1]:.2f}'} |")
+    if pts:
+        print(f"| {name} | median | | | | **{st.median(pts):.2f}** (range {min(pts):.2f}-{max(pts):.2f}) | | "
+              f"{'' if not est else f'**{st.median(est):.2f}** (range {min(est):.2f}-{max(est):.2f})'} |")
 
 
 def model_mode(p, mode, foot, steady, base, c):
